@@ -1,0 +1,7 @@
+"""reasonrl: reinforcement learning on verifiable rewards for reasoning language models.
+
+This package file stays tiny so `import reasonrl` is fast: it imports no torch, no transformers and
+no optional dependency. Import the sub-packages you need (`reasonrl.rewards`, `reasonrl.trainer`...).
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,226 @@
+"""Run configuration: section dataclasses composed into `RunConfig`, loaded from a YAML recipe plus
+dotted command-line overrides (`algo.clip_high=0.28`), type-checked by OmegaConf structured configs.
+
+Owns: the schema, defaults, loading and cross-field validation. Library code receives its own
+section or plain arguments, never the whole config (rule 6). Errors name the key and valid choices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+
+class ConfigError(ValueError):
+    """A recipe or override is invalid; the message names the key."""
+
+
+@dataclass
+class ModelConfig:
+    path: str = "demo"  # "demo" = the tiny bootstrapped model; else any HF directory or hub id
+    dtype: str = "float32"  # float32 | bfloat16 (bf16 only on CUDA)
+    device: str = "auto"  # auto | cpu | cuda
+    gradient_checkpointing: bool = False
+
+
+@dataclass
+class DataConfig:
+    task: str = "arithmetic"  # a built-in procedural task, used when train_files is empty
+    difficulty: int = 2
+    train_size: int = 20000
+    val_size: int = 200
+    train_files: list[str] = field(default_factory=list)  # parquet / jsonl in verl format
+    val_files: list[str] = field(default_factory=list)
+    max_prompt_tokens: int = 512
+    shuffle: bool = True
+    seed: int = 0
+
+
+@dataclass
+class RolloutConfig:
+    engine: str = "hf"  # hf | vllm
+    n: int = 8  # samples per prompt (group size)
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 64
+
+
+@dataclass
+class AlgoConfig:
+    adv_estimator: str = "grpo"
+    adv_kwargs: dict[str, Any] = field(default_factory=dict)
+    policy_loss: str = "ppo_clip"
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    loss_kwargs: dict[str, Any] = field(default_factory=dict)  # extra options of the policy loss
+    loss_agg: str = "token_mean"
+    kl_coef: float = 0.0  # > 0 adds a KL(policy || reference) loss term and loads a reference model
+    kl_estimator: str = "k3"
+    entropy_coef: float = 0.0
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 100
+    global_batch: int = 128  # sequences per step = prompts per step * rollout.n
+    mini_batch: int = 128  # sequences per optimizer step (global_batch / mini_batch updates per step)
+    micro_batch: int = 64  # sequences per forward/backward (gradient accumulation)
+    epochs: int = 1  # passes over each rollout batch
+    lr: float = 1e-5
+    weight_decay: float = 0.0
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
+    warmup_steps: int = 0
+    grad_clip: float = 1.0
+    seed: int = 0
+
+
+@dataclass
+class ValConfig:
+    every: int = 0  # 0 = only before and after training
+    size: int = 200
+    n: int = 1  # samples per problem for mean@n at val temperature (besides greedy accuracy)
+    temperature: float = 1.0
+    batch_size: int = 256
+
+
+@dataclass
+class CheckpointConfig:
+    every: int = 0  # 0 = only at the end
+    keep_last: int = 2
+
+
+@dataclass
+class LogConfig:
+    run_dir: str = "runs/latest"
+    rollouts_per_step: int = 4  # sampled rollouts written to rollouts.jsonl per step
+    tensorboard: bool = True
+    progress: bool = True
+
+
+@dataclass
+class RunConfig:
+    name: str = "run"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    val: ValConfig = field(default_factory=ValConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+
+
+_ = MISSING  # re-exported for recipes that want required fields
+
+
+def _fail(e: OmegaConfBaseException, source: str) -> ConfigError:
+    key = getattr(e, "full_key", None) or ""
+    msg = str(e).split("\n")[0]
+    return ConfigError(f"{source}: invalid config key '{key}': {msg}")
+
+
+def load_config(recipe: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
+    """Defaults <- YAML recipe <- dotted overrides, then `validate`. Returns a typed RunConfig object."""
+    schema = OmegaConf.structured(RunConfig)
+    cfg = schema
+    try:
+        if recipe is not None:
+            path = Path(recipe)
+            if not path.is_file():
+                raise ConfigError(f"recipe file not found: {path}")
+            cfg = OmegaConf.merge(cfg, OmegaConf.load(path))
+        if overrides:
+            bad = [o for o in overrides if "=" not in o]
+            if bad:
+                raise ConfigError(f"override {bad[0]!r} must look like section.key=value")
+            cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
+    except OmegaConfBaseException as e:
+        raise _fail(e, str(recipe or "overrides")) from None
+    run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+    validate(run)
+    return run
+
+
+def to_yaml(cfg: RunConfig | DictConfig) -> str:
+    return OmegaConf.to_yaml(OmegaConf.structured(cfg))
+
+
+def to_dict(cfg: RunConfig) -> dict[str, Any]:
+    return OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)  # type: ignore[return-value]
+
+
+def from_dict(d: dict[str, Any]) -> RunConfig:
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(RunConfig), d))  # type: ignore[return-value]
+
+
+def _choice(key: str, value: str, choices: list[str] | tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{key}={value!r} is not a valid choice; valid: {', '.join(choices)}")
+
+
+def validate(cfg: RunConfig) -> None:
+    """Cross-field checks that a type system cannot express. Raises ConfigError naming the key."""
+    from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
+    from reasonrl.algorithms.kl import KL_ESTIMATORS
+    from reasonrl.algorithms.masked import AGG_MODES
+    from reasonrl.data.tasks import TASKS
+    from reasonrl.registry import RegistryError
+
+    t, r, a = cfg.train, cfg.rollout, cfg.algo
+    _choice("rollout.engine", r.engine, ("hf", "vllm"))
+    _choice("model.dtype", cfg.model.dtype, ("float32", "bfloat16", "float16"))
+    _choice("model.device", cfg.model.device, ("auto", "cpu", "cuda"))
+    _choice("algo.loss_agg", a.loss_agg, AGG_MODES)
+    _choice("algo.kl_estimator", a.kl_estimator, KL_ESTIMATORS)
+    _choice("algo.adv_estimator", a.adv_estimator, ADVANTAGES.names())
+    _choice("algo.policy_loss", a.policy_loss, POLICY_LOSSES.names())
+    if not cfg.data.train_files:
+        _choice("data.task", cfg.data.task, sorted(TASKS))
+    try:
+        ADVANTAGES.check_kwargs(a.adv_estimator, a.adv_kwargs, where="algo.adv_kwargs")
+        loss_opts = dict(a.loss_kwargs)
+        POLICY_LOSSES.check_kwargs(a.policy_loss, loss_opts, where="algo.loss_kwargs")
+    except RegistryError as e:
+        raise ConfigError(str(e)) from None
+    positive = {
+        "rollout.n": r.n,
+        "rollout.max_new_tokens": r.max_new_tokens,
+        "train.steps": t.steps,
+        "train.global_batch": t.global_batch,
+        "train.mini_batch": t.mini_batch,
+        "train.micro_batch": t.micro_batch,
+        "train.epochs": t.epochs,
+        "val.size": cfg.val.size,
+        "val.n": cfg.val.n,
+        "checkpoint.keep_last": cfg.checkpoint.keep_last,
+    }
+    for key, v in positive.items():
+        if v <= 0:
+            raise ConfigError(f"{key} must be > 0, got {v}")
+    if t.lr <= 0:
+        raise ConfigError(f"train.lr must be > 0, got {t.lr}")
+    if r.temperature < 0:
+        raise ConfigError(f"rollout.temperature must be >= 0, got {r.temperature}")
+    if not 0 < r.top_p <= 1:
+        raise ConfigError(f"rollout.top_p must be in (0, 1], got {r.top_p}")
+    if t.global_batch % r.n:
+        raise ConfigError(
+            f"train.global_batch={t.global_batch} is not divisible by rollout.n={r.n} (the group size)"
+        )
+    if t.mini_batch > t.global_batch or t.global_batch % t.mini_batch:
+        raise ConfigError(f"train.mini_batch={t.mini_batch} must divide train.global_batch={t.global_batch}")
+    if t.micro_batch > t.mini_batch:
+        raise ConfigError(f"train.micro_batch={t.micro_batch} is larger than train.mini_batch={t.mini_batch}")
+    if t.mini_batch % t.micro_batch:
+        raise ConfigError(f"train.micro_batch={t.micro_batch} must divide train.mini_batch={t.mini_batch}")
+    if len(t.betas) != 2:
+        raise ConfigError(f"train.betas must have two values, got {t.betas}")
+    if a.clip_low < 0 or a.clip_high < 0:
+        raise ConfigError("algo.clip_low and algo.clip_high must be >= 0")
+    if a.kl_coef < 0:
+        raise ConfigError(f"algo.kl_coef must be >= 0, got {a.kl_coef}")

@@ -1,0 +1,46 @@
+"""The verifier interface: `(response: str, problem: Problem) -> RewardResult`, and its registry.
+
+Owns: `RewardResult`, the `VERIFIERS` registry. Does not own: routing by data_source
+(`rewards.routing`), time limits and process isolation (`rewards.runner`, `rewards.sandbox`).
+A verifier is deterministic and side-effect free; it never calls `eval()` on model output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from reasonrl.registry import Registry
+from reasonrl.types import Problem
+
+
+@dataclass
+class RewardResult:
+    """score in [0, 1] for correctness verifiers (shaping terms may be negative).
+
+    info keys by convention: "extracted" (the answer string we compared, or None), "reason"
+    (why the score is what it is: "correct", "wrong", "no_answer", "timeout", "error: ...").
+    """
+
+    score: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def extracted(self) -> Any:
+        return self.info.get("extracted")
+
+    @property
+    def reason(self) -> str:
+        return str(self.info.get("reason", ""))
+
+
+VerifierFn = Callable[[str, Problem], RewardResult]
+VERIFIERS: Registry[VerifierFn] = Registry("verifier", positional=2)
+
+
+def result(correct: bool, extracted: Any, reason: str | None = None, **info: Any) -> RewardResult:
+    """Shorthand for a 0/1 result with the standard info keys."""
+    if reason is None:
+        reason = "no_answer" if extracted is None else ("correct" if correct else "wrong")
+    return RewardResult(float(bool(correct)), {"extracted": extracted, "reason": reason, **info})

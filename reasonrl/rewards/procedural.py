@@ -1,0 +1,93 @@
+"""Verifiers for the built-in procedural tasks: integer arithmetic and countdown.
+
+Owns: `arithmetic` (integer answer in `<answer>` tags) and `countdown` (an expression that uses each
+given number exactly once and evaluates to the target). Countdown expressions are parsed with `ast`
+and evaluated by walking a whitelist of nodes (integers, + - * /, parentheses, unary minus) with
+exact fractions; anything else (names, calls, attributes, `**`) is rejected. Never `eval`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from fractions import Fraction
+
+from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.extract import after_think, answer_tag
+from reasonrl.types import Problem
+
+MAX_EXPR_CHARS = 200
+MAX_INT_DIGITS = 12
+
+
+@VERIFIERS.register("arithmetic")
+def arithmetic(response: str, problem: Problem) -> RewardResult:
+    """1 if the `<answer>` holds exactly the integer ground truth."""
+    ans = answer_tag(after_think(response))
+    if ans is None:
+        return result(False, None)
+    try:
+        value = int(ans.strip().replace(" ", ""))
+    except ValueError:
+        return result(False, ans, reason="not_an_integer")
+    return result(value == int(str(problem.ground_truth).strip()), ans)
+
+
+class UnsafeExpression(ValueError):
+    """The expression contains something other than integers, + - * / and parentheses."""
+
+
+def parse_expression(expr: str) -> tuple[Fraction, list[int]]:
+    """Exact value of an arithmetic expression and the integer literals it uses, in order."""
+    if len(expr) > MAX_EXPR_CHARS:
+        raise UnsafeExpression(f"expression longer than {MAX_EXPR_CHARS} characters")
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except SyntaxError as e:
+        raise UnsafeExpression(f"not an expression: {e.msg}") from None
+    used: list[int] = []
+
+    def walk(node: ast.AST) -> Fraction:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            if len(str(node.value)) > MAX_INT_DIGITS:
+                raise UnsafeExpression("integer literal too large")
+            used.append(node.value)
+            return Fraction(node.value)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -walk(node.operand)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+            a, b = walk(node.left), walk(node.right)
+            if isinstance(node.op, ast.Add):
+                return a + b
+            if isinstance(node.op, ast.Sub):
+                return a - b
+            if isinstance(node.op, ast.Mult):
+                return a * b
+            if b == 0:
+                raise ZeroDivisionError("division by zero")
+            return a / b
+        raise UnsafeExpression(f"disallowed element {type(node).__name__}")
+
+    value = walk(tree)
+    return value, used
+
+
+@VERIFIERS.register("countdown")
+def countdown(response: str, problem: Problem) -> RewardResult:
+    """1 if the `<answer>` expression uses exactly the given numbers (each once) and hits the target."""
+    gt = problem.ground_truth
+    target, numbers = int(gt["target"]), [int(x) for x in gt["numbers"]]
+    expr = answer_tag(after_think(response))
+    if expr is None:
+        return result(False, None)
+    try:
+        value, used = parse_expression(expr)
+    except ZeroDivisionError:
+        return result(False, expr, reason="division_by_zero")
+    except UnsafeExpression as e:
+        return result(False, expr, reason=f"invalid_expression: {e}")
+    if Counter(used) != Counter(numbers):
+        return result(False, expr, reason="wrong_numbers")
+    return result(value == target, expr)

@@ -1,0 +1,42 @@
+"""Routing a problem to a verifier name: explicit override first, then `data_source` prefix.
+
+Owns: the prefix table (Reasoning360's `default_compute_score` prefixes plus verl's and ours) and
+`verifier_name(problem)`. An unknown data_source raises at dataset load time (`check_routable`),
+not at reward time.
+"""
+
+from __future__ import annotations
+
+from reasonrl.types import Problem
+
+# (prefix, verifier name); first match wins, so longer / more specific prefixes come first.
+PREFIXES: list[tuple[str, str]] = [
+    ("reasonrl/arithmetic", "arithmetic"),
+    ("reasonrl/countdown", "countdown"),
+]
+
+
+def verifier_name(problem: Problem) -> str:
+    """Name of the verifier that scores `problem`; raises ValueError naming the data_source if none."""
+    if problem.verifier:
+        return problem.verifier
+    for prefix, name in PREFIXES:
+        if problem.data_source.startswith(prefix):
+            return name
+    known = ", ".join(p for p, _ in PREFIXES)
+    raise ValueError(
+        f"no verifier for data_source {problem.data_source!r} (uid {problem.uid!r}); "
+        f"known prefixes: {known}; or set extra_info.verifier"
+    )
+
+
+def check_routable(problems: list[Problem], where: str = "dataset") -> None:
+    """Fail fast (at load time) if any problem cannot be routed to a registered verifier."""
+    from reasonrl.rewards import VERIFIERS  # registers all built-in verifiers
+
+    for i, p in enumerate(problems):
+        try:
+            name = verifier_name(p)
+            VERIFIERS.get(name)
+        except (ValueError, KeyError) as e:
+            raise ValueError(f"{where} row {i}: {e}") from None

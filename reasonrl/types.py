@@ -1,0 +1,174 @@
+"""Shared records that flow through the loop: Problem -> Completion -> RolloutGroup -> TrainBatch.
+
+Owns: the plain data records and their documented shapes, and the mapping of `Problem` to and from
+a verl / Reasoning360 (Guru) parquet row. Does not own: reading files (`data.schema`), scoring
+(`rewards`), or building tensors from rollouts (`trainer.batching`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # keep `import reasonrl.types` free of torch
+    import torch
+
+
+@dataclass
+class Problem:
+    """One training / evaluation problem; the in-memory form of a verl/Reasoning360 parquet row.
+
+    prompt:        chat messages, e.g. [{"role": "user", "content": "..."}]
+    ground_truth:  `reward_model.ground_truth` (string, number, list or JSON-encoded structure)
+    data_source:   routes the problem to a verifier by prefix (e.g. "math__dapo", "openai/gsm8k")
+    ability:       free-form domain label ("math", "codegen", ...)
+    extra_info:    anything else the verifier needs (tests, puzzle metadata, split, index)
+    verifier:      explicit verifier name; overrides routing by `data_source` when set
+    """
+
+    prompt: list[dict[str, str]]
+    ground_truth: Any
+    data_source: str
+    ability: str = ""
+    extra_info: dict[str, Any] = field(default_factory=dict)
+    verifier: str | None = None
+    uid: str = ""
+
+    @property
+    def user_text(self) -> str:
+        """Content of the last user message (what a plain-text model sees)."""
+        for msg in reversed(self.prompt):
+            if msg.get("role") == "user":
+                return msg.get("content", "")
+        return self.prompt[-1].get("content", "") if self.prompt else ""
+
+    def to_row(self) -> dict[str, Any]:
+        """verl / Reasoning360 row. Non-string ground truths are kept as-is (parquet stores them)."""
+        extra = dict(self.extra_info)
+        if self.verifier:
+            extra["verifier"] = self.verifier
+        if self.uid:
+            extra.setdefault("uid", self.uid)
+        return {
+            "data_source": self.data_source,
+            "prompt": [dict(m) for m in self.prompt],
+            "ability": self.ability,
+            "reward_model": {"style": "rule", "ground_truth": self.ground_truth},
+            "extra_info": extra,
+        }
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any], where: str = "row") -> Problem:
+        """Build from a verl / Reasoning360 row; `where` names the row in error messages."""
+        missing = [k for k in ("data_source", "prompt", "reward_model") if k not in row]
+        if missing:
+            raise ValueError(
+                f"{where}: missing key(s) {missing}; a row needs data_source, prompt, reward_model"
+            )
+        prompt = row["prompt"]
+        if isinstance(prompt, str):
+            prompt = [{"role": "user", "content": prompt}]
+        prompt = [dict(m) for m in prompt]
+        if not prompt or any("content" not in m or "role" not in m for m in prompt):
+            raise ValueError(f"{where}: 'prompt' must be a non-empty list of {{role, content}} messages")
+        rm = row["reward_model"]
+        if isinstance(rm, str):
+            rm = json.loads(rm)
+        if not isinstance(rm, dict) or "ground_truth" not in rm:
+            raise ValueError(f"{where}: 'reward_model' must be a dict with 'ground_truth'")
+        extra = row.get("extra_info") or {}
+        if isinstance(extra, str):
+            extra = json.loads(extra)
+        extra = dict(extra)
+        return cls(
+            prompt=prompt,
+            ground_truth=rm["ground_truth"],
+            data_source=str(row["data_source"]),
+            ability=str(row.get("ability") or ""),
+            extra_info=extra,
+            verifier=extra.get("verifier") or None,
+            uid=str(extra.get("uid", extra.get("index", ""))),
+        )
+
+
+@dataclass
+class Completion:
+    """One sampled response.
+
+    token_ids:        completion tokens (no prompt, no padding), length T_i
+    text:             decoded completion (special tokens removed)
+    sampler_logprobs: the rollout engine's log-probability of each sampled token, length T_i
+    finish_reason:    "stop" (EOS / stop string) or "length" (hit max_new_tokens)
+    """
+
+    token_ids: list[int]
+    text: str
+    sampler_logprobs: list[float]
+    finish_reason: str = "stop"
+
+
+@dataclass
+class RolloutGroup:
+    """The n completions of one prompt, with their rewards once scored."""
+
+    problem: Problem
+    prompt_ids: list[int]
+    completions: list[Completion]
+    rewards: list[float] = field(default_factory=list)
+    infos: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class TrainBatch:
+    """Tensors for one policy update; B sequences, P prompt positions, T completion positions.
+
+    input_ids:        long [B, P+T]  left-padded prompt then right-padded completion
+    attention_mask:   long [B, P+T]  1 on real tokens
+    mask:             bool [B, T]    trainable completion tokens (False on padding / masked-out rows)
+    advantages:       float [B, T]   per-token advantages (sequence advantages broadcast over T)
+    rewards:          float [B]      per-sequence scalar reward
+    group_ids:        long [B]       index of the prompt group each row belongs to
+    old_logprobs:     float [B, T]   policy at sampling time, recomputed by the trainer (or None)
+    ref_logprobs:     float [B, T]   reference policy (or None)
+    sampler_logprobs: float [B, T]   what the rollout engine reported (or None)
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    mask: torch.Tensor
+    prompt_len: int
+    advantages: torch.Tensor | None = None
+    rewards: torch.Tensor | None = None
+    group_ids: torch.Tensor | None = None
+    old_logprobs: torch.Tensor | None = None
+    ref_logprobs: torch.Tensor | None = None
+    sampler_logprobs: torch.Tensor | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    def select(self, idx: torch.Tensor | slice) -> TrainBatch:
+        """Rows `idx` of every tensor field (non-tensor extras are shared)."""
+
+        def pick(t):
+            return None if t is None else t[idx]
+
+        return TrainBatch(
+            input_ids=self.input_ids[idx],
+            attention_mask=self.attention_mask[idx],
+            mask=self.mask[idx],
+            prompt_len=self.prompt_len,
+            advantages=pick(self.advantages),
+            rewards=pick(self.rewards),
+            group_ids=pick(self.group_ids),
+            old_logprobs=pick(self.old_logprobs),
+            ref_logprobs=pick(self.ref_logprobs),
+            sampler_logprobs=pick(self.sampler_logprobs),
+            extras={
+                k: (v[idx] if hasattr(v, "shape") and getattr(v, "ndim", 0) > 0 else v)
+                for k, v in self.extras.items()
+            },
+        )
