@@ -1,18 +1,43 @@
 """Advantage estimators (registry `ADVANTAGES`).
 
-Signature: `fn(rewards [N] float, group_ids [N] long, **options) -> advantages [N]`
-(sequence-level; the trainer broadcasts over the completion tokens).
+Owns: turning rewards into advantages. Does not own: reward computation (`rewards/`), reward shaping
+(`filters`, `kl.fold_kl_into_rewards`), or broadcasting [N] advantages over tokens (the trainer).
+
+Signature: `fn(rewards [N] float, group_ids [N] long, **options)`.
+  Sequence-level estimators (grpo, rloo, reinforce_pp, reinforce_pp_baseline, remax) return
+  advantages [N]; the trainer broadcasts them over each row's completion tokens.
+  The token-level estimator `gae` returns a pair (advantages [B, T], returns [B, T]) and takes its
+  tensors (`values`, `mask`, optionally `token_rewards`) as keyword arguments; N == B.
+Every estimator needs the whole rollout batch (group and batch statistics): call it once, before the
+batch is split into mini-, micro-batches or data-parallel shards.
 
 grpo (Shao et al. 2024, DeepSeekMath, arXiv:2402.03300):
-    A_i = (r_i - mean_g(r)) / (std_g(r) + eps), std unbiased (Bessel) as in the paper's reference code;
+    A_i = (r_i - mean_g(r)) / (std_g(r) + eps), std unbiased (Bessel), as in the paper's code.
     `scale_by_std=False` gives Dr.GRPO (Liu et al. 2025, arXiv:2503.20783): A_i = r_i - mean_g(r).
-    A group of one sample gets advantage 0.
+rloo (Ahmadian et al. 2024, arXiv:2402.14740; Kool et al. 2019):
+    A_i = r_i - (sum_g(r) - r_i) / (K_g - 1)  =  K_g / (K_g - 1) * (r_i - mean_g(r)).
+reinforce_pp (Hu 2025, REINFORCE++, arXiv:2501.03262):
+    A_i = (r_i - mean_batch(r)) / (std_batch(r) + eps)  (groups ignored; global batch whitening).
+reinforce_pp_baseline (same paper, group_size > 1 variant):
+    a_i = r_i - mean_g(r);  A_i = (a_i - mean_batch(a)) / (std_batch(a) + eps).
+remax (Li et al. 2023, ReMax, arXiv:2310.10505):
+    A_i = r_i - b_i, with b_i the reward of the greedy completion of row i's prompt (`baseline_rewards`).
+gae (Schulman et al. 2016, arXiv:1506.02438), token level with a critic:
+    delta_t = r_t + gamma * V_{t+1} - V_t;  A_t = delta_t + gamma * lam * A_{t+1};  returns R_t = A_t + V_t,
+    over the trainable tokens of each row (masked-out positions are skipped, not treated as steps), with
+    V = 0 and A = 0 after the last trainable token. `whiten=True` then whitens A over all trainable
+    tokens of the batch (returns are left unwhitened).
+
+Singleton groups (a prompt with one completion) get advantage 0 in grpo / rloo / reinforce_pp_baseline.
+Where we differ: verl whitens REINFORCE++ advantages over tokens (longer answers weigh more in the mean
+and std); we whiten over sequences.
 """
 
 from __future__ import annotations
 
 import torch
 
+from reasonrl.algorithms.masked import last_token_values, masked_whiten
 from reasonrl.registry import Registry
 
 ADVANTAGES: Registry = Registry("advantage estimator", positional=2)
@@ -22,14 +47,20 @@ def group_stats(
     values: torch.Tensor, group_ids: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-row group mean, unbiased group std (0 for singleton groups) and group size, all [N]."""
-    _, inv = torch.unique(group_ids, return_inverse=True)
-    k = int(inv.max()) + 1 if inv.numel() else 0
-    count = torch.zeros(k, dtype=values.dtype).index_add_(0, inv, torch.ones_like(values))
-    total = torch.zeros(k, dtype=values.dtype).index_add_(0, inv, values)
-    mean = total / count
-    sq = torch.zeros(k, dtype=values.dtype).index_add_(0, inv, (values - mean[inv]) ** 2)
+    uniq, inv = torch.unique(group_ids, return_inverse=True)
+    k = uniq.numel()
+    zeros = torch.zeros(k, dtype=values.dtype, device=values.device)
+    count = zeros.index_add(0, inv, torch.ones_like(values))
+    total = zeros.index_add(0, inv, values)
+    mean = total / count.clamp_min(1.0)
+    sq = zeros.index_add(0, inv, (values - mean[inv]) ** 2)
     var = sq / (count - 1).clamp_min(1.0)
     return mean[inv], var.sqrt()[inv], count[inv]
+
+
+def _whiten(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """(x - mean) / (std + eps) over all N entries (unbiased std); zeros when N < 2."""
+    return masked_whiten(x, torch.ones_like(x, dtype=torch.bool), eps=eps)
 
 
 @ADVANTAGES.register("grpo")
@@ -41,3 +72,83 @@ def grpo(
     if scale_by_std:
         adv = adv / (std + eps)
     return torch.where(count > 1, adv, torch.zeros_like(adv))
+
+
+@ADVANTAGES.register("rloo")
+def rloo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
+    mean, _, count = group_stats(rewards, group_ids)
+    # r_i - (K*mean - r_i)/(K-1) = K/(K-1) * (r_i - mean)
+    adv = count / (count - 1).clamp_min(1.0) * (rewards - mean)
+    return torch.where(count > 1, adv, torch.zeros_like(adv))
+
+
+@ADVANTAGES.register("reinforce_pp")
+def reinforce_pp(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    return _whiten(rewards, eps)
+
+
+@ADVANTAGES.register("reinforce_pp_baseline")
+def reinforce_pp_baseline(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    mean, _, count = group_stats(rewards, group_ids)
+    # whitening statistics over rows of real groups only; singleton rows stay 0
+    return masked_whiten(rewards - mean, count > 1, eps=eps)
+
+
+@ADVANTAGES.register("remax")
+def remax(
+    rewards: torch.Tensor, group_ids: torch.Tensor, baseline_rewards: torch.Tensor | None = None
+) -> torch.Tensor:
+    """`baseline_rewards` [N]: reward of the greedy completion of each row's prompt (repeat it over
+    the rows of a group). Required; the trainer generates and scores the greedy completions."""
+    if baseline_rewards is None:
+        raise ValueError("remax needs baseline_rewards= (reward of the greedy completion per row), got None")
+    if baseline_rewards.shape != rewards.shape:
+        raise ValueError(
+            f"remax: baseline_rewards shape {tuple(baseline_rewards.shape)} != {tuple(rewards.shape)}"
+        )
+    return rewards - baseline_rewards.to(rewards.dtype)
+
+
+@ADVANTAGES.register("gae")
+def gae(
+    rewards: torch.Tensor,
+    group_ids: torch.Tensor,
+    *,
+    values: torch.Tensor | None = None,
+    mask: torch.Tensor | None = None,
+    token_rewards: torch.Tensor | None = None,
+    gamma: float = 1.0,
+    lam: float = 1.0,
+    whiten: bool = True,
+    eps: float = 1e-8,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token-level GAE. Returns (advantages [B, T], returns [B, T]), both 0 where `mask` is False.
+
+    values [B, T]:        critic values V(s_t) (old critic, no grad needed)
+    mask bool [B, T]:     trainable completion tokens
+    token_rewards [B, T]: per-token rewards. If None, `rewards` [B] is put on each row's last
+                          trainable token. If given, it is used as is and `rewards` is ignored (build it
+                          with `kl.fold_kl_into_rewards`, which already places the outcome reward).
+    `group_ids` is unused (registry signature).
+    """
+    if values is None or mask is None:
+        raise ValueError("gae needs values= [B, T] and mask= [B, T] keyword tensors")
+    if token_rewards is None:
+        token_rewards = last_token_values(rewards.to(values.dtype), mask)
+    values = values.detach()
+    token_rewards = token_rewards.detach().to(values.dtype)
+    B, T = values.shape
+    adv = torch.zeros_like(values)
+    next_value = values.new_zeros(B)
+    next_adv = values.new_zeros(B)
+    for t in range(T - 1, -1, -1):
+        m = mask[:, t]
+        delta = token_rewards[:, t] + gamma * next_value - values[:, t]
+        a_t = delta + gamma * lam * next_adv
+        adv[:, t] = torch.where(m, a_t, 0.0)
+        next_value = torch.where(m, values[:, t], next_value)
+        next_adv = torch.where(m, a_t, next_adv)
+    returns = torch.where(mask, adv + values, 0.0)
+    if whiten:
+        adv = masked_whiten(adv, mask, eps=eps)
+    return adv, returns

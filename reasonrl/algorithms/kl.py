@@ -1,22 +1,35 @@
-"""Per-token KL estimators between the current policy and a reference (Schulman, "Approximating KL
-divergence", 2020). With log-ratio d = logprobs - ref_logprobs (sampled from the current policy):
+"""KL between the current policy and a reference: per-token estimators and the shaping that folds
+them into token rewards.
 
-  k1  = d                      unbiased, high variance, can be negative
+Owns: `kl_penalty` (the estimators, used as a loss term or as a reward penalty) and
+`fold_kl_into_rewards` (PPO / REINFORCE++ style KL-in-reward). Does not own: the coefficient schedule
+(a constant from the config; no adaptive controller here) or aggregation (`masked.aggregate`).
+
+Estimators (Schulman, "Approximating KL divergence", 2020), with d = logprobs - ref_logprobs on
+tokens sampled from the current policy:
+
+  k1  = d                      unbiased for KL(pi || ref), high variance, can be negative
   k2  = d^2 / 2                ("mse"), biased, low variance
   k3  = exp(-d) - 1 + d        ("low_var_kl"), unbiased, always >= 0 (GRPO's choice)
   abs = |d|
 
-Shapes: [B, T] in, [B, T] out. k3's exponent is clamped to [-20, 20] for stability.
+Shapes: [B, T] in, [B, T] out. d is clamped to [-20, 20] for k3 (exp overflow).
+As a differentiable loss term, the expected gradients differ from the values' meaning: k1's expected
+gradient is 0, k2's equals the gradient of KL(pi || ref), k3's that of KL(ref || pi) (on-policy
+samples). GRPO uses k3 as a loss term; REINFORCE++ uses k2; PPO-RLHF folds k1 into the reward.
 """
 
 from __future__ import annotations
 
 import torch
 
+from reasonrl.algorithms.masked import last_token_values
+
 KL_ESTIMATORS = ("k1", "k2", "k3", "abs")
 
 
 def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, estimator: str = "k3") -> torch.Tensor:
+    """Per-token KL estimate [B, T]; differentiable in `logprobs`."""
     d = logprobs - ref_logprobs
     if estimator == "k1":
         return d
@@ -24,7 +37,21 @@ def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, estimator: st
         return 0.5 * d * d
     if estimator == "k3":
         d = d.clamp(-20.0, 20.0)
-        return torch.exp(-d) - 1.0 + d
+        return torch.expm1(-d) + d
     if estimator == "abs":
         return d.abs()
     raise ValueError(f"unknown KL estimator {estimator!r}; known: {', '.join(KL_ESTIMATORS)}")
+
+
+def fold_kl_into_rewards(
+    rewards: torch.Tensor, kl: torch.Tensor, mask: torch.Tensor, kl_coef: float
+) -> torch.Tensor:
+    """Token rewards [B, T] = -kl_coef * kl_t on every trainable token, plus the outcome reward [B]
+    on each row's last trainable token; 0 where `mask` is False.
+
+    `kl` [B, T] comes from `kl_penalty(old_logprobs, ref_logprobs, estimator)` (no gradient: rewards
+    are constants). Feed the result to `gae(..., token_rewards=...)` or sum it over tokens for a
+    sequence-level estimator: r'_i = r_i - kl_coef * sum_t kl_it.
+    """
+    penalty = torch.where(mask, -kl_coef * kl.detach(), 0.0)
+    return penalty + last_token_values(rewards.to(penalty.dtype), mask)

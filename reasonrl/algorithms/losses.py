@@ -1,14 +1,38 @@
 """Policy losses (registry `POLICY_LOSSES`).
 
+Owns: the per-token policy-gradient surrogate of each algorithm and its diagnostics. Does not own:
+aggregation over tokens (`masked.aggregate`), KL / entropy terms (`kl`, `logprobs`), importance
+correction for the sampler mismatch (`correction`), or the critic loss (`value`).
+
 Signature: `fn(logprobs [B,T], old_logprobs [B,T], advantages [B,T], mask bool [B,T], **options)
--> (per_token_loss [B,T], metrics: dict[str, scalar tensor])`. Aggregation over tokens is separate
-(`algorithms.masked.aggregate`); metrics are masked means over this call's tokens.
+-> (per_token_loss [B,T], metrics: dict[str, scalar tensor])`. Every entry accepts `clip_low` and
+`clip_high` so the trainer can pass them uniformly. Metrics are masked means over this call's tokens
+(weight them by the call's token count to combine micro-batches): clipfrac_low, clipfrac_high,
+ratio_mean, ratio_max and approx_kl = mean(ratio - 1 - log ratio) (k3 estimate of KL(old || current)).
+log ratio = logprobs - old_logprobs is clamped to [-20, 20] before exp.
 
 ppo_clip (Schulman et al. 2017, arXiv:1707.06347; asymmetric "clip-higher" from DAPO, arXiv:2503.14476):
-    ratio = exp(logprobs - old_logprobs)
-    L = -min(ratio * A, clip(ratio, 1 - clip_low, 1 + clip_high) * A)
-    dual-clip (Ye et al. 2020, arXiv:1912.09729) when clip_c is set (> 1): for A < 0 the loss is
-    further bounded, L = min(L, -clip_c * A).
+    r = exp(logprobs - old_logprobs);  L = -min(r A, clip(r, 1 - clip_low, 1 + clip_high) A)
+    dual-clip (Ye et al. 2020, arXiv:1912.09729) with clip_c > 1: for A < 0, L = min(L, -clip_c A).
+    clipfrac_low / clipfrac_high: tokens where the clip is active (zero gradient): r < 1 - clip_low with
+    A < 0, r > 1 + clip_high with A > 0; clipfrac_dual: A < 0 and the dual clip bound is active.
+gspo (Zheng et al. 2025, Group Sequence Policy Optimization, arXiv:2507.18071), GSPO-token form:
+    s_i = exp(mean_{t in M_i} (logprobs - old_logprobs))             (sequence-level ratio)
+    s_it = sg(s_i) * exp(logprobs_t - sg(logprobs_t))                (value s_i, grad s_i * d logprobs_t)
+    L_it = -min(s_it A_it, clip(s_it, 1 - clip_low, 1 + clip_high) A_it)
+    With A constant over a row and aggregation `seq_mean_token_mean` this is exactly the paper's
+    sequence objective (its gradient equals that of -min(s_i A_i, clip(s_i) A_i) averaged over rows).
+    The paper's clip ranges are tiny (3e-4 / 4e-4, our defaults). ratio_* report s_i; clipfrac counts
+    tokens of clipped rows.
+cispo (MiniMax-M1, arXiv:2506.13585):
+    L_it = -sg(clip(r_it, 1 - clip_low, 1 + clip_high)) * A_it * logprobs_it
+    Every token keeps a gradient (the IS weight is clipped, not the surrogate). The loss value is not
+    comparable to ppo_clip's (it contains logprobs); only its gradient -w A d logprobs matters.
+    Defaults: clip_low=1.0 (no lower bound, as in the paper), clip_high=0.28 (our choice; the paper
+    tunes it). clipfrac_low / clipfrac_high: r below / above the bounds, whatever the sign of A.
+reinforce (Williams 1992): L_it = -A_it * logprobs_it. No ratio and no clipping: correct only for
+    on-policy updates (one optimizer step per rollout batch). clip_low / clip_high are accepted and
+    ignored; the ratio metrics are still reported as a diagnostic.
 """
 
 from __future__ import annotations
@@ -19,6 +43,36 @@ from reasonrl.algorithms.masked import masked_mean
 from reasonrl.registry import Registry
 
 POLICY_LOSSES: Registry = Registry("policy loss", positional=4)
+
+_LOG_RATIO_CLAMP = 20.0
+
+
+def _masked_max(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Max over masked entries of a non-negative `x`; 0 when nothing is masked in."""
+    vals = torch.where(mask, x, torch.zeros_like(x)).reshape(-1)
+    return torch.cat([vals, vals.new_zeros(1)]).amax()
+
+
+def _metrics(
+    log_ratio: torch.Tensor,
+    ratio: torch.Tensor,
+    mask: torch.Tensor,
+    low_hit: torch.Tensor,
+    high_hit: torch.Tensor,
+) -> dict[str, torch.Tensor]:
+    """Diagnostics shared by every loss; `ratio` is what the loss uses (token or sequence ratio)."""
+    log_ratio, ratio = log_ratio.detach(), ratio.detach()
+    return {
+        "clipfrac_low": masked_mean(low_hit.to(ratio.dtype), mask),
+        "clipfrac_high": masked_mean(high_hit.to(ratio.dtype), mask),
+        "ratio_mean": masked_mean(ratio, mask),
+        "ratio_max": _masked_max(ratio, mask),
+        "approx_kl": masked_mean(torch.expm1(log_ratio) - log_ratio, mask),
+    }
+
+
+def _log_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor) -> torch.Tensor:
+    return (logprobs - old_logprobs).clamp(-_LOG_RATIO_CLAMP, _LOG_RATIO_CLAMP)
 
 
 @POLICY_LOSSES.register("ppo_clip")
@@ -31,19 +85,90 @@ def ppo_clip(
     clip_high: float = 0.2,
     clip_c: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    log_ratio = (logprobs - old_logprobs).clamp(-20.0, 20.0)
+    if clip_c is not None and clip_c <= 1.0:
+        raise ValueError(f"ppo_clip: clip_c must be > 1 (dual-clip lower bound), got {clip_c}")
+    log_ratio = _log_ratio(logprobs, old_logprobs)
     ratio = torch.exp(log_ratio)
     unclipped = -advantages * ratio
     clipped = -advantages * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
     loss = torch.maximum(unclipped, clipped)
+    neg = advantages < 0
+    dual_hit = torch.zeros_like(neg)
     if clip_c is not None:
-        loss = torch.where(advantages < 0, torch.minimum(loss, -advantages * clip_c), loss)
+        bound = -advantages * clip_c
+        dual_hit = neg & (loss > bound)
+        loss = torch.where(neg, torch.minimum(loss, bound), loss)
     with torch.no_grad():
-        metrics = {
-            "clipfrac_low": masked_mean(((ratio < 1.0 - clip_low) & (advantages < 0)).float(), mask),
-            "clipfrac_high": masked_mean(((ratio > 1.0 + clip_high) & (advantages > 0)).float(), mask),
-            "ratio_mean": masked_mean(ratio, mask),
-            "ratio_max": torch.where(mask, ratio, torch.zeros_like(ratio)).max(),
-            "approx_kl": masked_mean(0.5 * log_ratio**2, mask),
-        }
+        metrics = _metrics(
+            log_ratio,
+            ratio,
+            mask,
+            (ratio < 1.0 - clip_low) & neg,
+            (ratio > 1.0 + clip_high) & (advantages > 0),
+        )
+        metrics["clipfrac_dual"] = masked_mean(dual_hit.to(ratio.dtype), mask)
+    return loss, metrics
+
+
+@POLICY_LOSSES.register("gspo")
+def gspo(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float = 3e-4,
+    clip_high: float = 4e-4,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    token_log_ratio = _log_ratio(logprobs, old_logprobs)
+    seq_log_ratio = masked_mean(token_log_ratio, mask, dim=-1)  # [B]
+    # value: log s_i on every token; gradient: d logprobs_t (scaled by s_i after exp)
+    log_s = logprobs - logprobs.detach() + seq_log_ratio.detach().unsqueeze(-1)
+    ratio = torch.exp(log_s)
+    unclipped = -advantages * ratio
+    clipped = -advantages * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
+    loss = torch.maximum(unclipped, clipped)
+    with torch.no_grad():
+        metrics = _metrics(
+            token_log_ratio,
+            ratio,
+            mask,
+            (ratio < 1.0 - clip_low) & (advantages < 0),
+            (ratio > 1.0 + clip_high) & (advantages > 0),
+        )
+    return loss, metrics
+
+
+@POLICY_LOSSES.register("cispo")
+def cispo(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float = 1.0,
+    clip_high: float = 0.28,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    log_ratio = _log_ratio(logprobs, old_logprobs)
+    ratio = torch.exp(log_ratio)
+    weight = ratio.clamp(max(0.0, 1.0 - clip_low), 1.0 + clip_high).detach()
+    loss = -weight * advantages * logprobs
+    with torch.no_grad():
+        metrics = _metrics(log_ratio, ratio, mask, ratio < 1.0 - clip_low, ratio > 1.0 + clip_high)
+    return loss, metrics
+
+
+@POLICY_LOSSES.register("reinforce")
+def reinforce(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    del clip_low, clip_high  # accepted for the shared call; REINFORCE has nothing to clip
+    loss = -advantages * logprobs
+    with torch.no_grad():
+        log_ratio = _log_ratio(logprobs, old_logprobs)
+        never = torch.zeros_like(mask)
+        metrics = _metrics(log_ratio, torch.exp(log_ratio), mask, never, never)
     return loss, metrics
