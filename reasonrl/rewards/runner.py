@@ -1,0 +1,361 @@
+"""Batch scoring of (response, problem) pairs: per-call time limits, hard kills, health metrics.
+
+Owns: `RewardRunner` — routes each problem to its verifier (`routing.verifier_name`), runs the call
+in one of three places, combines weighted terms (correctness + shaping terms) into one reward, keeps
+input order, and reports health metrics (`verifier/...`) for every batch. Does not own: what any
+verifier computes (domain modules), routing rules (`rewards.routing`), running untrusted code
+(`rewards.sandbox`), or reducing metrics across steps / ranks (`trainer.metrics`).
+
+Where a verifier runs (its *run mode*), chosen per verifier name:
+
+    "inline"  in the calling process, no time limit. For cheap, pure, bounded verifiers
+              (arithmetic, countdown, format terms). A verifier declares it with the function
+              attribute `fn.run_mode = "inline"`; `DEFAULT_INLINE` lists built-ins that do not.
+    "thread"  in a thread pool of the calling process, for I/O-bound verifiers that bound their own
+              time (the LLM judge: HTTP timeouts + retries). Declared with `fn.run_mode = "thread"`.
+    "pool"    (default) in a long-lived pebble `ProcessPool`. Each call has `timeout_s`; a worker
+              that runs past it is killed (SIGTERM, then SIGKILL) and replaced by pebble; a worker
+              that dies (os._exit, segfault) is replaced too. Either way the call scores 0 with
+              info["reason"] = "timeout" or "error: ...".
+
+The runner's `inline=` / `threaded=` arguments override the declarations by name.
+
+Workers import `reasonrl.rewards` (built-in registrations) plus the modules named in `modules=` and
+receive the parent's `sys.path`, so verifiers registered on import of any module are available in
+workers under every start method. The default start method is "forkserver": the trainer process
+holds threads (torch, CUDA), and forking such a process is unsafe.
+
+Combining terms: `weights={"correctness": 1.0, "format_think_answer": 0.1}` scores each named term
+as its own call (same run modes / limits) and returns total = sum(w * term_score). The routed
+verifier is the term "correctness"; its 0..1 score stays in info["correctness"], every term's raw
+score in info["terms"], and a failed term's reason in info["term_reasons"].
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import math
+import multiprocessing
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reasonrl.rewards.base import VERIFIERS, RewardResult
+from reasonrl.rewards.routing import verifier_name
+from reasonrl.types import Problem
+
+CORRECTNESS = "correctness"
+RUN_MODES = ("inline", "thread", "pool")
+# built-in verifiers that are cheap and pure but whose modules do not set `run_mode`
+DEFAULT_INLINE = frozenset({"arithmetic", "countdown"})
+
+
+# ----------------------------------------------------------------------------- worker side
+
+
+def _worker_init(paths: Sequence[str], modules: Sequence[str]) -> None:
+    """Runs once in every (re)started worker: same import path as the parent, registrations loaded."""
+    import importlib
+
+    for p in paths:
+        if p not in sys.path:
+            sys.path.append(p)
+    importlib.import_module("reasonrl.rewards")
+    for m in modules:
+        importlib.import_module(m)
+
+
+def _call(name: str, response: str, problem: Problem) -> tuple[RewardResult, float]:
+    """One verifier call; exceptions become a 0 score with the reason. Returns (result, seconds)."""
+    t0 = time.perf_counter()
+    try:
+        res = VERIFIERS.get(name)(response, problem)
+        if not isinstance(res, RewardResult):
+            raise TypeError(f"verifier returned {type(res).__name__}, not RewardResult")
+    except Exception as e:  # noqa: BLE001 - a verifier bug must not kill the batch
+        res = _failure(f"error: {type(e).__name__}: {e}")
+    return res, time.perf_counter() - t0
+
+
+def _failure(reason: str) -> RewardResult:
+    return RewardResult(0.0, {"extracted": None, "reason": reason[:500]})
+
+
+# ----------------------------------------------------------------------------- runner
+
+
+@dataclass
+class _Job:
+    item: int  # index into the batch
+    term: str  # "correctness" or a shaping term name
+    name: str  # verifier name actually called
+    mode: str = "pool"
+    result: RewardResult | None = None
+    latency: float = math.nan
+
+
+class RewardRunner:
+    """Scores batches; create once and reuse (the process pool is long-lived). Close when done.
+
+    >>> with RewardRunner(workers=2, timeout_s=10) as r:        # doctest: +SKIP
+    ...     results, metrics = r.score(responses, problems)
+    """
+
+    def __init__(
+        self,
+        workers: int = 2,
+        timeout_s: float = 10.0,
+        inline: Iterable[str] | None = None,
+        threaded: Iterable[str] | None = None,
+        weights: dict[str, float] | None = None,
+        modules: Iterable[str] = (),
+        threads: int = 8,
+        thread_timeout_s: float = 600.0,
+        start_method: str = "forkserver",
+    ):
+        import importlib
+
+        if workers < 1 or timeout_s <= 0 or threads < 1:
+            raise ValueError("workers and threads must be >= 1 and timeout_s > 0")
+        self.workers, self.timeout_s, self.threads = workers, float(timeout_s), threads
+        self.thread_timeout_s = float(thread_timeout_s)
+        self.modules = tuple(modules)
+        for m in self.modules:  # same registrations here as in the workers
+            importlib.import_module(m)
+        self._inline = set(inline) if inline is not None else None
+        self._threaded = set(threaded) if threaded is not None else None
+        self.weights = dict(weights) if weights is not None else {CORRECTNESS: 1.0}
+        for term in self.weights:
+            if term != CORRECTNESS:
+                VERIFIERS.get(term)  # unknown term name: fail now, naming the known ones
+        self.start_method = start_method
+        self._pool = None
+        self._tpool: cf.ThreadPoolExecutor | None = None
+        self.restarts = 0  # pools rebuilt after a hang of the pool itself (not worker kills)
+
+    # -- lifecycle
+    def __enter__(self) -> RewardRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop workers and threads. The runner can be used again (a new pool starts lazily)."""
+        self._close_pool()
+        if self._tpool is not None:
+            self._tpool.shutdown(wait=False, cancel_futures=True)
+            self._tpool = None
+
+    def _close_pool(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.stop()
+            try:
+                pool.join(timeout=10)
+            except TimeoutError:
+                pass
+
+    def __del__(self) -> None:  # best effort; explicit close() is the contract
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def _process_pool(self):
+        if self._pool is None or not self._pool.active:
+            from pebble import ProcessPool
+
+            self._pool = ProcessPool(
+                max_workers=self.workers,
+                initializer=_worker_init,
+                initargs=(list(sys.path), self.modules),
+                context=multiprocessing.get_context(self.start_method),
+            )
+        return self._pool
+
+    def _thread_pool(self) -> cf.ThreadPoolExecutor:
+        if self._tpool is None:
+            self._tpool = cf.ThreadPoolExecutor(self.threads, thread_name_prefix="verifier")
+        return self._tpool
+
+    def run_mode(self, name: str) -> str:
+        """Where verifier `name` runs: "inline", "thread" or "pool" (see the module docstring)."""
+        if self._inline is not None and name in self._inline:
+            return "inline"
+        if self._threaded is not None and name in self._threaded:
+            return "thread"
+        declared = getattr(VERIFIERS.get(name), "run_mode", None)
+        if declared is not None:
+            if declared not in RUN_MODES:
+                raise ValueError(f"verifier {name!r} declares run_mode={declared!r}; one of {RUN_MODES}")
+            # an explicit runner list that leaves this name out means "not here"
+            if declared == "inline" and self._inline is not None:
+                return "pool"
+            if declared == "thread" and self._threaded is not None:
+                return "pool"
+            return declared
+        if self._inline is None and name in DEFAULT_INLINE:
+            return "inline"
+        return "pool"
+
+    # -- scoring
+    def score(
+        self, responses: Sequence[str], problems: Sequence[Problem]
+    ) -> tuple[list[RewardResult], dict[str, float]]:
+        """Score `responses[i]` against `problems[i]`; results keep input order.
+
+        Raises ValueError / RegistryError before any work if a problem cannot be routed (that is a
+        data error). A verifier that raises, hangs or crashes scores 0 with the reason recorded.
+        """
+        if len(responses) != len(problems):
+            raise ValueError(f"{len(responses)} responses but {len(problems)} problems")
+        t0 = time.perf_counter()
+        jobs: list[_Job] = []
+        for i, p in enumerate(problems):
+            for term in self.weights:
+                name = verifier_name(p) if term == CORRECTNESS else term
+                VERIFIERS.get(name)
+                jobs.append(_Job(i, term, name))
+        modes = {j.name: self.run_mode(j.name) for j in jobs}
+        for j in jobs:
+            j.mode = modes[j.name]
+
+        pending: dict[cf.Future, _Job] = {}
+        for j in jobs:
+            if j.mode == "pool":
+                fut = self._process_pool().schedule(
+                    _call, args=(j.name, responses[j.item], problems[j.item]), timeout=self.timeout_s
+                )
+                pending[fut] = j
+            elif j.mode == "thread":
+                pending[self._thread_pool().submit(_call, j.name, responses[j.item], problems[j.item])] = j
+        for j in jobs:  # inline work overlaps with the pool's
+            if j.mode == "inline":
+                j.result, j.latency = _call(j.name, responses[j.item], problems[j.item])
+        self._collect(pending, n_pool=sum(j.mode == "pool" for j in jobs))
+
+        results = [self._combine(i, [j for j in jobs if j.item == i]) for i in range(len(problems))]
+        metrics = health_metrics(jobs, self.timeout_s)
+        metrics["verifier/batch_seconds"] = time.perf_counter() - t0
+        return results, metrics
+
+    def _collect(self, pending: dict[cf.Future, _Job], n_pool: int) -> None:
+        """Wait for pool / thread calls. pebble enforces each pool call's timeout; the outer deadline
+        only guards against the pool machinery itself wedging, so a batch can never hang. Thread
+        calls bound their own time; `thread_timeout_s` is their backstop."""
+        from pebble import ProcessExpired
+
+        if not pending:
+            return
+        pool_deadline = self.timeout_s * (math.ceil(n_pool / self.workers) + 2) + 30.0
+        deadline = max(pool_deadline, self.thread_timeout_s)
+        t0 = time.monotonic()
+        done, not_done = cf.wait(list(pending), timeout=deadline)
+        for fut in done:
+            job = pending[fut]
+            try:
+                job.result, job.latency = fut.result()
+            except cf.TimeoutError:
+                job.result, job.latency = _failure("timeout"), self.timeout_s
+            except ProcessExpired as e:
+                job.result = _failure(f"error: worker died (exit code {e.exitcode})")
+            except Exception as e:  # noqa: BLE001 - pickling errors, broken pool
+                job.result = _failure(f"error: {type(e).__name__}: {e}")
+        for fut in not_done:
+            fut.cancel()
+            pending[fut].result = _failure("timeout")
+            pending[fut].latency = time.monotonic() - t0
+        if any(pending[f].mode == "pool" for f in not_done):
+            self._close_pool()  # a wedged pool is rebuilt on the next call
+            self.restarts += 1
+
+    def _combine(self, item: int, jobs: list[_Job]) -> RewardResult:
+        by_term = {j.term: j for j in jobs}
+        main = by_term.get(CORRECTNESS)
+        info: dict[str, Any] = dict(main.result.info) if main else {}
+        total = 0.0
+        terms: dict[str, float] = {}
+        reasons: dict[str, str] = {}
+        for term, w in self.weights.items():
+            res = by_term[term].result
+            assert res is not None
+            terms[term] = float(res.score)
+            total += w * float(res.score)
+            if term != CORRECTNESS and _kind(res) != "ok":
+                reasons[term] = res.reason
+        if main:
+            info["verifier"] = main.name
+            info["correctness"] = min(max(float(main.result.score), 0.0), 1.0)
+            info["latency_s"] = main.latency
+        if len(self.weights) > 1 or CORRECTNESS not in self.weights:
+            info["terms"] = terms
+            if reasons:
+                info["term_reasons"] = reasons
+        return RewardResult(total, info)
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def _kind(res: RewardResult) -> str:
+    r = res.reason
+    if r == "timeout":
+        return "timeout"
+    if r.startswith("error"):
+        return "error"
+    return "ok"
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    """Linear-interpolated quantile (numpy's default), NaN for an empty list."""
+    if not xs:
+        return math.nan
+    xs = sorted(xs)
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def health_metrics(jobs: Sequence[_Job], timeout_s: float | None = None) -> dict[str, float]:
+    """Flat `verifier/...` metrics over one batch of calls, overall and per verifier name.
+
+    mean_score (over all calls, failures count as 0), timeout_rate, error_rate, extract_fail_rate
+    (share of completed calls whose info has "extracted" set to None; terms that never report an
+    extraction are left out of the denominator), latency_p50_s / latency_p95_s (seconds inside the
+    verifier; a timeout counts as timeout_s; a dead worker has no latency), count. A metric with
+    no data (e.g. no call reported an extraction) is left out rather than reported as NaN.
+    """
+    groups: dict[str, list[_Job]] = {}
+    for j in jobs:
+        groups.setdefault(j.name, []).append(j)
+    out: dict[str, float] = {}
+
+    def add(prefix: str, js: list[_Job]) -> None:
+        n = len(js)
+        kinds = [_kind(j.result) for j in js]
+        with_extraction = [j for j, k in zip(js, kinds) if k == "ok" and "extracted" in j.result.info]
+        lat = [j.latency for j in js if not math.isnan(j.latency)]
+        out[f"{prefix}/count"] = float(n)
+        out[f"{prefix}/mean_score"] = sum(float(j.result.score) for j in js) / n if n else math.nan
+        out[f"{prefix}/timeout_rate"] = kinds.count("timeout") / n if n else math.nan
+        out[f"{prefix}/error_rate"] = kinds.count("error") / n if n else math.nan
+        out[f"{prefix}/extract_fail_rate"] = (
+            sum(j.result.info["extracted"] is None for j in with_extraction) / len(with_extraction)
+            if with_extraction
+            else math.nan
+        )
+        out[f"{prefix}/latency_p50_s"] = _quantile(lat, 0.5)
+        out[f"{prefix}/latency_p95_s"] = _quantile(lat, 0.95)
+
+    add("verifier", list(jobs))
+    del out["verifier/mean_score"]  # mixing verifiers' scores means nothing; per-name only
+    for name, js in sorted(groups.items()):
+        add(f"verifier/{name}", js)
+    return {k: v for k, v in out.items() if not math.isnan(v)}  # no data -> no key (not NaN)
+
+
+__all__ = ["CORRECTNESS", "DEFAULT_INLINE", "RUN_MODES", "RewardRunner", "health_metrics"]

@@ -1,0 +1,92 @@
+"""Test-only verifiers for tests/unit/test_rewards_runner.py.
+
+Owns: misbehaving verifiers (hang, blow up in sympy, os._exit, segfault, raise) and small well-behaved
+ones. They register on import, so runner workers (separate processes) get them by importing this
+module (`RewardRunner(modules=[__name__])`). Not part of the library.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+
+from reasonrl.rewards.base import VERIFIERS, RewardResult
+
+P = "_runner_test/"
+
+
+@VERIFIERS.register(P + "echo")
+def echo(response: str, problem) -> RewardResult:
+    """Score = float(ground_truth == response); extracted = the response ('' -> None)."""
+    return RewardResult(
+        float(str(problem.ground_truth) == response),
+        {"extracted": response or None, "reason": "ok", "pid": os.getpid()},
+    )
+
+
+@VERIFIERS.register(P + "sleep_forever")
+def sleep_forever(response: str, problem) -> RewardResult:
+    while True:
+        time.sleep(3600)
+
+
+@VERIFIERS.register(P + "sympy_explode")
+def sympy_explode(response: str, problem) -> RewardResult:
+    import sympy
+
+    x, y, z = sympy.symbols("x y z")
+    sympy.simplify(sympy.expand((x + y + z + 1) ** 300) - sympy.factorial(300))
+    return RewardResult(1.0, {"extracted": "done", "reason": "ok"})
+
+
+@VERIFIERS.register(P + "os_exit")
+def os_exit(response: str, problem) -> RewardResult:
+    os._exit(3)
+
+
+@VERIFIERS.register(P + "segfault")
+def segfault(response: str, problem) -> RewardResult:
+    ctypes.string_at(0)  # reads address 0: SIGSEGV
+    return RewardResult(1.0, {"extracted": "unreachable", "reason": "ok"})
+
+
+@VERIFIERS.register(P + "raise")
+def boom(response: str, problem) -> RewardResult:
+    raise RuntimeError("boom")
+
+
+@VERIFIERS.register(P + "not_a_result")
+def not_a_result(response: str, problem):
+    return 1.0
+
+
+@VERIFIERS.register(P + "has_answer")
+def has_answer(response: str, problem) -> RewardResult:
+    """Shaping term: 1 if the response has an <answer> tag; reports no extraction."""
+    return RewardResult(float("<answer>" in response), {"reason": "ok", "pid": os.getpid()})
+
+
+has_answer.run_mode = "inline"
+
+
+@VERIFIERS.register(P + "length_penalty")
+def length_penalty(response: str, problem) -> RewardResult:
+    """Shaping term: -len(response) / 100 (negative scores are allowed for terms)."""
+    return RewardResult(-len(response) / 100, {"reason": "ok"})
+
+
+@VERIFIERS.register(P + "threaded")
+def threaded(response: str, problem) -> RewardResult:
+    return RewardResult(1.0, {"extracted": response, "reason": "ok", "pid": os.getpid()})
+
+
+threaded.run_mode = "thread"
+
+
+@VERIFIERS.register(P + "bad_mode")
+def bad_mode(response: str, problem) -> RewardResult:
+    return RewardResult(0.0, {})
+
+
+bad_mode.run_mode = "gpu"

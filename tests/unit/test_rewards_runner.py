@@ -1,0 +1,206 @@
+"""RewardRunner: time limits with hard kills, crash isolation, order, weighted terms, health metrics."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from reasonrl.registry import RegistryError
+from reasonrl.rewards.base import RewardResult
+from reasonrl.rewards.runner import RewardRunner, _Job, health_metrics
+from reasonrl.types import Problem
+
+sys.path.insert(0, str(Path(__file__).parent))  # workers get the parent's sys.path
+import _runner_verifiers as H  # noqa: E402  (registers the "_runner_test/..." verifiers)
+
+T = H.P
+TIMEOUT = 1.0
+
+
+def prob(verifier: str | None, gt: object = "a", data_source: str = "test") -> Problem:
+    return Problem(
+        prompt=[{"role": "user", "content": "q"}], ground_truth=gt, data_source=data_source, verifier=verifier
+    )
+
+
+@pytest.fixture(scope="module")
+def runner():
+    with RewardRunner(workers=2, timeout_s=TIMEOUT, modules=[H.__name__]) as r:
+        yield r
+
+
+# (verifier, response, ground truth, expected score, expected reason)
+MIXED = [
+    (T + "echo", "a", "a", 1.0, "ok"),
+    (T + "sleep_forever", "x", "a", 0.0, "timeout"),
+    (T + "echo", "b", "a", 0.0, "ok"),
+    (T + "sympy_explode", "x", "a", 0.0, "timeout"),
+    (T + "segfault", "x", "a", 0.0, "error: worker died (exit code -11)"),
+    (T + "echo", "c", "c", 1.0, "ok"),
+    (T + "os_exit", "x", "a", 0.0, "error: worker died (exit code 3)"),
+    (T + "raise", "x", "a", 0.0, "error: RuntimeError: boom"),
+    (T + "not_a_result", "x", "a", 0.0, "error: TypeError: verifier returned float, not RewardResult"),
+    ("arithmetic", "<answer>12</answer>", "12", 1.0, "correct"),
+    ("arithmetic", "<answer>13</answer>", "12", 0.0, "wrong"),
+    ("arithmetic", "no tags", "12", 0.0, "no_answer"),
+    (T + "threaded", "t", "a", 1.0, "ok"),
+    (T + "echo", "", "a", 0.0, "ok"),
+]
+
+
+def test_mixed_batch_keeps_order_and_records_reasons(runner):
+    responses = [r for _, r, _, _, _ in MIXED]
+    problems = [prob(v, gt) for v, _, gt, _, _ in MIXED]
+    results, metrics = runner.score(responses, problems)
+    assert [r.score for r in results] == [s for *_, s, _ in MIXED]
+    assert [r.reason for r in results] == [why for *_, why in MIXED]
+    assert [r.info["verifier"] for r in results] == [v for v, *_ in MIXED]
+    # a hung call is charged exactly its timeout, and the batch returns (pebble killed the workers)
+    assert results[1].info["latency_s"] == TIMEOUT and results[3].info["latency_s"] == TIMEOUT
+    assert metrics["verifier/batch_seconds"] < 60  # hang guard, not a speed test
+    # 2 timeouts, 5 errors (segfault, os_exit, raise, not_a_result) of 14 calls
+    assert metrics["verifier/count"] == 14.0
+    assert metrics["verifier/timeout_rate"] == pytest.approx(2 / 14)
+    assert metrics["verifier/error_rate"] == pytest.approx(4 / 14)
+    assert metrics[f"verifier/{T}echo/mean_score"] == pytest.approx(2 / 4)
+    assert metrics[f"verifier/{T}echo/extract_fail_rate"] == pytest.approx(1 / 4)  # "" -> None
+    assert metrics["verifier/arithmetic/mean_score"] == pytest.approx(1 / 3)
+    assert metrics["verifier/arithmetic/extract_fail_rate"] == pytest.approx(1 / 3)
+    assert metrics[f"verifier/{T}sleep_forever/timeout_rate"] == 1.0
+    assert metrics[f"verifier/{T}sleep_forever/latency_p95_s"] == TIMEOUT
+    assert metrics[f"verifier/{T}segfault/error_rate"] == 1.0
+    assert f"verifier/{T}segfault/latency_p50_s" not in metrics  # a dead worker has no latency
+    assert not any(math.isnan(v) for v in metrics.values())
+
+
+def test_killed_workers_are_replaced_and_later_calls_work(runner):
+    before, _ = runner.score(["a"] * 4, [prob(T + "echo")] * 4)
+    old_pids = {r.info["pid"] for r in before}
+    # two hung calls occupy both workers at once, so both are killed
+    hung, _ = runner.score(["x", "x"], [prob(T + "sleep_forever")] * 2)
+    assert [r.reason for r in hung] == ["timeout", "timeout"]
+    after, metrics = runner.score(["a", "b", "a", "a"], [prob(T + "echo")] * 4)
+    assert [r.score for r in after] == [1.0, 0.0, 1.0, 1.0]
+    new_pids = {r.info["pid"] for r in after}
+    assert new_pids and not (new_pids & old_pids)
+    assert metrics["verifier/timeout_rate"] == 0.0 and metrics["verifier/error_rate"] == 0.0
+
+
+def test_inline_runs_in_process_and_pool_does_not(runner):
+    import os
+
+    res, _ = runner.score(["a", "a"], [prob(T + "echo"), prob(T + "has_answer")])
+    assert res[0].info["pid"] != os.getpid()  # pool
+    assert res[1].info["pid"] == os.getpid()  # declared run_mode = "inline"
+    assert runner.run_mode("arithmetic") == "inline"  # DEFAULT_INLINE
+    assert runner.run_mode(T + "threaded") == "thread"
+    assert runner.run_mode(T + "echo") == "pool"
+
+
+@pytest.mark.parametrize(
+    "inline, threaded, name, expected",
+    [
+        ([T + "echo"], None, T + "echo", "inline"),  # runner option overrides the default
+        ([], None, "arithmetic", "pool"),  # explicit empty list: nothing inline
+        ([], None, T + "has_answer", "pool"),  # ... not even declared ones
+        (None, [], T + "threaded", "pool"),
+        (None, [T + "echo"], T + "echo", "thread"),
+        (None, None, T + "has_answer", "inline"),
+    ],
+)
+def test_run_mode_resolution(inline, threaded, name, expected):
+    r = RewardRunner(inline=inline, threaded=threaded)
+    assert r.run_mode(name) == expected
+    r.close()
+
+
+def test_bad_declared_mode_and_unknown_names_fail_fast(runner):
+    with pytest.raises(ValueError, match="run_mode='gpu'"):
+        runner.run_mode(T + "bad_mode")
+    with pytest.raises(ValueError, match="no verifier for data_source 'nowhere/x'"):
+        runner.score(["a"], [prob(None, data_source="nowhere/x")])
+    with pytest.raises(RegistryError, match="unknown verifier 'no_such_term'"):
+        RewardRunner(weights={"correctness": 1.0, "no_such_term": 0.1})
+    with pytest.raises(ValueError, match="2 responses but 1 problems"):
+        runner.score(["a", "b"], [prob(T + "echo")])
+
+
+# (response, ground truth, correctness, has_answer, length_penalty)
+TERMS = [
+    ("<answer>12</answer>", "12", 1.0, 1.0, -0.19),
+    ("<answer>13</answer>", "12", 0.0, 1.0, -0.19),
+    ("12", "12", 0.0, 0.0, -0.02),
+    ("", "12", 0.0, 0.0, 0.0),
+]
+
+
+def test_weighted_terms_sum_and_are_recorded(runner):
+    weights = {"correctness": 1.0, T + "has_answer": 0.5, T + "length_penalty": 2.0}
+    with RewardRunner(workers=2, timeout_s=TIMEOUT, weights=weights, modules=[H.__name__]) as r:
+        res, metrics = r.score([t[0] for t in TERMS], [prob("arithmetic", t[1]) for t in TERMS])
+    for got, (_, _, corr, fmt, pen) in zip(res, TERMS):
+        # e.g. row 0: 1.0 * 1 + 0.5 * 1 + 2.0 * (-0.19) = 1.12
+        assert got.score == pytest.approx(corr + 0.5 * fmt + 2.0 * pen, rel=1e-12)
+        assert got.info["correctness"] == corr
+        assert got.info["terms"] == pytest.approx(
+            {"correctness": corr, T + "has_answer": fmt, T + "length_penalty": pen}
+        )
+    assert res[0].info["extracted"] == "12" and res[0].reason == "correct"  # correctness info kept
+    assert metrics[f"verifier/{T}has_answer/mean_score"] == 0.5
+    assert metrics[f"verifier/{T}length_penalty/mean_score"] == pytest.approx(-0.4 / 4)
+    assert f"verifier/{T}has_answer/extract_fail_rate" not in metrics  # term reports no extraction
+
+
+def test_failed_term_scores_zero_with_reason():
+    weights = {"correctness": 1.0, T + "raise": 0.3}
+    with RewardRunner(workers=1, timeout_s=TIMEOUT, weights=weights, modules=[H.__name__]) as r:
+        res, _ = r.score(["<answer>5</answer>"], [prob("arithmetic", "5")])
+    assert res[0].score == 1.0 and res[0].info["terms"][T + "raise"] == 0.0
+    assert res[0].info["term_reasons"] == {T + "raise": "error: RuntimeError: boom"}
+
+
+def test_runner_restarts_after_close():
+    r = RewardRunner(workers=1, timeout_s=TIMEOUT, modules=[H.__name__])
+    first, _ = r.score(["a"], [prob(T + "echo")])
+    r.close()
+    second, _ = r.score(["a"], [prob(T + "echo")])
+    r.close()
+    assert first[0].score == second[0].score == 1.0
+    assert first[0].info["pid"] != second[0].info["pid"]
+
+
+def test_empty_batch(runner):
+    assert runner.score([], []) == (
+        [],
+        {"verifier/count": 0.0, "verifier/batch_seconds": pytest.approx(0, abs=5)},
+    )
+
+
+def _job(name, score, reason, extracted="x", latency=0.1):
+    info = {"reason": reason} if extracted == "absent" else {"reason": reason, "extracted": extracted}
+    return _Job(0, "correctness", name, result=RewardResult(score, info), latency=latency)
+
+
+def test_health_metrics_by_hand():
+    jobs = [
+        _job("m", 1.0, "correct", latency=0.1),
+        _job("m", 0.0, "wrong", latency=0.2),
+        _job("m", 0.0, "no_answer", extracted=None, latency=0.3),
+        _job("m", 0.0, "timeout", extracted=None, latency=10.0),
+        _job("c", 0.0, "error: worker died (exit code -9)", extracted=None, latency=math.nan),
+    ]
+    m = health_metrics(jobs)
+    assert m["verifier/count"] == 5.0
+    assert m["verifier/timeout_rate"] == 0.2 and m["verifier/error_rate"] == 0.2
+    # completed calls with an "extracted" key: 3 of "m"; one None -> 1/3 (timeouts / errors excluded)
+    assert m["verifier/extract_fail_rate"] == pytest.approx(1 / 3)
+    assert m["verifier/m/mean_score"] == 0.25
+    # latencies of m: [0.1, 0.2, 0.3, 10.0]; p50 = 0.25, p95 at pos 2.85 = 0.3 + 0.85 * 9.7 = 8.545
+    assert m["verifier/m/latency_p50_s"] == pytest.approx(0.25)
+    assert m["verifier/m/latency_p95_s"] == pytest.approx(8.545)
+    assert m["verifier/c/error_rate"] == 1.0
+    assert "verifier/c/latency_p50_s" not in m and "verifier/c/extract_fail_rate" not in m
+    assert "verifier/mean_score" not in m
