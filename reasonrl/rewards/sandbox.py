@@ -1,0 +1,489 @@
+"""The ONLY place where untrusted (model-written) code runs: `run_python(code, stdin, ...)`.
+
+Owns: running one Python program in a throw-away sandbox and returning a `SandboxResult` (status,
+exit code, capped stdout/stderr, timed_out). Does not own: what the program is or what its output
+means (`rewards.code`), remote execution (`rewards.sandbox_fusion`), or per-verifier time limits
+(`rewards.runner`).
+
+Isolation (default, "bwrap"): bubblewrap namespaces, so the program
+- sees only read-only binds of /usr, /bin, /lib* and the interpreter's prefix, a fresh /proc of its
+  own pid namespace, a minimal /dev and a size-capped private tmpfs /tmp (its cwd; the code is copied
+  there from a memfd, so nothing on the host disk is writable); no host /etc, home or repository;
+- has no network (own net namespace: loopback only, unconnected to the host's), own IPC/UTS/pid
+  namespaces, a new session (no terminal injection), and dies with its parent;
+- starts with an empty environment plus a few fixed variables (never the host's);
+- runs as an unprivileged uid: when we are root, bwrap keeps only CAP_SETUID/SETGID/SETPCAP and
+  `setpriv` switches to a per-run uid with no capabilities, no groups and no_new_privs; otherwise
+  bwrap's user namespace maps our own uid;
+- runs under rlimits set by `prlimit`: CPU seconds, address space, processes, file size, open files,
+  no core dumps.
+A wall-clock deadline SIGKILLs bwrap's process group; bwrap's pid-1 dies with it and the kernel then
+kills every process left in the pid namespace (daemons, fork bombs). stdout/stderr are read
+incrementally and capped: past `max_output_bytes` the run is killed and marked truncated.
+
+Fallback ("unisolated"): only on explicit opt-in (`isolation="unisolated"`, `allow_unisolated=True`
+when bwrap is missing, or env `REASONRL_SANDBOX=unisolated`). Same rlimits, empty environment, fresh
+temp dir as cwd and, as root, a per-run uid whose processes are all killed afterwards; but the program
+can read the host filesystem and use the network. Never use it for untrusted code on a shared host.
+
+Needs: `bwrap` (Debian: bubblewrap) and `prlimit`/`setpriv` (util-linux) on Linux.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_MEMORY_MB = 1024
+DEFAULT_MAX_OUTPUT_BYTES = 8 << 20
+DEFAULT_TMP_MB = 64
+DEFAULT_FSIZE_MB = 32
+DEFAULT_NPROC = 64
+DEFAULT_NOFILE = 256
+ISOLATIONS = ("bwrap", "unisolated")
+ENV_VAR = "REASONRL_SANDBOX"
+
+# Fixed environment of the sandboxed program (nothing is copied from the host).
+SANDBOX_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "PYTHONIOENCODING": "utf-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+# Environment of the bwrap / prlimit processes themselves (visible in /proc/<pid>/environ).
+_LAUNCH_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+_UID_BASE, _UID_SPAN = 2_000_000_000, 1_000_000  # per-run uids when we start as root
+_SETUP_PREFIXES = ("bwrap: ", "setpriv: ", "prlimit: ")
+
+
+class SandboxUnavailable(RuntimeError):
+    """The requested isolation cannot be used here (bwrap missing or not working)."""
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """Outcome of one run.
+
+    status:     "success" (exit 0), "failed" (non-zero exit or killed by a signal), "timeout"
+                (wall-clock deadline hit), "output_limit" (stdout/stderr over the cap; killed),
+                "sandbox_error" (the sandbox itself could not start the program)
+    exit_code:  process exit status (negative = killed by that signal; None if never collected)
+    stdout, stderr: decoded UTF-8 (invalid bytes replaced), each at most `max_output_bytes`
+    """
+
+    status: str
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    truncated: bool = False
+    duration_s: float = 0.0
+    isolation: str = "bwrap"
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "success"
+
+
+@dataclass(frozen=True)
+class _Limits:
+    timeout_s: float
+    memory_mb: int
+    nproc: int
+    nofile: int
+    fsize_mb: int
+    tmp_mb: int
+    max_output_bytes: int
+
+
+_uid_counter = itertools.count()
+_uid_lock = threading.Lock()
+_probe_lock = threading.Lock()
+_probed: dict[tuple, str | None] = {}  # bwrap configuration -> None (works) or the error text
+_warned_unisolated = False
+
+
+def run_python(
+    code: str,
+    stdin: str = "",
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    *,
+    files: Mapping[str, str | bytes] | None = None,
+    argv: Sequence[str] = (),
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    nproc: int = DEFAULT_NPROC,
+    nofile: int = DEFAULT_NOFILE,
+    fsize_mb: int = DEFAULT_FSIZE_MB,
+    tmp_mb: int = DEFAULT_TMP_MB,
+    isolation: str | None = None,
+    allow_unisolated: bool = False,
+    python: str | None = None,
+    extra_ro_paths: Sequence[str] = (),
+) -> SandboxResult:
+    """Run `code` as `main.py` with `stdin`, under the limits given; never raises for program errors.
+
+    files:          extra files written beside main.py (relative names, no "..")
+    isolation:      "bwrap" or "unisolated"; None reads env REASONRL_SANDBOX (default "bwrap")
+    allow_unisolated: fall back to "unisolated" (with a warning) when bwrap is unavailable
+    python:         interpreter to run (default: this interpreter's base installation, no venv)
+    extra_ro_paths: host paths bound read-only at the same place (e.g. a site-packages dir)
+    Raises SandboxUnavailable if the isolation cannot be used, ValueError on bad arguments.
+    """
+    if timeout_s <= 0 or memory_mb <= 0:
+        raise ValueError("timeout_s and memory_mb must be positive")
+    limits = _Limits(
+        float(timeout_s), int(memory_mb), int(nproc), int(nofile), int(fsize_mb), int(tmp_mb),
+        int(max_output_bytes),
+    )  # fmt: skip
+    payload = {"main.py": code.encode("utf-8")}
+    for name, content in (files or {}).items():
+        if not name or name.startswith("/") or ".." in name.split("/") or name == "main.py":
+            raise ValueError(f"bad sandbox file name {name!r}")
+        payload[name] = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+    interp = os.path.realpath(python or getattr(sys, "_base_executable", "") or sys.executable)
+    mode = isolation or os.environ.get(ENV_VAR, "").strip().lower() or "bwrap"
+    if mode not in ISOLATIONS:
+        raise ValueError(f"unknown sandbox isolation {mode!r}; choose one of {ISOLATIONS}")
+    if mode == "bwrap":
+        problem = bwrap_problem(interp)
+        if problem is not None:
+            if not allow_unisolated:
+                raise SandboxUnavailable(
+                    f"bubblewrap sandbox unavailable: {problem}. Install it (Debian/Ubuntu: "
+                    f"`apt-get install bubblewrap`), or opt in to running code WITHOUT isolation with "
+                    f"allow_unisolated=True or {ENV_VAR}=unisolated."
+                )
+            _warn_unisolated(problem)
+            mode = "unisolated"
+    stdin_bytes = stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin or b"")
+    if mode == "bwrap":
+        return _run_bwrap(interp, payload, stdin_bytes, argv, limits, extra_ro_paths)
+    return _run_unisolated(interp, payload, stdin_bytes, argv, limits)
+
+
+def bwrap_problem(python: str | None = None) -> str | None:
+    """None if the bwrap sandbox works here for `python`, else why not (checked once, cached)."""
+    interp = os.path.realpath(python or getattr(sys, "_base_executable", "") or sys.executable)
+    key = (interp, os.geteuid())
+    with _probe_lock:
+        if key not in _probed:
+            _probed[key] = _probe(interp)
+        return _probed[key]
+
+
+def _probe(interp: str) -> str | None:
+    if not sys.platform.startswith("linux"):
+        return f"bubblewrap needs Linux (this is {sys.platform})"
+    if shutil.which("bwrap") is None:
+        return "the `bwrap` executable is not on PATH"
+    for tool in ("prlimit",) + (("setpriv",) if os.geteuid() == 0 else ()):
+        if shutil.which(tool, path="/usr/bin:/bin") is None:
+            return f"`{tool}` (util-linux) is not installed"
+    limits = _Limits(20.0, 512, 16, 64, 1, 1, 1 << 16)
+    res = _run_bwrap(interp, {"main.py": b"print('ok')"}, b"", (), limits, ())
+    if res.status != "success" or res.stdout.strip() != "ok":
+        detail = (res.stderr or res.stdout).strip().splitlines()
+        return f"a test run failed ({res.status}: {detail[-1] if detail else 'no output'})"
+    return None
+
+
+def _warn_unisolated(reason: str) -> None:
+    global _warned_unisolated
+    if not _warned_unisolated:
+        _warned_unisolated = True
+        warnings.warn(
+            f"running model code WITHOUT filesystem/network isolation ({reason}); rlimits still apply",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def _next_uid() -> int:
+    with _uid_lock:
+        n = next(_uid_counter)
+    return _UID_BASE + (os.getpid() * 7919 + n) % _UID_SPAN
+
+
+def _prlimit_argv(limits: _Limits) -> list[str]:
+    cpu = max(1, math.ceil(limits.timeout_s)) + 1
+    mem = limits.memory_mb << 20
+    fsize = limits.fsize_mb << 20
+    return [
+        shutil.which("prlimit", path="/usr/bin:/bin") or "/usr/bin/prlimit",
+        f"--cpu={cpu}:{cpu + 1}",
+        f"--as={mem}:{mem}",
+        f"--nproc={limits.nproc}:{limits.nproc}",
+        f"--nofile={limits.nofile}:{limits.nofile}",
+        f"--fsize={fsize}:{fsize}",
+        "--core=0:0",
+        "--",
+    ]
+
+
+def _setpriv_argv(uid: int) -> list[str]:
+    return [
+        shutil.which("setpriv", path="/usr/bin:/bin") or "/usr/bin/setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+    ]
+
+
+def _python_argv(interp: str, script: str, argv: Sequence[str]) -> list[str]:
+    # -E: ignore PYTHON* variables; -s: no user site-packages; -B: no .pyc writes
+    return [interp, "-E", "-s", "-B", script, *map(str, argv)]
+
+
+def _system_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = "/" + name
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    if os.path.exists("/etc/ld.so.cache"):
+        args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    return args
+
+
+def _ro_bind_with_parents(path: str, made: set[str]) -> list[str]:
+    """Bind `path` read-only at the same place; its parents are created 0755 (not copied from the
+    host, where e.g. /root is 0700 and would hide the interpreter from an unprivileged uid)."""
+    path = os.path.realpath(path)
+    if path == "/usr" or path.startswith("/usr/") or not os.path.exists(path):
+        return []
+    args: list[str] = []
+    parts = path.strip("/").split("/")
+    for i in range(1, len(parts)):
+        parent = "/" + "/".join(parts[:i])
+        if parent not in made and parent not in ("/tmp", "/proc", "/dev"):
+            made.add(parent)
+            args += ["--perms", "0755", "--dir", parent]
+    return args + ["--ro-bind", path, path]
+
+
+def _interp_prefix(interp: str) -> str:
+    if interp == os.path.realpath(getattr(sys, "_base_executable", "") or sys.executable):
+        return os.path.realpath(sys.base_prefix)
+    return os.path.dirname(os.path.dirname(interp))
+
+
+def _run_bwrap(interp, payload, stdin_bytes, argv, limits, extra_ro_paths) -> SandboxResult:
+    as_root = os.geteuid() == 0
+    cmd = [
+        shutil.which("bwrap") or "bwrap",
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+    ]
+    if as_root:  # privileged bwrap: keep only what setpriv needs to drop to an unprivileged uid
+        cmd += ["--cap-drop", "ALL"]
+        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"):
+            cmd += ["--cap-add", cap]
+    else:  # unprivileged bwrap runs in a user namespace mapping our own uid
+        cmd += ["--unshare-user", "--disable-userns"]
+    cmd += _system_binds()
+    made: set[str] = set()
+    for path in (_interp_prefix(interp), *extra_ro_paths):
+        cmd += _ro_bind_with_parents(path, made)
+    cmd += ["--proc", "/proc", "--dev", "/dev"]
+    cmd += ["--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
+    fds = []
+    try:
+        for name, content in payload.items():
+            fd = os.memfd_create("reasonrl-sandbox", 0)
+            fds.append(fd)
+            os.write(fd, content)
+            os.lseek(fd, 0, os.SEEK_SET)
+            parent = os.path.dirname(name)
+            if parent:
+                cmd += ["--perms", "1777", "--dir", f"/tmp/{parent}"]
+            cmd += ["--perms", "0644", "--file", str(fd), f"/tmp/{name}"]
+        cmd += ["--chdir", "/tmp", "--clearenv"]
+        for key, value in {**SANDBOX_ENV, "HOME": "/tmp", "TMPDIR": "/tmp"}.items():
+            cmd += ["--setenv", key, value]
+        cmd.append("--")
+        if as_root:
+            cmd += _setpriv_argv(_next_uid())
+        cmd += _prlimit_argv(limits) + _python_argv(interp, "/tmp/main.py", argv)
+        return _execute(cmd, stdin_bytes, limits, pass_fds=fds, cwd="/", isolation="bwrap")
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _run_unisolated(interp, payload, stdin_bytes, argv, limits) -> SandboxResult:
+    as_root = os.geteuid() == 0
+    uid = _next_uid() if as_root else None
+    workdir = tempfile.mkdtemp(prefix="reasonrl-sandbox-")
+    try:
+        for name, content in payload.items():
+            path = os.path.join(workdir, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(content)
+        if uid is not None:
+            for root, dirs, names in os.walk(workdir):
+                for entry in [root, *(os.path.join(root, n) for n in dirs + names)]:
+                    os.chown(entry, uid, uid)
+        cmd = (_setpriv_argv(uid) if uid is not None else []) + _prlimit_argv(limits)
+        cmd += _python_argv(interp, os.path.join(workdir, "main.py"), argv)
+        env = {**SANDBOX_ENV, "HOME": workdir, "TMPDIR": workdir}
+        res = _execute(cmd, stdin_bytes, limits, pass_fds=(), cwd=workdir, isolation="unisolated", env=env)
+        if uid is not None:  # kill whatever escaped the process group (same per-run uid)
+            _kill_uid(uid)
+        return res
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every process of `uid` by signalling -1 from a helper running as that uid."""
+    killer = _setpriv_argv(uid) + [
+        os.path.realpath(sys.executable),
+        "-S",
+        "-c",
+        "import os, signal\ntry: os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError: pass",
+    ]
+    subprocess.run(killer, env=_LAUNCH_ENV, cwd="/", timeout=30, capture_output=True, check=False)
+
+
+def _execute(cmd, stdin_bytes, limits, *, pass_fds, cwd, isolation, env=None) -> SandboxResult:
+    start = time.monotonic()
+    deadline = start + limits.timeout_s
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env or _LAUNCH_ENV,
+            cwd=cwd,
+            pass_fds=tuple(pass_fds),
+            process_group=0,
+        )
+    except OSError as e:
+        return SandboxResult("sandbox_error", None, "", f"could not start sandbox: {e}", isolation=isolation)
+    out, err, timed_out, truncated = _communicate(proc, stdin_bytes, deadline, limits.max_output_bytes)
+    code = proc.returncode
+    stdout = out.decode("utf-8", errors="replace")
+    stderr = err.decode("utf-8", errors="replace")
+    if timed_out:
+        status = "timeout"
+    elif truncated:
+        status = "output_limit"
+    elif code == 0:
+        status = "success"
+    elif code == 1 and not stdout and stderr.startswith(_SETUP_PREFIXES):
+        status = "sandbox_error"
+    else:
+        status = "failed"
+    return SandboxResult(
+        status, code, stdout, stderr, timed_out, truncated, time.monotonic() - start, isolation
+    )
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+
+
+def _communicate(proc, stdin_bytes: bytes, deadline: float, cap: int):
+    """Feed stdin and read stdout/stderr until exit, the deadline, or the output cap.
+
+    Returns (stdout, stderr, timed_out, truncated). Always reaps the process."""
+    out_fd, err_fd, in_fd = proc.stdout.fileno(), proc.stderr.fileno(), proc.stdin.fileno()
+    bufs = {out_fd: bytearray(), err_fd: bytearray()}
+    timed_out = truncated = False
+    sel = selectors.DefaultSelector()
+    for f in (proc.stdout, proc.stderr):
+        os.set_blocking(f.fileno(), False)
+        sel.register(f.fileno(), selectors.EVENT_READ)
+    pending = memoryview(stdin_bytes)
+    if pending:
+        os.set_blocking(in_fd, False)
+        sel.register(in_fd, selectors.EVENT_WRITE)
+    else:
+        proc.stdin.close()
+    exited_at = None
+    try:
+        while sel.get_map():
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > 0.5:
+                break  # main process is gone; something it left behind still holds the pipes
+            wait = min(deadline - now, 0.05 if exited_at is not None else 0.25)
+            for key, _ in sel.select(wait):
+                fd = key.fd
+                if fd == in_fd:
+                    try:
+                        n = os.write(fd, pending[:65536])
+                        pending = pending[n:]
+                    except (BrokenPipeError, OSError):
+                        pending = pending[:0]
+                    if not pending:
+                        sel.unregister(fd)
+                        proc.stdin.close()
+                    continue
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    sel.unregister(fd)
+                    continue
+                buf = bufs[fd]
+                room = cap - len(buf)
+                buf += chunk[: max(room, 0)]
+                if len(chunk) > room:
+                    truncated = True
+            if truncated:
+                break
+    finally:
+        sel.close()
+        _kill_group(proc)  # also after a normal exit: nothing of its process group may linger
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                f.close()
+            except OSError:
+                pass
+        proc.wait()
+    return bytes(bufs[out_fd]), bytes(bufs[err_fd]), timed_out, truncated
