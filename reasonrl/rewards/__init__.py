@@ -5,6 +5,7 @@ heavy libraries lazily, inside the functions that need them).
 """
 
 from reasonrl.rewards import procedural  # noqa: F401  (registers arithmetic, countdown)
+from reasonrl.rewards import judge  # noqa: F401  (registers judge)
 from reasonrl.rewards.base import VERIFIERS, RewardResult, VerifierFn
 from reasonrl.rewards.routing import check_routable, verifier_name
 

@@ -1,0 +1,285 @@
+"""LLM-as-judge verifier ("judge") for free-form STEM answers (Reasoning360's stem_web* data).
+
+Owns: the `judge` verifier, its configuration (`JudgeConfig`: endpoint, model, prompt template,
+timeouts, retries with exponential backoff, concurrency limit), the HTTP call to any
+OpenAI-compatible chat-completions endpoint (POST {base_url}/chat/completions, standard library
+only), verdict parsing ("Final verdict: YES" -> 1, "NO" -> 0), and `judge_batch` for concurrent
+judging. Does not own: routing stem_web* problems here (`rewards.routing`), process isolation
+(`rewards.runner`, which runs this verifier in its thread pool: `judge.run_mode = "thread"`).
+
+Configuration, later sources override earlier ones:
+  1. defaults of `JudgeConfig`;
+  2. environment: REASONRL_JUDGE_URL, REASONRL_JUDGE_MODEL, REASONRL_JUDGE_API_KEY,
+     REASONRL_JUDGE_TEMPLATE, REASONRL_JUDGE_TIMEOUT_S;
+  3. `problem.extra_info["judge"]`, a dict of `JudgeConfig` fields (not `api_key`: secrets never
+     live in datasets).
+
+Time bound of one call: attempts = retries + 1, each limited by `timeout_s` per socket operation
+(urllib semantics), plus the backoff sleeps between attempts. A failed call scores 0 with
+info["reason"] = "timeout" (every attempt timed out) or "error: ..." ; unparsable judge output
+scores 0 with reason "unparsable_verdict" and the output kept in info["judge_output"].
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
+from typing import Any
+
+from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.extract import after_think, answer_tag
+from reasonrl.types import Problem
+
+ENV_PREFIX = "REASONRL_JUDGE_"
+
+DEFAULT_TEMPLATE = """You are grading a student's answer to a science or engineering question.
+Compare the student's final answer with the reference answer. Treat answers as equivalent when they
+differ only in notation, units written differently, rounding in the last significant digit, or
+ordering of an unordered list. Do not solve the question again; judge only the final answer.
+
+Question:
+{question}
+
+Reference answer:
+{reference}
+
+Student's final answer:
+{answer}
+
+Explain briefly, then end with exactly one line: "Final verdict: YES" if the student's answer is
+equivalent to the reference answer, otherwise "Final verdict: NO"."""
+
+_VERDICT = re.compile(
+    r"final\s+(?:verdict|decision|answer)\s*[:：\-=]?\s*[*_`\"'\[(]*\s*"
+    r"(yes|no|correct|incorrect|true|false)\b",
+    re.IGNORECASE,
+)
+_POSITIVE = {"yes", "correct", "true"}
+_BOXED = re.compile(r"\\boxed\s*\{")
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Where and how to ask the judge. `template` may use {question}, {reference}, {answer}."""
+
+    base_url: str = ""
+    model: str = "default"
+    api_key: str | None = None
+    template: str = DEFAULT_TEMPLATE
+    timeout_s: float = 30.0
+    retries: int = 2
+    backoff_s: float = 1.0
+    max_concurrency: int = 8
+    max_tokens: int = 1024
+    temperature: float = 0.0
+    max_answer_chars: int = 2000
+
+    @classmethod
+    def resolve(cls, extra_info: dict[str, Any] | None = None, **overrides: Any) -> JudgeConfig:
+        """Defaults <- environment <- extra_info["judge"] <- keyword overrides."""
+        known = {f.name: f.type for f in fields(cls)}
+        cfg: dict[str, Any] = {}
+        env_map = {
+            "URL": "base_url",
+            "MODEL": "model",
+            "API_KEY": "api_key",
+            "TEMPLATE": "template",
+            "TIMEOUT_S": "timeout_s",
+        }
+        for suffix, name in env_map.items():
+            val = os.environ.get(ENV_PREFIX + suffix)
+            if val:
+                cfg[name] = float(val) if name == "timeout_s" else val
+        from_data = dict((extra_info or {}).get("judge") or {})
+        if "api_key" in from_data:
+            raise ValueError("extra_info.judge.api_key is not allowed; set REASONRL_JUDGE_API_KEY")
+        for source in (from_data, overrides):
+            bad = [k for k in source if k not in known]
+            if bad:
+                raise ValueError(f"unknown judge option(s) {bad}; valid: {sorted(known)}")
+            cfg.update(source)
+        out = cls(**cfg)
+        if out.retries < 0 or out.timeout_s <= 0 or out.max_concurrency < 1:
+            raise ValueError("judge: retries >= 0, timeout_s > 0, max_concurrency >= 1 required")
+        return out
+
+
+def parse_verdict(text: str) -> float | None:
+    """1.0 / 0.0 from the last "Final verdict: YES|NO" (also Decision, CORRECT/INCORRECT,
+    TRUE/FALSE), None if the text holds no verdict."""
+    found = _VERDICT.findall(text or "")
+    if not found:
+        return None
+    return 1.0 if found[-1].lower() in _POSITIVE else 0.0
+
+
+def _last_boxed(text: str) -> str | None:
+    """Content of the last balanced \\boxed{...}; None if there is none (or it never closes)."""
+    starts = [m.end() for m in _BOXED.finditer(text)]
+    if not starts:
+        return None
+    i = start = starts[-1]
+    depth = 1
+    while i < len(text):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start:i].strip()
+        i += 1
+    return None
+
+
+def candidate_answer(response: str, max_chars: int) -> str | None:
+    """What the judge sees: the `<answer>` tag, else the last \\boxed{}, else the tail of the text
+    after any think block (last `max_chars` characters); None if nothing is left."""
+    text = after_think(response)
+    ans = answer_tag(text)
+    if ans is None:
+        ans = _last_boxed(text)
+    if ans is None:
+        ans = text.strip()[-max_chars:].strip()
+    return ans[:max_chars] or None
+
+
+# one semaphore per (endpoint, limit) per process: bounds requests from all threads together
+_SEMAPHORES: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_SEM_LOCK = threading.Lock()
+
+
+def _semaphore(cfg: JudgeConfig) -> threading.BoundedSemaphore:
+    key = (cfg.base_url, cfg.max_concurrency)
+    with _SEM_LOCK:
+        if key not in _SEMAPHORES:
+            _SEMAPHORES[key] = threading.BoundedSemaphore(cfg.max_concurrency)
+        return _SEMAPHORES[key]
+
+
+class _Retryable(Exception):
+    """A failure worth another attempt (timeout, connection error, HTTP 429 / 5xx)."""
+
+    def __init__(self, reason: str, timeout: bool = False):
+        super().__init__(reason)
+        self.timeout = timeout
+
+
+def _post(cfg: JudgeConfig, prompt: str) -> str:
+    """One chat-completions request; returns the message content. Raises _Retryable or ValueError."""
+    body = {
+        "model": cfg.model,
+        "messages": [{"role": "user", "content": prompt}],
+        "temperature": cfg.temperature,
+        "max_tokens": cfg.max_tokens,
+    }
+    headers = {"Content-Type": "application/json"}
+    if cfg.api_key:
+        headers["Authorization"] = f"Bearer {cfg.api_key}"
+    req = urllib.request.Request(
+        cfg.base_url.rstrip("/") + "/chat/completions",
+        data=json.dumps(body).encode(),
+        headers=headers,
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=cfg.timeout_s) as resp:
+            raw = resp.read()
+    except urllib.error.HTTPError as e:
+        if e.code == 429 or e.code >= 500:
+            raise _Retryable(f"http {e.code}") from None
+        raise ValueError(f"http {e.code}") from None
+    except TimeoutError as e:
+        raise _Retryable(f"timeout: {e}", timeout=True) from None
+    except urllib.error.URLError as e:
+        is_timeout = isinstance(e.reason, TimeoutError)
+        raise _Retryable(f"connection: {e.reason}", timeout=is_timeout) from None
+    except (ConnectionError, OSError) as e:  # reset / remote disconnected mid-response
+        raise _Retryable(f"connection: {type(e).__name__}: {e}") from None
+    try:
+        data = json.loads(raw)
+        content = data["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise ValueError(f"bad response body: {raw[:200]!r}") from None
+    if not isinstance(content, str):
+        raise ValueError(f"bad response body: content is {type(content).__name__}")
+    return content
+
+
+def ask(cfg: JudgeConfig, prompt: str) -> tuple[str | None, str, int]:
+    """Send `prompt` with retries. Returns (content or None, failure reason or "", attempts)."""
+    if not cfg.base_url:
+        raise ValueError("no judge endpoint: set REASONRL_JUDGE_URL or extra_info.judge.base_url")
+    last: _Retryable | None = None
+    for attempt in range(cfg.retries + 1):
+        if attempt:
+            delay = cfg.backoff_s * 2 ** (attempt - 1)
+            time.sleep(delay + random.uniform(0, delay / 4))  # jitter spreads synchronized retries
+        try:
+            with _semaphore(cfg):
+                return _post(cfg, prompt), "", attempt + 1
+        except _Retryable as e:
+            last = e
+        except ValueError as e:
+            return None, f"error: {e}", attempt + 1
+    assert last is not None
+    return None, ("timeout" if last.timeout else f"error: {last}"), cfg.retries + 1
+
+
+@VERIFIERS.register("judge")
+def judge(response: str, problem: Problem, **overrides: Any) -> RewardResult:
+    """1 if the judge model says the final answer matches `problem.ground_truth`."""
+    cfg = JudgeConfig.resolve(problem.extra_info, **overrides)
+    answer = candidate_answer(response, cfg.max_answer_chars)
+    if answer is None:
+        return result(False, None)
+    prompt = cfg.template.format(
+        question=problem.user_text, reference=str(problem.ground_truth), answer=answer
+    )
+    content, failure, attempts = ask(cfg, prompt)
+    if content is None:
+        return RewardResult(0.0, {"extracted": answer, "reason": failure, "attempts": attempts})
+    verdict = parse_verdict(content)
+    if verdict is None:
+        return result(
+            False, answer, reason="unparsable_verdict", judge_output=content[-500:], attempts=attempts
+        )
+    return result(bool(verdict), answer, judge_output=content[-500:], attempts=attempts)
+
+
+judge.run_mode = "thread"  # I/O-bound and self-bounded: the runner runs it in threads
+
+
+def judge_batch(
+    responses: Sequence[str], problems: Sequence[Problem], **overrides: Any
+) -> list[RewardResult]:
+    """Judge many responses concurrently (at most `max_concurrency` requests in flight), in order.
+    A call that raises (e.g. no endpoint configured) scores 0 with reason "error: ..."."""
+    if len(responses) != len(problems):
+        raise ValueError(f"{len(responses)} responses but {len(problems)} problems")
+    limit = JudgeConfig.resolve(None, **overrides).max_concurrency
+
+    def one(pair: tuple[str, Problem]) -> RewardResult:
+        try:
+            return judge(pair[0], pair[1], **overrides)
+        except Exception as e:  # noqa: BLE001 - one bad row must not sink the batch
+            return RewardResult(0.0, {"extracted": None, "reason": f"error: {type(e).__name__}: {e}"})
+
+    with ThreadPoolExecutor(max_workers=min(limit, max(len(responses), 1))) as ex:
+        return list(ex.map(one, zip(responses, problems)))
+
+
+__all__ = [
+    "DEFAULT_TEMPLATE",
+    "JudgeConfig",
+    "ask",
+    "candidate_answer",
+    "judge",
+    "judge_batch",
+    "parse_verdict",
+]

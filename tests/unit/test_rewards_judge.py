@@ -1,0 +1,256 @@
+"""LLM judge verifier against a local stand-in OpenAI-compatible server (http.server in a thread)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from reasonrl.rewards import VERIFIERS
+from reasonrl.rewards.judge import JudgeConfig, candidate_answer, judge, judge_batch, parse_verdict
+from reasonrl.rewards.runner import RewardRunner
+from reasonrl.types import Problem
+
+
+class StandIn:
+    """Chat-completions stand-in. `script` is consumed one action per request, the last one repeats:
+    ("reply", text) | ("status", code) | ("sleep", seconds, text) | ("raw", bytes)."""
+
+    def __init__(self):
+        self.script: list[tuple] = [("reply", "Final verdict: YES")]
+        self.requests: list[dict] = []
+        self.inflight = self.max_inflight = 0
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with outer.lock:
+                    outer.requests.append(
+                        {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                    )
+                    action = outer.script.pop(0) if len(outer.script) > 1 else outer.script[0]
+                    outer.inflight += 1
+                    outer.max_inflight = max(outer.max_inflight, outer.inflight)
+                try:
+                    self._act(action)
+                finally:
+                    with outer.lock:
+                        outer.inflight -= 1
+
+            def _act(self, action):
+                kind = action[0]
+                if kind == "status":
+                    self.send_response(action[1])
+                    self.end_headers()
+                    return
+                if kind == "sleep":
+                    time.sleep(action[1])
+                text = action[-1]
+                raw = (
+                    text
+                    if kind == "raw"
+                    else json.dumps(
+                        {"choices": [{"message": {"role": "assistant", "content": text}}]}
+                    ).encode()
+                )
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.handle_error = lambda *a: None  # client hung up on a slow reply: expected
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def server():
+    s = StandIn()
+    yield s
+    s.close()
+
+
+def prob(gt="42 J", judge_cfg=None, question="How much energy?"):
+    extra = {"judge": judge_cfg} if judge_cfg is not None else {}
+    return Problem(
+        prompt=[{"role": "user", "content": question}],
+        ground_truth=gt,
+        data_source="stem_web",
+        extra_info=extra,
+        verifier="judge",
+    )
+
+
+def fast(url, **kw):
+    return {"base_url": url, "timeout_s": 2.0, "retries": 1, "backoff_s": 0.01, **kw}
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("reasoning...\nFinal verdict: YES", 1.0),
+        ("Final verdict: no", 0.0),
+        ("Final Verdict - **Yes**.", 1.0),
+        ("FINAL VERDICT:NO", 0.0),
+        ("Final decision: Yes", 1.0),  # TIGER-Lab general-verifier style
+        ("Final verdict: CORRECT", 1.0),
+        ("Final verdict: incorrect", 0.0),
+        ("Final verdict: YES\n...on reflection...\nFinal verdict: NO", 0.0),  # last one wins
+        ("The answer is YES", None),  # no verdict line
+        ("Final verdict: yesterday", None),  # word boundary
+        ("Final verdict: maybe", None),
+        ("", None),
+        ("YES YES YES", None),
+    ],
+)
+def test_parse_verdict(text, expected):
+    assert parse_verdict(text) == expected
+
+
+@pytest.mark.parametrize(
+    "response, expected",
+    [
+        ("<think>maybe 41</think>so <answer>42 J</answer>", "42 J"),
+        ("<think>\\boxed{1}</think>thus \\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+        ("the energy is 42 J", "the energy is 42 J"),
+        ("unclosed \\boxed{42", "unclosed \\boxed{42"),  # falls back to the text
+        ("<think>only thinking</think>   ", None),
+        ("", None),
+        ("x" * 50 + "END", "x" * 17 + "END"),  # tail, capped
+        ("<answer>" + "y" * 30 + "</answer>", "y" * 20),  # tag content, capped
+    ],
+)
+def test_candidate_answer(response, expected):
+    assert candidate_answer(response, max_chars=20) == expected
+
+
+def test_correct_and_wrong_verdicts_and_request_shape(server, monkeypatch):
+    monkeypatch.setenv("REASONRL_JUDGE_API_KEY", "sk-test")
+    server.script = [("reply", "Same value.\nFinal verdict: YES"), ("reply", "Final verdict: NO")]
+    good = judge("<answer>42 joules</answer>", prob(judge_cfg=fast(server.url, model="jm")))
+    bad = judge("<answer>7 J</answer>", prob(judge_cfg=fast(server.url, model="jm")))
+    assert (good.score, good.reason, good.extracted) == (1.0, "correct", "42 joules")
+    assert (bad.score, bad.reason, bad.extracted) == (0.0, "wrong", "7 J")
+    req = server.requests[0]
+    assert req["path"] == "/v1/chat/completions"
+    assert req["auth"] == "Bearer sk-test"
+    assert req["body"]["model"] == "jm" and req["body"]["temperature"] == 0.0
+    prompt = req["body"]["messages"][0]["content"]
+    assert "How much energy?" in prompt and "42 J" in prompt and "42 joules" in prompt
+
+
+def test_no_answer_makes_no_request(server):
+    res = judge("<think>hmm</think>", prob(judge_cfg=fast(server.url)))
+    assert (res.score, res.reason, res.extracted) == (0.0, "no_answer", None)
+    assert server.requests == []
+
+
+def test_slow_server_times_out_after_retries(server):
+    server.script = [("sleep", 1.5, "Final verdict: YES")]
+    t0 = time.monotonic()
+    res = judge("<answer>42 J</answer>", prob(judge_cfg=fast(server.url, timeout_s=0.2, retries=1)))
+    assert (res.score, res.reason, res.info["attempts"]) == (0.0, "timeout", 2)
+    assert len(server.requests) == 2
+    assert time.monotonic() - t0 < 1.4  # did not wait for the slow reply (hang guard)
+
+
+def test_500_then_success_retries(server):
+    server.script = [("status", 500), ("status", 503), ("reply", "Final verdict: YES")]
+    res = judge("<answer>42 J</answer>", prob(judge_cfg=fast(server.url, retries=2)))
+    assert (res.score, res.reason, res.info["attempts"]) == (1.0, "correct", 3)
+    assert len(server.requests) == 3
+
+
+def test_retries_exhausted_and_client_errors_not_retried(server):
+    server.script = [("status", 500)]
+    res = judge("<answer>1</answer>", prob(judge_cfg=fast(server.url, retries=1)))
+    assert (res.score, res.reason, res.info["attempts"]) == (0.0, "error: http 500", 2)
+    server.requests.clear()
+    server.script = [("status", 401)]
+    res = judge("<answer>1</answer>", prob(judge_cfg=fast(server.url, retries=3)))
+    assert (res.score, res.reason, len(server.requests)) == (0.0, "error: http 401", 1)
+
+
+@pytest.mark.parametrize(
+    "action, reason",
+    [
+        (("reply", "I think it is probably right."), "unparsable_verdict"),
+        (("raw", b"<html>not json</html>"), "error: bad response body: b'<html>not json</html>'"),
+        (("raw", b'{"choices": []}'), "error: bad response body: b'{\"choices\": []}'"),
+        (
+            ("raw", b'{"choices": [{"message": {"content": null}}]}'),
+            "error: bad response body: content is NoneType",
+        ),
+    ],
+)
+def test_garbage_output_scores_zero_with_reason(server, action, reason):
+    server.script = [action]
+    res = judge("<answer>42 J</answer>", prob(judge_cfg=fast(server.url)))
+    assert (res.score, res.reason) == (0.0, reason)
+    assert len(server.requests) == 1  # garbage is not retried
+    if reason == "unparsable_verdict":
+        assert res.info["judge_output"] == "I think it is probably right."
+
+
+def test_batch_keeps_order_and_respects_concurrency(server):
+    server.script = [("sleep", 0.1, "Final verdict: YES")]
+    answers = ["<answer>a</answer>", "nothing<think>", "<answer>b</answer>", "<answer>c</answer>"] * 2
+    cfg = fast(server.url, max_concurrency=2)
+    res = judge_batch(answers, [prob(judge_cfg=cfg) for _ in answers], **cfg)
+    assert [r.extracted for r in res] == ["a", "nothing<think>", "b", "c"] * 2
+    assert [r.score for r in res] == [1.0] * 8
+    assert 1 <= server.max_inflight <= 2
+
+
+def test_config_from_env_and_validation(server, monkeypatch):
+    monkeypatch.setenv("REASONRL_JUDGE_URL", server.url)
+    monkeypatch.setenv("REASONRL_JUDGE_MODEL", "env-model")
+    monkeypatch.setenv("REASONRL_JUDGE_TEMPLATE", "Q={question} R={reference} A={answer}")
+    cfg = JudgeConfig.resolve({"judge": {"model": "data-model"}})
+    assert (cfg.base_url, cfg.model) == (server.url, "data-model")  # extra_info beats env
+    res = judge("<answer>9</answer>", prob(gt="9", question="q?"))
+    assert res.score == 1.0
+    assert server.requests[0]["body"]["messages"][0]["content"] == "Q=q? R=9 A=9"
+    assert server.requests[0]["body"]["model"] == "env-model"
+    with pytest.raises(ValueError, match="not allowed"):
+        JudgeConfig.resolve({"judge": {"api_key": "leak"}})
+    with pytest.raises(ValueError, match="unknown judge option"):
+        JudgeConfig.resolve({"judge": {"modle": "x"}})
+
+
+def test_missing_endpoint_is_an_error(monkeypatch):
+    monkeypatch.delenv("REASONRL_JUDGE_URL", raising=False)
+    with pytest.raises(ValueError, match="no judge endpoint"):
+        judge("<answer>1</answer>", prob())
+    [res] = judge_batch(["<answer>1</answer>"], [prob()])
+    assert res.score == 0.0 and res.reason.startswith("error: ValueError: no judge endpoint")
+
+
+def test_runner_runs_judge_in_threads(server):
+    assert "judge" in VERIFIERS
+    server.script = [("reply", "Final verdict: NO"), ("reply", "Final verdict: YES")]
+    with RewardRunner(workers=1, timeout_s=5) as r:
+        assert r.run_mode("judge") == "thread"
+        res, metrics = r.score(
+            ["<answer>x</answer>", "<answer>y</answer>", ""], [prob(judge_cfg=fast(server.url))] * 3
+        )
+    assert sorted(x.score for x in res[:2]) == [0.0, 1.0]  # request order across threads may vary
+    assert res[2].reason == "no_answer"
+    assert metrics["verifier/judge/extract_fail_rate"] == pytest.approx(1 / 3)
+    assert metrics["verifier/judge/mean_score"] == pytest.approx(1 / 3)
