@@ -10,9 +10,38 @@ from __future__ import annotations
 from reasonrl.types import Problem
 
 # (prefix, verifier name); first match wins, so longer / more specific prefixes come first.
+# Reasoning360 names: math__*, codegen__*, simulation__*, logic__*, table__*, stem__*, stem_web*,
+# reasoning_gym, ood__ifeval; verl names: openai/gsm8k, lighteval/MATH, math_dapo, aime*, numina_*.
 PREFIXES: list[tuple[str, str]] = [
     ("reasonrl/arithmetic", "arithmetic"),
     ("reasonrl/countdown", "countdown"),
+    # math (verl + Reasoning360); "math" also covers math_dapo and math__*
+    ("openai/gsm8k", "gsm8k"),
+    ("lighteval/MATH", "math"),
+    ("DigitalLearningGmbH/MATH-lighteval", "math"),
+    ("math", "math"),
+    ("aime", "math"),
+    ("numina_", "math"),
+    # code: executed in the sandbox (rewards.code); output prediction needs no execution
+    ("codegen", "code"),
+    ("simulation__codeio", "codeio"),
+    ("simulation__cruxeval", "codeio"),
+    # logic
+    ("simulation__arcagi", "arc"),
+    ("simulation__barc", "arc"),
+    ("logic__arcagi", "arc"),
+    ("logic__zebra_puzzle", "zebra"),
+    ("logic__ordering_puzzle", "ordering"),
+    ("logic__graph", "graph"),
+    # tables / finance
+    ("table", "table"),
+    # STEM: multiple choice, and free-form answers graded by an LLM judge (rewards.judge)
+    ("stem__gpqa", "choice"),
+    ("stem__supergpqa", "choice"),
+    ("stem_web", "judge"),
+    # other domains
+    ("reasoning_gym", "reasoning_gym"),
+    ("ood__ifeval", "ifeval"),
 ]
 
 

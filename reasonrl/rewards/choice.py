@@ -1,0 +1,93 @@
+"""Multiple-choice verifier "choice" (GPQA, SuperGPQA, MMLU-style; Reasoning360 `stem__gpqa*`).
+
+Owns: finding the chosen option letter (last `\\boxed{}`, `<answer>`, "Answer: X" / "the answer is
+(X)"), and comparing it with the gold letter. Does not own: free-form STEM answers (`judge`).
+
+Policy: an answer that names no letter, or several letters ("A or B", "A, C"), scores 0 with reason
+"no_answer" / "ambiguous"; a random letter is never substituted (unlike Reasoning360's SuperGPQA
+scorer). Valid letters are A..J unless `extra_info["choices"]` / `["options"]` says how many.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.extract import answer_region, answer_tag, last_boxed
+from reasonrl.rewards.math import clean_latex
+from reasonrl.types import Problem
+
+LETTERS = "ABCDEFGHIJ"
+_ANSWER_LINE = re.compile(
+    r"(?:answer\s*(?:is)?\s*[:：]?|answer\s+is|correct\s+(?:option|choice)\s+is)\s*"
+    r"(?:option\s*)?([^\n]{0,80})",
+    re.IGNORECASE,
+)
+_LEAD = re.compile(r"^\(?\*{0,2}\(?([A-Z])\)?\*{0,2}(?:$|[\s.:,;)\]]+(.*))", re.DOTALL)
+
+
+def _n_options(problem: Problem) -> int:
+    for key in ("choices", "options"):
+        opts = problem.extra_info.get(key)
+        if opts is not None and hasattr(opts, "__len__") and 2 <= len(opts) <= len(LETTERS):
+            return len(opts)
+    return len(LETTERS)
+
+
+def letter_of(candidate: str, valid: str = LETTERS) -> tuple[str | None, str]:
+    """(letter, reason) for an answer span such as "C", "(C)", "\\text{C}", "C. 42 kJ"."""
+    s = clean_latex(candidate).strip().strip("*").strip()
+    m = _LEAD.match(s)
+    if m is None or m.group(1) not in valid:
+        return None, "no_answer"
+    rest = (m.group(2) or "").strip()
+    if m.group(1) == "I" and rest[:1].islower():  # "I think ...", not option I
+        return None, "no_answer"
+    # "A or B", "A and C", "A, B": several standalone option letters means no single choice
+    if re.match(rf"^(?:(?:or|and|/|,|&)\s*)?\(?[{valid}]\)?(?:$|[\s,.;)])", rest):
+        return None, "ambiguous"
+    return m.group(1), "ok"
+
+
+def extract_choice(response: str, valid: str = LETTERS) -> tuple[str | None, str, str | None]:
+    """(letter, reason, raw span) from the answer region of a response."""
+    region = answer_region(response)
+    spans: list[str] = []
+    for got in (last_boxed(region), answer_tag(region)):
+        if got:
+            spans.append(got)
+    if not spans:
+        spans.extend(reversed(_ANSWER_LINE.findall(region)))
+    if not spans:
+        stripped = region.strip()
+        if len(stripped) <= 4:  # a bare "C" / "(C)" response
+            spans.append(stripped)
+    for span in spans:
+        letter, reason = letter_of(span, valid)
+        if letter or reason == "ambiguous":
+            return letter, reason, span
+    return None, "no_answer", spans[0] if spans else None
+
+
+def _gold_letter(gt: Any) -> str:
+    if hasattr(gt, "tolist"):
+        gt = gt.tolist()
+    if isinstance(gt, (list, tuple)) and len(gt) == 1:
+        gt = gt[0]
+    if isinstance(gt, int) and 0 <= gt < len(LETTERS):
+        return LETTERS[gt]
+    letter, _ = letter_of(str(gt))
+    if letter is None:
+        raise ValueError(f"choice: ground truth {gt!r} is not an option letter")
+    return letter
+
+
+@VERIFIERS.register("choice")
+def choice(response: str, problem: Problem) -> RewardResult:
+    """1 if the single chosen option letter equals the gold letter."""
+    gold = _gold_letter(problem.ground_truth)
+    letter, reason, span = extract_choice(response, LETTERS[: _n_options(problem)])
+    if letter is None:
+        return result(False, span if reason == "ambiguous" else None, reason=reason)
+    return result(letter == gold, letter)

@@ -1,0 +1,122 @@
+"""reasoning-gym adapter "reasoning_gym" (data_source `reasoning_gym`, as in Reasoning360).
+
+Owns: rebuilding a reasoning-gym entry from the row (`extra_info["entry"]`, or `answer` = ground
+truth + `extra_info["metadata"]`), finding the task name (`extra_info["task"]`, the metadata's
+`source_dataset`, or a dict ground truth's `task`), scoring with that task's own `score_answer`, and
+a lenient fallback for rows without a task (`lenient_match`: reasoning-gym's documented policy of
+case-insensitive string match, then float match within rel_tol / abs_tol, then LaTeX-stripped
+match). Does not own: generating reasoning-gym data (`data.tasks` / `data.prepare`).
+
+reasoning_gym is optional and imported only when a row names a task; such a row without the
+package installed raises an error that says how to install it. Scores are task-defined in [0, 1]
+(some tasks give partial credit).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any
+
+from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.extract import answer_region, answer_tag
+from reasonrl.types import Problem
+
+
+def extract_gym_answer(response: str) -> str | None:
+    """Last `<answer>` content after the think block, else the whole answer region; None if empty."""
+    region = answer_region(response)
+    tagged = answer_tag(region)
+    ans = tagged if tagged is not None else region.strip()
+    return ans if ans else None
+
+
+# ---------------------------------------------------------------- lenient fallback
+
+
+def string_match(pred: str, gold: str) -> bool:
+    return pred.strip().lower() == gold.strip().lower()
+
+
+def float_match(pred: str, gold: str, rel_tol: float = 0.01, abs_tol: float = 0.01) -> bool:
+    try:
+        a, b = float(pred.strip()), float(gold.strip())
+    except ValueError:
+        return False
+    return abs(a - b) <= max(rel_tol * max(abs(a), abs(b)), abs_tol)
+
+
+def _strip_latex(s: str) -> str:
+    s = re.sub(r"\\(?:text|textbf|mathrm|mbox)\s*\{([^{}]*)\}", r"\1", s)
+    return s.replace("$", "").replace("\\(", "").replace("\\)", "").strip()
+
+
+def lenient_match(pred: str, gold: str, rel_tol: float = 0.01, abs_tol: float = 0.01) -> bool:
+    """String match, then float match, then both again after LaTeX stripping."""
+    for p, g in ((pred, gold), (_strip_latex(pred), _strip_latex(gold))):
+        if string_match(p, g) or float_match(p, g, rel_tol, abs_tol):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- reasoning-gym proper
+
+
+@functools.lru_cache(maxsize=256)
+def _scorer(task: str):
+    try:
+        import reasoning_gym  # optional, heavy: imported only for rows that name a task
+    except ImportError:
+        raise RuntimeError(
+            "reasoning_gym rows need the optional package: pip install reasoning-gym"
+        ) from None
+    return reasoning_gym.get_score_answer_fn(task)
+
+
+def _as_dict(x: Any) -> dict[str, Any] | None:
+    if isinstance(x, str):
+        try:
+            x = json.loads(x)
+        except ValueError:
+            return None
+    return dict(x) if isinstance(x, dict) else None
+
+
+def rebuild_entry(problem: Problem) -> tuple[str | None, dict[str, Any]]:
+    """(task name or None, reasoning-gym entry dict) for a row."""
+    extra = problem.extra_info
+    gt = problem.ground_truth
+    entry = _as_dict(extra.get("entry"))
+    metadata = _as_dict(extra.get("metadata")) or {}
+    gt_dict = _as_dict(gt) if not isinstance(gt, str) or gt.strip().startswith("{") else None
+    task = extra.get("task") or metadata.get("source_dataset")
+    if entry is None and gt_dict is not None and "answer" in gt_dict:
+        entry = gt_dict
+        task = task or gt_dict.get("task")
+    if entry is None:
+        entry = {"question": problem.user_text, "answer": gt}
+    entry = dict(entry)
+    meta = dict(_as_dict(entry.get("metadata")) or {})
+    meta.update(metadata)
+    entry["metadata"] = meta
+    task = task or meta.get("source_dataset")
+    return (str(task) if task else None), entry
+
+
+@VERIFIERS.register("reasoning_gym")
+def reasoning_gym(
+    response: str, problem: Problem, rel_tol: float = 0.01, abs_tol: float = 0.01
+) -> RewardResult:
+    """The task's own `score_answer` on the extracted answer; lenient match if no task is named."""
+    ans = extract_gym_answer(response)
+    if ans is None:
+        return result(False, None)
+    task, entry = rebuild_entry(problem)
+    if task is None:
+        ok = lenient_match(ans, str(entry.get("answer", "")), rel_tol, abs_tol)
+        return result(ok, ans, scorer="lenient")
+    score = float(_scorer(task)(answer=ans, entry=entry))
+    score = min(max(score, 0.0), 1.0)
+    reason = "correct" if score == 1.0 else ("partial" if score > 0 else "wrong")
+    return RewardResult(score, {"extracted": ans, "reason": reason, "scorer": task})

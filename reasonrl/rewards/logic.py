@@ -1,0 +1,288 @@
+"""Structured-answer verifiers: logic puzzles, ARC grids, and code output prediction.
+
+Owns: "zebra" (Reasoning360 `logic__zebra_puzzle*`: `{"header": [...], "rows": [[...]]}` grid,
+score = fraction of correct cells, `info["all_correct"]`), "ordering" (`logic__ordering_puzzle*`:
+a list of names, exact order), "graph" (`logic__graph*`: one short answer), "arc"
+(`simulation__arcagi*`, `logic__arcagi*`: an integer grid, exact match) and "codeio"
+(`simulation__codeio*`: predicted input/output as JSON, compared structurally). Does not own:
+running code (`rewards.code` / `rewards.sandbox`). CRUXEval rows (`{"functional": code}` ground
+truths) need execution, so "codeio" reports them as an error rather than guessing.
+
+Answers are read from the last `<answer>...</answer>` after any think block (codeio: a ```json
+block or the last complete JSON object) and parsed with `json` or `ast.literal_eval`, never `eval`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.extract import answer_region, answer_tag
+from reasonrl.types import Problem
+
+MAX_PARSE_CHARS = 100_000
+
+
+def parse_structured(text: str) -> Any:
+    """A Python/JSON literal parsed from `text`; raises ValueError if it is not one."""
+    text = text.strip()
+    if len(text) > MAX_PARSE_CHARS:
+        raise ValueError("answer too long to parse")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
+        raise ValueError(f"not a literal: {type(e).__name__}") from None
+
+
+def _plain(x: Any) -> Any:
+    """numpy arrays / scalars (as parquet loads them) to lists / Python scalars; JSON strings parsed."""
+    if hasattr(x, "tolist"):
+        x = x.tolist()
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
+
+
+def _gold(gt: Any) -> Any:
+    gt = _plain(gt)
+    if isinstance(gt, str):
+        try:
+            return _plain(parse_structured(gt))
+        except ValueError:
+            return gt
+    return gt
+
+
+def _cell(x: Any) -> str:
+    return " ".join(str(x).split()).lower()
+
+
+# ---------------------------------------------------------------- zebra puzzles
+
+
+@VERIFIERS.register("zebra")
+def zebra(response: str, problem: Problem, partial: bool = True) -> RewardResult:
+    """Fraction of grid cells equal to the gold grid (1 only if all are); `partial=False`: 0/1."""
+    gold = _gold(problem.ground_truth)
+    rows = gold["rows"]
+    n_cols = len(gold["header"])
+    ans = answer_tag(answer_region(response))
+    if ans is None:
+        return result(False, None)
+    try:
+        pred = parse_structured(ans)
+    except ValueError as e:
+        return result(False, ans, reason=f"unparsable: {e}")
+    if not isinstance(pred, dict) or not isinstance(pred.get("rows"), list):
+        return result(False, ans, reason="not_a_grid")
+    pred_rows = pred["rows"]
+    correct = 0
+    for i, row in enumerate(rows):
+        prow = pred_rows[i] if i < len(pred_rows) and isinstance(pred_rows[i], list) else []
+        for j in range(n_cols):
+            if j < len(prow) and _cell(prow[j]) == _cell(row[j]):
+                correct += 1
+    total = len(rows) * n_cols
+    all_correct = total > 0 and correct == total and len(pred_rows) == len(rows)
+    score = (correct / total if total else 0.0) if partial else float(all_correct)
+    reason = "correct" if all_correct else ("partial" if score > 0 else "wrong")
+    return RewardResult(
+        score, {"extracted": ans, "reason": reason, "all_correct": all_correct, "cells": correct}
+    )
+
+
+# ---------------------------------------------------------------- ordering puzzles
+
+
+def _name_list(ans: str) -> list[str] | None:
+    try:
+        got = parse_structured(ans)
+    except ValueError:
+        m = re.search(r"\[([^\[\]]*)\]", ans)  # [owl, robin, crow] without quotes
+        if m is None:
+            return None
+        got = [x.strip().strip("'\"") for x in m.group(1).split(",")]
+    if not isinstance(got, (list, tuple)):
+        return None
+    return [_cell(x) for x in got]
+
+
+@VERIFIERS.register("ordering")
+def ordering(response: str, problem: Problem) -> RewardResult:
+    """1 if the `<answer>` list names the same items in the same order as the gold list."""
+    gold = _gold(problem.ground_truth)
+    if not isinstance(gold, list):
+        raise ValueError(f"ordering: ground truth must be a list, got {type(gold).__name__}")
+    ans = answer_tag(answer_region(response))
+    if ans is None:
+        return result(False, None)
+    pred = _name_list(ans)
+    if pred is None:
+        return result(False, ans, reason="not_a_list")
+    return result(pred == [_cell(x) for x in gold], ans)
+
+
+# ---------------------------------------------------------------- graph problems
+
+
+def _short(s: str) -> str:
+    return _cell(s).strip(" .'\"`")
+
+
+@VERIFIERS.register("graph")
+def graph(response: str, problem: Problem) -> RewardResult:
+    """1 if the `<answer>` equals the gold answer (case-insensitive; numbers compared by value)."""
+    gold = _short(str(_plain(problem.ground_truth)))
+    ans = answer_tag(answer_region(response))
+    if ans is None:
+        return result(False, None)
+    pred = _short(ans)
+    try:
+        return result(float(pred) == float(gold), ans)
+    except ValueError:
+        return result(pred == gold and gold != "", ans)
+
+
+# ---------------------------------------------------------------- ARC grids
+
+
+def _colour(v: Any) -> int:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str) and re.fullmatch(r"-?\d{1,3}", v.strip()):
+        return int(v)
+    raise ValueError(f"not a colour: {v!r}")
+
+
+def _grid(x: Any) -> list[list[int]] | None:
+    if not isinstance(x, list) or not x or not all(isinstance(r, list) for r in x):
+        return None
+    try:
+        return [[_colour(v) for v in r] for r in x]
+    except ValueError:
+        return None
+
+
+def _find_grid(ans: str) -> list[list[int]] | None:
+    ans = ans.strip()
+    try:
+        return _grid(_plain(parse_structured(ans)))
+    except ValueError:
+        pass
+    start, end = ans.find("[["), ans.rfind("]]")
+    if start < 0 or end < start:
+        return None
+    try:
+        return _grid(parse_structured(ans[start : end + 2]))
+    except ValueError:
+        return None
+
+
+@VERIFIERS.register("arc")
+def arc(response: str, problem: Problem) -> RewardResult:
+    """1 if the `<answer>` grid equals the gold grid exactly (same shape, same colours)."""
+    gold = _grid(_gold(problem.ground_truth))
+    if gold is None:
+        raise ValueError("arc: ground truth is not a grid (list of lists of integers)")
+    ans = answer_tag(answer_region(response))
+    if ans is None:
+        return result(False, None)
+    pred = _find_grid(ans)
+    if pred is None:
+        return result(False, ans, reason="not_a_grid")
+    return result(pred == gold, ans)
+
+
+# ---------------------------------------------------------------- code I/O prediction
+
+_CODE_BLOCK = re.compile(r"```(?:json)?\s*([\s\S]*?)```")
+
+
+_NONE = object()
+
+
+def _last_json_object(s: str) -> Any:
+    depth, start, last = 0, 0, None
+    for i, ch in enumerate(s):
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                last = s[start : i + 1]
+    if last is None:
+        return _NONE
+    try:
+        return json.loads(last)
+    except ValueError:
+        return _NONE
+
+
+def _unwrap(obj: Any) -> Any:
+    if isinstance(obj, dict) and len(obj) == 1 and ("output" in obj or "input" in obj):
+        return next(iter(obj.values()))
+    return obj
+
+
+def _norm(obj: Any) -> Any:
+    """JSON-encoded strings parsed, "true"/"false" strings as booleans, recursively."""
+    if isinstance(obj, str):
+        s = obj.strip()
+        if s[:1] in "[{" and s[-1:] in "]}":
+            try:
+                return _norm(json.loads(s))
+            except ValueError:
+                pass
+        return {"true": True, "false": False}.get(s.lower(), obj)
+    if isinstance(obj, (list, tuple)):
+        return [_norm(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): _norm(v) for k, v in obj.items()}
+    return obj
+
+
+def _codeio_gold(gt: Any) -> Any:
+    gt = _plain(gt)
+    if isinstance(gt, str):
+        s = gt.strip()
+        if s.startswith('"input"') or s.startswith('"output"'):
+            s = "{" + s + "}"
+        try:
+            gt = parse_structured(s)
+        except ValueError:
+            return gt
+    return _unwrap(gt)
+
+
+@VERIFIERS.register("codeio")
+def codeio(response: str, problem: Problem) -> RewardResult:
+    """1 if the predicted input/output (JSON) equals the gold one after normalisation."""
+    gold = _codeio_gold(problem.ground_truth)
+    if isinstance(gold, dict) and "functional" in gold:
+        return result(False, None, reason="error: CRUXEval needs code execution (use 'code')")
+    region = answer_region(response)
+    blocks = _CODE_BLOCK.findall(region)
+    text = (blocks[-1] if blocks else region).strip()
+    if len(text) > MAX_PARSE_CHARS:
+        return result(False, None, reason="answer_too_long")
+    try:
+        pred = json.loads(text)
+    except ValueError:
+        pred = _last_json_object(text)
+    if pred is _NONE:
+        return result(False, None)
+    pred = _unwrap(pred)
+    return result(_norm(pred) == _norm(gold), json.dumps(pred, default=str)[:200])

@@ -1,0 +1,106 @@
+"""Table / finance question verifier "table" (Reasoning360 `table__*` data: HiTab, MultiHierTT, FinQA).
+
+Owns: numeric comparison with a relative tolerance (money, thousands separators, percentages,
+fractions and ratios), a normalised string match for non-numeric cells, and multi-answer ground
+truths `a|b|c` matched one-to-one by value (order free, each answer used once), not by sorting strings.
+Does not own: extraction (`rewards.extract`: last `\\boxed{}`, then `<answer>`, then "Answer:").
+
+Policy: a percentage answer equals its value ("12.5%" == 0.125) and its literal number ("12.5%" ==
+12.5), but a bare number is never matched to gold*100 or gold/100.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import Any
+
+from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.extract import extract
+from reasonrl.rewards.math import clean_latex, to_number
+from reasonrl.types import Problem
+
+TABLE_MODES = ("boxed", "answer_tag", "answer_colon")
+MAX_ANSWERS = 64
+_RATIO = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$")
+
+
+def _number(s: str) -> tuple[Fraction, bool] | None:
+    """(value, had_percent) of a table cell; ratios a:b become a/b."""
+    m = _RATIO.match(clean_latex(s))
+    if m and Fraction(m.group(2)) != 0:
+        return Fraction(m.group(1)) / Fraction(m.group(2)), False
+    got = to_number(s)
+    return (got[0], got[1]) if got else None
+
+
+def _text(s: str) -> str:
+    return " ".join(clean_latex(s).lower().replace("\\", "").split()).strip(" .")
+
+
+def _close(a: Fraction, b: Fraction, rel_tol: float) -> bool:
+    return abs(float(a) - float(b)) <= rel_tol * max(abs(float(a)), abs(float(b)), 1e-12)
+
+
+def cell_equal(pred: str, gold: str, rel_tol: float = 1e-3) -> bool:
+    """Whether one answer matches one gold cell (numeric within `rel_tol`, else normalised text)."""
+    p, g = _number(pred), _number(gold)
+    if p is not None and g is not None:
+        (pv, pp), (gv, gp) = p, g
+        if _close(pv, gv, rel_tol):
+            return True
+        # a percent sign on exactly one side: compare values (12.5% == 0.125)
+        if pp and not gp:
+            return _close(pv / 100, gv, rel_tol)
+        if gp and not pp:
+            return _close(pv, gv / 100, rel_tol)
+        return False
+    if p is not None or g is not None:
+        return False
+    return _text(pred) == _text(gold) and _text(gold) != ""
+
+
+def match_all(preds: list[str], golds: list[str], rel_tol: float = 1e-3) -> bool:
+    """Perfect one-to-one matching of answers to gold cells (bipartite, augmenting paths)."""
+    if len(preds) != len(golds):
+        return False
+    ok = [[cell_equal(p, g, rel_tol) for g in golds] for p in preds]
+    owner: dict[int, int] = {}
+
+    def assign(i: int, seen: set[int]) -> bool:
+        for j in range(len(golds)):
+            if ok[i][j] and j not in seen:
+                seen.add(j)
+                if j not in owner or assign(owner[j], seen):
+                    owner[j] = i
+                    return True
+        return False
+
+    return all(assign(i, set()) for i in range(len(preds)))
+
+
+def _split(s: str) -> list[str]:
+    return [x.strip() for x in s.split("|")]
+
+
+def _gold_cells(gt: Any) -> list[str]:
+    if hasattr(gt, "tolist"):
+        gt = gt.tolist()
+    if isinstance(gt, (list, tuple)):
+        return [str(x).strip() for x in gt]
+    return _split(str(gt))
+
+
+@VERIFIERS.register("table")
+def table(response: str, problem: Problem, rel_tol: float = 1e-3) -> RewardResult:
+    """1 if the answer (or every `|`-separated answer) matches the gold cell(s)."""
+    found = extract(response, TABLE_MODES)
+    if found is None:
+        return result(False, None)
+    golds = _gold_cells(problem.ground_truth)
+    preds = _split(found.answer)
+    if len(preds) > MAX_ANSWERS:
+        return result(False, found.answer, reason="too_many_answers")
+    if len(preds) != len(golds):
+        return result(False, found.answer, reason="wrong_answer_count")
+    return result(match_all(preds, golds, rel_tol), found.answer)
