@@ -1,0 +1,335 @@
+"""Verifier "code": run the response's Python program against the problem's tests in the sandbox.
+
+Owns: extracting the program (the last fenced code block after any `</think>`), reading the test
+specification from `ground_truth` (Reasoning360 / verl / HumanEval / MBPP / APPS shapes, below),
+building the programs to execute, tolerant stdout comparison, and the all-pass or pass-fraction
+score. Does not own: executing anything (`rewards.sandbox` locally, `rewards.sandbox_fusion`
+remotely) or routing (`rewards.routing`: data_source `codegen*` -> "code").
+
+ground_truth (a dict, or a JSON string of one):
+  {"inputs": [stdin...], "outputs": [stdout...]}       stdin/stdout tests (Guru codegen__taco,
+                                                        primeintellect, livecodebench; verl prime)
+  {"inputs": [[args]...], "outputs": [...], "fn_name"}  call-based (APPS/TACO): result == output
+                                                        (or == output[0] when output is [value])
+  {"functional": "test code"}                           appended to the program; passes iff it exits
+                                                        0 (Guru leetcode2k, mbpp, taco call-based)
+  {"test": "def check(candidate): ...", "entry_point"}  HumanEval: + `check(entry_point)`
+  {"test_list": ["assert ..."], "test_setup_code"}      MBPP asserts (also "assert_list")
+`extra_info["prefix"]` (Guru leetcode2k: imports such as `from typing import *`) is put before the
+program. Reasoning360 means to do the same but misspells the key ("predfx"), so its leetcode rows run
+without it; we prepend it deliberately.
+
+Exit tricks: a program that calls `sys.exit(0)` / `os._exit(0)` before the tests run must not pass,
+so functional programs end by printing a random marker that the verifier requires. A program that
+reads its own source to find the marker can still cheat; the sandbox bounds the damage, not the lie.
+
+Score: score_mode="all_pass" (1 iff every test passes, stops at the first failure) or "fraction"
+(passed / total). info: reason ("correct", "wrong", "no_code", "timeout", "runtime_error",
+"sandbox_error", "bad_ground_truth: ..."), passed, total, first failure details.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+import secrets
+import textwrap
+import time
+from collections.abc import Callable
+from typing import Any
+
+from reasonrl.rewards.base import VERIFIERS, RewardResult
+from reasonrl.rewards.extract import after_think
+from reasonrl.rewards.sandbox import SandboxResult, run_python
+from reasonrl.types import Problem
+
+_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[^\n`]*\n(.*?)^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE)
+_PY_LANGS = {"python", "py", "python3", "py3"}
+_YES_NO = {"yes", "no"}
+_INT = re.compile(r"[+-]?\d+")
+SCORE_MODES = ("all_pass", "fraction")
+BACKENDS = ("local", "sandbox_fusion")
+_MAX_INFO_CHARS = 500
+
+Executor = Callable[[str, str, float, int], SandboxResult]
+
+
+def extract_code(response: str) -> str | None:
+    """The last ```python block (else the last untagged block) after any </think>; None if none."""
+    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(after_think(response))]
+    tagged = [b for lang, b in blocks if lang in _PY_LANGS]
+    plain = [b for lang, b in blocks if not lang]
+    chosen = tagged[-1] if tagged else (plain[-1] if plain else None)
+    if chosen is None:
+        return None
+    chosen = textwrap.dedent(chosen).strip("\n")
+    return chosen if chosen.strip() else None
+
+
+def outputs_match(actual: str, expected: str, float_tol: float = 1e-6) -> bool:
+    """Tolerant stdout comparison: line endings, trailing spaces and blank edge lines ignored; lines
+    compared token by token; yes/no case-insensitive; decimals within `float_tol` (absolute or
+    relative). Integers compare exactly (no float rounding of large numbers)."""
+    a_lines = [ln.rstrip() for ln in actual.replace("\r\n", "\n").strip().split("\n")]
+    e_lines = [ln.rstrip() for ln in expected.replace("\r\n", "\n").strip().split("\n")]
+    if a_lines == e_lines:
+        return True
+    if len(a_lines) != len(e_lines):
+        return False
+    for a_line, e_line in zip(a_lines, e_lines):
+        a_tok, e_tok = a_line.split(), e_line.split()
+        if len(a_tok) != len(e_tok):
+            return False
+        if not all(_tokens_match(a, e, float_tol) for a, e in zip(a_tok, e_tok)):
+            return False
+    return True
+
+
+def _tokens_match(a: str, e: str, tol: float) -> bool:
+    if a == e:
+        return True
+    if a.lower() in _YES_NO and e.lower() in _YES_NO:
+        return a.lower() == e.lower()
+    if _INT.fullmatch(a) and _INT.fullmatch(e):
+        return int(a) == int(e)
+    try:
+        x, y = float(a), float(e)
+    except ValueError:
+        return False
+    if math.isnan(x) or math.isnan(y):
+        return False
+    return math.isclose(x, y, rel_tol=tol, abs_tol=tol)
+
+
+def parse_tests(ground_truth: Any) -> dict[str, Any]:
+    """Normalise a ground truth into {"kind": "stdio"|"call"|"program"|"asserts", ...}.
+
+    Raises ValueError naming what is wrong."""
+    gt = ground_truth
+    if isinstance(gt, (str, bytes)):
+        try:
+            gt = json.loads(gt)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"ground_truth is not JSON ({e.msg})") from None
+    if not isinstance(gt, dict):
+        raise ValueError(f"ground_truth must be a dict, got {type(gt).__name__}")
+    if "inputs" in gt and "outputs" in gt:
+        inputs, outputs = list(gt["inputs"]), list(gt["outputs"])
+        if len(inputs) != len(outputs) or not inputs:
+            raise ValueError(f"{len(inputs)} inputs vs {len(outputs)} outputs")
+        if gt.get("fn_name"):
+            return {"kind": "call", "fn_name": str(gt["fn_name"]), "inputs": inputs, "outputs": outputs}
+        return {"kind": "stdio", "inputs": [_text(x) for x in inputs], "outputs": [_text(x) for x in outputs]}
+    if isinstance(gt.get("functional"), str):
+        return {"kind": "program", "tests": gt["functional"]}
+    if isinstance(gt.get("test"), str) and gt.get("entry_point"):
+        return {"kind": "program", "tests": f"{gt['test']}\n\ncheck({gt['entry_point']})"}
+    asserts = gt.get("test_list") or gt.get("assert_list")
+    if isinstance(asserts, list) and asserts:
+        setup = "\n".join(filter(None, [*gt.get("test_imports", []), gt.get("test_setup_code", "")]))
+        return {"kind": "asserts", "setup": setup, "asserts": [str(a) for a in asserts]}
+    keys = ", ".join(sorted(gt)) or "(none)"
+    raise ValueError(f"unsupported test format with keys {keys}")
+
+
+def _text(x: Any) -> str:
+    return "\n".join(map(str, x)) if isinstance(x, list) else str(x)
+
+
+def _marked(program: str, marker: str) -> str:
+    return f"{program}\n\nprint({marker!r}, flush=True)\n"
+
+
+_CALL_HARNESS = """
+
+def __reasonrl_run_tests():
+    import json as _json, math as _math
+    _tests = _json.loads({tests!r})
+    def _eq(a, b):
+        if isinstance(a, tuple):
+            a = list(a)
+        if isinstance(a, float) or isinstance(b, float):
+            try:
+                return _math.isclose(a, b, rel_tol={tol!r}, abs_tol={tol!r})
+            except TypeError:
+                return False
+        if isinstance(a, list) and isinstance(b, list):
+            return len(a) == len(b) and all(_eq(x, y) for x, y in zip(a, b))
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a.keys() == b.keys() and all(_eq(a[k], b[k]) for k in a)
+        return a == b
+    _fn = {fn}
+    for _args, _want in _tests:
+        try:
+            _got = _fn(*_args)
+            _ok = _eq(_got, _want) or (isinstance(_want, list) and len(_want) == 1 and _eq(_got, _want[0]))
+        except Exception:
+            _ok = False
+        print({marker!r}, int(bool(_ok)), flush=True)
+
+__reasonrl_run_tests()
+"""
+
+
+def _fn_expr(fn_name: str, program: str) -> str:
+    if fn_name.startswith("Solution()."):
+        return fn_name
+    if re.search(r"^class Solution\b", program, re.MULTILINE) and not re.search(
+        rf"^def {re.escape(fn_name)}\b", program, re.MULTILINE
+    ):
+        return f"Solution().{fn_name}"
+    return fn_name
+
+
+def _local_executor(isolation: str | None) -> Executor:
+    def run(program: str, stdin: str, timeout_s: float, memory_mb: int) -> SandboxResult:
+        return run_python(program, stdin, timeout_s, memory_mb, isolation=isolation)
+
+    return run
+
+
+@functools.lru_cache(maxsize=16)
+def _fusion_client(urls: str | tuple[str, ...] | None):
+    """One client per server list, so round-robin spreads calls across verifier invocations."""
+    from reasonrl.rewards.sandbox_fusion import SandboxFusionClient
+
+    return SandboxFusionClient(urls)
+
+
+def _make_executor(backend: str, sandbox_fusion_urls: Any, isolation: str | None) -> Executor:
+    if backend == "local":
+        return _local_executor(isolation)
+    if backend == "sandbox_fusion":
+        urls = sandbox_fusion_urls
+        return _fusion_client(urls if urls is None or isinstance(urls, str) else tuple(urls)).run_python
+    raise ValueError(f"unknown code backend {backend!r}; choose one of {BACKENDS}")
+
+
+def _failure_reason(res: SandboxResult) -> str:
+    if res.status == "timeout":
+        return "timeout"
+    if res.status == "sandbox_error":
+        return "sandbox_error"
+    if res.status == "output_limit":
+        return "output_limit"
+    return "runtime_error" if res.exit_code not in (0, None) else "wrong"
+
+
+def _clip(s: str) -> str:
+    return s if len(s) <= _MAX_INFO_CHARS else s[:_MAX_INFO_CHARS] + "...[truncated]"
+
+
+@VERIFIERS.register("code")
+def code(
+    response: str,
+    problem: Problem,
+    score_mode: str = "all_pass",
+    timeout_s: float = 6.0,
+    memory_mb: int = 1024,
+    total_timeout_s: float = 120.0,
+    max_tests: int | None = None,
+    float_tol: float = 1e-6,
+    backend: str = "local",
+    sandbox_fusion_urls: Any = None,
+    isolation: str | None = None,
+) -> RewardResult:
+    """Score a code response by running its tests (see the module docstring for formats)."""
+    if score_mode not in SCORE_MODES:
+        raise ValueError(f"unknown score_mode {score_mode!r}; choose one of {SCORE_MODES}")
+    program = extract_code(response)
+    if program is None:
+        return RewardResult(0.0, {"extracted": None, "reason": "no_code", "passed": 0, "total": 0})
+    try:
+        spec = parse_tests(problem.ground_truth)
+    except (ValueError, TypeError) as e:
+        return RewardResult(0.0, {"extracted": program, "reason": f"bad_ground_truth: {e}"})
+    prefix = (problem.extra_info or {}).get("prefix")
+    if isinstance(prefix, str) and prefix.strip():
+        program = f"{prefix}\n{program}"
+    execute = _make_executor(backend, sandbox_fusion_urls, isolation)
+    stop_early = score_mode == "all_pass"
+    deadline = time.monotonic() + total_timeout_s
+    outcomes, total, failure = _run_spec(spec, program, execute, timeout_s, memory_mb, max_tests,
+                                         float_tol, stop_early, deadline)  # fmt: skip
+    passed = sum(outcomes)
+    if score_mode == "all_pass":
+        score = float(total > 0 and passed == total)
+    else:
+        score = passed / total if total else 0.0
+    info: dict[str, Any] = {"extracted": program, "passed": passed, "total": total}
+    info["reason"] = "correct" if passed == total and total else (failure or {}).get("reason", "wrong")
+    if failure:
+        info["failure"] = failure
+    return RewardResult(score, info)
+
+
+code.run_mode = "thread"  # waits on sandbox subprocesses and bounds its own time (total_timeout_s)
+
+
+def _run_spec(spec, program, execute, timeout_s, memory_mb, max_tests, tol, stop_early, deadline):
+    """Returns (per-test pass list, number of tests planned, first failure info or None)."""
+    kind = spec["kind"]
+    outcomes: list[bool] = []
+    failure: dict[str, Any] | None = None
+
+    def budget() -> float:
+        return min(timeout_s, deadline - time.monotonic())
+
+    if kind == "stdio":
+        pairs = list(zip(spec["inputs"], spec["outputs"]))[: max_tests or None]
+        for i, (stdin, want) in enumerate(pairs):
+            if budget() <= 0:
+                failure = failure or {"reason": "time_budget", "test": i}
+                outcomes += [False] * (len(pairs) - i)
+                break
+            res = execute(program, stdin, budget(), memory_mb)
+            ok = res.status == "success" and outputs_match(res.stdout, want, tol)
+            outcomes.append(ok)
+            if not ok and failure is None:
+                failure = {"reason": _failure_reason(res), "test": i, "stdin": _clip(stdin),
+                           "expected": _clip(want), "stdout": _clip(res.stdout),
+                           "stderr": _clip(res.stderr)}  # fmt: skip
+            if not ok and stop_early:
+                break
+        return outcomes, len(pairs), failure
+    marker = f"__reasonrl_done_{secrets.token_hex(8)}__"
+    if kind == "call":
+        tests = list(zip(spec["inputs"], spec["outputs"]))[: max_tests or None]
+        harness = _CALL_HARNESS.format(
+            tests=json.dumps(tests), tol=tol, fn=_fn_expr(spec["fn_name"], program), marker=marker
+        )
+        if budget() <= 0:
+            return [False] * len(tests), len(tests), {"reason": "time_budget", "test": 0}
+        res = execute(program + harness, "", budget(), memory_mb)
+        marks = [ln.split()[-1] for ln in res.stdout.splitlines() if ln.startswith(marker + " ")]
+        outcomes = [m == "1" for m in marks][: len(tests)]
+        outcomes += [False] * (len(tests) - len(outcomes))
+        if not all(outcomes):
+            bad = outcomes.index(False)
+            failure = {"reason": _failure_reason(res) if len(marks) <= bad else "wrong", "test": bad,
+                       "stderr": _clip(res.stderr)}  # fmt: skip
+        return outcomes, len(tests), failure
+    if kind == "program":
+        programs = [f"{program}\n\n{spec['tests']}"]
+    elif stop_early:  # asserts, all at once
+        programs = [f"{program}\n\n{spec['setup']}\n" + "\n".join(spec["asserts"][: max_tests or None])]
+    else:  # asserts, one program each so the fraction counts each assert
+        programs = [f"{program}\n\n{spec['setup']}\n{a}" for a in spec["asserts"][: max_tests or None]]
+    for i, prog in enumerate(programs):
+        if budget() <= 0:
+            failure = failure or {"reason": "time_budget", "test": i}
+            outcomes += [False] * (len(programs) - i)
+            break
+        res = execute(_marked(prog, marker), "", budget(), memory_mb)
+        ok = res.status == "success" and res.stdout.rstrip().endswith(marker)
+        outcomes.append(ok)
+        if not ok and failure is None:
+            reason = _failure_reason(res)
+            if res.status == "success":
+                reason = "exited_before_tests"
+            failure = {"reason": reason, "test": i, "stderr": _clip(res.stderr)}
+        if not ok and stop_early:
+            break
+    return outcomes, len(programs), failure
