@@ -1,0 +1,250 @@
+"""Verifier throughput: our "math" verifier vs math-verify called directly, and sandbox executions.
+
+Owns: a synthetic, seeded set of (response, gold answer, label) triples whose labels are known by
+construction (plain integers, decimals, fractions, radicals / pi in LaTeX, polynomial expressions,
+responses with no answer; boxed, "answer is $...$", <think>-prefixed and undelimited
+"Final answer: ..." styles), and the timing of
+  1. reasonrl's "math" verifier (`VERIFIERS.get("math")`), in this process, one call per pair;
+  2. math-verify directly, verl-style: `verify(parse("\\boxed{gold}"), parse(response))`;
+  3. `reasonrl.rewards.sandbox.run_python` on a trivial program (skipped, with the reason, if the
+     module or its isolation is unavailable).
+Both math checkers run on the same pairs in one process, after a warm-up, single-threaded; accuracy
+is measured against the labels. Does not own: the verifiers themselves.
+
+Usage:  python bench/verifier_throughput.py [--n 10000] [--sandbox-runs 30] [--seed 0]
+Prints a table, then one JSON line (the last line of output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections import Counter, defaultdict
+from fractions import Fraction
+from math import gcd
+
+# ----------------------------------------------------------------------------- synthetic pairs
+
+_SQUAREFREE = [2, 3, 5, 6, 7, 10, 11]
+
+
+def _int_case(rng: random.Random):
+    n = rng.randint(-500, 99_999)
+    right = [str(n), f"{n}.0", f"x = {n}", f"{n} \\text{{ units}}"] + ([f"{n:,}"] if abs(n) >= 1000 else [])
+    wrong = [str(n + rng.choice([1, -1, 10])), str(n * 10 + 1)]
+    return str(n), right, wrong
+
+
+def _decimal_case(rng: random.Random):
+    q = rng.choice([2, 4, 5, 8, 20, 25])
+    p = rng.randint(1, 3 * q)
+    while gcd(p, q) != 1:
+        p += 1
+    dec = str(float(Fraction(p, q)))
+    return dec, [dec, dec + "0", f"\\frac{{{p}}}{{{q}}}", f"{p}/{q}"], [str(float(Fraction(p + 1, q)))]
+
+
+def _fraction_case(rng: random.Random):
+    q = rng.choice([3, 7, 9, 11, 13])
+    p = rng.randint(1, 4 * q)
+    while gcd(p, q) != 1:
+        p += 1
+    gold = f"\\frac{{{p}}}{{{q}}}"
+    right = [gold, f"\\dfrac{{{2 * p}}}{{{2 * q}}}", f"{p}/{q}"]
+    wrong = [f"\\frac{{{q}}}{{{p}}}" if p != q else "0", f"\\frac{{{p + 1}}}{{{q}}}"]
+    return gold, right, wrong
+
+
+def _latex_case(rng: random.Random):
+    if rng.random() < 0.5:  # k sqrt(m) == sqrt(k^2 m)
+        k, m = rng.randint(2, 9), rng.choice(_SQUAREFREE)
+        gold = f"{k}\\sqrt{{{m}}}"
+        return gold, [gold, f"\\sqrt{{{k * k * m}}}"], [f"{k}\\sqrt{{{m + 1}}}", f"{k + 1}\\sqrt{{{m}}}"]
+    k, q = rng.randint(1, 9), rng.choice([2, 3, 4, 6])
+    while gcd(k, q) != 1:
+        k += 1
+    gold = f"\\frac{{{k}\\pi}}{{{q}}}"
+    return gold, [gold, f"\\frac{{{k}}}{{{q}}}\\pi"], [f"\\frac{{{k}\\pi}}{{{q + 1}}}"]
+
+
+def _expr_case(rng: random.Random):
+    a = rng.randint(1, 9)
+    gold = f"x^2 + {2 * a}x + {a * a}"
+    return gold, [gold, f"(x+{a})^2", f"(x + {a})(x + {a})"], [f"(x-{a})^2", f"x^2 + {a}x + {a * a}"]
+
+
+CASES = {
+    "integer": _int_case,
+    "decimal": _decimal_case,
+    "fraction": _fraction_case,
+    "latex": _latex_case,
+    "expression": _expr_case,
+}
+
+
+def _wrap(form: str, style: int) -> str:
+    if style == 0:
+        return f"We simplify step by step and get $\\boxed{{{form}}}$."
+    if style == 1:
+        return f"<think>try 3 + 4 = 7, then check</think>\nThe final answer is \\boxed{{{form}}}."
+    if style == 2:
+        return f"Putting it together, the answer is ${form}$."
+    return f"Checking once more.\n\nFinal answer: {form}"
+
+
+def make_pairs(n: int, seed: int = 0) -> list[tuple[str, str, int, str]]:
+    """n (response, gold, label, category) rows; about 45% correct, 45% wrong, 10% no answer."""
+    rng = random.Random(seed)
+    rows = []
+    names = list(CASES)
+    for _ in range(n):
+        cat = rng.choice(names)
+        gold, right, wrong = CASES[cat](rng)
+        u = rng.random()
+        if u < 0.1:
+            resp = rng.choice(
+                ["I am not sure how to finish this.", "<think>it could be 7", "", "So \\boxed{}."]
+            )
+            rows.append((resp, gold, 0, "no_answer"))
+            continue
+        label = int(u < 0.55)
+        form = rng.choice(right if label else wrong)
+        style = rng.randrange(4)
+        if "," in form:  # "1,234" in running text reads as a pair; keep thousands only in \boxed
+            style = rng.randrange(2)
+        rows.append((_wrap(form, style), gold, label, cat))
+    return rows
+
+
+# ----------------------------------------------------------------------------- checkers
+
+
+def ours_checker():
+    import importlib
+
+    from reasonrl.rewards import VERIFIERS
+    from reasonrl.types import Problem
+
+    if "math" not in VERIFIERS:  # registered on import of its module
+        importlib.import_module("reasonrl.rewards.math")
+    fn = VERIFIERS.get("math")
+
+    def check(response: str, gold: str) -> bool:
+        p = Problem(prompt=[{"role": "user", "content": "q"}], ground_truth=gold, data_source="math")
+        return fn(response, p).score == 1.0
+
+    return check
+
+
+def math_verify_checker():
+    from math_verify import parse, verify
+
+    def check(response: str, gold: str) -> bool:
+        try:
+            return bool(verify(parse("\\boxed{" + gold + "}"), parse(response)))
+        except Exception:  # noqa: BLE001 - math-verify raising counts as "not verified"
+            return False
+
+    return check
+
+
+def run_checker(check, rows) -> dict:
+    for resp, gold, _, _ in rows[:50]:  # warm-up: imports, sympy caches
+        check(resp, gold)
+    per_cat: dict[str, Counter] = defaultdict(Counter)
+    t0 = time.perf_counter()
+    preds = [check(resp, gold) for resp, gold, _, _ in rows]
+    dt = time.perf_counter() - t0
+    for (_, _, label, cat), pred in zip(rows, preds):
+        per_cat[cat]["n"] += 1
+        per_cat[cat]["ok"] += int(pred == bool(label))
+    acc = sum(int(p == bool(r[2])) for p, r in zip(preds, rows)) / len(rows)
+    return {
+        "seconds": round(dt, 3),
+        "checks_per_s": round(len(rows) / dt, 1),
+        "accuracy": round(acc, 4),
+        "accuracy_by_category": {c: round(v["ok"] / v["n"], 4) for c, v in sorted(per_cat.items())},
+        "_preds": preds,
+    }
+
+
+# ----------------------------------------------------------------------------- sandbox
+
+
+def bench_sandbox(runs: int) -> dict:
+    try:
+        from reasonrl.rewards.sandbox import run_python
+    except ImportError as e:
+        return {"skipped": f"reasonrl.rewards.sandbox.run_python not importable: {e}"}
+    code = "import sys\nprint(sum(int(x) for x in sys.stdin.read().split()))\n"
+    try:
+        first = run_python(code, stdin="1 2 3", timeout_s=10)
+    except Exception as e:  # noqa: BLE001 - SandboxUnavailable or anything else: report, don't fail
+        return {"skipped": f"{type(e).__name__}: {e}"}
+    ok = 0
+    t0 = time.perf_counter()
+    for i in range(runs):
+        r = run_python(code, stdin=f"{i} 1", timeout_s=10)
+        ok += int(r.status == "success" and r.stdout.strip() == str(i + 1))
+    dt = time.perf_counter() - t0
+    return {
+        "runs": runs,
+        "ok": ok,
+        "seconds": round(dt, 3),
+        "runs_per_s": round(runs / dt, 2),
+        "isolation": getattr(first, "isolation", "?"),
+    }
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=10_000, help="number of (response, answer) pairs")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sandbox-runs", type=int, default=30, help="0 skips the sandbox part")
+    args = ap.parse_args(argv)
+
+    rows = make_pairs(args.n, args.seed)
+    labels = Counter(r[2] for r in rows)
+    print(f"{len(rows)} pairs: {labels[1]} correct, {labels[0]} wrong/no-answer; seed {args.seed}")
+    out: dict = {"bench": "verifier_throughput", "n": len(rows), "seed": args.seed}
+    try:
+        ours = run_checker(ours_checker(), rows)
+    except Exception as e:  # noqa: BLE001 - e.g. the math verifier is not registered yet
+        ours = {"skipped": f"{type(e).__name__}: {e}"}
+    mv = run_checker(math_verify_checker(), rows)
+    if "_preds" in ours:
+        out["disagreements"] = sum(a != b for a, b in zip(ours["_preds"], mv["_preds"]))
+    for name, res in (("reasonrl math", ours), ("math-verify", mv)):
+        res.pop("_preds", None)
+        if "skipped" in res:
+            print(f"{name:>14}: skipped ({res['skipped']})")
+            continue
+        print(
+            f"{name:>14}: {res['checks_per_s']:>9.1f} checks/s  accuracy {res['accuracy']:.4f}  "
+            f"({res['seconds']:.1f} s)  by category {res['accuracy_by_category']}"
+        )
+    out["reasonrl_math"], out["math_verify"] = ours, mv
+    if "checks_per_s" in ours:
+        out["speedup"] = round(ours["checks_per_s"] / mv["checks_per_s"], 2)
+
+    sb = bench_sandbox(args.sandbox_runs) if args.sandbox_runs > 0 else {"skipped": "--sandbox-runs 0"}
+    if "skipped" in sb:
+        print(f"{'sandbox':>14}: skipped ({sb['skipped']})")
+    else:
+        print(
+            f"{'sandbox':>14}: {sb['runs_per_s']:.2f} runs/s  ({sb['ok']}/{sb['runs']} correct, "
+            f"isolation {sb['isolation']})"
+        )
+    out["sandbox"] = sb
+    print(json.dumps(out, sort_keys=True))
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)
