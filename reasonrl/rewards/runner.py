@@ -20,6 +20,11 @@ Where a verifier runs (its *run mode*), chosen per verifier name:
 
 The runner's `inline=` / `threaded=` arguments override the declarations by name.
 
+Options worth knowing: `modules=` is also the place to preload heavy libraries in workers (e.g.
+"math_verify"): imports run when a worker starts, outside any call's time limit, so the first call
+after a kill is not charged for importing sympy. `max_tasks_per_worker=N` recycles each worker after
+N calls, bounding memory that verifier libraries cache (sympy) at the cost of a re-import.
+
 Workers import `reasonrl.rewards` (built-in registrations) plus the modules named in `modules=` and
 receive the parent's `sys.path`, so verifiers registered on import of any module are available in
 workers under every start method. The default start method is "forkserver": the trainer process
@@ -113,6 +118,7 @@ class RewardRunner:
         modules: Iterable[str] = (),
         threads: int = 8,
         thread_timeout_s: float = 600.0,
+        max_tasks_per_worker: int = 0,
         start_method: str = "forkserver",
     ):
         import importlib
@@ -121,6 +127,7 @@ class RewardRunner:
             raise ValueError("workers and threads must be >= 1 and timeout_s > 0")
         self.workers, self.timeout_s, self.threads = workers, float(timeout_s), threads
         self.thread_timeout_s = float(thread_timeout_s)
+        self.max_tasks_per_worker = int(max_tasks_per_worker)
         self.modules = tuple(modules)
         for m in self.modules:  # same registrations here as in the workers
             importlib.import_module(m)
@@ -170,6 +177,7 @@ class RewardRunner:
 
             self._pool = ProcessPool(
                 max_workers=self.workers,
+                max_tasks=self.max_tasks_per_worker,
                 initializer=_worker_init,
                 initargs=(list(sys.path), self.modules),
                 context=multiprocessing.get_context(self.start_method),

@@ -204,3 +204,10 @@ def test_health_metrics_by_hand():
     assert m["verifier/c/error_rate"] == 1.0
     assert "verifier/c/latency_p50_s" not in m and "verifier/c/extract_fail_rate" not in m
     assert "verifier/mean_score" not in m
+
+
+def test_workers_recycled_after_max_tasks():
+    with RewardRunner(workers=1, timeout_s=TIMEOUT, modules=[H.__name__], max_tasks_per_worker=2) as r:
+        res, _ = r.score(["a"] * 6, [prob(T + "echo")] * 6)
+    assert [x.score for x in res] == [1.0] * 6
+    assert len({x.info["pid"] for x in res}) == 3  # one worker, replaced after every 2 calls
