@@ -33,7 +33,9 @@ holds threads (torch, CUDA), and forking such a process is unsafe.
 Combining terms: `weights={"correctness": 1.0, "format_think_answer": 0.1}` scores each named term
 as its own call (same run modes / limits) and returns total = sum(w * term_score). The routed
 verifier is the term "correctness"; its 0..1 score stays in info["correctness"], every term's raw
-score in info["terms"], and a failed term's reason in info["term_reasons"].
+score in info["terms"], and a failed term's reason in info["term_reasons"]. Keyword options of any
+verifier travel as `options={"overlong": {"max_len": 4096, "cache_len": 512}}`, checked against
+the verifier's signature when the runner is built.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from reasonrl.types import Problem
 CORRECTNESS = "correctness"
 RUN_MODES = ("inline", "thread", "pool")
 # built-in verifiers that are cheap and pure but whose modules do not set `run_mode`
-DEFAULT_INLINE = frozenset({"arithmetic", "countdown"})
+DEFAULT_INLINE = frozenset({"arithmetic", "countdown", "format_think_answer", "overlong"})
 
 
 # ----------------------------------------------------------------------------- worker side
@@ -72,11 +74,13 @@ def _worker_init(paths: Sequence[str], modules: Sequence[str]) -> None:
         importlib.import_module(m)
 
 
-def _call(name: str, response: str, problem: Problem) -> tuple[RewardResult, float]:
+def _call(
+    name: str, response: str, problem: Problem, options: dict[str, Any] | None = None
+) -> tuple[RewardResult, float]:
     """One verifier call; exceptions become a 0 score with the reason. Returns (result, seconds)."""
     t0 = time.perf_counter()
     try:
-        res = VERIFIERS.get(name)(response, problem)
+        res = VERIFIERS.get(name)(response, problem, **(options or {}))
         if not isinstance(res, RewardResult):
             raise TypeError(f"verifier returned {type(res).__name__}, not RewardResult")
     except Exception as e:  # noqa: BLE001 - a verifier bug must not kill the batch
@@ -115,6 +119,7 @@ class RewardRunner:
         inline: Iterable[str] | None = None,
         threaded: Iterable[str] | None = None,
         weights: dict[str, float] | None = None,
+        options: dict[str, dict[str, Any]] | None = None,
         modules: Iterable[str] = (),
         threads: int = 8,
         thread_timeout_s: float = 600.0,
@@ -137,6 +142,9 @@ class RewardRunner:
         for term in self.weights:
             if term != CORRECTNESS:
                 VERIFIERS.get(term)  # unknown term name: fail now, naming the known ones
+        self.options = {k: dict(v) for k, v in (options or {}).items()}
+        for name, kw in self.options.items():  # a typo in a verifier option fails here, not mid-run
+            VERIFIERS.check_kwargs(name, kw, where="reward options")
         self.start_method = start_method
         self._pool = None
         self._tpool: cf.ThreadPoolExecutor | None = None
@@ -231,18 +239,19 @@ class RewardRunner:
         for j in jobs:
             j.mode = modes[j.name]
 
+        def call_args(j: _Job) -> tuple:
+            return (j.name, responses[j.item], problems[j.item], self.options.get(j.name))
+
         pending: dict[cf.Future, _Job] = {}
         for j in jobs:
             if j.mode == "pool":
-                fut = self._process_pool().schedule(
-                    _call, args=(j.name, responses[j.item], problems[j.item]), timeout=self.timeout_s
-                )
+                fut = self._process_pool().schedule(_call, args=call_args(j), timeout=self.timeout_s)
                 pending[fut] = j
             elif j.mode == "thread":
-                pending[self._thread_pool().submit(_call, j.name, responses[j.item], problems[j.item])] = j
+                pending[self._thread_pool().submit(_call, *call_args(j))] = j
         for j in jobs:  # inline work overlaps with the pool's
             if j.mode == "inline":
-                j.result, j.latency = _call(j.name, responses[j.item], problems[j.item])
+                j.result, j.latency = _call(*call_args(j))
         self._collect(pending, n_pool=sum(j.mode == "pool" for j in jobs))
 
         results = [self._combine(i, [j for j in jobs if j.item == i]) for i in range(len(problems))]

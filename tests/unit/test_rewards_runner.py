@@ -211,3 +211,37 @@ def test_workers_recycled_after_max_tasks():
         res, _ = r.score(["a"] * 6, [prob(T + "echo")] * 6)
     assert [x.score for x in res] == [1.0] * 6
     assert len({x.info["pid"] for x in res}) == 3  # one worker, replaced after every 2 calls
+
+
+# (response, ground truth, correctness, format_think_answer, overlong with max_len=40, cache_len=20)
+BUILTIN_TERMS = [
+    # 35 chars: 20 < 35 <= 40, overlong = (20 - 35) / 20 = -0.75; total = 1 + 0.2 * 1 - 0.75 = 0.45
+    ("<think>ok</think><answer>7</answer>", "7", 1.0, 1.0, -0.75),
+    # 18 chars, no think block: total = 1 + 0 + 0 = 1
+    ("<answer>7</answer>", "7", 1.0, 0.0, 0.0),
+    # 74 chars > 40: overlong = -1; wrong answer; total = 0 + 0.2 - 1 = -0.8
+    ("<think>" + "z" * 40 + "</think><answer>8</answer>", "7", 0.0, 1.0, -1.0),
+]
+
+
+@pytest.mark.parametrize("inline, mode", [(None, "inline"), ([], "pool")])  # options reach workers too
+def test_builtin_shaping_terms_with_options(inline, mode):
+    weights = {"correctness": 1.0, "format_think_answer": 0.2, "overlong": 1.0}
+    options = {"overlong": {"max_len": 40, "cache_len": 20}}
+    with RewardRunner(workers=1, timeout_s=5, weights=weights, options=options, inline=inline) as r:
+        assert r.run_mode("format_think_answer") == mode and r.run_mode("overlong") == mode
+        res, metrics = r.score(
+            [t[0] for t in BUILTIN_TERMS], [prob("arithmetic", t[1]) for t in BUILTIN_TERMS]
+        )
+    for got, (_, _, corr, fmt, ovl) in zip(res, BUILTIN_TERMS):
+        assert got.info["terms"] == pytest.approx(
+            {"correctness": corr, "format_think_answer": fmt, "overlong": ovl}
+        )
+        assert got.info["correctness"] == corr
+    assert [g.score for g in res] == pytest.approx([0.45, 1.0, -0.8])
+    assert metrics["verifier/overlong/mean_score"] == pytest.approx(-1.75 / 3)
+
+
+def test_option_typo_fails_when_the_runner_is_built():
+    with pytest.raises(RegistryError, match="has no option"):
+        RewardRunner(options={"overlong": {"max_length": 10}})
