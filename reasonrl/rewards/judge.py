@@ -36,7 +36,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult, result
-from reasonrl.rewards.extract import after_think, answer_tag
+from reasonrl.rewards.extract import answer_region, answer_tag, last_boxed
 from reasonrl.types import Problem
 
 ENV_PREFIX = "REASONRL_JUDGE_"
@@ -64,7 +64,6 @@ _VERDICT = re.compile(
     re.IGNORECASE,
 )
 _POSITIVE = {"yes", "correct", "true"}
-_BOXED = re.compile(r"\\boxed\s*\{")
 
 
 @dataclass(frozen=True)
@@ -122,28 +121,14 @@ def parse_verdict(text: str) -> float | None:
     return 1.0 if found[-1].lower() in _POSITIVE else 0.0
 
 
-def _last_boxed(text: str) -> str | None:
-    """Content of the last balanced \\boxed{...}; None if there is none (or it never closes)."""
-    starts = [m.end() for m in _BOXED.finditer(text)]
-    if not starts:
-        return None
-    i = start = starts[-1]
-    depth = 1
-    while i < len(text):
-        depth += {"{": 1, "}": -1}.get(text[i], 0)
-        if depth == 0:
-            return text[start:i].strip()
-        i += 1
-    return None
-
-
 def candidate_answer(response: str, max_chars: int) -> str | None:
     """What the judge sees: the `<answer>` tag, else the last \\boxed{}, else the tail of the text
-    after any think block (last `max_chars` characters); None if nothing is left."""
-    text = after_think(response)
+    after the think block (last `max_chars` characters); None if nothing is left, or if a `<think>`
+    never closes (the model ran out of room before answering)."""
+    text = answer_region(response)
     ans = answer_tag(text)
     if ans is None:
-        ans = _last_boxed(text)
+        ans = last_boxed(text)
     if ans is None:
         ans = text.strip()[-max_chars:].strip()
     return ans[:max_chars] or None

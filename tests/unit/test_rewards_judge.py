@@ -131,6 +131,7 @@ def test_parse_verdict(text, expected):
         ("the energy is 42 J", "the energy is 42 J"),
         ("unclosed \\boxed{42", "unclosed \\boxed{42"),  # falls back to the text
         ("<think>only thinking</think>   ", None),
+        ("<think>ran out of room, \\boxed{3}", None),  # unclosed think: no answer
         ("", None),
         ("x" * 50 + "END", "x" * 17 + "END"),  # tail, capped
         ("<answer>" + "y" * 30 + "</answer>", "y" * 20),  # tag content, capped
@@ -210,10 +211,10 @@ def test_garbage_output_scores_zero_with_reason(server, action, reason):
 
 def test_batch_keeps_order_and_respects_concurrency(server):
     server.script = [("sleep", 0.1, "Final verdict: YES")]
-    answers = ["<answer>a</answer>", "nothing<think>", "<answer>b</answer>", "<answer>c</answer>"] * 2
+    answers = ["<answer>a</answer>", "plain 5", "<answer>b</answer>", "<answer>c</answer>"] * 2
     cfg = fast(server.url, max_concurrency=2)
     res = judge_batch(answers, [prob(judge_cfg=cfg) for _ in answers], **cfg)
-    assert [r.extracted for r in res] == ["a", "nothing<think>", "b", "c"] * 2
+    assert [r.extracted for r in res] == ["a", "plain 5", "b", "c"] * 2
     assert [r.score for r in res] == [1.0] * 8
     assert 1 <= server.max_inflight <= 2
 
