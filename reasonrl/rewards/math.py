@@ -29,6 +29,7 @@ from reasonrl.types import Problem
 MATH_MODES = ("boxed", "answer_tag", "gsm8k", "answer_colon")
 GSM8K_MODES = ("gsm8k", "boxed", "answer_tag", "answer_colon")
 MAX_SYMBOLIC_CHARS = 8000  # math-verify sees at most this many trailing characters
+MAX_NUMBER_CHARS = 100  # longer digit strings are not plain answers
 
 # ---------------------------------------------------------------- fast path: plain numbers
 
@@ -38,6 +39,7 @@ _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\degree|°")
 _FRAC = re.compile(r"^\\[dtc]?frac\s*\{([^{}]+)\}\s*\{([^{}]+)\}$")
 _PLAIN = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)$")
 _THOUSANDS = re.compile(r"^[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$")
+_THOUSANDS_SPACE = re.compile(r"^[+-]?[1-9]\d{0,2}(?: \d{3})+(?:\.\d+)?$")
 _VAR_EQ = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?\s*=\s*")
 _UNIT_WORDS = re.compile(
     r"\s*(?:dollars?|cents?|units?|degrees?|meters?|metres?|cm|mm|km|m|kg|g|seconds?|minutes?|"
@@ -61,19 +63,21 @@ def clean_latex(s: str) -> str:
 
 
 def _parse_plain(s: str) -> Fraction | None:
-    s = s.replace(" ", "")
-    if _THOUSANDS.match(s):
-        s = s.replace(",", "")
+    s = s.strip()
+    if len(s) > MAX_NUMBER_CHARS:
+        return None
+    if _THOUSANDS.match(s) or _THOUSANDS_SPACE.match(s):
+        s = s.replace(",", "").replace(" ", "")
     if _PLAIN.match(s):
         return Fraction(s)
     return None
 
 
 def to_number(s: str) -> tuple[Fraction, bool, bool] | None:
-    """(value, had_percent, is_exact_literal) of a numeric answer; None if it is not one.
+    """(value, had_percent, is_plain_literal) of a numeric answer; None if it is not one.
 
-    is_exact_literal is False for decimals (compared after rounding, like math-verify does).
-    Ambiguous forms ("1,22", "1 000", "2, 3") return None and are left to math-verify.
+    is_plain_literal is False for fractions (\\frac{a}{b}, a/b). Ambiguous forms ("1,22", "2, 3")
+    return None and are left to math-verify.
     """
     s = clean_latex(s)
     s = _VAR_EQ.sub("", s, count=1)
@@ -83,6 +87,8 @@ def to_number(s: str) -> tuple[Fraction, bool, bool] | None:
             s, percent = s[: -len(suffix)].strip(), True
             break
     s = _UNIT_WORDS.sub("", s).strip()
+    if s.startswith("(") and s.endswith(")") and "," not in s:
+        s = s[1:-1].strip()
     neg = s.startswith("-")
     body = s[1:].strip() if neg else s
     m = _FRAC.match(body)
@@ -100,28 +106,26 @@ def to_number(s: str) -> tuple[Fraction, bool, bool] | None:
         value = _parse_plain(body)
         if value is None:
             return None
-    exact = "." not in body
-    return (-value if neg else value), percent, exact
+    literal = m is None and "/" not in body
+    return (-value if neg else value), percent, literal
 
 
-def _close(a: Fraction, b: Fraction, exact: bool, rounding: int) -> bool:
-    if a == b:
-        return True
-    return not exact and round(float(a), rounding) == round(float(b), rounding)
+def fast_compare(pred: str, gold: str, percent_ok: bool) -> bool | None:
+    """True / False when both sides are numbers and the answer is certain; None otherwise.
 
-
-def fast_compare(pred: str, gold: str, percent_ok: bool, rounding: int = 6) -> bool | None:
-    """True / False when both sides are plain numbers and the answer is certain; None otherwise."""
+    Equal values are equal. Unequal values are a certain "wrong" only when both are written as
+    plain decimals without a percent sign; a fraction against a rounded decimal (1/3 vs 0.3333),
+    or a percentage against a value, is left to math-verify and its rounding rules.
+    """
     p, g = to_number(pred), to_number(gold)
     if p is None or g is None:
         return None
-    (pv, pp, pe), (gv, gp, ge) = p, g
-    exact = pe and ge
-    if _close(pv, gv, exact, rounding):  # same literal number (28% vs 28 included)
+    (pv, pp, pl), (gv, gp, gl) = p, g
+    if pv == gv:  # same number (28% vs 28 included)
         return True
-    if percent_ok and (_close(pv, gv / 100, exact, rounding) or _close(pv, gv * 100, exact, rounding)):
+    if percent_ok and (pv == gv / 100 or pv == gv * 100):
         return True
-    if pp or gp:  # e.g. gold 0.28, answer 28%: let math-verify decide on the value
+    if pp or gp or not (pl and gl):
         return None
     return False
 
@@ -139,11 +143,15 @@ def _mv():
 
 @functools.lru_cache(maxsize=4096)
 def _parse_gold(gold: str) -> Any:
+    """Gold as math-verify sees it. Bare LaTeX ("2\\sqrt{2}", "\\pi") is read as one boxed answer;
+    delimited text and bare numbers with separators ("7,425,000", "1,22") are parsed as they are."""
     mv = _mv()
-    parsed = mv.parse(gold, parsing_timeout=None)
-    if not parsed and "$" not in gold and "\\boxed" not in gold:
-        parsed = mv.parse(f"\\boxed{{{gold}}}", parsing_timeout=None)
-    return parsed
+    delimited = any(d in gold for d in ("$", "\\(", "\\[", "\\boxed", "\\fbox"))
+    if delimited or re.fullmatch(r"[\d\s,.+-]+", gold):
+        parsed = mv.parse(gold, parsing_timeout=None)
+        if parsed:
+            return parsed
+    return mv.parse(f"\\boxed{{{gold}}}", parsing_timeout=None) or mv.parse(gold, parsing_timeout=None)
 
 
 def _parse_pred(text: str) -> Any:
@@ -152,7 +160,11 @@ def _parse_pred(text: str) -> Any:
 
 
 def symbolic_compare(
-    pred_text: str, gold: str, rounding: int = 6, allow_set_relation_comp: bool = False
+    pred_text: str,
+    gold: str,
+    rounding: int = 6,
+    allow_set_relation_comp: bool = False,
+    strict: bool = True,
 ) -> tuple[bool, str | None]:
     """math-verify equivalence of the answer found in `pred_text` and `gold`; (correct, extracted)."""
     g = _parse_gold(gold)
@@ -166,6 +178,7 @@ def symbolic_compare(
         p,
         float_rounding=rounding,
         allow_set_relation_comp=allow_set_relation_comp,
+        strict=strict,
         timeout_seconds=None,
     )
     return bool(ok), str(p[-1])
@@ -192,8 +205,14 @@ def score_math(
     modes: tuple[str, ...] = MATH_MODES,
     float_rounding: int = 6,
     allow_set_relation_comp: bool = False,
+    strict: bool = True,
 ) -> RewardResult:
-    """Shared body of the math verifiers; `modes` is the extraction order."""
+    """Shared body of the math verifiers; `modes` is the extraction order.
+
+    Options (math-verify's): `float_rounding` decimal places for float comparison,
+    `allow_set_relation_comp` (x in [a, b] == a <= x <= b), `strict=False` (also equate variables
+    by name-free structure and symbols with their values).
+    """
     gold = _gold_text(problem.ground_truth)
     region = answer_region(response)
     if not region.strip():
@@ -203,12 +222,12 @@ def score_math(
     found = extract(region, modes, think=False)
     # fast path: one answer (identical boxes count as one) that is a plain number
     if found is not None and (found.mode != "boxed" or len(set(boxes)) == 1):
-        fast = fast_compare(found.answer, gold, percent_ok, float_rounding)
+        fast = fast_compare(found.answer, gold, percent_ok)
         if fast is not None:
             return result(fast, found.answer, path="fast")
     elif found is None:
         whole = region.strip()
-        fast = fast_compare(whole, gold, percent_ok, float_rounding) if len(whole) < 40 else None
+        fast = fast_compare(whole, gold, percent_ok) if len(whole) < 40 else None
         if fast is not None:
             return result(fast, whole, path="fast")
     # symbolic path: boxed answers and free text go to math-verify whole (it joins all boxes and
@@ -218,7 +237,7 @@ def score_math(
     else:
         text = region
     try:
-        ok, extracted = symbolic_compare(text, gold, float_rounding, allow_set_relation_comp)
+        ok, extracted = symbolic_compare(text, gold, float_rounding, allow_set_relation_comp, strict)
     except Exception as e:  # noqa: BLE001 - a malformed answer must not crash a batch
         return result(False, found.answer if found else None, reason=f"error: {e}")
     if ok and not percent_ok:
@@ -233,7 +252,11 @@ def score_math(
 
 @VERIFIERS.register("math")
 def math(
-    response: str, problem: Problem, float_rounding: int = 6, allow_set_relation_comp: bool = False
+    response: str,
+    problem: Problem,
+    float_rounding: int = 6,
+    allow_set_relation_comp: bool = False,
+    strict: bool = True,
 ) -> RewardResult:
     """1 if the final answer (boxed, `<answer>`, "Answer:", or last expression) equals the gold."""
     return score_math(
@@ -242,6 +265,7 @@ def math(
         MATH_MODES,
         float_rounding=float_rounding,
         allow_set_relation_comp=allow_set_relation_comp,
+        strict=strict,
     )
 
 

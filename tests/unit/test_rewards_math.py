@@ -1,0 +1,175 @@
+"""Math verifiers: fast numeric path, math-verify fallback, percent policy, reward-hacking rows."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from reasonrl.rewards import VERIFIERS
+from reasonrl.rewards.math import fast_compare, to_number
+from reasonrl.types import Problem
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def P(gt, prompt="Solve it.", ds="math__dapo"):
+    return Problem(prompt=[{"role": "user", "content": prompt}], ground_truth=gt, data_source=ds)
+
+
+def score(response, gt, name="math", prompt="Solve it.", **options):
+    return VERIFIERS.get(name)(response, P(gt, prompt=prompt), **options)
+
+
+@pytest.mark.parametrize(
+    "text, value, percent",
+    [
+        ("42", 42, False),
+        ("-3.5", -3.5, False),
+        ("1,234,567", 1234567, False),
+        (r"\$1,000.50", 1000.5, False),
+        (r"\frac{3}{4}", 0.75, False),
+        (r"-\dfrac{10}{9}", -10 / 9, False),
+        (r"\left( \tfrac{1}{2} \right)", 0.5, False),
+        ("3/8", 0.375, False),
+        (r"28\%", 28, True),
+        ("28 percent", 28, True),
+        (r"90^\circ", 90, False),
+        (r"90^{\circ}", 90, False),
+        (r"15 \text{ cm}", 15, False),
+        ("12 dollars", 12, False),
+        ("x = 7", 7, False),
+        ("$5$", 5, False),
+        ("1 000", 1000, False),
+    ],
+)
+def test_to_number(text, value, percent):
+    got = to_number(text)
+    assert got is not None
+    assert float(got[0]) == pytest.approx(value, rel=1e-12)
+    assert got[1] is percent
+
+
+@pytest.mark.parametrize("text", ["1,22", "1 2", "2, 3", "x+1", r"\sqrt{2}", "5x", "", "1/0", "1.2.3"])
+def test_to_number_leaves_ambiguous_to_math_verify(text):
+    assert to_number(text) is None
+
+
+@pytest.mark.parametrize(
+    "pred, gold, percent_ok, expected",
+    [
+        ("42", "42", False, True),
+        ("42.0", "42", False, True),
+        ("41", "42", False, False),
+        ("0.5", r"\frac12", False, None),  # \frac12 (no braces) is math-verify's job
+        ("0.5", r"\frac{1}{2}", False, True),
+        ("0.28", "28", False, False),  # gold/100 refused
+        ("2800", "28", False, False),  # gold*100 refused
+        ("0.28", "28", True, True),  # ... unless the problem asks for a percentage
+        (r"28\%", "28", False, True),
+        (r"28\%", "0.28", False, None),  # value question: left to math-verify
+        ("3.0000001", "3", False, False),
+        ("3.0000001", "3.0", False, False),
+        ("0.3333", r"\frac{1}{3}", False, None),  # rounding of a fraction: math-verify decides
+    ],
+)
+def test_fast_compare(pred, gold, percent_ok, expected):
+    assert fast_compare(pred, gold, percent_ok) is expected
+
+
+@pytest.mark.parametrize(
+    "response, gold, expected",
+    [
+        # plain answers (fast path)
+        (r"so \boxed{42}", "42", 1.0),
+        (r"\boxed{42}", "43", 0.0),
+        (r"\boxed{1,000}", "1000", 1.0),
+        (r"\boxed{\dfrac{3}{4}}", "0.75", 1.0),
+        ("<answer>17</answer>", "17", 1.0),
+        ("Answer: 12", "12", 1.0),
+        ("12", "12", 1.0),
+        (r"\boxed{90^\circ}", "90", 1.0),
+        (r"\boxed{15 \text{ cm}}", "15", 1.0),
+        # symbolic (math-verify)
+        (r"\boxed{\frac{x+2}{7}}", r"\frac{x}{7}+\frac{2}{7}", 1.0),
+        (r"\boxed{[0, 1)}", "[0,1)", 1.0),
+        (r"\boxed{(0, 1)}", "[0,1)", 0.0),
+        (r"\boxed{\begin{pmatrix}1&2\\3&4\end{pmatrix}}", r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", 1.0),
+        (r"\boxed{\begin{pmatrix}1&2\\3&5\end{pmatrix}}", r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", 0.0),
+        (r"\boxed{\{1,2,3\}}", r"\{3,2,1\}", 1.0),
+        (r"\boxed{2\sqrt{3}}", r"\sqrt{12}", 1.0),
+        (r"\boxed{y = 2x + 1}", "y=2x+1", 1.0),
+        (r"\boxed{\pi}", r"\pi", 1.0),
+        (r"\boxed{3.14}", r"\pi", 0.0),
+        # percentages
+        (r"\boxed{0.28}", "28", 0.0),
+        (r"\boxed{28}", r"28\%", 1.0),
+        # reward-hacking attempts
+        (r"\boxed{1} \boxed{2} \boxed{3}", "2", 0.0),  # hedging with several boxes
+        (r"\boxed{5} ... no wait \boxed{2}", "2", 1.0),  # a corrected answer: the last box counts
+        (r"\boxed{5} ... no wait \boxed{2}", "5", 0.0),
+        (r"\boxed{2} and again \boxed{2}", "2", 1.0),  # the same answer twice is one answer
+        (r"\boxed{1 \text{ or } 2 \text{ or } 3}", "2", 0.0),
+        (r"\boxed{1, 2, 3}", "2", 0.0),
+        (r"\boxed{\pm 3}", "3", 0.0),
+        (r"<think>the answer is \boxed{7}</think> I am not sure.", "7", 0.0),  # answer in think only
+        (r"<think>\boxed{7}", "7", 0.0),  # unclosed think
+        (r"<think>\boxed{6}</think> \boxed{7}", "7", 1.0),
+        (r"\boxed{}", "7", 0.0),
+        ("", "7", 0.0),
+        (r"\boxed{x}", "7", 0.0),
+        (r"\boxed{7=8}", "7", 0.0),
+        ("1 2 3 4 5 6 7 8 9 " * 3000, "7", 0.0),  # huge string of numbers
+        (r"\boxed{" + "9" * 5000 + "}", "9", 0.0),
+    ],
+)
+def test_math_verifier(response, gold, expected):
+    assert score(response, gold).score == expected
+
+
+def test_percent_accepted_when_problem_asks_for_percent():
+    assert score(r"\boxed{0.28}", "28", prompt="What percent of the class passed?").score == 1.0
+    assert score(r"\boxed{0.28}", "28", prompt="How many apples?").score == 0.0
+
+
+def test_info_records_path_and_extraction():
+    fast = score(r"\boxed{42}", "42")
+    assert fast.info["path"] == "fast" and fast.extracted == "42" and fast.reason == "correct"
+    sym = score(r"\boxed{\frac{x}{2}}", "x/2")
+    assert sym.info["path"] == "symbolic" and sym.reason == "correct"
+    none = score("<think>no end", "1")
+    assert none.reason == "no_answer" and none.extracted is None
+
+
+def test_ground_truth_forms():
+    assert score(r"\boxed{5}", ["5"]).score == 1.0  # a one-item list (verl style)
+    assert score(r"\boxed{5}", 5).score == 1.0  # a number
+    assert score(r"\boxed{\frac{1}{2}}", "$\\frac{1}{2}$").score == 1.0
+
+
+def test_gsm8k_prefers_hash_marker():
+    gsm = VERIFIERS.get("gsm8k")
+    p = P("72", ds="openai/gsm8k")
+    assert gsm("She has 48 + 24 = 72 clips.\n#### 72", p).score == 1.0
+    assert gsm("#### 70\nAnswer: 72", p).score == 0.0
+    assert gsm("#### 1,000", P("1000")).score == 1.0
+
+
+def test_options_are_checked_against_signature():
+    VERIFIERS.check_kwargs("math", ["float_rounding", "allow_set_relation_comp"])
+    with pytest.raises(KeyError, match="float_roundin"):
+        VERIFIERS.check_kwargs("math", ["float_roundin"])
+    assert score(r"\boxed{0.3333}", r"\frac{1}{3}", float_rounding=4).score == 1.0
+    assert score(r"\boxed{0.3333}", r"\frac{1}{3}").score == 0.0
+
+
+def test_symbolic_path_works_off_the_main_thread():
+    out = {}
+
+    def run():
+        out["r"] = score(r"\boxed{\sqrt{8}}", r"2\sqrt{2}")
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(60)
+    assert out["r"].score == 1.0 and out["r"].info["path"] == "symbolic"
