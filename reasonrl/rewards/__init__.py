@@ -4,8 +4,18 @@ Importing this package registers the built-in verifiers in `VERIFIERS` (domain m
 heavy libraries lazily, inside the functions that need them).
 """
 
-from reasonrl.rewards import procedural  # noqa: F401  (registers arithmetic, countdown)
-from reasonrl.rewards import judge  # noqa: F401  (registers judge)
+from reasonrl.rewards import (
+    choice,  # noqa: F401  (registers choice)
+    code,  # noqa: F401  (registers code)
+    format,  # noqa: F401  (registers format_think_answer, overlong)
+    gym,  # noqa: F401  (registers reasoning_gym)
+    ifeval,  # noqa: F401  (registers ifeval)
+    judge,  # noqa: F401  (registers judge)
+    logic,  # noqa: F401  (registers zebra, ordering, graph, arc, codeio)
+    math,  # noqa: F401  (registers math, gsm8k)
+    procedural,  # noqa: F401  (registers arithmetic, countdown)
+    table,  # noqa: F401  (registers table)
+)
 from reasonrl.rewards.base import VERIFIERS, RewardResult, VerifierFn
 from reasonrl.rewards.routing import check_routable, verifier_name
 

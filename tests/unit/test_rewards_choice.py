@@ -1,0 +1,83 @@
+"""Multiple-choice verifier: letter extraction, ambiguity, no random letters."""
+
+from __future__ import annotations
+
+import pytest
+
+from reasonrl.rewards import VERIFIERS
+from reasonrl.rewards.choice import extract_choice, letter_of
+from reasonrl.types import Problem
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def score(response, gt="C", **extra):
+    p = Problem(
+        prompt=[{"role": "user", "content": "q"}], ground_truth=gt, data_source="stem__gpqa", extra_info=extra
+    )
+    return VERIFIERS.get("choice")(response, p)
+
+
+@pytest.mark.parametrize(
+    "span, letter, reason",
+    [
+        ("C", "C", "ok"),
+        ("(C)", "C", "ok"),
+        (r"\text{C}", "C", "ok"),
+        ("C. 42 kJ/mol", "C", "ok"),
+        ("**C**", "C", "ok"),
+        ("A or B", None, "ambiguous"),
+        ("A, C", None, "ambiguous"),
+        ("(A) and (B)", None, "ambiguous"),
+        ("K", None, "no_answer"),
+        ("I think so", None, "no_answer"),
+        ("none", None, "no_answer"),
+    ],
+)
+def test_letter_of(span, letter, reason):
+    assert letter_of(span) == (letter, reason)
+
+
+@pytest.mark.parametrize(
+    "response, expected, reason",
+    [
+        ("Answer: C", 1.0, "correct"),
+        ("answer: $C$", 1.0, "correct"),
+        ("Therefore the answer is (C).", 1.0, "correct"),
+        (r"\boxed{C}", 1.0, "correct"),
+        (r"\boxed{\text{(C)}}", 1.0, "correct"),
+        ("<answer>C</answer>", 1.0, "correct"),
+        ("C", 1.0, "correct"),
+        ("Answer: B", 0.0, "wrong"),
+        ("Answer: A or B or C", 0.0, "ambiguous"),  # hedging
+        (r"\boxed{A, B, C, D}", 0.0, "ambiguous"),
+        ("I don't know.", 0.0, "no_answer"),  # never a random letter
+        ("", 0.0, "no_answer"),
+        ("<think>Answer: C</think>", 0.0, "no_answer"),  # answer only in think
+        ("<think>Answer: C", 0.0, "no_answer"),
+        ("<think>Answer: B</think> Answer: C", 1.0, "correct"),
+        ("Answer: A\nWait, actually the answer is C", 1.0, "correct"),  # the last one counts
+        ("ABCD" * 10_000, 0.0, "no_answer"),
+    ],
+)
+def test_choice_verifier(response, expected, reason):
+    got = score(response)
+    assert (got.score, got.reason) == (expected, reason)
+
+
+def test_no_answer_is_deterministic_zero():
+    results = {score("nothing here").score for _ in range(20)}
+    assert results == {0.0}
+
+
+def test_gold_forms_and_option_count():
+    assert score("Answer: B", gt="(B)").score == 1.0
+    assert score("Answer: B", gt=1).score == 1.0  # index 1 -> B
+    assert score("Answer: E", gt="E", choices=["a", "b", "c", "d"]).reason == "no_answer"  # only A-D
+    assert score("Answer: E", gt="E").score == 1.0
+    with pytest.raises(ValueError, match="not an option letter"):
+        score("Answer: B", gt="banana")
+
+
+def test_extract_choice_returns_span():
+    assert extract_choice(r"\boxed{D}") == ("D", "ok", "D")

@@ -1,0 +1,91 @@
+"""reasoning-gym adapter: entry reconstruction, the task's own scorer, lenient fallback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reasonrl.rewards import VERIFIERS
+from reasonrl.rewards.gym import extract_gym_answer, lenient_match, rebuild_entry
+from reasonrl.types import Problem
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def P(gt, **extra):
+    return Problem(
+        prompt=[{"role": "user", "content": "q"}],
+        ground_truth=gt,
+        data_source="reasoning_gym",
+        extra_info=extra,
+    )
+
+
+def score(response, problem, **opts):
+    return VERIFIERS.get("reasoning_gym")(response, problem, **opts)
+
+
+@pytest.mark.parametrize(
+    "response, answer",
+    [
+        ("<answer> 42 </answer>", "42"),
+        ("<think>x</think> 42", "42"),
+        ("<think>x</think><answer>7</answer>", "7"),
+        ("<think><answer>7</answer></think>", None),  # answer only inside the think block
+        ("<think>unclosed", None),
+        ("", None),
+    ],
+)
+def test_extract(response, answer):
+    assert extract_gym_answer(response) == answer
+
+
+@pytest.mark.parametrize(
+    "pred, gold, expected",
+    [
+        ("Hello", "hello", True),
+        ("100.5", "100", True),  # within 1%
+        ("102", "100", False),
+        (r"\text{42}", "42", True),
+        ("abc", "42", False),
+        ("42 or 43", "42", False),
+    ],
+)
+def test_lenient_match(pred, gold, expected):
+    assert lenient_match(pred, gold) is expected
+
+
+def test_rebuild_entry_forms():
+    task, entry = rebuild_entry(P("5", task="basic_arithmetic", metadata=json.dumps({"expression": "2+3"})))
+    assert task == "basic_arithmetic" and entry["answer"] == "5" and entry["metadata"]["expression"] == "2+3"
+    task, entry = rebuild_entry(P("x", entry={"answer": "9", "metadata": {"source_dataset": "leg_counting"}}))
+    assert task == "leg_counting" and entry["answer"] == "9"
+    task, entry = rebuild_entry(P({"task": "leg_counting", "answer": "4"}))
+    assert task == "leg_counting" and entry["answer"] == "4"
+    assert rebuild_entry(P("3"))[0] is None
+
+
+def test_fallback_without_task():
+    got = score("<answer>HELLO</answer>", P("hello"))
+    assert (got.score, got.info["scorer"]) == (1.0, "lenient")
+    assert score("<answer>110</answer>", P("100")).score == 0.0
+    assert score("<answer>110</answer>", P("100"), rel_tol=0.15).score == 1.0
+
+
+def test_task_scorer_from_reasoning_gym():
+    rg = pytest.importorskip("reasoning_gym", reason="optional dependency reasoning-gym not installed")
+    entry = rg.create_dataset("basic_arithmetic", size=1, seed=3)[0]
+    problem = P(entry["answer"], task="basic_arithmetic", metadata=entry["metadata"])
+    right = score(f"<think>work</think><answer>{entry['answer']}</answer>", problem)
+    assert (right.score, right.info["scorer"]) == (1.0, "basic_arithmetic")
+    wrong = score("<answer>not a number</answer>", problem)
+    assert wrong.score == 0.0
+    hidden = score(f"<think><answer>{entry['answer']}</answer></think>", problem)
+    assert (hidden.score, hidden.reason) == (0.0, "no_answer")
+
+
+def test_unknown_task_raises():
+    pytest.importorskip("reasoning_gym", reason="optional dependency reasoning-gym not installed")
+    with pytest.raises(ValueError, match="not registered"):
+        score("<answer>1</answer>", P("1", task="no_such_task"))

@@ -1,0 +1,137 @@
+"""Logic / structured verifiers: zebra grids, ordering lists, graph answers, ARC grids, code I/O."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from reasonrl.rewards import VERIFIERS
+from reasonrl.types import Problem
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def score(name, response, gt, **opts):
+    p = Problem(prompt=[{"role": "user", "content": "q"}], ground_truth=gt, data_source="logic")
+    return VERIFIERS.get(name)(response, p, **opts)
+
+
+ZEBRA = {"header": ["Position", "Name", "Pet"], "rows": [["1", "Ann", "cat"], ["2", "Bob", "dog"]]}
+
+
+def _zebra_answer(rows):
+    return "<answer>" + json.dumps({"header": ZEBRA["header"], "rows": rows}) + "</answer>"
+
+
+@pytest.mark.parametrize(
+    "response, score_, all_correct",
+    [
+        (_zebra_answer([["1", "Ann", "cat"], ["2", "Bob", "dog"]]), 1.0, True),
+        (_zebra_answer([["1", "ann", "Cat"], ["2", " Bob ", "dog"]]), 1.0, True),  # case / spaces
+        (_zebra_answer([["1", "Ann", "dog"], ["2", "Bob", "cat"]]), 4 / 6, False),
+        (_zebra_answer([["1", "Ann", "cat"]]), 3 / 6, False),  # missing row
+        (_zebra_answer([["1", ["Ann", "Bob"], "cat"], ["2", "Bob", "dog"]]), 5 / 6, False),  # hedged cell
+        (
+            "<answer>{'header': ['Position'], 'rows': [['1', 'Ann', 'cat'], ['2', 'Bob', 'dog']]}</answer>",
+            1.0,
+            True,
+        ),
+        ("<answer>not json</answer>", 0.0, False),
+        ("<answer>[1, 2]</answer>", 0.0, False),
+        ("<think>" + _zebra_answer(ZEBRA["rows"]) + "</think>", 0.0, False),  # answer in think only
+        ("", 0.0, False),
+        ("<answer>" + "[" * 5000 + "]" * 5000 + "</answer>", 0.0, False),  # deep nesting
+    ],
+)
+def test_zebra(response, score_, all_correct):
+    got = score("zebra", response, ZEBRA)
+    assert got.score == pytest.approx(score_, abs=1e-12)
+    assert got.info.get("all_correct", False) is all_correct
+
+
+def test_zebra_ground_truth_forms_and_strict_option():
+    as_numpy = {"header": np.array(ZEBRA["header"]), "rows": np.array(ZEBRA["rows"])}
+    right = _zebra_answer(ZEBRA["rows"])
+    half = _zebra_answer([["1", "Ann", "dog"], ["2", "Bob", "cat"]])
+    assert score("zebra", right, as_numpy).score == 1.0
+    assert score("zebra", right, json.dumps(ZEBRA)).score == 1.0
+    assert score("zebra", half, ZEBRA, partial=False).score == 0.0
+
+
+@pytest.mark.parametrize(
+    "response, expected",
+    [
+        ('<answer>["owl", "robin", "crow"]</answer>', 1.0),
+        ("<answer>['Owl', 'Robin', 'Crow']</answer>", 1.0),
+        ("<answer>[owl, robin, crow]</answer>", 1.0),
+        ('<answer>["robin", "owl", "crow"]</answer>', 0.0),
+        ('<answer>["owl", "robin"]</answer>', 0.0),
+        ('<answer>["owl", "robin", "crow", "crow"]</answer>', 0.0),
+        ("<answer>owl robin crow</answer>", 0.0),
+        ("<answer>__import__('os').system('echo hi')</answer>", 0.0),  # never evaluated
+    ],
+)
+def test_ordering(response, expected):
+    assert score("ordering", response, np.array(["owl", "robin", "crow"])).score == expected
+
+
+@pytest.mark.parametrize(
+    "response, gt, expected",
+    [
+        ("<answer>fdebme</answer>", "fdebme", 1.0),
+        ("<answer> FDEBME </answer>", "fdebme", 1.0),
+        ("<answer>fdebm</answer>", "fdebme", 0.0),
+        ("<answer>12</answer>", 12, 1.0),
+        ("<answer>12.0</answer>", "12", 1.0),
+        ("<answer></answer>", "", 0.0),
+        ("fdebme", "fdebme", 0.0),  # no tags
+    ],
+)
+def test_graph(response, gt, expected):
+    assert score("graph", response, gt).score == expected
+
+
+GRID = [[1, 2], [3, 4]]
+
+
+@pytest.mark.parametrize(
+    "response, expected",
+    [
+        ("<answer>[[1, 2], [3, 4]]</answer>", 1.0),
+        ("<answer>The grid is\n[[1, 2],\n [3, 4]]</answer>", 1.0),
+        ("<answer>[[1, 2], [3, 5]]</answer>", 0.0),
+        ("<answer>[[1, 2]]</answer>", 0.0),
+        ("<answer>[[1, 2, 0], [3, 4, 0]]</answer>", 0.0),
+        ("<answer>[[1.5, 2], [3, 4]]</answer>", 0.0),
+        ("<answer>[[true, 2], [3, 4]]</answer>", 0.0),
+        ("<answer>[[1, 2], [3, 4]] or [[0, 0], [0, 0]]</answer>", 0.0),
+        ("[[1, 2], [3, 4]]", 0.0),
+    ],
+)
+def test_arc(response, expected):
+    assert score("arc", response, GRID).score == expected
+    assert score("arc", response, np.array(GRID)).score == expected
+
+
+@pytest.mark.parametrize(
+    "response, gt, expected",
+    [
+        ('```json\n{"output": {"result": 42}}\n```', '"output": {"result": 42}', 1.0),
+        ('{"output": 5}', '{"output": 5}', 1.0),
+        ('I think {"output": [1, 2]} is right', '{"output": [1, 2]}', 1.0),
+        ('```json\n{"answer": true}\n```', '"output": {"answer": "true"}', 1.0),
+        ('{"input": {"n": 3}}', '"input": {"n": 4}', 0.0),
+        ('{"output": "[1, 2]"}', '{"output": [1, 2]}', 1.0),
+        ("no json", '{"output": 1}', 0.0),
+        ('{"output": null}', '{"output": null}', 1.0),
+    ],
+)
+def test_codeio(response, gt, expected):
+    assert score("codeio", response, gt).score == expected
+
+
+def test_codeio_refuses_cruxeval_rows_needing_execution():
+    got = score("codeio", "```python\nassert f(1) == 2\n```", json.dumps({"functional": "def f(x): ..."}))
+    assert got.score == 0.0 and "execution" in got.reason

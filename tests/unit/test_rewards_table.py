@@ -1,0 +1,76 @@
+"""Table / finance verifier: numeric tolerance, percentages, multi-answer matching by value."""
+
+from __future__ import annotations
+
+import pytest
+
+from reasonrl.rewards import VERIFIERS
+from reasonrl.rewards.table import cell_equal, match_all
+from reasonrl.types import Problem
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def score(response, gt, **opts):
+    p = Problem(prompt=[{"role": "user", "content": "q"}], ground_truth=gt, data_source="table__hitab")
+    return VERIFIERS.get("table")(response, p, **opts)
+
+
+@pytest.mark.parametrize(
+    "pred, gold, expected",
+    [
+        ("12.5", "12.5", True),
+        ("12.501", "12.5", True),  # within rel_tol 1e-3
+        ("12.6", "12.5", False),
+        ("$1,234", "1234", True),
+        ("12.5%", "12.5", True),  # literal number with a percent sign
+        ("12.5%", "0.125", True),  # value of the percentage
+        ("0.125", "12.5", False),  # bare gold/100 refused
+        ("1250", "12.5", False),  # bare gold*100 refused
+        ("3:4", "0.75", True),
+        (r"\frac{3}{4}", "0.75", True),
+        ("-2", "2", False),
+        ("Paris", "paris", True),
+        (r"\text{New York}", "new york", True),
+        ("Paris", "London", False),
+        ("12", "twelve", False),
+        ("", "", False),
+    ],
+)
+def test_cell_equal(pred, gold, expected):
+    assert cell_equal(pred, gold) is expected
+
+
+def test_match_all_pairs_by_value_not_string_sort():
+    # sorted as strings, ["10", "9.0"] vs ["9", "10.0"] would pair 10 with 9; by value it matches
+    assert match_all(["10", "9.0"], ["9", "10.0"]) is True
+    assert match_all(["1", "1"], ["1", "2"]) is False  # each gold used once
+    assert match_all(["1", "2"], ["1", "2", "3"]) is False
+
+
+@pytest.mark.parametrize(
+    "response, gt, expected, reason",
+    [
+        (r"The answer is \boxed{42.0}", "42", 1.0, "correct"),
+        (r"\boxed{2|1|3}", "1|2|3", 1.0, "correct"),
+        (r"\boxed{10 | 9.0}", "9|10", 1.0, "correct"),
+        (r"\boxed{1|2}", "1|2|3", 0.0, "wrong_answer_count"),
+        (r"\boxed{1|1|1}", "1|2|3", 0.0, "wrong"),
+        (r"\boxed{1|2|3|4}", "1|2|3", 0.0, "wrong_answer_count"),  # hedging with extra answers
+        (r"\boxed{" + "|".join(["1"] * 100) + "}", "1", 0.0, "too_many_answers"),
+        ("<answer>5</answer>", "5", 1.0, "correct"),
+        (r"<think>\boxed{5}</think>", "5", 0.0, "no_answer"),  # answer only in think
+        ("no answer at all 5", "5", 0.0, "no_answer"),
+        (r"\boxed{5 or 6}", "5", 0.0, "wrong"),
+        (r"\boxed{42}", ["42"], 1.0, "correct"),  # list ground truth
+        (r"\boxed{0.43}", "42", 0.0, "wrong"),
+    ],
+)
+def test_table_verifier(response, gt, expected, reason):
+    got = score(response, gt)
+    assert (got.score, got.reason) == (expected, reason)
+
+
+def test_rel_tol_option():
+    assert score(r"\boxed{105}", "100").score == 0.0
+    assert score(r"\boxed{105}", "100", rel_tol=0.1).score == 1.0
