@@ -264,7 +264,7 @@ def _system_binds() -> list[str]:
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
     if os.path.exists("/etc/ld.so.cache"):
-        args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+        args += ["--perms", "0755", "--dir", "/etc", "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
     return args
 
 
@@ -341,8 +341,9 @@ def _run_bwrap(interp, payload, stdin_bytes, argv, limits, extra_ro_paths) -> Sa
 
 
 def _run_unisolated(interp, payload, stdin_bytes, argv, limits) -> SandboxResult:
-    as_root = os.geteuid() == 0
-    uid = _next_uid() if as_root else None
+    # as root, drop to a per-run uid, unless that uid could not even reach the interpreter
+    # (e.g. a pyenv under /root, mode 0700): then the code runs as root, which the opt-in accepted
+    uid = _next_uid() if os.geteuid() == 0 and _world_traversable(interp) else None
     workdir = tempfile.mkdtemp(prefix="reasonrl-sandbox-")
     try:
         for name, content in payload.items():
@@ -363,6 +364,12 @@ def _run_unisolated(interp, payload, stdin_bytes, argv, limits) -> SandboxResult
         return res
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _world_traversable(path: str) -> bool:
+    parts = os.path.realpath(path).split("/")
+    dirs = ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
+    return all(os.stat(d).st_mode & 0o001 for d in dirs)
 
 
 def _kill_uid(uid: int) -> None:
