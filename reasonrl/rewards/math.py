@@ -9,7 +9,8 @@ math-verify's own signal-based timeouts are switched off here, so it also works 
 Policy:
 - Only the text after `</think>` counts; an unclosed `<think>` scores 0 ("no_answer").
 - Several different `\\boxed{}` answers are compared as one set (math-verify's policy), so hedging
-  with `\\boxed{1} \\boxed{2} \\boxed{3}` against a single gold answer scores 0.
+  with `\\boxed{1} \\boxed{2} \\boxed{3}` against a single gold answer scores 0; an unboxed answer
+  whose last lines say "3 or 4" scores 0 ("ambiguous").
 - gold/100 or gold*100 is never accepted, except when the problem asks for a percentage (the gold
   carries `%` or the prompt says "percent"), where 28 and 0.28 both answer "28%".
 """
@@ -41,6 +42,9 @@ _PLAIN = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)$")
 _THOUSANDS = re.compile(r"^[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$")
 _THOUSANDS_SPACE = re.compile(r"^[+-]?[1-9]\d{0,2}(?: \d{3})+(?:\.\d+)?$")
 _VAR_EQ = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?\s*=\s*")
+_BARE = re.compile(r"[\d\s,.;:+\-*/^()\[\]{}%=]+")  # an "Answer:" line without words or LaTeX
+# "3 or 4", "$3$ or $4$" near the end of a free-text answer: a hedge, not an answer
+_HEDGE = re.compile(r"(?:-?\d[\d,.]*|\$[^$\n]{1,40}\$)\s*,?\s+or\s+(?:-?\d|\$)")
 _UNIT_WORDS = re.compile(
     r"\s*(?:dollars?|cents?|units?|degrees?|meters?|metres?|cm|mm|km|m|kg|g|seconds?|minutes?|"
     r"hours?|days?|years?|miles?|feet|inches?|square\s+\w+|sq\s*\w+|mph|points?)\.?$",
@@ -231,8 +235,11 @@ def score_math(
         if fast is not None:
             return result(fast, whole, path="fast")
     # symbolic path: boxed answers and free text go to math-verify whole (it joins all boxes and
-    # finds "final answer is" anchors itself); tag / #### answers go alone
-    if found is not None and found.mode in ("answer_tag", "gsm8k"):
+    # finds "final answer is" anchors itself); tag / #### / bare "Answer: 4, 5" answers go alone
+    mode = found.mode if found is not None else "free_text"
+    if mode in ("answer_colon", "free_text") and _HEDGE.search(region[-300:]):
+        return result(False, None, reason="ambiguous", path="symbolic")
+    if mode in ("answer_tag", "gsm8k") or (mode == "answer_colon" and _BARE.fullmatch(found.answer)):
         text = found.answer if "$" in found.answer else f"\\boxed{{{found.answer}}}"
     else:
         text = region

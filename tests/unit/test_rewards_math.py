@@ -119,6 +119,11 @@ def test_fast_compare(pred, gold, percent_ok, expected):
         ("", "7", 0.0),
         (r"\boxed{x}", "7", 0.0),
         (r"\boxed{7=8}", "7", 0.0),
+        ("The answer is 3 or 7", "7", 0.0),  # unboxed hedges
+        ("It is either $3$ or $7$.", "7", 0.0),
+        ("Answer: 7, 8", "7", 0.0),
+        ("<answer>7 or 8</answer>", "7", 0.0),
+        ("The answer is 7.", "7", 1.0),
         ("1 2 3 4 5 6 7 8 9 " * 3000, "7", 0.0),  # huge string of numbers
         (r"\boxed{" + "9" * 5000 + "}", "9", 0.0),
     ],
