@@ -1,0 +1,230 @@
+"""rewards.code: extraction, tolerant comparison, ground-truth formats, scoring modes, reward hacks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reasonrl.rewards import VERIFIERS, sandbox
+from reasonrl.rewards.code import code, extract_code, outputs_match, parse_tests
+from reasonrl.types import Problem
+
+pytestmark = pytest.mark.timeout(120)
+needs_bwrap = pytest.mark.skipif(sandbox.bwrap_problem() is not None, reason="bwrap sandbox unavailable")
+F = "```"
+
+
+def fenced(body: str, lang: str = "python") -> str:
+    return f"Here is my solution.\n{F}{lang}\n{body}\n{F}\n"
+
+
+def problem(gt, **extra) -> Problem:
+    return Problem(
+        prompt=[{"role": "user", "content": "solve"}],
+        ground_truth=json.dumps(gt) if not isinstance(gt, str) else gt,
+        data_source="codegen__test",
+        ability="codegen",
+        extra_info=extra,
+    )
+
+
+@pytest.mark.parametrize(
+    "response, expected",
+    [
+        (fenced("print(1)"), "print(1)"),
+        (f"{F}python\nprint(1)\n{F}\nthen\n{F}python\nprint(2)\n{F}", "print(2)"),  # last block
+        (f"{F}python\nprint(1)\n{F}\nSample output:\n{F}\n1\n{F}", "print(1)"),  # python tag wins
+        (f"{F}\nprint(3)\n{F}", "print(3)"),  # untagged block
+        (f"{F}py\nprint(4)\n{F}", "print(4)"),
+        (f"{F}Python3\nprint(5)\n{F}", "print(5)"),
+        (f"{F}cpp\nint main(){{}}\n{F}", None),  # another language only
+        ("print(1)", None),  # no fence
+        (f"{F}python\nprint(1)", None),  # unclosed fence (truncated generation)
+        (f"{F}python\n\n{F}", None),  # empty block
+        (
+            f"<think>{F}python\nprint('draft')\n{F}</think>final:\n{F}python\nprint('final')\n{F}",
+            "print('final')",
+        ),
+        (f"<think>{F}python\nprint('draft')\n{F}</think>no code after thinking", None),
+        (f"  {F}python\n  def f():\n      return 1\n  {F}", "def f():\n    return 1"),  # indented block
+        (f"{F}python\nx = 1\n    {F}", "x = 1"),  # indented closing fence (rllm codeforces row)
+        (f"{F}python\ns = '{F}'\nprint(s)\n{F}", "s = '```'\nprint(s)"),  # fence inside a string
+    ],
+)
+def test_extract_code(response, expected):
+    assert extract_code(response) == expected
+
+
+@pytest.mark.parametrize(
+    "actual, expected, match",
+    [
+        ("4\n", "4", True),
+        ("4", "4\n\n", True),
+        ("1 2 3  \r\n4\r\n", "1 2 3\n4\n", True),
+        ("1  2   3", "1 2 3", True),  # inner whitespace runs
+        ("YES", "yes", True),
+        ("No\nyes", "NO\nYES", True),
+        ("yes", "no", False),
+        ("Yes!", "yes", False),  # only bare yes/no tokens are case-folded
+        ("ABC", "abc", False),  # other words stay case-sensitive
+        ("0.3333333", "0.333333333", True),  # within 1e-6
+        ("0.334", "0.333", False),
+        ("1e-7", "0", True),
+        ("3.0", "3", True),
+        ("1000000000000000001", "1000000000000000000", False),  # big ints compare exactly
+        ("-0", "0", True),
+        ("nan", "nan", True),  # identical text
+        ("nan", "0", False),
+        ("1 2", "1 2 3", False),
+        ("1\n2", "1 2", False),  # line structure matters
+        ("", "", True),
+        ("", "0", False),
+        ("inf", "1e309", True),  # both parse to +inf
+    ],
+)
+def test_outputs_match(actual, expected, match):
+    assert outputs_match(actual, expected) is match
+
+
+def test_float_tolerance_is_configurable():
+    assert outputs_match("1.001", "1.0", float_tol=1e-2) is True
+    assert outputs_match("1.001", "1.0", float_tol=1e-6) is False
+
+
+@pytest.mark.parametrize(
+    "gt, kind",
+    [
+        ({"inputs": ["1\n"], "outputs": ["1\n"]}, "stdio"),
+        ('{"inputs": [["a", "b"]], "outputs": [["c"]]}', "stdio"),
+        ({"inputs": [[1, 2]], "outputs": [3], "fn_name": "add"}, "call"),
+        ({"functional": "assert f() == 1"}, "program"),
+        ({"test": "def check(c):\n    assert c() == 1", "entry_point": "f"}, "program"),
+        ({"test_list": ["assert f() == 1"], "test_setup_code": ""}, "asserts"),
+    ],
+)
+def test_parse_tests_formats(gt, kind):
+    assert parse_tests(gt)["kind"] == kind
+
+
+def test_parse_tests_joins_list_valued_stdio():
+    spec = parse_tests({"inputs": [["1 2", "3"]], "outputs": [["6"]]})
+    assert spec["inputs"] == ["1 2\n3"] and spec["outputs"] == ["6"]
+
+
+@pytest.mark.parametrize(
+    "gt, message",
+    [
+        ("not json {", "not JSON"),
+        ("[1, 2]", "must be a dict"),
+        ({"inputs": ["1"], "outputs": []}, "1 inputs vs 0 outputs"),
+        ({"inputs": [], "outputs": []}, "0 inputs"),
+        ({"pytest": "def test_x(): pass"}, "unsupported test format with keys pytest"),
+        ({}, "unsupported"),
+    ],
+)
+def test_parse_tests_rejects(gt, message):
+    with pytest.raises(ValueError, match=message):
+        parse_tests(gt)
+
+
+def test_registered_and_thread_run_mode():
+    assert VERIFIERS.get("code") is code
+    assert code.run_mode == "thread"
+    VERIFIERS.check_kwargs("code", ["score_mode", "timeout_s", "backend", "max_tests"])
+
+
+STDIO = {"inputs": ["1 2\n", "10 20\n", "-5 5\n"], "outputs": ["3\n", "30\n", "0\n"]}
+ADD_STDIN = "a, b = map(int, input().split())\nprint(a + b)"
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "program, gt, mode, score, reason",
+    [
+        (ADD_STDIN, STDIO, "all_pass", 1.0, "correct"),
+        ("a, b = map(int, input().split())\nprint(a + b if a > 0 else 999)", STDIO, "all_pass", 0.0, "wrong"),
+        ("a, b = map(int, input().split())\nprint(a + b if a > 0 else 999)", STDIO, "fraction", 2 / 3, "wrong"),
+        ("print(3)", STDIO, "fraction", 1 / 3, "wrong"),
+        ("raise SystemExit(1)", STDIO, "all_pass", 0.0, "runtime_error"),
+        ("print(3); raise ValueError", STDIO, "fraction", 0.0, "runtime_error"),  # crash after output
+        ("while True: pass", {"inputs": ["1 2\n"], "outputs": ["3\n"]}, "all_pass", 0.0, "timeout"),
+        ("def add(a, b):\n    return a + b", {"inputs": [[1, 2], [2, 2]], "outputs": [3, 4], "fn_name": "add"},
+         "all_pass", 1.0, "correct"),
+        ("def add(a, b):\n    return a * b", {"inputs": [[1, 2], [2, 2]], "outputs": [3, 4], "fn_name": "add"},
+         "fraction", 0.5, "wrong"),
+        ("class Solution:\n    def add(self, a, b):\n        return [a + b]",
+         {"inputs": [[1, 2]], "outputs": [[3]], "fn_name": "add"}, "all_pass", 1.0, "correct"),
+        ("def half(x):\n    return x / 3", {"inputs": [[1]], "outputs": [0.3333333], "fn_name": "half"},
+         "all_pass", 1.0, "correct"),  # float tolerance in call-based tests
+        ("def f():\n    return 1", {"functional": "assert f() == 1"}, "all_pass", 1.0, "correct"),
+        ("def f():\n    return 2", {"functional": "assert f() == 1"}, "all_pass", 0.0, "runtime_error"),
+        ("def f():\n    return 1", {"test": "def check(c):\n    assert c() == 1", "entry_point": "f"},
+         "all_pass", 1.0, "correct"),
+        ("def f(x):\n    return x if x < 3 else 0", {"test_list": [f"assert f({i}) == {i}" for i in range(4)]},
+         "fraction", 0.75, "runtime_error"),
+        ("def f(x):\n    return x if x < 3 else 0", {"test_list": [f"assert f({i}) == {i}" for i in range(4)]},
+         "all_pass", 0.0, "runtime_error"),
+    ],
+)  # fmt: skip
+def test_verifier_end_to_end(program, gt, mode, score, reason):
+    res = code(fenced(program), problem(gt), score_mode=mode, timeout_s=2)
+    assert res.score == pytest.approx(score, abs=1e-9)
+    assert res.reason == reason
+    assert res.extracted == program
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "hack",
+    [
+        "import sys; sys.exit(0)",
+        "import os; os._exit(0)",
+        "quit()",
+        "raise SystemExit",
+        "import atexit, os; atexit.register(lambda: os._exit(0))\nraise SystemExit(0)",
+    ],
+)
+def test_exiting_before_the_tests_does_not_pass(hack):
+    program = f"def f():\n    return 2\n{hack}"
+    res = code(fenced(program), problem({"functional": "assert f() == 1"}))
+    assert res.score == 0.0
+    assert res.reason == "exited_before_tests"
+
+
+@needs_bwrap
+def test_printing_expected_output_via_stdin_peek_still_needs_right_answer():
+    # reading all tests' answers is impossible: each stdin test runs in its own fresh sandbox
+    res = code(fenced("import os; print(os.listdir('.'))"), problem(STDIO), score_mode="fraction")
+    assert res.score == 0.0 and res.info["passed"] == 0 and res.info["total"] == 3
+
+
+@needs_bwrap
+def test_prefix_from_extra_info_is_prepended():
+    program = "class Solution:\n    def f(self, xs: List[int]) -> int:\n        return len(xs)"
+    gt = {"functional": "assert Solution().f([1, 2]) == 2"}
+    without = code(fenced(program), problem(gt))
+    with_prefix = code(fenced(program), problem(gt, prefix="from typing import *"))
+    assert without.score == 0.0 and "NameError" in without.info["failure"]["stderr"]
+    assert with_prefix.score == 1.0
+
+
+@needs_bwrap
+def test_max_tests_and_failure_details():
+    res = code(fenced("print(3)"), problem(STDIO), score_mode="fraction", max_tests=2)
+    assert res.info["total"] == 2 and res.info["passed"] == 1
+    fail = res.info["failure"]
+    assert (fail["test"], fail["stdin"], fail["expected"], fail["stdout"]) == (1, "10 20\n", "30\n", "3\n")
+
+
+def test_no_code_and_bad_ground_truth_score_zero_without_running():
+    assert code("no fences here", problem(STDIO)).info["reason"] == "no_code"
+    bad = code(fenced("print(1)"), problem("{not json"))
+    assert bad.score == 0.0 and bad.reason.startswith("bad_ground_truth")
+
+
+def test_bad_options_raise():
+    with pytest.raises(ValueError, match="score_mode"):
+        code(fenced("print(1)"), problem(STDIO), score_mode="partial")
+    with pytest.raises(ValueError, match="backend"):
+        code(fenced("print(1)"), problem(STDIO), backend="docker")

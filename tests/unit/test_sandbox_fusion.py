@@ -1,0 +1,216 @@
+"""rewards.sandbox_fusion: the SandboxFusion `run_code` client against local stand-in servers.
+
+The stand-in implements POST /run_code with SandboxFusion's request/response schema by calling our
+own `run_python` (so the wire mapping is checked end to end), plus misbehaving servers for
+round-robin, retry and failover. All servers listen on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from reasonrl.rewards import sandbox
+from reasonrl.rewards.sandbox import run_python
+from reasonrl.rewards.sandbox_fusion import SandboxFusionClient, parse_urls
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _fusion_response(req: dict) -> dict:
+    """SandboxFusion's RunCodeResponse for a RunCodeRequest, computed with our sandbox."""
+    res = run_python(
+        req["code"],
+        stdin=req.get("stdin") or "",
+        timeout_s=float(req.get("run_timeout", 10)),
+        memory_mb=int(req["memory_limit_MB"]) if req.get("memory_limit_MB", -1) > 0 else 1024,
+    )
+    run_status = "TimeLimitExceeded" if res.timed_out else "Finished"
+    status = "Success" if res.status == "success" else "Failed"
+    return {
+        "status": status,
+        "message": "",
+        "compile_result": None,
+        "run_result": {
+            "status": run_status,
+            "execution_time": res.duration_s,
+            "return_code": res.exit_code,
+            "stdout": res.stdout,
+            "stderr": res.stderr,
+        },
+        "executor_pod_name": None,
+        "files": {},
+    }
+
+
+class _Server:
+    """A ThreadingHTTPServer on 127.0.0.1:0 whose POST behaviour is `behave(request_dict) -> (code, body)`."""
+
+    def __init__(self, behave):
+        self.requests: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server API)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append({"path": self.path, **body})
+                code, payload = behave(body)
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client gave up (request-timeout test)
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def servers():
+    made: list[_Server] = []
+
+    def make(behave=lambda req: (200, _fusion_response(req))):
+        s = _Server(behave)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.close()
+
+
+needs_bwrap = pytest.mark.skipif(sandbox.bwrap_problem() is not None, reason="bwrap sandbox unavailable")
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "code, stdin, status, exit_code, stdout",
+    [
+        ("print(int(input()) * 2)", "21\n", "success", 0, "42\n"),
+        ("import sys; sys.exit(4)", "", "failed", 4, ""),
+        ("raise KeyError('k')", "", "failed", 1, ""),
+    ],
+)
+def test_run_code_round_trip_through_stand_in(servers, code, stdin, status, exit_code, stdout):
+    srv = servers()
+    client = SandboxFusionClient([srv.url], retries=0)
+    res = client.run_python(code, stdin, timeout_s=5, memory_mb=512)
+    assert (res.status, res.exit_code, res.stdout) == (status, exit_code, stdout)
+    assert res.isolation == "sandbox_fusion"
+    req = srv.requests[0]
+    assert req["path"] == "/run_code"
+    assert (req["language"], req["code"], req["stdin"]) == ("python", code, stdin)
+    assert req["run_timeout"] == 5 and req["memory_limit_MB"] == 512
+
+
+@needs_bwrap
+def test_time_limit_exceeded_maps_to_timeout(servers):
+    srv = servers()
+    res = SandboxFusionClient(srv.url, retries=0).run_python("while True: pass", timeout_s=1)
+    assert res.status == "timeout" and res.timed_out is True
+
+
+def test_round_robin_over_servers(servers):
+    ok = {"status": "Success", "message": "", "run_result": {"status": "Finished", "return_code": 0,
+                                                             "stdout": "hi\n", "stderr": ""}}  # fmt: skip
+    a, b, c = servers(lambda r: (200, ok)), servers(lambda r: (200, ok)), servers(lambda r: (200, ok))
+    client = SandboxFusionClient(f"{a.url}, {b.url},{c.url}/", retries=0)
+    results = [client.run_python("print('hi')") for _ in range(6)]
+    assert all(r.status == "success" and r.stdout == "hi\n" for r in results)
+    assert [len(s.requests) for s in (a, b, c)] == [2, 2, 2]
+
+
+@pytest.mark.parametrize(
+    "bad_behaviour",
+    [
+        lambda r: (503, {"detail": "overloaded"}),
+        lambda r: (500, b"not json"),
+        lambda r: (200, b"<html>proxy error</html>"),
+        lambda r: (200, {"status": "SandboxError", "message": "pod died", "run_result": None}),
+    ],
+    ids=["http503", "http500", "not_json", "sandbox_error"],
+)
+def test_retries_fail_over_to_a_healthy_server(servers, bad_behaviour):
+    good_payload = {"status": "Failed", "message": "", "run_result": {"status": "Finished", "return_code": 2,
+                                                                      "stdout": "", "stderr": "x"}}  # fmt: skip
+    bad = servers(bad_behaviour)
+    good = servers(lambda r: (200, good_payload))
+    client = SandboxFusionClient([bad.url, good.url], retries=1, backoff_s=0)
+    res = client.run_python("pass")
+    assert (res.status, res.exit_code, res.stderr) == ("failed", 2, "x")
+    assert len(bad.requests) == 1 and len(good.requests) == 1
+
+
+def test_unreachable_servers_give_sandbox_error_not_exception(servers):
+    dead = servers()
+    dead_url = dead.url
+    dead.close()
+    res = SandboxFusionClient([dead_url], retries=2, backoff_s=0).run_python("print(1)", timeout_s=1)
+    assert res.status == "sandbox_error" and res.exit_code is None
+    assert res.stderr.count(dead_url) == 3  # first attempt + 2 retries, each named
+
+
+def test_client_error_is_not_retried(servers):
+    bad = servers(lambda r: (422, {"detail": "bad language"}))
+    res = SandboxFusionClient([bad.url], retries=3, backoff_s=0).run_python("pass")
+    assert res.status == "sandbox_error" and "HTTP 422" in res.stderr
+    assert len(bad.requests) == 1
+
+
+def test_slow_server_hits_request_timeout(servers):
+    gate = threading.Event()
+
+    def slow(req):
+        gate.wait(5)
+        return 200, {"status": "Success", "message": "", "run_result": {"status": "Finished"}}
+
+    srv = servers(slow)
+    client = SandboxFusionClient([srv.url], retries=0, timeout_slack_s=0.2)
+    res = client.run_python("pass", timeout_s=0.3)
+    gate.set()
+    assert res.status == "sandbox_error" and "timed out" in res.stderr.lower()
+
+
+def test_output_is_capped_client_side(servers):
+    big = {"status": "Success", "message": "", "run_result": {"status": "Finished", "return_code": 0,
+                                                              "stdout": "z" * 5000, "stderr": ""}}  # fmt: skip
+    srv = servers(lambda r: (200, big))
+    res = SandboxFusionClient([srv.url], max_output_bytes=1000).run_python("pass")
+    assert res.truncated is True and res.stdout == "z" * 1000
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("host-a:8080", ["http://host-a:8080/run_code"]),
+        ("http://a:1/, https://b/run_code ,", ["http://a:1/run_code", "https://b/run_code"]),
+        (["a:1", " ", "b:2/run_code"], ["http://a:1/run_code", "http://b:2/run_code"]),
+        ("", []),
+    ],
+)
+def test_parse_urls(given, expected):
+    assert parse_urls(given) == expected
+
+
+def test_urls_from_env_and_missing_urls(monkeypatch):
+    monkeypatch.setenv("REASONRL_SANDBOX_FUSION_URLS", "x:1,y:2")
+    assert SandboxFusionClient().urls == ["http://x:1/run_code", "http://y:2/run_code"]
+    monkeypatch.delenv("REASONRL_SANDBOX_FUSION_URLS")
+    with pytest.raises(ValueError, match="REASONRL_SANDBOX_FUSION_URLS"):
+        SandboxFusionClient()
