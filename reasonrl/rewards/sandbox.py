@@ -116,7 +116,6 @@ _uid_counter = itertools.count()
 _uid_lock = threading.Lock()
 _probe_lock = threading.Lock()
 _probed: dict[tuple, str | None] = {}  # bwrap configuration -> None (works) or the error text
-_warned_unisolated = False
 
 
 def run_python(
@@ -170,7 +169,11 @@ def run_python(
                     f"`apt-get install bubblewrap`), or opt in to running code WITHOUT isolation with "
                     f"allow_unisolated=True or {ENV_VAR}=unisolated."
                 )
-            _warn_unisolated(problem)
+            warnings.warn(  # the default filter shows it once per call site
+                f"running model code WITHOUT filesystem/network isolation ({problem}); rlimits still apply",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             mode = "unisolated"
     stdin_bytes = stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin or b"")
     if mode == "bwrap":
@@ -202,17 +205,6 @@ def _probe(interp: str) -> str | None:
         detail = (res.stderr or res.stdout).strip().splitlines()
         return f"a test run failed ({res.status}: {detail[-1] if detail else 'no output'})"
     return None
-
-
-def _warn_unisolated(reason: str) -> None:
-    global _warned_unisolated
-    if not _warned_unisolated:
-        _warned_unisolated = True
-        warnings.warn(
-            f"running model code WITHOUT filesystem/network isolation ({reason}); rlimits still apply",
-            RuntimeWarning,
-            stacklevel=3,
-        )
 
 
 def _next_uid() -> int:
@@ -315,7 +307,9 @@ def _run_bwrap(interp, payload, stdin_bytes, argv, limits, extra_ro_paths) -> Sa
     for path in (_interp_prefix(interp), *extra_ro_paths):
         cmd += _ro_bind_with_parents(path, made)
     cmd += ["--proc", "/proc", "--dev", "/dev"]
-    cmd += ["--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
+    for tmp in ("/tmp", "/dev/shm"):  # the only writable places, each a size-capped tmpfs
+        cmd += ["--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", tmp]
+    cmd += ["--remount-ro", "/dev", "--remount-ro", "/"]
     fds = []
     try:
         for name, content in payload.items():

@@ -156,6 +156,13 @@ def test_file_size_limit_and_tmpfs_quota():
         tmp_mb=16, fsize_mb=8,
     )  # fmt: skip
     assert fill.stdout.strip() == "OSError"  # ENOSPC from the size-capped tmpfs
+    shm = run_python(
+        outcome_program(
+            "for i in range(100):\n    open(f'/dev/shm/f{i}','wb').write(b'0' * (4 << 20))\nprint('FILLED')"
+        ),
+        tmp_mb=16, fsize_mb=8,
+    )  # fmt: skip
+    assert shm.stdout.strip() == "OSError"
 
 
 def test_host_process_invisible_and_unkillable():

@@ -109,6 +109,13 @@ def test_bad_arguments(kwargs):
         run_python("pass", **kwargs)
 
 
+def test_multiprocessing_works_inside():
+    res = run_python("from multiprocessing import Pool\nif __name__ == '__main__':\n"
+                     "    with Pool(2) as p: print(p.map(abs, [-1, -2, -3]))")  # fmt: skip
+    assert res.status == "success", res.stderr
+    assert res.stdout == "[1, 2, 3]\n"
+
+
 def test_runs_are_independent():
     first = run_python("open('state.txt', 'w').write('secret'); print('wrote')")
     second = run_python("import os; print(os.path.exists('state.txt'))")
@@ -124,7 +131,6 @@ def test_missing_bwrap_is_a_clear_error_unless_opted_in(monkeypatch):
     monkeypatch.delenv(sandbox.ENV_VAR, raising=False)
     with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
         run_python("print(1)")
-    monkeypatch.setattr(sandbox, "_warned_unisolated", False)
     with pytest.warns(RuntimeWarning, match="WITHOUT"):
         res = run_python("print(6 * 7)", allow_unisolated=True)
     assert (res.status, res.stdout, res.isolation) == ("success", "42\n", "unisolated")

@@ -214,3 +214,20 @@ def test_urls_from_env_and_missing_urls(monkeypatch):
     monkeypatch.delenv("REASONRL_SANDBOX_FUSION_URLS")
     with pytest.raises(ValueError, match="REASONRL_SANDBOX_FUSION_URLS"):
         SandboxFusionClient()
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "program, score", [("print(sum(map(int, input().split())))", 1.0), ("print(0)", 0.0)]
+)
+def test_code_verifier_with_sandbox_fusion_backend(servers, program, score):
+    from reasonrl.rewards.code import code
+    from reasonrl.types import Problem
+
+    srv = servers()
+    gt = json.dumps({"inputs": ["1 2\n", "3 4\n"], "outputs": ["3\n", "7\n"]})
+    prob = Problem(prompt=[{"role": "user", "content": "add"}], ground_truth=gt, data_source="codegen__t")
+    res = code(f"```python\n{program}\n```", prob, backend="sandbox_fusion", sandbox_fusion_urls=[srv.url])
+    assert res.score == score
+    assert [r["stdin"] for r in srv.requests] == (["1 2\n", "3 4\n"] if score else ["1 2\n"])
+    assert all(r["code"] == program for r in srv.requests)
