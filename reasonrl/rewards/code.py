@@ -245,6 +245,7 @@ def code(
         spec = parse_tests(problem.ground_truth)
     except (ValueError, TypeError) as e:
         return RewardResult(0.0, {"extracted": program, "reason": f"bad_ground_truth: {e}"})
+    extracted = program
     prefix = (problem.extra_info or {}).get("prefix")
     if isinstance(prefix, str) and prefix.strip():
         program = f"{prefix}\n{program}"
@@ -258,7 +259,7 @@ def code(
         score = float(total > 0 and passed == total)
     else:
         score = passed / total if total else 0.0
-    info: dict[str, Any] = {"extracted": program, "passed": passed, "total": total}
+    info: dict[str, Any] = {"extracted": extracted, "passed": passed, "total": total}
     info["reason"] = "correct" if passed == total and total else (failure or {}).get("reason", "wrong")
     if failure:
         info["failure"] = failure

@@ -207,6 +207,7 @@ def test_prefix_from_extra_info_is_prepended():
     with_prefix = code(fenced(program), problem(gt, prefix="from typing import *"))
     assert without.score == 0.0 and "NameError" in without.info["failure"]["stderr"]
     assert with_prefix.score == 1.0
+    assert with_prefix.extracted == program  # the prefix is not part of what the model wrote
 
 
 @needs_bwrap
