@@ -315,7 +315,9 @@ def _run_bwrap(interp, payload, stdin_bytes, argv, limits, extra_ro_paths) -> Sa
         for name, content in payload.items():
             fd = os.memfd_create("reasonrl-sandbox", 0)
             fds.append(fd)
-            os.write(fd, content)
+            view = memoryview(content)
+            while view:
+                view = view[os.write(fd, view) :]
             os.lseek(fd, 0, os.SEEK_SET)
             parent = os.path.dirname(name)
             if parent:

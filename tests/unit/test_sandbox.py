@@ -116,6 +116,15 @@ def test_multiprocessing_works_inside():
     assert res.stdout == "[1, 2, 3]\n"
 
 
+def test_concurrent_runs_from_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda i: run_python(f"print({i} * {i})", timeout_s=30), range(16)))
+    assert [r.stdout for r in results] == [f"{i * i}\n" for i in range(16)]
+    assert all(r.status == "success" for r in results)
+
+
 def test_runs_are_independent():
     first = run_python("open('state.txt', 'w').write('secret'); print('wrote')")
     second = run_python("import os; print(os.path.exists('state.txt'))")
