@@ -3,6 +3,7 @@
 `token_logprobs(logits [B, T, V], targets [B, T]) -> [B, T]` uses log_softmax + gather in fp32.
 `entropy_from_logits(logits [B, T, V]) -> [B, T]` computes H = logsumexp(z) - sum softmax(z) z, in
 chunks of rows so the [B, T, V] fp32 temporaries never all exist at once.
+Does not own: running the model or slicing completion positions out of its logits (`engines/`).
 """
 
 from __future__ import annotations
