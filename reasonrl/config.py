@@ -42,7 +42,7 @@ class DataConfig:
 
 @dataclass
 class RolloutConfig:
-    engine: str = "hf"  # hf | vllm
+    engine: str = "hf"  # hf (vllm: planned, rollout.vllm)
     n: int = 8  # samples per prompt (group size)
     temperature: float = 1.0
     top_p: float = 1.0
@@ -172,7 +172,7 @@ def validate(cfg: RunConfig) -> None:
     from reasonrl.registry import RegistryError
 
     t, r, a = cfg.train, cfg.rollout, cfg.algo
-    _choice("rollout.engine", r.engine, ("hf", "vllm"))
+    _choice("rollout.engine", r.engine, ("hf",))
     _choice("model.dtype", cfg.model.dtype, ("float32", "bfloat16", "float16"))
     _choice("model.device", cfg.model.device, ("auto", "cpu", "cuda"))
     _choice("algo.loss_agg", a.loss_agg, AGG_MODES)

@@ -1,1 +1,5 @@
-"""engines package."""
+"""Train engines: forward/backward/optimizer step for the policy, behind one protocol.
+
+`single` (one CPU or CUDA device) is the reference; `fsdp2` (torchrun) comes later. Checkpoint I/O
+is in `engines.checkpoint`.
+"""

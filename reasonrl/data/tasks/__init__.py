@@ -6,6 +6,7 @@ Each generator is `generate(n, seed, difficulty) -> list[Problem]` and stores a 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 
 from reasonrl.types import Problem
@@ -18,8 +19,31 @@ TASKS: dict[str, Callable[..., list[Problem]]] = {
 }
 
 
-def generate(task: str, n: int, seed: int, difficulty: int = 1) -> list[Problem]:
-    """Problems of a built-in task; unknown task names list the known ones."""
+HELDOUT_BUCKETS = 10  # one bucket in ten of the prompt space is held out for evaluation
+
+
+def is_heldout(problem: Problem) -> bool:
+    """Stable split by a hash of the prompt text: the same problem is always on the same side."""
+    digest = hashlib.sha1(problem.user_text.encode()).digest()
+    return digest[0] % HELDOUT_BUCKETS == 0
+
+
+def generate(task: str, n: int, seed: int, difficulty: int = 1, split: str | None = None) -> list[Problem]:
+    """`n` problems of a built-in task. split="train" / "test" keeps only problems on that side of
+    the held-out split, so test problems never appear in training (or in the demo's warm start)."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; known: {', '.join(sorted(TASKS))}")
-    return TASKS[task](n=n, seed=seed, difficulty=difficulty)
+    if split not in (None, "train", "test"):
+        raise ValueError(f"split must be 'train', 'test' or None, got {split!r}")
+    if split is None:
+        return TASKS[task](n=n, seed=seed, difficulty=difficulty)
+    want_test = split == "test"
+    out: list[Problem] = []
+    batch = n * (HELDOUT_BUCKETS if want_test else 2)
+    for attempt in range(20):
+        for p in TASKS[task](n=batch, seed=seed * 1000 + attempt, difficulty=difficulty):
+            if is_heldout(p) == want_test:
+                out.append(p)
+                if len(out) == n:
+                    return out
+    raise ValueError(f"task {task!r} difficulty {difficulty}: could not draw {n} {split} problems")

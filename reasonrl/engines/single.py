@@ -1,0 +1,123 @@
+"""Single-device train engine (CPU or one CUDA GPU): the reference implementation.
+
+Owns: per-token log-probabilities (and entropy) of completion tokens, micro-batched gradient
+accumulation, AdamW with linear warm-up, gradient clipping, optional bf16 autocast on CUDA, and the
+reference model's log-probabilities. Does not own: what the loss is (the trainer passes a `loss_fn`),
+checkpoint files (`engines.checkpoint`).
+
+Positions: prompts are left-padded, so position ids are `cumsum(attention_mask) - 1`, exactly what
+`generate` uses; otherwise recomputed log-probs would not match the sampler's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import nullcontext
+
+import torch
+
+from reasonrl.algorithms.logprobs import entropy_from_logits, token_logprobs
+from reasonrl.types import TrainBatch
+
+LossFn = Callable[
+    [TrainBatch, torch.Tensor, torch.Tensor | None], tuple[torch.Tensor, dict[str, torch.Tensor]]
+]
+
+
+def completion_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext):
+    """(logprobs [B, T], entropy [B, T] or None) of the completion tokens under `model`."""
+    ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
+    pos = (attn.cumsum(-1) - 1).clamp_min(0)
+    with autocast():
+        logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False).logits
+    logits = logits[:, p - 1 : -1]  # logits at position t predict token t + 1
+    lp = token_logprobs(logits, ids[:, p:])
+    ent = entropy_from_logits(logits) if with_entropy else None
+    return lp, ent
+
+
+class SingleDeviceEngine:
+    def __init__(
+        self,
+        model,
+        *,
+        lr: float,
+        weight_decay: float = 0.0,
+        betas: tuple[float, float] = (0.9, 0.999),
+        warmup_steps: int = 0,
+        grad_clip: float = 1.0,
+        bf16: bool = False,
+        ref_model=None,
+    ):
+        self.model = model
+        self.ref_model = ref_model
+        self.device = next(model.parameters()).device
+        self.grad_clip = grad_clip
+        self.optimizer = torch.optim.AdamW(
+            [p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay, betas=betas
+        )
+        warm = max(int(warmup_steps), 0)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0
+        )
+        use_bf16 = bf16 and self.device.type == "cuda"
+        self._autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if use_bf16 else nullcontext
+
+    def to_device(self, batch: TrainBatch) -> TrainBatch:
+        if batch.input_ids.device == self.device:
+            return batch
+        fields = {k: getattr(batch, k) for k in batch.__dataclass_fields__}
+        moved = {k: (v.to(self.device) if isinstance(v, torch.Tensor) else v) for k, v in fields.items()}
+        return TrainBatch(**moved)
+
+    @torch.no_grad()
+    def logprobs(self, batch: TrainBatch, micro_batch: int, reference: bool = False) -> torch.Tensor:
+        """Log-probs [B, T] of the completion tokens under the policy (or the reference model)."""
+        model = self.ref_model if reference else self.model
+        if model is None:
+            raise ValueError("no reference model loaded (algo.kl_coef is 0)")
+        was_training = model.training
+        model.eval()
+        out = []
+        for s in range(0, batch.size, micro_batch):
+            micro = self.to_device(batch.select(slice(s, s + micro_batch)))
+            out.append(completion_logprobs(model, micro, autocast=self._autocast)[0].float().cpu())
+        model.train(was_training)
+        return torch.cat(out)
+
+    def train_step(
+        self, batch: TrainBatch, loss_fn: LossFn, micro_batch: int, with_entropy: bool = True
+    ) -> dict[str, torch.Tensor]:
+        """One optimizer step over `batch` in micro-batches. `loss_fn` must already be normalised by
+        the whole batch's counts (see algorithms.masked.aggregate), so micro-batch losses just add."""
+        self.model.train()
+        totals: dict[str, torch.Tensor] = {}
+        n_micro = 0
+        for s in range(0, batch.size, micro_batch):
+            micro = self.to_device(batch.select(slice(s, s + micro_batch)))
+            lp, ent = completion_logprobs(
+                self.model, micro, with_entropy=with_entropy, autocast=self._autocast
+            )
+            loss, metrics = loss_fn(micro, lp.float(), None if ent is None else ent.float())
+            loss.backward()
+            n_micro += 1
+            for k, v in metrics.items():
+                totals[k] = totals.get(k, 0.0) + v.detach().float().cpu()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+        if torch.isfinite(grad_norm):
+            self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        # loss terms are normalised by the whole batch's counts, so they add over micro-batches;
+        # diagnostics (clip fractions, entropy, ...) are averaged
+        out = {k: (v if k.startswith("loss/") else v / n_micro) for k, v in totals.items()}
+        out["grad_norm"] = grad_norm.detach().float().cpu()
+        out["lr"] = torch.tensor(self.scheduler.get_last_lr()[0])
+        return out
+
+    def state_dict(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])

@@ -1,0 +1,52 @@
+"""Loading a policy: any Hugging Face causal-LM directory or hub id, or "demo" for the tiny model.
+
+Owns: device / dtype choice, `load_policy(path, ...) -> (model, tokenizer)`, and saving a model in
+Hugging Face format (safetensors + tokenizer) that vLLM, transformers and lm-eval load directly.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("model.device=cuda but no CUDA device is available")
+    return device
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("REASONRL_CACHE", Path.home() / ".cache" / "reasonrl"))
+
+
+def resolve_model_path(path: str, log=print) -> str:
+    """'demo' (or 'demo:<task>') -> the cached tiny model, built on first use; anything else unchanged."""
+    if path == "demo" or path.startswith("demo:"):
+        from reasonrl.models.tiny import TinySpec, ensure_demo_model
+
+        task = path.split(":", 1)[1] if ":" in path else "arithmetic"
+        return str(ensure_demo_model(TinySpec(task=task), cache_root(), log=log))
+    return path
+
+
+def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=print):
+    """(model, tokenizer) on the chosen device, tokenizer padded on the left for generation."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = resolve_model_path(path, log=log)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+    model.to(resolve_device(device))
+    if model.generation_config is not None:
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer

@@ -1,0 +1,34 @@
+"""The rollout engine protocol and sampling parameters.
+
+Owns: `SamplingParams`, `RolloutEngine` (the protocol every engine implements). Does not own: the
+engines themselves (`rollout.hf`, `rollout.vllm`) or prompt formatting (`data.prompts`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from reasonrl.types import Completion
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """temperature 0 means greedy. top_k 0 and top_p 1 disable those filters."""
+
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 64
+    seed: int | None = None
+
+
+class RolloutEngine(Protocol):
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
+        """For each prompt (token ids), `params.n` completions, in prompt order."""
+        ...
+
+    def sync_weights(self, model) -> None:
+        """Make the engine sample from `model`'s current weights (no-op when they share memory)."""
+        ...

@@ -1,0 +1,85 @@
+"""Hugging Face `generate` rollout engine (CPU or one GPU) with KV cache.
+
+Owns: batching prompts (left padding), sampling n per prompt, cutting completions at EOS, and the
+sampler's per-token log-probabilities, taken from the processed scores (after temperature / top-k /
+top-p), i.e. the distribution the token was really drawn from. Deterministic under `params.seed`.
+On a single device the engine samples from the training model itself, so `sync_weights` is a no-op.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from reasonrl.rollout.base import SamplingParams
+from reasonrl.types import Completion
+
+
+class HFRolloutEngine:
+    def __init__(self, model, tokenizer, max_batch: int = 512):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_batch = max_batch
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.eos_id = tokenizer.eos_token_id
+
+    def sync_weights(self, model) -> None:
+        self.model = model
+
+    @torch.no_grad()
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
+        rows = [p for p in prompts for _ in range(params.n)]
+        gen = None
+        if params.seed is not None:
+            gen = torch.Generator().manual_seed(params.seed)
+        out: list[Completion] = []
+        for start in range(0, len(rows), self.max_batch):
+            seed = None if gen is None else int(torch.randint(0, 2**62, (1,), generator=gen))
+            out.extend(self._generate_chunk(rows[start : start + self.max_batch], params, seed))
+        return [out[i * params.n : (i + 1) * params.n] for i in range(len(prompts))]
+
+    def _generate_chunk(
+        self, rows: list[list[int]], params: SamplingParams, seed: int | None
+    ) -> list[Completion]:
+        device = next(self.model.parameters()).device
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        attn = torch.zeros_like(ids)
+        for i, r in enumerate(rows):
+            ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
+            attn[i, width - len(r) :] = 1
+        greedy = params.temperature <= 0
+        kwargs = dict(
+            max_new_tokens=params.max_new_tokens,
+            do_sample=not greedy,
+            pad_token_id=self.pad_id,
+            eos_token_id=self.eos_id,
+            return_dict_in_generate=True,
+            output_scores=True,
+            use_cache=True,
+        )
+        if not greedy:
+            kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k or None)
+        else:
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        was_training = self.model.training
+        self.model.eval()
+        if seed is not None:
+            torch.manual_seed(seed)
+        res = self.model.generate(input_ids=ids.to(device), attention_mask=attn.to(device), **kwargs)
+        if was_training:
+            self.model.train()
+        seqs = res.sequences[:, width:].cpu()
+        scores = torch.stack(res.scores, dim=1).float()  # [B, T, V] processed scores
+        logps = torch.log_softmax(scores, dim=-1).gather(-1, seqs.to(scores.device).unsqueeze(-1))
+        logps = logps.squeeze(-1).cpu()
+        completions = []
+        for i in range(len(rows)):
+            toks = seqs[i].tolist()
+            if self.eos_id in toks:
+                cut, reason = toks.index(self.eos_id) + 1, "stop"
+            else:
+                cut, reason = len(toks), "length"
+            toks = toks[:cut]
+            text = self.tokenizer.decode(toks, skip_special_tokens=True)
+            completions.append(Completion(toks, text, logps[i, :cut].tolist(), reason))
+        return completions

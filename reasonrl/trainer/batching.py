@@ -1,0 +1,57 @@
+"""Rollout groups -> `TrainBatch` tensors, and splitting a batch into mini-batches.
+
+Owns: padding layout (prompt left-padded to P, completion right-padded to T), the completion mask,
+rewards / group ids / sampler log-probs as tensors. Does not own: advantages or losses.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from reasonrl.types import RolloutGroup, TrainBatch
+
+
+def build_batch(groups: list[RolloutGroup], pad_id: int) -> TrainBatch:
+    rows = [(g, c, gi, ci) for gi, g in enumerate(groups) for ci, c in enumerate(g.completions)]
+    P = max(len(g.prompt_ids) for g in groups)
+    T = max(1, max(len(c.token_ids) for _, c, _, _ in rows))
+    B = len(rows)
+    ids = torch.full((B, P + T), pad_id, dtype=torch.long)
+    attn = torch.zeros((B, P + T), dtype=torch.long)
+    mask = torch.zeros((B, T), dtype=torch.bool)
+    sampler = torch.zeros((B, T), dtype=torch.float32)
+    rewards = torch.zeros(B, dtype=torch.float32)
+    group_ids = torch.zeros(B, dtype=torch.long)
+    truncated = torch.zeros(B, dtype=torch.bool)
+    lengths = torch.zeros(B, dtype=torch.long)
+    for i, (g, c, gi, ci) in enumerate(rows):
+        p, n = len(g.prompt_ids), len(c.token_ids)
+        ids[i, P - p : P] = torch.tensor(g.prompt_ids, dtype=torch.long)
+        attn[i, P - p : P] = 1
+        if n:
+            ids[i, P : P + n] = torch.tensor(c.token_ids, dtype=torch.long)
+            attn[i, P : P + n] = 1
+            mask[i, :n] = True
+            sampler[i, :n] = torch.tensor(c.sampler_logprobs, dtype=torch.float32)
+        rewards[i] = float(g.rewards[ci]) if g.rewards else 0.0
+        group_ids[i] = gi
+        truncated[i] = c.finish_reason == "length"
+        lengths[i] = n
+    return TrainBatch(
+        input_ids=ids,
+        attention_mask=attn,
+        mask=mask,
+        prompt_len=P,
+        rewards=rewards,
+        group_ids=group_ids,
+        sampler_logprobs=sampler,
+        extras={"truncated": truncated, "lengths": lengths},
+    )
+
+
+def minibatches(batch: TrainBatch, size: int, generator: torch.Generator | None = None) -> list[TrainBatch]:
+    """Split into mini-batches of `size` rows; shuffled when a generator is given."""
+    order = (
+        torch.randperm(batch.size, generator=generator) if generator is not None else torch.arange(batch.size)
+    )
+    return [batch.select(order[s : s + size]) for s in range(0, batch.size, size)]

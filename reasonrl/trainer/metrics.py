@@ -1,0 +1,79 @@
+"""Metrics: the only place metrics are reduced, and where they are written.
+
+Owns: reducing lists of per-micro-batch dicts to means (`mean_metrics`), and `MetricsLog`, which
+appends one JSON line per step to `metrics.jsonl`, mirrors scalars to tensorboard, and writes sampled
+rollouts to `rollouts.jsonl`. On resume it truncates both files to the resumed step, atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+
+def mean_metrics(items: list[dict]) -> dict[str, float]:
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for d in items:
+        for k, v in d.items():
+            sums[k] = sums.get(k, 0.0) + float(v)
+            counts[k] = counts.get(k, 0) + 1
+    return {k: sums[k] / counts[k] for k in sums}
+
+
+def _truncate_jsonl(path: Path, max_step: int) -> None:
+    if not path.is_file():
+        return
+    keep = []
+    with open(path) as f:
+        for line in f:
+            if line.strip() and json.loads(line).get("step", 0) <= max_step:
+                keep.append(line)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text("".join(keep))
+    os.replace(tmp, path)
+
+
+class MetricsLog:
+    def __init__(self, run_dir: str | Path, tensorboard: bool = True, resume_step: int | None = None):
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.metrics_path = self.run_dir / "metrics.jsonl"
+        self.rollouts_path = self.run_dir / "rollouts.jsonl"
+        if resume_step is None:
+            for p in (self.metrics_path, self.rollouts_path):
+                p.unlink(missing_ok=True)
+        else:
+            _truncate_jsonl(self.metrics_path, resume_step)
+            _truncate_jsonl(self.rollouts_path, resume_step)
+        self.history: list[dict] = []
+        if self.metrics_path.is_file():
+            self.history = [json.loads(x) for x in self.metrics_path.read_text().splitlines() if x.strip()]
+        self.tb = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.tb = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=resume_step)
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        row = {
+            "step": step,
+            **{k: (float(v) if math.isfinite(float(v)) else None) for k, v in metrics.items()},
+        }
+        self.history.append(row)
+        with open(self.metrics_path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        if self.tb is not None:
+            for k, v in metrics.items():
+                self.tb.add_scalar(k, float(v), step)
+
+    def rollouts(self, step: int, rows: list[dict]) -> None:
+        with open(self.rollouts_path, "a") as f:
+            for r in rows:
+                f.write(json.dumps({"step": step, **r}) + "\n")
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()

@@ -1,0 +1,135 @@
+"""Building everything a run needs from its config, once, at the edge (rule 6).
+
+Owns: `Run` (model, tokenizer, rollout and train engines, data, sampler, reward scorer), data loading
+with load-time routing checks, per-step seeds, and held-out validation.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import random
+from dataclasses import dataclass, field
+
+import torch
+
+from reasonrl.config import RunConfig
+from reasonrl.data.sampler import PromptSampler
+from reasonrl.data.schema import load_problems
+from reasonrl.data.tasks import generate
+from reasonrl.engines.single import SingleDeviceEngine
+from reasonrl.eval.accuracy import evaluate
+from reasonrl.models.loading import load_policy
+from reasonrl.rewards import check_routable
+from reasonrl.rollout.base import SamplingParams
+from reasonrl.types import Problem
+
+
+def step_seed(seed: int, step: int) -> int:
+    """A seed that depends only on (run seed, step): resumed runs sample exactly the same."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{step}".encode()).digest()[:6], "little")
+
+
+def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
+    d = cfg.data
+    if d.train_files:
+        train = load_problems(d.train_files)
+        val = load_problems(d.val_files) if d.val_files else []
+    else:
+        train = generate(d.task, d.train_size, seed=d.seed, difficulty=d.difficulty, split="train")
+        val = generate(d.task, d.val_size, seed=d.seed + 1, difficulty=d.difficulty, split="test")
+    check_routable(train, "train data")
+    check_routable(val, "validation data")
+    return train, val[: cfg.val.size]
+
+
+@dataclass
+class Run:
+    model: object
+    tokenizer: object
+    rollout_engine: object
+    train_engine: SingleDeviceEngine
+    scorer: object
+    sampler: PromptSampler
+    train: list[Problem]
+    val: list[Problem]
+    max_prompt_tokens: int
+    closers: list = field(default_factory=list)
+
+    @property
+    def pad_id(self) -> int:
+        return self.tokenizer.pad_token_id
+
+    def close(self) -> None:
+        for c in self.closers:
+            c()
+
+
+def make_rollout_engine(cfg: RunConfig, model, tokenizer):
+    from reasonrl.rollout.hf import HFRolloutEngine
+
+    return HFRolloutEngine(model, tokenizer)
+
+
+def build_run(cfg: RunConfig, log=print) -> Run:
+    random.seed(cfg.train.seed)
+    torch.manual_seed(cfg.train.seed)
+    train, val = load_data(cfg)
+    model, tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.model.device, log=log)
+    if cfg.model.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    ref = None
+    if cfg.algo.kl_coef > 0:
+        ref = copy.deepcopy(model).eval().requires_grad_(False)
+    t = cfg.train
+    engine = SingleDeviceEngine(
+        model,
+        lr=t.lr,
+        weight_decay=t.weight_decay,
+        betas=tuple(t.betas),
+        warmup_steps=t.warmup_steps,
+        grad_clip=t.grad_clip,
+        bf16=cfg.model.dtype == "bfloat16",
+        ref_model=ref,
+    )
+    from reasonrl.trainer.rollouts import make_scorer
+
+    scorer = make_scorer(cfg)
+    sampler = PromptSampler(
+        train, t.global_batch // cfg.rollout.n, seed=cfg.data.seed, shuffle=cfg.data.shuffle
+    )
+    run = Run(
+        model,
+        tokenizer,
+        make_rollout_engine(cfg, model, tokenizer),
+        engine,
+        scorer,
+        sampler,
+        train,
+        val,
+        cfg.data.max_prompt_tokens,
+    )
+    if hasattr(scorer, "close"):
+        run.closers.append(scorer.close)
+    return run
+
+
+def validate_policy(run: Run, cfg: RunConfig) -> dict[str, float]:
+    """Greedy accuracy and mean@n on the held-out problems (fixed seed, so reruns agree)."""
+    if not run.val:
+        return {}
+    v = cfg.val
+    greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=cfg.rollout.max_new_tokens)
+    acc, _ = evaluate(run.rollout_engine, run.tokenizer, run.val, greedy, batch_size=v.batch_size)
+    out = {"eval/accuracy": acc}
+    if v.n > 1:
+        sampled = SamplingParams(
+            n=v.n,
+            temperature=v.temperature,
+            top_p=cfg.rollout.top_p,
+            max_new_tokens=cfg.rollout.max_new_tokens,
+            seed=cfg.train.seed,
+        )
+        mean_n, _ = evaluate(run.rollout_engine, run.tokenizer, run.val, sampled, batch_size=v.batch_size)
+        out[f"eval/mean@{v.n}"] = mean_n
+    return out
