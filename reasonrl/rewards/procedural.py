@@ -43,8 +43,8 @@ def parse_expression(expr: str) -> tuple[Fraction, list[int]]:
         raise UnsafeExpression(f"expression longer than {MAX_EXPR_CHARS} characters")
     try:
         tree = ast.parse(expr.strip(), mode="eval")
-    except SyntaxError as e:
-        raise UnsafeExpression(f"not an expression: {e.msg}") from None
+    except (SyntaxError, ValueError) as e:  # ValueError: a lone surrogate cannot be encoded
+        raise UnsafeExpression(f"not an expression: {getattr(e, 'msg', e)}") from None
     used: list[int] = []
 
     def walk(node: ast.AST) -> Fraction:

@@ -1,0 +1,45 @@
+"""Shared test fixtures.
+
+Owns: `tiny_model_and_tokenizer`, a random (untrained) tiny Qwen2 and a BPE tokenizer built from the
+procedural task corpus by `reasonrl.models.tiny`, in a couple of seconds, once per test session.
+Does not own: the warm-started demo model (too slow for unit tests; the e2e tests build it).
+
+The model is shared by every test of the session: tests that change its weights or its mode must work
+on `copy.deepcopy(model)`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# plain words beside the task corpus so the vocabulary exceeds 50 tokens (transformers' historical
+# default top_k) and a hidden top-k filter would show up in the sampler log-probabilities
+_EXTRA_TEXT = [
+    "the quick brown fox jumps over the lazy dog while we think about the answer",
+    "reasoning with reinforcement learning on verifiable rewards needs careful tests",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_model_and_tokenizer():
+    """(model, tokenizer): random tiny Qwen2 (2 layers, hidden 32) in eval mode, fp32 on CPU."""
+    import torch
+
+    from reasonrl.data.tasks import generate
+    from reasonrl.models.tiny import TinySpec, build_model, build_tokenizer, corpus
+
+    problems = generate("arithmetic", 100, seed=0, difficulty=2) + generate(
+        "countdown", 100, seed=0, difficulty=2
+    )
+    tokenizer = build_tokenizer(corpus(problems) + _EXTRA_TEXT, vocab_size=96)
+    spec = TinySpec(hidden_size=32, layers=2, heads=2, intermediate_size=64, max_positions=128, seed=7)
+    model = build_model(spec, tokenizer)
+    # larger weights than the default init (std 0.02) so the next-token distribution is far from
+    # uniform: log-prob comparisons then test something and greedy decoding has no near-ties
+    gen = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.normal_(0.0, 0.3, generator=gen)
+    model.eval()
+    return model, tokenizer
