@@ -65,6 +65,15 @@ class AlgoConfig:
 
 
 @dataclass
+class RewardConfig:
+    workers: int = 2  # verifier worker processes (for verifiers that are not cheap and inline)
+    timeout_s: float = 10.0  # per call; a stuck worker is killed and the call scores 0
+    # correctness (the routed verifier) plus shaping terms by verifier name, e.g. {format_think_answer: 0.1}
+    weights: dict[str, float] = field(default_factory=lambda: {"correctness": 1.0})
+    options: dict[str, Any] = field(default_factory=dict)  # keyword options per verifier name
+
+
+@dataclass
 class TrainConfig:
     steps: int = 100
     global_batch: int = 128  # sequences per step = prompts per step * rollout.n
@@ -109,6 +118,7 @@ class RunConfig:
     data: DataConfig = field(default_factory=DataConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     val: ValConfig = field(default_factory=ValConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
@@ -187,6 +197,18 @@ def validate(cfg: RunConfig) -> None:
         POLICY_LOSSES.check_kwargs(a.policy_loss, loss_opts, where="algo.loss_kwargs")
     except RegistryError as e:
         raise ConfigError(str(e)) from None
+    from reasonrl.rewards import VERIFIERS
+
+    for term in cfg.reward.weights:
+        if term != "correctness" and term not in VERIFIERS:
+            raise ConfigError(
+                f"reward.weights: unknown verifier {term!r}; known: {', '.join(VERIFIERS.names())}"
+            )
+    for name, opts in cfg.reward.options.items():
+        try:
+            VERIFIERS.check_kwargs(name, dict(opts), where=f"reward.options.{name}")
+        except RegistryError as e:
+            raise ConfigError(str(e)) from None
     positive = {
         "rollout.n": r.n,
         "rollout.max_new_tokens": r.max_new_tokens,
@@ -197,6 +219,8 @@ def validate(cfg: RunConfig) -> None:
         "train.epochs": t.epochs,
         "val.size": cfg.val.size,
         "val.n": cfg.val.n,
+        "reward.workers": cfg.reward.workers,
+        "reward.timeout_s": cfg.reward.timeout_s,
         "checkpoint.keep_last": cfg.checkpoint.keep_last,
     }
     for key, v in positive.items():

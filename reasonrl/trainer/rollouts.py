@@ -12,21 +12,21 @@ import torch
 
 from reasonrl.config import RunConfig
 from reasonrl.data.prompts import encode_prompts
-from reasonrl.rewards import score
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.types import Problem, RolloutGroup, TrainBatch
 
 
-class InlineScorer:
-    """Scores in this process, with no time limit: for cheap, pure verifiers only."""
-
-    def score(self, responses: list[str], problems: list[Problem]):
-        results = [score(r, p) for r, p in zip(responses, problems)]
-        return results, {}
-
-
 def make_scorer(cfg: RunConfig):
-    return InlineScorer()
+    """The reward runner: cheap verifiers inline, the rest in killable worker processes."""
+    from reasonrl.rewards.runner import RewardRunner
+
+    rc = cfg.reward
+    return RewardRunner(
+        workers=rc.workers,
+        timeout_s=rc.timeout_s,
+        weights=dict(rc.weights),
+        options={k: dict(v) for k, v in rc.options.items()},
+    )
 
 
 def collect_rollouts(run, problems: list[Problem], params: SamplingParams) -> tuple[list[RolloutGroup], dict]:
@@ -45,7 +45,7 @@ def collect_rollouts(run, problems: list[Problem], params: SamplingParams) -> tu
     metrics = {
         "reward/mean": scores.mean().item(),
         "reward/std": scores.std().item() if len(scores) > 1 else 0.0,
-        "reward/accuracy": (scores >= 1.0).float().mean().item(),
+        "reward/accuracy": sum(float(r.info.get("correctness", r.score)) >= 1.0 for r in results) / len(results),
         "reward/no_answer_frac": sum(r.info.get("extracted") is None for r in results) / max(len(results), 1),
         "reward/solved_all_frac": sum(min(g.rewards) >= 1.0 for g in groups) / len(groups),
         "reward/solved_none_frac": sum(max(g.rewards) <= 0.0 for g in groups) / len(groups),
