@@ -1,0 +1,197 @@
+"""Single-device train engine on a random tiny Qwen2: micro-batch invariance of the gradient and the
+update (token_mean with global normalisers), log-probs, the reference model, clipping, warm-up."""
+
+from __future__ import annotations
+
+import copy
+import io
+
+import pytest
+import torch
+
+from reasonrl.algorithms.losses import ppo_clip
+from reasonrl.algorithms.masked import aggregate, normalisers
+from reasonrl.data.prompts import encode_prompt
+from reasonrl.data.tasks import generate
+from reasonrl.engines.single import SingleDeviceEngine, completion_logprobs
+from reasonrl.trainer.batching import build_batch
+from reasonrl.types import Completion, RolloutGroup
+
+pytestmark = pytest.mark.timeout(120)
+
+LENGTHS = [[5, 2], [7, 3]]  # completion lengths of 2 groups x 2 samples: ragged on purpose
+
+
+@pytest.fixture(scope="module")
+def batch(tiny_model_and_tokenizer):
+    model, tok = tiny_model_and_tokenizer
+    problems = generate("arithmetic", 1, seed=0, difficulty=1) + generate(
+        "countdown", 1, seed=0, difficulty=2
+    )
+    g = torch.Generator().manual_seed(0)
+    groups = []
+    for prob, lens in zip(problems, LENGTHS):
+        comps = []
+        for n in lens:
+            ids = torch.randint(5, len(tok), (n,), generator=g).tolist()  # ordinary (non-special) tokens
+            comps.append(Completion(ids, "", [0.0] * n, "length"))
+        groups.append(RolloutGroup(prob, encode_prompt(tok, prob), comps, rewards=[1.0, 0.0]))
+    b = build_batch(groups, pad_id=tok.pad_token_id)
+    assert b.attention_mask[:, 0].tolist().count(0) == 2  # the shorter prompt is left-padded
+    with torch.no_grad():
+        lp, _ = completion_logprobs(model, b)
+    # old policy = current one shifted a little, so ratios differ from 1 and some tokens clip
+    b.old_logprobs = (lp + 0.3 * torch.randn(lp.shape, generator=g)) * b.mask
+    b.advantages = torch.tensor([1.0, -1.0, 0.5, -0.5])[:, None] * b.mask
+    return b
+
+
+def _loss_fn(total_tokens):
+    """ppo_clip + a small entropy bonus, both token_mean over `total_tokens` (None = local counts)."""
+
+    def loss_fn(micro, logprobs, entropy):
+        tok_loss, m = ppo_clip(logprobs, micro.old_logprobs, micro.advantages, micro.mask)
+        pg = aggregate(tok_loss, micro.mask, "token_mean", total_tokens=total_tokens)
+        ent = aggregate(entropy, micro.mask, "token_mean", total_tokens=total_tokens)
+        loss = pg - 0.01 * ent
+        clipped = m["clipfrac_low"] + m["clipfrac_high"]
+        return loss, {"loss/total": loss.detach(), "actor/clipfrac": clipped}
+
+    return loss_fn
+
+
+def _train(model, batch, micro, loss_fn, **engine_kwargs):
+    """One train_step; returns (gradients as the optimizer saw them, new weights, metrics)."""
+    model = copy.deepcopy(model)
+    kwargs = {"lr": 1e-3, "grad_clip": 1e9, **engine_kwargs}
+    engine = SingleDeviceEngine(model, **kwargs)
+    grads: dict[str, torch.Tensor] = {}
+
+    def record(optimizer, args, kwargs):
+        grads.update({n: p.grad.detach().clone() for n, p in model.named_parameters()})
+
+    engine.optimizer.register_step_pre_hook(record)
+    metrics = engine.train_step(batch, loss_fn, micro_batch=micro)
+    weights = {n: p.detach().clone() for n, p in model.named_parameters()}
+    assert all(p.grad is None for p in model.parameters())  # zeroed after the step
+    return grads, weights, metrics
+
+
+def _close(a: dict, b: dict, rtol=1e-5, atol=1e-8):
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=rtol, atol=atol, msg=k)
+
+
+def test_micro_batch_split_gives_the_same_gradient_and_update(tiny_model_and_tokenizer, batch):
+    model, _ = tiny_model_and_tokenizer
+    loss_fn = _loss_fn(normalisers(batch.mask)["total_tokens"])
+    g4, w4, m4 = _train(model, batch, 4, loss_fn)
+    g2, w2, m2 = _train(model, batch, 2, loss_fn)
+    g1, w1, m1 = _train(model, batch, 1, loss_fn)
+    assert max(g.abs().max().item() for g in g4.values()) > 1e-3  # a real gradient
+    _close(g2, g4)
+    _close(g1, g4)
+    _close(w2, w4, atol=1e-7)
+    _close(w1, w4, atol=1e-7)
+    # loss terms add up over micro-batches; the weights moved
+    torch.testing.assert_close(m2["loss/total"], m4["loss/total"], rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(m2["grad_norm"], m4["grad_norm"], rtol=1e-5, atol=0)
+    assert any(not torch.equal(w4[k], p) for k, p in model.named_parameters())
+
+
+def test_local_normalisers_break_the_invariance(tiny_model_and_tokenizer, batch):
+    """Negative control: with each micro-batch normalised by its own token count the gradients differ."""
+    model, _ = tiny_model_and_tokenizer
+    g4, _, _ = _train(model, batch, 4, _loss_fn(None))
+    g2, _, _ = _train(model, batch, 2, _loss_fn(None))
+    rel = max(((g2[k] - g4[k]).norm() / g4[k].norm().clamp_min(1e-12)).item() for k in g4)
+    assert rel > 1e-2
+
+
+def test_grad_norm_is_reported_before_clipping(tiny_model_and_tokenizer, batch):
+    model, _ = tiny_model_and_tokenizer
+    loss_fn = _loss_fn(normalisers(batch.mask)["total_tokens"])
+    grads, _, metrics = _train(model, batch, 2, loss_fn, grad_clip=1e9)
+    full = torch.linalg.vector_norm(torch.stack([g.norm() for g in grads.values()]))
+    torch.testing.assert_close(metrics["grad_norm"], full, rtol=1e-5, atol=0)
+    clip = 0.5 * full.item()
+    clipped, _, metrics_c = _train(model, batch, 2, loss_fn, grad_clip=clip)
+    torch.testing.assert_close(metrics_c["grad_norm"], full, rtol=1e-5, atol=0)
+    got = torch.linalg.vector_norm(torch.stack([g.norm() for g in clipped.values()]))
+    torch.testing.assert_close(got, torch.tensor(clip), rtol=1e-4, atol=0)
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of .lr_scheduler.step")
+def test_non_finite_gradient_skips_the_update(tiny_model_and_tokenizer, batch):
+    model, _ = tiny_model_and_tokenizer
+
+    def nan_loss(micro, logprobs, entropy):
+        loss = (logprobs * micro.mask).sum() * float("nan")
+        return loss, {"loss/total": loss.detach()}
+
+    _, weights, metrics = _train(model, batch, 2, nan_loss)
+    assert torch.isnan(metrics["grad_norm"])
+    for k, p in model.named_parameters():
+        assert torch.equal(weights[k], p), k
+
+
+def test_warmup_scales_the_first_update(tiny_model_and_tokenizer, batch):
+    """AdamW's first step moves every weight with a clearly non-zero gradient by exactly lr."""
+    model, _ = tiny_model_and_tokenizer
+    loss_fn = _loss_fn(normalisers(batch.mask)["total_tokens"])
+    name = "model.layers.0.mlp.down_proj.weight"
+    grads, weights, _ = _train(model, batch, 4, loss_fn, lr=1e-2, warmup_steps=4)
+    before = dict(model.named_parameters())[name].detach()
+    step = (weights[name] - before).abs()
+    big = grads[name].abs() > 1e-5
+    assert big.sum() > 100
+    torch.testing.assert_close(step[big], torch.full_like(step[big], 1e-2 / 4), rtol=1e-3, atol=0)
+
+
+def test_logprobs_equal_completion_logprobs(tiny_model_and_tokenizer, batch):
+    model = copy.deepcopy(tiny_model_and_tokenizer[0]).train()
+    engine = SingleDeviceEngine(model, lr=1e-3)
+    got = engine.logprobs(batch, micro_batch=3)  # uneven split: 3 + 1 rows
+    with torch.no_grad():
+        want, _ = completion_logprobs(model, batch)
+    assert got.shape == batch.mask.shape and got.dtype == torch.float32
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    assert model.training  # mode restored
+    assert got[batch.mask].max() < 0
+
+
+def test_reference_model_logprobs(tiny_model_and_tokenizer, batch):
+    model = tiny_model_and_tokenizer[0]
+    ref = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(1)))
+    engine = SingleDeviceEngine(copy.deepcopy(model), lr=1e-3, ref_model=ref)
+    got_ref = engine.logprobs(batch, micro_batch=2, reference=True)
+    got_pol = engine.logprobs(batch, micro_batch=2)
+    with torch.no_grad():
+        want_ref, _ = completion_logprobs(ref, batch)
+    torch.testing.assert_close(got_ref, want_ref, rtol=1e-5, atol=1e-6)
+    assert (got_ref - got_pol)[batch.mask].abs().max() > 1e-2
+    # without a reference model, asking for one is an error
+    with pytest.raises(ValueError, match="no reference model"):
+        SingleDeviceEngine(copy.deepcopy(model), lr=1e-3).logprobs(batch, 2, reference=True)
+
+
+def test_engine_state_round_trip(tiny_model_and_tokenizer, batch):
+    model = tiny_model_and_tokenizer[0]
+    loss_fn = _loss_fn(normalisers(batch.mask)["total_tokens"])
+    a = SingleDeviceEngine(copy.deepcopy(model), lr=1e-3, warmup_steps=3)
+    a.train_step(batch, loss_fn, micro_batch=4)
+    b = SingleDeviceEngine(copy.deepcopy(a.model), lr=1e-3, warmup_steps=3)
+    buf = io.BytesIO()  # through bytes as in a checkpoint (torch shares tensors loaded in memory)
+    torch.save(a.state_dict(), buf)
+    buf.seek(0)
+    b.load_state_dict(torch.load(buf, weights_only=False))
+    # the next step of both engines is identical (Adam moments and warm-up position restored)
+    ma = a.train_step(batch, loss_fn, micro_batch=2)
+    mb = b.train_step(batch, loss_fn, micro_batch=2)
+    assert ma["lr"] == mb["lr"]
+    for (n, pa), pb in zip(a.model.named_parameters(), b.model.parameters()):
+        torch.testing.assert_close(pa, pb, rtol=0, atol=0, msg=n)

@@ -1,0 +1,202 @@
+"""HF rollout engine on a random tiny Qwen2: grouping and order, seeds, greedy, EOS handling, and
+sampler log-probabilities equal to the trainer's recomputation (which checks left-padding positions)."""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from reasonrl.data.prompts import encode_prompt
+from reasonrl.data.tasks import generate
+from reasonrl.engines.single import completion_logprobs
+from reasonrl.rollout.base import SamplingParams
+from reasonrl.rollout.hf import HFRolloutEngine
+from reasonrl.trainer.batching import build_batch
+from reasonrl.types import RolloutGroup
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def setup(tiny_model_and_tokenizer):
+    model, tok = tiny_model_and_tokenizer
+    # prompts of different lengths, so the engine left-pads them
+    problems = (
+        generate("arithmetic", 1, seed=0, difficulty=1)
+        + generate("countdown", 1, seed=0, difficulty=3)
+        + generate("arithmetic", 1, seed=0, difficulty=4)
+    )
+    prompts = [encode_prompt(tok, p) for p in problems]
+    assert len({len(p) for p in prompts}) == 3
+    return SimpleNamespace(model=model, tok=tok, problems=problems, prompts=prompts)
+
+
+def _ids(groups):
+    return [[c.token_ids for c in g] for g in groups]
+
+
+def _batch(s, groups):
+    rgs = [RolloutGroup(p, ids, g) for p, ids, g in zip(s.problems, s.prompts, groups)]
+    return build_batch(rgs, pad_id=s.tok.pad_token_id)
+
+
+def test_n_samples_per_prompt_in_prompt_order(setup):
+    s = setup
+    engine = HFRolloutEngine(s.model, s.tok, max_batch=5)  # 12 rows in chunks of 5: groups straddle chunks
+    out = engine.generate(s.prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=6, seed=1))
+    assert [len(g) for g in out] == [4, 4, 4]
+    # greedy groups of several prompts equal greedy decoding of each prompt alone
+    greedy = SamplingParams(n=2, temperature=0.0, max_new_tokens=6)
+    together = engine.generate(s.prompts, greedy)
+    alone = [engine.generate([p], greedy)[0] for p in s.prompts]
+    assert _ids(together) == _ids(alone)
+    assert len({tuple(c) for g in _ids(together) for c in g}) == 3  # the prompts lead to different text
+
+
+def test_deterministic_under_seed(setup):
+    s = setup
+    engine = HFRolloutEngine(s.model, s.tok)
+    params = SamplingParams(n=3, temperature=1.0, max_new_tokens=8, seed=123)
+    a = engine.generate(s.prompts, params)
+    torch.rand(5)  # global RNG state in between must not matter
+    b = engine.generate(s.prompts, params)
+    c = engine.generate(s.prompts, SamplingParams(n=3, temperature=1.0, max_new_tokens=8, seed=124))
+    assert _ids(a) == _ids(b)
+    assert [[c.sampler_logprobs for c in g] for g in a] == [[c.sampler_logprobs for c in g] for g in b]
+    assert _ids(a) != _ids(c)
+    # the n samples of one prompt differ from each other
+    assert len({tuple(x) for x in _ids(a)[0]}) > 1
+
+
+def test_greedy_is_deterministic_and_is_the_argmax(setup):
+    s = setup
+    engine = HFRolloutEngine(s.model, s.tok)
+    a = engine.generate(s.prompts, SamplingParams(n=3, temperature=0.0, max_new_tokens=8, seed=1))
+    b = engine.generate(s.prompts, SamplingParams(n=3, temperature=0.0, max_new_tokens=8, seed=2))
+    assert _ids(a) == _ids(b)
+    for g in _ids(a):
+        assert g[0] == g[1] == g[2]
+    # each greedy token is the argmax of the model's next-token logits given the prefix
+    for prompt, g in zip(s.prompts, a):
+        toks = g[0].token_ids
+        with torch.no_grad():
+            logits = s.model(input_ids=torch.tensor([prompt + toks])).logits[0]
+        argmax = logits[len(prompt) - 1 : len(prompt) - 1 + len(toks)].argmax(-1).tolist()
+        assert toks == argmax
+
+
+def test_eos_cut_and_finish_reason(setup):
+    s = setup
+    engine = HFRolloutEngine(s.model, s.tok)
+    max_new = 16
+    # a high temperature flattens the random model, so EOS is drawn often enough to see both endings
+    params = SamplingParams(n=32, temperature=3.0, max_new_tokens=max_new, seed=0)
+    out = engine.generate(s.prompts, params)
+    eos = s.tok.eos_token_id
+    reasons = set()
+    for g in out:
+        for c in g:
+            reasons.add(c.finish_reason)
+            assert len(c.sampler_logprobs) == len(c.token_ids)
+            assert all(lp <= 0.0 for lp in c.sampler_logprobs)
+            if c.finish_reason == "stop":
+                assert c.token_ids[-1] == eos
+                assert eos not in c.token_ids[:-1]
+                assert len(c.token_ids) <= max_new
+            else:
+                assert c.finish_reason == "length"
+                assert len(c.token_ids) == max_new
+                assert eos not in c.token_ids
+            assert c.text == s.tok.decode(c.token_ids, skip_special_tokens=True)
+            assert "<|endoftext|>" not in c.text
+    assert reasons == {"stop", "length"}
+
+
+def _max_masked_diff(a, b, mask):
+    return (a - b).abs()[mask].max().item()
+
+
+def test_sampler_logprobs_match_recomputed_logprobs_at_temperature_one(setup):
+    s = setup
+    engine = HFRolloutEngine(s.model, s.tok)
+    out = engine.generate(s.prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=10, seed=7))
+    batch = _batch(s, out)
+    assert batch.attention_mask[:, 0].tolist().count(0) > 0  # some prompts really are left-padded
+    with torch.no_grad():
+        recomputed, _ = completion_logprobs(s.model, batch)
+    assert batch.mask.sum() > 50
+    assert _max_masked_diff(recomputed, batch.sampler_logprobs, batch.mask) < 1e-4
+
+    # negative control: attending to the left padding gives different log-probs on padded rows
+    with torch.no_grad():
+        logits = s.model(input_ids=batch.input_ids, attention_mask=torch.ones_like(batch.input_ids)).logits
+    p = batch.prompt_len
+    naive = torch.log_softmax(logits[:, p - 1 : -1], -1).gather(-1, batch.input_ids[:, p:, None])[..., 0]
+    assert _max_masked_diff(naive, batch.sampler_logprobs, batch.mask) > 1e-2
+
+
+class _Tempered(torch.nn.Module):
+    """The model with logits divided by a temperature (what the sampler really draws from)."""
+
+    def __init__(self, model, temperature):
+        super().__init__()
+        self.model, self.temperature = model, temperature
+
+    def forward(self, **kwargs):
+        return SimpleNamespace(logits=self.model(**kwargs).logits / self.temperature)
+
+
+@pytest.mark.parametrize("temperature", [0.5, 2.0])
+def test_sampler_logprobs_are_of_the_tempered_distribution(setup, temperature):
+    s = setup
+    engine = HFRolloutEngine(s.model, s.tok)
+    params = SamplingParams(n=3, temperature=temperature, max_new_tokens=8, seed=3)
+    batch = _batch(s, engine.generate(s.prompts, params))
+    with torch.no_grad():
+        tempered, _ = completion_logprobs(_Tempered(s.model, temperature), batch)
+        raw, _ = completion_logprobs(s.model, batch)
+    assert _max_masked_diff(tempered, batch.sampler_logprobs, batch.mask) < 1e-4
+    assert _max_masked_diff(raw, batch.sampler_logprobs, batch.mask) > 1e-2
+
+
+def test_greedy_sampler_logprobs_are_the_model_logprobs(setup):
+    s = setup
+    engine = HFRolloutEngine(s.model, s.tok)
+    batch = _batch(s, engine.generate(s.prompts, SamplingParams(n=1, temperature=0.0, max_new_tokens=8)))
+    with torch.no_grad():
+        recomputed, _ = completion_logprobs(s.model, batch)
+    assert _max_masked_diff(recomputed, batch.sampler_logprobs, batch.mask) < 1e-4
+
+
+def test_top_k_tokens_come_from_the_top_k(setup):
+    s = setup
+    engine = HFRolloutEngine(s.model, s.tok)
+    k = 3
+    batch = _batch(s, engine.generate(s.prompts, SamplingParams(n=4, top_k=k, max_new_tokens=8, seed=5)))
+    with torch.no_grad():
+        pos = (batch.attention_mask.cumsum(-1) - 1).clamp_min(0)
+        logits = s.model(
+            input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=pos
+        ).logits
+    p = batch.prompt_len
+    z = logits[:, p - 1 : -1]
+    top = z.topk(k, dim=-1)
+    tokens = batch.input_ids[:, p:]
+    in_top = (top.indices == tokens[..., None]).any(-1)
+    assert in_top[batch.mask].all()
+    # log-prob of the renormalised top-k distribution
+    expected = z.gather(-1, tokens[..., None])[..., 0] - torch.logsumexp(top.values, -1)
+    assert _max_masked_diff(expected, batch.sampler_logprobs, batch.mask) < 1e-4
+
+
+def test_restores_training_mode(setup):
+    model = copy.deepcopy(setup.model).train()
+    engine = HFRolloutEngine(model, setup.tok)
+    engine.generate(setup.prompts[:1], SamplingParams(n=1, max_new_tokens=2, seed=0))
+    assert model.training
+    model.eval()
+    engine.generate(setup.prompts[:1], SamplingParams(n=1, max_new_tokens=2, seed=0))
+    assert not model.training
