@@ -7,7 +7,7 @@ section or plain arguments, never the whole config (rule 6). Errors name the key
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,23 @@ class AlgoConfig:
     kl_coef: float = 0.0  # > 0 adds a KL(policy || reference) loss term and loads a reference model
     kl_estimator: str = "k3"
     entropy_coef: float = 0.0
+    # --- reward shaping (applied to the verifier score before advantages; see docs/algorithms.md)
+    kl_in_reward: bool = False  # true: fold kl_coef * KL(old || ref) into the rewards instead of the loss
+    reward_map: list[float] = field(default_factory=list)  # [low, high]: r -> low + (high - low) * r
+    overlong_buffer: int = 0  # DAPO soft overlong penalty over the last N tokens of max_new_tokens; 0 = off
+    overlong_penalty: float = 1.0  # the penalty at (and beyond) rollout.max_new_tokens
+    mask_truncated: bool = False  # DAPO overlong filtering: no loss on completions cut at max_new_tokens
+    # --- DAPO dynamic sampling: drop zero-variance groups, refill with new prompts
+    dynamic_sampling: bool = False
+    dynamic_sampling_max_rounds: int = 3  # extra generation rounds per step; then pad (trainer.sampling)
+    # --- update guards and corrections
+    early_stop_ratio: float | None = None  # skip a mini-batch whose mean importance ratio exceeds this
+    early_stop_kl: float | None = None  # ... or whose approx KL(old || current) exceeds this
+    tis_cap: float = 0.0  # > 0: truncated IS weight min(pi_old / pi_sampler, cap) per token; 0 = off
+    # --- critic (PPO with a value model; used when adv_estimator=gae)
+    critic_model: str = ""  # "" = same as model.path (a value head is put on that backbone)
+    critic_lr: float | None = None  # None = train.lr
+    value_clip: float | None = 0.2  # PPO value clipping range; None = unclipped
 
 
 @dataclass
@@ -131,6 +148,10 @@ _ = MISSING  # re-exported for recipes that want required fields
 def _fail(e: OmegaConfBaseException, source: str) -> ConfigError:
     key = getattr(e, "full_key", None) or ""
     msg = str(e).split("\n")[0]
+    if not key:  # a merge error on a whole section names only its class, e.g. "... of TrainConfig"
+        for f in fields(RunConfig):
+            if isinstance(f.default_factory, type) and f.default_factory.__name__ in msg:
+                key = f.name
     return ConfigError(f"{source}: invalid config key '{key}': {msg}")
 
 
@@ -248,3 +269,37 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError("algo.clip_low and algo.clip_high must be >= 0")
     if a.kl_coef < 0:
         raise ConfigError(f"algo.kl_coef must be >= 0, got {a.kl_coef}")
+    _validate_algo_extras(a, r)
+
+
+# keyword tensors the trainer passes to advantage estimators itself
+_TRAINER_ADV_KWARGS = ("values", "mask", "token_rewards", "baseline_rewards")
+
+
+def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
+    """Checks of the algo fields beyond estimator / loss / aggregation (shaping, guards, critic)."""
+    reserved = [k for k in a.adv_kwargs if k in _TRAINER_ADV_KWARGS]
+    if reserved:
+        raise ConfigError(f"algo.adv_kwargs.{reserved[0]} is set by the trainer, not the recipe")
+    if a.kl_in_reward and a.kl_coef <= 0:
+        raise ConfigError("algo.kl_in_reward=true needs algo.kl_coef > 0")
+    if a.reward_map and (len(a.reward_map) != 2 or a.reward_map[0] >= a.reward_map[1]):
+        raise ConfigError(f"algo.reward_map must be [low, high] with low < high, got {list(a.reward_map)}")
+    if not 0 <= a.overlong_buffer <= r.max_new_tokens:
+        raise ConfigError(
+            f"algo.overlong_buffer={a.overlong_buffer} must be in [0, rollout.max_new_tokens={r.max_new_tokens}]"
+        )
+    if a.overlong_penalty < 0:
+        raise ConfigError(f"algo.overlong_penalty must be >= 0, got {a.overlong_penalty}")
+    if a.dynamic_sampling_max_rounds < 0:
+        raise ConfigError(
+            f"algo.dynamic_sampling_max_rounds must be >= 0, got {a.dynamic_sampling_max_rounds}"
+        )
+    for key in ("early_stop_ratio", "early_stop_kl", "critic_lr", "value_clip"):
+        v = getattr(a, key)
+        if v is not None and v <= 0:
+            raise ConfigError(f"algo.{key} must be > 0 (or null), got {v}")
+    if a.tis_cap < 0:
+        raise ConfigError(f"algo.tis_cap must be >= 0 (0 = off), got {a.tis_cap}")
+    if a.critic_model and a.adv_estimator != "gae":
+        raise ConfigError("algo.critic_model is only used with algo.adv_estimator=gae")

@@ -1,8 +1,9 @@
 """The RL training loop, readable top to bottom.
 
 Each step: sample prompts -> generate n completions per prompt -> score them with the routed
-verifiers -> advantages -> (old / reference log-probs when needed) -> one or more mini-batch policy
-updates -> metrics. Periodically: held-out validation (greedy accuracy and mean@n) and a checkpoint.
+verifiers (refilling zero-variance groups with DAPO dynamic sampling) -> reward shaping -> old /
+reference log-probs and critic values when needed -> advantages -> mini-batch policy (and critic)
+updates -> metrics. The algorithm choices (`cfg.algo`) are combined here and in `trainer.step`. Periodically: held-out validation (greedy accuracy and mean@n) and a checkpoint.
 `train(cfg, resume=True)` continues from the latest checkpoint and reproduces an uninterrupted run.
 """
 
@@ -13,26 +14,33 @@ from pathlib import Path
 
 import torch
 
+from reasonrl.algorithms.masked import normalisers
 from reasonrl.config import RunConfig, to_dict
 from reasonrl.engines.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.trainer.batching import build_batch, minibatches
+from reasonrl.trainer.critic import build_critic
 from reasonrl.trainer.metrics import MetricsLog, mean_metrics
 from reasonrl.trainer.plot import plot_run
 from reasonrl.trainer.progress import Progress
-from reasonrl.trainer.rollouts import collect_rollouts, rollout_metrics, sample_rows
+from reasonrl.trainer.rollouts import rollout_metrics, sample_rows
+from reasonrl.trainer.sampling import collect_step, greedy_baseline
 from reasonrl.trainer.setup import build_run, step_seed, validate_policy
-from reasonrl.trainer.step import make_loss_fn, token_advantages
+from reasonrl.trainer.shaping import shape_batch
+from reasonrl.trainer.step import attach_tis_weights, compute_advantages, early_stop, make_loss_fn
 
 
 def train(cfg: RunConfig, resume: bool = False, log=print) -> dict:
     run_dir = Path(cfg.log.run_dir)
     run = build_run(cfg, log=log)  # model, tokenizer, engines, data, sampler, reward scorer
+    critic = build_critic(cfg, log=log) if cfg.algo.adv_estimator == "gae" else None  # PPO value model
     start = 0
     ckpt = latest_checkpoint(run_dir) if resume else None
     if ckpt is not None:
         state, engine_state, rng = load_checkpoint(ckpt)
         run.train_engine.load_state_dict(engine_state)
+        if critic is not None:
+            critic.load_state_dict(engine_state["critic"])
         run.sampler.load_state_dict(state["sampler"])
         set_rng_state(rng)
         start = state["step"]
@@ -42,41 +50,58 @@ def train(cfg: RunConfig, resume: bool = False, log=print) -> dict:
     metrics_log = MetricsLog(run_dir, cfg.log.tensorboard, resume_step=start if ckpt else None)
     (run_dir / "config.yaml").write_text(__import__("yaml").safe_dump(to_dict(cfg), sort_keys=False))
     t, r, algo = cfg.train, cfg.rollout, cfg.algo
-    needs_old = t.epochs > 1 or t.mini_batch < t.global_batch  # otherwise old == current, exactly
+    # old log-probs: for off-policy updates, KL-in-reward and TIS (otherwise old == current, exactly)
+    needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl_in_reward or algo.tis_cap > 0
 
     if start == 0:
         metrics_log.log(0, validate_policy(run, cfg))
     progress = Progress(cfg.train.steps, start, enabled=cfg.log.progress)
     for step in range(start + 1, t.steps + 1):
         t0 = time.perf_counter()
-        # 1. rollouts: n completions for each prompt of this step, scored by the verifiers
-        problems = run.sampler.next()
+        # 1. rollouts: n completions for each prompt of this step, scored by the verifiers; with
+        #    dynamic sampling, groups whose rewards are all equal are replaced by new prompts
         params = SamplingParams(
             r.n, r.temperature, r.top_p, r.top_k, r.max_new_tokens, step_seed(t.seed, step)
         )
-        groups, reward_metrics = collect_rollouts(run, problems, params)
+        groups, reward_metrics = collect_step(run, params, algo)
         t_gen = time.perf_counter()
         batch = build_batch(groups, run.pad_id)
+        step_metrics = shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, truncation
 
-        # 2. advantages, and the log-probs the loss compares against
-        batch.advantages = token_advantages(batch, algo)
+        # 2. the log-probs and values the advantages and the loss compare against, then advantages
         if needs_old:
             batch.old_logprobs = run.train_engine.logprobs(batch, t.micro_batch)
         if algo.kl_coef > 0:
             batch.ref_logprobs = run.train_engine.logprobs(batch, t.micro_batch, reference=True)
+        if critic is not None:
+            batch.extras["values"] = critic.values(batch, t.micro_batch)
+        baseline = (
+            greedy_baseline(run, groups, algo, r.max_new_tokens) if algo.adv_estimator == "remax" else None
+        )
+        step_metrics.update(compute_advantages(batch, algo, baseline))
+        if algo.tis_cap > 0:
+            step_metrics.update(attach_tis_weights(batch, algo.tis_cap))
 
-        # 3. policy updates: `epochs` passes over the batch in shuffled mini-batches
+        # 3. updates: `epochs` passes over the batch in shuffled mini-batches; a mini-batch that has
+        #    drifted too far from the sampling policy is skipped (RLinf early stop)
         shuffle = torch.Generator().manual_seed(step_seed(t.seed, step) + 1)
-        updates = []
+        updates, stopped = [], 0
         for _ in range(t.epochs):
             for mini in minibatches(batch, t.mini_batch, shuffle):
-                loss_fn = make_loss_fn(algo, mini.mask.sum(), mini.size, r.max_new_tokens)
+                if critic is not None:
+                    updates.append(critic.train_step(mini, t.micro_batch, algo.value_clip))
+                if early_stop(run.train_engine, mini, algo, t.micro_batch):
+                    stopped += 1
+                    continue
+                counts = normalisers(mini.mask)
+                loss_fn = make_loss_fn(algo, counts["total_tokens"], counts["total_seqs"], r.max_new_tokens)
                 updates.append(run.train_engine.train_step(mini, loss_fn, t.micro_batch))
         run.rollout_engine.sync_weights(run.model)
         t_end = time.perf_counter()
 
         # 4. metrics, validation, checkpoint
-        metrics = {**reward_metrics, **rollout_metrics(batch), **mean_metrics(updates)}
+        metrics = {**reward_metrics, **rollout_metrics(batch), **step_metrics, **mean_metrics(updates)}
+        metrics["actor/early_stopped_minibatches"] = float(stopped)
         metrics.update(
             {
                 "perf/step_seconds": t_end - t0,
@@ -92,14 +117,11 @@ def train(cfg: RunConfig, resume: bool = False, log=print) -> dict:
         progress.update(step, metrics)
         if (cfg.checkpoint.every and step % cfg.checkpoint.every == 0) or step == t.steps:
             state = {"sampler": run.sampler.state_dict(), "config": to_dict(cfg)}
+            engine_state = run.train_engine.state_dict()
+            if critic is not None:
+                engine_state["critic"] = critic.state_dict()
             save_checkpoint(
-                run_dir,
-                step,
-                run.model,
-                run.tokenizer,
-                run.train_engine.state_dict(),
-                state,
-                cfg.checkpoint.keep_last,
+                run_dir, step, run.model, run.tokenizer, engine_state, state, cfg.checkpoint.keep_last
             )
     progress.close()
     metrics_log.close()

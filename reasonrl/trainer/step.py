@@ -1,9 +1,22 @@
 """The pieces of one RL step that combine the pure algorithm functions (rule 4: orthogonal choices
-are combined in one visible place).
+are combined in one visible place; `trainer/loop.py` calls them in order).
 
-Owns: turning rewards into per-token advantages, and the per-micro-batch loss
-  loss = agg(policy_loss) + kl_coef * agg(kl(logprobs, ref)) - entropy_coef * agg(entropy)
-where every aggregation uses the mini-batch's global counts, so micro-batches simply add up.
+Owns:
+  `compute_advantages`: rewards -> per-token advantages [B, T] with the configured estimator, after
+      folding KL into the rewards when `algo.kl_in_reward` (token rewards for gae; for sequence
+      estimators r_i - kl_coef * sum_t kl_it, kl = kl_estimator(old_logprobs, ref_logprobs));
+      remax gets the greedy `baseline_rewards`, gae the critic's `values` and leaves `returns` in
+      `batch.extras["returns"]` for the critic update.
+  `attach_tis_weights`: truncated IS weights min(exp(old - sampler), tis_cap), `batch.extras["is_weights"]`.
+  `make_loss_fn`: the per-micro-batch loss
+      loss = agg(w * policy_loss) + kl_coef * agg(kl(logprobs, ref))   [KL term only if not in reward]
+             - entropy_coef * agg(entropy)
+      (w = TIS weights or 1), every aggregation using the mini-batch's global counts, so micro-batches
+      simply add up; entropy is always logged.
+  `early_stop`: RLinf mini-batch early stop (skip the mini-batch when its mean importance ratio or
+      approx KL against old_logprobs exceeds the threshold), measured with one no-grad forward.
+Does not own: the formulas (`algorithms/`), reward shaping (`trainer.shaping`), the critic
+(`trainer.critic`), or the optimizer step (`engines`).
 """
 
 from __future__ import annotations
@@ -11,18 +24,53 @@ from __future__ import annotations
 import torch
 
 from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
-from reasonrl.algorithms.kl import kl_penalty
-from reasonrl.algorithms.masked import aggregate, masked_mean
+from reasonrl.algorithms.correction import tis_weights
+from reasonrl.algorithms.filters import minibatch_early_stop
+from reasonrl.algorithms.kl import fold_kl_into_rewards, kl_penalty
+from reasonrl.algorithms.masked import aggregate, masked_mean, masked_sum
 from reasonrl.config import AlgoConfig
 from reasonrl.types import TrainBatch
 
 
-def token_advantages(batch: TrainBatch, algo: AlgoConfig) -> torch.Tensor:
-    """Sequence advantages from the configured estimator, broadcast to [B, T] and zeroed off-mask."""
-    adv = ADVANTAGES.get(algo.adv_estimator)(batch.rewards, batch.group_ids, **algo.adv_kwargs)
-    if adv.dim() == 1:
-        adv = adv[:, None].expand_as(batch.mask)
-    return adv * batch.mask
+def compute_advantages(
+    batch: TrainBatch, algo: AlgoConfig, baseline_rewards: torch.Tensor | None = None
+) -> dict[str, float]:
+    """Set `batch.advantages` [B, T] (0 off-mask); returns metrics. Needs `old_logprobs` and
+    `ref_logprobs` with kl_in_reward, `extras["values"]` with gae, `baseline_rewards` with remax."""
+    rewards, mask = batch.rewards, batch.mask
+    token_rewards = None
+    metrics: dict[str, float] = {}
+    if algo.kl_in_reward:
+        kl = kl_penalty(batch.old_logprobs, batch.ref_logprobs, algo.kl_estimator)
+        penalty = algo.kl_coef * masked_sum(kl, mask, dim=-1)  # [B]
+        metrics["reward/kl_penalty"] = penalty.mean().item()
+        metrics["actor/kl_ref"] = masked_mean(kl, mask).item()
+        if algo.adv_estimator == "gae":
+            token_rewards = fold_kl_into_rewards(rewards, kl, mask, algo.kl_coef)
+        else:
+            rewards = rewards - penalty
+    estimator = ADVANTAGES.get(algo.adv_estimator)
+    kwargs = dict(algo.adv_kwargs)
+    if algo.adv_estimator == "remax":
+        kwargs["baseline_rewards"] = baseline_rewards
+        metrics["reward/baseline_mean"] = baseline_rewards.float().mean().item()
+    if algo.adv_estimator == "gae":
+        kwargs.update(values=batch.extras["values"], mask=mask, token_rewards=token_rewards)
+        adv, returns = estimator(rewards, batch.group_ids, **kwargs)
+        batch.extras["returns"] = returns
+        metrics["critic/returns_mean"] = masked_mean(returns, mask).item()
+    else:
+        adv = estimator(rewards, batch.group_ids, **kwargs)[:, None].expand_as(mask)
+    batch.advantages = adv * mask
+    metrics["actor/advantage_abs_mean"] = masked_mean(batch.advantages.abs(), mask).item()
+    return metrics
+
+
+def attach_tis_weights(batch: TrainBatch, cap: float) -> dict[str, float]:
+    """Store truncated IS weights [B, T] in `batch.extras["is_weights"]`; returns their metrics."""
+    weights, metrics = tis_weights(batch.old_logprobs, batch.sampler_logprobs, batch.mask, cap=cap)
+    batch.extras["is_weights"] = weights
+    return {f"actor/{k}": v.item() for k, v in metrics.items()}
 
 
 def loss_options(algo: AlgoConfig) -> dict:
@@ -32,9 +80,10 @@ def loss_options(algo: AlgoConfig) -> dict:
     return {**{k: v for k, v in opts.items() if k in valid}, **algo.loss_kwargs}
 
 
-def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs: int, norm_len: int):
+def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_len: int):
     policy_loss = POLICY_LOSSES.get(algo.policy_loss)
     opts = loss_options(algo)
+    kl_loss = algo.kl_coef > 0 and not algo.kl_in_reward
 
     def agg(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return aggregate(
@@ -45,11 +94,13 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs: int, 
         mask = micro.mask
         old = micro.old_logprobs if micro.old_logprobs is not None else logprobs.detach()
         pg_tok, pg_metrics = policy_loss(logprobs, old, micro.advantages, mask, **opts)
+        if algo.tis_cap > 0:
+            pg_tok = pg_tok * micro.extras["is_weights"].to(pg_tok.device)
         pg = agg(pg_tok, mask)
         loss = pg
         metrics = {f"actor/{k}": v for k, v in pg_metrics.items()}
         metrics["loss/policy"] = pg.detach()
-        if algo.kl_coef > 0:
+        if kl_loss:
             kl = agg(kl_penalty(logprobs, micro.ref_logprobs, algo.kl_estimator), mask)
             loss = loss + algo.kl_coef * kl
             metrics["loss/kl"] = kl.detach()
@@ -62,3 +113,14 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs: int, 
         return loss, metrics
 
     return loss_fn
+
+
+def early_stop(engine, mini: TrainBatch, algo: AlgoConfig, micro_batch: int) -> bool:
+    """True when RLinf's test says to skip this mini-batch (never without thresholds or old log-probs)."""
+    if (algo.early_stop_ratio is None and algo.early_stop_kl is None) or mini.old_logprobs is None:
+        return False
+    current = engine.logprobs(mini, micro_batch)
+    log_ratio = (current - mini.old_logprobs).clamp(-20.0, 20.0)
+    ratio_mean = masked_mean(torch.exp(log_ratio), mini.mask)
+    approx_kl = masked_mean(torch.expm1(log_ratio) - log_ratio, mini.mask)
+    return bool(minibatch_early_stop(ratio_mean, approx_kl, algo.early_stop_ratio, algo.early_stop_kl))

@@ -1,0 +1,110 @@
+"""The critic (value model) for PPO with GAE: a value head on the policy architecture, trained with
+its own optimizer.
+
+Owns: `Critic` (values V(s_t) of the completion positions, one clipped value-loss update per
+mini-batch, its state for checkpoints) and `build_critic` (from the config). The model is
+`AutoModelForTokenClassification(num_labels=1, classifier_dropout=0)` loaded from `algo.critic_model` (default: the
+policy's own checkpoint), i.e. a separate copy of the policy backbone with a fresh linear head, as in
+verl / OpenRLHF. Does not own: GAE (`algorithms.advantages.gae`), the value-loss formula
+(`algorithms.value.value_loss`) or checkpoint files (the loop stores `Critic.state_dict()` in the
+engine state).
+
+Alignment: V at completion position t is the head's output at the position that predicts token t
+(the last prompt token for t = 0), exactly the positions whose logits give `logprobs`.
+Loss: token_mean of the clipped value loss over the mini-batch's trainable tokens (normalised by the
+whole mini-batch's token count, so micro-batches add up), one AdamW step, gradient clipping.
+Metrics: `loss/value` and `critic/{vf_clipfrac, value_mean, value_error, explained_var, grad_norm}`.
+Single device only (the critic lives on the policy's device).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from reasonrl.algorithms.masked import aggregate
+from reasonrl.algorithms.value import value_loss
+from reasonrl.types import TrainBatch
+
+
+class Critic:
+    def __init__(
+        self, model, *, lr: float, betas=(0.9, 0.999), weight_decay: float = 0.0, grad_clip: float = 1.0
+    ):
+        self.model = model
+        self.device = next(model.parameters()).device
+        self.grad_clip = grad_clip
+        self.optimizer = torch.optim.AdamW(
+            model.parameters(), lr=lr, betas=tuple(betas), weight_decay=weight_decay
+        )
+
+    def _forward(self, micro: TrainBatch) -> torch.Tensor:
+        ids = micro.input_ids.to(self.device)
+        attn = micro.attention_mask.to(self.device)
+        pos = (attn.cumsum(-1) - 1).clamp_min(0)
+        out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False).logits
+        return out[:, micro.prompt_len - 1 : -1, 0].float()
+
+    @torch.no_grad()
+    def values(self, batch: TrainBatch, micro_batch: int) -> torch.Tensor:
+        """V [B, T] (fp32, CPU) of the completion positions under the current critic."""
+        self.model.eval()
+        out = [
+            self._forward(batch.select(slice(s, s + micro_batch))).cpu()
+            for s in range(0, batch.size, micro_batch)
+        ]
+        return torch.cat(out)
+
+    def train_step(
+        self, batch: TrainBatch, micro_batch: int, clip_range: float | None
+    ) -> dict[str, torch.Tensor]:
+        """One optimizer step on `batch` (a mini-batch holding extras `values` and `returns`)."""
+        self.model.train()
+        total_tokens = batch.mask.sum()
+        sums: dict[str, torch.Tensor] = {}
+        n_micro = 0
+        for s in range(0, batch.size, micro_batch):
+            micro = batch.select(slice(s, s + micro_batch))
+            mask = micro.mask.to(self.device)
+            values = self._forward(micro)
+            old = micro.extras["values"].to(self.device)
+            returns = micro.extras["returns"].to(self.device)
+            tok, metrics = value_loss(values, old, returns, mask, clip_range=clip_range)
+            loss = aggregate(tok, mask, "token_mean", total_tokens=total_tokens.to(self.device))
+            loss.backward()
+            n_micro += 1
+            sums["loss/value"] = sums.get("loss/value", 0.0) + loss.detach().cpu()
+            for k, v in metrics.items():
+                sums[f"critic/{k}"] = sums.get(f"critic/{k}", 0.0) + v.detach().cpu()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+        if torch.isfinite(grad_norm):
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        out = {k: (v if k.startswith("loss/") else v / n_micro) for k, v in sums.items()}
+        out["critic/grad_norm"] = grad_norm.detach().float().cpu()
+        return out
+
+    def state_dict(self) -> dict:
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
+
+def build_critic(cfg, log=print) -> Critic:
+    """The critic for `cfg` (a RunConfig): value head on `algo.critic_model` or the policy's model."""
+    from transformers import AutoConfig, AutoModelForTokenClassification
+
+    from reasonrl.models.loading import resolve_device, resolve_model_path
+
+    path = resolve_model_path(cfg.algo.critic_model or cfg.model.path, log=log)
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[cfg.model.dtype]
+    # classifier_dropout=0: transformers' token-classification heads default to dropout 0.1, which
+    # would make training-mode values differ from the values GAE used
+    config = AutoConfig.from_pretrained(path, num_labels=1)
+    config.classifier_dropout = 0.0
+    model = AutoModelForTokenClassification.from_pretrained(path, config=config, dtype=dtype)
+    model.to(resolve_device(cfg.model.device))
+    t = cfg.train
+    lr = cfg.algo.critic_lr if cfg.algo.critic_lr is not None else t.lr
+    return Critic(model, lr=lr, betas=t.betas, weight_decay=t.weight_decay, grad_clip=t.grad_clip)

@@ -1,0 +1,54 @@
+"""Reward shaping and loss masking of a step's batch, before advantages are computed.
+
+Owns: `shape_rewards` (verifier score -> training reward: `algo.reward_map`, then the DAPO soft
+overlong penalty) and `shape_batch` (applies it to `batch.rewards`, and clears the loss mask of
+truncated completions when `algo.mask_truncated`). Does not own: the penalty formula
+(`algorithms.filters.overlong_penalty`), KL folded into rewards (`trainer.step.compute_advantages`,
+which needs log-probs), or the verifier scores themselves (`rewards/`).
+
+Order, for a verifier score s and completion length L (tokens, EOS included):
+    r = low + (high - low) * s          if algo.reward_map = [low, high]  (RLinf's +5 / -5: [-5, 5])
+    r = r + overlong_penalty(L, rollout.max_new_tokens, algo.overlong_buffer, algo.overlong_penalty)
+The overlong penalty is in the units of the mapped reward. A truncated completion (finish reason
+"length") keeps its reward but, with `mask_truncated`, contributes no loss tokens (DAPO overlong
+filtering); it still counts in its group's baseline, as in DAPO.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from reasonrl.algorithms.filters import mask_truncated, overlong_penalty
+from reasonrl.config import AlgoConfig
+from reasonrl.types import TrainBatch
+
+
+def shape_rewards(
+    scores: torch.Tensor, lengths: torch.Tensor, algo: AlgoConfig, max_len: int
+) -> torch.Tensor:
+    """Training rewards [N] from verifier scores [N] and completion lengths [N] (tokens)."""
+    r = scores.to(torch.float32)
+    if algo.reward_map:
+        low, high = algo.reward_map
+        r = low + (high - low) * r
+    if algo.overlong_buffer > 0:
+        r = r + overlong_penalty(lengths, max_len, algo.overlong_buffer, algo.overlong_penalty)
+    return r
+
+
+def shape_batch(batch: TrainBatch, algo: AlgoConfig, max_len: int) -> dict[str, float]:
+    """Shape `batch.rewards` and (optionally) mask truncated rows, in place; returns metrics."""
+    lengths = batch.extras["lengths"]
+    batch.rewards = shape_rewards(batch.rewards, lengths, algo, max_len)
+    metrics: dict[str, float] = {}
+    if algo.reward_map or algo.overlong_buffer > 0:
+        metrics["reward/shaped_mean"] = batch.rewards.mean().item()
+    if algo.overlong_buffer > 0:
+        penalty = overlong_penalty(lengths, max_len, algo.overlong_buffer, algo.overlong_penalty)
+        metrics["reward/overlong_penalty"] = penalty.mean().item()
+        metrics["reward/overlong_frac"] = (penalty < 0).float().mean().item()
+    if algo.mask_truncated:
+        truncated = batch.extras["truncated"]
+        batch.mask = mask_truncated(batch.mask, truncated)
+        metrics["rollout/masked_truncated_frac"] = truncated.float().mean().item()
+    return metrics
