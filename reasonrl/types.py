@@ -61,7 +61,13 @@ class Problem:
     @classmethod
     def from_row(cls, row: dict[str, Any], where: str = "row") -> Problem:
         """Build from a verl / Reasoning360 row; `where` names the row in error messages."""
-        missing = [k for k in ("data_source", "prompt", "reward_model") if k not in row]
+        # a null data_source / prompt counts as missing (parquet stores absent keys as null);
+        # a null reward_model is reported by the shape check below
+        missing = [
+            k
+            for k in ("data_source", "prompt", "reward_model")
+            if k not in row or (row[k] is None and k != "reward_model")
+        ]
         if missing:
             raise ValueError(
                 f"{where}: missing key(s) {missing}; a row needs data_source, prompt, reward_model"
@@ -81,14 +87,16 @@ class Problem:
         if isinstance(extra, str):
             extra = json.loads(extra)
         extra = dict(extra)
+        verifier = extra.pop("verifier", None)  # our own keys, written by to_row
+        uid = extra.pop("uid", None)
         return cls(
             prompt=prompt,
             ground_truth=rm["ground_truth"],
             data_source=str(row["data_source"]),
             ability=str(row.get("ability") or ""),
             extra_info=extra,
-            verifier=extra.get("verifier") or None,
-            uid=str(extra.get("uid", extra.get("index", ""))),
+            verifier=verifier or None,
+            uid=str(uid if uid is not None else extra.get("index", "")),
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -29,7 +30,9 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
     if not d.is_dir():
         return []
     found = [
-        p for p in d.iterdir() if p.is_dir() and p.name.startswith(PREFIX) and (p / "state.json").is_file()
+        p
+        for p in d.iterdir()
+        if p.is_dir() and re.fullmatch(rf"{PREFIX}\d+", p.name) and (p / "state.json").is_file()
     ]
     return sorted(found, key=lambda p: int(p.name[len(PREFIX) :]))
 

@@ -155,11 +155,6 @@ def test_data_task_is_free_when_train_files_are_given():
     assert cfg.data.train_files == ["a.parquet"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="config._fail: OmegaConf merge errors on a whole section (`train=3`) carry an empty "
-    "full_key, so the message says invalid config key '' instead of naming 'train'",
-)
 def test_scalar_for_a_section_names_the_section():
     with pytest.raises(ConfigError) as e:
         load_config(None, ["train=3"])

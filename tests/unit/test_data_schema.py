@@ -59,11 +59,6 @@ def test_round_trip(tmp_path, suffix):
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="Problem.to_row copies uid (and verifier) into extra_info and from_row keeps them there, "
-    "so a write/read round trip is not the identity: extra_info gains 'uid'",
-)
 def test_round_trip_is_identity(tmp_path, suffix):
     probs = _problems()
     write_problems(tmp_path / f"d{suffix}", probs)
@@ -181,12 +176,6 @@ def test_parquet_null_reward_model_names_file_and_row(tmp_path):
 
 
 @pytest.mark.parametrize("key", ["prompt", "data_source"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="Problem.from_row checks that keys exist, not that they are non-null: a null prompt "
-    "raises a bare TypeError ('NoneType' object is not iterable) without file or row, and a null "
-    "data_source silently becomes the string 'None'",
-)
 def test_parquet_null_required_field_names_file_and_row(tmp_path, key):
     path = _parquet_with_null(tmp_path, key)
     with pytest.raises(ValueError) as e:
