@@ -1,8 +1,7 @@
 """Fixtures of the end-to-end tests.
 
 Owns: `tiny_model_dir`, a random (untrained) tiny Qwen2 + BPE tokenizer saved as a Hugging Face
-directory once per session, for runs that load `model.path` from disk. (tests/e2e/test_train_loop.py
-keeps an identical module-level copy, which takes precedence there.)
+directory once per session, for runs that load `model.path` from disk.
 """
 
 from __future__ import annotations

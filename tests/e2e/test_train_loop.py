@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 import torch
 
 from reasonrl.config import load_config
@@ -13,28 +12,31 @@ from reasonrl.engines.checkpoint import list_checkpoints
 from reasonrl.trainer.loop import train
 
 
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory):
-    from reasonrl.data.tasks import generate
-    from reasonrl.models.tiny import TinySpec, build_model, build_tokenizer, corpus
-
-    spec = TinySpec(hidden_size=32, layers=2, heads=2, intermediate_size=64, vocab_size=64)
-    probs = generate("arithmetic", 500, seed=0, difficulty=2, split="train")
-    tok = build_tokenizer(corpus(probs), spec.vocab_size)
-    model = build_model(spec, tok)
-    out = tmp_path_factory.mktemp("tiny")
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    return str(out)
-
-
 def _cfg(model_dir, run_dir, steps, *extra):
-    return load_config(None, [
-        f"model.path={model_dir}", "model.device=cpu", f"log.run_dir={run_dir}", f"train.steps={steps}",
-        "train.global_batch=16", "rollout.n=4", "train.mini_batch=8", "train.micro_batch=4", "train.epochs=2",
-        "train.lr=1e-3", "rollout.max_new_tokens=12", "data.train_size=64", "val.size=8", "val.n=2",
-        "log.progress=false", "log.tensorboard=false", "checkpoint.every=2", "checkpoint.keep_last=5", *extra,
-    ])
+    return load_config(
+        None,
+        [
+            f"model.path={model_dir}",
+            "model.device=cpu",
+            f"log.run_dir={run_dir}",
+            f"train.steps={steps}",
+            "train.global_batch=16",
+            "rollout.n=4",
+            "train.mini_batch=8",
+            "train.micro_batch=4",
+            "train.epochs=2",
+            "train.lr=1e-3",
+            "rollout.max_new_tokens=12",
+            "data.train_size=64",
+            "val.size=8",
+            "val.n=2",
+            "log.progress=false",
+            "log.tensorboard=false",
+            "checkpoint.every=2",
+            "checkpoint.keep_last=5",
+            *extra,
+        ],
+    )
 
 
 def _stable(row):
