@@ -17,6 +17,7 @@ import torch
 from reasonrl.algorithms.masked import normalisers
 from reasonrl.config import RunConfig, to_dict
 from reasonrl.engines.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
+from reasonrl.models.loading import load_policy
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.trainer.batching import build_batch, minibatches
 from reasonrl.trainer.critic import build_critic
@@ -38,6 +39,10 @@ def train(cfg: RunConfig, resume: bool = False, log=print) -> dict:
     ckpt = latest_checkpoint(run_dir) if resume else None
     if ckpt is not None:
         state, engine_state, rng = load_checkpoint(ckpt)
+        # the policy's weights (the reference model, if any, stays the initial policy)
+        run.model.load_state_dict(
+            load_policy(str(ckpt), cfg.model.dtype, cfg.model.device, log=log)[0].state_dict()
+        )
         run.train_engine.load_state_dict(engine_state)
         if critic is not None:
             critic.load_state_dict(engine_state["critic"])

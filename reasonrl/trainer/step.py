@@ -53,7 +53,8 @@ def compute_advantages(
     kwargs = dict(algo.adv_kwargs)
     if algo.adv_estimator == "remax":
         kwargs["baseline_rewards"] = baseline_rewards
-        metrics["reward/baseline_mean"] = baseline_rewards.float().mean().item()
+        if baseline_rewards is not None:  # (None: the estimator raises a clear error)
+            metrics["reward/baseline_mean"] = baseline_rewards.float().mean().item()
     if algo.adv_estimator == "gae":
         kwargs.update(values=batch.extras["values"], mask=mask, token_rewards=token_rewards)
         adv, returns = estimator(rewards, batch.group_ids, **kwargs)
