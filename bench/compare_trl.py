@@ -120,6 +120,7 @@ def run_trl(args, model_path: str, steps: list[list], out_dir: Path, seed: int) 
             self.seconds: list[float] = []
             self.rewards: list[float] = []
             self.lengths: list[float] = []
+            self.zero_std: list[float] = []
             self._t0 = 0.0
 
         def on_step_begin(self, targs, state, control, **kw):
@@ -132,6 +133,7 @@ def run_trl(args, model_path: str, steps: list[list], out_dir: Path, seed: int) 
             if logs and "reward" in logs:
                 self.rewards.append(float(logs["reward"]))
                 self.lengths.append(float(logs.get("completions/mean_length", float("nan"))))
+                self.zero_std.append(float(logs.get("frac_reward_zero_std", float("nan"))))
 
     warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning)
     config = GRPOConfig(
@@ -198,7 +200,13 @@ def run_trl(args, model_path: str, steps: list[list], out_dir: Path, seed: int) 
     want = [set(range(k * args.prompts, (k + 1) * args.prompts)) for k in range(args.steps)]
     if seen != want:
         raise RuntimeError("TRL did not train on the scheduled prompts in order (did its sampler change?)")
-    return {"seconds": timer.seconds, "rewards": timer.rewards, "lengths": timer.lengths, "wall": wall}
+    return {
+        "seconds": timer.seconds,
+        "rewards": timer.rewards,
+        "lengths": timer.lengths,
+        "zero_std": timer.zero_std,
+        "wall": wall,
+    }
 
 
 # ----------------------------------------------------------------------------- reasonrl
@@ -268,6 +276,11 @@ def run_reasonrl(args, model_path: str, out_dir: Path, seed: int) -> dict:
         "seconds": [h["perf/step_seconds"] for h in steps],
         "rewards": [h["reward/mean"] for h in steps],
         "lengths": [h.get("rollout/response_length", float("nan")) for h in steps],
+        # groups whose rewards are all equal: zero advantage, no gradient (with kl_coef = 0)
+        "zero_std": [
+            h.get("reward/solved_all_frac", float("nan")) + h.get("reward/solved_none_frac", float("nan"))
+            for h in steps
+        ],
         "wall": wall,
         "uids": uids,
         "generate_seconds": perf["perf/generate_seconds"],
@@ -299,6 +312,7 @@ def summarize(runs: list[dict], warmup: int, last: int) -> dict:
         "reward_last": rewards[-1],
         "reward_lastk": statistics.fmean(rewards[-last:]),
         "length_mean": statistics.fmean(x for r in runs for x in r["lengths"]),
+        "zero_std": statistics.fmean(x for r in runs for x in r["zero_std"]),
         "wall": statistics.fmean(r["wall"] for r in runs),
     }
     for k in ("generate_seconds", "train_seconds"):
@@ -315,6 +329,7 @@ def print_table(args, summaries: dict[str, dict]) -> None:
         f"(first {args.warmup} step(s) of each run left out of timing)"
     )
     cols = ("sec/step med", "sec/step mean", "reward@1", "reward@last", f"reward last{args.last}", "resp len")
+    cols += ("0-std groups",)
     print(f"{'trainer':<10}" + "".join(f"{c:>15}" for c in cols) + f"{'run wall s':>12}")
     for name, s in summaries.items():
         vals = (
@@ -324,6 +339,7 @@ def print_table(args, summaries: dict[str, dict]) -> None:
             s["reward_last"],
             s["reward_lastk"],
             s["length_mean"],
+            s["zero_std"],
         )
         print(f"{name:<10}" + "".join(f"{v:>15.3f}" for v in vals) + f"{s['wall']:>12.1f}")
     rr = summaries.get("reasonrl")
@@ -352,6 +368,7 @@ def json_line(args, summaries: dict[str, dict]) -> dict:
     for name, s in summaries.items():
         line[f"{name}_sec_per_step_mean"] = round(s["mean"], 4)
         line[f"{name}_reward_last{args.last}"] = round(s["reward_lastk"], 4)
+        line[f"{name}_zero_std_groups"] = round(s["zero_std"], 4)
     if r and "generate_seconds" in r:
         line["reasonrl_generate_sec"] = round(r["generate_seconds"], 4)
         line["reasonrl_train_sec"] = round(r["train_seconds"], 4)
