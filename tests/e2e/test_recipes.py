@@ -98,8 +98,7 @@ def test_recipe_trains(recipe, tiny_model_dir, tmp_path):
 
 
 COMBOS = [
-    ("grpo", ("algo.tis_cap=2.0",), ["actor/is_weight_mean", "actor/mismatch_kl"]),
-    ("grpo", ("algo.kl_in_reward=true",), ["reward/kl_penalty", "actor/kl_ref"]),
+    ("grpo", ("algo.tis_cap=2.0", "algo.kl_in_reward=true"), ["actor/is_weight_mean", "reward/kl_penalty"]),
     ("reinforce_pp", ("algo.adv_estimator=reinforce_pp_baseline",), ["reward/kl_penalty"]),
     ("ppo_gae", ("algo.kl_coef=0.01", "algo.kl_in_reward=true", "algo.value_clip=null"), ["loss/value"]),
 ]
@@ -131,13 +130,14 @@ def _stable(row: dict) -> dict:
 
 
 def test_resume_is_exact_with_critic_and_dynamic_sampling(tiny_model_dir, tmp_path):
-    """The critic's weights and optimizer and the extra prompts drawn by dynamic sampling survive a
-    restart: a run stopped after step 2 and resumed logs exactly the uninterrupted run's step 3."""
+    """The policy's and the critic's weights and optimizers and the extra prompts drawn by dynamic
+    sampling survive a restart: a run stopped after step 1 and resumed logs exactly the uninterrupted
+    run's step 2 (GAE advantages are non-zero even for a random policy, so the policy does move)."""
     recipe = Path(__file__).parents[2] / "recipes" / "ppo_gae.yaml"
     extra = ("algo.dynamic_sampling=true", "algo.dynamic_sampling_max_rounds=1", "checkpoint.every=1")
-    full = _run(recipe, tiny_model_dir, tmp_path / "a", *extra, "train.steps=3")
-    _run(recipe, tiny_model_dir, tmp_path / "b", *extra)  # 2 steps
-    cfg = load_config(recipe, _overrides(recipe, tiny_model_dir, tmp_path / "b", (*extra, "train.steps=3")))
+    full = _run(recipe, tiny_model_dir, tmp_path / "a", *extra)  # 2 steps
+    _run(recipe, tiny_model_dir, tmp_path / "b", *extra, "train.steps=1")
+    cfg = load_config(recipe, _overrides(recipe, tiny_model_dir, tmp_path / "b", extra))
     resumed = train(cfg, resume=True, log=lambda *_: None)["history"]
+    assert resumed[-1]["step"] == 2 and resumed[-1]["rollout/ds_rounds"] >= 1
     assert _stable(resumed[-1]) == _stable(full[-1])
-    assert resumed[-1]["step"] == 3 and resumed[-1]["rollout/ds_rounds"] >= 1
