@@ -15,9 +15,11 @@ Does not own: either trainer.
 Timing: TRL steps are timed with a TrainerCallback (on_step_begin -> on_step_end: generation,
 scoring, forward/backward and optimizer step); reasonrl's `perf/step_seconds` covers the same work
 (validation and logging are outside it). The first `--warmup` steps of each are left out; both the
-median and the mean are reported. The headline ratio uses medians. On a shared machine, use
-`--threads 1` (less sensitive to other processes) and `--repeats 3` (runs alternate; step times
-are pooled, rewards averaged over repeats).
+median and the mean are reported. The headline ratio uses medians. Both run with `--threads`
+torch threads (default 1: on a busy 2-core machine two OpenMP threads per process made steps up
+to 10x slower and the timings meaningless; pass 0 for torch's default on an idle machine).
+`--repeats R` alternates the two R times: step times are pooled, rewards averaged over repeats
+(same prompts, a different sampling seed per repeat).
 
 Usage:  python bench/compare_trl.py [--steps 20] [--prompts 16] [--generations 8] [--max-tokens 48]
                                     [--lr 1e-4] [--model demo] [--only both|trl|reasonrl]
@@ -64,7 +66,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--last", type=int, default=5, help="also report mean reward over the last K steps")
     ap.add_argument("--only", choices=("both", "trl", "reasonrl"), default="both")
     ap.add_argument("--order", choices=("trl-first", "reasonrl-first"), default="trl-first")
-    ap.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch intra-op threads for both (0: torch's default)"
+    )
     ap.add_argument("--repeats", type=int, default=1, help="alternate the two trainers this many times")
     ap.add_argument("--out-dir", default=None, help="where run directories go (default: a temp dir)")
     args = ap.parse_args(argv)
