@@ -70,9 +70,11 @@ def test_loop_writes_artefacts_and_changes_policy(tiny_model_dir, tmp_path):
 
 
 def test_resume_reproduces_uninterrupted_run(tiny_model_dir, tmp_path):
-    full = train(_cfg(tiny_model_dir, tmp_path / "a", 4))["history"]
-    train(_cfg(tiny_model_dir, tmp_path / "b", 2))  # "interrupted" after step 2 (checkpoint at 2)
-    resumed = train(_cfg(tiny_model_dir, tmp_path / "b", 4), resume=True)["history"]
+    # the entropy bonus makes the random policy move, so a resume that lost the weights would differ
+    ent = "algo.entropy_coef=0.05"
+    full = train(_cfg(tiny_model_dir, tmp_path / "a", 4, ent))["history"]
+    train(_cfg(tiny_model_dir, tmp_path / "b", 2, ent))  # "interrupted" after step 2 (checkpoint at 2)
+    resumed = train(_cfg(tiny_model_dir, tmp_path / "b", 4, ent), resume=True)["history"]
     full_by_step = {r["step"]: _stable(r) for r in full}
     resumed_by_step = {r["step"]: _stable(r) for r in resumed}
     for step in (3, 4):
