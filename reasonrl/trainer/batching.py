@@ -55,3 +55,17 @@ def minibatches(batch: TrainBatch, size: int, generator: torch.Generator | None 
         torch.randperm(batch.size, generator=generator) if generator is not None else torch.arange(batch.size)
     )
     return [batch.select(order[s : s + size]) for s in range(0, batch.size, size)]
+
+
+def without_inert_rows(batch: TrainBatch) -> TrainBatch:
+    """Drop rows whose advantages are zero on every token (e.g. GRPO groups with equal rewards).
+
+    Every policy loss is linear in the advantage, so such rows add exactly zero loss and gradient;
+    skipping their forward/backward changes nothing as long as the loss keeps the whole batch's
+    normalisers (the caller computes them first) and has no other per-token term (KL, entropy).
+    A batch with no active row is returned whole, so the optimizer still steps as it would.
+    """
+    active = (batch.advantages != 0).any(-1) & batch.mask.any(-1)
+    if bool(active.all()) or not bool(active.any()):
+        return batch
+    return batch.select(active.nonzero().squeeze(-1))

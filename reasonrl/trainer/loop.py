@@ -19,7 +19,7 @@ from reasonrl.config import RunConfig, to_dict
 from reasonrl.engines.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
 from reasonrl.models.loading import load_policy
 from reasonrl.rollout.base import SamplingParams
-from reasonrl.trainer.batching import build_batch, minibatches
+from reasonrl.trainer.batching import build_batch, minibatches, without_inert_rows
 from reasonrl.trainer.critic import build_critic
 from reasonrl.trainer.metrics import MetricsLog, mean_metrics
 from reasonrl.trainer.plot import plot_run
@@ -56,6 +56,8 @@ def train(cfg: RunConfig, resume: bool = False, log=print) -> dict:
     (run_dir / "config.yaml").write_text(__import__("yaml").safe_dump(to_dict(cfg), sort_keys=False))
     t, r, algo = cfg.train, cfg.rollout, cfg.algo
     # old log-probs: for off-policy updates, KL-in-reward and TIS (otherwise old == current, exactly)
+    # rows with zero advantage contribute nothing unless the loss has other per-token terms
+    skip_inert = algo.kl_coef == 0 and algo.entropy_coef == 0 and not algo.kl_in_reward
     needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl_in_reward or algo.tis_cap > 0
 
     if start == 0:
@@ -100,6 +102,8 @@ def train(cfg: RunConfig, resume: bool = False, log=print) -> dict:
                     continue
                 counts = normalisers(mini.mask)
                 loss_fn = make_loss_fn(algo, counts["total_tokens"], counts["total_seqs"], r.max_new_tokens)
+                if skip_inert:  # zero-advantage rows add exactly nothing: skip their forward/backward
+                    mini = without_inert_rows(mini)
                 updates.append(run.train_engine.train_step(mini, loss_fn, t.micro_batch))
         run.rollout_engine.sync_weights(run.model)
         t_end = time.perf_counter()

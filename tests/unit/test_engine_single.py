@@ -195,3 +195,31 @@ def test_engine_state_round_trip(tiny_model_and_tokenizer, batch):
     assert ma["lr"] == mb["lr"]
     for (n, pa), pb in zip(a.model.named_parameters(), b.model.parameters()):
         torch.testing.assert_close(pa, pb, rtol=0, atol=0, msg=n)
+
+
+def test_dropping_zero_advantage_rows_leaves_the_update_unchanged(tiny_model_and_tokenizer, batch):
+    """without_inert_rows: rows whose advantage is 0 everywhere add nothing to a ppo_clip token_mean
+    loss with the whole batch's normaliser, so skipping them gives the same gradient and update."""
+    from reasonrl.trainer.batching import without_inert_rows
+
+    model, _ = tiny_model_and_tokenizer
+    b = batch.select(torch.arange(batch.size))
+    b.advantages = torch.tensor([1.0, 0.0, 0.0, -0.5])[:, None] * b.mask  # rows 1 and 2 inert
+    total = normalisers(b.mask)["total_tokens"]
+
+    def pg_only(micro, logprobs, entropy):
+        tok_loss, _ = ppo_clip(logprobs, micro.old_logprobs, micro.advantages, micro.mask)
+        loss = aggregate(tok_loss, micro.mask, "token_mean", total_tokens=total)
+        return loss, {"loss/total": loss.detach()}
+
+    slim = without_inert_rows(b)
+    assert slim.size == 2 and slim.advantages[:, 0].tolist() == [1.0, -0.5]
+    g_full, w_full, m_full = _train(model, b, 4, pg_only)
+    g_slim, w_slim, m_slim = _train(model, slim, 4, pg_only)
+    assert max(g.abs().max().item() for g in g_full.values()) > 1e-4
+    _close(g_slim, g_full, atol=1e-7)
+    _close(w_slim, w_full, atol=1e-7)
+    torch.testing.assert_close(m_slim["loss/total"], m_full["loss/total"], rtol=1e-5, atol=1e-7)
+    # a batch with no active row is kept whole (the optimizer must still step as usual)
+    b.advantages = torch.zeros_like(b.advantages)
+    assert without_inert_rows(b).size == b.size
