@@ -104,6 +104,9 @@ def fmt(v, spec: str) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    from reasonrl.models.loading import resolve_model_path
+
+    args.model = resolve_model_path(args.model)  # build the demo model now, outside the timings
     rows = []
     for recipe in recipe_paths(args.recipes):
         print(f"[compare_recipes] {recipe.stem}: {args.steps} steps ...", file=sys.stderr, flush=True)
