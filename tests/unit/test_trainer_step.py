@@ -68,6 +68,7 @@ REFILL = [
     ([[V, Z], [V, V]], 2, 3, ["0.0", "1.0"], 2, 1, 0, 0),  # extra kept group discarded
     ([[Z, Z], [Z, V], [Z, Z]], 3, 2, ["1.1", "1.1", "1.1"], 3, 5, 2, 0),  # cap: pad by repeating
     ([[V, Z], [Z, Z]], 3, 1, ["0.0", "0.0", "0.0"], 2, 3, 2, 0),
+    ([[V, V], [Z, Z]], 5, 1, ["0.0", "0.1", "0.0", "0.1", "0.0"], 2, 2, 3, 0),  # repeat in order
     ([[Z, Z], [Z, Z]], 2, 1, ["1.0", "1.1"], 2, 4, 0, 1),  # nothing kept: last round as drawn
     ([[Z, V]], 2, 0, ["0.1", "0.1"], 1, 1, 1, 0),  # max_rounds 0: no refill
 ]
