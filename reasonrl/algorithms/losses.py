@@ -75,6 +75,33 @@ def _log_ratio(logprobs: torch.Tensor, old_logprobs: torch.Tensor) -> torch.Tens
     return (logprobs - old_logprobs).clamp(-_LOG_RATIO_CLAMP, _LOG_RATIO_CLAMP)
 
 
+def _clipped_surrogate(
+    ratio: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float,
+    clip_high: float,
+    metric_log_ratio: torch.Tensor,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """PPO's clipped surrogate -min(r A, clip(r, 1 - clip_low, 1 + clip_high) A) and its diagnostics.
+
+    Shared by ppo_clip (token ratio) and gspo (sequence ratio). A token counts as clipped where the
+    clip is active: r < 1 - clip_low with A < 0, or r > 1 + clip_high with A > 0.
+    """
+    unclipped = -advantages * ratio
+    clipped = -advantages * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
+    loss = torch.maximum(unclipped, clipped)
+    with torch.no_grad():
+        metrics = _metrics(
+            metric_log_ratio,
+            ratio,
+            mask,
+            (ratio < 1.0 - clip_low) & (advantages < 0),
+            (ratio > 1.0 + clip_high) & (advantages > 0),
+        )
+    return loss, metrics
+
+
 @POLICY_LOSSES.register("ppo_clip")
 def ppo_clip(
     logprobs: torch.Tensor,
@@ -89,9 +116,7 @@ def ppo_clip(
         raise ValueError(f"ppo_clip: clip_c must be > 1 (dual-clip lower bound), got {clip_c}")
     log_ratio = _log_ratio(logprobs, old_logprobs)
     ratio = torch.exp(log_ratio)
-    unclipped = -advantages * ratio
-    clipped = -advantages * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
-    loss = torch.maximum(unclipped, clipped)
+    loss, metrics = _clipped_surrogate(ratio, advantages, mask, clip_low, clip_high, log_ratio)
     neg = advantages < 0
     dual_hit = torch.zeros_like(neg)
     if clip_c is not None:
@@ -99,13 +124,6 @@ def ppo_clip(
         dual_hit = neg & (loss > bound)
         loss = torch.where(neg, torch.minimum(loss, bound), loss)
     with torch.no_grad():
-        metrics = _metrics(
-            log_ratio,
-            ratio,
-            mask,
-            (ratio < 1.0 - clip_low) & neg,
-            (ratio > 1.0 + clip_high) & (advantages > 0),
-        )
         metrics["clipfrac_dual"] = masked_mean(dual_hit.to(ratio.dtype), mask)
     return loss, metrics
 
@@ -124,18 +142,7 @@ def gspo(
     # value: log s_i on every token; gradient: d logprobs_t (scaled by s_i after exp)
     log_s = logprobs - logprobs.detach() + seq_log_ratio.detach().unsqueeze(-1)
     ratio = torch.exp(log_s)
-    unclipped = -advantages * ratio
-    clipped = -advantages * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
-    loss = torch.maximum(unclipped, clipped)
-    with torch.no_grad():
-        metrics = _metrics(
-            token_log_ratio,
-            ratio,
-            mask,
-            (ratio < 1.0 - clip_low) & (advantages < 0),
-            (ratio > 1.0 + clip_high) & (advantages > 0),
-        )
-    return loss, metrics
+    return _clipped_surrogate(ratio, advantages, mask, clip_low, clip_high, token_log_ratio)
 
 
 @POLICY_LOSSES.register("cispo")
