@@ -15,15 +15,15 @@ Deliberate differences from upstream, kept as rows:
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from _conformance import CONFORMANCE_DIR
 
 from reasonrl.rewards import sandbox
 from reasonrl.rewards.code import code
 from reasonrl.types import Problem
 
-CASES_FILE = Path(__file__).parents[2].parent / "shared" / "conformance" / "code_cases.jsonl"
+CASES_FILE = CONFORMANCE_DIR / "code_cases.jsonl"
 LEETCODE_PREFIX = "from typing import *\nfrom collections import *\nimport math, heapq, bisect, itertools"
 FRACTION_OVERRIDES = {"verl-prime-code-1": 10 / 11}  # see module docstring
 

@@ -9,18 +9,17 @@ must stay >= 95%; every disagreement is listed in KNOWN and the list must stay e
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 import pytest
+from _conformance import assert_agreement, numbered_rows
 
 from reasonrl.rewards import VERIFIERS
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(120)
 
-CASES = Path(__file__).parents[2].parent / "shared" / "conformance" / "reasoning_gym_scoring_cases.jsonl"
+CASES = "reasoning_gym_scoring_cases.jsonl"
 
 KNOWN: dict[str, str] = {
     "line 6": "empty answer vs empty gold: upstream string_match says equal; an empty response is "
@@ -28,16 +27,9 @@ KNOWN: dict[str, str] = {
 }
 
 
-def _rows() -> list[tuple[str, dict]]:
-    if not CASES.exists():
-        pytest.skip(f"conformance cases not found at {CASES}")
-    lines = CASES.read_text(encoding="utf-8").splitlines()
-    return [(f"line {n}", json.loads(s)) for n, s in enumerate(lines, 1) if s.strip()]
-
-
 def test_reasoning_gym_scoring_conformance():
     verifier = VERIFIERS.get("reasoning_gym")
-    rows = _rows()
+    rows = numbered_rows(CASES)
     assert len(rows) == 22
     disagree = {}
     for case_id, row in rows:
@@ -52,9 +44,4 @@ def test_reasoning_gym_scoring_conformance():
         assert got.info.get("scorer", "lenient") == "lenient" or got.reason == "no_answer"
         if (got.score == 1.0) != row["expected"]:
             disagree[case_id] = f"expected {row['expected']}, got {got.info}"
-    agreement = 1 - len(disagree) / len(rows)
-    assert agreement >= 0.95, f"agreement {agreement:.3f}"
-    new = {k: v for k, v in disagree.items() if k not in KNOWN}
-    fixed = sorted(set(KNOWN) - set(disagree))
-    assert not new, f"new disagreements: {new}"
-    assert not fixed, f"listed disagreements now agree (remove them from KNOWN): {fixed}"
+    assert_agreement(disagree, len(rows), KNOWN)

@@ -9,17 +9,15 @@ new disagreement appears and when a listed one starts agreeing.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from _conformance import assert_agreement, numbered_rows
 
 from reasonrl.rewards import VERIFIERS
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(300)
 
-CASES = Path(__file__).parents[2].parent / "shared" / "conformance" / "math_verify_cases.jsonl"
+CASES = "math_verify_cases.jsonl"
 
 # case id (1-based line number in the jsonl) -> why we deliberately differ
 KNOWN: dict[str, str] = {
@@ -27,13 +25,6 @@ KNOWN: dict[str, str] = {
     "lines; we always also try plain-expression extraction, which finds the 9",
     "line 33": "same as line 32 with \\( ... \\) delimiters",
 }
-
-
-def _rows() -> list[tuple[str, dict]]:
-    if not CASES.exists():
-        pytest.skip(f"conformance cases not found at {CASES}")
-    lines = CASES.read_text(encoding="utf-8").splitlines()
-    return [(f"line {n}", json.loads(s)) for n, s in enumerate(lines, 1) if s.strip()]
 
 
 def _options(config: dict) -> dict:
@@ -49,7 +40,7 @@ def _options(config: dict) -> dict:
 
 def test_math_verify_conformance():
     verifier = VERIFIERS.get("math")
-    rows = _rows()
+    rows = numbered_rows(CASES)
     assert len(rows) == 270
     disagree = {}
     for case_id, row in rows:
@@ -60,9 +51,4 @@ def test_math_verify_conformance():
         assert got.score in (0.0, 1.0)
         if (got.score == 1.0) != row["expected"]:
             disagree[case_id] = f"expected {row['expected']}, got {got.info}"
-    agreement = 1 - len(disagree) / len(rows)
-    assert agreement >= 0.95, f"agreement {agreement:.3f}"
-    new = {k: v for k, v in disagree.items() if k not in KNOWN}
-    fixed = sorted(set(KNOWN) - set(disagree))
-    assert not new, f"new disagreements: {new}"
-    assert not fixed, f"listed disagreements now agree (remove them from KNOWN): {fixed}"
+    assert_agreement(disagree, len(rows), KNOWN)
