@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _tolerance import close
 
 from reasonrl.algorithms import ADVANTAGES
 from reasonrl.algorithms.advantages import gae, group_stats
@@ -12,10 +13,6 @@ from reasonrl.algorithms.kl import fold_kl_into_rewards
 from reasonrl.registry import RegistryError
 
 T = torch.tensor
-
-
-def close(a, b, rtol=1e-5, atol=1e-6):
-    torch.testing.assert_close(a, torch.as_tensor(b, dtype=a.dtype), rtol=rtol, atol=atol)
 
 
 def test_group_stats_interleaved_ids():

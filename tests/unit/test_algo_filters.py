@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _tolerance import close
 
 from reasonrl.algorithms.filters import (
     dynamic_sampling_mask,
@@ -14,10 +15,6 @@ from reasonrl.algorithms.filters import (
 )
 
 T = torch.tensor
-
-
-def close(a, b, rtol=1e-5, atol=1e-6):
-    torch.testing.assert_close(a, torch.as_tensor(b, dtype=a.dtype), rtol=rtol, atol=atol)
 
 
 def test_dynamic_sampling_mask():

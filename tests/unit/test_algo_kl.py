@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _tolerance import close
 
 from reasonrl.algorithms.kl import KL_ESTIMATORS, fold_kl_into_rewards, kl_penalty
 
 T = torch.tensor
-
-
-def close(a, b, rtol=1e-5, atol=1e-6):
-    torch.testing.assert_close(a, torch.as_tensor(b, dtype=a.dtype), rtol=rtol, atol=atol)
 
 
 # d = logprobs - ref = [.5, -.5, 0, 2]

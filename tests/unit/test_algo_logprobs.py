@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _tolerance import close
 from torch.distributions import Categorical
 
 from reasonrl.algorithms.logprobs import entropy_from_logits, token_logprobs
-
-
-def close(a, b, rtol=1e-5, atol=1e-6):
-    torch.testing.assert_close(a, torch.as_tensor(b, dtype=a.dtype), rtol=rtol, atol=atol)
 
 
 def test_entropy_hand_computed():

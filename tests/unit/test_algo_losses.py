@@ -8,16 +8,13 @@ import math
 
 import pytest
 import torch
+from _tolerance import close
 
 from reasonrl.algorithms import POLICY_LOSSES
 from reasonrl.algorithms.masked import aggregate, masked_mean
 
 T = torch.tensor
 LN = math.log
-
-
-def close(a, b, rtol=1e-5, atol=1e-6):
-    torch.testing.assert_close(a, torch.as_tensor(b, dtype=a.dtype), rtol=rtol, atol=atol)
 
 
 def leaf(x):

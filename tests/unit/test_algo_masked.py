@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _tolerance import close
 
 from reasonrl.algorithms.masked import (
     AGG_MODES,
@@ -18,10 +19,6 @@ from reasonrl.algorithms.masked import (
 
 T = torch.tensor
 NAN = float("nan")
-
-
-def close(a, b, rtol=1e-5, atol=1e-6):
-    torch.testing.assert_close(a, torch.as_tensor(b, dtype=a.dtype), rtol=rtol, atol=atol)
 
 
 # rows: row 0 has tokens [1, 2, 3] (|M0| = 3), row 1 has [5] (|M1| = 1), row 2 has none.

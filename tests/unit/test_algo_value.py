@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _tolerance import close
 
 from reasonrl.algorithms.correction import tis_weights
 from reasonrl.algorithms.value import value_loss
 
 T = torch.tensor
-
-
-def close(a, b, rtol=1e-5, atol=1e-6):
-    torch.testing.assert_close(a, torch.as_tensor(b, dtype=a.dtype), rtol=rtol, atol=atol)
 
 
 # clip_range .2. token: values, old, returns -> v_clip = old + clip(v - old, +-.2)
