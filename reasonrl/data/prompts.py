@@ -1,6 +1,7 @@
 """Prompt formatting: chat messages -> token ids through the tokenizer's chat template.
 
 Owns: `encode_prompt(s)`. Models without a chat template get the last user message as plain text.
+Does not own: the prompt wording of a dataset (stored in each row's `prompt`) or generation.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Owns: which problems each step trains on. Epoch e uses a permutation seeded by (seed, e); the state
 is just (epoch, index), so a resumed run draws exactly the same prompts as an uninterrupted one.
+Does not own: loading the problems (`data.schema`, `data.tasks`) or saving its state to disk
+(the trainer puts `state_dict()` into the checkpoint).
 """
 
 from __future__ import annotations

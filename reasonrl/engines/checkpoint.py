@@ -4,6 +4,10 @@ Layout: `<run_dir>/checkpoints/step_000010/` holding the HF model (safetensors, 
 `engine.pt` (optimizer + scheduler), `rng.pt` (python / torch / cuda RNG states) and `state.json`
 (step, data-sampler position, anything the trainer adds). Written to a temp directory and renamed,
 so a crash mid-write never leaves a half checkpoint; only the newest `keep_last` are kept.
+
+Owns: the layout, atomic save, listing / pruning and loading of those files, and RNG capture.
+Does not own: when to save or what the trainer state holds (`trainer`), or the optimizer state
+itself (the engine's `state_dict`).
 """
 
 from __future__ import annotations

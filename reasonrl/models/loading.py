@@ -1,7 +1,8 @@
 """Loading a policy: any Hugging Face causal-LM directory or hub id, or "demo" for the tiny model.
 
-Owns: device / dtype choice, `load_policy(path, ...) -> (model, tokenizer)`, and saving a model in
-Hugging Face format (safetensors + tokenizer) that vLLM, transformers and lm-eval load directly.
+Owns: device / dtype choice, the model cache directory, and `load_policy(path, ...) ->
+(model, tokenizer)` with the tokenizer padded on the left. Does not own: building the tiny demo model
+(`models.tiny`) or saving (`engines.checkpoint` writes the Hugging Face format).
 """
 
 from __future__ import annotations

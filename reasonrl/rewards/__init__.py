@@ -2,6 +2,9 @@
 
 Importing this package registers the built-in verifiers in `VERIFIERS` (domain modules import their
 heavy libraries lazily, inside the functions that need them).
+
+Owns: that registration and `score(response, problem)`, one in-process call without a time limit.
+Does not own: verifier logic (the domain modules) or batch scoring with time limits (`rewards.runner`).
 """
 
 from reasonrl.rewards import (

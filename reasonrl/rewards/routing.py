@@ -2,7 +2,7 @@
 
 Owns: the prefix table (Reasoning360's `default_compute_score` prefixes plus verl's and ours) and
 `verifier_name(problem)`. An unknown data_source raises at dataset load time (`check_routable`),
-not at reward time.
+not at reward time. Does not own: the verifiers themselves (`VERIFIERS`) or calling them.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Owns: batching prompts (left padding), sampling n per prompt, cutting completion
 sampler's per-token log-probabilities, taken from the processed scores (after temperature / top-k /
 top-p), i.e. the distribution the token was really drawn from. Deterministic under `params.seed`.
 On a single device the engine samples from the training model itself, so `sync_weights` is a no-op.
+Does not own: prompt encoding (`data.prompts`), recomputing log-probs for training
+(`engines`, with `algorithms.logprobs`), or scoring.
 """
 
 from __future__ import annotations

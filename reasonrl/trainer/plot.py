@@ -1,7 +1,7 @@
 """The end-of-run PNG: reward, validation accuracy, response length and entropy against step.
 
 Owns: `plot_run(history, path)` with matplotlib's Agg backend (no display needed); the PNG is written
-to a temp file and renamed.
+to a temp file and renamed. Does not own: the metric values (`trainer.metrics` reduces them).
 """
 
 from __future__ import annotations

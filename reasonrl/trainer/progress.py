@@ -1,4 +1,8 @@
-"""A rich progress bar with live reward and accuracy (disabled when not wanted, e.g. in tests)."""
+"""A rich progress bar with live reward and accuracy (disabled when not wanted, e.g. in tests).
+
+Owns: `Progress` (rich is imported only when the bar is enabled). Does not own: computing or
+logging metrics (`trainer.metrics`).
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """Collecting scored rollouts for a step, and the rollout / reward metrics.
 
 Owns: prompt encoding + generation + scoring into `RolloutGroup`s, the `reward/` and `rollout/`
-metrics, and the sample of rollouts written to rollouts.jsonl.
+metrics, and the sample of rollouts written to rollouts.jsonl. Does not own: dynamic-sampling
+refills and the ReMax baseline (`trainer.sampling`), verifier logic (`rewards`), or writing the
+files (`trainer.metrics`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Building everything a run needs from its config, once, at the edge (rule 6).
 
 Owns: `Run` (model, tokenizer, rollout and train engines, data, sampler, reward scorer), data loading
-with load-time routing checks, per-step seeds, and held-out validation.
+with load-time routing checks, per-step seeds, and held-out validation. Does not own: the step
+itself (`trainer.loop`), checkpoint I/O (`engines.checkpoint`) or parsing config (`config`).
 """
 
 from __future__ import annotations

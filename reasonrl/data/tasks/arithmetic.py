@@ -3,6 +3,9 @@
 difficulty d: d+1 operands (so d operations). Operands are 1..9 for d <= 2 and 1..19 above.
 Operators + - * with the usual precedence. The worked solution reduces one operation per step,
 multiplications first, left to right: `3*4=12,7+12=19,19-5=14` then `<answer>14</answer>`.
+
+Owns: generating the problems and their worked solutions. Does not own: scoring
+(`rewards.procedural.arithmetic`) or the held-out split (`data.tasks.is_heldout`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 
 difficulty d: d+1 numbers (1..d*5+5), so d=1 uses two numbers, d=2 three. The target is the
 value of a random expression over all the numbers (a positive integer), so every problem is solvable;
-the stored solution is that expression. Scored by `rewards.procedural.countdown`.
+the stored solution is that expression.
+
+Owns: generating the problems and their solutions. Does not own: scoring or parsing model answers
+(`rewards.procedural.countdown`) or the held-out split (`data.tasks.is_heldout`).
 """
 
 from __future__ import annotations
