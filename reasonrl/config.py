@@ -3,6 +3,8 @@ dotted command-line overrides (`algo.clip_high=0.28`), type-checked by OmegaConf
 
 Owns: the schema, defaults, loading and cross-field validation. Library code receives its own
 section or plain arguments, never the whole config (rule 6). Errors name the key and valid choices.
+Does not own: the registries whose names and keyword options it checks (`algorithms`, `rewards`), or
+building the run from the config (`trainer.setup`).
 """
 
 from __future__ import annotations

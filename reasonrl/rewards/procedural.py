@@ -4,6 +4,7 @@ Owns: `arithmetic` (integer answer in `<answer>` tags) and `countdown` (an expre
 given number exactly once and evaluates to the target). Countdown expressions are parsed with `ast`
 and evaluated by walking a whitelist of nodes (integers, + - * /, parentheses, unary minus) with
 exact fractions; anything else (names, calls, attributes, `**`) is rejected. Never `eval`.
+Does not own: generating the problems (`data.tasks`) or answer-tag extraction (`rewards.extract`).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Owns: reducing lists of per-micro-batch dicts to means (`mean_metrics`), and `MetricsLog`, which
 appends one JSON line per step to `metrics.jsonl`, mirrors scalars to tensorboard, and writes sampled
 rollouts to `rollouts.jsonl`. On resume it truncates both files to the resumed step, atomically.
+Does not own: computing the per-batch metrics (the algorithm functions and `trainer.rollouts` return
+them) or choosing the rollout sample (`trainer.rollouts.sample_rows`).
 """
 
 from __future__ import annotations
