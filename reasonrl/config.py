@@ -159,21 +159,22 @@ def _fail(e: OmegaConfBaseException, source: str) -> ConfigError:
 
 def load_config(recipe: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
     """Defaults <- YAML recipe <- dotted overrides, then `validate`. Returns a typed RunConfig object."""
-    schema = OmegaConf.structured(RunConfig)
-    cfg = schema
+    cfg = OmegaConf.structured(RunConfig)
+    if recipe is not None and not Path(recipe).is_file():
+        raise ConfigError(f"recipe file not found: {recipe}")
+    if overrides:
+        bad = [o for o in overrides if "=" not in o]
+        if bad:
+            raise ConfigError(f"override {bad[0]!r} must look like section.key=value")
+    source = str(recipe)
     try:
         if recipe is not None:
-            path = Path(recipe)
-            if not path.is_file():
-                raise ConfigError(f"recipe file not found: {path}")
-            cfg = OmegaConf.merge(cfg, OmegaConf.load(path))
+            cfg = OmegaConf.merge(cfg, OmegaConf.load(Path(recipe)))
+        source = "command-line override"
         if overrides:
-            bad = [o for o in overrides if "=" not in o]
-            if bad:
-                raise ConfigError(f"override {bad[0]!r} must look like section.key=value")
             cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
     except OmegaConfBaseException as e:
-        raise _fail(e, str(recipe or "overrides")) from None
+        raise _fail(e, source) from None
     run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
     validate(run)
     return run
