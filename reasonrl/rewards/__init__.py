@@ -10,6 +10,7 @@ Does not own: verifier logic (the domain modules) or batch scoring with time lim
 from reasonrl.rewards import (
     choice,  # noqa: F401  (registers choice)
     code,  # noqa: F401  (registers code)
+    cruxeval,  # noqa: F401  (registers cruxeval)
     format,  # noqa: F401  (registers format_think_answer, overlong)
     gym,  # noqa: F401  (registers reasoning_gym)
     ifeval,  # noqa: F401  (registers ifeval)

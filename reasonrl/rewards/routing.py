@@ -22,10 +22,10 @@ PREFIXES: list[tuple[str, str]] = [
     ("math", "math"),
     ("aime", "math"),
     ("numina_", "math"),
-    # code: executed in the sandbox (rewards.code); output prediction needs no execution
+    # code: executed in the sandbox (rewards.code, rewards.cruxeval); codeio needs no execution
     ("codegen", "code"),
     ("simulation__codeio", "codeio"),
-    ("simulation__cruxeval", "codeio"),
+    ("simulation__cruxeval", "cruxeval"),
     # logic
     ("simulation__arcagi", "arc"),
     ("simulation__barc", "arc"),
