@@ -6,7 +6,8 @@ a list of names, exact order), "graph" (`logic__graph*`: one short answer), "arc
 (`simulation__arcagi*`, `logic__arcagi*`: an integer grid, exact match) and "codeio"
 (`simulation__codeio*`: predicted input/output as JSON, compared structurally). Does not own:
 running code (`rewards.code` / `rewards.sandbox`). CRUXEval rows (`{"functional": code}` ground
-truths) need execution, so "codeio" reports them as an error rather than guessing.
+truths) need execution: they route to "cruxeval" (`rewards.cruxeval`); given one, "codeio" reports an
+error rather than guessing.
 
 Answers are read from the last `<answer>...</answer>` after any think block (codeio: a ```json
 block or the last complete JSON object) and parsed with `json` or `ast.literal_eval`, never `eval`.
@@ -272,7 +273,7 @@ def codeio(response: str, problem: Problem) -> RewardResult:
     """1 if the predicted input/output (JSON) equals the gold one after normalisation."""
     gold = _codeio_gold(problem.ground_truth)
     if isinstance(gold, dict) and "functional" in gold:
-        return result(False, None, reason="error: CRUXEval needs code execution (use 'code')")
+        return result(False, None, reason="error: CRUXEval needs code execution (use the 'cruxeval' verifier)")
     region = answer_region(response)
     blocks = _CODE_BLOCK.findall(region)
     text = (blocks[-1] if blocks else region).strip()
