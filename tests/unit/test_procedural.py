@@ -46,8 +46,10 @@ def test_difficulty_sets_operand_count(task, difficulty):
         assert len(nums) == difficulty + 1, p.user_text
         assert p.extra_info["difficulty"] == difficulty
         assert all(n >= 1 for n in nums)
-        if task == "arithmetic":
+        if task in ("arithmetic", "addsub"):
             assert max(nums) <= (9 if difficulty <= 2 else 19)
+            if task == "addsub":
+                assert "*" not in p.user_text
         else:
             assert max(nums) <= difficulty * 5 + 5
             # the prompt lists exactly the numbers of the ground truth
@@ -58,7 +60,7 @@ def test_difficulty_sets_operand_count(task, difficulty):
 def test_bad_difficulty_and_task_rejected(task):
     with pytest.raises(ValueError, match="difficulty must be >= 1"):
         generate(task, 1, seed=0, difficulty=0)
-    with pytest.raises(ValueError, match="known: arithmetic, countdown"):
+    with pytest.raises(ValueError, match="known: addsub, arithmetic, countdown"):
         generate("sudoku", 1, seed=0)
     with pytest.raises(ValueError, match="split must be"):
         generate(task, 1, seed=0, split="val")
@@ -285,3 +287,15 @@ def test_parse_expression_exact(expr, value, used):
     assert isinstance(got, Fraction)
     assert got == value
     assert nums == used
+
+
+def test_addsub_uses_only_plus_and_minus_and_its_own_uids():
+    probs = generate("addsub", 200, seed=0, difficulty=2)
+    ops = {c for p in probs for c in p.extra_info["expression"] if not c.isdigit()}
+    assert ops == {"+", "-"}
+    assert all(p.uid.startswith("arith[+-]-2-") for p in probs)
+    assert probs[0].data_source == "reasonrl/arithmetic"  # same verifier as arithmetic
+    with pytest.raises(ValueError, match="operators must be"):
+        from reasonrl.data.tasks.arithmetic import generate as arith
+
+        arith(1, seed=0, operators="/")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from functools import partial
 
 from reasonrl.types import Problem
 
@@ -18,6 +19,7 @@ from . import arithmetic, countdown
 
 TASKS: dict[str, Callable[..., list[Problem]]] = {
     "arithmetic": arithmetic.generate,
+    "addsub": partial(arithmetic.generate, operators="+-"),
     "countdown": countdown.generate,
 }
 

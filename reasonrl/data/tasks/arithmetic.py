@@ -1,7 +1,8 @@
 """Multi-step integer arithmetic: evaluate an expression like `7+3*4-5` step by step.
 
 difficulty d: d+1 operands (so d operations). Operands are 1..9 for d <= 2 and 1..19 above.
-Operators + - * with the usual precedence. The worked solution reduces one operation per step,
+Operators + - * with the usual precedence (task "arithmetic"); task "addsub" uses + and - only,
+a small set of facts that a tiny model can master, which makes it the CPU demo's task. The worked solution reduces one operation per step,
 multiplications first, left to right: `3*4=12,7+12=19,19-5=14` then `<answer>14</answer>`.
 
 Owns: generating the problems and their worked solutions. Does not own: scoring
@@ -30,7 +31,7 @@ def solve_steps(nums: list[int], ops: list[str]) -> tuple[list[str], int]:
     return steps, nums[0]
 
 
-def make_problem(nums: list[int], ops: list[str], index: int, difficulty: int) -> Problem:
+def make_problem(nums: list[int], ops: list[str], index: int, difficulty: int, tag: str = "arith") -> Problem:
     expr = "".join(f"{n}{o}" for n, o in zip(nums, ops + [""]))
     steps, value = solve_steps(nums, ops)
     solution = ",".join(steps) + f" <answer>{value}</answer>"
@@ -40,18 +41,21 @@ def make_problem(nums: list[int], ops: list[str], index: int, difficulty: int) -
         data_source=DATA_SOURCE,
         ability="math",
         extra_info={"index": index, "expression": expr, "solution": solution, "difficulty": difficulty},
-        uid=f"arith-{difficulty}-{index}",
+        uid=f"{tag}-{difficulty}-{index}",
     )
 
 
-def generate(n: int, seed: int, difficulty: int = 2) -> list[Problem]:
+def generate(n: int, seed: int, difficulty: int = 2, operators: str = "+-*") -> list[Problem]:
     if difficulty < 1:
         raise ValueError(f"arithmetic difficulty must be >= 1, got {difficulty}")
-    rng = random.Random(f"arithmetic-{seed}-{difficulty}")
+    if not operators or set(operators) - set("+-*"):
+        raise ValueError(f"arithmetic operators must be a non-empty subset of '+-*', got {operators!r}")
+    tag = "arith" if operators == "+-*" else f"arith[{operators}]"
+    rng = random.Random(f"arithmetic-{seed}-{difficulty}" + ("" if operators == "+-*" else operators))
     hi = 9 if difficulty <= 2 else 19
     out = []
     for i in range(n):
         nums = [rng.randint(1, hi) for _ in range(difficulty + 1)]
-        ops = [rng.choice("+-*") for _ in range(difficulty)]
-        out.append(make_problem(nums, ops, i, difficulty))
+        ops = [rng.choice(operators) for _ in range(difficulty)]
+        out.append(make_problem(nums, ops, i, difficulty, tag))
     return out
