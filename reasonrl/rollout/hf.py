@@ -11,6 +11,7 @@ Does not own: prompt encoding (`data.prompts`), recomputing log-probs for traini
 from __future__ import annotations
 
 import torch
+from transformers import GenerationConfig
 
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.types import Completion
@@ -50,24 +51,35 @@ class HFRolloutEngine:
             ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
             attn[i, width - len(r) :] = 1
         greedy = params.temperature <= 0
-        kwargs = dict(
+        # A fresh generation config, not the model's: a hub model's generation_config.json (top_k=20,
+        # repetition_penalty, ...) would otherwise reshape the sampling distribution, and RL needs
+        # samples from the policy exactly as configured. top_k=0 / top_p=1 disable those filters.
+        gen_cfg = GenerationConfig(
             max_new_tokens=params.max_new_tokens,
             do_sample=not greedy,
+            temperature=params.temperature if not greedy else 1.0,
+            top_p=params.top_p if not greedy else 1.0,
+            top_k=params.top_k if not greedy else 0,
             pad_token_id=self.pad_id,
             eos_token_id=self.eos_id,
+            bos_token_id=self.tokenizer.bos_token_id,
             return_dict_in_generate=True,
             output_scores=True,
             use_cache=True,
         )
-        if not greedy:
-            kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k or None)
-        else:
-            kwargs.update(temperature=None, top_p=None, top_k=None)
         was_training = self.model.training
         self.model.eval()
         if seed is not None:
             torch.manual_seed(seed)
-        res = self.model.generate(input_ids=ids.to(device), attention_mask=attn.to(device), **kwargs)
+        # transformers fills every field left unset from the model's own generation config, so that
+        # config is swapped for the library defaults while this call runs
+        saved, self.model.generation_config = self.model.generation_config, GenerationConfig()
+        try:
+            res = self.model.generate(
+                input_ids=ids.to(device), attention_mask=attn.to(device), generation_config=gen_cfg
+            )
+        finally:
+            self.model.generation_config = saved
         if was_training:
             self.model.train()
         seqs = res.sequences[:, width:].cpu()

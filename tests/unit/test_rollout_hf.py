@@ -200,3 +200,24 @@ def test_restores_training_mode(setup):
     model.eval()
     engine.generate(setup.prompts[:1], SamplingParams(n=1, max_new_tokens=2, seed=0))
     assert not model.training
+
+
+def test_model_generation_config_does_not_reshape_sampling(setup):
+    """A hub model's generation_config.json (top_k, repetition penalty, temperature) must not leak into
+    RL rollouts: samples and their log-probs stay those of the plain policy at the configured settings."""
+    s = setup
+    model = copy.deepcopy(s.model)
+    model.generation_config.top_k = 2
+    model.generation_config.temperature = 0.3
+    model.generation_config.repetition_penalty = 3.0
+    out = HFRolloutEngine(model, s.tok).generate(
+        s.prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=10, seed=7)
+    )
+    plain = HFRolloutEngine(s.model, s.tok).generate(
+        s.prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=10, seed=7)
+    )
+    assert _ids(out) == _ids(plain)
+    batch = _batch(s, out)
+    with torch.no_grad():
+        recomputed, _ = completion_logprobs(s.model, batch)
+    assert _max_masked_diff(recomputed, batch.sampler_logprobs, batch.mask) < 1e-4
