@@ -47,6 +47,15 @@ def answer_tag(text: str) -> str | None:
     return found[-1].strip() if found else None
 
 
+def final_answer_tag(text: str) -> tuple[str | None, str]:
+    """(content of the last `<answer>...</answer>` pair or None, the text after that pair)."""
+    matches = list(_ANSWER_TAG.finditer(text))
+    if not matches:
+        return None, ""
+    last = matches[-1]
+    return last.group(1).strip(), text[last.end() :]
+
+
 def last_number(text: str) -> str | None:
     """The last number in `text` (thousands separators removed); None if there is none."""
     found = _NUMBER.findall(text)

@@ -4,6 +4,7 @@ Owns: `arithmetic` (integer answer in `<answer>` tags) and `countdown` (an expre
 given number exactly once and evaluates to the target). Countdown expressions are parsed with `ast`
 and evaluated by walking a whitelist of nodes (integers, + - * /, parentheses, unary minus) with
 exact fractions; anything else (names, calls, attributes, `**`) is rejected. Never `eval`.
+Both require the response to end with its answer block (`final_answer`).
 Does not own: generating the problems (`data.tasks`) or answer-tag extraction (`rewards.extract`).
 """
 
@@ -14,19 +15,31 @@ from collections import Counter
 from fractions import Fraction
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult, result
-from reasonrl.rewards.extract import after_think, answer_tag
+from reasonrl.rewards.extract import after_think, final_answer_tag
 from reasonrl.types import Problem
 
 MAX_EXPR_CHARS = 200
 MAX_INT_DIGITS = 12
 
 
+def final_answer(response: str) -> tuple[str | None, str | None]:
+    """(content of the answer block, failure reason). The response must END with its answer block:
+    text after the final `</answer>` (a second answer, trailing junk) makes it invalid, so a policy
+    cannot hedge or drift after answering. Whitespace after the block is fine."""
+    ans, rest = final_answer_tag(after_think(response))
+    if ans is None:
+        return None, "no_answer"
+    if rest.strip():
+        return None, "text_after_answer"
+    return ans, None
+
+
 @VERIFIERS.register("arithmetic")
 def arithmetic(response: str, problem: Problem) -> RewardResult:
-    """1 if the `<answer>` holds exactly the integer ground truth."""
-    ans = answer_tag(after_think(response))
+    """1 if the response ends with an `<answer>` holding exactly the integer ground truth."""
+    ans, why = final_answer(response)
     if ans is None:
-        return result(False, None)
+        return result(False, None, reason=why)
     try:
         value = int(ans.strip().replace(" ", ""))
     except ValueError:
@@ -80,9 +93,9 @@ def countdown(response: str, problem: Problem) -> RewardResult:
     """1 if the `<answer>` expression uses exactly the given numbers (each once) and hits the target."""
     gt = problem.ground_truth
     target, numbers = int(gt["target"]), [int(x) for x in gt["numbers"]]
-    expr = answer_tag(after_think(response))
+    expr, why = final_answer(response)
     if expr is None:
-        return result(False, None)
+        return result(False, None, reason=why)
     try:
         value, used = parse_expression(expr)
     except ZeroDivisionError:

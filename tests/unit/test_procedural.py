@@ -299,3 +299,26 @@ def test_addsub_uses_only_plus_and_minus_and_its_own_uids():
         from reasonrl.data.tasks.arithmetic import generate as arith
 
         arith(1, seed=0, operators="/")
+
+
+@pytest.mark.parametrize(
+    "response,score,reason",
+    [
+        ("<answer>7</answer>", 1.0, "correct"),
+        ("<answer>7</answer>\n  ", 1.0, "correct"),  # trailing whitespace is fine
+        ("<answer>7</answer>7</answer></answer>", 0.0, "text_after_answer"),  # drift after answering
+        ("<answer>7</answer> or maybe <answer>8", 0.0, "text_after_answer"),
+        ("<answer>8</answer><answer>7</answer>", 1.0, "correct"),  # the final block is the answer
+        ("<answer>7</answer>junk", 0.0, "text_after_answer"),
+    ],
+)
+def test_answer_block_must_end_the_response(response, score, reason):
+    from reasonrl.rewards import score as route_score
+
+    arith = generate("arithmetic", 1, seed=0, difficulty=1)[0]
+    arith.ground_truth = "7"
+    res = route_score(response, arith)
+    assert (res.score, res.reason) == (score, reason)
+    cd = Problem([{"role": "user", "content": "x"}], {"target": 7, "numbers": [3, 4]}, "reasonrl/countdown")
+    res = route_score(response.replace(">7<", ">3+4<").replace(">8<", ">3*4<"), cd)
+    assert (res.score, res.reason) == (score, reason)
