@@ -102,7 +102,9 @@ class TrainConfig:
     lr: float = 1e-5
     weight_decay: float = 0.0
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
-    warmup_steps: int = 0
+    warmup_steps: int = 0  # optimizer steps of linear warm-up
+    lr_schedule: str = "constant"  # constant | linear | cosine (decay to min_lr_ratio * lr at the end)
+    min_lr_ratio: float = 0.0
     grad_clip: float = 1.0
     seed: int = 0
 
@@ -210,6 +212,9 @@ def validate(cfg: RunConfig) -> None:
     _choice("model.dtype", cfg.model.dtype, ("float32", "bfloat16", "float16"))
     _choice("model.device", cfg.model.device, ("auto", "cpu", "cuda"))
     _choice("algo.loss_agg", a.loss_agg, AGG_MODES)
+    _choice("train.lr_schedule", t.lr_schedule, ("constant", "linear", "cosine"))
+    if not 0.0 <= t.min_lr_ratio <= 1.0:
+        raise ConfigError(f"train.min_lr_ratio must be in [0, 1], got {t.min_lr_ratio}")
     _choice("algo.kl_estimator", a.kl_estimator, KL_ESTIMATORS)
     _choice("algo.adv_estimator", a.adv_estimator, ADVANTAGES.names())
     _choice("algo.policy_loss", a.policy_loss, POLICY_LOSSES.names())

@@ -1,7 +1,7 @@
 """Single-device train engine (CPU or one CUDA GPU): the reference implementation.
 
 Owns: per-token log-probabilities (and entropy) of completion tokens, micro-batched gradient
-accumulation, AdamW with linear warm-up, gradient clipping, optional bf16 autocast on CUDA, and the
+accumulation, AdamW with linear warm-up and an optional linear / cosine decay, gradient clipping, optional bf16 autocast on CUDA, and the
 reference model's log-probabilities. Does not own: what the loss is (the trainer passes a `loss_fn`),
 checkpoint files (`engines.checkpoint`).
 
@@ -11,6 +11,8 @@ Positions: prompts are left-padded, so position ids are `cumsum(attention_mask) 
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 from contextlib import nullcontext
 
@@ -36,6 +38,26 @@ def completion_logprobs(model, batch: TrainBatch, with_entropy: bool = False, au
     return lp, ent
 
 
+LR_SCHEDULES = ("constant", "linear", "cosine")
+
+
+def lr_factor(step: int, warmup: int, total: int, schedule: str, min_ratio: float = 0.0) -> float:
+    """Multiplier of the base learning rate at optimizer step `step` (0-based): linear warm-up over
+    `warmup` steps, then constant, or a linear / cosine decay to `min_ratio` at step `total`."""
+    if warmup and step < warmup:
+        return (step + 1) / warmup
+    if schedule == "constant" or total <= warmup:
+        return 1.0
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    if schedule == "linear":
+        shape = 1.0 - progress
+    elif schedule == "cosine":
+        shape = 0.5 * (1.0 + math.cos(math.pi * progress))
+    else:
+        raise ValueError(f"unknown lr schedule {schedule!r}; known: {', '.join(LR_SCHEDULES)}")
+    return min_ratio + (1.0 - min_ratio) * shape
+
+
 class SingleDeviceEngine:
     def __init__(
         self,
@@ -45,6 +67,9 @@ class SingleDeviceEngine:
         weight_decay: float = 0.0,
         betas: tuple[float, float] = (0.9, 0.999),
         warmup_steps: int = 0,
+        lr_schedule: str = "constant",
+        total_steps: int = 0,
+        min_lr_ratio: float = 0.0,
         grad_clip: float = 1.0,
         bf16: bool = False,
         ref_model=None,
@@ -56,9 +81,15 @@ class SingleDeviceEngine:
         self.optimizer = torch.optim.AdamW(
             [p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay, betas=betas
         )
-        warm = max(int(warmup_steps), 0)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0
+            self.optimizer,
+            functools.partial(
+                lr_factor,
+                warmup=max(int(warmup_steps), 0),
+                total=total_steps,
+                schedule=lr_schedule,
+                min_ratio=min_lr_ratio,
+            ),
         )
         use_bf16 = bf16 and self.device.type == "cuda"
         self._autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if use_bf16 else nullcontext

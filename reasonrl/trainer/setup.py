@@ -89,6 +89,9 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         weight_decay=t.weight_decay,
         betas=tuple(t.betas),
         warmup_steps=t.warmup_steps,
+        lr_schedule=t.lr_schedule,
+        total_steps=t.steps * t.epochs * (t.global_batch // t.mini_batch),  # optimizer steps
+        min_lr_ratio=t.min_lr_ratio,
         grad_clip=t.grad_clip,
         bf16=cfg.model.dtype == "bfloat16",
         ref_model=ref,

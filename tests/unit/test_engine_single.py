@@ -223,3 +223,23 @@ def test_dropping_zero_advantage_rows_leaves_the_update_unchanged(tiny_model_and
     # a batch with no active row is kept whole (the optimizer must still step as usual)
     b.advantages = torch.zeros_like(b.advantages)
     assert without_inert_rows(b).size == b.size
+
+
+@pytest.mark.parametrize(
+    "schedule,expected",
+    [
+        # warm-up 2 of 10 optimizer steps, then decay to 0.1 over steps 2..10
+        ("constant", [0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]),
+        # linear: 0.1 + 0.9 * (1 - (s - 2) / 8)
+        ("linear", [0.5, 1.0, 1.0, 0.8875, 0.775, 0.6625, 0.55, 0.4375, 0.325, 0.2125, 0.1]),
+        # cosine: 0.1 + 0.9 * 0.5 * (1 + cos(pi * (s - 2) / 8)); s=6 is the midpoint -> 0.55
+        ("cosine", [0.5, 1.0, 1.0, 0.9657, 0.8682, 0.7224, 0.55, 0.3776, 0.2318, 0.1343, 0.1]),
+    ],
+)
+def test_lr_factor_schedules(schedule, expected):
+    from reasonrl.engines.single import lr_factor
+
+    got = [lr_factor(s, warmup=2, total=10, schedule=schedule, min_ratio=0.1) for s in range(11)]
+    assert got == pytest.approx(expected, abs=1e-4)
+    with pytest.raises(ValueError, match="known: constant, linear, cosine"):
+        lr_factor(5, warmup=0, total=10, schedule="step")
