@@ -233,7 +233,7 @@ def test_dropping_zero_advantage_rows_leaves_the_update_unchanged(tiny_model_and
         # linear: 0.1 + 0.9 * (1 - (s - 2) / 8)
         ("linear", [0.5, 1.0, 1.0, 0.8875, 0.775, 0.6625, 0.55, 0.4375, 0.325, 0.2125, 0.1]),
         # cosine: 0.1 + 0.9 * 0.5 * (1 + cos(pi * (s - 2) / 8)); s=6 is the midpoint -> 0.55
-        ("cosine", [0.5, 1.0, 1.0, 0.9657, 0.8682, 0.7224, 0.55, 0.3776, 0.2318, 0.1343, 0.1]),
+        ("cosine", [0.5, 1.0, 1.0, 0.9657, 0.8682, 0.7222, 0.55, 0.3778, 0.2318, 0.1343, 0.1]),
     ],
 )
 def test_lr_factor_schedules(schedule, expected):
