@@ -273,7 +273,9 @@ def codeio(response: str, problem: Problem) -> RewardResult:
     """1 if the predicted input/output (JSON) equals the gold one after normalisation."""
     gold = _codeio_gold(problem.ground_truth)
     if isinstance(gold, dict) and "functional" in gold:
-        return result(False, None, reason="error: CRUXEval needs code execution (use the 'cruxeval' verifier)")
+        return result(
+            False, None, reason="error: CRUXEval needs code execution (use the 'cruxeval' verifier)"
+        )
     region = answer_region(response)
     blocks = _CODE_BLOCK.findall(region)
     text = (blocks[-1] if blocks else region).strip()
