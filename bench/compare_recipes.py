@@ -8,7 +8,7 @@ wall time (total, including the two validations, and the median seconds per step
 Does not own: the recipes or the trainer. Runs one recipe after another in this process.
 
 Usage:  python bench/compare_recipes.py [--steps 100] [--recipes grpo dapo ...] [--val-size 200]
-                                        [--last 10] [--batch N] [--model demo] [--out runs/compare]
+                                        [--last 10] [--batch N] [--model demo:addsub] [--out runs/compare]
   --batch N scales train.global_batch to N sequences, keeping each recipe's mini-batch / batch ratio
   (for quick smoke runs; leave it out for comparable figures).
 Prints a table, then one JSON line (the last line of output).
@@ -33,7 +33,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--val-size", type=int, default=200, help="held-out problems for greedy accuracy")
     ap.add_argument("--last", type=int, default=10, help="mean training reward over the last K steps")
     ap.add_argument("--batch", type=int, default=0, help="scale global_batch to N sequences (smoke runs)")
-    ap.add_argument("--model", default="demo")
+    ap.add_argument("--model", default="demo:addsub")
     ap.add_argument("--out", default="runs/compare_recipes")
     return ap.parse_args(argv)
 
