@@ -57,9 +57,10 @@ class HFRolloutEngine:
         gen_cfg = GenerationConfig(
             max_new_tokens=params.max_new_tokens,
             do_sample=not greedy,
-            temperature=params.temperature if not greedy else 1.0,
-            top_p=params.top_p if not greedy else 1.0,
-            top_k=params.top_k if not greedy else 0,
+            # greedy decoding applies no sampling filters; leaving them unset avoids transformers' warnings
+            temperature=None if greedy else params.temperature,
+            top_p=None if greedy else params.top_p,
+            top_k=None if greedy else params.top_k,
             pad_token_id=self.pad_id,
             eos_token_id=self.eos_id,
             bos_token_id=self.tokenizer.bos_token_id,
