@@ -52,7 +52,9 @@ def _require_trl():
 
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="demo:addsub", help="'demo' (cached tiny model) or an HF model directory")
+    ap.add_argument(
+        "--model", default="demo:addsub", help="'demo' (cached tiny model) or an HF model directory"
+    )
     ap.add_argument("--task", default="addsub")
     ap.add_argument("--difficulty", type=int, default=2)
     ap.add_argument("--pool", type=int, default=4000, help="training problems both trainers draw from")

@@ -103,16 +103,21 @@ def _tokens_match(a: str, e: str, tol: float) -> bool:
     return math.isclose(x, y, rel_tol=tol, abs_tol=tol)
 
 
+def json_ground_truth(ground_truth: Any) -> Any:
+    """The ground truth, decoded if it is a JSON string (as Reasoning360 stores code tests)."""
+    if isinstance(ground_truth, (str, bytes)):
+        try:
+            return json.loads(ground_truth)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"ground_truth is not JSON ({e.msg})") from None
+    return ground_truth
+
+
 def parse_tests(ground_truth: Any) -> dict[str, Any]:
     """Normalise a ground truth into {"kind": "stdio"|"call"|"program"|"asserts", ...}.
 
     Raises ValueError naming what is wrong."""
-    gt = ground_truth
-    if isinstance(gt, (str, bytes)):
-        try:
-            gt = json.loads(gt)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"ground_truth is not JSON ({e.msg})") from None
+    gt = json_ground_truth(ground_truth)
     if not isinstance(gt, dict):
         raise ValueError(f"ground_truth must be a dict, got {type(gt).__name__}")
     if "inputs" in gt and "outputs" in gt:

@@ -40,13 +40,12 @@ info: reason ("correct", "wrong", "no_answer", "bad_form", "not_literal", "answe
 from __future__ import annotations
 
 import ast
-import json
 import re
 import time
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
-from reasonrl.rewards.code import _clip, _make_executor, _run_spec, extract_code
+from reasonrl.rewards.code import _clip, _make_executor, _run_spec, extract_code, json_ground_truth
 from reasonrl.rewards.extract import answer_region
 from reasonrl.types import Problem
 
@@ -152,12 +151,7 @@ def extract_prediction(response: str, task: str) -> tuple[str | None, str]:
 
 
 def _function(ground_truth: Any) -> str:
-    gt = ground_truth
-    if isinstance(gt, (str, bytes)):
-        try:
-            gt = json.loads(gt)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"ground_truth is not JSON ({e.msg})") from None
+    gt = json_ground_truth(ground_truth)
     if not isinstance(gt, dict) or not isinstance(gt.get("functional"), str) or not gt["functional"].strip():
         raise ValueError('ground_truth must be {"functional": "<function source>"}')
     return gt["functional"]
