@@ -19,9 +19,14 @@ ground_truth (a dict, or a JSON string of one):
 program. Reasoning360 means to do the same but misspells the key ("predfx"), so its leetcode rows run
 without it; we prepend it deliberately.
 
-Exit tricks: a program that calls `sys.exit(0)` / `os._exit(0)` before the tests run must not pass,
-so functional programs end by printing a random marker that the verifier requires. A program that
-reads its own source to find the marker can still cheat; the sandbox bounds the damage, not the lie.
+Verdicts the program cannot forge (`rewards.sandbox.harness`): stdin/stdout tests compare the output
+on the host; call-based, HumanEval, MBPP and functional tests run in a trusted driver process inside
+the sandbox, which calls the program's functions through RPC and sees their results only as plain
+data. Exiting early, printing markers, patching builtins / `check` / `math.isclose`, tracing,
+`atexit`, objects with a lying `__eq__`: none of it reaches the tests (tests/security/
+test_reward_hacking.py). `extra_info["prefix"]` and MBPP's setup code are trusted: they run in both.
+Known limit (as in HumanEval's own harness): a helper the tests call that the *program* defines (e.g.
+`poly` in HumanEval/32, part of the prompt) is the program's to redefine.
 
 Score: score_mode="all_pass" (1 iff every test passes, stops at the first failure) or "fraction"
 (passed / total). info: reason ("correct", "wrong", "no_code", "timeout", "runtime_error",
@@ -34,7 +39,6 @@ import functools
 import json
 import math
 import re
-import secrets
 import textwrap
 import time
 from collections.abc import Callable
@@ -42,7 +46,7 @@ from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
 from reasonrl.rewards.extract import after_think
-from reasonrl.rewards.sandbox import SandboxResult, run_python
+from reasonrl.rewards.sandbox.server import run_job, run_one_shot
 from reasonrl.types import Problem
 
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[^\n`]*\n(.*?)^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE)
@@ -53,7 +57,7 @@ SCORE_MODES = ("all_pass", "fraction")
 BACKENDS = ("local", "sandbox_fusion")
 _MAX_INFO_CHARS = 500
 
-Executor = Callable[[str, str, float, int], SandboxResult]
+JobRunner = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def extract_code(response: str) -> str | None:
@@ -143,41 +147,6 @@ def _text(x: Any) -> str:
     return "\n".join(map(str, x)) if isinstance(x, list) else str(x)
 
 
-def _marked(program: str, marker: str) -> str:
-    return f"{program}\n\nprint({marker!r}, flush=True)\n"
-
-
-_CALL_HARNESS = """
-
-def __reasonrl_run_tests():
-    import json as _json, math as _math
-    _tests = _json.loads({tests!r})
-    def _eq(a, b):
-        if isinstance(a, tuple):
-            a = list(a)
-        if isinstance(a, float) or isinstance(b, float):
-            try:
-                return _math.isclose(a, b, rel_tol={tol!r}, abs_tol={tol!r})
-            except TypeError:
-                return False
-        if isinstance(a, list) and isinstance(b, list):
-            return len(a) == len(b) and all(_eq(x, y) for x, y in zip(a, b))
-        if isinstance(a, dict) and isinstance(b, dict):
-            return a.keys() == b.keys() and all(_eq(a[k], b[k]) for k in a)
-        return a == b
-    _fn = {fn}
-    for _args, _want in _tests:
-        try:
-            _got = _fn(*_args)
-            _ok = _eq(_got, _want) or (isinstance(_want, list) and len(_want) == 1 and _eq(_got, _want[0]))
-        except Exception:
-            _ok = False
-        print({marker!r}, int(bool(_ok)), flush=True)
-
-__reasonrl_run_tests()
-"""
-
-
 def _fn_expr(fn_name: str, program: str) -> str:
     if fn_name.startswith("Solution()."):
         return fn_name
@@ -188,13 +157,6 @@ def _fn_expr(fn_name: str, program: str) -> str:
     return fn_name
 
 
-def _local_executor(isolation: str | None) -> Executor:
-    def run(program: str, stdin: str, timeout_s: float, memory_mb: int) -> SandboxResult:
-        return run_python(program, stdin, timeout_s, memory_mb, isolation=isolation)
-
-    return run
-
-
 @functools.lru_cache(maxsize=16)
 def _fusion_client(urls: str | tuple[str, ...] | None):
     """One client per server list, so round-robin spreads calls across verifier invocations."""
@@ -203,23 +165,34 @@ def _fusion_client(urls: str | tuple[str, ...] | None):
     return SandboxFusionClient(urls)
 
 
-def _make_executor(backend: str, sandbox_fusion_urls: Any, isolation: str | None) -> Executor:
+def _job_runner(backend: str, sandbox_fusion_urls: Any, isolation: str | None) -> JobRunner:
+    """A function running one harness job: the local sandbox's server pool, or one-shot remote."""
     if backend == "local":
-        return _local_executor(isolation)
+        return functools.partial(run_job, isolation=isolation)
     if backend == "sandbox_fusion":
         urls = sandbox_fusion_urls
-        return _fusion_client(urls if urls is None or isinstance(urls, str) else tuple(urls)).run_python
+        client = _fusion_client(urls if urls is None or isinstance(urls, str) else tuple(urls))
+        return functools.partial(_remote_job, execute=client.run_python)
     raise ValueError(f"unknown code backend {backend!r}; choose one of {BACKENDS}")
 
 
-def _failure_reason(res: SandboxResult) -> str:
-    if res.status == "timeout":
-        return "timeout"
-    if res.status == "sandbox_error":
-        return "sandbox_error"
-    if res.status == "output_limit":
-        return "output_limit"
-    return "runtime_error" if res.exit_code not in (0, None) else "wrong"
+def _remote_job(job: dict[str, Any], execute) -> dict[str, Any]:
+    """stdin/stdout tests run the program itself remotely (the expected output stays here); every
+    other kind runs the trusted harness remotely, one job per request."""
+    if job["kind"] != "stdio":
+        return run_one_shot(job, execute)
+    program = f"{job['prefix']}\n{job['program']}" if job.get("prefix") else job["program"]
+    res = execute(program, job["stdin"], job["timeout_s"], job["memory_mb"])
+    return {"status": res.status, "stdout": res.stdout, "stderr": res.stderr, "exit_code": res.exit_code}
+
+
+def _failure_reason(reply: dict[str, Any]) -> str:
+    if reply["status"] in ("timeout", "sandbox_error", "output_limit"):
+        return reply["status"]
+    if reply["status"] == "failed":
+        return "exited_before_tests" if reply.get("program_failed") == "exit" else "runtime_error"
+    errors = reply.get("errors") or []
+    return "wrong" if not errors or errors[-1].startswith("AssertionError") else "runtime_error"
 
 
 def _clip(s: str) -> str:
@@ -252,13 +225,12 @@ def code(
         return RewardResult(0.0, {"extracted": program, "reason": f"bad_ground_truth: {e}"})
     extracted = program
     prefix = (problem.extra_info or {}).get("prefix")
-    if isinstance(prefix, str) and prefix.strip():
-        program = f"{prefix}\n{program}"
-    execute = _make_executor(backend, sandbox_fusion_urls, isolation)
-    stop_early = score_mode == "all_pass"
-    deadline = time.monotonic() + total_timeout_s
-    outcomes, total, failure = _run_spec(spec, program, execute, timeout_s, memory_mb, max_tests,
-                                         float_tol, stop_early, deadline)  # fmt: skip
+    prefix = prefix if isinstance(prefix, str) else ""
+    run = _job_runner(backend, sandbox_fusion_urls, isolation)
+    outcomes, total, failure = run_spec(
+        spec, program, run, prefix=prefix, timeout_s=timeout_s, memory_mb=memory_mb, max_tests=max_tests,
+        tol=float_tol, stop_early=score_mode == "all_pass", total_timeout_s=total_timeout_s,
+    )  # fmt: skip
     passed = sum(outcomes)
     if score_mode == "all_pass":
         score = float(total > 0 and passed == total)
@@ -274,68 +246,56 @@ def code(
 code.run_mode = "thread"  # waits on sandbox subprocesses and bounds its own time (total_timeout_s)
 
 
-def _run_spec(spec, program, execute, timeout_s, memory_mb, max_tests, tol, stop_early, deadline):
-    """Returns (per-test pass list, number of tests planned, first failure info or None)."""
+def run_spec(spec, program, run: JobRunner, *, prefix="", timeout_s, memory_mb, max_tests=None, tol=1e-6,
+             stop_early=True, total_timeout_s=120.0):  # fmt: skip
+    """Run parsed tests (`parse_tests`) against `program` with the job runner `run`.
+
+    Returns (per-test pass list, number of tests planned, first failure info or None)."""
+    deadline = time.monotonic() + total_timeout_s
+    base = {"program": program, "prefix": prefix, "memory_mb": memory_mb, "stop_early": stop_early}
     kind = spec["kind"]
+    if kind == "stdio":
+        return _run_stdio(spec, base, run, timeout_s, max_tests, tol, stop_early, deadline)
+    if kind == "call":
+        tests = [list(t) for t in zip(spec["inputs"], spec["outputs"])][: max_tests or None]
+        job = {**base, "kind": "call", "fn": _fn_expr(spec["fn_name"], program), "tests": tests, "tol": tol}
+    elif kind == "program":
+        tests = [spec["tests"]]
+        job = {**base, "kind": "script", "tests": tests}
+    else:  # asserts: one test each, so the fraction counts each assert
+        tests = spec["asserts"][: max_tests or None]
+        job = {**base, "kind": "script", "setup": spec["setup"], "tests": tests}
+    budget = min(timeout_s * max(1, len(tests)), deadline - time.monotonic())
+    if budget <= 0:
+        return [False] * len(tests), len(tests), {"reason": "time_budget", "test": 0}
+    reply = run({**job, "timeout_s": budget})
+    outcomes = [bool(x) for x in reply.get("passed", [])][: len(tests)]
+    outcomes += [False] * (len(tests) - len(outcomes))
+    failure = None
+    if not all(outcomes):
+        errors = reply.get("errors") or []
+        failure = {"reason": _failure_reason(reply), "test": outcomes.index(False),
+                   "error": _clip(errors[-1] if errors else "")}  # fmt: skip
+    return outcomes, len(tests), failure
+
+
+def _run_stdio(spec, base, run, timeout_s, max_tests, tol, stop_early, deadline):
+    pairs = list(zip(spec["inputs"], spec["outputs"]))[: max_tests or None]
     outcomes: list[bool] = []
     failure: dict[str, Any] | None = None
-
-    def budget() -> float:
-        return min(timeout_s, deadline - time.monotonic())
-
-    if kind == "stdio":
-        pairs = list(zip(spec["inputs"], spec["outputs"]))[: max_tests or None]
-        for i, (stdin, want) in enumerate(pairs):
-            if budget() <= 0:
-                failure = failure or {"reason": "time_budget", "test": i}
-                outcomes += [False] * (len(pairs) - i)
-                break
-            res = execute(program, stdin, budget(), memory_mb)
-            ok = res.status == "success" and outputs_match(res.stdout, want, tol)
-            outcomes.append(ok)
-            if not ok and failure is None:
-                failure = {"reason": _failure_reason(res), "test": i, "stdin": _clip(stdin),
-                           "expected": _clip(want), "stdout": _clip(res.stdout),
-                           "stderr": _clip(res.stderr)}  # fmt: skip
-            if not ok and stop_early:
-                break
-        return outcomes, len(pairs), failure
-    marker = f"__reasonrl_done_{secrets.token_hex(8)}__"
-    if kind == "call":
-        tests = list(zip(spec["inputs"], spec["outputs"]))[: max_tests or None]
-        harness = _CALL_HARNESS.format(
-            tests=json.dumps(tests), tol=tol, fn=_fn_expr(spec["fn_name"], program), marker=marker
-        )
-        if budget() <= 0:
-            return [False] * len(tests), len(tests), {"reason": "time_budget", "test": 0}
-        res = execute(program + harness, "", budget(), memory_mb)
-        marks = [ln.split()[-1] for ln in res.stdout.splitlines() if ln.startswith(marker + " ")]
-        outcomes = [m == "1" for m in marks][: len(tests)]
-        outcomes += [False] * (len(tests) - len(outcomes))
-        if not all(outcomes):
-            bad = outcomes.index(False)
-            failure = {"reason": _failure_reason(res) if len(marks) <= bad else "wrong", "test": bad,
-                       "stderr": _clip(res.stderr)}  # fmt: skip
-        return outcomes, len(tests), failure
-    if kind == "program":
-        programs = [f"{program}\n\n{spec['tests']}"]
-    elif stop_early:  # asserts, all at once
-        programs = [f"{program}\n\n{spec['setup']}\n" + "\n".join(spec["asserts"][: max_tests or None])]
-    else:  # asserts, one program each so the fraction counts each assert
-        programs = [f"{program}\n\n{spec['setup']}\n{a}" for a in spec["asserts"][: max_tests or None]]
-    for i, prog in enumerate(programs):
-        if budget() <= 0:
+    for i, (stdin, want) in enumerate(pairs):
+        budget = min(timeout_s, deadline - time.monotonic())
+        if budget <= 0:
             failure = failure or {"reason": "time_budget", "test": i}
-            outcomes += [False] * (len(programs) - i)
+            outcomes += [False] * (len(pairs) - i)
             break
-        res = execute(_marked(prog, marker), "", budget(), memory_mb)
-        ok = res.status == "success" and res.stdout.rstrip().endswith(marker)
+        reply = run({**base, "kind": "stdio", "stdin": stdin, "timeout_s": budget})
+        ok = reply["status"] == "success" and outputs_match(reply["stdout"], want, tol)
         outcomes.append(ok)
         if not ok and failure is None:
-            reason = _failure_reason(res)
-            if res.status == "success":
-                reason = "exited_before_tests"
-            failure = {"reason": reason, "test": i, "stderr": _clip(res.stderr)}
+            failure = {"reason": _failure_reason(reply) if reply["status"] != "success" else "wrong", "test": i,
+                       "stdin": _clip(stdin), "expected": _clip(want), "stdout": _clip(reply["stdout"]),
+                       "stderr": _clip(reply["stderr"])}  # fmt: skip
         if not ok and stop_early:
             break
-    return outcomes, len(programs), failure
+    return outcomes, len(pairs), failure

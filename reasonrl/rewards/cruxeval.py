@@ -3,8 +3,8 @@
 Owns: reading a Reasoning360 `simulation__cruxeval-{i,o}` row (which task it is, the function, the
 trusted side of the assertion), pulling the model's prediction out of its answer as a Python *literal*
 (parsed with `ast`, never evaluated here), and building the check program from trusted text plus the
-re-serialised literal. Does not own: running anything (`rewards.code`'s executor helpers, which call
-`rewards.sandbox.run_python` locally or SandboxFusion remotely), or routing (`rewards.routing`:
+re-serialised literal. Does not own: running anything (`rewards.code.run_spec`, which runs the check in
+the sandbox's trusted harness locally or on SandboxFusion), or routing (`rewards.routing`:
 data_source `simulation__cruxeval*` -> "cruxeval"; `simulation__codeio*` stays with "codeio").
 
 Row format (Reasoning360 data_preprocess/simulation/cruxeval-{i,o}.py):
@@ -45,7 +45,7 @@ import time
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
-from reasonrl.rewards.code import _clip, _make_executor, _run_spec, extract_code, json_ground_truth
+from reasonrl.rewards.code import _clip, _job_runner, extract_code, json_ground_truth, run_spec
 from reasonrl.rewards.extract import answer_region
 from reasonrl.types import Problem
 
@@ -211,17 +211,15 @@ def cruxeval(
     if prediction is None:
         return RewardResult(0.0, {**info, "reason": why})
     check = f"assert ({gold}) == " + (prediction if task == "input" else f"({prediction})")
-    execute = _make_executor(backend, sandbox_fusion_urls, isolation)
-    outcomes, _, failure = _run_spec({"kind": "program", "tests": check}, function, execute, timeout_s,
-                                     memory_mb, None, 0.0, True, time.monotonic() + timeout_s)  # fmt: skip
+    run = _job_runner(backend, sandbox_fusion_urls, isolation)
+    outcomes, _, failure = run_spec({"kind": "program", "tests": check}, function, run, timeout_s=timeout_s,
+                                    memory_mb=memory_mb, tol=0.0, total_timeout_s=timeout_s)  # fmt: skip
     if outcomes and outcomes[0]:
         return RewardResult(1.0, {**info, "reason": "correct"})
     failure = failure or {}
-    reason = failure.get("reason", "wrong")
-    stderr = str(failure.get("stderr", "")).strip()
-    if reason == "runtime_error" and stderr.splitlines()[-1:] == ["AssertionError"]:
-        reason = "wrong"
-    return RewardResult(0.0, {**info, "reason": reason, "stderr": stderr})
+    return RewardResult(
+        0.0, {**info, "reason": failure.get("reason", "wrong"), "error": failure.get("error", "")}
+    )
 
 
 cruxeval.run_mode = "thread"  # waits on a sandbox subprocess and bounds its own time (timeout_s)

@@ -158,13 +158,14 @@ ADD_STDIN = "a, b = map(int, input().split())\nprint(a + b)"
         ("def half(x):\n    return x / 3", {"inputs": [[1]], "outputs": [0.3333333], "fn_name": "half"},
          "all_pass", 1.0, "correct"),  # float tolerance in call-based tests
         ("def f():\n    return 1", {"functional": "assert f() == 1"}, "all_pass", 1.0, "correct"),
-        ("def f():\n    return 2", {"functional": "assert f() == 1"}, "all_pass", 0.0, "runtime_error"),
+        ("def f():\n    return 2", {"functional": "assert f() == 1"}, "all_pass", 0.0, "wrong"),
+            ("def f():\n    raise ValueError", {"functional": "assert f() == 1"}, "all_pass", 0.0, "runtime_error"),
         ("def f():\n    return 1", {"test": "def check(c):\n    assert c() == 1", "entry_point": "f"},
          "all_pass", 1.0, "correct"),
         ("def f(x):\n    return x if x < 3 else 0", {"test_list": [f"assert f({i}) == {i}" for i in range(4)]},
-         "fraction", 0.75, "runtime_error"),
+         "fraction", 0.75, "wrong"),
         ("def f(x):\n    return x if x < 3 else 0", {"test_list": [f"assert f({i}) == {i}" for i in range(4)]},
-         "all_pass", 0.0, "runtime_error"),
+         "all_pass", 0.0, "wrong"),
     ],
 )  # fmt: skip
 def test_verifier_end_to_end(program, gt, mode, score, reason):
@@ -205,7 +206,7 @@ def test_prefix_from_extra_info_is_prepended():
     gt = {"functional": "assert Solution().f([1, 2]) == 2"}
     without = code(fenced(program), problem(gt))
     with_prefix = code(fenced(program), problem(gt, prefix="from typing import *"))
-    assert without.score == 0.0 and "NameError" in without.info["failure"]["stderr"]
+    assert without.score == 0.0 and "NameError" in without.info["failure"]["error"]
     assert with_prefix.score == 1.0
     assert with_prefix.extracted == program  # the prefix is not part of what the model wrote
 

@@ -134,14 +134,14 @@ def test_task_of(prob, task):
 
 
 class Recorder:
-    """Stands in for `run_python` to show exactly what would run (and that nothing ran)."""
+    """Stands in for the sandbox's `run_job` to show exactly what would run (and that nothing ran)."""
 
     def __init__(self):
         self.programs: list[str] = []
 
-    def __call__(self, program, stdin="", timeout_s=0.0, memory_mb=0, **_):
-        self.programs.append(program)
-        return SandboxResult("failed", 1, "", "AssertionError")
+    def __call__(self, job, **_):
+        self.programs.append(job["program"] + "\n\n" + "\n".join(job["tests"]))
+        return {"status": "success", "passed": [False], "errors": ["AssertionError: "]}
 
 
 @pytest.mark.parametrize(
@@ -166,15 +166,15 @@ class Recorder:
 )
 def test_check_program_is_built_from_trusted_text(monkeypatch, prob, response, program):
     rec = Recorder()
-    monkeypatch.setattr(code, "run_python", rec)
+    monkeypatch.setattr(code, "run_job", rec)
     got = cruxeval(response, prob)
     assert got.score == 0.0
     if program is None:
         assert rec.programs == []  # rejected before anything runs
     else:
         assert len(rec.programs) == 1
-        assert rec.programs[0].startswith(program + "\n")
-        assert got.reason == "wrong"  # AssertionError as the last stderr line
+        assert rec.programs[0] == program  # trusted function, then the check built from trusted text
+        assert got.reason == "wrong"  # the check's AssertionError
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from reasonrl.rewards import sandbox
+from reasonrl.rewards.sandbox import process as sandbox
 from reasonrl.rewards.sandbox import SandboxResult, SandboxUnavailable, run_python
 
 pytestmark = [

@@ -1,4 +1,4 @@
-"""The ONLY place where untrusted (model-written) code runs: `run_python(code, stdin, ...)`.
+"""One program in a throw-away sandbox: `run_python(code, stdin, ...)`, and the isolation itself.
 
 Owns: running one Python program in a throw-away sandbox and returning a `SandboxResult` (status,
 exit code, capped stdout/stderr, timed_out). Does not own: what the program is or what its output
@@ -67,7 +67,7 @@ SANDBOX_ENV = {
     "MKL_NUM_THREADS": "1",
 }
 # Environment of the bwrap / prlimit processes themselves (visible in /proc/<pid>/environ).
-_LAUNCH_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+LAUNCH_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 _UID_BASE, _UID_SPAN = 2_000_000_000, 1_000_000  # per-run uids when we start as root
 _SETUP_PREFIXES = ("bwrap: ", "setpriv: ", "prlimit: ")
 
@@ -102,7 +102,7 @@ class SandboxResult:
 
 
 @dataclass(frozen=True)
-class _Limits:
+class Limits:
     timeout_s: float
     memory_mb: int
     nproc: int
@@ -147,7 +147,7 @@ def run_python(
     """
     if timeout_s <= 0 or memory_mb <= 0:
         raise ValueError("timeout_s and memory_mb must be positive")
-    limits = _Limits(
+    limits = Limits(
         float(timeout_s), int(memory_mb), int(nproc), int(nofile), int(fsize_mb), int(tmp_mb),
         int(max_output_bytes),
     )  # fmt: skip
@@ -199,7 +199,7 @@ def _probe(interp: str) -> str | None:
     for tool in ("prlimit",) + (("setpriv",) if os.geteuid() == 0 else ()):
         if shutil.which(tool, path="/usr/bin:/bin") is None:
             return f"`{tool}` (util-linux) is not installed"
-    limits = _Limits(20.0, 512, 16, 64, 1, 1, 1 << 16)
+    limits = Limits(20.0, 512, 16, 64, 1, 1, 1 << 16)
     res = _run_bwrap(interp, {"main.py": b"print('ok')"}, b"", (), limits, ())
     if res.status != "success" or res.stdout.strip() != "ok":
         detail = (res.stderr or res.stdout).strip().splitlines()
@@ -213,13 +213,13 @@ def _next_uid() -> int:
     return _UID_BASE + (os.getpid() * 7919 + n) % _UID_SPAN
 
 
-def _prlimit_argv(limits: _Limits) -> list[str]:
-    cpu = max(1, math.ceil(limits.timeout_s)) + 1
+def _prlimit_argv(limits: Limits, cpu: bool = True) -> list[str]:
+    secs = max(1, math.ceil(limits.timeout_s)) + 1
     mem = limits.memory_mb << 20
     fsize = limits.fsize_mb << 20
     return [
         shutil.which("prlimit", path="/usr/bin:/bin") or "/usr/bin/prlimit",
-        f"--cpu={cpu}:{cpu + 1}",
+        *([f"--cpu={secs}:{secs + 1}"] if cpu else []),
         f"--as={mem}:{mem}",
         f"--nproc={limits.nproc}:{limits.nproc}",
         f"--nofile={limits.nofile}:{limits.nofile}",
@@ -283,6 +283,21 @@ def _interp_prefix(interp: str) -> str:
 
 
 def _run_bwrap(interp, payload, stdin_bytes, argv, limits, extra_ro_paths) -> SandboxResult:
+    fds: list[int] = []
+    try:
+        cmd = bwrap_command(interp, payload, argv, limits, extra_ro_paths, fds)
+        return _execute(cmd, stdin_bytes, limits, pass_fds=fds, cwd="/", isolation="bwrap")
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def bwrap_command(interp, payload, argv, limits, extra_ro_paths, fds: list[int], *, cpu: bool = True):
+    """The bwrap + setpriv + prlimit command line running `payload["main.py"]` with `argv`.
+
+    Files are passed as memfds appended to `fds` (the caller passes them to the child and closes
+    them). `cpu=False` leaves out the CPU-seconds rlimit (for long-lived servers that set it per job).
+    """
     as_root = os.geteuid() == 0
     cmd = [
         shutil.which("bwrap") or "bwrap",
@@ -310,30 +325,25 @@ def _run_bwrap(interp, payload, stdin_bytes, argv, limits, extra_ro_paths) -> Sa
     for tmp in ("/tmp", "/dev/shm"):  # the only writable places, each a size-capped tmpfs
         cmd += ["--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", tmp]
     cmd += ["--remount-ro", "/dev", "--remount-ro", "/"]
-    fds = []
-    try:
-        for name, content in payload.items():
-            fd = os.memfd_create("reasonrl-sandbox", 0)
-            fds.append(fd)
-            view = memoryview(content)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.lseek(fd, 0, os.SEEK_SET)
-            parent = os.path.dirname(name)
-            if parent:
-                cmd += ["--perms", "1777", "--dir", f"/tmp/{parent}"]
-            cmd += ["--perms", "0644", "--file", str(fd), f"/tmp/{name}"]
-        cmd += ["--chdir", "/tmp", "--clearenv"]
-        for key, value in {**SANDBOX_ENV, "HOME": "/tmp", "TMPDIR": "/tmp"}.items():
-            cmd += ["--setenv", key, value]
-        cmd.append("--")
-        if as_root:
-            cmd += _setpriv_argv(_next_uid())
-        cmd += _prlimit_argv(limits) + _python_argv(interp, "/tmp/main.py", argv)
-        return _execute(cmd, stdin_bytes, limits, pass_fds=fds, cwd="/", isolation="bwrap")
-    finally:
-        for fd in fds:
-            os.close(fd)
+    for name, content in payload.items():
+        fd = os.memfd_create("reasonrl-sandbox", 0)
+        fds.append(fd)
+        view = memoryview(content)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        parent = os.path.dirname(name)
+        if parent:
+            cmd += ["--perms", "1777", "--dir", f"/tmp/{parent}"]
+        cmd += ["--perms", "0644", "--file", str(fd), f"/tmp/{name}"]
+    cmd += ["--chdir", "/tmp", "--clearenv"]
+    for key, value in {**SANDBOX_ENV, "HOME": "/tmp", "TMPDIR": "/tmp"}.items():
+        cmd += ["--setenv", key, value]
+    cmd.append("--")
+    if as_root:
+        cmd += _setpriv_argv(_next_uid())
+    cmd += _prlimit_argv(limits, cpu=cpu) + _python_argv(interp, "/tmp/main.py", argv)
+    return cmd
 
 
 def _run_unisolated(interp, payload, stdin_bytes, argv, limits) -> SandboxResult:
@@ -376,7 +386,7 @@ def _kill_uid(uid: int) -> None:
         "-c",
         "import os, signal\ntry: os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError: pass",
     ]
-    subprocess.run(killer, env=_LAUNCH_ENV, cwd="/", timeout=30, capture_output=True, check=False)
+    subprocess.run(killer, env=LAUNCH_ENV, cwd="/", timeout=30, capture_output=True, check=False)
 
 
 def _execute(cmd, stdin_bytes, limits, *, pass_fds, cwd, isolation, env=None) -> SandboxResult:
@@ -388,7 +398,7 @@ def _execute(cmd, stdin_bytes, limits, *, pass_fds, cwd, isolation, env=None) ->
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=env or _LAUNCH_ENV,
+            env=env or LAUNCH_ENV,
             cwd=cwd,
             pass_fds=tuple(pass_fds),
             process_group=0,
@@ -414,7 +424,7 @@ def _execute(cmd, stdin_bytes, limits, *, pass_fds, cwd, isolation, env=None) ->
     )
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -482,7 +492,7 @@ def _communicate(proc, stdin_bytes: bytes, deadline: float, cap: int):
                 break
     finally:
         sel.close()
-        _kill_group(proc)  # also after a normal exit: nothing of its process group may linger
+        kill_group(proc)  # also after a normal exit: nothing of its process group may linger
         for f in (proc.stdin, proc.stdout, proc.stderr):
             try:
                 f.close()

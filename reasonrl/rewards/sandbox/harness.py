@@ -1,0 +1,653 @@
+"""Trusted test driver, run INSIDE the sandbox (stdlib only; never imports reasonrl).
+
+Owns: running one job (a candidate program plus its tests) so that the verdict comes from code the
+candidate cannot reach. Does not own: isolation from the host (`process.py` starts this file under
+bubblewrap), the pool of long-lived drivers (`server.py`), or what the tests are (`rewards.code`).
+
+Three processes, all inside one sandbox:
+  driver  (this file's main) reads jobs from the host, runs the TESTS, writes verdicts to the host.
+          It marks itself non-dumpable, so a same-uid process can neither ptrace it nor open its
+          /proc/<pid>/{mem,fd,environ}.
+  zygote  forked by the driver before any job arrives, so its memory never held a test; keeps common
+          modules imported and forks one child per job. It closes the host channel (fds 0/1/2).
+  child   runs the candidate's program as `__main__` (compiled from memory: there is no source file
+          to re-read), with only the fds the driver handed it: stdin/stdout/stderr pipes and two
+          RPC pipes. Its own rlimits (address space, CPU) are set before the program runs.
+
+Job kinds:
+  stdio   the child runs the program on `stdin`; the reply carries its stdout/stderr/exit status and
+          the HOST compares stdout with the expected output, which never enters the sandbox.
+  call    (APPS/TACO fn_name rows) the driver calls the candidate's function through RPC and compares
+          each result with the expected value, expected on the left, after decoding it to plain data.
+  script  (HumanEval check(), MBPP asserts, Guru functional tests, CRUXEval assertions) the trusted
+          test code runs in the DRIVER; the names it needs from the program (the entry point,
+          `Solution`...) are bound to RPC proxies. A test passes iff its code raises nothing.
+Values cross the RPC pipes as pickles. Child -> driver pickles are read by an unpickler that can build
+only plain data (None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset) and
+opaque `Remote` handles for anything else, so no object of the candidate's (with a lying `__eq__`,
+`__hash__`, `__len__`...) ever exists in the driver. A Remote supports attribute access and calls
+(both answered by the child) and compares equal only to itself. Stdlib modules that the program
+imported (e.g. `math` used by HumanEval tests) are bound to the driver's own copies.
+
+After every job the driver SIGKILLs every other process in the sandbox's pid namespace except the
+zygote (forked grandchildren included) and empties the job's working directory.
+
+Wire format (host <-> driver, driver <-> child): 4-byte big-endian length + payload; host messages are
+JSON. `--serve [--sweep]`: jobs in a loop; otherwise one shot: one job read from stdin (after the zygote
+has forked), the reply printed as one JSON line.
+"""
+
+import ast
+import builtins
+import io
+import json
+import os
+import pickle
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+import types
+
+MAX_MSG = 16 << 20
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
+_SAFE_GLOBALS = {
+    ("builtins", t.__name__) for t in (int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
+}
+_PRELOAD = ("typing collections math itertools functools heapq bisect re string operator copy random "
+            "fractions decimal statistics datetime json hashlib array").split()  # fmt: skip
+TRUSTED_MODULE = "__reasonrl_tests__"
+_STDLIB = getattr(sys, "stdlib_module_names", frozenset(_PRELOAD))
+
+
+class JobError(Exception):
+    """The job could not be run (child died, RPC broke, deadline passed)."""
+
+
+# ----------------------------------------------------------------------------- framing
+
+
+def send_msg(fd, data):
+    data = struct.pack(">I", len(data)) + data
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def recv_msg(fd, deadline=None):
+    head = _read_exact(fd, 4, deadline)
+    (n,) = struct.unpack(">I", head)
+    if n > MAX_MSG:
+        raise JobError(f"message of {n} bytes over the {MAX_MSG} cap")
+    return _read_exact(fd, n, deadline)
+
+
+def _read_exact(fd, n, deadline):
+    buf = bytearray()
+    while len(buf) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError("deadline passed")
+        chunk = os.read(fd, min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError("peer closed")
+        buf += chunk
+    return bytes(buf)
+
+
+def _prctl(option, arg):
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
+
+
+# ----------------------------------------------------------------------------- child side (untrusted)
+
+
+def _plainify(obj):
+    """(plain base type, plain copy) for an instance of a subclass of a plain type, else None. Done
+    in the child: the driver only ever receives the plain value, whatever the subclass claims."""
+    for base in (int, float, complex, str, bytes, dict, list, tuple, set, frozenset):
+        if isinstance(obj, base):
+            try:
+                value = int.__index__(obj) if base is int else base(obj)
+            except Exception:  # noqa: BLE001 - a subclass that cannot say what it is stays opaque
+                return None
+            return (base, value) if type(value) is base else None
+    return None
+
+
+class _ChildPickler(pickle.Pickler):
+    """Plain data by value, plain-type subclasses as their plain copy, anything else as a handle."""
+
+    def __init__(self, f, table):
+        super().__init__(f, protocol=5)
+        self.table = table
+
+    def persistent_id(self, obj):
+        if type(obj) in _PLAIN or (not isinstance(obj, type) and _plainify(obj) is not None):
+            return None
+        self.table.append(obj)
+        return len(self.table) - 1
+
+    def reducer_override(self, obj):
+        if type(obj) in _PLAIN:
+            return NotImplemented
+        base, value = _plainify(obj)
+        return base, (value,)
+
+
+class _ChildUnpickler(pickle.Unpickler):
+    def __init__(self, f, table):
+        super().__init__(f)
+        self.table = table
+
+    def persistent_load(self, pid):
+        return self.table[pid]
+
+    def find_class(self, module, name):
+        if name == "_rebuild":
+            return _rebuild
+        return super().find_class(module, name)
+
+
+def _rebuild(qualname):
+    """Child side of a trusted object sent as an argument (e.g. a ListNode built by the tests)."""
+    cls = sys.modules["__main__"].__dict__[qualname]
+    return cls.__new__(cls)
+
+
+def _child_reply(out_fd, table, value=None, error=None):
+    buf = io.BytesIO()
+    try:
+        payload = ("err", type(error).__name__, str(error)[:2000]) if error else ("ok", value)
+        _ChildPickler(buf, table).dump(payload)
+    except Exception as e:  # noqa: BLE001 - an unserialisable result is reported, not fatal
+        buf = io.BytesIO()
+        pickle.dump(("err", "TypeError", f"unserialisable result: {type(e).__name__}"), buf, protocol=5)
+    send_msg(out_fd, buf.getvalue())
+
+
+def _child_serve(module, in_fd, out_fd):
+    table = [module]
+    while True:
+        try:
+            req = _ChildUnpickler(io.BytesIO(recv_msg(in_fd)), table).load()
+        except EOFError:
+            os._exit(0)
+        op = req[0]
+        try:
+            if op == "get":
+                name = req[1]
+                if name not in module.__dict__:
+                    raise NameError(name)
+                value = module.__dict__[name]
+                if isinstance(value, types.ModuleType):
+                    value = ("module", value.__name__)
+                else:
+                    value = ("value", value)
+            elif op == "getattr":
+                value = getattr(table[req[1]], req[2])
+            else:  # call
+                value = table[req[1]](*req[2], **req[3])
+            _child_reply(out_fd, table, value)
+        except BaseException as e:  # noqa: BLE001 - the candidate's exception is the answer
+            if isinstance(e, SystemExit):
+                os._exit(1)
+            _child_reply(out_fd, table, error=e)
+
+
+def _child_main(req, fds):
+    moved = [os.dup(fd) for fd in fds]  # above every target so the dup2s below cannot clobber
+    if req["mode"] == "rpc":  # the program's own stdio goes nowhere; the pipes carry only RPC
+        null = os.open(os.devnull, os.O_RDWR)
+        moved[:3] = [null, null, null]
+    for src, dst in zip(moved, (0, 1, 2, 3, 4)):
+        os.dup2(src, dst)
+    os.closerange(5, 65536)
+    import resource
+
+    mem = int(req["memory_mb"]) << 20
+    cpu = max(1, int(req["cpu_s"]))
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    os.chdir(req["cwd"])
+    job = json.loads(recv_msg(3).decode("utf-8"))
+    sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)  # noqa: SIM115
+    sys.argv = ["main.py"]
+    module = types.ModuleType("__main__")
+    module.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = module
+    code, error, how = 0, "", ""
+    try:
+        for part in (job.get("prefix") or "", job["program"]):
+            exec(compile(part, "main.py", "exec"), module.__dict__)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        error, how = f"SystemExit({e.code!r}) while defining the program", "exit"
+    except BaseException:  # noqa: BLE001 - report like the interpreter would
+        error, how = traceback.format_exc(), "error"
+        sys.stderr.write(error)
+        code = 1
+    if req["mode"] == "rpc":
+        if error:
+            send_msg(4, pickle.dumps(("dead", how, error[-2000:])))
+            os._exit(1)
+        send_msg(4, pickle.dumps(("ready",)))
+        _child_serve(module, 3, 4)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    os._exit(code & 0xFF)
+
+
+# ----------------------------------------------------------------------------- zygote
+
+
+def _zygote_main(sock):
+    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the driver
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)  # the host channel is the driver's alone
+    os.closerange(3, sock.fileno())
+    os.closerange(sock.fileno() + 1, 65536)
+    for name in _PRELOAD:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, 8)
+        except OSError:
+            os._exit(0)
+        if not msg:
+            os._exit(0)
+        req = json.loads(msg)
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            try:
+                _child_main(req, fds)
+            finally:
+                os._exit(1)
+        for fd in fds:
+            os.close(fd)
+        sock.send(json.dumps({"pid": pid}).encode())
+        _, status = os.waitpid(pid, 0)
+        sock.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+
+
+# ----------------------------------------------------------------------------- driver side (trusted)
+
+
+class RemoteError(Exception):
+    """The candidate's code raised an exception of a non-builtin type."""
+
+
+class Remote:
+    """Opaque handle to an object living in the child. Attribute access and calls are answered by
+    the child (decoded to plain data or new handles); equal only to itself; truthy like any object."""
+
+    __slots__ = ("_rpc", "_id")
+
+    def __init__(self, rpc, hid):
+        object.__setattr__(self, "_rpc", rpc)
+        object.__setattr__(self, "_id", hid)
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self._rpc.request(("getattr", self._id, name))
+
+    def __call__(self, *args, **kwargs):
+        return self._rpc.request(("call", self._id, args, kwargs))
+
+    def __repr__(self):
+        return f"<solution object #{self._id}>"
+
+
+class _DriverUnpickler(pickle.Unpickler):
+    def __init__(self, f, rpc):
+        super().__init__(f)
+        self.rpc = rpc
+
+    def find_class(self, module, name):
+        if (module, name) in _SAFE_GLOBALS:
+            return getattr(builtins, name)
+        raise pickle.UnpicklingError(f"forbidden global {module}.{name}")
+
+    def persistent_load(self, pid):
+        if type(pid) is not int or pid < 0:
+            raise pickle.UnpicklingError("bad handle")
+        return Remote(self.rpc, pid)
+
+
+class _DriverPickler(pickle.Pickler):
+    def persistent_id(self, obj):
+        return obj._id if type(obj) is Remote else None
+
+    def reducer_override(self, obj):
+        cls = type(obj)
+        if getattr(cls, "__module__", None) == TRUSTED_MODULE and hasattr(obj, "__dict__"):
+            return (_rebuild, (cls.__qualname__,), dict(obj.__dict__))
+        return NotImplemented
+
+
+class _Rpc:
+    def __init__(self, to_child, from_child, deadline):
+        self.to_child, self.from_child, self.deadline = to_child, from_child, deadline
+
+    def request(self, req):
+        buf = io.BytesIO()
+        _DriverPickler(buf, protocol=5).dump(req)
+        send_msg(self.to_child, buf.getvalue())
+        return self._decode(recv_msg(self.from_child, self.deadline))
+
+    def _decode(self, data):
+        try:
+            reply = _DriverUnpickler(io.BytesIO(data), self).load()
+        except Exception as e:  # noqa: BLE001 - malformed reply from the candidate
+            raise JobError(f"bad reply from the program: {type(e).__name__}") from None
+        if type(reply) is not tuple or not reply or reply[0] not in ("ok", "err"):
+            raise JobError("bad reply from the program")
+        if reply[0] == "ok" and len(reply) == 2:
+            return reply[1]
+        name, text = (reply[1], reply[2]) if len(reply) == 3 else ("Exception", "")
+        exc = getattr(builtins, str(name), None)
+        if not (isinstance(exc, type) and issubclass(exc, Exception)):
+            exc = RemoteError
+        raise exc(f"{name}: {text}" if exc is RemoteError else str(text))
+
+
+def _free_names(code):
+    tree = ast.parse(code)
+    loads, stores = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loads if isinstance(node.ctx, ast.Load) else stores).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            stores.add(node.name)
+        elif isinstance(node, ast.arg):
+            stores.add(node.arg)
+        elif isinstance(node, ast.alias):
+            stores.add((node.asname or node.name).split(".")[0])
+    return loads - stores - set(dir(builtins))
+
+
+def _bind_remote_names(code, ns, rpc):
+    for name in sorted(_free_names(code) - ns.keys()):
+        try:
+            kind, value = rpc.request(("get", name))
+        except NameError:
+            continue
+        if kind == "module":
+            if str(value).split(".")[0] not in _STDLIB:
+                continue  # a module of the program's own making: leave the name unbound
+            __import__(value)
+            value = sys.modules[value]
+        ns[name] = value
+
+
+def _matches(want, got, tol):
+    """Expected value drives the comparison; `got` is already plain data (or a Remote)."""
+    if isinstance(want, float) or (isinstance(got, float) and type(want) is int):
+        if type(got) not in (int, float) or type(want) not in (int, float):
+            return False
+        return got == want or abs(got - want) <= max(tol, tol * abs(want))
+    if isinstance(want, list):
+        return (
+            type(got) in (list, tuple)
+            and len(got) == len(want)
+            and all(_matches(w, g, tol) for w, g in zip(want, got))
+        )
+    if isinstance(want, dict):
+        return (
+            type(got) is dict
+            and got.keys() == want.keys()
+            and all(_matches(want[k], got[k], tol) for k in want)
+        )
+    if type(got) is Remote:
+        return False
+    return want == got
+
+
+def _run_call(job, rpc, results):
+    fn = job["fn"]
+    if fn.startswith("Solution()."):
+        kind, solution = rpc.request(("get", "Solution"))
+        target = solution().__getattr__(fn.split(".", 1)[1])
+    else:
+        kind, target = rpc.request(("get", fn))
+    for args, want in job["tests"]:
+        try:
+            got = target(*args)
+            ok = _matches(want, got, job["tol"]) or (
+                isinstance(want, list) and len(want) == 1 and _matches(want[0], got, job["tol"])
+            )
+        except (JobError, TimeoutError, EOFError, OSError):
+            raise
+        except Exception as e:  # noqa: BLE001 - the candidate raised: this test fails
+            results["errors"].append(f"{type(e).__name__}: {e}"[:500])
+            ok = False
+        results["passed"].append(bool(ok))
+        if not ok and job.get("stop_early"):
+            break
+
+
+def _run_script(job, rpc, results):
+    ns = {"__name__": TRUSTED_MODULE, "__builtins__": builtins}
+    for part in (job.get("prefix") or "", job.get("setup") or ""):
+        exec(compile(part, "<trusted setup>", "exec"), ns)
+    for chunk in job["tests"]:
+        try:
+            _bind_remote_names(chunk, ns, rpc)
+            exec(compile(chunk, "<tests>", "exec"), ns)
+            ok = True
+        except (JobError, TimeoutError, EOFError, OSError):
+            raise
+        except Exception as e:  # noqa: BLE001 - a failing assertion or an error: this test fails
+            results["errors"].append(f"{type(e).__name__}: {e}"[:500])
+            ok = False
+        results["passed"].append(ok)
+        if not ok and job.get("stop_early"):
+            break
+
+
+class Driver:
+    def __init__(self, sweep):
+        self.sweep_enabled = sweep
+        self.jobs = 0
+        parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.zygote = os.fork()
+        if self.zygote == 0:
+            parent_sock.close()
+            try:
+                _zygote_main(child_sock)
+            finally:
+                os._exit(1)
+        child_sock.close()
+        self.sock = parent_sock
+        self.keep = {1, os.getpid(), self.zygote}
+
+    def run(self, job):
+        start = time.monotonic()
+        deadline = start + float(job["timeout_s"])
+        self.jobs += 1
+        cwd = f"/tmp/job{os.getpid()}_{self.jobs}"
+        os.mkdir(cwd, 0o700)
+        pipes = [os.pipe() for _ in range(5)]  # stdin, stdout, stderr, rpc to child, rpc from child
+        child_ends = [pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][0], pipes[4][1]]
+        ours = [pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][1], pipes[4][0]]
+        rpc_mode = job["kind"] != "stdio"
+        req = {"memory_mb": job["memory_mb"], "cpu_s": int(job["timeout_s"]) + 1, "cwd": cwd,
+               "mode": "rpc" if rpc_mode else "stdio"}  # fmt: skip
+        self.status = None
+        socket.send_fds(self.sock, [json.dumps(req).encode()], child_ends)
+        for fd in child_ends:
+            os.close(fd)
+        reply = {"status": "success", "passed": [], "errors": [], "stdout": "", "stderr": ""}
+        child = None
+        try:
+            child = json.loads(self.sock.recv(1 << 16))["pid"]
+            send_msg(ours[3], json.dumps({"program": job["program"], "prefix": job.get("prefix")}).encode())
+            if rpc_mode:
+                self._rpc_job(job, ours, deadline, reply)
+            else:
+                self._stdio_job(job, ours, deadline, reply)
+        except TimeoutError:
+            reply["status"] = "timeout"
+        except (JobError, EOFError, OSError) as e:
+            reply["status"] = "failed"
+            reply["errors"].append(f"{type(e).__name__}: {e}"[:500])
+        finally:
+            for fd in ours:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            if child is not None:
+                self._reap(child)
+                reply["exit_code"] = None if rpc_mode else self.status
+            self._cleanup(cwd)
+        reply["duration_s"] = time.monotonic() - start
+        return reply
+
+    def _rpc_job(self, job, ours, deadline, reply):
+        for fd in (ours[0], ours[1], ours[2]):
+            os.close(fd)  # the program's own stdio is discarded in RPC mode
+        rpc = _Rpc(ours[3], ours[4], deadline)
+        try:  # written by the child's side of this file once the program is defined
+            first = _DriverUnpickler(io.BytesIO(recv_msg(ours[4], deadline)), None).load()
+        except (EOFError, pickle.UnpicklingError):
+            first = ("dead", "exit", "the program exited")
+        if first != ("ready",):
+            ok = type(first) is tuple and len(first) == 3 and first[1] in ("exit", "error")
+            reply["status"] = "failed"
+            reply["program_failed"] = first[1] if ok else "exit"
+            reply["errors"].append(
+                f"the program failed before any test ran: {first[2] if ok else ''}"[-2000:]
+            )
+            return
+        (_run_call if job["kind"] == "call" else _run_script)(job, rpc, reply)
+
+    def _stdio_job(self, job, ours, deadline, reply):
+        data = job.get("stdin", "").encode("utf-8")
+        cap = int(job.get("max_output_bytes", 8 << 20))
+        os.close(ours[3])
+        os.close(ours[4])
+        bufs = {ours[1]: bytearray(), ours[2]: bytearray()}
+        pending = memoryview(data)
+        writers = [ours[0]] if pending else []
+        if not pending:
+            os.close(ours[0])
+        readers = [ours[1], ours[2], self.sock]
+        exited_at = None
+        while ours[1] in readers or ours[2] in readers:
+            now = time.monotonic()
+            if now >= deadline:
+                raise TimeoutError
+            if exited_at is not None and now - exited_at > 0.5:
+                break  # the program is gone; something it left behind still holds the pipes
+            r, w, _ = select.select(readers, writers, [], min(deadline - now, 0.1))
+            if self.sock in r:
+                self.status = json.loads(self.sock.recv(1 << 16))["status"]
+                readers.remove(self.sock)
+                exited_at = time.monotonic()
+                r.remove(self.sock)
+            for fd in w:
+                try:
+                    pending = pending[os.write(fd, pending[:65536]) :]
+                except OSError:
+                    pending = pending[:0]
+                if not pending:
+                    writers = []
+                    os.close(fd)
+            for fd in r:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    readers.remove(fd)
+                    continue
+                bufs[fd] += chunk
+                if len(bufs[fd]) > cap:
+                    reply["status"] = "output_limit"
+                    bufs[fd] = bufs[fd][:cap]
+                    readers = [x for x in readers if x is self.sock]
+        reply["stdout"] = bufs[ours[1]].decode("utf-8", "replace")
+        reply["stderr"] = bufs[ours[2]].decode("utf-8", "replace")[-4000:]
+
+    def _reap(self, child):
+        if self.status is not None:
+            return
+        try:
+            os.kill(child, signal.SIGKILL)
+        except OSError:
+            pass
+        self.status = json.loads(self.sock.recv(1 << 16))["status"]
+
+    def _cleanup(self, cwd):
+        if self.sweep_enabled:
+            for _ in range(200):
+                victims = [p for p in _live_pids() if p not in self.keep]
+                if not victims:
+                    break
+                for pid in victims:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                time.sleep(0.001)
+        import shutil
+
+        shutil.rmtree(cwd, ignore_errors=True)
+
+
+def _live_pids():
+    pids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    state = f.read().rsplit(b")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state not in (b"Z", b"X"):
+                pids.append(int(name))
+    return pids
+
+
+def _status_of(reply):
+    if reply["status"] == "success" and reply.get("exit_code") not in (0, None):
+        reply["status"] = "failed"
+    return reply
+
+
+def main(argv):
+    _prctl(4, 0)  # PR_SET_DUMPABLE = 0: no ptrace or /proc/<pid>/mem access by same-uid processes
+    if "--serve" not in argv:  # one shot: the job comes on stdin, read only after the zygote forked
+        driver = Driver(sweep=False)
+        job = json.loads(sys.stdin.buffer.read())
+        print(json.dumps(_status_of(driver.run(job))), flush=True)
+        return
+    driver = Driver(sweep="--sweep" in argv)
+    inp, out = sys.stdin.fileno(), sys.stdout.fileno()
+    send_msg(out, b'{"ready": true}')
+    while True:
+        try:
+            job = json.loads(recv_msg(inp))
+        except EOFError:
+            return
+        send_msg(out, json.dumps(_status_of(driver.run(job))).encode())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
