@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import ast
 import re
-import time
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult

@@ -9,7 +9,6 @@ import pytest
 
 from reasonrl.rewards import VERIFIERS, code, sandbox, score
 from reasonrl.rewards.cruxeval import cruxeval, extract_prediction, is_literal, task_of
-from reasonrl.rewards.sandbox import SandboxResult
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(120)

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from reasonrl.rewards.sandbox import process as sandbox
 from reasonrl.rewards.sandbox import SandboxResult, SandboxUnavailable, run_python
+from reasonrl.rewards.sandbox import process as sandbox
 
 pytestmark = [
     pytest.mark.timeout(60),
