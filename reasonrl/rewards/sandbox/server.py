@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures as cf
+import functools
 import json
 import os
 import subprocess
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from reasonrl.rewards.sandbox import process
-from reasonrl.rewards.sandbox.harness import recv_msg, send_msg
+from reasonrl.rewards.sandbox.child import recv_msg, send_msg
 
 START_TIMEOUT_S = 30.0
 REPLY_GRACE_S = 5.0
@@ -42,9 +43,15 @@ _idle: dict[tuple, list[_Server]] = {}
 _all: set[_Server] = set()
 
 
+@functools.cache
 def harness_program() -> bytes:
-    """The harness as one self-contained program."""
-    return Path(__file__).with_name("harness.py").read_bytes()
+    """The harness as one self-contained program: child.py, then harness.py without its import of
+    child.py (the lines between `# ship: begin` and `# ship: end`)."""
+    here = Path(__file__).parent
+    driver = (here / "harness.py").read_text().splitlines(keepends=True)
+    begin = next(i for i, ln in enumerate(driver) if ln.startswith("# ship: begin"))
+    end = next(i for i, ln in enumerate(driver) if ln.startswith("# ship: end"))
+    return ((here / "child.py").read_text() + "".join(driver[:begin] + driver[end + 1 :])).encode("utf-8")
 
 
 class _Server:

