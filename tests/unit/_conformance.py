@@ -8,6 +8,7 @@ running any verifier, the per-suite option mapping or the KNOWN lists (each test
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,21 @@ import pytest
 CONFORMANCE_DIR = Path(__file__).parents[2].parent / "shared" / "conformance"
 
 
-def numbered_rows(name: str) -> list[tuple[str, dict]]:
-    """("line N", row) for every non-blank line of CONFORMANCE_DIR/name (N 1-based); skip if missing."""
+def case_file(name: str) -> Path:
+    """CONFORMANCE_DIR/name. Missing: the calling module is skipped with a message naming the file,
+    except under CI=true, where it fails loudly (CI always has ../shared beside the clone)."""
     path = CONFORMANCE_DIR / name
     if not path.exists():
-        pytest.skip(f"conformance cases not found at {path}")
-    lines = path.read_text(encoding="utf-8").splitlines()
+        msg = f"conformance cases not found at {path} (the project's shared/ folder must sit beside the repo)"
+        if os.environ.get("CI", "").lower() == "true":
+            raise FileNotFoundError(msg)
+        pytest.skip(msg, allow_module_level=True)
+    return path
+
+
+def numbered_rows(name: str) -> list[tuple[str, dict]]:
+    """("line N", row) for every non-blank line of CONFORMANCE_DIR/name (N 1-based); skip if missing."""
+    lines = case_file(name).read_text(encoding="utf-8").splitlines()
     return [(f"line {n}", json.loads(s)) for n, s in enumerate(lines, 1) if s.strip()]
 
 

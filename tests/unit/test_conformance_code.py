@@ -17,13 +17,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from _conformance import CONFORMANCE_DIR
+from _conformance import case_file
 
 from reasonrl.rewards import sandbox
 from reasonrl.rewards.code import code
 from reasonrl.types import Problem
 
-CASES_FILE = CONFORMANCE_DIR / "code_cases.jsonl"
 LEETCODE_PREFIX = "from typing import *\nfrom collections import *\nimport math, heapq, bisect, itertools"
 FRACTION_OVERRIDES = {"verl-prime-code-1": 10 / 11}  # see module docstring
 
@@ -34,8 +33,7 @@ pytestmark = [
 
 
 def _load() -> list[dict]:
-    assert CASES_FILE.exists(), f"conformance data missing: {CASES_FILE} (shared/ must sit beside the repo)"
-    return [json.loads(line) for line in CASES_FILE.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in case_file("code_cases.jsonl").read_text().splitlines() if line.strip()]
 
 
 CASES = _load()
