@@ -122,6 +122,7 @@ class ValConfig:
 class CheckpointConfig:
     every: int = 0  # 0 = only at the end
     keep_last: int = 2
+    on_signal: bool = True  # SIGINT / SIGTERM: finish the step, save a checkpoint, exit non-zero
 
 
 @dataclass

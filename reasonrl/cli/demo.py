@@ -45,7 +45,7 @@ def run_demo(run_dir: str = "runs/demo", overrides: list[str] | None = None) -> 
     torch.set_num_threads(max(1, torch.get_num_threads()))
     t0 = time.perf_counter()
     cfg = load_config(None, DEMO + [f"log.run_dir={run_dir}"] + list(overrides or []))
-    out = train(cfg)
+    out = train(cfg, overwrite=True)  # the demo always starts over in its own directory
     evals = [r for r in out["history"] if r.get("eval/accuracy") is not None]
     return {
         "accuracy_before": evals[0]["eval/accuracy"],

@@ -7,19 +7,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 
 def _train(args) -> int:
     from reasonrl.config import load_config, to_yaml
 
+    if args.recipe and "=" in args.recipe and not os.path.exists(args.recipe):  # overrides only, no recipe
+        args.recipe, args.overrides = None, [args.recipe, *args.overrides]
     cfg = load_config(args.recipe, args.overrides)
     if args.print_config:
         print(to_yaml(cfg), end="")
         return 0
     from reasonrl.trainer.loop import train
 
-    out = train(cfg, resume=args.resume)
+    out = train(
+        cfg, resume=args.resume, overwrite=args.overwrite, allow_config_change=args.allow_config_change
+    )
     last = out["history"][-1] if out["history"] else {}
     summary = {k: last[k] for k in ("step", "eval/accuracy", "reward/mean") if k in last}
     print(json.dumps({**summary, "run_dir": out["run_dir"], "plot": out["plot"]}))
@@ -79,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("recipe", nargs="?", default=None)
     t.add_argument("overrides", nargs="*", help="dotted overrides, e.g. algo.clip_high=0.28")
     t.add_argument("--resume", action="store_true", help="continue from the run's latest checkpoint")
+    t.add_argument("--overwrite", action="store_true", help="start a new run over an old one's files")
+    t.add_argument(
+        "--allow-config-change",
+        action="store_true",
+        help="resume with a changed config (applied and recorded in config_changes.jsonl)",
+    )
     t.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     t.set_defaults(fn=_train)
 
@@ -107,14 +118,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # dotted overrides may also come after flags: `train recipe.yaml --resume train.lr=1e-6`
+        if not hasattr(args, "overrides") or any(x.startswith("-") or "=" not in x for x in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.overrides = [*args.overrides, *extra]
     from reasonrl.config import ConfigError
+    from reasonrl.trainer.signals import Interrupted
 
     try:
         return args.fn(args)
     except (ConfigError, FileNotFoundError) as e:
         print(f"reasonrl: error: {e}", file=sys.stderr)
         return 2
+    except Interrupted as e:
+        print(f"reasonrl: {e}", file=sys.stderr)
+        return e.exit_code
 
 
 if __name__ == "__main__":

@@ -2,27 +2,35 @@
 
 Layout: `<run_dir>/checkpoints/step_000010/` holding the HF model (safetensors, config, tokenizer),
 `engine.pt` (optimizer + scheduler), `rng.pt` (python / torch / cuda RNG states) and `state.json`
-(step, data-sampler position, anything the trainer adds). Written to a temp directory and renamed,
-so a crash mid-write never leaves a half checkpoint; only the newest `keep_last` are kept.
+(step, data-sampler position, anything the trainer adds), and `complete.json`, written last: every
+file's size and the sha256 of the small ones. Everything is written to a temp directory, fsynced
+(files, then the directory), renamed, and the parent directory fsynced, so a crash mid-write never
+leaves a half checkpoint; only the newest `keep_last` valid ones are kept. `latest_valid_checkpoint`
+verifies against `complete.json` and falls back to an older one, naming the bad file.
 
-Owns: the layout, atomic save, listing / pruning and loading of those files, and RNG capture.
+Owns: the layout, atomic save, verification, listing / pruning and loading of those files, leftover
+temp directories, and RNG capture.
 Does not own: when to save or what the trainer state holds (`trainer`), or the optimizer state
 itself (the engine's `state_dict`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 PREFIX = "step_"
+MARKER = "complete.json"
+_HASH_LIMIT = 64 << 20  # files up to this size are hashed; larger ones (weights, optimizer) by size
 
 
 def checkpoint_dir(run_dir: str | Path) -> Path:
@@ -44,6 +52,77 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
 def latest_checkpoint(run_dir: str | Path) -> Path | None:
     found = list_checkpoints(run_dir)
     return found[-1] if found else None
+
+
+def verify_checkpoint(path: str | Path) -> str | None:
+    """None if the checkpoint at `path` is complete and intact, else what is wrong (naming the file)."""
+    path = Path(path)
+    try:
+        manifest = json.loads((path / MARKER).read_text())
+        files, hashes = manifest["files"], manifest["sha256"]
+    except FileNotFoundError:
+        return f"{path / MARKER} is missing (the save never finished)"
+    except (ValueError, KeyError, TypeError) as e:
+        return f"{path / MARKER} is unreadable ({type(e).__name__})"
+    for name, size in files.items():
+        f = path / name
+        if not f.is_file():
+            return f"{f} is missing"
+        if f.stat().st_size != size:
+            return f"{f} has {f.stat().st_size} bytes, {size} were written"
+        if name in hashes and _sha256(f) != hashes[name]:
+            return f"{f} is corrupt (sha256 mismatch)"
+    return None
+
+
+def latest_valid_checkpoint(run_dir: str | Path, warn: Callable[[str], None] = print) -> Path | None:
+    """The newest checkpoint that verifies; each newer bad one is reported through `warn`."""
+    for path in reversed(list_checkpoints(run_dir)):
+        problem = verify_checkpoint(path)
+        if problem is None:
+            return path
+        warn(f"warning: skipping checkpoint {path.name}: {problem}")
+    return None
+
+
+def remove_temp_dirs(run_dir: str | Path) -> list[Path]:
+    """Delete half-written checkpoint directories that a crash left behind; returns what was removed."""
+    root = checkpoint_dir(run_dir)
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.is_dir() and p.name.startswith(f".{PREFIX}")]
+    for p in found:
+        shutil.rmtree(p, ignore_errors=True)
+    return found
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _seal(tmp: Path) -> None:
+    """fsync every file, then write the manifest (last), then fsync the directory."""
+    files = {}
+    for f in sorted(p for p in tmp.rglob("*") if p.is_file()):
+        _fsync(f)
+        files[str(f.relative_to(tmp))] = f.stat().st_size
+    hashes = {name: _sha256(tmp / name) for name, size in files.items() if size <= _HASH_LIMIT}
+    marker = tmp / MARKER
+    marker.write_text(json.dumps({"files": files, "sha256": hashes}, indent=1))
+    _fsync(marker)
+    _fsync(tmp)
 
 
 def rng_state() -> dict:
@@ -74,14 +153,19 @@ def save_checkpoint(
         torch.save(engine_state, tmp / "engine.pt")
         torch.save(rng_state(), tmp / "rng.pt")
         (tmp / "state.json").write_text(json.dumps({"step": step, **state}, indent=1))
+        _seal(tmp)
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
+        _fsync(root)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    for old in list_checkpoints(run_dir)[:-keep_last]:
-        shutil.rmtree(old, ignore_errors=True)
+    valid = [p for p in list_checkpoints(run_dir) if verify_checkpoint(p) is None]
+    keep = set(valid[-keep_last:])
+    for old in list_checkpoints(run_dir):
+        if old not in keep and int(old.name[len(PREFIX) :]) < step:
+            shutil.rmtree(old, ignore_errors=True)
     return target
 
 

@@ -149,6 +149,24 @@ class SingleDeviceEngine:
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, keep_hyperparams: bool = False) -> None:
+        """Restore optimizer moments and schedule position. keep_hyperparams: keep this engine's own
+        lr / betas / weight decay / schedule (a resume that deliberately changed them) instead of the
+        checkpoint's."""
+        if not keep_hyperparams:
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.scheduler.load_state_dict(state["scheduler"])
+            return
+        groups = [{k: v for k, v in g.items() if k != "params"} for g in self.optimizer.param_groups]
         self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
+        for g, mine in zip(self.optimizer.param_groups, groups):
+            g.update(mine)
+        self.scheduler.last_epoch = state["scheduler"]["last_epoch"]
+        self.scheduler._step_count = state["scheduler"].get("_step_count", self.scheduler.last_epoch + 1)
+        lrs = [
+            base * lam(self.scheduler.last_epoch)
+            for base, lam in zip(self.scheduler.base_lrs, self.scheduler.lr_lambdas)
+        ]
+        for g, lr in zip(self.optimizer.param_groups, lrs):
+            g["lr"] = lr
+        self.scheduler._last_lr = lrs

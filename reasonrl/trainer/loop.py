@@ -4,7 +4,9 @@ Each step: sample prompts -> generate n completions per prompt -> score them wit
 verifiers (refilling zero-variance groups with DAPO dynamic sampling) -> reward shaping -> old /
 reference log-probs and critic values when needed -> advantages -> mini-batch policy (and critic)
 updates -> metrics. The algorithm choices (`cfg.algo`) are combined here and in `trainer.step`. Periodically: held-out validation (greedy accuracy and mean@n) and a checkpoint.
-`train(cfg, resume=True)` continues from the latest checkpoint and reproduces an uninterrupted run.
+`train(cfg, resume=True)` continues from the latest valid checkpoint and reproduces an uninterrupted
+run. The run directory is locked for the run's duration (`trainer.rundir`); SIGINT / SIGTERM finish
+the step, checkpoint and raise `Interrupted` (`trainer.signals`).
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ import time
 from pathlib import Path
 
 import torch
+import yaml
 
 from reasonrl.algorithms.masked import normalisers
 from reasonrl.config import RunConfig, to_dict
-from reasonrl.engines.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
-from reasonrl.models.loading import load_policy
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.trainer.batching import build_batch, minibatches, without_inert_rows
 from reasonrl.trainer.critic import build_critic
@@ -25,35 +26,32 @@ from reasonrl.trainer.metrics import MetricsLog, mean_metrics
 from reasonrl.trainer.plot import plot_run
 from reasonrl.trainer.progress import Progress
 from reasonrl.trainer.rollouts import rollout_metrics, sample_rows
+from reasonrl.trainer.rundir import claim
 from reasonrl.trainer.sampling import collect_step, greedy_baseline
 from reasonrl.trainer.setup import build_run, step_seed, validate_policy
 from reasonrl.trainer.shaping import shape_batch
+from reasonrl.trainer.signals import Interrupted, StopOnSignal
+from reasonrl.trainer.state import restore_state, save_state
 from reasonrl.trainer.step import attach_tis_weights, compute_advantages, early_stop, make_loss_fn
 
 
-def train(cfg: RunConfig, resume: bool = False, log=print) -> dict:
+def train(cfg: RunConfig, resume: bool = False, log=print, overwrite: bool = False,
+          allow_config_change: bool = False) -> dict:  # fmt: skip
+    lock = claim(cfg.log.run_dir, resume, overwrite, log=log)  # exclusive; refuses to mix runs
+    try:
+        with StopOnSignal(log=log) as stop:
+            return _train(cfg, resume, log, allow_config_change, stop)
+    finally:
+        lock.release()
+
+
+def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: StopOnSignal) -> dict:
     run_dir = Path(cfg.log.run_dir)
     run = build_run(cfg, log=log)  # model, tokenizer, engines, data, sampler, reward scorer
     critic = build_critic(cfg, log=log) if cfg.algo.adv_estimator == "gae" else None  # PPO value model
-    start = 0
-    ckpt = latest_checkpoint(run_dir) if resume else None
-    if ckpt is not None:
-        state, engine_state, rng = load_checkpoint(ckpt)
-        # the policy's weights (the reference model, if any, stays the initial policy)
-        run.model.load_state_dict(
-            load_policy(str(ckpt), cfg.model.dtype, cfg.model.device, log=log)[0].state_dict()
-        )
-        run.train_engine.load_state_dict(engine_state)
-        if critic is not None:
-            critic.load_state_dict(engine_state["critic"])
-        run.sampler.load_state_dict(state["sampler"])
-        set_rng_state(rng)
-        start = state["step"]
-        log(f"resumed from {ckpt} (step {start})")
-    elif resume:
-        log(f"no checkpoint in {run_dir}; starting from scratch")
-    metrics_log = MetricsLog(run_dir, cfg.log.tensorboard, resume_step=start if ckpt else None)
-    (run_dir / "config.yaml").write_text(__import__("yaml").safe_dump(to_dict(cfg), sort_keys=False))
+    start = restore_state(run, critic, cfg, allow_config_change, log) if resume else 0
+    metrics_log = MetricsLog(run_dir, cfg.log.tensorboard, resume_step=start if start else None)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
     t, r, algo = cfg.train, cfg.rollout, cfg.algo
     # old log-probs: for off-policy updates, KL-in-reward and TIS (otherwise old == current, exactly)
     # rows with zero advantage contribute nothing unless the loss has other per-token terms
@@ -124,14 +122,14 @@ def train(cfg: RunConfig, resume: bool = False, log=print) -> dict:
         metrics_log.log(step, metrics)
         metrics_log.rollouts(step, sample_rows(groups, cfg.log.rollouts_per_step, step))
         progress.update(step, metrics)
-        if (cfg.checkpoint.every and step % cfg.checkpoint.every == 0) or step == t.steps:
-            state = {"sampler": run.sampler.state_dict(), "config": to_dict(cfg)}
-            engine_state = run.train_engine.state_dict()
-            if critic is not None:
-                engine_state["critic"] = critic.state_dict()
-            save_checkpoint(
-                run_dir, step, run.model, run.tokenizer, engine_state, state, cfg.checkpoint.keep_last
-            )
+        due = (cfg.checkpoint.every and step % cfg.checkpoint.every == 0) or step == t.steps
+        if due or (stop.signum and cfg.checkpoint.on_signal):
+            saved = save_state(run, critic, cfg, step)
+        if stop.signum:
+            progress.close()
+            metrics_log.close()
+            run.close()
+            raise Interrupted(stop.signum, step, saved if (due or cfg.checkpoint.on_signal) else None)
     progress.close()
     metrics_log.close()
     plot = plot_run(metrics_log.history, run_dir / "training.png", title=cfg.name)

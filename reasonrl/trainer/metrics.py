@@ -2,7 +2,9 @@
 
 Owns: reducing lists of per-micro-batch dicts to means (`mean_metrics`), and `MetricsLog`, which
 appends one JSON line per step to `metrics.jsonl`, mirrors scalars to tensorboard, and writes sampled
-rollouts to `rollouts.jsonl`. On resume it truncates both files to the resumed step, atomically.
+rollouts to `rollouts.jsonl`. On resume it truncates both files to the resumed step, atomically,
+dropping a torn last line (a kill or a full disk mid-write) instead of failing on it, and purges
+tensorboard events after the resumed step, so tensorboard always matches `metrics.jsonl`.
 Does not own: computing the per-batch metrics (the algorithm functions and `trainer.rollouts` return
 them) or choosing the rollout sample (`trainer.rollouts.sample_rows`).
 """
@@ -25,17 +27,29 @@ def mean_metrics(items: list[dict]) -> dict[str, float]:
     return {k: sums[k] / counts[k] for k in sums}
 
 
-def _truncate_jsonl(path: Path, max_step: int) -> None:
+def _truncate_jsonl(path: Path, max_step: int) -> int:
+    """Keep the complete rows of steps <= max_step; returns how many torn lines were dropped."""
     if not path.is_file():
-        return
-    keep = []
-    with open(path) as f:
+        return 0
+    keep, torn = [], 0
+    with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
-            if line.strip() and json.loads(line).get("step", 0) <= max_step:
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                torn += 1
+                continue
+            if line.endswith("\n") and row.get("step", 0) <= max_step:
                 keep.append(line)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text("".join(keep))
+    with open(tmp, "w") as f:
+        f.write("".join(keep))
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
+    return torn
 
 
 class MetricsLog:
@@ -57,7 +71,8 @@ class MetricsLog:
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 
-            self.tb = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=resume_step)
+            purge = None if resume_step is None else resume_step + 1  # the resumed step itself stays
+            self.tb = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=purge)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         row = {
@@ -70,6 +85,7 @@ class MetricsLog:
         if self.tb is not None:
             for k, v in metrics.items():
                 self.tb.add_scalar(k, float(v), step)
+            self.tb.flush()  # a kill must not lose steps that metrics.jsonl holds
 
     def rollouts(self, step: int, rows: list[dict]) -> None:
         with open(self.rollouts_path, "a") as f:

@@ -33,7 +33,9 @@ pytestmark = [
 
 
 def _load() -> list[dict]:
-    return [json.loads(line) for line in case_file("code_cases.jsonl").read_text().splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in case_file("code_cases.jsonl").read_text().splitlines() if line.strip()
+    ]
 
 
 CASES = _load()

@@ -1,0 +1,85 @@
+"""Exact resume: what a checkpoint holds of a run, and putting it back.
+
+Owns: `save_state` (policy in HF format, optimizer / scheduler / critic state, sampler position,
+RNG, config) and `restore_state` (the newest checkpoint that verifies, falling back past corrupt or
+unloadable ones; the policy weights loaded in place, no second model copy kept; a PPO resume without
+the critic's state is an error; config changes refused or applied, see `trainer.rundir`). Does not
+own: the checkpoint files' layout and integrity (`engines.checkpoint`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reasonrl.config import ConfigError, RunConfig, to_dict
+from reasonrl.engines.checkpoint import (
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+    set_rng_state,
+    verify_checkpoint,
+)
+from reasonrl.trainer.rundir import check_resume_config
+
+
+def save_state(run, critic, cfg: RunConfig, step: int) -> Path:
+    state = {"sampler": run.sampler.state_dict(), "config": to_dict(cfg)}
+    engine_state = run.train_engine.state_dict()
+    if critic is not None:
+        engine_state["critic"] = critic.state_dict()
+    return save_checkpoint(cfg.log.run_dir, step, run.model, run.tokenizer, engine_state, state,
+                           cfg.checkpoint.keep_last)  # fmt: skip
+
+
+def restore_state(run, critic, cfg: RunConfig, allow_config_change: bool = False, log=print) -> int:
+    """Load the newest valid checkpoint of cfg.log.run_dir into the run; returns its step (0: none)."""
+    run_dir = Path(cfg.log.run_dir)
+    for ckpt in reversed(list_checkpoints(run_dir)):
+        problem = verify_checkpoint(ckpt)
+        if problem is None:
+            try:
+                state, engine_state, rng = load_checkpoint(ckpt)
+                weights = _load_weights(ckpt)
+            except Exception as e:  # noqa: BLE001 - an unreadable file: fall back like a bad manifest
+                problem = f"cannot be loaded ({type(e).__name__}: {str(e)[:200]})"
+        if problem is not None:
+            log(f"warning: skipping checkpoint {ckpt.name}: {problem}")
+            continue
+        if critic is not None and "critic" not in engine_state:
+            raise ConfigError(f"checkpoint {ckpt} has no critic state, but algo.adv_estimator=gae needs one")
+        changed = check_resume_config(state.get("config", {}), to_dict(cfg), allow_config_change, run_dir,
+                                      state["step"], log)  # fmt: skip
+        _load_in_place(run.model, weights, ckpt)
+        run.train_engine.load_state_dict(engine_state, keep_hyperparams=changed)
+        if critic is not None:
+            critic.load_state_dict(engine_state["critic"])
+        run.sampler.load_state_dict(state["sampler"])
+        set_rng_state(rng)
+        log(f"resumed from {ckpt} (step {state['step']})")
+        return int(state["step"])
+    log(f"no usable checkpoint in {run_dir}; starting from scratch")
+    return 0
+
+
+def _load_in_place(model, weights: dict, ckpt: Path) -> None:
+    """Copy the checkpoint's tensors into the live policy; only tied weights may be absent."""
+    own = model.state_dict()
+    missing, unexpected = model.load_state_dict(weights, strict=False)
+    present = {own[k].data_ptr() for k in weights if k in own}
+    untied = [k for k in missing if own[k].data_ptr() not in present]
+    if untied or unexpected:
+        raise ConfigError(
+            f"checkpoint {ckpt} does not match the model: missing {untied[:3]}, unexpected {unexpected[:3]}"
+        )
+
+
+def _load_weights(ckpt: Path) -> dict:
+    from safetensors.torch import load_file
+
+    files = sorted(ckpt.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"no *.safetensors in {ckpt}")
+    weights: dict = {}
+    for f in files:
+        weights.update(load_file(str(f)))
+    return weights

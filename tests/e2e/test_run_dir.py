@@ -1,0 +1,199 @@
+"""Run directories that never lose, mix or corrupt data: SIGKILL + resume with a torn log line, a
+corrupt latest checkpoint and a leftover temp directory; the lock; refusing to mix runs; config
+changes on resume; SIGTERM; no processes left behind after the trainer is SIGKILLed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from test_train_loop import _cfg, _stable
+
+from reasonrl.config import load_config
+from reasonrl.engines.checkpoint import list_checkpoints, verify_checkpoint
+from reasonrl.trainer.loop import train
+from reasonrl.trainer.rundir import RunDirError, RunDirLock
+
+pytestmark = pytest.mark.timeout(300)
+ENT = "algo.entropy_coef=0.05"  # the random policy moves, so lost weights would show
+
+
+def _overrides(model_dir, run_dir, steps, *extra):
+    return [f"model.path={model_dir}", "model.device=cpu", f"log.run_dir={run_dir}", f"train.steps={steps}",
+            "train.global_batch=16", "rollout.n=4", "train.mini_batch=8", "train.micro_batch=4", "train.lr=1e-3",
+            "rollout.max_new_tokens=12", "data.train_size=64", "val.size=8", "val.n=2", "log.progress=false",
+            "checkpoint.every=2", "checkpoint.keep_last=5", ENT, *extra]  # fmt: skip
+
+
+def _spawn(overrides, *flags):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "reasonrl.cli.main", "train", *flags, *overrides]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _wait_for(pred, proc, timeout=120.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        time.sleep(0.02)
+    raise AssertionError("timed out")
+
+
+def _steps(path):
+    return [json.loads(x)["step"] for x in path.read_text().splitlines() if x.strip()]
+
+
+def _tb_scalars(run_dir, tag):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir / "tensorboard"), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {e.step: e.value for e in acc.Scalars(tag)}
+
+
+def test_sigkill_then_resume_survives_torn_line_corrupt_checkpoint_and_temp_dir(tiny_model_dir, tmp_path):
+    steps = 8
+    ref = _spawn(_overrides(tiny_model_dir, tmp_path / "a", steps))  # same process setup as the killed run
+    assert ref.wait(timeout=240) == 0, ref.communicate()[1][-2000:]
+    full = [json.loads(x) for x in (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()]
+    run = tmp_path / "b"
+    proc = _spawn(_overrides(tiny_model_dir, run, steps))
+    _wait_for(lambda: (run / "checkpoints" / "step_000004" / "complete.json").exists(), proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    ckpts = list_checkpoints(run)
+    assert len(ckpts) >= 2 and ckpts[-1].name != f"step_{steps:06d}", (
+        "the kill came too late to test anything"
+    )
+    # damage: a torn last line, a corrupt newest checkpoint, a temp directory left by a crash
+    with open(run / "metrics.jsonl", "a") as f:
+        f.write('{"step": 99, "reward/me')
+    (ckpts[-1] / "rng.pt").write_bytes(b"")
+    leftover = run / "checkpoints" / ".step_000009.crashed"
+    leftover.mkdir()
+    res = _spawn(_overrides(tiny_model_dir, run, steps), "--resume")  # same process setup as the others
+    out, err = res.communicate(timeout=240)
+    assert res.returncode == 0, err[-2000:]
+    messages = out.splitlines()
+    resumed = {"history": [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]}
+    assert any(ckpts[-1].name in m and "rng.pt" in m for m in messages), messages  # names the bad file
+    assert any(f"resumed from {ckpts[-2]}" in m for m in messages), messages  # fell back one checkpoint
+    assert not leftover.exists()
+    assert _steps(run / "metrics.jsonl") == list(range(steps + 1))
+    full_by_step = {r["step"]: _stable(r) for r in full}
+    for row in resumed["history"]:
+        assert _stable(row) == full_by_step[row["step"]], row["step"]
+    # tensorboard holds exactly what metrics.jsonl holds, once per step
+    jsonl = {r["step"]: r["reward/mean"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+             if r.get("reward/mean") is not None}  # fmt: skip
+    tb = _tb_scalars(run, "reward/mean")
+    assert tb.keys() == jsonl.keys() and all(abs(tb[s] - jsonl[s]) < 1e-6 for s in jsonl)
+
+
+def test_second_trainer_on_the_same_run_dir_is_refused_naming_the_holder(tmp_path):
+    lock = RunDirLock(tmp_path)
+    try:
+        with pytest.raises(RunDirError, match=f"in use by another trainer \\(pid {os.getpid()}\\)"):
+            train(load_config(None, [f"log.run_dir={tmp_path}", "model.device=cpu"]))
+    finally:
+        lock.release()
+    RunDirLock(tmp_path).release()  # free again once released
+
+
+def test_new_run_over_old_checkpoints_is_refused_unless_overwrite(tiny_model_dir, tmp_path):
+    cfg = _cfg(tiny_model_dir, tmp_path, 2)
+    train(cfg)
+    with pytest.raises(RunDirError, match="already holds another run's checkpoints .*--resume.*--overwrite"):
+        train(cfg)
+    out = train(_cfg(tiny_model_dir, tmp_path, 2, "checkpoint.every=0"), overwrite=True)
+    assert [c.name for c in list_checkpoints(tmp_path)] == [
+        "step_000002"
+    ]  # the old run's step_2 was replaced
+    assert _steps(tmp_path / "metrics.jsonl") == [0, 1, 2] and len(out["history"]) == 3
+
+
+def test_config_change_on_resume_is_refused_or_applied_and_recorded(tiny_model_dir, tmp_path):
+    train(_cfg(tiny_model_dir, tmp_path, 2))
+    changed = _cfg(tiny_model_dir, tmp_path, 4, "train.lr=5e-4")
+    with pytest.raises(RunDirError, match=r"train.lr: 0.001 -> 0.0005.*--allow-config-change"):
+        train(changed, resume=True)
+    out = train(changed, resume=True, allow_config_change=True)
+    assert [round(r["lr"], 10) for r in out["history"] if r["step"] > 2] == [5e-4, 5e-4]
+    record = json.loads((tmp_path / "config_changes.jsonl").read_text().splitlines()[-1])
+    assert record["resumed_from_step"] == 2 and record["changes"]["train.lr"] == [1e-3, 5e-4]
+
+
+def test_sigterm_finishes_the_step_checkpoints_and_exits_without_traceback(tiny_model_dir, tmp_path):
+    proc = _spawn(_overrides(tiny_model_dir, tmp_path, 500, "checkpoint.every=0"))
+    _wait_for(
+        lambda: (tmp_path / "metrics.jsonl").exists() and len(_steps(tmp_path / "metrics.jsonl")) >= 2, proc
+    )
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "Traceback" not in err and "reasonrl: stopped by SIGTERM after step" in err
+    step = int(err.split("after step ")[1].split()[0])
+    assert [c.name for c in list_checkpoints(tmp_path)] == [f"step_{step:06d}"]
+    assert verify_checkpoint(list_checkpoints(tmp_path)[0]) is None
+    assert _steps(tmp_path / "metrics.jsonl")[-1] == step
+
+
+_WORKERS = """
+import time
+from reasonrl.rewards.runner import RewardRunner
+from reasonrl.rewards.sandbox.server import run_job
+from reasonrl.types import Problem
+
+run_job({"kind": "stdio", "program": "print(1)", "stdin": "", "timeout_s": 5, "memory_mb": 256})
+runner = RewardRunner(workers=2, timeout_s=30)
+runner.score(["\\boxed{2}"], [Problem([{"role": "user", "content": "1+1"}], "2", "math", "math", {})])
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def _descendants(pid):
+    out, frontier = set(), {pid}
+    while frontier:
+        children = set()
+        for p in os.listdir("/proc"):
+            if p.isdigit():
+                try:
+                    ppid = int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                if ppid in frontier:
+                    children.add(int(p))
+        out |= children
+        frontier = children
+    return out
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_sigkill_of_the_trainer_leaves_no_worker_or_sandbox_processes():
+    proc = subprocess.Popen([sys.executable, "-c", _WORKERS], stdout=subprocess.PIPE, text=True)
+    proc.stdout.readline()
+    spawned = _descendants(proc.pid)
+    assert len(spawned) >= 2, "expected verifier workers and a sandbox server"
+    proc.kill()
+    proc.wait()
+    end = time.monotonic() + 20
+    alive = spawned
+    while alive and time.monotonic() < end:
+        alive = {p for p in spawned if _running(p)}
+        time.sleep(0.1)
+    assert not alive, f"left behind: {alive}"
