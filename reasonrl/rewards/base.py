@@ -3,6 +3,11 @@
 Owns: `RewardResult`, the `VERIFIERS` registry. Does not own: routing by data_source
 (`rewards.routing`), time limits and process isolation (`rewards.runner`, `rewards.sandbox`).
 A verifier is deterministic and side-effect free; it never calls `eval()` on model output.
+
+Load-time checks: a verifier may carry `fn.check_setup(options: dict, problem: Problem | None)`, which
+raises ValueError when the route cannot work (an option value that does not exist, a judge with no
+endpoint, SandboxFusion with no server). `check_setup` runs it once per options dict (problem None)
+and once per routed problem, before any work (`routing.check_routable`, `runner.RewardRunner`).
 """
 
 from __future__ import annotations
@@ -44,3 +49,10 @@ def result(correct: bool, extracted: Any, reason: str | None = None, **info: Any
     if reason is None:
         reason = "no_answer" if extracted is None else ("correct" if correct else "wrong")
     return RewardResult(float(bool(correct)), {"extracted": extracted, "reason": reason, **info})
+
+
+def check_setup(name: str, options: dict[str, Any] | None = None, problem: Problem | None = None) -> None:
+    """Run verifier `name`'s load-time check, if it has one (see the module docstring)."""
+    check = getattr(VERIFIERS.get(name), "check_setup", None)
+    if check is not None:
+        check(dict(options or {}), problem)

@@ -246,6 +246,34 @@ def code(
 code.run_mode = "thread"  # waits on sandbox subprocesses and bounds its own time (total_timeout_s)
 
 
+def check_backend(options: dict[str, Any], problem: Problem | None = None) -> None:
+    """Load-time check of the execution options shared by "code" and "cruxeval"."""
+    from reasonrl.rewards.sandbox import ISOLATIONS
+    from reasonrl.rewards.sandbox_fusion import ENV_URLS, parse_urls
+
+    backend = options.get("backend", "local")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown code backend {backend!r}; choose one of {BACKENDS}")
+    if backend == "sandbox_fusion" and not parse_urls(options.get("sandbox_fusion_urls")):
+        raise ValueError(f"backend=sandbox_fusion needs sandbox_fusion_urls (or env {ENV_URLS})")
+    isolation = options.get("isolation")
+    if isolation is not None and isolation not in ISOLATIONS:
+        raise ValueError(f"unknown sandbox isolation {isolation!r}; choose one of {ISOLATIONS}")
+    for key in ("timeout_s", "memory_mb", "total_timeout_s"):
+        if key in options and not float(options[key]) > 0:
+            raise ValueError(f"{key} must be > 0, got {options[key]!r}")
+
+
+def _check_code_setup(options: dict[str, Any], problem: Problem | None = None) -> None:
+    check_backend(options, problem)
+    mode = options.get("score_mode", "all_pass")
+    if mode not in SCORE_MODES:
+        raise ValueError(f"unknown score_mode {mode!r}; choose one of {SCORE_MODES}")
+
+
+code.check_setup = _check_code_setup
+
+
 def run_spec(spec, program, run: JobRunner, *, prefix="", timeout_s, memory_mb, max_tests=None, tol=1e-6,
              stop_early=True, total_timeout_s=120.0):  # fmt: skip
     """Run parsed tests (`parse_tests`) against `program` with the job runner `run`.

@@ -44,7 +44,7 @@ import re
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
-from reasonrl.rewards.code import _clip, _job_runner, extract_code, json_ground_truth, run_spec
+from reasonrl.rewards.code import _clip, _job_runner, check_backend, extract_code, json_ground_truth, run_spec
 from reasonrl.rewards.extract import answer_region
 from reasonrl.types import Problem
 
@@ -222,3 +222,4 @@ def cruxeval(
 
 
 cruxeval.run_mode = "thread"  # waits on a sandbox subprocess and bounds its own time (timeout_s)
+cruxeval.check_setup = check_backend

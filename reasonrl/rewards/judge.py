@@ -14,8 +14,11 @@ Configuration, later sources override earlier ones:
   3. `problem.extra_info["judge"]`, a dict of `JudgeConfig` fields (not `api_key`: secrets never
      live in datasets).
 
-Time bound of one call: attempts = retries + 1, each limited by `timeout_s` per socket operation
-(urllib semantics), plus the backoff sleeps between attempts. A failed call scores 0 with
+Time bound of one call: `deadline_s` in all (attempts, backoff sleeps and reading the body together),
+each attempt also within `timeout_s`. The HTTP exchange runs in a daemon thread that is abandoned
+(its connection closed) at the deadline, so an endpoint that trickles bytes (slow-loris) costs at most
+the deadline and never blocks process exit. A route to the judge with no endpoint (REASONRL_JUDGE_URL,
+`reward.options.judge.base_url` or `extra_info.judge.base_url`) fails at load time (`check_setup`). A failed call scores 0 with
 info["reason"] = "timeout" (every attempt timed out) or "error: ..." ; unparsable judge output
 scores 0 with reason "unparsable_verdict" and the output kept in info["judge_output"].
 """
@@ -26,6 +29,7 @@ import json
 import os
 import random
 import re
+import socket
 import threading
 import time
 import urllib.error
@@ -75,6 +79,7 @@ class JudgeConfig:
     api_key: str | None = None
     template: str = DEFAULT_TEMPLATE
     timeout_s: float = 30.0
+    deadline_s: float = 90.0  # the whole call, retries included
     retries: int = 2
     backoff_s: float = 1.0
     max_concurrency: int = 8
@@ -107,8 +112,10 @@ class JudgeConfig:
                 raise ValueError(f"unknown judge option(s) {bad}; valid: {sorted(known)}")
             cfg.update(source)
         out = cls(**cfg)
-        if out.retries < 0 or out.timeout_s <= 0 or out.max_concurrency < 1:
-            raise ValueError("judge: retries >= 0, timeout_s > 0, max_concurrency >= 1 required")
+        if out.retries < 0 or out.timeout_s <= 0 or out.deadline_s <= 0 or out.max_concurrency < 1:
+            raise ValueError(
+                "judge: retries >= 0, timeout_s > 0, deadline_s > 0, max_concurrency >= 1 required"
+            )
         return out
 
 
@@ -155,7 +162,37 @@ class _Retryable(Exception):
         self.timeout = timeout
 
 
-def _post(cfg: JudgeConfig, prompt: str) -> str:
+MAX_BODY = 4 << 20
+
+
+def _exchange(req: urllib.request.Request, timeout_s: float, deadline: float) -> bytes:
+    """POST and read the whole body by `deadline`, in a daemon thread abandoned at the deadline."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+                box["resp"] = resp
+                box["raw"] = resp.read(MAX_BODY)
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = e
+
+    worker = threading.Thread(target=work, daemon=True, name="judge-http")
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    if worker.is_alive():  # shut the socket down (close() would wait for the reader's lock)
+        sock = getattr(getattr(getattr(box.get("resp"), "fp", None), "raw", None), "_sock", None)
+        try:
+            sock.shutdown(socket.SHUT_RDWR)  # the reader then fails at once and its thread ends
+        except Exception:  # noqa: BLE001 - not connected yet: the daemon thread is simply abandoned
+            pass
+        raise TimeoutError("judge call deadline passed")
+    if "error" in box:
+        raise box["error"]
+    return box["raw"]
+
+
+def _post(cfg: JudgeConfig, prompt: str, deadline: float | None = None) -> str:
     """One chat-completions request; returns the message content. Raises _Retryable or ValueError."""
     body = {
         "model": cfg.model,
@@ -172,9 +209,9 @@ def _post(cfg: JudgeConfig, prompt: str) -> str:
         headers=headers,
         method="POST",
     )
+    deadline = time.monotonic() + cfg.deadline_s if deadline is None else deadline
     try:
-        with urllib.request.urlopen(req, timeout=cfg.timeout_s) as resp:
-            raw = resp.read()
+        raw = _exchange(req, min(cfg.timeout_s, max(0.001, deadline - time.monotonic())), deadline)
     except urllib.error.HTTPError as e:
         if e.code == 429 or e.code >= 500:
             raise _Retryable(f"http {e.code}") from None
@@ -201,19 +238,23 @@ def ask(cfg: JudgeConfig, prompt: str) -> tuple[str | None, str, int]:
     if not cfg.base_url:
         raise ValueError("no judge endpoint: set REASONRL_JUDGE_URL or extra_info.judge.base_url")
     last: _Retryable | None = None
+    deadline = time.monotonic() + cfg.deadline_s
     for attempt in range(cfg.retries + 1):
         if attempt:
             delay = cfg.backoff_s * 2 ** (attempt - 1)
-            time.sleep(delay + random.uniform(0, delay / 4))  # jitter spreads synchronized retries
+            delay = min(delay + random.uniform(0, delay / 4), deadline - time.monotonic())  # jitter
+            if delay <= 0:
+                break
+            time.sleep(delay)
         try:
             with _semaphore(cfg):
-                return _post(cfg, prompt), "", attempt + 1
+                return _post(cfg, prompt, deadline), "", attempt + 1
         except _Retryable as e:
             last = e
         except ValueError as e:
             return None, f"error: {e}", attempt + 1
     assert last is not None
-    return None, ("timeout" if last.timeout else f"error: {last}"), cfg.retries + 1
+    return None, ("timeout" if last.timeout else f"error: {last}"), attempt + 1
 
 
 @VERIFIERS.register("judge")
@@ -238,6 +279,18 @@ def judge(response: str, problem: Problem, **overrides: Any) -> RewardResult:
 
 
 judge.run_mode = "thread"  # I/O-bound and self-bounded: the runner runs it in threads
+
+
+def _check_judge_setup(options: dict[str, Any], problem: Problem | None = None) -> None:
+    cfg = JudgeConfig.resolve(problem.extra_info if problem is not None else None, **options)
+    if problem is not None and not cfg.base_url:
+        raise ValueError(
+            "routed to the LLM judge, but no judge endpoint is configured: set REASONRL_JUDGE_URL, "
+            "reward.options.judge.base_url or extra_info.judge.base_url"
+        )
+
+
+judge.check_setup = _check_judge_setup
 
 
 def judge_batch(

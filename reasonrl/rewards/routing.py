@@ -59,13 +59,21 @@ def verifier_name(problem: Problem) -> str:
     )
 
 
-def check_routable(problems: list[Problem], where: str = "dataset") -> None:
-    """Fail fast (at load time) if any problem cannot be routed to a registered verifier."""
+def check_routable(problems: list[Problem], where: str = "dataset", options: dict | None = None) -> None:
+    """Fail fast (at load time) if any problem cannot be routed to a registered verifier, or its
+    verifier cannot work with `options` (per-verifier keyword options, as in `reward.options`)."""
     from reasonrl.rewards import VERIFIERS  # registers all built-in verifiers
+    from reasonrl.rewards.base import check_setup
 
+    options = options or {}
+    checked: set[str] = set()
     for i, p in enumerate(problems):
         try:
             name = verifier_name(p)
             VERIFIERS.get(name)
+            if name not in checked:
+                check_setup(name, options.get(name))
+                checked.add(name)
+            check_setup(name, options.get(name), p)
         except (ValueError, KeyError) as e:
             raise ValueError(f"{where} row {i}: {e}") from None

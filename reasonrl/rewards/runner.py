@@ -49,7 +49,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reasonrl.rewards.base import VERIFIERS, RewardResult
+from reasonrl.rewards.base import VERIFIERS, RewardResult, check_setup
 from reasonrl.rewards.routing import verifier_name
 from reasonrl.types import Problem
 
@@ -145,9 +145,13 @@ class RewardRunner:
         self.options = {k: dict(v) for k, v in (options or {}).items()}
         for name, kw in self.options.items():  # a typo in a verifier option fails here, not mid-run
             VERIFIERS.check_kwargs(name, kw, where="reward options")
+            try:
+                check_setup(name, kw)  # and so does a value that cannot work (backend typo, no server)
+            except ValueError as e:
+                raise ValueError(f"reward options for {name!r}: {e}") from None
         self.start_method = start_method
         self._pool = None
-        self._tpool: cf.ThreadPoolExecutor | None = None
+        self._tpools: dict[str, cf.ThreadPoolExecutor] = {}
         self.restarts = 0  # pools rebuilt after a hang of the pool itself (not worker kills)
 
     # -- lifecycle
@@ -160,9 +164,9 @@ class RewardRunner:
     def close(self) -> None:
         """Stop workers and threads. The runner can be used again (a new pool starts lazily)."""
         self._close_pool()
-        if self._tpool is not None:
-            self._tpool.shutdown(wait=False, cancel_futures=True)
-            self._tpool = None
+        for tpool in self._tpools.values():
+            tpool.shutdown(wait=False, cancel_futures=True)
+        self._tpools = {}
 
     def _close_pool(self) -> None:
         if self._pool is not None:
@@ -192,10 +196,12 @@ class RewardRunner:
             )
         return self._pool
 
-    def _thread_pool(self) -> cf.ThreadPoolExecutor:
-        if self._tpool is None:
-            self._tpool = cf.ThreadPoolExecutor(self.threads, thread_name_prefix="verifier")
-        return self._tpool
+    def _thread_pool(self, name: str) -> cf.ThreadPoolExecutor:
+        """One pool per thread-mode verifier, so a slow one (a judge endpoint) never starves another
+        (the code sandbox)."""
+        if name not in self._tpools:
+            self._tpools[name] = cf.ThreadPoolExecutor(self.threads, thread_name_prefix=f"verifier-{name}")
+        return self._tpools[name]
 
     def run_mode(self, name: str) -> str:
         """Where verifier `name` runs: "inline", "thread" or "pool" (see the module docstring)."""
@@ -248,7 +254,7 @@ class RewardRunner:
                 fut = self._process_pool().schedule(_call, args=call_args(j), timeout=self.timeout_s)
                 pending[fut] = j
             elif j.mode == "thread":
-                pending[self._thread_pool().submit(_call, *call_args(j))] = j
+                pending[self._thread_pool(j.name).submit(_call, *call_args(j))] = j
         for j in jobs:  # inline work overlaps with the pool's
             if j.mode == "inline":
                 j.result, j.latency = _call(*call_args(j))

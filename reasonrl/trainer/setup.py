@@ -39,8 +39,9 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     else:
         train = generate(d.task, d.train_size, seed=d.seed, difficulty=d.difficulty, split="train")
         val = generate(d.task, d.val_size, seed=d.seed + 1, difficulty=d.difficulty, split="test")
-    check_routable(train, "train data")
-    check_routable(val, "validation data")
+    options = {k: dict(v) for k, v in cfg.reward.options.items()}
+    check_routable(train, "train data", options)
+    check_routable(val, "validation data", options)
     return train, val[: cfg.val.size]
 
 

@@ -48,6 +48,18 @@ class StandIn:
                     self.send_response(action[1])
                     self.end_headers()
                     return
+                if kind == "trickle":  # slow-loris: headers, then one byte now and then, for a long time
+                    self.send_response(200)
+                    self.send_header("Content-Length", "100000")
+                    self.end_headers()
+                    for _ in range(int(action[1] / 0.2)):
+                        try:
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                        except OSError:
+                            return
+                        time.sleep(0.2)
+                    return
                 if kind == "sleep":
                     time.sleep(action[1])
                 text = action[-1]
@@ -255,3 +267,29 @@ def test_runner_runs_judge_in_threads(server):
     assert res[2].reason == "no_answer"
     assert metrics["verifier/judge/extract_fail_rate"] == pytest.approx(1 / 3)
     assert metrics["verifier/judge/mean_score"] == pytest.approx(1 / 3)
+
+
+def test_slow_loris_endpoint_costs_at_most_the_deadline(server):
+    server.script = [("trickle", 60.0)]  # each byte comes well within the per-read timeout
+    t0 = time.monotonic()
+    res = judge("\\boxed{42 J}", prob(), **fast(server.url, timeout_s=1.0, deadline_s=1.5, retries=3))
+    elapsed = time.monotonic() - t0
+    assert res.score == 0.0 and res.reason == "timeout"
+    assert elapsed < 10.0, elapsed  # 60 s of trickle without the deadline
+
+
+def test_judge_and_code_verifiers_run_in_separate_thread_pools():
+    runner = RewardRunner(workers=1, timeout_s=5, threads=1)
+    try:
+        assert runner._thread_pool("judge") is not runner._thread_pool("code")
+    finally:
+        runner.close()
+
+
+def test_judge_route_without_endpoint_fails_at_load_time(monkeypatch):
+    from reasonrl.rewards import check_routable
+
+    monkeypatch.delenv("REASONRL_JUDGE_URL", raising=False)
+    with pytest.raises(ValueError, match=r"train data row 1: routed to the LLM judge, but no judge endpoint"):
+        check_routable([prob(judge_cfg={"base_url": "http://x"}), prob()], "train data")
+    check_routable([prob()], "train data", {"judge": {"base_url": "http://127.0.0.1:9"}})  # configured: fine

@@ -245,3 +245,20 @@ def test_builtin_shaping_terms_with_options(inline, mode):
 def test_option_typo_fails_when_the_runner_is_built():
     with pytest.raises(RegistryError, match="has no option"):
         RewardRunner(options={"overlong": {"max_length": 10}})
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"code": {"backend": "sandboxfusion"}}, "unknown code backend 'sandboxfusion'"),
+        ({"code": {"backend": "sandbox_fusion"}}, "backend=sandbox_fusion needs sandbox_fusion_urls"),
+        ({"code": {"score_mode": "fractional"}}, "unknown score_mode 'fractional'"),
+        ({"code": {"isolation": "docker"}}, "unknown sandbox isolation 'docker'"),
+        ({"cruxeval": {"backend": "remote"}}, "unknown code backend 'remote'"),
+        ({"judge": {"timeout_s": 0}}, "timeout_s > 0"),
+    ],
+)
+def test_reward_options_that_cannot_work_fail_when_the_runner_is_built(monkeypatch, options, message):
+    monkeypatch.delenv("REASONRL_SANDBOX_FUSION_URLS", raising=False)
+    with pytest.raises(ValueError, match=f"reward options for '{next(iter(options))}': .*{message}"):
+        RewardRunner(workers=1, options=options)
