@@ -7,6 +7,8 @@ a verl / Reasoning360 (Guru) parquet row. Does not own: reading files (`data.sch
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -61,32 +63,26 @@ class Problem:
     @classmethod
     def from_row(cls, row: dict[str, Any], where: str = "row") -> Problem:
         """Build from a verl / Reasoning360 row; `where` names the row in error messages."""
-        # a null data_source / prompt counts as missing (parquet stores absent keys as null);
-        # a null reward_model is reported by the shape check below
-        missing = [
-            k
-            for k in ("data_source", "prompt", "reward_model")
-            if k not in row or (row[k] is None and k != "reward_model")
-        ]
+        # a null data_source / prompt counts as missing (parquet stores absent keys as null)
+        if not isinstance(row, dict):
+            raise ValueError(f"{where}: a row must be a mapping, got {type(row).__name__}")
+        missing = [k for k in ("data_source", "prompt", "reward_model") if row.get(k) is None and
+                   not (k == "prompt" and row.get("raw_prompt"))]  # fmt: skip
         if missing:
             raise ValueError(
-                f"{where}: missing key(s) {missing}; a row needs data_source, prompt, reward_model"
+                f"{where}: missing field(s) {missing}; a row needs data_source, prompt, reward_model"
             )
-        prompt = row["prompt"]
-        if isinstance(prompt, str):
-            prompt = [{"role": "user", "content": prompt}]
-        prompt = [dict(m) for m in prompt]
-        if not prompt or any("content" not in m or "role" not in m for m in prompt):
-            raise ValueError(f"{where}: 'prompt' must be a non-empty list of {{role, content}} messages")
-        rm = row["reward_model"]
-        if isinstance(rm, str):
-            rm = json.loads(rm)
-        if not isinstance(rm, dict) or "ground_truth" not in rm:
-            raise ValueError(f"{where}: 'reward_model' must be a dict with 'ground_truth'")
-        extra = row.get("extra_info") or {}
-        if isinstance(extra, str):
-            extra = json.loads(extra)
-        extra = dict(extra)
+        if not isinstance(row["data_source"], str) or not row["data_source"].strip():
+            raise ValueError(f"{where}: field 'data_source' must be a non-empty string")
+        prompt = _prompt_messages(row, where)
+        rm = _mapping(row["reward_model"], "reward_model", where)
+        if "ground_truth" not in rm:
+            raise ValueError(f"{where}: field 'reward_model' has no 'ground_truth'")
+        if rm["ground_truth"] is None:
+            raise ValueError(
+                f"{where}: field 'reward_model.ground_truth' is null (every completion would score 0)"
+            )
+        extra = _mapping(row.get("extra_info") or {}, "extra_info", where)
         verifier = extra.pop("verifier", None)  # our own keys, written by to_row
         uid = extra.pop("uid", None)
         return cls(
@@ -180,3 +176,43 @@ class TrainBatch:
                 for k, v in self.extras.items()
             },
         )
+
+
+def _mapping(value: Any, name: str, where: str) -> dict[str, Any]:
+    """A row field that must be a mapping (or a JSON string of one, as verl / Guru files store it)."""
+    if isinstance(value, (str, bytes)):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{where}: field {name!r} is not valid JSON ({e.msg} at char {e.pos})") from None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: field {name!r} must be a mapping, got {type(value).__name__}")
+    return dict(value)
+
+
+def _prompt_messages(row: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """Chat messages from `prompt` (a list of {role, content}, or a plain string); Reasoning360's
+    HumanEval / MBPP preprocessing writes `prompt: []` with the text in `raw_prompt`."""
+    prompt = row.get("prompt")
+    if prompt is None or (hasattr(prompt, "__len__") and len(prompt) == 0 and not isinstance(prompt, str)):
+        raw = row.get("raw_prompt")
+        if isinstance(raw, str) and raw.strip():
+            return [{"role": "user", "content": raw}]
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            raise ValueError(f"{where}: field 'prompt' is an empty string")
+        return [{"role": "user", "content": prompt}]
+    if isinstance(prompt, (str, bytes, Mapping)) or not hasattr(prompt, "__iter__"):
+        raise ValueError(f"{where}: field 'prompt' must be a list of {{role, content}} messages, "
+                         f"got {type(prompt).__name__}")  # fmt: skip
+    messages = list(prompt)
+    if not messages:
+        raise ValueError(f"{where}: field 'prompt' is empty (and there is no 'raw_prompt')")
+    for i, m in enumerate(messages):
+        if (
+            not isinstance(m, Mapping)
+            or not isinstance(m.get("role"), str)
+            or not isinstance(m.get("content"), str)
+        ):
+            raise ValueError(f"{where}: field 'prompt[{i}]' must be a {{role: str, content: str}} message")
+    return [dict(m) for m in messages]

@@ -52,24 +52,32 @@ def write_problems(path: str | Path, problems: list[Problem]) -> None:
 
 
 def read_problems(path: str | Path) -> list[Problem]:
+    """Problems of one .parquet / .jsonl / .json file (a JSON array or JSON lines). Every error names
+    the file, and the row (and field) where there is one: a missing file, a directory, an empty file,
+    invalid UTF-8 or JSON, a row of the wrong shape (see `Problem.from_row`)."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory, not a data file (give .parquet / .jsonl / .json files)")
     if not path.is_file():
         raise FileNotFoundError(f"data file not found: {path}")
+    if path.stat().st_size == 0:
+        raise ValueError(f"{path}: empty file (no rows)")
     if path.suffix == ".parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        rows = pq.read_table(path).to_pylist()
+        try:
+            rows = pq.read_table(path).to_pylist()
+        except (pa.ArrowException, OSError) as e:
+            raise ValueError(
+                f"{path}: not a readable parquet file ({str(e).splitlines()[0][:200]})"
+            ) from None
     elif path.suffix in (".jsonl", ".json"):
-        rows = []
-        with open(path) as f:
-            for i, line in enumerate(f):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as e:
-                        raise ValueError(f"{path} line {i + 1}: invalid JSON ({e.msg})") from None
+        rows = _json_rows(path)
     else:
-        raise ValueError(f"{path}: unsupported extension (use .parquet or .jsonl)")
+        raise ValueError(f"{path}: unsupported extension (use .parquet, .jsonl or .json)")
+    if not rows:
+        raise ValueError(f"{path}: no rows")
     out = []
     for i, row in enumerate(rows):
         p = Problem.from_row(row, where=f"{path} row {i}")
@@ -77,6 +85,36 @@ def read_problems(path: str | Path) -> list[Problem]:
             p.ground_truth = json.loads(p.ground_truth)
         out.append(p)
     return out
+
+
+def _json_rows(path: Path) -> list:
+    data = path.read_bytes()
+    lines = data.splitlines()
+    texts = []
+    for i, raw in enumerate(lines):
+        try:
+            texts.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise ValueError(
+                f"{path} line {i + 1}: invalid UTF-8 (byte {raw[e.start]:#04x} at column {e.start + 1})"
+            ) from None
+    first = next((t.lstrip() for t in texts if t.strip()), "")
+    if path.suffix == ".json" and first.startswith("["):  # one JSON array of rows
+        try:
+            rows = json.loads("\n".join(texts))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} line {e.lineno}: invalid JSON ({e.msg})") from None
+        if not isinstance(rows, list):
+            raise ValueError(f"{path}: expected a JSON array of rows")
+        return rows
+    rows = []
+    for i, line in enumerate(texts):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path} line {i + 1}: invalid JSON ({e.msg})") from None
+    return rows
 
 
 def load_problems(paths: list[str]) -> list[Problem]:

@@ -138,14 +138,31 @@ GOOD = {
 }
 
 BAD_ROWS = [
-    # (row, text the error must contain besides the file and row)
-    ({k: v for k, v in GOOD.items() if k != "prompt"}, "missing key(s) ['prompt']"),
-    ({k: v for k, v in GOOD.items() if k != "reward_model"}, "missing key(s) ['reward_model']"),
-    ({"prompt": GOOD["prompt"]}, "missing key(s) ['data_source', 'reward_model']"),
-    ({**GOOD, "prompt": []}, "'prompt' must be a non-empty list"),
-    ({**GOOD, "prompt": [{"content": "no role"}]}, "'prompt' must be a non-empty list"),
-    ({**GOOD, "reward_model": {"style": "rule"}}, "'reward_model' must be a dict with 'ground_truth'"),
-    ({**GOOD, "reward_model": ["a"]}, "'reward_model' must be a dict with 'ground_truth'"),
+    # (row, text the error must contain besides the file and row: the field and what is wrong)
+    ({k: v for k, v in GOOD.items() if k != "prompt"}, "missing field(s) ['prompt']"),
+    ({k: v for k, v in GOOD.items() if k != "reward_model"}, "missing field(s) ['reward_model']"),
+    ({"prompt": GOOD["prompt"]}, "missing field(s) ['data_source', 'reward_model']"),
+    ({**GOOD, "data_source": ""}, "field 'data_source' must be a non-empty string"),
+    ({**GOOD, "data_source": 7}, "field 'data_source' must be a non-empty string"),
+    ({**GOOD, "prompt": []}, "field 'prompt' is empty (and there is no 'raw_prompt')"),
+    ({**GOOD, "prompt": 42}, "field 'prompt' must be a list of {role, content} messages, got int"),
+    (
+        {**GOOD, "prompt": {"role": "user"}},
+        "field 'prompt' must be a list of {role, content} messages, got dict",
+    ),
+    ({**GOOD, "prompt": [{"content": "no role"}]}, "field 'prompt[0]' must be a {role: str, content: str}"),
+    (
+        {**GOOD, "prompt": [GOOD["prompt"][0], "text"]},
+        "field 'prompt[1]' must be a {role: str, content: str}",
+    ),
+    ({**GOOD, "reward_model": {"style": "rule"}}, "field 'reward_model' has no 'ground_truth'"),
+    ({**GOOD, "reward_model": ["a"]}, "field 'reward_model' must be a mapping, got list"),
+    ({**GOOD, "reward_model": '{"ground_truth": '}, "field 'reward_model' is not valid JSON"),
+    ({**GOOD, "reward_model": {"ground_truth": None}}, "field 'reward_model.ground_truth' is null"),
+    ({**GOOD, "extra_info": "{bad json"}, "field 'extra_info' is not valid JSON"),
+    ({**GOOD, "extra_info": [1, 2]}, "field 'extra_info' must be a mapping, got list"),
+    ({**GOOD, "extra_info": "[1, 2]"}, "field 'extra_info' must be a mapping, got list"),
+    (["not", "a", "row"], "a row must be a mapping, got list"),
 ]
 
 
@@ -172,7 +189,7 @@ def test_parquet_null_reward_model_names_file_and_row(tmp_path):
     path = _parquet_with_null(tmp_path, "reward_model")
     with pytest.raises(ValueError) as e:
         read_problems(path)
-    assert f"{path} row 1: 'reward_model' must be a dict with 'ground_truth'" in str(e.value)
+    assert f"{path} row 1: missing field(s) ['reward_model']" in str(e.value)
 
 
 @pytest.mark.parametrize("key", ["prompt", "data_source"])
@@ -229,3 +246,54 @@ def test_load_problems_concatenates_in_order(tmp_path):
     write_problems(b, probs[3:])
     got = load_problems([str(a), str(b)])
     assert [p.uid for p in got] == [p.uid for p in probs]
+
+
+@pytest.mark.parametrize(
+    "name, content, needle",
+    [
+        (
+            "utf8.jsonl",
+            json.dumps(GOOD).encode() + b"\n" + b'{"data_source": "\xff"}\n',
+            "line 2: invalid UTF-8 (byte 0xff",
+        ),
+        ("empty.jsonl", b"", "empty file (no rows)"),
+        ("blank.jsonl", b"\n\n", "no rows"),
+        ("broken.jsonl", json.dumps(GOOD).encode() + b"\n{oops\n", "line 2: invalid JSON"),
+        ("broken.parquet", b"PAR1 not really", "not a readable parquet file"),
+        ("rows.csv", b"a,b", "unsupported extension"),
+        ("array.json", b'[{"data_source": "d"}]', "row 0: missing field(s) ['prompt', 'reward_model']"),
+    ],
+)
+def test_bad_files_are_named_with_line_or_row(tmp_path, name, content, needle):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as e:
+        read_problems(path)
+    assert str(e.value).startswith(str(path)) and needle in str(e.value), str(e.value)
+
+
+def test_a_directory_or_missing_file_is_named(tmp_path):
+    with pytest.raises(ValueError, match=f"{tmp_path} is a directory, not a data file"):
+        read_problems(tmp_path)
+    with pytest.raises(FileNotFoundError, match="data file not found: .*nope.jsonl"):
+        read_problems(tmp_path / "nope.jsonl")
+
+
+def test_reasoning360_humaneval_rows_with_empty_prompt_and_raw_prompt_load(tmp_path):
+    path = tmp_path / "he.jsonl"
+    rows = [
+        {**GOOD, "prompt": [], "raw_prompt": "Write add(a, b)."},
+        {**GOOD, "prompt": None, "raw_prompt": "x"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = read_problems(path)
+    assert [p.prompt for p in got] == [
+        [{"role": "user", "content": "Write add(a, b)."}],
+        [{"role": "user", "content": "x"}],
+    ]
+
+
+def test_json_array_file_loads(tmp_path):
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps([GOOD, {**GOOD, "data_source": "e"}]))
+    assert [p.data_source for p in read_problems(path)] == ["d", "e"]
