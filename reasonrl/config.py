@@ -38,6 +38,7 @@ class DataConfig:
     train_files: list[str] = field(default_factory=list)  # parquet / jsonl in verl format
     val_files: list[str] = field(default_factory=list)
     max_prompt_tokens: int = 512
+    drop_overlong_prompts: bool = False  # False: a prompt over max_prompt_tokens is a load-time error
     shuffle: bool = True
     seed: int = 0
 
@@ -90,6 +91,8 @@ class RewardConfig:
     # correctness (the routed verifier) plus shaping terms by verifier name, e.g. {format_think_answer: 0.1}
     weights: dict[str, float] = field(default_factory=lambda: {"correctness": 1.0})
     options: dict[str, Any] = field(default_factory=dict)  # keyword options per verifier name
+    # a prompt that opens <think> (R1-style templates): an answer left in the unclosed block scores 0
+    think_from_prompt: bool = True
 
 
 @dataclass

@@ -7,9 +7,8 @@ a verl / Reasoning360 (Guru) parquet row. Does not own: reading files (`data.sch
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 

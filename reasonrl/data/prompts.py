@@ -1,12 +1,22 @@
 """Prompt formatting: chat messages -> token ids through the tokenizer's chat template.
 
-Owns: `encode_prompt(s)`. Models without a chat template get the last user message as plain text.
-Does not own: the prompt wording of a dataset (stored in each row's `prompt`) or generation.
+Owns: `encode_prompt(s)`, `fit_prompts` (the token budget, checked when data loads), and the
+think-block policy at the prompt side: when the rendered prompt ends inside an open `<think>` (as
+DeepSeek-R1-style templates do), `scoring_text` gives the verifiers the completion with that `<think>`
+in front, so an answer the model leaves inside a never-closed think block earns nothing (the
+extraction rule in `rewards.extract`). Models without a chat template get every message's text in
+order (system messages included), as plain text. Does not own: the prompt wording of a dataset (stored
+in each row's `prompt`) or generation.
 """
 
 from __future__ import annotations
 
 from reasonrl.types import Problem
+
+
+def plain_text(problem: Problem) -> str:
+    """The prompt for a tokenizer without a chat template: every message's content, in order."""
+    return "\n\n".join(str(m["content"]) for m in problem.prompt if str(m.get("content", "")).strip())
 
 
 def encode_prompt(tokenizer, problem: Problem) -> list[int]:
@@ -15,7 +25,42 @@ def encode_prompt(tokenizer, problem: Problem) -> list[int]:
         if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # transformers >= 5 returns a BatchEncoding
             ids = ids["input_ids"]
         return list(ids)
-    return list(tokenizer(problem.user_text, add_special_tokens=True)["input_ids"])
+    return list(tokenizer(plain_text(problem), add_special_tokens=True)["input_ids"])
+
+
+def prompt_opens_think(tokenizer, problem: Problem) -> bool:
+    """True if the rendered prompt ends inside an open `<think>` block."""
+    if getattr(tokenizer, "chat_template", None):
+        text = tokenizer.apply_chat_template(problem.prompt, add_generation_prompt=True, tokenize=False)
+    else:
+        text = plain_text(problem)
+    return text.rfind("<think>") > text.rfind("</think>")
+
+
+def scoring_text(completion: str, opens_think: bool) -> str:
+    """What the verifiers see: the completion, behind the `<think>` its prompt opened (if any)."""
+    return f"<think>{completion}" if opens_think else completion
+
+
+def fit_prompts(tokenizer, problems: list[Problem], max_tokens: int, where: str, drop: bool = False,
+                log=print) -> list[Problem]:  # fmt: skip
+    """Problems whose prompt fits `max_tokens`. An over-long prompt is an error naming its row
+    (`where` row i), unless `drop`, which leaves it out and reports how many were dropped."""
+    kept = []
+    for i, p in enumerate(problems):
+        n = len(encode_prompt(tokenizer, p))
+        if n <= max_tokens:
+            kept.append(p)
+        elif not drop:
+            raise ValueError(
+                f"{where} row {i} (uid {p.uid!r}): prompt has {n} tokens > data.max_prompt_tokens={max_tokens}; "
+                "raise the budget or set data.drop_overlong_prompts=true"
+            )
+    if len(kept) < len(problems):
+        log(
+            f"{where}: dropped {len(problems) - len(kept)} of {len(problems)} prompts over {max_tokens} tokens"
+        )
+    return kept
 
 
 def encode_prompts(tokenizer, problems: list[Problem], max_tokens: int | None = None) -> list[list[int]]:

@@ -6,13 +6,14 @@ Does not own: benchmark suites and pass@k (`eval.passk`, `eval.benchmarks`).
 
 from __future__ import annotations
 
-from reasonrl.data.prompts import encode_prompts
+from reasonrl.data.prompts import encode_prompts, prompt_opens_think, scoring_text
 from reasonrl.rewards import score
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.types import Problem
 
 
-def evaluate(engine, tokenizer, problems: list[Problem], params: SamplingParams, batch_size: int = 256):
+def evaluate(engine, tokenizer, problems: list[Problem], params: SamplingParams, batch_size: int = 256,
+             think_from_prompt: bool = True):  # fmt: skip
     """Returns (mean score over all problems x n samples, per-problem list of (texts, scores))."""
     prompts = encode_prompts(tokenizer, problems)
     per_problem = []
@@ -22,7 +23,8 @@ def evaluate(engine, tokenizer, problems: list[Problem], params: SamplingParams,
         groups = engine.generate(chunk, params)
         for p, group in zip(problems[start : start + batch_size], groups):
             texts = [c.text for c in group]
-            scores = [score(t, p).score for t in texts]
+            opens = think_from_prompt and prompt_opens_think(tokenizer, p)
+            scores = [score(scoring_text(t, opens), p).score for t in texts]
             per_problem.append((texts, scores))
             total += sum(scores)
             count += len(scores)

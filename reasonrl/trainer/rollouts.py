@@ -13,7 +13,7 @@ import random
 import torch
 
 from reasonrl.config import RunConfig
-from reasonrl.data.prompts import encode_prompts
+from reasonrl.data.prompts import encode_prompts, prompt_opens_think, scoring_text
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.types import Problem, RolloutGroup, TrainBatch
 
@@ -36,7 +36,9 @@ def collect_rollouts(run, problems: list[Problem], params: SamplingParams) -> tu
     completions = run.rollout_engine.generate(prompt_ids, params)
     groups = [RolloutGroup(p, ids, cs) for p, ids, cs in zip(problems, prompt_ids, completions)]
     flat = [(g, c) for g in groups for c in g.completions]
-    results, health = run.scorer.score([c.text for _, c in flat], [g.problem for g, _ in flat])
+    opens = {id(g): run.think_from_prompt and prompt_opens_think(run.tokenizer, g.problem) for g in groups}
+    texts = [scoring_text(c.text, opens[id(g)]) for g, c in flat]
+    results, health = run.scorer.score(texts, [g.problem for g, _ in flat])
     it = iter(results)
     for g in groups:
         for _ in g.completions:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import torch
 
 from reasonrl.config import RunConfig
+from reasonrl.data.prompts import fit_prompts
 from reasonrl.data.sampler import PromptSampler
 from reasonrl.data.schema import load_problems
 from reasonrl.data.tasks import generate
@@ -56,6 +57,7 @@ class Run:
     train: list[Problem]
     val: list[Problem]
     max_prompt_tokens: int
+    think_from_prompt: bool = True
     closers: list = field(default_factory=list)
 
     @property
@@ -78,6 +80,11 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     torch.manual_seed(cfg.train.seed)
     train, val = load_data(cfg)
     model, tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.model.device, log=log)
+    budget, drop = cfg.data.max_prompt_tokens, cfg.data.drop_overlong_prompts
+    train = fit_prompts(tokenizer, train, budget, "train data", drop, log)
+    val = fit_prompts(tokenizer, val, budget, "validation data", drop, log)
+    if not train:
+        raise ValueError(f"no training prompt fits data.max_prompt_tokens={budget}")
     if cfg.model.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     ref = None
@@ -113,6 +120,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         train,
         val,
         cfg.data.max_prompt_tokens,
+        think_from_prompt=cfg.reward.think_from_prompt,
     )
     if hasattr(scorer, "close"):
         run.closers.append(scorer.close)
@@ -125,7 +133,10 @@ def validate_policy(run: Run, cfg: RunConfig) -> dict[str, float]:
         return {}
     v = cfg.val
     greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=cfg.rollout.max_new_tokens)
-    acc, _ = evaluate(run.rollout_engine, run.tokenizer, run.val, greedy, batch_size=v.batch_size)
+    think = run.think_from_prompt
+    acc, _ = evaluate(
+        run.rollout_engine, run.tokenizer, run.val, greedy, batch_size=v.batch_size, think_from_prompt=think
+    )
     out = {"eval/accuracy": acc}
     if v.n > 1:
         sampled = SamplingParams(
@@ -135,6 +146,7 @@ def validate_policy(run: Run, cfg: RunConfig) -> dict[str, float]:
             max_new_tokens=cfg.rollout.max_new_tokens,
             seed=cfg.train.seed,
         )
-        mean_n, _ = evaluate(run.rollout_engine, run.tokenizer, run.val, sampled, batch_size=v.batch_size)
+        mean_n, _ = evaluate(run.rollout_engine, run.tokenizer, run.val, sampled, batch_size=v.batch_size,
+                             think_from_prompt=think)  # fmt: skip
         out[f"eval/mean@{v.n}"] = mean_n
     return out

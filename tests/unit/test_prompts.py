@@ -1,0 +1,60 @@
+"""Prompt side of the pipeline: the token budget checked at load time, the think block a prompt opens,
+and plain-text prompts for tokenizers without a chat template."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from reasonrl.data.prompts import encode_prompt, fit_prompts, plain_text, prompt_opens_think, scoring_text
+from reasonrl.rewards import score
+from reasonrl.types import Problem
+
+R1_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|><think>\n{% endif %}"
+)
+
+
+def _problem(text="What is 2 + 3?", system=None, gt="5"):
+    msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": text}]
+    return Problem(msgs, gt, "math", "math", {})
+
+
+@pytest.fixture
+def tok(tiny_model_and_tokenizer):
+    return copy.deepcopy(tiny_model_and_tokenizer[1])
+
+
+def test_overlong_prompt_is_a_load_time_error_naming_the_row_or_dropped_with_a_count(tok):
+    short, long = _problem("1 + 1"), _problem("1 + 1 " * 200)
+    budget = len(encode_prompt(tok, short)) + 5
+    with pytest.raises(
+        ValueError, match=r"train data row 1 \(uid .*\): prompt has \d+ tokens > data.max_prompt_tokens="
+    ):
+        fit_prompts(tok, [short, long, short], budget, "train data")
+    seen = []
+    kept = fit_prompts(tok, [short, long, short], budget, "train data", drop=True, log=seen.append)
+    assert kept == [short, short] and seen == [f"train data: dropped 1 of 3 prompts over {budget} tokens"]
+
+
+def test_an_answer_inside_a_think_block_opened_by_the_prompt_earns_nothing(tok):
+    tok.chat_template = R1_TEMPLATE
+    p = _problem()
+    assert prompt_opens_think(tok, p)
+    unclosed = "2 + 3 is \\boxed{5}, let me double check"  # the model never left its reasoning
+    closed = "2 + 3 = 5</think>The answer is \\boxed{5}."
+    assert score(unclosed, p).score == 1.0  # what a verifier alone would say
+    assert score(scoring_text(unclosed, True), p).score == 0.0
+    assert score(scoring_text(closed, True), p).score == 1.0
+    tok.chat_template = R1_TEMPLATE.replace("<think>\n", "")
+    assert not prompt_opens_think(tok, p) and scoring_text(unclosed, False) == unclosed
+
+
+def test_tokenizer_without_chat_template_keeps_system_messages(tok):
+    tok.chat_template = None
+    p = _problem("What is 2 + 3?", system="Answer in a box.")
+    assert plain_text(p) == "Answer in a box.\n\nWhat is 2 + 3?"
+    assert encode_prompt(tok, p) == list(tok(plain_text(p), add_special_tokens=True)["input_ids"])
+    assert encode_prompt(tok, p) != list(tok("What is 2 + 3?", add_special_tokens=True)["input_ids"])
