@@ -9,6 +9,7 @@ building the run from the config (`trainer.setup`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,10 @@ from typing import Any
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from reasonrl.errors import InputError
 
-class ConfigError(ValueError):
+
+class ConfigError(InputError):
     """A recipe or override is invalid; the message names the key."""
 
 
@@ -168,6 +171,8 @@ def load_config(recipe: str | Path | None = None, overrides: list[str] | None = 
     cfg = OmegaConf.structured(RunConfig)
     if recipe is not None and not Path(recipe).is_file():
         raise ConfigError(f"recipe file not found: {recipe}")
+    if recipe is not None:
+        _check_recipe_shape(Path(recipe))
     if overrides:
         bad = [o for o in overrides if "=" not in o]
         if bad:
@@ -184,6 +189,36 @@ def load_config(recipe: str | Path | None = None, overrides: list[str] | None = 
     run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
     validate(run)
     return run
+
+
+def _check_recipe_shape(path: Path) -> None:
+    """A recipe must be valid YAML whose top level is a mapping of sections."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 text file") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}: not valid YAML ({getattr(e, 'problem', None) or e})") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(
+            f"{path}: a recipe must be a mapping of sections (model:, train:, ...), got {type(data).__name__}"
+        )
+
+
+def _non_finite(d: dict, prefix: str = "") -> str | None:
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            bad = _non_finite(v, key + ".")
+            if bad:
+                return bad
+        elif isinstance(v, float) and not math.isfinite(v):
+            return f"{key}={v}"
+    return None
 
 
 def to_yaml(cfg: RunConfig | DictConfig) -> str:
@@ -212,6 +247,9 @@ def validate(cfg: RunConfig) -> None:
     from reasonrl.registry import RegistryError
 
     t, r, a = cfg.train, cfg.rollout, cfg.algo
+    bad = _non_finite(to_dict(cfg))
+    if bad:
+        raise ConfigError(f"{bad} is not a finite number")
     _choice("rollout.engine", r.engine, ("hf",))
     _choice("model.dtype", cfg.model.dtype, ("float32", "bfloat16", "float16"))
     _choice("model.device", cfg.model.device, ("auto", "cpu", "cuda"))
@@ -255,14 +293,40 @@ def validate(cfg: RunConfig) -> None:
         "reward.workers": cfg.reward.workers,
         "reward.timeout_s": cfg.reward.timeout_s,
         "checkpoint.keep_last": cfg.checkpoint.keep_last,
+        "data.max_prompt_tokens": cfg.data.max_prompt_tokens,
+        "data.train_size": cfg.data.train_size,
+        "data.val_size": cfg.data.val_size,
+        "val.batch_size": cfg.val.batch_size,
+        "train.grad_clip": t.grad_clip,  # a negative clip norm would flip the gradient
     }
+    non_negative = {
+        "train.warmup_steps": t.warmup_steps,
+        "train.weight_decay": t.weight_decay,
+        "rollout.top_k": r.top_k,
+        "checkpoint.every": cfg.checkpoint.every,
+        "val.every": cfg.val.every,
+        "val.temperature": cfg.val.temperature,
+        "log.rollouts_per_step": cfg.log.rollouts_per_step,
+        "algo.entropy_coef": a.entropy_coef,
+    }
+    for key, v in non_negative.items():
+        if v < 0:
+            raise ConfigError(f"{key} must be >= 0, got {v}")
     for key, v in positive.items():
         if v <= 0:
             raise ConfigError(f"{key} must be > 0, got {v}")
     if t.lr <= 0:
         raise ConfigError(f"train.lr must be > 0, got {t.lr}")
-    if r.temperature < 0:
-        raise ConfigError(f"rollout.temperature must be >= 0, got {r.temperature}")
+    if r.temperature <= 0:
+        raise ConfigError(
+            f"rollout.temperature must be > 0 for training rollouts, got {r.temperature} (greedy samples of a "
+            "prompt are all the same, so every group-relative advantage is 0)"
+        )
+    if r.n < 2 and getattr(ADVANTAGES.get(a.adv_estimator), "group_relative", False):
+        raise ConfigError(
+            f"rollout.n=1 with algo.adv_estimator={a.adv_estimator}, which compares each sample with the others "
+            "of its group: every advantage would be 0. Use rollout.n >= 2 or a non-group estimator (reinforce_pp)"
+        )
     if not 0 < r.top_p <= 1:
         raise ConfigError(f"rollout.top_p must be in (0, 1], got {r.top_p}")
     if t.global_batch % r.n:

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from reasonrl.errors import InputError
+
 if TYPE_CHECKING:  # keep `import reasonrl.types` free of torch
     import torch
 
@@ -64,21 +66,21 @@ class Problem:
         """Build from a verl / Reasoning360 row; `where` names the row in error messages."""
         # a null data_source / prompt counts as missing (parquet stores absent keys as null)
         if not isinstance(row, dict):
-            raise ValueError(f"{where}: a row must be a mapping, got {type(row).__name__}")
+            raise InputError(f"{where}: a row must be a mapping, got {type(row).__name__}")
         missing = [k for k in ("data_source", "prompt", "reward_model") if row.get(k) is None and
                    not (k == "prompt" and row.get("raw_prompt"))]  # fmt: skip
         if missing:
-            raise ValueError(
+            raise InputError(
                 f"{where}: missing field(s) {missing}; a row needs data_source, prompt, reward_model"
             )
         if not isinstance(row["data_source"], str) or not row["data_source"].strip():
-            raise ValueError(f"{where}: field 'data_source' must be a non-empty string")
+            raise InputError(f"{where}: field 'data_source' must be a non-empty string")
         prompt = _prompt_messages(row, where)
         rm = _mapping(row["reward_model"], "reward_model", where)
         if "ground_truth" not in rm:
-            raise ValueError(f"{where}: field 'reward_model' has no 'ground_truth'")
+            raise InputError(f"{where}: field 'reward_model' has no 'ground_truth'")
         if rm["ground_truth"] is None:
-            raise ValueError(
+            raise InputError(
                 f"{where}: field 'reward_model.ground_truth' is null (every completion would score 0)"
             )
         extra = _mapping(row.get("extra_info") or {}, "extra_info", where)
@@ -183,9 +185,9 @@ def _mapping(value: Any, name: str, where: str) -> dict[str, Any]:
         try:
             value = json.loads(value)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{where}: field {name!r} is not valid JSON ({e.msg} at char {e.pos})") from None
+            raise InputError(f"{where}: field {name!r} is not valid JSON ({e.msg} at char {e.pos})") from None
     if not isinstance(value, Mapping):
-        raise ValueError(f"{where}: field {name!r} must be a mapping, got {type(value).__name__}")
+        raise InputError(f"{where}: field {name!r} must be a mapping, got {type(value).__name__}")
     return dict(value)
 
 
@@ -199,19 +201,19 @@ def _prompt_messages(row: dict[str, Any], where: str) -> list[dict[str, Any]]:
             return [{"role": "user", "content": raw}]
     if isinstance(prompt, str):
         if not prompt.strip():
-            raise ValueError(f"{where}: field 'prompt' is an empty string")
+            raise InputError(f"{where}: field 'prompt' is an empty string")
         return [{"role": "user", "content": prompt}]
     if isinstance(prompt, (str, bytes, Mapping)) or not hasattr(prompt, "__iter__"):
-        raise ValueError(f"{where}: field 'prompt' must be a list of {{role, content}} messages, "
+        raise InputError(f"{where}: field 'prompt' must be a list of {{role, content}} messages, "
                          f"got {type(prompt).__name__}")  # fmt: skip
     messages = list(prompt)
     if not messages:
-        raise ValueError(f"{where}: field 'prompt' is empty (and there is no 'raw_prompt')")
+        raise InputError(f"{where}: field 'prompt' is empty (and there is no 'raw_prompt')")
     for i, m in enumerate(messages):
         if (
             not isinstance(m, Mapping)
             or not isinstance(m.get("role"), str)
             or not isinstance(m.get("content"), str)
         ):
-            raise ValueError(f"{where}: field 'prompt[{i}]' must be a {{role: str, content: str}} message")
+            raise InputError(f"{where}: field 'prompt[{i}]' must be a {{role: str, content: str}} message")
     return [dict(m) for m in messages]

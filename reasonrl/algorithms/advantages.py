@@ -82,6 +82,10 @@ def rloo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
     return torch.where(count > 1, adv, torch.zeros_like(adv))
 
 
+# estimators that compare a sample with the others of its group: need rollout.n >= 2 (config checks it)
+grpo.group_relative = rloo.group_relative = True
+
+
 @ADVANTAGES.register("reinforce_pp")
 def reinforce_pp(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     return _whiten(rewards, eps)
@@ -92,6 +96,9 @@ def reinforce_pp_baseline(rewards: torch.Tensor, group_ids: torch.Tensor, eps: f
     mean, _, count = group_stats(rewards, group_ids)
     # whitening statistics over rows of real groups only; singleton rows stay 0
     return masked_whiten(rewards - mean, count > 1, eps=eps)
+
+
+reinforce_pp_baseline.group_relative = True
 
 
 @ADVANTAGES.register("remax")

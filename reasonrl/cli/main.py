@@ -1,14 +1,24 @@
 """The `reasonrl` command: demo, train, eval, data. Parses config once, at the edge (rule 6).
 
-Owns: argument parsing and turning config errors into a one-line message with exit status 2.
+Owns: argument parsing, checking command-line inputs before any work (`eval`: the model path, --n,
+--data), and turning every expected error (`errors.InputError`, a missing file, a full disk) into one
+line `reasonrl: error: ...` with exit status 2; real bugs keep their traceback, and `--debug` shows
+the traceback of expected errors too. A training run stopped by a signal exits with 128 + signal.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
+
+# OS errors that mean "this path cannot be used", not a bug (missing file, full disk, permissions)
+_USER_ERRNOS = {
+    getattr(__import__("errno"), n)
+    for n in ("ENOSPC", "EDQUOT", "EACCES", "EPERM", "EROFS", "ENOTDIR", "EISDIR")
+}
 
 
 def _train(args) -> int:
@@ -31,8 +41,53 @@ def _train(args) -> int:
     return 0
 
 
+def _eval_model_path(model: str) -> str:
+    """The model to evaluate: a HF directory, a run directory (its newest valid checkpoint), a hub id
+    or "demo". Raises InputError naming what is wrong."""
+    from pathlib import Path
+
+    from reasonrl.engines.checkpoint import latest_valid_checkpoint, list_checkpoints
+    from reasonrl.errors import InputError
+
+    if model == "demo":
+        return model
+    path = Path(model).expanduser()
+    if not path.exists():
+        if model.startswith((".", "/", "~")) or model.count("/") != 1:
+            raise InputError(f"model path not found: {model}")
+        return model  # a hub id (org/name)
+    if not path.is_dir():
+        raise InputError(
+            f"model path {model} is a file; give a Hugging Face model directory or a run directory"
+        )
+    if list_checkpoints(path):
+        ckpt = latest_valid_checkpoint(path, warn=lambda m: print(m, file=sys.stderr))
+        if ckpt is None:
+            raise InputError(f"run directory {model} has no valid checkpoint")
+        print(f"evaluating {ckpt}", file=sys.stderr)
+        path = ckpt
+    if not (path / "config.json").is_file():
+        raise InputError(f"{path} is not a Hugging Face model directory (no config.json)")
+    if not any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):
+        raise InputError(
+            f"{path} has no tokenizer (tokenizer.json / tokenizer_config.json); save one beside the model"
+        )
+    return str(path)
+
+
 def _eval(args) -> int:
     from reasonrl.data.schema import load_problems
+    from reasonrl.errors import InputError
+
+    if args.n < 1:
+        raise InputError(f"--n must be >= 1, got {args.n}")
+    if args.data is not None and not args.data:
+        raise InputError("--data needs at least one parquet / jsonl / json file")
+    if args.size < 1 or args.max_new_tokens < 1:
+        raise InputError("--size and --max-new-tokens must be >= 1")
+    if args.temperature < 0:
+        raise InputError(f"--temperature must be >= 0, got {args.temperature}")
+    args.model = _eval_model_path(args.model)
     from reasonrl.data.tasks import generate
     from reasonrl.eval.accuracy import evaluate
     from reasonrl.models.loading import load_policy
@@ -73,6 +128,7 @@ def _demo(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="reasonrl", description=__doc__.splitlines()[0])
+    p.add_argument("--debug", action="store_true", help="show tracebacks of expected errors too")
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("demo", help="train the tiny model with GRPO on CPU and show it learning")
@@ -124,17 +180,26 @@ def main(argv: list[str] | None = None) -> int:
         if not hasattr(args, "overrides") or any(x.startswith("-") or "=" not in x for x in extra):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.overrides = [*args.overrides, *extra]
-    from reasonrl.config import ConfigError
+    from reasonrl.errors import InputError
     from reasonrl.trainer.signals import Interrupted
 
     try:
         return args.fn(args)
-    except (ConfigError, FileNotFoundError) as e:
-        print(f"reasonrl: error: {e}", file=sys.stderr)
-        return 2
     except Interrupted as e:
         print(f"reasonrl: {e}", file=sys.stderr)
         return e.exit_code
+    except (InputError, FileNotFoundError, OSError) as e:
+        if args.debug or (isinstance(e, OSError) and not isinstance(e, FileNotFoundError)
+                          and e.errno not in _USER_ERRNOS):  # fmt: skip
+            raise
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            print(
+                f"reasonrl: error: no space left on device while writing {e.filename or 'a file'}",
+                file=sys.stderr,
+            )
+        else:
+            print(f"reasonrl: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

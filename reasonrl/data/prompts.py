@@ -11,6 +11,7 @@ in each row's `prompt`) or generation.
 
 from __future__ import annotations
 
+from reasonrl.errors import InputError
 from reasonrl.types import Problem
 
 
@@ -52,7 +53,7 @@ def fit_prompts(tokenizer, problems: list[Problem], max_tokens: int, where: str,
         if n <= max_tokens:
             kept.append(p)
         elif not drop:
-            raise ValueError(
+            raise InputError(
                 f"{where} row {i} (uid {p.uid!r}): prompt has {n} tokens > data.max_prompt_tokens={max_tokens}; "
                 "raise the budget or set data.drop_overlong_prompts=true"
             )
@@ -68,7 +69,7 @@ def encode_prompts(tokenizer, problems: list[Problem], max_tokens: int | None = 
     for i, p in enumerate(problems):
         ids = encode_prompt(tokenizer, p)
         if max_tokens is not None and len(ids) > max_tokens:
-            raise ValueError(
+            raise InputError(
                 f"prompt of problem {i} (uid {p.uid!r}) has {len(ids)} tokens > data.max_prompt_tokens={max_tokens}"
             )
         out.append(ids)

@@ -12,6 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from reasonrl.errors import InputError
 from reasonrl.types import Problem
 
 
@@ -44,7 +45,7 @@ def write_problems(path: str | Path, problems: list[Problem]) -> None:
                 for r in rows:
                     f.write(json.dumps(r) + "\n")
         else:
-            raise ValueError(f"{path}: unsupported extension (use .parquet or .jsonl)")
+            raise InputError(f"{path}: unsupported extension (use .parquet or .jsonl)")
         os.replace(tmp, path)
     finally:
         if tmp.exists():
@@ -57,11 +58,11 @@ def read_problems(path: str | Path) -> list[Problem]:
     invalid UTF-8 or JSON, a row of the wrong shape (see `Problem.from_row`)."""
     path = Path(path)
     if path.is_dir():
-        raise ValueError(f"{path} is a directory, not a data file (give .parquet / .jsonl / .json files)")
+        raise InputError(f"{path} is a directory, not a data file (give .parquet / .jsonl / .json files)")
     if not path.is_file():
         raise FileNotFoundError(f"data file not found: {path}")
     if path.stat().st_size == 0:
-        raise ValueError(f"{path}: empty file (no rows)")
+        raise InputError(f"{path}: empty file (no rows)")
     if path.suffix == ".parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -69,15 +70,15 @@ def read_problems(path: str | Path) -> list[Problem]:
         try:
             rows = pq.read_table(path).to_pylist()
         except (pa.ArrowException, OSError) as e:
-            raise ValueError(
+            raise InputError(
                 f"{path}: not a readable parquet file ({str(e).splitlines()[0][:200]})"
             ) from None
     elif path.suffix in (".jsonl", ".json"):
         rows = _json_rows(path)
     else:
-        raise ValueError(f"{path}: unsupported extension (use .parquet, .jsonl or .json)")
+        raise InputError(f"{path}: unsupported extension (use .parquet, .jsonl or .json)")
     if not rows:
-        raise ValueError(f"{path}: no rows")
+        raise InputError(f"{path}: no rows")
     out = []
     for i, row in enumerate(rows):
         p = Problem.from_row(row, where=f"{path} row {i}")
@@ -95,7 +96,7 @@ def _json_rows(path: Path) -> list:
         try:
             texts.append(raw.decode("utf-8"))
         except UnicodeDecodeError as e:
-            raise ValueError(
+            raise InputError(
                 f"{path} line {i + 1}: invalid UTF-8 (byte {raw[e.start]:#04x} at column {e.start + 1})"
             ) from None
     first = next((t.lstrip() for t in texts if t.strip()), "")
@@ -103,9 +104,9 @@ def _json_rows(path: Path) -> list:
         try:
             rows = json.loads("\n".join(texts))
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path} line {e.lineno}: invalid JSON ({e.msg})") from None
+            raise InputError(f"{path} line {e.lineno}: invalid JSON ({e.msg})") from None
         if not isinstance(rows, list):
-            raise ValueError(f"{path}: expected a JSON array of rows")
+            raise InputError(f"{path}: expected a JSON array of rows")
         return rows
     rows = []
     for i, line in enumerate(texts):
@@ -113,7 +114,7 @@ def _json_rows(path: Path) -> list:
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as e:
-                raise ValueError(f"{path} line {i + 1}: invalid JSON ({e.msg})") from None
+                raise InputError(f"{path} line {i + 1}: invalid JSON ({e.msg})") from None
     return rows
 
 

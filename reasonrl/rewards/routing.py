@@ -7,6 +7,7 @@ not at reward time. Does not own: the verifiers themselves (`VERIFIERS`) or call
 
 from __future__ import annotations
 
+from reasonrl.errors import InputError
 from reasonrl.types import Problem
 
 # (prefix, verifier name); first match wins, so longer / more specific prefixes come first.
@@ -76,4 +77,4 @@ def check_routable(problems: list[Problem], where: str = "dataset", options: dic
                 checked.add(name)
             check_setup(name, options.get(name), p)
         except (ValueError, KeyError) as e:
-            raise ValueError(f"{where} row {i}: {e}") from None
+            raise InputError(f"{where} row {i}: {e}") from None

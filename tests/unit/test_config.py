@@ -138,6 +138,34 @@ BAD_OVERRIDES = [
     (["algo.clip_low=-0.1"], ["algo.clip_low"]),
     (["checkpoint.keep_last=0"], ["checkpoint.keep_last"]),
     (["train.steps"], ["train.steps", "section.key=value"]),
+    (["rollout.temperature=0"], ["rollout.temperature must be > 0 for training rollouts"]),
+    (
+        ["rollout.n=1", "train.global_batch=8", "train.mini_batch=8", "train.micro_batch=8"],
+        ["rollout.n=1", "algo.adv_estimator=grpo"],
+    ),
+    (
+        [
+            "rollout.n=1",
+            "algo.adv_estimator=rloo",
+            "train.global_batch=8",
+            "train.mini_batch=8",
+            "train.micro_batch=8",
+        ],
+        ["rollout.n=1", "algo.adv_estimator=rloo"],
+    ),
+    (["train.grad_clip=-1"], ["train.grad_clip must be > 0"]),
+    (["train.grad_clip=0"], ["train.grad_clip must be > 0"]),
+    (["train.lr=nan"], ["train.lr=nan is not a finite number"]),
+    (["algo.clip_high=inf"], ["algo.clip_high=inf is not a finite number"]),
+    (["reward.timeout_s=-inf"], ["reward.timeout_s=-inf is not a finite number"]),
+    (["rollout.max_new_tokens=0"], ["rollout.max_new_tokens must be > 0"]),
+    (["data.max_prompt_tokens=-5"], ["data.max_prompt_tokens must be > 0"]),
+    (["train.warmup_steps=-1"], ["train.warmup_steps must be >= 0"]),
+    (["checkpoint.every=-2"], ["checkpoint.every must be >= 0"]),
+    (["val.every=-1"], ["val.every must be >= 0"]),
+    (["log.rollouts_per_step=-1"], ["log.rollouts_per_step must be >= 0"]),
+    (["rollout.top_k=-3"], ["rollout.top_k must be >= 0"]),
+    (["train.epochs=0"], ["train.epochs must be > 0"]),
 ]
 
 
@@ -185,3 +213,20 @@ def test_dict_round_trip(recipe):
     # a partial dict fills in the defaults
     partial = from_dict({"rollout": {"n": 2}})
     assert partial.rollout.n == 2 and partial.train.global_batch == 128
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("train:\n  lr: [1, 2\n", "line 3: not valid YAML"),
+        ("- a\n- b\n", "a recipe must be a mapping of sections (model:, train:, ...), got list"),
+        ("just a string\n", "a recipe must be a mapping of sections (model:, train:, ...), got str"),
+        ("train: {lr: 1e-4}\n\tbad: tab\n", "not valid YAML"),
+    ],
+)
+def test_recipe_that_is_not_a_yaml_mapping_is_named(tmp_path, text, needle):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert str(e.value).startswith(str(path)) and needle in str(e.value), str(e.value)
