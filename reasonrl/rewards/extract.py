@@ -111,18 +111,24 @@ def last_boxed(text: str) -> str | None:
     return found[-1] if found else None
 
 
+def _unemphasised(s: str) -> str:
+    """Markdown emphasis around an answer dropped: `**18**`, `*18*`, `__18__`, `** 18`."""
+    return s.strip().strip("*_").strip()
+
+
 def gsm8k_answer(text: str) -> str | None:
     """What follows the last GSM8K `####` marker on its line, stripped; None if absent or empty."""
-    found = [s.strip() for s in _GSM8K.findall(text)]
+    found = [_unemphasised(s) for s in _GSM8K.findall(text)]
     return found[-1] if found and found[-1] else None
 
 
 def answer_colon(text: str) -> str | None:
-    """Rest of the line after the last "Answer:" / "answer is"; trailing period dropped."""
-    found = [s.strip() for s in _ANSWER_COLON.findall(text)]
+    """Rest of the line after the last "Answer:" / "answer is" (markdown emphasis around either
+    dropped: `**Answer:** 18`, `**Answer: 18**`); trailing period dropped."""
+    found = [_unemphasised(s) for s in _ANSWER_COLON.findall(text)]
     if not found or not found[-1]:
         return None
-    return found[-1].rstrip(".").strip() or None
+    return _unemphasised(found[-1].rstrip(".")) or None
 
 
 EXTRACTORS: dict[str, Callable[[str], str | None]] = {

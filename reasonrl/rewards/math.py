@@ -13,6 +13,14 @@ Policy:
   whose last lines say "3 or 4" scores 0 ("ambiguous").
 - gold/100 or gold*100 is never accepted, except when the problem asks for a percentage (the gold
   carries `%` or the prompt says "percent"), where 28 and 0.28 both answer "28%".
+- Golds are read like predictions: as the content of one `\\boxed{}`. A gold "2, 3" is the set of
+  solutions {2, 3} (a thousands-separated "7,425,000" and math-verify's decimal comma "1,22" stay
+  one number), so the whole answer is
+  needed and its order does not matter; `x=2 or x=3`, `2 and 3` and `\\pm 2` are set forms on
+  either side.
+- Sympy work is bounded: an exponent tower three levels deep, or a numeric power too large to
+  write out (`9^{9^{9}}`, `9^{99999999}`), scores 0 at once ("too_complex"); on the main thread
+  math-verify's own timeouts apply too.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import threading
 from fractions import Fraction
 from typing import Any
 
@@ -134,6 +143,79 @@ def fast_compare(pred: str, gold: str, percent_ok: bool) -> bool | None:
     return False
 
 
+# ---------------------------------------------------------------- set forms and size guards
+
+# "or" / "and" joining solutions ("x=2 or x=3", "2 \text{ and } 3"), read as a comma list
+_LIST_JOIN = re.compile(
+    r"\s*(?:\\(?:text|textrm|mathrm|mbox)\s*\{\s*(?:or|and)\s*\}|(?<![A-Za-z\\])(?:or|and)(?![A-Za-z]))\s*"
+)
+_VAR_PREFIX = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?\s*=)?\s*(.*)$", re.DOTALL)
+_EXPONENT_CHAIN = re.compile(r"(?:\^\s*\(?\s*[\w.]+\s*\)?\s*){3,}|(?:\*\*\s*[\w.]+\s*){3,}")
+MAX_EXPONENT_DEPTH = 2
+SYMBOLIC_TIMEOUT_S = 5
+
+
+def set_form(answer: str) -> str:
+    """`x=2 or x=3` / `2 and 3` -> `x=2, x=3` / `2, 3`; one `\\pm` -> both values."""
+    s = _LIST_JOIN.sub(", ", answer).strip(", ")
+    if s.count("\\pm") == 1 and "," not in s:
+        left, right = (x.strip() for x in s.split("\\pm"))
+        var, rest = _VAR_PREFIX.match(left).groups()
+        var = var or ""
+        if right:
+            s = f"{var}{rest}+{right}, {var}{rest}-{right}" if rest else f"{var}{right}, {var}-{right}"
+    return s
+
+
+def exponent_depth(s: str) -> int:
+    """Deepest nesting of exponents in LaTeX / Python notation (`9^{9^{9}}` is 3)."""
+    deepest, stack, pending = 0, [], False
+    for ch in s:
+        if ch == "^":
+            pending = True
+            deepest = max(deepest, sum(stack) + 1)
+        elif ch == "{":
+            stack.append(1 if pending else 0)
+            pending = False
+        elif ch == "}":
+            if stack:
+                stack.pop()
+        elif not ch.isspace():
+            pending = False
+    if _EXPONENT_CHAIN.search(s):
+        deepest = max(deepest, 3)
+    return deepest
+
+
+_NUM = r"\s*\{?\s*\(?\s*(\d+(?:\.\d+)?)"
+_NUMERIC_POWER = re.compile(r"(\d+(?:\.\d+)?)\s*(?:\^|\*\*)" + _NUM + r"(?:\s*(?:\^|\*\*)" + _NUM + ")?")
+MAX_POWER_DIGITS = 10_000  # a literal power with more digits than this is not a plain answer
+
+
+def too_complex(s: str) -> bool:
+    """An answer that would make sympy compute for minutes: an exponent tower three levels deep, or a
+    numeric power with more than MAX_POWER_DIGITS digits (`9^{99999999}`, `9^{9^{9}}`)."""
+    import math as _pymath
+
+    if exponent_depth(s) > MAX_EXPONENT_DEPTH:
+        return True
+    for m in _NUMERIC_POWER.finditer(s):
+        base, exp = float(m.group(1)), float(m.group(2))
+        if m.group(3) is not None:  # base^(exp^inner)
+            inner = float(m.group(3))
+            if exp > 1 and inner * _pymath.log10(exp) > 6:
+                return base > 1
+            exp = exp**inner
+        if base > 1 and exp * _pymath.log10(base) > MAX_POWER_DIGITS:
+            return True
+    return False
+
+
+def _timeout() -> int | None:
+    """math-verify's timeouts use SIGALRM, which only works on the main thread."""
+    return SYMBOLIC_TIMEOUT_S if threading.current_thread() is threading.main_thread() else None
+
+
 # ---------------------------------------------------------------- symbolic path: math-verify
 
 
@@ -151,16 +233,21 @@ def _parse_gold(gold: str) -> Any:
     delimited text and bare numbers with separators ("7,425,000", "1,22") are parsed as they are."""
     mv = _mv()
     delimited = any(d in gold for d in ("$", "\\(", "\\[", "\\boxed", "\\fbox"))
-    if delimited or re.fullmatch(r"[\d\s,.+-]+", gold):
+    # one number: plain, thousands-separated, or math-verify's decimal comma ("1,22": no space)
+    one_number = re.fullmatch(
+        r"[+-]?\d+(?:\.\d+)?|[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[+-]?\d+,\d+", gold.strip()
+    )
+    if delimited or one_number:
         parsed = mv.parse(gold, parsing_timeout=None)
         if parsed:
             return parsed
-    return mv.parse(f"\\boxed{{{gold}}}", parsing_timeout=None) or mv.parse(gold, parsing_timeout=None)
+    boxed = f"\\boxed{{{set_form(gold)}}}"  # a list of solutions is a set, as in a prediction
+    return mv.parse(boxed, parsing_timeout=None) or mv.parse(gold, parsing_timeout=None)
 
 
 def _parse_pred(text: str) -> Any:
     mv = _mv()
-    return mv.parse(text[-MAX_SYMBOLIC_CHARS:], parsing_timeout=None)
+    return mv.parse(text[-MAX_SYMBOLIC_CHARS:], parsing_timeout=_timeout())
 
 
 def symbolic_compare(
@@ -183,7 +270,7 @@ def symbolic_compare(
         float_rounding=rounding,
         allow_set_relation_comp=allow_set_relation_comp,
         strict=strict,
-        timeout_seconds=None,
+        timeout_seconds=_timeout(),
     )
     return bool(ok), str(p[-1])
 
@@ -239,10 +326,16 @@ def score_math(
     mode = found.mode if found is not None else "free_text"
     if mode in ("answer_colon", "free_text") and _HEDGE.search(region[-300:]):
         return result(False, None, reason="ambiguous", path="symbolic")
+    if found is not None and too_complex(found.answer):
+        return result(False, found.answer, reason="too_complex", path="symbolic")
     if mode in ("answer_tag", "gsm8k") or (mode == "answer_colon" and _BARE.fullmatch(found.answer)):
-        text = found.answer if "$" in found.answer else f"\\boxed{{{found.answer}}}"
+        text = found.answer if "$" in found.answer else f"\\boxed{{{set_form(found.answer)}}}"
+    elif mode == "boxed" and len(set(boxes)) == 1 and set_form(found.answer) != found.answer:
+        text = f"\\boxed{{{set_form(found.answer)}}}"  # "x=2 or x=3" read as the set it names
     else:
         text = region
+    if too_complex(text[-MAX_SYMBOLIC_CHARS:]):
+        return result(False, None, reason="too_complex", path="symbolic")
     try:
         ok, extracted = symbolic_compare(text, gold, float_rounding, allow_set_relation_comp, strict)
     except Exception as e:  # noqa: BLE001 - a malformed answer must not crash a batch
