@@ -6,7 +6,11 @@ truths `a|b|c` matched one-to-one by value (order free, each answer used once), 
 Does not own: extraction (`rewards.extract`: last `\\boxed{}`, then `<answer>`, then "Answer:").
 
 Policy: a percentage answer equals its value ("12.5%" == 0.125) and its literal number ("12.5%" ==
-12.5), but a bare number is never matched to gold*100 or gold/100.
+12.5), but a bare number is never matched to gold*100 or gold/100. A magnitude word (thousand,
+million, billion, trillion) or a unit ("percentage points", a currency sign, also inside `\text{}`)
+on one side only does not make equal values unequal: "12.5 million" answers both "12.5" (a table in
+millions) and "12500000"; "1200 million" answers "1.2 billion". Several `\boxed{}` answers that
+disagree are a hedge and score 0, unless there is one box per gold cell of a multi-answer gold.
 """
 
 from __future__ import annotations
@@ -16,22 +20,38 @@ from fractions import Fraction
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult, result
-from reasonrl.rewards.extract import extract
+from reasonrl.rewards.extract import answer_region, boxed_all, extract
 from reasonrl.rewards.math import clean_latex, to_number
 from reasonrl.types import Problem
 
 TABLE_MODES = ("boxed", "answer_tag", "answer_colon")
 MAX_ANSWERS = 64
 _RATIO = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*$")
+_MAGNITUDES = {
+    "thousand": 10**3,
+    "million": 10**6,
+    "mn": 10**6,
+    "billion": 10**9,
+    "bn": 10**9,
+    "trillion": 10**12,
+}
+_MAGNITUDE = re.compile(r"^(.*?\d)\s*(thousands?|millions?|mn|billions?|bn|trillions?)\b\.?$", re.IGNORECASE)
+_POINTS = re.compile(r"\s*(?:percentage\s+points?|percent(?:age)?\s+pts?|pp|p\.p\.)$", re.IGNORECASE)
 
 
-def _number(s: str) -> tuple[Fraction, bool] | None:
-    """(value, had_percent) of a table cell; ratios a:b become a/b."""
-    m = _RATIO.match(clean_latex(s))
+def _number(s: str) -> tuple[Fraction, bool, int] | None:
+    """(value as written, had_percent, magnitude multiplier) of a table cell; ratios a:b are a/b."""
+    text = _POINTS.sub("", clean_latex(s)).strip()
+    m = _RATIO.match(text)
     if m and Fraction(m.group(2)) != 0:
-        return Fraction(m.group(1)) / Fraction(m.group(2)), False
-    got = to_number(s)
-    return (got[0], got[1]) if got else None
+        return Fraction(m.group(1)) / Fraction(m.group(2)), False, 1
+    scale = 1
+    mm = _MAGNITUDE.match(text)
+    if mm:
+        text, word = mm.group(1), mm.group(2).lower().rstrip("s")
+        scale = _MAGNITUDES.get(word, _MAGNITUDES.get(word + "s", 1))
+    got = to_number(text)
+    return (got[0], got[1], scale) if got else None
 
 
 def _text(s: str) -> str:
@@ -46,9 +66,12 @@ def cell_equal(pred: str, gold: str, rel_tol: float = 1e-3) -> bool:
     """Whether one answer matches one gold cell (numeric within `rel_tol`, else normalised text)."""
     p, g = _number(pred), _number(gold)
     if p is not None and g is not None:
-        (pv, pp), (gv, gp) = p, g
-        if _close(pv, gv, rel_tol):
-            return True
+        (pv, pp, pm), (gv, gp, gm) = p, g
+        if (pm == gm or 1 in (pm, gm)) and _close(pv, gv, rel_tol):
+            return True  # the same number, a magnitude on one side at most (the table's unit)
+        if _close(pv * pm, gv * gm, rel_tol):
+            return True  # the same value at different magnitudes
+        pv, gv = pv * pm, gv * gm
         # a percent sign on exactly one side: compare values (12.5% == 0.125)
         if pp and not gp:
             return _close(pv / 100, gv, rel_tol)
@@ -99,6 +122,11 @@ def table(response: str, problem: Problem, rel_tol: float = 1e-3) -> RewardResul
         return result(False, None)
     golds = _gold_cells(problem.ground_truth)
     preds = _split(found.answer)
+    boxes = list(dict.fromkeys(boxed_all(answer_region(response)))) if found.mode == "boxed" else []
+    if len(boxes) > 1:  # disagreeing boxes: one per gold cell, or a hedge
+        if len(golds) != len(boxes) or len(preds) != 1:
+            return result(False, found.answer, reason="ambiguous")
+        preds = boxes
     if len(preds) > MAX_ANSWERS:
         return result(False, found.answer, reason="too_many_answers")
     if len(preds) != len(golds):

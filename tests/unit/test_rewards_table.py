@@ -74,3 +74,28 @@ def test_table_verifier(response, gt, expected, reason):
 def test_rel_tol_option():
     assert score(r"\boxed{105}", "100").score == 0.0
     assert score(r"\boxed{105}", "100", rel_tol=0.1).score == 1.0
+
+
+@pytest.mark.parametrize(
+    "gold, response, expected",
+    [
+        ("12.5", "\\boxed{12.5 million}", 1.0),  # the table is in millions; the answer says so
+        ("12500000", "\\boxed{12.5 million}", 1.0),
+        ("12.5 million", "\\boxed{12.5}", 1.0),
+        ("1.2 billion", "\\boxed{1200 million}", 1.0),
+        ("5000", "\\boxed{5 thousand}", 1.0),
+        ("3.2", "\\boxed{3.2 percentage points}", 1.0),
+        ("12.5", "\\boxed{\\text{\\$}12.5}", 1.0),
+        ("12.5", "\\boxed{12.5} so the answer is \\boxed{12.5}", 1.0),  # the same box twice is one answer
+        ("a|b", "\\boxed{a} and \\boxed{b}", 1.0),  # one box per gold cell
+        # adversarial
+        ("12.5 billion", "\\boxed{12.5 million}", 0.0),  # both sides name a magnitude: they must agree
+        ("12500000", "\\boxed{12.5 thousand}", 0.0),
+        ("12.5", "\\boxed{13.5 million}", 0.0),
+        ("13", "\\boxed{12.5} or maybe \\boxed{13}", 0.0),  # a hedge never takes the last box
+        ("12.5", "\\boxed{12.5} or maybe \\boxed{13}", 0.0),
+        ("a|b", "\\boxed{a} \\boxed{b} \\boxed{c}", 0.0),
+    ],
+)
+def test_magnitudes_units_and_hedges(gold, response, expected):
+    assert score(response, gold).score == expected
