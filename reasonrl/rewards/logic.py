@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult, result
-from reasonrl.rewards.extract import answer_region, answer_tag
+from reasonrl.rewards.extract import answer_region, answer_tag, last_boxed
 from reasonrl.types import Problem
 
 MAX_PARSE_CHARS = 100_000
@@ -72,10 +72,14 @@ def _cell(x: Any) -> str:
 
 @VERIFIERS.register("zebra")
 def zebra(response: str, problem: Problem, partial: bool = True) -> RewardResult:
-    """Fraction of grid cells equal to the gold grid (1 only if all are); `partial=False`: 0/1."""
+    """Fraction of grid cells equal to the gold grid (1 only if all are); `partial=False`: 0/1.
+
+    Rows are matched by their key (the first column, e.g. the house number) and columns by header
+    name (when the answer gives a header), not by position; a row the gold grid does not have (an
+    invented or duplicated key) adds a row of wrong cells to the denominator."""
     gold = _gold(problem.ground_truth)
-    rows = gold["rows"]
-    n_cols = len(gold["header"])
+    rows, header = gold["rows"], [_cell(h) for h in gold["header"]]
+    n_cols = len(header)
     ans = answer_tag(answer_region(response))
     if ans is None:
         return result(False, None)
@@ -85,41 +89,82 @@ def zebra(response: str, problem: Problem, partial: bool = True) -> RewardResult
         return result(False, ans, reason=f"unparsable: {e}")
     if not isinstance(pred, dict) or not isinstance(pred.get("rows"), list):
         return result(False, ans, reason="not_a_grid")
-    pred_rows = pred["rows"]
+    pred_header = pred.get("header")
+    if isinstance(pred_header, list) and len(pred_header) == n_cols:
+        names = [_cell(h) for h in pred_header]
+        cols = [names.index(h) if h in names else None for h in header]
+    else:
+        cols = list(range(n_cols))
+    by_key: dict[str, list] = {}
+    extra = 0
+    for prow in pred["rows"]:
+        if not isinstance(prow, list) or not prow:
+            extra += 1
+            continue
+        key = _cell(prow[cols[0]] if cols[0] is not None and cols[0] < len(prow) else prow[0])
+        if key in by_key:
+            extra += 1  # a second row for the same key
+        else:
+            by_key[key] = prow
+    gold_keys = {_cell(r[0]) for r in rows}
+    extra += sum(1 for k in by_key if k not in gold_keys)
     correct = 0
-    for i, row in enumerate(rows):
-        prow = pred_rows[i] if i < len(pred_rows) and isinstance(pred_rows[i], list) else []
+    for row in rows:
+        prow = by_key.get(_cell(row[0]), [])
         for j in range(n_cols):
-            if j < len(prow) and _cell(prow[j]) == _cell(row[j]):
+            c = cols[j]
+            if c is not None and c < len(prow) and _cell(prow[c]) == _cell(row[j]):
                 correct += 1
-    total = len(rows) * n_cols
-    all_correct = total > 0 and correct == total and len(pred_rows) == len(rows)
+    total = (len(rows) + extra) * n_cols
+    all_correct = total > 0 and extra == 0 and correct == len(rows) * n_cols
     score = (correct / total if total else 0.0) if partial else float(all_correct)
     reason = "correct" if all_correct else ("partial" if score > 0 else "wrong")
     return RewardResult(
-        score, {"extracted": ans, "reason": reason, "all_correct": all_correct, "cells": correct}
+        score,
+        {
+            "extracted": ans,
+            "reason": reason,
+            "all_correct": all_correct,
+            "cells": correct,
+            "extra_rows": extra,
+        },
     )
 
 
 # ---------------------------------------------------------------- ordering puzzles
 
 
+_NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+?)\s*$", re.MULTILINE)
+
+
 def _name_list(ans: str) -> list[str] | None:
+    """The ordering an answer gives: a list literal, `[a, b, c]` without quotes, a numbered or bulleted
+    list, or a bare comma list. None when it offers none, or more than one (a hedge)."""
     try:
         got = parse_structured(ans)
     except ValueError:
-        m = re.search(r"\[([^\[\]]*)\]", ans)  # [owl, robin, crow] without quotes
-        if m is None:
+        brackets = re.findall(r"\[([^\[\]]*)\]", ans)
+        numbered = _NUMBERED.findall(ans)
+        if len(brackets) > 1 or (brackets and numbered):
+            return None  # two orderings offered
+        if brackets:
+            got = [x.strip().strip("'\"") for x in brackets[0].split(",")]
+        elif len(numbered) > 1:
+            got = [x.strip().strip("*_").strip() for x in numbered]
+        elif "," in ans and "\n" not in ans.strip() and " or " not in ans:
+            got = [x.strip().strip("'\"*_") for x in ans.strip().strip(".").split(",")]
+        else:
             return None
-        got = [x.strip().strip("'\"") for x in m.group(1).split(",")]
-    if not isinstance(got, (list, tuple)):
+    if not isinstance(got, (list, tuple)) or not got:
         return None
+    if any(isinstance(x, (list, tuple, dict)) for x in got):
+        return None  # a list of orderings
     return [_cell(x) for x in got]
 
 
 @VERIFIERS.register("ordering")
 def ordering(response: str, problem: Problem) -> RewardResult:
-    """1 if the `<answer>` list names the same items in the same order as the gold list."""
+    """1 if the `<answer>` names the same items in the same order as the gold list (one ordering only)."""
     gold = _gold(problem.ground_truth)
     if not isinstance(gold, list):
         raise ValueError(f"ordering: ground truth must be a list, got {type(gold).__name__}")
@@ -136,7 +181,7 @@ def ordering(response: str, problem: Problem) -> RewardResult:
 
 
 def _short(s: str) -> str:
-    return _cell(s).strip(" .'\"`")
+    return _cell(s).strip(" .'\"`*_")
 
 
 @VERIFIERS.register("graph")
@@ -175,12 +220,19 @@ def _grid(x: Any) -> list[list[int]] | None:
         return None
 
 
+_SPACE_ROW = re.compile(r"^\s*-?\d{1,3}(?:[ \t,]+-?\d{1,3})*\s*$")
+
+
 def _find_grid(ans: str) -> list[list[int]] | None:
+    """A grid as a list literal (anywhere in the answer) or as rows of space-separated digits."""
     ans = ans.strip()
     try:
         return _grid(_plain(parse_structured(ans)))
     except ValueError:
         pass
+    lines = [ln for ln in ans.strip("`").strip().splitlines() if ln.strip()]
+    if lines and all(_SPACE_ROW.match(ln) for ln in lines):
+        return _grid([re.split(r"[ \t,]+", ln.strip()) for ln in lines])
     start, end = ans.find("[["), ans.rfind("]]")
     if start < 0 or end < start:
         return None
@@ -278,7 +330,13 @@ def codeio(response: str, problem: Problem) -> RewardResult:
         )
     region = answer_region(response)
     blocks = _CODE_BLOCK.findall(region)
-    text = (blocks[-1] if blocks else region).strip()
+    boxed = last_boxed(region)
+    if blocks:
+        text = blocks[-1].strip()
+    elif boxed is not None and boxed.strip().startswith("{"):  # \boxed{{"output": 3}}
+        text = boxed.strip()
+    else:
+        text = region.strip()
     if len(text) > MAX_PARSE_CHARS:
         return result(False, None, reason="answer_too_long")
     try:

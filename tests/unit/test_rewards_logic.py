@@ -135,3 +135,71 @@ def test_codeio(response, gt, expected):
 def test_codeio_refuses_cruxeval_rows_needing_execution():
     got = score("codeio", "```python\nassert f(1) == 2\n```", json.dumps({"functional": "def f(x): ..."}))
     assert got.score == 0.0 and "execution" in got.reason
+
+
+# ---------------------------------------------------------------- expert-verdict classes (issue 7, section 5)
+
+
+@pytest.mark.parametrize(
+    "rows, header, expected",
+    [
+        ([["2", "Bob", "dog"], ["1", "Ann", "cat"]], None, 1.0),  # rows in another order: matched by key
+        ([["1", "cat", "Ann"], ["2", "dog", "Bob"]], ["Position", "Pet", "Name"], 1.0),  # columns by header
+        ([["1", "Ann", "cat"], ["2", "Bob", "dog"], ["3", "Cid", "fish"]], None, 6 / 9),  # invented row
+        ([["1", "Ann", "cat"], ["2", "Bob", "dog"], ["2", "Bob", "dog"]], None, 6 / 9),  # duplicated key
+        ([["1", "Ann", "cat"], ["1", "Bob", "dog"]], None, 3 / 9),  # two rows claim house 1
+    ],
+)
+def test_zebra_rows_by_key_columns_by_header_extra_rows_penalised(rows, header, expected):
+    answer = {"header": header or ZEBRA["header"], "rows": rows}
+    res = score("zebra", "<answer>" + json.dumps(answer) + "</answer>", ZEBRA)
+    assert res.score == pytest.approx(expected)
+    assert res.info["all_correct"] == (expected == 1.0)
+
+
+@pytest.mark.parametrize(
+    "answer, expected",
+    [
+        ("<answer>['owl', 'robin', 'crow']</answer>", 1.0),
+        ("<answer>owl, robin, crow</answer>", 1.0),  # a bare comma list
+        ("<answer>1. owl\n2. robin\n3. crow</answer>", 1.0),  # a numbered list
+        ("<answer>- **owl**\n- robin\n- crow</answer>", 1.0),  # bullets with emphasis
+        ("<answer>[owl, robin, crow] or [robin, owl, crow]</answer>", 0.0),  # two orderings
+        ("<answer>[['owl', 'robin', 'crow'], ['robin', 'owl', 'crow']]</answer>", 0.0),
+        ("<answer>owl, robin, crow or robin, owl, crow</answer>", 0.0),
+        ("<answer>robin, owl, crow</answer>", 0.0),
+    ],
+)
+def test_ordering_reads_one_ordering_only(answer, expected):
+    assert score("ordering", answer, ["owl", "robin", "crow"]).score == expected
+
+
+@pytest.mark.parametrize("answer, expected", [("<answer>**3**</answer>", 1.0), ("<answer>_3_</answer>", 1.0),
+                                              ("<answer>**4**</answer>", 0.0)])  # fmt: skip
+def test_graph_answer_with_markdown_emphasis(answer, expected):
+    assert score("graph", answer, "3").score == expected
+
+
+@pytest.mark.parametrize(
+    "answer, expected",
+    [
+        ("<answer>\n1 2 3\n4 5 6\n</answer>", 1.0),  # space-separated rows
+        ("<answer>1 2 3\n4 5 6</answer>", 1.0),
+        ("<answer>1 2 3\n4 5 7</answer>", 0.0),
+        ("<answer>1 2 3\n4 5</answer>", 0.0),  # ragged
+    ],
+)
+def test_arc_grid_as_space_separated_rows(answer, expected):
+    assert score("arc", answer, [[1, 2, 3], [4, 5, 6]]).score == expected
+
+
+@pytest.mark.parametrize(
+    "response, expected",
+    [
+        ('The output is \\boxed{{"output": 3}}', 1.0),
+        ('\\boxed{{"output": 4}}', 0.0),
+        ('\\boxed{{"output": 4}} and {"output": 3}', 0.0),  # a boxed answer is the answer; loose JSON after it is not
+    ],
+)
+def test_codeio_answer_in_a_box(response, expected):
+    assert score("codeio", response, json.dumps({"output": 3})).score == expected
