@@ -56,7 +56,10 @@ def extract_choice(response: str, valid: str = LETTERS) -> tuple[str | None, str
     spans: list[str] = []
     for got in (last_boxed(region), answer_tag(region)):
         if got:
-            spans.append(got)
+            # a box or tag holding only a lower-case letter ("\\boxed{c}", "(c)") names that option;
+            # outside such containers a lone "a" is an article, not a choice
+            lone = re.fullmatch(r"\(?\s*(?:\\text\s*\{\s*)?([a-j])(?:\s*\})?\s*\)?\.?", got.strip())
+            spans.append(lone.group(1).upper() if lone else got)
     if not spans:
         spans.extend(reversed(_ANSWER_LINE.findall(region)))
     if not spans:

@@ -81,3 +81,20 @@ def test_gold_forms_and_option_count():
 
 def test_extract_choice_returns_span():
     assert extract_choice(r"\boxed{D}") == ("D", "ok", "D")
+
+
+@pytest.mark.parametrize(
+    "response, expected",
+    [
+        ("\\boxed{c}", 1.0),
+        ("\\boxed{(c)}", 1.0),
+        ("\\boxed{\\text{c}}", 1.0),
+        ("<answer>c</answer>", 1.0),
+        ("\\boxed{b}", 0.0),
+        ("The answer is a good one, but \\boxed{C}", 1.0),
+        ("the answer is a", 0.0),  # an article outside a box is not option A
+    ],
+)
+def test_lower_case_letter_in_a_box_or_tag(response, expected):
+    p = Problem([{"role": "user", "content": "q"}], "C", "stem__gpqa", "stem", {})
+    assert VERIFIERS.get("choice")(response, p).score == expected
