@@ -14,6 +14,7 @@ follows nothing. `loose=True` also accepts the answer with its first / last line
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -236,7 +237,7 @@ def no_comma(text: str) -> bool:
     return "," not in text and "，" not in text
 
 
-# ---------------------------------------------------------------- language (by script)
+# ---------------------------------------------------------------- language (script, then langdetect)
 
 _SCRIPTS = {
     "zh": r"[\u4e00-\u9fff]",
@@ -262,15 +263,25 @@ _SCRIPTS = {
     "el": r"[\u0370-\u03ff]",
     "he": r"[\u0590-\u05ff]",
 }
-_EN_WORDS = {"the", "and", "is", "of", "to", "a", "in", "it", "that", "for", "you", "this", "with"}
+
+
+@functools.lru_cache(maxsize=1)
+def _langdetect():
+    from langdetect import DetectorFactory, detect_langs
+    from langdetect.lang_detect_exception import LangDetectException
+
+    DetectorFactory.seed = 0  # langdetect is randomised: a fixed seed makes the verdict deterministic
+    return detect_langs, LangDetectException
 
 
 @checker("language:response_language")
 def response_language(text: str, language: str) -> bool:
-    """Most letters in the language's script; English: Latin letters and common English words.
+    """The response is in `language` (an ISO 639-1 code, as IFEval's kwargs give it).
 
-    Latin-script languages other than English cannot be told apart by script and raise ValueError.
-    """
+    Languages with a script of their own: most letters are in that script. Latin-script languages
+    (English, French, German, Spanish, ...): langdetect's most likely language, as IFEval's own
+    checker and Reasoning360 use it; English also needs Latin letters. Undetectable text is False
+    (IFEval's checker says True there, which an empty answer would exploit)."""
     letters = [c for c in text if c.isalpha()]
     if not letters:
         return False
@@ -278,12 +289,17 @@ def response_language(text: str, language: str) -> bool:
     if lang in _SCRIPTS:
         hits = len(re.findall(_SCRIPTS[lang], text))
         return hits / len(letters) > 0.5
-    if lang == "en":
-        latin = sum(1 for c in letters if c.isascii())
-        ws = [w.lower() for w in words(text)]
-        common = sum(1 for w in ws if w in _EN_WORDS)
-        return latin / len(letters) > 0.9 and (len(ws) < 8 or common / len(ws) > 0.05)
-    raise ValueError(f"ifeval: language {language!r} is not supported (script-based check only)")
+    if not re.fullmatch(r"[a-z]{2,3}", lang):
+        raise ValueError(f"ifeval: language {language!r} is not an ISO 639-1 code")
+    latin = sum(1 for c in letters if c.isascii() or "\u00c0" <= c <= "\u024f")
+    if latin / len(letters) <= 0.9:
+        return False
+    detect_langs, failure = _langdetect()
+    try:
+        best = detect_langs(text)[0].lang.split("-")[0]
+    except failure:
+        return False
+    return best == lang
 
 
 # ---------------------------------------------------------------- the verifier

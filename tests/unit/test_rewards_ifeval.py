@@ -147,8 +147,8 @@ def test_bad_rows_raise():
         score("x", ["keywords:key_sentences"], [{}])
     with pytest.raises(ValueError, match="instructions but"):
         score("x", ["punctuation:no_comma", "startend:quotation"], [{}])
-    with pytest.raises(ValueError, match="not supported"):
-        score("bonjour", ["language:response_language"], [{"language": "fr"}])
+    with pytest.raises(ValueError, match="not an ISO 639-1 code"):
+        score("bonjour", ["language:response_language"], [{"language": "French!"}])
 
 
 def test_sentence_splitter():
@@ -157,3 +157,22 @@ def test_sentence_splitter():
 
 def test_common_instruction_ids_are_covered():
     assert len(CHECKERS) >= 25
+
+
+@pytest.mark.parametrize(
+    "text, language, expected",
+    [
+        ("Bonjour, je m'appelle Marie et j'habite à Paris depuis dix ans avec ma famille.", "fr", True),
+        ("Hallo, ich heiße Anna und wohne seit zehn Jahren mit meiner Familie in Berlin.", "de", True),
+        ("Hola, me llamo Juan y vivo en Madrid con mi familia desde hace diez años.", "es", True),
+        ("Ciao, mi chiamo Luca e vivo a Roma con la mia famiglia da dieci anni.", "it", True),
+        ("Hello, my name is Anna and I have lived in Berlin with my family for ten years.", "de", False),
+        ("Bonjour, je m'appelle Marie et j'habite à Paris depuis dix ans avec ma famille.", "en", False),
+        ("Hello, my name is Anna and I have lived in Berlin with my family for ten years.", "en", True),
+        ("Привет, меня зовут Анна.", "fr", False),
+        ("12345 !!! ???", "fr", False),  # nothing to detect: no credit
+        ("", "en", False),
+    ],
+)
+def test_response_language_for_latin_script_languages(text, language, expected):
+    assert score(text, ["language:response_language"], [{"language": language}]).score == float(expected)

@@ -198,7 +198,10 @@ def test_arc_grid_as_space_separated_rows(answer, expected):
     [
         ('The output is \\boxed{{"output": 3}}', 1.0),
         ('\\boxed{{"output": 4}}', 0.0),
-        ('\\boxed{{"output": 4}} and {"output": 3}', 0.0),  # a boxed answer is the answer; loose JSON after it is not
+        (
+            '\\boxed{{"output": 4}} and {"output": 3}',
+            0.0,
+        ),  # a boxed answer is the answer; loose JSON after it is not
     ],
 )
 def test_codeio_answer_in_a_box(response, expected):
