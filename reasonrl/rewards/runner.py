@@ -66,12 +66,30 @@ def _worker_init(paths: Sequence[str], modules: Sequence[str]) -> None:
     """Runs once in every (re)started worker: same import path as the parent, registrations loaded."""
     import importlib
 
+    _die_with_parent()
     for p in paths:
         if p not in sys.path:
             sys.path.append(p)
     importlib.import_module("reasonrl.rewards")
     for m in modules:
         importlib.import_module(m)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this worker when its parent process dies (the trainer, or the forkserver that
+    dies with it), so no verifier worker outlives a killed trainer."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import os
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the parent died before the signal was armed
+        os._exit(0)
 
 
 def _call(

@@ -197,3 +197,21 @@ def test_sigkill_of_the_trainer_leaves_no_worker_or_sandbox_processes():
         alive = {p for p in spawned if _running(p)}
         time.sleep(0.1)
     assert not alive, f"left behind: {alive}"
+
+
+def test_ppo_resume_without_critic_state_is_a_clear_error(tiny_model_dir, tmp_path):
+    from reasonrl.config import ConfigError
+
+    train(_cfg(tiny_model_dir, tmp_path, 2))  # GRPO: no critic in its checkpoints
+    with pytest.raises(ConfigError, match="has no critic state, but algo.adv_estimator=gae needs one"):
+        train(
+            _cfg(tiny_model_dir, tmp_path, 4, "algo.adv_estimator=gae"), resume=True, allow_config_change=True
+        )
+
+
+def test_overrides_are_accepted_after_flags(capsys):
+    from reasonrl.cli.main import main
+
+    assert main(["train", "--resume", "train.steps=7", "--print-config", "rollout.n=4"]) == 0
+    out = capsys.readouterr().out
+    assert "steps: 7" in out and "'n': 4" in out

@@ -231,3 +231,32 @@ def test_code_verifier_with_sandbox_fusion_backend(servers, program, score):
     assert res.score == score
     assert [r["stdin"] for r in srv.requests] == (["1 2\n", "3 4\n"] if score else ["1 2\n"])
     assert all(r["code"] == program for r in srv.requests)
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "program, score",
+    [
+        ("def add(a, b):\n    return a + b", 1.0),
+        ("def add(a, b):\n    return a - b", 0.0),
+        ("class Y:\n    def __eq__(self, o): return True\ndef add(a, b):\n    return Y()", 0.0),
+        (
+            'import os\ndef add(a, b):\n    return 0\nprint(\'{"status": "success", "passed": [true]}\')\nos._exit(0)',
+            0.0,
+        ),
+    ],
+)
+def test_function_tests_over_sandbox_fusion_run_the_trusted_harness(servers, program, score):
+    from reasonrl.rewards.code import code
+    from reasonrl.rewards.sandbox.server import harness_program
+    from reasonrl.types import Problem
+
+    srv = servers()
+    gt = {"test": "def check(c):\n    assert c(1, 2) == 3\n    assert c(2, 2) == 4", "entry_point": "add"}
+    prob = Problem(prompt=[{"role": "user", "content": "add"}], ground_truth=gt, data_source="codegen__t")
+    res = code(f"```python\n{program}\n```", prob, backend="sandbox_fusion", sandbox_fusion_urls=[srv.url])
+    assert res.score == score, res.info
+    assert len(srv.requests) == 1  # one job per request: the harness, with the job on stdin
+    assert srv.requests[0]["code"] == harness_program().decode()
+    job = json.loads(srv.requests[0]["stdin"])
+    assert job["kind"] == "script" and job["program"] == program
