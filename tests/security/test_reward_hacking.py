@@ -248,3 +248,26 @@ def test_stdio_program_cannot_find_the_expected_output():
     assert (
         code(_response("a, b = map(int, input().split())\nprint(a + b)", "stdio"), _problem(gt)).score == 1.0
     )
+
+
+def test_tests_that_print_do_not_corrupt_the_verdict_channel():
+    gt = {
+        "functional": "print('checking', flush=True)\nimport sys\nsys.stderr.write('x')\nassert add(1, 2) == 3\n"
+    }
+    for _ in range(3):  # the same warm sandbox keeps working
+        assert code(_response(CORRECT, "mbpp"), _problem(gt)).score == 1.0
+        assert code(_response(WRONG, "mbpp"), _problem(gt)).score == 0.0
+
+
+def test_a_program_lying_that_a_name_is_a_module_gets_nothing():
+    # the child answers the driver's name lookup itself; claiming `add` is the module `this` (which
+    # prints on import) or `os` must neither bind a module nor print into the verdict channel
+    liar = (
+        "import sys, types\n"
+        "for m in ('this', 'os', 'antigravity'):\n"
+        "    sys.modules.setdefault(m, types.ModuleType(m))\n"
+        "add = sys.modules['os']\n"
+    )
+    for shape in ("humaneval", "mbpp"):
+        assert code(_response(liar, shape), _problem(SHAPES[shape])).score == 0.0
+    assert code(_response(CORRECT, "humaneval"), _problem(SHAPES["humaneval"])).score == 1.0
