@@ -61,8 +61,8 @@ class AlgoConfig:
     adv_estimator: str = "grpo"
     adv_kwargs: dict[str, Any] = field(default_factory=dict)
     policy_loss: str = "ppo_clip"
-    clip_low: float = 0.2
-    clip_high: float = 0.2
+    clip_low: float | None = None  # None: the policy loss's own default (ppo_clip 0.2, gspo 3e-4, cispo 1.0)
+    clip_high: float | None = None  # None: the loss's default (ppo_clip 0.2, gspo 4e-4, cispo 0.28)
     loss_kwargs: dict[str, Any] = field(default_factory=dict)  # extra options of the policy loss
     loss_agg: str = "token_mean"
     kl_coef: float = 0.0  # > 0 adds a KL(policy || reference) loss term and loads a reference model
@@ -341,7 +341,7 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"train.micro_batch={t.micro_batch} must divide train.mini_batch={t.mini_batch}")
     if len(t.betas) != 2:
         raise ConfigError(f"train.betas must have two values, got {t.betas}")
-    if a.clip_low < 0 or a.clip_high < 0:
+    if (a.clip_low is not None and a.clip_low < 0) or (a.clip_high is not None and a.clip_high < 0):
         raise ConfigError("algo.clip_low and algo.clip_high must be >= 0")
     if a.kl_coef < 0:
         raise ConfigError(f"algo.kl_coef must be >= 0, got {a.kl_coef}")

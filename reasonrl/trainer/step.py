@@ -75,8 +75,9 @@ def attach_tis_weights(batch: TrainBatch, cap: float) -> dict[str, float]:
 
 
 def loss_options(algo: AlgoConfig) -> dict:
-    """clip_low / clip_high for losses that take them, plus algo.loss_kwargs."""
-    opts = {k: v for k, v in (("clip_low", algo.clip_low), ("clip_high", algo.clip_high))}
+    """clip_low / clip_high where the recipe sets them (else the loss's own defaults apply), plus
+    algo.loss_kwargs."""
+    opts = {k: v for k, v in (("clip_low", algo.clip_low), ("clip_high", algo.clip_high)) if v is not None}
     valid = POLICY_LOSSES.options(algo.policy_loss)
     return {**{k: v for k, v in opts.items() if k in valid}, **algo.loss_kwargs}
 
