@@ -134,9 +134,8 @@ def validate_policy(run: Run, cfg: RunConfig) -> dict[str, float]:
     v = cfg.val
     greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=cfg.rollout.max_new_tokens)
     think = run.think_from_prompt
-    acc, _ = evaluate(
-        run.rollout_engine, run.tokenizer, run.val, greedy, batch_size=v.batch_size, think_from_prompt=think
-    )
+    acc, _ = evaluate(run.rollout_engine, run.tokenizer, run.val, greedy, batch_size=v.batch_size,
+                      think_from_prompt=think, scorer=run.scorer)  # fmt: skip
     out = {"eval/accuracy": acc}
     if v.n > 1:
         sampled = SamplingParams(
@@ -147,6 +146,6 @@ def validate_policy(run: Run, cfg: RunConfig) -> dict[str, float]:
             seed=cfg.train.seed,
         )
         mean_n, _ = evaluate(run.rollout_engine, run.tokenizer, run.val, sampled, batch_size=v.batch_size,
-                             think_from_prompt=think)  # fmt: skip
+                             think_from_prompt=think, scorer=run.scorer)  # fmt: skip
         out[f"eval/mean@{v.n}"] = mean_n
     return out
