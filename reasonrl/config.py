@@ -348,13 +348,11 @@ def validate(cfg: RunConfig) -> None:
     _validate_algo_extras(a, r)
 
 
-# keyword tensors the trainer passes to advantage estimators itself
-_TRAINER_ADV_KWARGS = ("values", "mask", "token_rewards", "baseline_rewards")
-
-
 def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
     """Checks of the algo fields beyond estimator / loss / aggregation (shaping, guards, critic)."""
-    reserved = [k for k in a.adv_kwargs if k in _TRAINER_ADV_KWARGS]
+    from reasonrl.algorithms.advantages import TRAINER_INPUTS  # keyword tensors the trainer supplies
+
+    reserved = [k for k in a.adv_kwargs if k in TRAINER_INPUTS]
     if reserved:
         raise ConfigError(f"algo.adv_kwargs.{reserved[0]} is set by the trainer, not the recipe")
     if a.kl_in_reward and a.kl_coef <= 0:
@@ -377,5 +375,9 @@ def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
             raise ConfigError(f"algo.{key} must be > 0 (or null), got {v}")
     if a.tis_cap < 0:
         raise ConfigError(f"algo.tis_cap must be >= 0 (0 = off), got {a.tis_cap}")
-    if a.critic_model and a.adv_estimator != "gae":
-        raise ConfigError("algo.critic_model is only used with algo.adv_estimator=gae")
+    from reasonrl.algorithms import ADVANTAGES
+
+    if a.critic_model and "values" not in ADVANTAGES.get(a.adv_estimator).needs:
+        raise ConfigError(
+            f"algo.critic_model is only used by estimators with a critic (gae), not {a.adv_estimator}"
+        )

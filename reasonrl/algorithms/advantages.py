@@ -11,6 +11,13 @@ Signature: `fn(rewards [N] float, group_ids [N] long, **options)`.
 Every estimator needs the whole rollout batch (group and batch statistics): call it once, before the
 batch is split into mini-, micro-batches or data-parallel shards.
 
+Declared at registration (`declare`), read by the trainer instead of branching on names:
+  needs           the keyword tensors the trainer must supply: "values" (critic values, so a critic is
+                  built), "mask", "token_rewards" (KL folded into per-token rewards), "baseline_rewards"
+                  (rewards of greedy completions, so they are generated)
+  token_level     returns (advantages [B, T], returns [B, T]) instead of advantages [N]
+  group_relative  compares each sample with its group: needs rollout.n >= 2
+
 grpo (Shao et al. 2024, DeepSeekMath, arXiv:2402.03300):
     A_i = (r_i - mean_g(r)) / (std_g(r) + eps), std unbiased (Bessel), as in the paper's code.
     `scale_by_std=False` gives Dr.GRPO (Liu et al. 2025, arXiv:2503.20783): A_i = r_i - mean_g(r).
@@ -41,6 +48,16 @@ from reasonrl.algorithms.masked import last_token_values, masked_whiten
 from reasonrl.registry import Registry
 
 ADVANTAGES: Registry = Registry("advantage estimator", positional=2)
+TRAINER_INPUTS = ("values", "mask", "token_rewards", "baseline_rewards")
+
+
+def declare(fn, *, needs: tuple[str, ...] = (), token_level: bool = False, group_relative: bool = False):
+    """Record what estimator `fn` needs beyond (rewards, group_ids) and what it returns."""
+    unknown = set(needs) - set(TRAINER_INPUTS)
+    if unknown:
+        raise ValueError(f"{fn.__name__}: unknown trainer inputs {sorted(unknown)}; known: {TRAINER_INPUTS}")
+    fn.needs, fn.token_level, fn.group_relative = frozenset(needs), token_level, group_relative
+    return fn
 
 
 def group_stats(
@@ -82,8 +99,8 @@ def rloo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
     return torch.where(count > 1, adv, torch.zeros_like(adv))
 
 
-# estimators that compare a sample with the others of its group: need rollout.n >= 2 (config checks it)
-grpo.group_relative = rloo.group_relative = True
+declare(grpo, group_relative=True)
+declare(rloo, group_relative=True)
 
 
 @ADVANTAGES.register("reinforce_pp")
@@ -98,7 +115,8 @@ def reinforce_pp_baseline(rewards: torch.Tensor, group_ids: torch.Tensor, eps: f
     return masked_whiten(rewards - mean, count > 1, eps=eps)
 
 
-reinforce_pp_baseline.group_relative = True
+declare(reinforce_pp, group_relative=False)
+declare(reinforce_pp_baseline, group_relative=True)
 
 
 @ADVANTAGES.register("remax")
@@ -114,6 +132,9 @@ def remax(
             f"remax: baseline_rewards shape {tuple(baseline_rewards.shape)} != {tuple(rewards.shape)}"
         )
     return rewards - baseline_rewards.to(rewards.dtype)
+
+
+declare(remax, needs=("baseline_rewards",))
 
 
 @ADVANTAGES.register("gae")
@@ -159,3 +180,6 @@ def gae(
     if whiten:
         adv = masked_whiten(adv, mask, eps=eps)
     return adv, returns
+
+
+declare(gae, needs=("values", "mask", "token_rewards"), token_level=True)

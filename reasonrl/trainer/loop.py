@@ -32,7 +32,13 @@ from reasonrl.trainer.setup import build_run, step_seed, validate_policy
 from reasonrl.trainer.shaping import shape_batch
 from reasonrl.trainer.signals import Interrupted, StopOnSignal
 from reasonrl.trainer.state import restore_state, save_state
-from reasonrl.trainer.step import attach_tis_weights, compute_advantages, early_stop, make_loss_fn
+from reasonrl.trainer.step import (
+    attach_tis_weights,
+    compute_advantages,
+    early_stop,
+    estimator_needs,
+    make_loss_fn,
+)
 
 
 def train(cfg: RunConfig, resume: bool = False, log=print, overwrite: bool = False,
@@ -48,7 +54,8 @@ def train(cfg: RunConfig, resume: bool = False, log=print, overwrite: bool = Fal
 def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: StopOnSignal) -> dict:
     run_dir = Path(cfg.log.run_dir)
     run = build_run(cfg, log=log)  # model, tokenizer, engines, data, sampler, reward scorer
-    critic = build_critic(cfg, log=log) if cfg.algo.adv_estimator == "gae" else None  # PPO value model
+    needs = estimator_needs(cfg.algo)  # what the advantage estimator declared it takes
+    critic = build_critic(cfg, log=log) if "values" in needs else None  # PPO value model
     start = restore_state(run, critic, cfg, allow_config_change, log) if resume else 0
     metrics_log = MetricsLog(run_dir, cfg.log.tensorboard, resume_step=start if start else None)
     (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
@@ -81,7 +88,7 @@ def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: S
         if critic is not None:
             batch.extras["values"] = critic.values(batch, t.micro_batch)
         baseline = (
-            greedy_baseline(run, groups, algo, r.max_new_tokens) if algo.adv_estimator == "remax" else None
+            greedy_baseline(run, groups, algo, r.max_new_tokens) if "baseline_rewards" in needs else None
         )
         step_metrics.update(compute_advantages(batch, algo, baseline))
         if algo.tis_cap > 0:

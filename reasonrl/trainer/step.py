@@ -32,12 +32,19 @@ from reasonrl.config import AlgoConfig
 from reasonrl.types import TrainBatch
 
 
+def estimator_needs(algo: AlgoConfig) -> frozenset[str]:
+    """Inputs the configured advantage estimator declared (see algorithms.advantages.declare)."""
+    return ADVANTAGES.get(algo.adv_estimator).needs
+
+
 def compute_advantages(
     batch: TrainBatch, algo: AlgoConfig, baseline_rewards: torch.Tensor | None = None
 ) -> dict[str, float]:
-    """Set `batch.advantages` [B, T] (0 off-mask); returns metrics. Needs `old_logprobs` and
-    `ref_logprobs` with kl_in_reward, `extras["values"]` with gae, `baseline_rewards` with remax."""
+    """Set `batch.advantages` [B, T] (0 off-mask); returns metrics. Supplies what the estimator
+    declared it needs: critic `values` (from `batch.extras`), the `mask`, `token_rewards` (KL folded in,
+    with kl_in_reward), `baseline_rewards` (greedy completions' rewards)."""
     rewards, mask = batch.rewards, batch.mask
+    estimator = ADVANTAGES.get(algo.adv_estimator)
     token_rewards = None
     metrics: dict[str, float] = {}
     if algo.kl_in_reward:
@@ -45,18 +52,16 @@ def compute_advantages(
         penalty = algo.kl_coef * masked_sum(kl, mask, dim=-1)  # [B]
         metrics["reward/kl_penalty"] = penalty.mean().item()
         metrics["actor/kl_ref"] = masked_mean(kl, mask).item()
-        if algo.adv_estimator == "gae":
+        if "token_rewards" in estimator.needs:
             token_rewards = fold_kl_into_rewards(rewards, kl, mask, algo.kl_coef)
         else:
             rewards = rewards - penalty
-    estimator = ADVANTAGES.get(algo.adv_estimator)
-    kwargs = dict(algo.adv_kwargs)
-    if algo.adv_estimator == "remax":
-        kwargs["baseline_rewards"] = baseline_rewards
-        if baseline_rewards is not None:  # (None: the estimator raises a clear error)
-            metrics["reward/baseline_mean"] = baseline_rewards.float().mean().item()
-    if algo.adv_estimator == "gae":
-        kwargs.update(values=batch.extras["values"], mask=mask, token_rewards=token_rewards)
+    supplied = {"values": batch.extras.get("values"), "mask": mask, "token_rewards": token_rewards,
+                "baseline_rewards": baseline_rewards}  # fmt: skip
+    kwargs = {**algo.adv_kwargs, **{k: supplied[k] for k in estimator.needs}}
+    if baseline_rewards is not None:
+        metrics["reward/baseline_mean"] = baseline_rewards.float().mean().item()
+    if estimator.token_level:
         adv, returns = estimator(rewards, batch.group_ids, **kwargs)
         batch.extras["returns"] = returns
         metrics["critic/returns_mean"] = masked_mean(returns, mask).item()

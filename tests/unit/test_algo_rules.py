@@ -79,3 +79,26 @@ def test_policy_loss_signature(name):
 def test_registered_names():
     assert ADVANTAGES.names() == ["gae", "grpo", "reinforce_pp", "reinforce_pp_baseline", "remax", "rloo"]
     assert POLICY_LOSSES.names() == ["cispo", "gspo", "ppo_clip", "reinforce"]
+
+
+def test_every_estimator_declares_its_inputs():
+    from reasonrl.algorithms.advantages import TRAINER_INPUTS
+
+    for name in ADVANTAGES.names():
+        fn = ADVANTAGES.get(name)
+        assert isinstance(fn.needs, frozenset) and fn.needs <= set(TRAINER_INPUTS), name
+        assert isinstance(fn.token_level, bool) and isinstance(fn.group_relative, bool), name
+
+
+def test_no_branch_on_an_estimator_name_outside_its_registry_entry():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parents[2] / "reasonrl"
+    names = "|".join(map(re.escape, ADVANTAGES.names()))
+    branch = re.compile(
+        rf"(adv_estimator\s*[!=]=|[!=]=\s*[\"'](?:{names})[\"']|[\"'](?:{names})[\"']\s*[!=]=)"
+    )
+    hits = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py") if p.parent.name != "algorithms"
+            for i, line in enumerate(p.read_text().splitlines(), 1) if branch.search(line)]  # fmt: skip
+    assert hits == []
