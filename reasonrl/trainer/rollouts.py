@@ -1,7 +1,7 @@
 """Collecting scored rollouts for a step, and the rollout / reward metrics.
 
-Owns: prompt encoding + generation + scoring into `RolloutGroup`s, the `reward/` and `rollout/`
-metrics, and the sample of rollouts written to rollouts.jsonl. Does not own: dynamic-sampling
+Owns: a step's rollouts (through the shared `rollout.scored.generate_and_score`), the `reward/` and
+`rollout/` metrics, and the sample of rollouts written to rollouts.jsonl. Does not own: dynamic-sampling
 refills and the ReMax baseline (`trainer.sampling`), verifier logic (`rewards`), or writing the
 files (`trainer.metrics`).
 """
@@ -13,8 +13,8 @@ import random
 import torch
 
 from reasonrl.config import RunConfig
-from reasonrl.data.prompts import encode_prompts, prompt_opens_think, scoring_text
 from reasonrl.rollout.base import SamplingParams
+from reasonrl.rollout.scored import generate_and_score
 from reasonrl.types import Problem, RolloutGroup, TrainBatch
 
 
@@ -32,26 +32,16 @@ def make_scorer(cfg: RunConfig):
 
 
 def collect_rollouts(run, problems: list[Problem], params: SamplingParams) -> tuple[list[RolloutGroup], dict]:
-    prompt_ids = encode_prompts(run.tokenizer, problems, run.max_prompt_tokens)
-    completions = run.rollout_engine.generate(prompt_ids, params)
-    groups = [RolloutGroup(p, ids, cs) for p, ids, cs in zip(problems, prompt_ids, completions)]
-    flat = [(g, c) for g in groups for c in g.completions]
-    opens = {id(g): run.think_from_prompt and prompt_opens_think(run.tokenizer, g.problem) for g in groups}
-    texts = [scoring_text(c.text, opens[id(g)]) for g, c in flat]
-    results, health = run.scorer.score(texts, [g.problem for g, _ in flat])
-    it = iter(results)
-    for g in groups:
-        for _ in g.completions:
-            res = next(it)
-            g.rewards.append(res.score)
-            g.infos.append(res.info)
-    scores = torch.tensor([r.score for r in results])
+    groups, health = generate_and_score(run.rollout_engine, run.tokenizer, run.scorer, problems, params,
+                                        run.max_prompt_tokens, run.think_from_prompt)  # fmt: skip
+    scores = torch.tensor([s for g in groups for s in g.rewards])
+    infos = [i for g in groups for i in g.infos]
     metrics = {
         "reward/mean": scores.mean().item(),
         "reward/std": scores.std().item() if len(scores) > 1 else 0.0,
-        "reward/accuracy": sum(float(r.info.get("correctness", r.score)) >= 1.0 for r in results)
-        / len(results),
-        "reward/no_answer_frac": sum(r.info.get("extracted") is None for r in results) / max(len(results), 1),
+        "reward/accuracy": sum(float(i.get("correctness", s)) >= 1.0 for i, s in zip(infos, scores.tolist()))
+        / len(infos),
+        "reward/no_answer_frac": sum(i.get("extracted") is None for i in infos) / max(len(infos), 1),
         "reward/solved_all_frac": sum(min(g.rewards) >= 1.0 for g in groups) / len(groups),
         "reward/solved_none_frac": sum(max(g.rewards) <= 0.0 for g in groups) / len(groups),
         **health,

@@ -1,0 +1,34 @@
+"""One generate-and-score path: problems -> prompts -> completions -> verifier scores, as RolloutGroups.
+
+Owns: `generate_and_score`, used by training (`trainer.rollouts`), validation and `reasonrl eval`
+(`eval.accuracy`), so all of them encode prompts, generate, apply the think-block policy and score
+through the same `RewardRunner` (time limits, reward options, health metrics). Does not own: the
+engines (`rollout.hf`), the verifiers or the runner (`rewards`), or any metric beyond the runner's
+health metrics (`trainer.rollouts`).
+"""
+
+from __future__ import annotations
+
+from reasonrl.data.prompts import encode_prompts, prompt_opens_think, scoring_text
+from reasonrl.rollout.base import SamplingParams
+from reasonrl.types import Problem, RolloutGroup
+
+
+def generate_and_score(engine, tokenizer, scorer, problems: list[Problem], params: SamplingParams,
+                       max_prompt_tokens: int | None = None, think_from_prompt: bool = True):  # fmt: skip
+    """Returns (groups: one RolloutGroup per problem with its completions, rewards and verifier infos,
+    health: the runner's `verifier/` metrics for this batch)."""
+    prompt_ids = encode_prompts(tokenizer, problems, max_prompt_tokens)
+    completions = engine.generate(prompt_ids, params)
+    groups = [RolloutGroup(p, ids, cs) for p, ids, cs in zip(problems, prompt_ids, completions)]
+    flat = [(g, c) for g in groups for c in g.completions]
+    opens = {id(g): think_from_prompt and prompt_opens_think(tokenizer, g.problem) for g in groups}
+    texts = [scoring_text(c.text, opens[id(g)]) for g, c in flat]
+    results, health = scorer.score(texts, [g.problem for g, _ in flat])
+    it = iter(results)
+    for g in groups:
+        for _ in g.completions:
+            res = next(it)
+            g.rewards.append(res.score)
+            g.infos.append(res.info)
+    return groups, health
