@@ -134,7 +134,9 @@ class CheckpointConfig:
 @dataclass
 class LogConfig:
     run_dir: str = "runs/latest"
-    rollouts_per_step: int = 4  # sampled rollouts written to rollouts.jsonl per step
+    rollouts_per_step: int = (
+        4  # prompt groups (each with all n completions) written to rollouts.jsonl per step
+    )
     tensorboard: bool = True
     progress: bool = True
 

@@ -25,7 +25,7 @@ from reasonrl.trainer.critic import build_critic
 from reasonrl.trainer.metrics import MetricsLog, mean_metrics
 from reasonrl.trainer.plot import plot_run
 from reasonrl.trainer.progress import Progress
-from reasonrl.trainer.rollouts import rollout_metrics, sample_rows
+from reasonrl.trainer.rollouts import rollout_metrics, sample_groups
 from reasonrl.trainer.rundir import claim
 from reasonrl.trainer.sampling import collect_step, greedy_baseline
 from reasonrl.trainer.setup import build_run, step_seed, validate_policy
@@ -127,7 +127,7 @@ def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: S
         if (cfg.val.every and step % cfg.val.every == 0) or step == t.steps:
             metrics.update(validate_policy(run, cfg))
         metrics_log.log(step, metrics)
-        metrics_log.rollouts(step, sample_rows(groups, cfg.log.rollouts_per_step, step))
+        metrics_log.rollouts(step, sample_groups(groups, cfg.log.rollouts_per_step, step))
         progress.update(step, metrics)
         due = (cfg.checkpoint.every and step % cfg.checkpoint.every == 0) or step == t.steps
         if due or (stop.signum and cfg.checkpoint.on_signal):

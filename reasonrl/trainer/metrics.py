@@ -6,7 +6,7 @@ rollouts to `rollouts.jsonl`. On resume it truncates both files to the resumed s
 dropping a torn last line (a kill or a full disk mid-write) instead of failing on it, and purges
 tensorboard events after the resumed step, so tensorboard always matches `metrics.jsonl`.
 Does not own: computing the per-batch metrics (the algorithm functions and `trainer.rollouts` return
-them) or choosing the rollout sample (`trainer.rollouts.sample_rows`).
+them) or choosing the rollout sample (`trainer.rollouts.sample_groups`).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class MetricsLog:
     def rollouts(self, step: int, rows: list[dict]) -> None:
         with open(self.rollouts_path, "a") as f:
             for r in rows:
-                f.write(json.dumps({"step": step, **r}) + "\n")
+                f.write(json.dumps({"step": step, **r}, default=str) + "\n")
 
     def close(self) -> None:
         if self.tb is not None:

@@ -1,7 +1,7 @@
 """Collecting scored rollouts for a step, and the rollout / reward metrics.
 
 Owns: a step's rollouts (through the shared `rollout.scored.generate_and_score`), the `reward/` and
-`rollout/` metrics, and the sample of rollouts written to rollouts.jsonl. Does not own: dynamic-sampling
+`rollout/` metrics, and the per-group records written to rollouts.jsonl. Does not own: dynamic-sampling
 refills and the ReMax baseline (`trainer.sampling`), verifier logic (`rewards`), or writing the
 files (`trainer.metrics`).
 """
@@ -59,19 +59,31 @@ def rollout_metrics(batch: TrainBatch) -> dict[str, float]:
     }
 
 
-def sample_rows(groups: list[RolloutGroup], k: int, step: int) -> list[dict]:
+def sample_groups(groups: list[RolloutGroup], k: int, step: int) -> list[dict]:
+    """`k` prompt groups of this step (chosen with a step-seeded RNG), each with all its completions:
+    the per-group record of rollouts.jsonl (one line per group)."""
     rng = random.Random(step)
-    flat = [(g, i) for g in groups for i in range(len(g.completions))]
     out = []
-    for g, i in rng.sample(flat, min(k, len(flat))):
+    for g in rng.sample(groups, min(k, len(groups))):
+        p = g.problem
         out.append(
             {
-                "uid": g.problem.uid,
-                "prompt": g.problem.user_text,
-                "completion": g.completions[i].text,
-                "reward": g.rewards[i],
-                "ground_truth": g.problem.ground_truth,
-                "reason": g.infos[i].get("reason"),
+                "uid": p.uid,
+                "data_source": p.data_source,
+                "prompt": p.user_text,
+                "ground_truth": p.ground_truth,
+                "rewards": list(g.rewards),
+                "completions": [
+                    {
+                        "text": c.text,
+                        "reward": r,
+                        "reason": info.get("reason"),
+                        "extracted": info.get("extracted"),
+                        "tokens": len(c.token_ids),
+                        "finish_reason": c.finish_reason,
+                    }
+                    for c, r, info in zip(g.completions, g.rewards, g.infos)
+                ],  # fmt: skip
             }
         )
     return out

@@ -59,7 +59,17 @@ def test_loop_writes_artefacts_and_changes_policy(tiny_model_dir, tmp_path):
     lines = (run / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["step"] for x in lines] == [0, 1, 2, 3]
     rollouts = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
-    assert {r["step"] for r in rollouts} == {1, 2, 3} and all("completion" in r for r in rollouts)
+    assert {r["step"] for r in rollouts} == {1, 2, 3}
+    # one line per prompt group: all of its n completions with reward, verifier reason and answer
+    assert all(
+        len(r["completions"]) == 4 and r["rewards"] == [c["reward"] for c in r["completions"]]
+        for r in rollouts
+    )
+    assert all(
+        {"text", "reward", "reason", "extracted", "tokens", "finish_reason"} <= set(c)
+        for c in rollouts[0]["completions"]
+    )
+    assert len(rollouts) == 3 * 4 and len({(r["step"], r["uid"]) for r in rollouts}) == len(rollouts)
     assert (run / "training.png").stat().st_size > 10_000
     ckpts = list_checkpoints(run)
     assert [c.name for c in ckpts] == ["step_000002", "step_000003"]
