@@ -48,7 +48,10 @@ class DataConfig:
 
 @dataclass
 class RolloutConfig:
-    engine: str = "hf"  # hf (vllm: planned, rollout.vllm)
+    engine: str = "hf"  # a name in rollout.factory.ROLLOUT_ENGINES (hf; vllm: planned)
+    engine_kwargs: dict[str, Any] = field(
+        default_factory=dict
+    )  # that engine's settings, e.g. {max_batch: 256}
     n: int = 8  # samples per prompt (group size)
     temperature: float = 1.0
     top_p: float = 1.0
@@ -252,7 +255,9 @@ def validate(cfg: RunConfig) -> None:
     bad = _non_finite(to_dict(cfg))
     if bad:
         raise ConfigError(f"{bad} is not a finite number")
-    _choice("rollout.engine", r.engine, ("hf",))
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+
+    _choice("rollout.engine", r.engine, ROLLOUT_ENGINES.names())
     _choice("model.dtype", cfg.model.dtype, ("float32", "bfloat16", "float16"))
     _choice("model.device", cfg.model.device, ("auto", "cpu", "cuda"))
     _choice("algo.loss_agg", a.loss_agg, AGG_MODES)
@@ -265,6 +270,7 @@ def validate(cfg: RunConfig) -> None:
     if not cfg.data.train_files:
         _choice("data.task", cfg.data.task, sorted(TASKS))
     try:
+        ROLLOUT_ENGINES.check_kwargs(r.engine, dict(r.engine_kwargs), where="rollout.engine_kwargs")
         ADVANTAGES.check_kwargs(a.adv_estimator, a.adv_kwargs, where="algo.adv_kwargs")
         loss_opts = dict(a.loss_kwargs)
         POLICY_LOSSES.check_kwargs(a.policy_loss, loss_opts, where="algo.loss_kwargs")

@@ -93,7 +93,7 @@ def _eval(args) -> int:
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards import check_routable
     from reasonrl.rollout.base import SamplingParams
-    from reasonrl.rollout.hf import HFRolloutEngine
+    from reasonrl.rollout.factory import build_rollout_engine
 
     if args.data:
         problems = load_problems(args.data)
@@ -104,7 +104,7 @@ def _eval(args) -> int:
     params = SamplingParams(
         n=args.n, temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed
     )
-    acc, _ = evaluate(HFRolloutEngine(model, tok), tok, problems, params)
+    acc, _ = evaluate(build_rollout_engine("hf", model, tok), tok, problems, params)
     print(json.dumps({"model": args.model, "problems": len(problems), "n": args.n, "mean_score": acc}))
     return 0
 

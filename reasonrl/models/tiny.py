@@ -129,11 +129,11 @@ def warm_start(model, tokenizer, spec: TinySpec, train: list[Problem], val: list
 
     from reasonrl.eval.accuracy import evaluate
     from reasonrl.rollout.base import SamplingParams
-    from reasonrl.rollout.hf import HFRolloutEngine
+    from reasonrl.rollout.factory import build_rollout_engine
 
     rng = random.Random(spec.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=spec.sft_lr, weight_decay=0.0)
-    engine = HFRolloutEngine(model, tokenizer)
+    engine = build_rollout_engine("hf", model, tokenizer)
     greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=40)
     acc, step = 0.0, 0
     model.train()

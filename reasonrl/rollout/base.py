@@ -1,7 +1,8 @@
 """The rollout engine protocol and sampling parameters.
 
-Owns: `SamplingParams`, `RolloutEngine` (the protocol every engine implements). Does not own: the
-engines themselves (`rollout.hf`, `rollout.vllm`) or prompt formatting (`data.prompts`).
+Owns: `SamplingParams`, `RolloutEngine` (the protocol every engine implements: generate, weight sync,
+and the wake / sleep / close lifecycle the trainer drives). Does not own: the engines themselves
+(`rollout.hf`, `rollout.vllm`), choosing one (`rollout.factory`) or prompt formatting (`data.prompts`).
 """
 
 from __future__ import annotations
@@ -31,4 +32,16 @@ class RolloutEngine(Protocol):
 
     def sync_weights(self, model) -> None:
         """Make the engine sample from `model`'s current weights (no-op when they share memory)."""
+        ...
+
+    def wake(self) -> None:
+        """Before generating: take back what `sleep` released (KV cache, weights on the device)."""
+        ...
+
+    def sleep(self) -> None:
+        """After generating, before the update: release generation memory where the engine can."""
+        ...
+
+    def close(self) -> None:
+        """Release everything; the engine is not used again."""
         ...

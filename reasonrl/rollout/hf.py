@@ -28,6 +28,15 @@ class HFRolloutEngine:
     def sync_weights(self, model) -> None:
         self.model = model
 
+    def wake(self) -> None:  # generates with the policy itself: nothing to take back
+        pass
+
+    def sleep(self) -> None:  # nothing of its own to release (the KV cache lives inside generate)
+        pass
+
+    def close(self) -> None:
+        self.model = None
+
     @torch.no_grad()
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
         rows = [p for p in prompts for _ in range(params.n)]

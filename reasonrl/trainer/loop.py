@@ -75,7 +75,12 @@ def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: S
         params = SamplingParams(
             r.n, r.temperature, r.top_p, r.top_k, r.max_new_tokens, step_seed(t.seed, step)
         )
+        run.rollout_engine.wake()
         groups, reward_metrics = collect_step(run, params, algo)
+        baseline = (  # ReMax: rewards of greedy completions (no random numbers drawn)
+            greedy_baseline(run, groups, algo, r.max_new_tokens) if "baseline_rewards" in needs else None
+        )
+        run.rollout_engine.sleep()  # generation memory back to the update (where the engine can)
         t_gen = time.perf_counter()
         batch = build_batch(groups, run.pad_id)
         step_metrics = shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, truncation
@@ -87,9 +92,6 @@ def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: S
             batch.ref_logprobs = run.train_engine.logprobs(batch, t.micro_batch, reference=True)
         if critic is not None:
             batch.extras["values"] = critic.values(batch, t.micro_batch)
-        baseline = (
-            greedy_baseline(run, groups, algo, r.max_new_tokens) if "baseline_rewards" in needs else None
-        )
         step_metrics.update(compute_advantages(batch, algo, baseline))
         if algo.tis_cap > 0:
             step_metrics.update(attach_tis_weights(batch, algo.tis_cap))

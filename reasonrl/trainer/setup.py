@@ -24,6 +24,7 @@ from reasonrl.eval.accuracy import evaluate
 from reasonrl.models.loading import load_policy
 from reasonrl.rewards import check_routable
 from reasonrl.rollout.base import SamplingParams
+from reasonrl.rollout.factory import build_rollout_engine
 from reasonrl.types import Problem
 
 
@@ -69,12 +70,6 @@ class Run:
             c()
 
 
-def make_rollout_engine(cfg: RunConfig, model, tokenizer):
-    from reasonrl.rollout.hf import HFRolloutEngine
-
-    return HFRolloutEngine(model, tokenizer)
-
-
 def build_run(cfg: RunConfig, log=print) -> Run:
     random.seed(cfg.train.seed)
     torch.manual_seed(cfg.train.seed)
@@ -113,7 +108,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     run = Run(
         model,
         tokenizer,
-        make_rollout_engine(cfg, model, tokenizer),
+        build_rollout_engine(cfg.rollout.engine, model, tokenizer, cfg.rollout.engine_kwargs),
         engine,
         scorer,
         sampler,
@@ -124,6 +119,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     )
     if hasattr(scorer, "close"):
         run.closers.append(scorer.close)
+    run.closers.append(run.rollout_engine.close)
     return run
 
 
@@ -131,6 +127,14 @@ def validate_policy(run: Run, cfg: RunConfig) -> dict[str, float]:
     """Greedy accuracy and mean@n on the held-out problems (fixed seed, so reruns agree)."""
     if not run.val:
         return {}
+    run.rollout_engine.wake()
+    try:
+        return _validate(run, cfg)
+    finally:
+        run.rollout_engine.sleep()
+
+
+def _validate(run: Run, cfg: RunConfig) -> dict[str, float]:
     v = cfg.val
     greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=cfg.rollout.max_new_tokens)
     think = run.think_from_prompt

@@ -230,3 +230,15 @@ def test_recipe_that_is_not_a_yaml_mapping_is_named(tmp_path, text, needle):
     with pytest.raises(ConfigError) as e:
         load_config(path)
     assert str(e.value).startswith(str(path)) and needle in str(e.value), str(e.value)
+
+
+def test_rollout_engine_choice_and_settings_come_from_the_registry():
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+
+    assert "hf" in ROLLOUT_ENGINES.names()
+    cfg = load_config(None, ["rollout.engine_kwargs.max_batch=64"])
+    assert cfg.rollout.engine_kwargs == {"max_batch": 64}
+    with pytest.raises(ConfigError, match="rollout.engine_kwargs.*'max_batchz'.*max_batch"):
+        load_config(None, ["rollout.engine_kwargs.max_batchz=64"])
+    with pytest.raises(ConfigError, match="rollout.engine='sglang' is not a valid choice; valid: hf"):
+        load_config(None, ["rollout.engine=sglang"])

@@ -221,3 +221,16 @@ def test_model_generation_config_does_not_reshape_sampling(setup):
     with torch.no_grad():
         recomputed, _ = completion_logprobs(s.model, batch)
     assert _max_masked_diff(recomputed, batch.sampler_logprobs, batch.mask) < 1e-4
+
+
+def test_factory_builds_the_engine_with_its_settings_and_lifecycle(tiny_model_and_tokenizer):
+    from reasonrl.rollout.factory import build_rollout_engine
+
+    model, tok = tiny_model_and_tokenizer
+    engine = build_rollout_engine("hf", model, tok, {"max_batch": 7})
+    assert isinstance(engine, HFRolloutEngine) and engine.max_batch == 7
+    engine.wake()
+    engine.sleep()  # no-ops for an engine that samples from the policy itself
+    assert engine.model is model
+    engine.close()
+    assert engine.model is None
