@@ -271,3 +271,16 @@ def test_a_program_lying_that_a_name_is_a_module_gets_nothing():
     for shape in ("humaneval", "mbpp"):
         assert code(_response(liar, shape), _problem(SHAPES[shape])).score == 0.0
     assert code(_response(CORRECT, "humaneval"), _problem(SHAPES["humaneval"])).score == 1.0
+
+
+def test_malformed_answers_to_the_drivers_lookups_fail_the_job_not_the_server():
+    from reasonrl.rewards.sandbox import server
+
+    # `Solution` is not a class but a module: `Solution()` fails inside the driver's call machinery
+    liar = "import math as Solution\n"
+    gt = SHAPES["call"] | {"fn_name": "Solution().add"}
+    assert code(_response(CORRECT, "functional"), _problem(SHAPES["functional"])).score == 1.0  # warm
+    before = set(server._all)
+    assert code(_response(liar, "call"), _problem(gt)).score == 0.0
+    assert code(_response(CORRECT, "functional"), _problem(SHAPES["functional"])).score == 1.0
+    assert set(server._all) == before  # the same warm servers: none died

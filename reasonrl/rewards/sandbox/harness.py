@@ -292,8 +292,8 @@ class Driver:
                 self._stdio_job(job, ours, deadline, reply)
         except TimeoutError:
             reply["status"] = "timeout"
-        except (JobError, EOFError, OSError) as e:
-            reply["status"] = "failed"
+        except Exception as e:  # noqa: BLE001 - whatever a reply made of the program's data breaks, the
+            reply["status"] = "failed"  # job fails; the driver itself keeps serving
             reply["errors"].append(f"{type(e).__name__}: {e}"[:500])
         finally:
             for fd in ours:
