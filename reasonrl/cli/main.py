@@ -16,8 +16,13 @@ import sys
 
 # OS errors that mean "this path cannot be used", not a bug (missing file, full disk, permissions)
 _USER_ERRNOS = {
-    getattr(__import__("errno"), n)
-    for n in ("ENOSPC", "EDQUOT", "EACCES", "EPERM", "EROFS", "ENOTDIR", "EISDIR")
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EACCES,
+    errno.EPERM,
+    errno.EROFS,
+    errno.ENOTDIR,
+    errno.EISDIR,
 }
 
 
