@@ -3,6 +3,10 @@
 Owns: batching prompts (left padding), sampling n per prompt, cutting completions at EOS, and the
 sampler's per-token log-probabilities, taken from the processed scores (after temperature / top-k /
 top-p), i.e. the distribution the token was really drawn from. Deterministic under `params.seed`.
+Memory: the sampling filters run as our own logits processors followed by a recorder that keeps one
+step's log-softmax [rows, V] at a time and gathers the chosen token's log-prob when the next step
+shows which token was drawn, so memory is O(rows x V + rows x T), never the [rows, T, V] of
+`output_scores` (over 300 GB for 512 rows x 1024 tokens x a 150k vocabulary).
 On a single device the engine samples from the training model itself, so `sync_weights` is a no-op.
 Does not own: prompt encoding (`data.prompts`), recomputing log-probs for training
 (`engines`, with `algorithms.logprobs`), or scoring.
@@ -11,10 +15,47 @@ Does not own: prompt encoding (`data.prompts`), recomputing log-probs for traini
 from __future__ import annotations
 
 import torch
-from transformers import GenerationConfig
+from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
+from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.types import Completion
+
+
+class _ChosenTokenLogprobs(LogitsProcessor):
+    """Last in the processor list: sees the final (processed) scores of each step; at the next step
+    the newest input token is the one drawn from them, so its log-prob is gathered then."""
+
+    def __init__(self):
+        self.prev: torch.Tensor | None = None  # log-softmax [rows, V] of the last step
+        self.steps: list[torch.Tensor] = []  # per step: [rows] log-prob of the drawn token
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        self.collect(input_ids[:, -1])
+        self.prev = torch.log_softmax(scores.float(), dim=-1)
+        return scores
+
+    def collect(self, drawn: torch.Tensor) -> None:
+        if self.prev is not None:
+            self.steps.append(self.prev.gather(-1, drawn.to(self.prev.device)[:, None]).squeeze(-1).cpu())
+            self.prev = None
+
+    def logprobs(self) -> torch.Tensor:
+        return torch.stack(self.steps, dim=1) if self.steps else torch.zeros(0, 0)
+
+
+def _sampling_processors(params: SamplingParams) -> list[LogitsProcessor]:
+    """The filters transformers would add for sampling, in its order (temperature, top-k, top-p)."""
+    if params.temperature <= 0:
+        return []
+    procs: list[LogitsProcessor] = []
+    if params.temperature != 1.0:
+        procs.append(TemperatureLogitsWarper(params.temperature))
+    if params.top_k:
+        procs.append(TopKLogitsWarper(top_k=params.top_k, min_tokens_to_keep=1))
+    if params.top_p < 1.0:
+        procs.append(TopPLogitsWarper(top_p=params.top_p, min_tokens_to_keep=1))
+    return procs
 
 
 class HFRolloutEngine:
@@ -66,17 +107,18 @@ class HFRolloutEngine:
         gen_cfg = GenerationConfig(
             max_new_tokens=params.max_new_tokens,
             do_sample=not greedy,
-            # greedy decoding applies no sampling filters; leaving them unset avoids transformers' warnings
-            temperature=None if greedy else params.temperature,
-            top_p=None if greedy else params.top_p,
-            top_k=None if greedy else params.top_k,
+            # the sampling filters are our own processors (below), so that the recorder sees their output
+            temperature=None if greedy else 1.0,
+            top_p=None if greedy else 1.0,
+            top_k=None if greedy else 0,
             pad_token_id=self.pad_id,
             eos_token_id=self.eos_id,
             bos_token_id=self.tokenizer.bos_token_id,
             return_dict_in_generate=True,
-            output_scores=True,
             use_cache=True,
         )
+        recorder = _ChosenTokenLogprobs()
+        processors = LogitsProcessorList([*_sampling_processors(params), recorder])
         was_training = self.model.training
         self.model.eval()
         if seed is not None:
@@ -86,16 +128,16 @@ class HFRolloutEngine:
         saved, self.model.generation_config = self.model.generation_config, GenerationConfig()
         try:
             res = self.model.generate(
-                input_ids=ids.to(device), attention_mask=attn.to(device), generation_config=gen_cfg
-            )
+                input_ids=ids.to(device), attention_mask=attn.to(device), generation_config=gen_cfg,
+                logits_processor=processors,
+            )  # fmt: skip
         finally:
             self.model.generation_config = saved
         if was_training:
             self.model.train()
         seqs = res.sequences[:, width:].cpu()
-        scores = torch.stack(res.scores, dim=1).float()  # [B, T, V] processed scores
-        logps = torch.log_softmax(scores, dim=-1).gather(-1, seqs.to(scores.device).unsqueeze(-1))
-        logps = logps.squeeze(-1).cpu()
+        recorder.collect(res.sequences[:, -1])  # the last step's token is only in the output
+        logps = recorder.logprobs()  # [B, T] log-probs of the drawn tokens under the processed scores
         completions = []
         for i in range(len(rows)):
             toks = seqs[i].tolist()
