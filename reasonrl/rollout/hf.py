@@ -37,11 +37,11 @@ class _ChosenTokenLogprobs(LogitsProcessor):
 
     def collect(self, drawn: torch.Tensor) -> None:
         if self.prev is not None:
-            self.steps.append(self.prev.gather(-1, drawn.to(self.prev.device)[:, None]).squeeze(-1).cpu())
+            self.steps.append(self.prev.gather(-1, drawn.to(self.prev.device)[:, None]).squeeze(-1))
             self.prev = None
 
     def logprobs(self) -> torch.Tensor:
-        return torch.stack(self.steps, dim=1) if self.steps else torch.zeros(0, 0)
+        return torch.stack(self.steps, dim=1).cpu() if self.steps else torch.zeros(0, 0)  # one device sync
 
 
 def _sampling_processors(params: SamplingParams) -> list[LogitsProcessor]:
