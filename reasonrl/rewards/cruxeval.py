@@ -44,7 +44,7 @@ import re
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
-from reasonrl.rewards.code import _clip, _job_runner, check_backend, extract_code, json_ground_truth, run_spec
+from reasonrl.rewards.code import _clip, check_backend, extract_code, job_runner, json_ground_truth, run_spec
 from reasonrl.rewards.extract import answer_region
 from reasonrl.types import Problem
 
@@ -210,7 +210,7 @@ def cruxeval(
     if prediction is None:
         return RewardResult(0.0, {**info, "reason": why})
     check = f"assert ({gold}) == " + (prediction if task == "input" else f"({prediction})")
-    run = _job_runner(backend, sandbox_fusion_urls, isolation)
+    run = job_runner(backend, sandbox_fusion_urls, isolation)
     outcomes, _, failure = run_spec({"kind": "program", "tests": check}, function, run, timeout_s=timeout_s,
                                     memory_mb=memory_mb, tol=0.0, total_timeout_s=timeout_s)  # fmt: skip
     if outcomes and outcomes[0]:

@@ -1,33 +1,26 @@
-"""One program in a throw-away sandbox: `run_python(code, stdin, ...)`, and the isolation itself.
-
-Owns: running one Python program in a throw-away sandbox and returning a `SandboxResult` (status,
-exit code, capped stdout/stderr, timed_out). Does not own: what the program is or what its output
-means (`rewards.code`), remote execution (`rewards.sandbox_fusion`), or per-verifier time limits
-(`rewards.runner`).
+"""One Python program in a throw-away sandbox (`run_python` -> `SandboxResult`: status, exit code,
+capped stdout/stderr, timed_out), and the isolation itself (`bwrap_command`, also how `server.py`
+starts its long-lived test drivers). Does not own: what the program or its output means
+(`rewards.code`), remote execution (`rewards.sandbox_fusion`), per-verifier time limits (`rewards.runner`).
 
 Isolation (default, "bwrap"): bubblewrap namespaces, so the program
 - sees only read-only binds of /usr, /bin, /lib* and the interpreter's prefix, a fresh /proc of its
   own pid namespace, a minimal /dev and a size-capped private tmpfs /tmp (its cwd; the code is copied
   there from a memfd, so nothing on the host disk is writable); no host /etc, home or repository;
-- has no network (own net namespace: loopback only, unconnected to the host's), own IPC/UTS/pid
-  namespaces, a new session (no terminal injection), and dies with its parent;
-- starts with an empty environment plus a few fixed variables (never the host's);
-- runs as an unprivileged uid: when we are root, bwrap keeps only CAP_SETUID/SETGID/SETPCAP and
-  `setpriv` switches to a per-run uid with no capabilities, no groups and no_new_privs; otherwise
-  bwrap's user namespace maps our own uid;
-- runs under rlimits set by `prlimit`: CPU seconds, address space, processes, file size, open files,
-  no core dumps.
-A wall-clock deadline SIGKILLs bwrap's process group; bwrap's pid-1 dies with it and the kernel then
-kills every process left in the pid namespace (daemons, fork bombs). stdout/stderr are read
-incrementally and capped: past `max_output_bytes` the run is killed and marked truncated.
+- has no network (own net namespace, loopback only), own IPC/UTS/pid namespaces, a new session (no
+  terminal injection), an empty environment plus a few fixed variables, and dies with its parent;
+- runs as an unprivileged uid (as root: bwrap keeps only CAP_SETUID/SETGID/SETPCAP and `setpriv`
+  switches to a per-run uid with no capabilities, no groups and no_new_privs; otherwise bwrap's user
+  namespace maps our own uid), under `prlimit` rlimits: CPU seconds, address space, processes, file
+  size, open files, no core dumps.
+A wall-clock deadline SIGKILLs bwrap's process group; bwrap's pid-1 dies with it and the kernel kills
+everything left in the pid namespace (daemons, fork bombs). Output past `max_output_bytes` kills the run.
 
 Fallback ("unisolated"): only on explicit opt-in (`isolation="unisolated"`, `allow_unisolated=True`
 when bwrap is missing, or env `REASONRL_SANDBOX=unisolated`). Same rlimits, empty environment, fresh
-temp dir as cwd and, as root, a per-run uid whose processes are all killed afterwards; but the program
-can read the host filesystem and use the network. Never use it for untrusted code on a shared host.
-
+temp dir and, as root, a per-run uid whose processes are all killed afterwards; but the program can
+read the host filesystem and use the network. Never use it for untrusted code on a shared host.
 Needs: `bwrap` (Debian: bubblewrap) and `prlimit`/`setpriv` (util-linux) on Linux.
-`bwrap_command` is also how `server.py` starts its long-lived sandboxed test drivers.
 """
 
 from __future__ import annotations
@@ -156,10 +149,7 @@ def run_python(
         if not name or name.startswith("/") or ".." in name.split("/") or name == "main.py":
             raise ValueError(f"bad sandbox file name {name!r}")
         payload[name] = content.encode("utf-8") if isinstance(content, str) else bytes(content)
-    interp = os.path.realpath(python or getattr(sys, "_base_executable", "") or sys.executable)
-    mode = isolation or os.environ.get(ENV_VAR, "").strip().lower() or "bwrap"
-    if mode not in ISOLATIONS:
-        raise ValueError(f"unknown sandbox isolation {mode!r}; choose one of {ISOLATIONS}")
+    interp, mode = interpreter(python), isolation_mode(isolation)
     if mode == "bwrap":
         problem = bwrap_problem(interp)
         if problem is not None:
@@ -169,11 +159,8 @@ def run_python(
                     f"`apt-get install bubblewrap`), or opt in to running code WITHOUT isolation with "
                     f"allow_unisolated=True or {ENV_VAR}=unisolated."
                 )
-            warnings.warn(  # the default filter shows it once per call site
-                f"running model code WITHOUT filesystem/network isolation ({problem}); rlimits still apply",
-                RuntimeWarning,
-                stacklevel=2,
-            )
+            msg = f"running model code WITHOUT filesystem/network isolation ({problem}); rlimits still apply"
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)  # the default filter shows it once per call site
             mode = "unisolated"
     stdin_bytes = stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin or b"")
     if mode == "bwrap":
@@ -181,9 +168,22 @@ def run_python(
     return _run_unisolated(interp, payload, stdin_bytes, argv, limits)
 
 
+def interpreter(python: str | None = None) -> str:
+    """The interpreter sandboxed code runs with: `python`, else this one's base installation (no venv)."""
+    return os.path.realpath(python or getattr(sys, "_base_executable", "") or sys.executable)
+
+
+def isolation_mode(isolation: str | None = None) -> str:
+    """ "bwrap" or "unisolated": `isolation`, else env REASONRL_SANDBOX, else "bwrap"."""
+    mode = isolation or os.environ.get(ENV_VAR, "").strip().lower() or "bwrap"
+    if mode not in ISOLATIONS:
+        raise ValueError(f"unknown sandbox isolation {mode!r}; choose one of {ISOLATIONS}")
+    return mode
+
+
 def bwrap_problem(python: str | None = None) -> str | None:
     """None if the bwrap sandbox works here for `python`, else why not (checked once, cached)."""
-    interp = os.path.realpath(python or getattr(sys, "_base_executable", "") or sys.executable)
+    interp = interpreter(python)
     key = (interp, os.geteuid())
     with _probe_lock:
         if key not in _probed:
@@ -276,7 +276,7 @@ def _ro_bind_with_parents(path: str, made: set[str]) -> list[str]:
 
 
 def _interp_prefix(interp: str) -> str:
-    if interp == os.path.realpath(getattr(sys, "_base_executable", "") or sys.executable):
+    if interp == interpreter():
         return os.path.realpath(sys.base_prefix)
     return os.path.dirname(os.path.dirname(interp))
 
@@ -378,12 +378,8 @@ def _world_traversable(path: str) -> bool:
 
 
 def _kill_uid(uid: int) -> None:  # SIGKILL every process of `uid` (a helper running as it signals -1)
-    killer = _setpriv_argv(uid) + [
-        os.path.realpath(sys.executable),
-        "-S",
-        "-c",
-        "import os, signal\ntry: os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError: pass",
-    ]
+    code = "import os, signal\ntry: os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError: pass"
+    killer = _setpriv_argv(uid) + [os.path.realpath(sys.executable), "-S", "-c", code]
     subprocess.run(killer, env=LAUNCH_ENV, cwd="/", timeout=30, capture_output=True, check=False)
 
 

@@ -24,7 +24,6 @@ import functools
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -121,10 +120,7 @@ def _checkin(key: tuple, server: _Server, healthy: bool) -> None:
 def run_job(job: dict[str, Any], isolation: str | None = None, python: str | None = None) -> dict[str, Any]:
     """Run one harness job in the sandbox and return the driver's reply (never raises for the
     program's behaviour; raises SandboxUnavailable if no sandbox can be used)."""
-    interp = os.path.realpath(python or getattr(sys, "_base_executable", "") or sys.executable)
-    mode = isolation or os.environ.get(process.ENV_VAR, "").strip().lower() or "bwrap"
-    if mode not in process.ISOLATIONS:
-        raise ValueError(f"unknown sandbox isolation {mode!r}; choose one of {process.ISOLATIONS}")
+    interp, mode = process.interpreter(python), process.isolation_mode(isolation)
     if mode == "unisolated":
         return run_one_shot(job, lambda prog, stdin, t, m: process.run_python(
             prog, stdin, t, m, isolation="unisolated", python=interp))  # fmt: skip
