@@ -48,7 +48,7 @@ class DataConfig:
 
 @dataclass
 class RolloutConfig:
-    engine: str = "hf"  # a name in rollout.factory.ROLLOUT_ENGINES (hf; vllm: planned)
+    engine: str = "hf"  # a name in rollout.factory.ROLLOUT_ENGINES (hf, vllm)
     engine_kwargs: dict[str, Any] = field(
         default_factory=dict
     )  # that engine's settings, e.g. {max_batch: 256}

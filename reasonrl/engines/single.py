@@ -133,15 +133,22 @@ class SingleDeviceEngine:
             loss.backward()
             n_micro += 1
             for k, v in metrics.items():
-                totals[k] = totals.get(k, 0.0) + v.detach().float().cpu()
+                v = v.detach().float().cpu()
+                totals[k] = (
+                    torch.maximum(totals[k], v)
+                    if k.endswith("_max") and k in totals
+                    else totals.get(k, 0.0) + v
+                )
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
         if torch.isfinite(grad_norm):
             self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         # loss terms are normalised by the whole batch's counts, so they add over micro-batches;
-        # diagnostics (clip fractions, entropy, ...) are averaged
-        out = {k: (v if k.startswith("loss/") else v / n_micro) for k, v in totals.items()}
+        # diagnostics (clip fractions, entropy, ...) are averaged, `_max` ones maxed
+        out = {
+            k: (v if k.startswith("loss/") or k.endswith("_max") else v / n_micro) for k, v in totals.items()
+        }
         out["grad_norm"] = grad_norm.detach().float().cpu()
         out["lr"] = torch.tensor(self.scheduler.get_last_lr()[0])
         return out

