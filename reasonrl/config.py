@@ -57,6 +57,12 @@ class RolloutConfig:
     top_p: float = 1.0
     top_k: int = 0
     max_new_tokens: int = 64
+    # 0: generate, then train (synchronous). k > 0: a rollout worker process with its own engine and
+    # weights generates and scores up to k policy versions ahead while the trainer updates (needs
+    # algo.tis_cap > 0: the loss corrects for the older sampling policy; see docs/rollouts.md)
+    max_staleness: int = 0
+    worker_threads: int = 1  # torch threads of the rollout worker (the trainer keeps the rest)
+    worker_timeout_s: float = 900.0  # a worker that delivers no batch for this long is reported hung
 
 
 @dataclass
@@ -147,6 +153,9 @@ class LogConfig:
 @dataclass
 class RunConfig:
     name: str = "run"
+    # modules imported first in every process of the run (trainer, rollout worker, verifier workers):
+    # registrations of your own verifiers, rollout engines, advantage estimators or losses
+    plugins: list[str] = field(default_factory=list)
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
@@ -243,6 +252,17 @@ def _choice(key: str, value: str, choices: list[str] | tuple[str, ...]) -> None:
         raise ConfigError(f"{key}={value!r} is not a valid choice; valid: {', '.join(choices)}")
 
 
+def import_plugins(modules: list[str]) -> None:
+    """Import the recipe's `plugins` (their registrations take effect); a missing one is a ConfigError."""
+    import importlib
+
+    for m in modules:
+        try:
+            importlib.import_module(m)
+        except ImportError as e:
+            raise ConfigError(f"plugins: cannot import {m!r} ({e})") from None
+
+
 def validate(cfg: RunConfig) -> None:
     """Cross-field checks that a type system cannot express. Raises ConfigError naming the key."""
     from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
@@ -255,6 +275,7 @@ def validate(cfg: RunConfig) -> None:
     bad = _non_finite(to_dict(cfg))
     if bad:
         raise ConfigError(f"{bad} is not a finite number")
+    import_plugins(cfg.plugins)
     from reasonrl.rollout.factory import ROLLOUT_ENGINES
 
     _choice("rollout.engine", r.engine, ROLLOUT_ENGINES.names())
@@ -354,6 +375,19 @@ def validate(cfg: RunConfig) -> None:
     if a.kl_coef < 0:
         raise ConfigError(f"algo.kl_coef must be >= 0, got {a.kl_coef}")
     _validate_algo_extras(a, r)
+    _validate_async(a, r)
+
+
+def _validate_async(a: AlgoConfig, r: RolloutConfig) -> None:
+    if r.max_staleness < 0:
+        raise ConfigError(f"rollout.max_staleness must be >= 0, got {r.max_staleness}")
+    if r.worker_threads < 1 or r.worker_timeout_s <= 0:
+        raise ConfigError("rollout.worker_threads must be >= 1 and rollout.worker_timeout_s > 0")
+    if r.max_staleness and a.tis_cap <= 0:
+        raise ConfigError(
+            f"rollout.max_staleness={r.max_staleness} trains on samples from older policies; set "
+            "algo.tis_cap (e.g. 2.0) so the loss corrects for the sampling policy (decoupled PPO)"
+        )
 
 
 def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:

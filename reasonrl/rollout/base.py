@@ -36,7 +36,7 @@ class RolloutEngine(Protocol):
         ...
 
     def stats(self) -> dict[str, float]:
-        """Per-step metrics: `rollout/policy_version` (updates synced so far), and sync timings."""
+        """Per-step metrics of the engine itself (weight-sync time and size, the version it holds)."""
         ...
 
     def wake(self) -> None:

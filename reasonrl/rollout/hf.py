@@ -72,7 +72,7 @@ class HFRolloutEngine:
         self.version = self.version + 1 if version is None else version
 
     def stats(self) -> dict[str, float]:
-        return {"rollout/policy_version": float(self.version)}
+        return {}  # shares the policy's weights: no sync to time
 
     def wake(self) -> None:  # generates with the policy itself: nothing to take back
         pass

@@ -179,7 +179,7 @@ class VLLMRolloutEngine:
         self.last_sync = {
             "perf/weight_sync_seconds": time.perf_counter() - t0,
             "perf/weight_sync_mb": counts["bytes"] / 2**20,
-            "rollout/policy_version": float(self.version),
+            "rollout/engine_policy_version": float(self.version),
         }
         return self.last_sync
 

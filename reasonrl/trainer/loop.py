@@ -19,15 +19,14 @@ import yaml
 
 from reasonrl.algorithms.masked import normalisers
 from reasonrl.config import RunConfig, to_dict
-from reasonrl.rollout.base import SamplingParams
 from reasonrl.trainer.batching import build_batch, minibatches, without_inert_rows
 from reasonrl.trainer.critic import build_critic
 from reasonrl.trainer.metrics import MetricsLog, mean_metrics
 from reasonrl.trainer.plot import plot_run
 from reasonrl.trainer.progress import Progress
+from reasonrl.trainer.rollout_source import rollout_source
 from reasonrl.trainer.rollouts import rollout_metrics, sample_groups
 from reasonrl.trainer.rundir import claim
-from reasonrl.trainer.sampling import collect_step, greedy_baseline
 from reasonrl.trainer.setup import build_run, step_seed, validate_policy
 from reasonrl.trainer.shaping import shape_batch
 from reasonrl.trainer.signals import Interrupted, StopOnSignal
@@ -52,8 +51,15 @@ def train(cfg: RunConfig, resume: bool = False, log=print, overwrite: bool = Fal
 
 
 def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: StopOnSignal) -> dict:
-    run_dir = Path(cfg.log.run_dir)
     run = build_run(cfg, log=log)  # model, tokenizer, engines, data, sampler, reward scorer
+    try:
+        return _loop(run, cfg, resume, log, allow_config_change, stop)
+    finally:
+        run.close()  # engines, reward workers, the rollout worker: also when a step fails
+
+
+def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: StopOnSignal) -> dict:
+    run_dir = Path(cfg.log.run_dir)
     needs = estimator_needs(cfg.algo)  # what the advantage estimator declared it takes
     critic = build_critic(cfg, log=log) if "values" in needs else None  # PPO value model
     start = restore_state(run, critic, cfg, allow_config_change, log) if resume else 0
@@ -71,24 +77,19 @@ def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: S
 
     if start == 0:
         metrics_log.log(0, validate_policy(run, cfg))
+    # rollouts generated here between updates, or by a worker process up to max_staleness versions ahead
+    source = rollout_source(run, cfg, needs, start, run.replay_rollouts)
+    run.closers.insert(0, source.close)
     progress = Progress(cfg.train.steps, start, enabled=cfg.log.progress)
     for step in range(start + 1, t.steps + 1):
         t0 = time.perf_counter()
         # 1. rollouts: n completions for each prompt of this step, scored by the verifiers; with
         #    dynamic sampling, groups whose rewards are all equal are replaced by new prompts
-        params = SamplingParams(
-            r.n, r.temperature, r.top_p, r.top_k, r.max_new_tokens, step_seed(t.seed, step)
-        )
-        run.rollout_engine.wake()
-        groups, reward_metrics = collect_step(run, params, algo)
-        baseline = (  # ReMax: rewards of greedy completions (no random numbers drawn)
-            greedy_baseline(run, groups, algo, r.max_new_tokens) if "baseline_rewards" in needs else None
-        )
-        run.rollout_engine.sleep()  # generation memory back to the update (where the engine can)
+        rollouts, async_metrics = source.get(step)
+        groups, reward_metrics, baseline = rollouts.groups, rollouts.metrics, rollouts.baseline
         t_gen = time.perf_counter()
         batch = build_batch(groups, run.pad_id)
         step_metrics = shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, truncation
-
         # 2. the log-probs and values the advantages and the loss compare against, then advantages
         if needs_old:
             batch.old_logprobs = run.train_engine.logprobs(batch, t.micro_batch)
@@ -116,13 +117,15 @@ def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: S
                 if skip_inert:  # zero-advantage rows add exactly nothing: skip their forward/backward
                     mini = without_inert_rows(mini)
                 updates.append(run.train_engine.train_step(mini, loss_fn, t.micro_batch))
-        run.rollout_engine.sync_weights(run.model, step)  # policy version = updates applied
+        source.updated(step)  # push the new policy (version = updates applied) to whoever samples
         t_end = time.perf_counter()
 
         # 4. metrics, validation, checkpoint
         metrics = {**reward_metrics, **rollout_metrics(batch), **step_metrics, **mean_metrics(updates)}
         metrics["actor/early_stopped_minibatches"] = float(stopped)
-        metrics.update(run.rollout_engine.stats())  # policy version, weight-sync time
+        metrics.update(run.rollout_engine.stats())  # weight-sync time and size
+        # the policy version (updates applied) the step's samples came from: step - 1 when synchronous
+        metrics.update({"rollout/policy_version": float(rollouts.version), **async_metrics})
         metrics.update(
             {
                 "perf/step_seconds": t_end - t0,
@@ -138,14 +141,12 @@ def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: S
         progress.update(step, metrics)
         due = (cfg.checkpoint.every and step % cfg.checkpoint.every == 0) or step == t.steps
         if due or (stop.signum and cfg.checkpoint.on_signal):
-            saved = save_state(run, critic, cfg, step)
+            saved = save_state(run, critic, cfg, step, source.checkpoint_state())
         if stop.signum:
             progress.close()
             metrics_log.close()
-            run.close()
             raise Interrupted(stop.signum, step, saved if (due or cfg.checkpoint.on_signal) else None)
     progress.close()
     metrics_log.close()
     plot = plot_run(metrics_log.history, run_dir / "training.png", title=cfg.name)
-    run.close()
     return {"history": metrics_log.history, "plot": str(plot), "run_dir": str(run_dir)}

@@ -1,7 +1,8 @@
 """What a step generates beyond one plain round of rollouts: DAPO dynamic sampling with refill, and
 the ReMax greedy baseline.
 
-Owns: `collect_step` (one round of scored groups, or, with `algo.dynamic_sampling`, rounds of new
+Owns: `step_rollouts` (everything one step generates: its groups, reward metrics and the ReMax
+baseline, tagged with the policy version that sampled them), `collect_step` (one round of scored groups, or, with `algo.dynamic_sampling`, rounds of new
 prompts until the batch holds only groups whose rewards differ), `fill_groups` (the refill / cap
 policy, pure Python so it is unit-tested without a model) and `greedy_baseline` (reward of the
 temperature-0 completion of each prompt, repeated over its group's rows). Does not own: generation
@@ -25,13 +26,14 @@ the mean over all rounds (they describe the policy, not the filtered batch).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from reasonrl.algorithms.filters import dynamic_sampling_mask
-from reasonrl.config import AlgoConfig
+from reasonrl.config import AlgoConfig, RunConfig
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.trainer.metrics import mean_metrics
 from reasonrl.trainer.rollouts import collect_rollouts
@@ -119,3 +121,33 @@ def greedy_baseline(run, groups: list[RolloutGroup], algo: AlgoConfig, max_new_t
     lengths = torch.tensor([len(c.token_ids) for c in completions])
     baseline = shape_rewards(scores, lengths, algo, max_new_tokens)
     return baseline.repeat_interleave(torch.tensor([len(g.completions) for g in groups]))
+
+
+@dataclass
+class StepRollouts:
+    """What one step trains on, from whichever process generated it."""
+
+    groups: list[RolloutGroup]
+    metrics: dict[str, float]  # reward / dynamic-sampling metrics
+    baseline: torch.Tensor | None  # ReMax greedy rewards, one per row (None unless the estimator needs it)
+    version: int  # the policy version (optimizer updates applied) the samples were drawn from
+    seconds: float = 0.0  # generation + scoring time
+    sampler_state: dict = field(default_factory=dict)  # the prompt sampler after this step's draws
+
+
+def step_rollouts(run, cfg: RunConfig, step: int, needs: frozenset[str], version: int) -> StepRollouts:
+    """Step `step`'s scored groups (and ReMax baseline), sampled with the step's own seed."""
+    from reasonrl.trainer.setup import step_seed
+
+    t0 = time.perf_counter()
+    r = cfg.rollout
+    params = SamplingParams(
+        r.n, r.temperature, r.top_p, r.top_k, r.max_new_tokens, step_seed(cfg.train.seed, step)
+    )
+    groups, metrics = collect_step(run, params, cfg.algo)
+    baseline = (  # ReMax: rewards of greedy completions (no random numbers drawn)
+        greedy_baseline(run, groups, cfg.algo, r.max_new_tokens) if "baseline_rewards" in needs else None
+    )
+    return StepRollouts(
+        groups, metrics, baseline, version, time.perf_counter() - t0, run.sampler.state_dict()
+    )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from reasonrl.config import RunConfig
+from reasonrl.config import RunConfig, import_plugins
 from reasonrl.data.prompts import fit_prompts
 from reasonrl.data.sampler import PromptSampler
 from reasonrl.data.schema import load_problems
@@ -60,6 +60,7 @@ class Run:
     max_prompt_tokens: int
     think_from_prompt: bool = True
     closers: list = field(default_factory=list)
+    replay_rollouts: list | None = None  # an async checkpoint's batches asked for and not yet trained on
 
     @property
     def pad_id(self) -> int:
@@ -71,6 +72,7 @@ class Run:
 
 
 def build_run(cfg: RunConfig, log=print) -> Run:
+    import_plugins(cfg.plugins)
     random.seed(cfg.train.seed)
     torch.manual_seed(cfg.train.seed)
     train, val = load_data(cfg)

@@ -1,7 +1,7 @@
 """Exact resume: what a checkpoint holds of a run, and putting it back.
 
 Owns: `save_state` (policy in HF format, optimizer / scheduler / critic state, sampler position,
-RNG, config) and `restore_state` (the newest checkpoint that verifies, falling back past corrupt or
+RNG, config, and an async run's pending rollouts) and `restore_state` (the newest checkpoint that verifies, falling back past corrupt or
 unloadable ones; the policy weights loaded in place, no second model copy kept; a PPO resume without
 the critic's state is an error; config changes refused or applied, see `trainer.rundir`). Does not
 own: the checkpoint files' layout and integrity (`engines.checkpoint`).
@@ -22,11 +22,16 @@ from reasonrl.engines.checkpoint import (
 from reasonrl.trainer.rundir import check_resume_config
 
 
-def save_state(run, critic, cfg: RunConfig, step: int) -> Path:
-    state = {"sampler": run.sampler.state_dict(), "config": to_dict(cfg)}
+def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | None = None) -> Path:
+    """pending: async rollouts asked for and not yet trained on ([{step, rollouts}], see
+    trainer.rollout_source); saved with the sampler position after them, replayed on resume."""
+    sampler = pending[-1]["rollouts"].sampler_state if pending else run.sampler.state_dict()
+    state = {"sampler": sampler, "config": to_dict(cfg)}
     engine_state = run.train_engine.state_dict()
     if critic is not None:
         engine_state["critic"] = critic.state_dict()
+    if pending:
+        engine_state["rollouts"] = pending
     return save_checkpoint(cfg.log.run_dir, step, run.model, run.tokenizer, engine_state, state,
                            cfg.checkpoint.keep_last)  # fmt: skip
 
@@ -54,6 +59,7 @@ def restore_state(run, critic, cfg: RunConfig, allow_config_change: bool = False
         if critic is not None:
             critic.load_state_dict(engine_state["critic"])
         run.sampler.load_state_dict(state["sampler"])
+        run.replay_rollouts = engine_state.get("rollouts")
         set_rng_state(rng)
         log(f"resumed from {ckpt} (step {state['step']})")
         return int(state["step"])

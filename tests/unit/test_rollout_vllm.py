@@ -58,7 +58,7 @@ def test_sync_is_layer_grouped_and_reported(checks):
     assert checks["group_names"] == [["model.embed_tokens.weight"], ["0"], ["1"],
                                      ["lm_head.weight", "model.norm.weight"]]  # fmt: skip
     stats = checks["sync_stats"]
-    assert stats["rollout/policy_version"] == 1.0
+    assert stats["rollout/engine_policy_version"] == 1.0
     assert 1.0 < stats["perf/weight_sync_mb"] < 2.0  # ~320k fp32 parameters
     assert "model.layers.1.mlp.down_proj.weight" in checks["missing_error"]
 
@@ -76,7 +76,7 @@ def test_sampler_logprobs_match_recomputation(checks):
 def test_training_logs_the_gap_and_a_skipped_sync_shows(tmp_path):
     synced = _run(tmp_path / "m", "train", tmp_path / "run_synced", "sync")
     skipped = _run(tmp_path / "m2", "train", tmp_path / "run_skipped", "skip")
-    assert [r["rollout/policy_version"] for r in synced] == [1.0, 2.0, 3.0]
+    assert [r["rollout/policy_version"] for r in synced] == [0.0, 1.0, 2.0]  # sampled from
     assert max(r["rollout/logprob_gap_max"] for r in synced) < 1e-3
     # step 1 samples the initial weights either way; from step 2 on the stale engine is visible
     assert skipped[0]["rollout/logprob_gap_max"] < 1e-3

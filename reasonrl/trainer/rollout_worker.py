@@ -1,0 +1,121 @@
+"""The asynchronous rollout worker: a separate process with its own policy copy, rollout engine, reward
+runner and prompt sampler, generating and scoring whole steps ahead of the trainer.
+
+Owns: the worker's main loop (`worker_main`) and its message protocol, and packing a policy into one
+flat shared-memory tensor per dtype (`pack_weights` / `unpack_weights`), so a weight push is one
+buffer, not one per parameter. Messages to the worker, handled strictly in order:
+  ("weights", version, packed)  load this policy version into the worker's model and engine
+  ("rollouts", step, version)   generate step `step` from policy `version` (the latest weights
+                                 received must be that version: the trainer sends them first)
+  ("stop",)
+Messages back: ("ready", pid), ("rollouts", step, StepRollouts), ("error", phase, traceback).
+The worker's current phase ("loading policy 4", "generating step 7 from policy 5") is kept in shared
+memory so the trainer can name it when the worker hangs or dies. The worker dies with its parent
+(PR_SET_PDEATHSIG), so a killed trainer leaves no process behind.
+Does not own: when to ask for what (`trainer.rollout_source`) or generating a step
+(`trainer.sampling.step_rollouts`).
+"""
+
+from __future__ import annotations
+
+import traceback
+
+import torch
+
+
+def pack_weights(model) -> dict:
+    """{dtype name: (flat tensor in shared memory, [(name, shape, offset)])} of the model's state."""
+    by_dtype: dict[torch.dtype, list[tuple[str, torch.Tensor]]] = {}
+    for name, t in model.state_dict().items():
+        by_dtype.setdefault(t.dtype, []).append((name, t.detach()))
+    packed = {}
+    for dtype, items in by_dtype.items():
+        flat = torch.empty(sum(t.numel() for _, t in items), dtype=dtype)
+        index, offset = [], 0
+        for name, t in items:
+            flat[offset : offset + t.numel()].copy_(t.reshape(-1).cpu())
+            index.append((name, tuple(t.shape), offset))
+            offset += t.numel()
+        packed[str(dtype)] = (flat.share_memory_(), index)
+    return packed
+
+
+def unpack_weights(packed: dict) -> dict[str, torch.Tensor]:
+    out = {}
+    for flat, index in packed.values():
+        for name, shape, offset in index:
+            n = 1
+            for d in shape:
+                n *= d
+            out[name] = flat[offset : offset + n].view(shape)
+    return out
+
+
+def _set_phase(phase, text: str) -> None:
+    data = text.encode()[: len(phase) - 1]
+    phase[: len(data)] = data
+    phase[len(data)] = 0
+
+
+def worker_main(cfg_dict: dict, train, sampler_state: dict, threads: int, inbox, outbox, phase) -> None:
+    import signal
+
+    from reasonrl.rewards.runner import _die_with_parent
+
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's: it checkpoints, then stops us
+    try:
+        _serve(cfg_dict, train, sampler_state, threads, inbox, outbox, phase)
+    except BaseException:  # noqa: BLE001 - reported to the trainer, which names the phase
+        outbox.put(("error", bytes(phase[:]).split(b"\0")[0].decode(), traceback.format_exc()))
+
+
+def _serve(cfg_dict, train, sampler_state, threads, inbox, outbox, phase) -> None:
+    import os
+
+    from reasonrl.config import from_dict, import_plugins
+    from reasonrl.data.sampler import PromptSampler
+    from reasonrl.models.loading import load_policy
+    from reasonrl.rollout.factory import build_rollout_engine
+    from reasonrl.trainer.rollouts import make_scorer
+    from reasonrl.trainer.sampling import step_rollouts
+    from reasonrl.trainer.setup import Run
+    from reasonrl.trainer.step import estimator_needs
+
+    torch.set_num_threads(threads)
+    _set_phase(phase, "starting")
+    cfg = from_dict(cfg_dict)
+    import_plugins(cfg.plugins)
+    model, tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.model.device, log=lambda *a: None)
+    model.eval().requires_grad_(False)
+    sampler = PromptSampler(train, cfg.train.global_batch // cfg.rollout.n, seed=cfg.data.seed,
+                            shuffle=cfg.data.shuffle)  # fmt: skip
+    sampler.load_state_dict(sampler_state)
+    engine = build_rollout_engine(cfg.rollout.engine, model, tokenizer, cfg.rollout.engine_kwargs)
+    scorer = make_scorer(cfg)
+    run = Run(model, tokenizer, engine, None, scorer, sampler, train, [], cfg.data.max_prompt_tokens,
+              think_from_prompt=cfg.reward.think_from_prompt)  # fmt: skip
+    needs = estimator_needs(cfg.algo)
+    version = None
+    outbox.put(("ready", os.getpid()))
+    try:
+        while True:
+            msg = inbox.get()
+            if msg[0] == "stop":
+                return
+            if msg[0] == "weights":
+                _set_phase(phase, f"loading policy {msg[1]}")
+                model.load_state_dict(unpack_weights(msg[2]))
+                engine.sync_weights(model, msg[1])
+                version = msg[1]
+                continue
+            _, step, want = msg
+            if version != want:
+                raise RuntimeError(f"asked for step {step} from policy {want}, but holds policy {version}")
+            _set_phase(phase, f"generating step {step} from policy {version}")
+            out = step_rollouts(run, cfg, step, needs, version)
+            _set_phase(phase, f"idle after step {step}")
+            outbox.put(("rollouts", step, out))
+    finally:
+        scorer.close()
+        engine.close()

@@ -1,0 +1,118 @@
+"""Asynchronous rollouts (rollout.max_staleness=k): a worker process generates up to k policy versions
+ahead. Checked: the schedule (versions, staleness) and overlap are logged; the run is reproducible and
+an interrupted + resumed run equals the uninterrupted one (the pending batches are replayed); a worker
+that raises, dies or hangs stops the trainer with an error naming the worker and its phase, the last
+checkpoint intact and no process left; SIGKILL of the trainer leaves no worker behind."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from test_run_dir import _descendants, _overrides, _running, _spawn, _wait_for
+from test_train_loop import _cfg, _stable
+
+from reasonrl.config import load_config
+from reasonrl.engines.checkpoint import list_checkpoints, verify_checkpoint
+from reasonrl.trainer.loop import train
+from reasonrl.trainer.rollout_source import RolloutWorkerError
+
+pytestmark = pytest.mark.timeout(300)
+ASYNC = ("rollout.max_staleness=1", "algo.tis_cap=2.0", "algo.entropy_coef=0.05", "log.tensorboard=false")
+HERE = str(Path(__file__).parent)
+
+
+def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path):
+    full = train(_cfg(tiny_model_dir, tmp_path / "a", 5, *ASYNC))["history"]
+    rows = {r["step"]: r for r in full}
+    # step s samples policy max(0, s - 2): one version stale once the pipeline is full
+    assert [rows[s]["rollout/policy_version"] for s in range(1, 6)] == [0, 0, 1, 2, 3]
+    assert [rows[s]["rollout/staleness"] for s in range(1, 6)] == [0, 1, 1, 1, 1]
+    for s in range(1, 6):
+        assert 0.0 <= rows[s]["perf/rollout_overlap"] <= 1.0 and rows[s]["perf/rollout_worker_seconds"] > 0
+        assert rows[s]["actor/is_weight_mean"] > 0  # the off-policy correction is applied
+    # step 1 is on-policy (the gap is numerical noise); stale steps show the policy moved since
+    assert rows[1]["rollout/logprob_gap_max"] < 1e-4
+    assert rows[3]["rollout/logprob_gap_mean"] > 1e-4
+    again = train(_cfg(tiny_model_dir, tmp_path / "a2", 5, *ASYNC))["history"]
+    assert [_stable(r) for r in again] == [_stable(r) for r in full]  # versions fixed by the step, not timing
+    # interrupted after step 2: the full run's checkpoint at 2 holds the batches already asked for
+    # (steps 3 and 4, from policies 1 and 2); resuming from it replays them
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    for late in ("step_000004", "step_000005"):
+        shutil.rmtree(tmp_path / "b" / "checkpoints" / late)
+    resumed = {r["step"]: _stable(r) for r in train(_cfg(tiny_model_dir, tmp_path / "b", 5, *ASYNC),
+                                                      resume=True)["history"]}  # fmt: skip
+    for step in (3, 4, 5):
+        assert resumed[step] == _stable(rows[step]), step
+
+
+def test_max_staleness_zero_is_the_synchronous_loop(tiny_model_dir, tmp_path):
+    sync = train(_cfg(tiny_model_dir, tmp_path / "s", 3, "algo.tis_cap=2.0"))["history"]
+    zero = train(_cfg(tiny_model_dir, tmp_path / "z", 3, "algo.tis_cap=2.0", "rollout.max_staleness=0"))[
+        "history"
+    ]
+    assert [_stable(r) for r in zero] == [_stable(r) for r in sync]
+    assert [r["rollout/policy_version"] for r in sync[1:]] == [0, 1, 2]
+    assert "rollout/staleness" not in sync[1]
+
+
+def test_async_needs_the_off_policy_correction(tiny_model_dir, tmp_path):
+    from reasonrl.config import ConfigError
+
+    with pytest.raises(ConfigError, match="algo.tis_cap"):
+        load_config(None, [f"model.path={tiny_model_dir}", "rollout.max_staleness=1"])
+
+
+@pytest.mark.parametrize(
+    "how, expect",
+    [
+        ("raise", r"rollout worker \(pid \d+\) failed while generating step 3 from policy 1: RuntimeError: planted"),
+        ("die", r"rollout worker \(pid \d+\) died with exit code 3 while generating step 3 from policy 1"),
+        ("hang", r"rollout worker \(pid \d+\) hung: nothing for the rollouts of step 3 \(checkpoint\) within 4s "
+                 r"\(rollout.worker_timeout_s=4\); its phase: generating step 3 from policy 1"),
+    ],
+)  # fmt: skip
+def test_failing_worker_stops_the_run_naming_worker_and_phase(tiny_model_dir, tmp_path, how, expect,
+                                                              monkeypatch):  # fmt: skip
+    monkeypatch.syspath_prepend(HERE)  # the plugin module, for this process and the spawned worker
+    run = tmp_path / "run"
+    cfg = _cfg(tiny_model_dir, run, 5, *ASYNC, "plugins=[faulty_engines]", "rollout.engine=faulty",
+               f"rollout.engine_kwargs={{fail_at: 3, how: {how}}}", "rollout.worker_timeout_s=4")  # fmt: skip
+    t0 = time.monotonic()
+    with pytest.raises(RolloutWorkerError, match=expect) as err:
+        train(cfg)
+    assert time.monotonic() - t0 < 120
+    pid = int(re.search(r"pid (\d+)", str(err.value)).group(1))
+    assert not _running(pid)  # the worker is gone (killed when it hung)
+    # step 3's rollouts never came (the step-2 checkpoint waited for them, then was written without
+    # them): nothing after step 2 was written, and that checkpoint verifies
+    ckpts = list_checkpoints(run)
+    assert [c.name for c in ckpts] == ["step_000002"] and verify_checkpoint(ckpts[0]) is None
+    assert [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()] == [0, 1, 2]
+
+
+def test_sigkill_of_an_async_trainer_leaves_no_worker_and_resumes(tiny_model_dir, tmp_path):
+    run = tmp_path / "run"
+    proc = _spawn(_overrides(tiny_model_dir, run, 6, *ASYNC[:2]))
+    _wait_for(lambda: (run / "checkpoints" / "step_000002" / "complete.json").exists(), proc)
+    spawned = _descendants(proc.pid)
+    assert spawned, "expected a rollout worker process"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    end = time.monotonic() + 20
+    alive = spawned
+    while alive and time.monotonic() < end:
+        alive = {p for p in spawned if _running(p)}
+        time.sleep(0.1)
+    assert not alive, f"left behind: {alive}"
+    res = _spawn(_overrides(tiny_model_dir, run, 6, *ASYNC[:2]), "--resume")
+    out, err = res.communicate(timeout=240)
+    assert res.returncode == 0, err[-2000:]
+    steps = [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == list(range(7))
