@@ -23,7 +23,9 @@ to 10x slower and the timings meaningless; pass 0 for torch's default on an idle
 
 Usage:  python bench/compare_trl.py [--steps 20] [--prompts 16] [--generations 8] [--max-tokens 48]
                                     [--lr 1e-4] [--model demo] [--only both|trl|reasonrl]
-                                    [--threads N] [--repeats R]
+                                    [--threads N] [--repeats R] [--async K]
+--async K adds reasonrl with rollout.max_staleness=K: a rollout worker process generates the next
+step (on the second core) while the trainer updates; its sec/step is the trainer's wait + update.
 Needs the optional `bench` extra: pip install trl datasets (pip install -e '.[bench]').
 Prints a table, then one JSON line (the last line of output).
 """
@@ -73,6 +75,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     ap.add_argument("--repeats", type=int, default=1, help="alternate the two trainers this many times")
     ap.add_argument("--out-dir", default=None, help="where run directories go (default: a temp dir)")
+    ap.add_argument(
+        "--async", dest="async_k", type=int, default=0, metavar="K",
+        help="also run reasonrl with rollout.max_staleness=K (a rollout worker on its own core, TIS cap 2)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     if args.steps <= args.warmup:
         ap.error(f"--steps ({args.steps}) must be larger than --warmup ({args.warmup})")
@@ -218,7 +224,7 @@ def run_trl(args, model_path: str, steps: list[list], out_dir: Path, seed: int) 
 # ----------------------------------------------------------------------------- reasonrl
 
 
-def run_reasonrl(args, model_path: str, out_dir: Path, seed: int) -> dict:
+def run_reasonrl(args, model_path: str, out_dir: Path, seed: int, staleness: int = 0) -> dict:
     from reasonrl.config import load_config
     from reasonrl.trainer.loop import train
 
@@ -264,6 +270,8 @@ def run_reasonrl(args, model_path: str, out_dir: Path, seed: int) -> dict:
         "log.tensorboard=false",
         "log.rollouts_per_step=4",  # their uids show which prompts each step used
     ]
+    if staleness:  # the worker generates the next step while this process trains on the current one
+        overrides += [f"rollout.max_staleness={staleness}", "algo.tis_cap=2.0", "rollout.worker_threads=1"]
     cfg = load_config(None, overrides)
     t0 = time.perf_counter()
     out = train(cfg, log=lambda *a, **k: None)
@@ -336,7 +344,7 @@ def print_table(args, summaries: dict[str, dict]) -> None:
     )
     cols = ("sec/step med", "sec/step mean", "reward@1", "reward@last", f"reward last{args.last}", "resp len")
     cols += ("0-std groups",)
-    print(f"{'trainer':<10}" + "".join(f"{c:>15}" for c in cols) + f"{'run wall s':>12}")
+    print(f"{'trainer':<15}" + "".join(f"{c:>15}" for c in cols) + f"{'run wall s':>12}")
     for name, s in summaries.items():
         vals = (
             s["median"],
@@ -347,19 +355,21 @@ def print_table(args, summaries: dict[str, dict]) -> None:
             s["length_mean"],
             s["zero_std"],
         )
-        print(f"{name:<10}" + "".join(f"{v:>15.3f}" for v in vals) + f"{s['wall']:>12.1f}")
+        print(f"{name:<15}" + "".join(f"{v:>15.3f}" for v in vals) + f"{s['wall']:>12.1f}")
     rr = summaries.get("reasonrl")
     if rr and "generate_seconds" in rr:
         print(
             f"reasonrl step (median): generate+score {rr['generate_seconds']:.3f} s, "
             f"train {rr['train_seconds']:.3f} s"
         )
-    if len(summaries) == 2:
-        t, r = summaries["trl"], summaries["reasonrl"]
-        print(
-            f"speedup (TRL / reasonrl sec per step): median {t['median'] / r['median']:.2f}x, "
-            f"mean {t['mean'] / r['mean']:.2f}x"
-        )
+    t = summaries.get("trl")
+    for name in ("reasonrl", "reasonrl-async"):
+        r = summaries.get(name)
+        if t and r:
+            print(
+                f"speedup (TRL / {name} sec per step): median {t['median'] / r['median']:.2f}x, "
+                f"mean {t['mean'] / r['mean']:.2f}x"
+            )
 
 
 def json_line(args, summaries: dict[str, dict]) -> dict:
@@ -371,6 +381,12 @@ def json_line(args, summaries: dict[str, dict]) -> dict:
         "trl_reward_last": round(t["reward_last"], 4) if t else None,
         "reasonrl_reward_last": round(r["reward_last"], 4) if r else None,
     }
+    a = summaries.get("reasonrl-async")
+    if a:
+        line["async_k"] = args.async_k
+        line["reasonrl_async_sec_per_step"] = round(a["median"], 4)
+        line["async_speedup_vs_trl"] = round(t["median"] / a["median"], 3) if t else None
+        line["async_speedup_vs_sync"] = round(r["median"] / a["median"], 3) if r else None
     for name, s in summaries.items():
         line[f"{name}_sec_per_step_mean"] = round(s["mean"], 4)
         line[f"{name}_reward_last{args.last}"] = round(s["reward_lastk"], 4)
@@ -403,6 +419,8 @@ def main(argv=None) -> int:
     names = ["trl", "reasonrl"] if args.order == "trl-first" else ["reasonrl", "trl"]
     if args.only != "both":
         names = [args.only]
+    if args.async_k:
+        names.append("reasonrl-async")
     results: dict[str, list[dict]] = {n: [] for n in names}
     with tempfile.TemporaryDirectory(prefix="compare_trl-") as tmp:
         root = Path(args.out_dir) if args.out_dir else Path(tmp)
@@ -415,11 +433,14 @@ def main(argv=None) -> int:
                 if name == "trl":
                     results[name].append(run_trl(args, model_path, steps, out_dir, seed))
                 else:
-                    results[name].append(run_reasonrl(args, model_path, out_dir, seed))
+                    k = args.async_k if name == "reasonrl-async" else 0
+                    results[name].append(run_reasonrl(args, model_path, out_dir, seed, staleness=k))
     if "reasonrl" in results:
         print("same prompts at every step:", check_schedule(steps, results["reasonrl"][0]["uids"]))
     summaries = {
-        n: summarize(results[n], args.warmup, args.last) for n in ("trl", "reasonrl") if n in results
+        n: summarize(results[n], args.warmup, args.last)
+        for n in ("trl", "reasonrl", "reasonrl-async")
+        if n in results
     }
     print_table(args, summaries)
     print(json.dumps(json_line(args, summaries)))

@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -80,7 +81,11 @@ def test_async_needs_the_off_policy_correction(tiny_model_dir, tmp_path):
 )  # fmt: skip
 def test_failing_worker_stops_the_run_naming_worker_and_phase(tiny_model_dir, tmp_path, how, expect,
                                                               monkeypatch):  # fmt: skip
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+
     monkeypatch.syspath_prepend(HERE)  # the plugin module, for this process and the spawned worker
+    monkeypatch.setattr(ROLLOUT_ENGINES, "_entries", dict(ROLLOUT_ENGINES._entries))  # undone afterwards
+    monkeypatch.delitem(sys.modules, "faulty_engines", raising=False)  # registers again into the copy
     run = tmp_path / "run"
     cfg = _cfg(tiny_model_dir, run, 5, *ASYNC, "plugins=[faulty_engines]", "rollout.engine=faulty",
                f"rollout.engine_kwargs={{fail_at: 3, how: {how}}}", "rollout.worker_timeout_s=4")  # fmt: skip

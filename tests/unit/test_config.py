@@ -240,5 +240,28 @@ def test_rollout_engine_choice_and_settings_come_from_the_registry():
     assert cfg.rollout.engine_kwargs == {"max_batch": 64}
     with pytest.raises(ConfigError, match="rollout.engine_kwargs.*'max_batchz'.*max_batch"):
         load_config(None, ["rollout.engine_kwargs.max_batchz=64"])
-    with pytest.raises(ConfigError, match="rollout.engine='sglang' is not a valid choice; valid: hf"):
+    with pytest.raises(ConfigError, match="rollout.engine='sglang' is not a valid choice; valid: hf, vllm"):
         load_config(None, ["rollout.engine=sglang"])
+    # vLLM's own settings are checked the same way, without importing vllm
+    assert (
+        load_config(None, ["rollout.engine=vllm", "rollout.engine_kwargs.kv_cache_gb=0.5"]).rollout.engine
+        == "vllm"
+    )
+    with pytest.raises(ConfigError, match="rollout.engine_kwargs.*'max_batch'"):
+        load_config(None, ["rollout.engine=vllm", "rollout.engine_kwargs.max_batch=64"])
+
+
+def test_plugins_are_imported_and_a_missing_one_is_named(tmp_path, monkeypatch):
+    (tmp_path / "my_engines.py").write_text(
+        "from reasonrl.rollout.factory import ROLLOUT_ENGINES\n"
+        "@ROLLOUT_ENGINES.register('mine')\n"
+        "def mine(model, tokenizer, speed: int = 1):\n    return None\n"
+    )
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(ROLLOUT_ENGINES, "_entries", dict(ROLLOUT_ENGINES._entries))  # undone afterwards
+    cfg = load_config(None, ["plugins=[my_engines]", "rollout.engine=mine", "rollout.engine_kwargs.speed=2"])
+    assert cfg.rollout.engine == "mine"
+    with pytest.raises(ConfigError, match="plugins: cannot import 'no_such_plugin_mod'"):
+        load_config(None, ["plugins=[no_such_plugin_mod]"])

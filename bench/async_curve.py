@@ -1,0 +1,106 @@
+"""Synchronous vs asynchronous rollouts on one recipe: held-out accuracy against training wall time.
+
+Runs the recipe twice in this process, one after the other: as written (rollout.max_staleness=0: the
+trainer generates, then updates, with all torch threads) and with rollout.max_staleness=K (a rollout
+worker process generates up to K policy versions ahead on its own core; the trainer keeps the other;
+algo.tis_cap=2 corrects the loss for the older sampling policy). Training wall time is the sum of
+`perf/step_seconds` (generation or waiting for it, scoring, update; validation excluded) up to each
+validation. Prints both curves, the held-out accuracy of each at the synchronous run's total time
+(interpolated), the step-time ratio, writes a PNG of both curves, and ends with one JSON line.
+
+    python bench/async_curve.py [--recipe recipes/demo.yaml] [--steps 900] [--every 100] [--k 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+from pathlib import Path
+
+
+def run(recipe: str, steps: int, every: int, run_dir: Path, extra: list[str]) -> list[dict]:
+    from reasonrl.config import load_config
+    from reasonrl.trainer.loop import train
+
+    overrides = [f"train.steps={steps}", f"val.every={every}", f"log.run_dir={run_dir}", "log.progress=false",
+                 "log.tensorboard=false", "checkpoint.every=0", *extra]  # fmt: skip
+    return train(load_config(recipe, overrides), log=lambda *a, **k: None)["history"]
+
+
+def curve(history: list[dict]) -> tuple[list[tuple[float, float, int]], list[float]]:
+    """[(training seconds so far, held-out accuracy, step)] at each validation, and step times."""
+    wall, points, times = 0.0, [], []
+    for row in history:
+        wall += row.get("perf/step_seconds", 0.0)
+        if row["step"]:
+            times.append(row["perf/step_seconds"])
+        if "eval/accuracy" in row:
+            points.append((wall, row["eval/accuracy"], row["step"]))
+    return points, times
+
+
+def at_time(points: list[tuple[float, float, int]], t: float) -> float:
+    """Accuracy at training time t, linearly interpolated (the last value past the end)."""
+    prev = points[0]
+    for p in points[1:]:
+        if p[0] >= t:
+            return prev[1] + (p[1] - prev[1]) * (t - prev[0]) / max(p[0] - prev[0], 1e-9)
+        prev = p
+    return points[-1][1]
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--recipe", default="recipes/demo.yaml")
+    ap.add_argument("--steps", type=int, default=900)
+    ap.add_argument("--every", type=int, default=100)
+    ap.add_argument("--k", type=int, default=1, help="rollout.max_staleness of the asynchronous run")
+    ap.add_argument("--plot", default="async_curve.png")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="async-curve-") as tmp:
+        sync = run(args.recipe, args.steps, args.every, Path(tmp) / "sync", [])
+        asyn = run(args.recipe, args.steps, args.every, Path(tmp) / "async",
+                   [f"rollout.max_staleness={args.k}", "algo.tis_cap=2.0"])  # fmt: skip
+    (ps, ts), (pa, ta) = curve(sync), curve(asyn)
+    print(f"{'step':>6} {'sync s':>9} {'sync acc':>9} {'async s':>9} {'async acc':>9}")
+    for a, b in zip(ps, pa):
+        print(f"{a[2]:>6} {a[0]:>9.1f} {a[1]:>9.3f} {b[0]:>9.1f} {b[1]:>9.3f}")
+    t_end = ps[-1][0]
+    report = {
+        "bench": "async_curve", "recipe": args.recipe, "steps": args.steps, "k": args.k,
+        "sync_sec_per_step": round(statistics.median(ts), 4), "async_sec_per_step": round(statistics.median(ta), 4),
+        "step_time_ratio": round(statistics.median(ts) / statistics.median(ta), 3),
+        "sync_acc_start": ps[0][1], "sync_acc_end": ps[-1][1], "async_acc_end": pa[-1][1],
+        "sync_train_seconds": round(t_end, 1), "async_train_seconds": round(pa[-1][0], 1),
+        "acc_at_sync_end_time": {"sync": ps[-1][1], "async": round(at_time(pa, t_end), 4)},
+        "acc_at_half_time": {"sync": round(at_time(ps, t_end / 2), 4), "async": round(at_time(pa, t_end / 2), 4)},
+    }  # fmt: skip
+    print(f"median step: sync {report['sync_sec_per_step']} s, async {report['async_sec_per_step']} s "
+          f"({report['step_time_ratio']}x); accuracy at the sync run's end time {t_end:.0f} s: "
+          f"sync {ps[-1][1]:.3f}, async {report['acc_at_sync_end_time']['async']:.3f}")  # fmt: skip
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot([p[0] for p in ps], [p[1] for p in ps], "o-", label="synchronous")
+        ax.plot([p[0] for p in pa], [p[1] for p in pa], "s-", label=f"async (max_staleness={args.k})")
+        ax.set_xlabel("training wall time (s)")
+        ax.set_ylabel("held-out greedy accuracy")
+        ax.set_title(Path(args.recipe).stem)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=100)
+        report["plot"] = args.plot
+    except ImportError:
+        pass
+    print(json.dumps(report))
+    return report
+
+
+if __name__ == "__main__":
+    main()

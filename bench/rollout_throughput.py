@@ -1,0 +1,131 @@
+"""Rollout throughput: each available engine through reasonrl's rollout path (`engine.generate`, what
+`rollout.scored.generate_and_score` calls: n samples per prompt, per-token sampler log-probs, EOS cut,
+decoding) vs the bare library on the same prompts and sampling settings, in one run, alternating.
+
+  hf:    HFRolloutEngine.generate          vs  model.generate(do_sample, num_return_sequences=n)
+  vllm:  VLLMRolloutEngine.generate        vs  vllm.LLM.generate on the same LLM (no log-probs)
+  cb:    transformers continuous batching (`model.generate_batch`, paged KV cache), reported beside
+         bare generate (no reasonrl engine uses it yet; --engines cb)
+
+Completion tokens per second (every row generates max_new tokens: the EOS id is never drawn), median
+of --repeats runs after one warm-up, ratio ours / bare (goal >= 0.95). Random-initialised Qwen2-shaped
+model saved to a temporary directory (vLLM loads from files), fp32 on CPU, bf16 on CUDA. Ends with one
+JSON line.
+
+    python bench/rollout_throughput.py [--engines hf,vllm] [--prompts 16] [--n 8] [--new 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import tempfile
+import time
+
+import torch
+
+
+def build(path: str, args, device: str, dtype):
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    cfg = Qwen2Config(vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=args.hidden * 3,
+                      num_hidden_layers=args.layers, num_attention_heads=args.hidden // 32,
+                      num_key_value_heads=max(1, args.hidden // 128), max_position_embeddings=1024,
+                      eos_token_id=args.vocab, pad_token_id=0, tie_word_embeddings=False)  # fmt: skip
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(cfg)
+    model.save_pretrained(path)
+    # the EOS id lies outside the model's vocabulary: never drawn, so every row runs its full length
+    vocab = {f"t{i}": i for i in range(args.vocab + 1)}
+    tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(vocab, unk_token="t0")),
+                                  pad_token="t0", eos_token=f"t{args.vocab}")  # fmt: skip
+    tok.save_pretrained(path)
+    return model.to(device=device, dtype=dtype).eval(), tok
+
+
+def timed(fn, sync) -> tuple[float, object]:
+    sync()
+    t0 = time.perf_counter()
+    out = fn()
+    sync()
+    return time.perf_counter() - t0, out
+
+
+def main(argv=None) -> dict:
+    from reasonrl.rollout.base import SamplingParams
+
+    cuda = torch.cuda.is_available()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--engines", default="hf,vllm", help="comma list of hf, vllm, cb (missing ones skipped)")
+    ap.add_argument("--prompts", type=int, default=16)
+    ap.add_argument("--n", type=int, default=8, help="samples per prompt")
+    ap.add_argument("--new", type=int, default=64, help="new tokens per sample")
+    ap.add_argument("--prompt-len", type=int, default=32)
+    ap.add_argument("--vocab", type=int, default=32000)
+    ap.add_argument("--hidden", type=int, default=896 if cuda else 256)
+    ap.add_argument("--layers", type=int, default=24 if cuda else 4)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    device, dtype = ("cuda", torch.bfloat16) if cuda else ("cpu", torch.float32)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    gen = torch.Generator().manual_seed(1)
+    prompts = [torch.randint(1, args.vocab - 1, (args.prompt_len,), generator=gen).tolist()
+               for _ in range(args.prompts)]  # fmt: skip
+    params = SamplingParams(n=args.n, temperature=1.0, max_new_tokens=args.new, seed=3)
+    tokens = args.prompts * args.n * args.new
+    report: dict = {"bench": "rollout_throughput", "device": torch.cuda.get_device_name() if cuda else "cpu",
+                    "prompts": args.prompts, "n": args.n, "new": args.new, "hidden": args.hidden,
+                    "layers": args.layers, "vocab": args.vocab}  # fmt: skip
+    tmp = tempfile.TemporaryDirectory(prefix="rollout-bench-")
+    model, tok = build(tmp.name, args, device, dtype)
+    ids = torch.tensor(prompts, device=device)
+
+    def bare_generate():
+        return model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=True,
+                              temperature=1.0, top_k=0, top_p=1.0, num_return_sequences=args.n,
+                              max_new_tokens=args.new, pad_token_id=0, eos_token_id=args.vocab)  # fmt: skip
+
+    sides: dict[str, tuple] = {}
+    wanted = args.engines.split(",")
+    if "hf" in wanted:
+        from reasonrl.rollout.hf import HFRolloutEngine
+
+        eng = HFRolloutEngine(model, tok)
+        sides["hf"] = (lambda: eng.generate(prompts, params), bare_generate)
+    if "cb" in wanted:
+        from transformers import GenerationConfig
+
+        gc = GenerationConfig(max_new_tokens=args.new, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                              num_return_sequences=args.n, eos_token_id=args.vocab, pad_token_id=0)  # fmt: skip
+        sides["cb"] = (lambda: model.generate_batch(inputs=prompts, generation_config=gc, progress_bar=False),
+                       bare_generate)  # fmt: skip
+    if "vllm" in wanted and importlib.util.find_spec("vllm") is not None:
+        import vllm
+
+        from reasonrl.rollout.vllm import VLLMRolloutEngine
+
+        veng = VLLMRolloutEngine(model, tok, kv_cache_gb=2.0)
+        reqs = [{"prompt_token_ids": p} for p in prompts]
+        bare = vllm.SamplingParams(n=args.n, temperature=1.0, max_tokens=args.new, ignore_eos=True,
+                                   detokenize=False, seed=3)  # fmt: skip
+        sides["vllm"] = (lambda: veng.generate(prompts, params),
+                         lambda: veng.llm.generate(reqs, bare, use_tqdm=False))  # fmt: skip
+    for name, (ours, bare) in sides.items():
+        ours(), bare()  # warm-up (first call at a shape compiles / allocates)
+        t_ours, t_bare = [], []
+        for _ in range(args.repeats):
+            t_ours.append(timed(ours, sync)[0])
+            t_bare.append(timed(bare, sync)[0])
+        o, b = tokens / statistics.median(t_ours), tokens / statistics.median(t_bare)
+        report[name] = {"ours_tok_s": round(o, 1), "bare_tok_s": round(b, 1), "ratio": round(o / b, 3)}
+        label = "generate_batch" if name == "cb" else "reasonrl"
+        print(f"{name:5s} {label}: {o:9.1f} tok/s   bare: {b:9.1f} tok/s   ratio {o / b:.3f}")
+    print(json.dumps(report))
+    return report
+
+
+if __name__ == "__main__":
+    main()
