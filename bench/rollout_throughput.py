@@ -4,6 +4,7 @@ decoding) vs the bare library on the same prompts and sampling settings, in one 
 
   hf:    HFRolloutEngine.generate          vs  model.generate(do_sample, num_return_sequences=n)
   vllm:  VLLMRolloutEngine.generate        vs  vllm.LLM.generate on the same LLM (no log-probs)
+  vllm+lp: the same, the bare call also asking for the sampled tokens' log-probs (logprobs=0)
   cb:    transformers continuous batching (`model.generate_batch`, paged KV cache), reported beside
          bare generate (no reasonrl engine uses it yet; --engines cb)
 
@@ -67,7 +68,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--hidden", type=int, default=896 if cuda else 256)
     ap.add_argument("--layers", type=int, default=24 if cuda else 4)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
     device, dtype = ("cuda", torch.bfloat16) if cuda else ("cpu", torch.float32)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
@@ -109,10 +110,16 @@ def main(argv=None) -> dict:
 
         veng = VLLMRolloutEngine(model, tok, kv_cache_gb=2.0)
         reqs = [{"prompt_token_ids": p} for p in prompts]
-        bare = vllm.SamplingParams(n=args.n, temperature=1.0, max_tokens=args.new, ignore_eos=True,
-                                   detokenize=False, seed=3)  # fmt: skip
+        bare_sp = vllm.SamplingParams(n=args.n, temperature=1.0, max_tokens=args.new, ignore_eos=True,
+                                      detokenize=False, seed=3)  # fmt: skip
         sides["vllm"] = (lambda: veng.generate(prompts, params),
-                         lambda: veng.llm.generate(reqs, bare, use_tqdm=False))  # fmt: skip
+                         lambda: veng.llm.generate(reqs, bare_sp, use_tqdm=False))  # fmt: skip
+        # the same bare call asking for the sampled tokens' log-probs, as RL needs: separates the
+        # engine's own overhead from the cost of computing log-probs
+        lp_sp = vllm.SamplingParams(n=args.n, temperature=1.0, max_tokens=args.new, ignore_eos=True,
+                                    detokenize=False, seed=3, logprobs=0)  # fmt: skip
+        sides["vllm+lp"] = (lambda: veng.generate(prompts, params),
+                            lambda: veng.llm.generate(reqs, lp_sp, use_tqdm=False))  # fmt: skip
     for name, (ours, bare) in sides.items():
         ours(), bare()  # warm-up (first call at a shape compiles / allocates)
         t_ours, t_bare = [], []
@@ -122,7 +129,7 @@ def main(argv=None) -> dict:
         o, b = tokens / statistics.median(t_ours), tokens / statistics.median(t_bare)
         report[name] = {"ours_tok_s": round(o, 1), "bare_tok_s": round(b, 1), "ratio": round(o / b, 3)}
         label = "generate_batch" if name == "cb" else "reasonrl"
-        print(f"{name:5s} {label}: {o:9.1f} tok/s   bare: {b:9.1f} tok/s   ratio {o / b:.3f}")
+        print(f"{name:8s} {label}: {o:9.1f} tok/s   bare: {b:9.1f} tok/s   ratio {o / b:.3f}")
     print(json.dumps(report))
     return report
 

@@ -77,6 +77,9 @@ class VLLMRolloutEngine:
         self._vllm = vllm
         self.tokenizer = tokenizer
         self.eos_id = tokenizer.eos_token_id
+        vocab = model.config.get_text_config().vocab_size
+        # vLLM refuses stop ids outside the vocabulary; such an EOS can never be drawn anyway
+        self.stop_ids = [self.eos_id] if self.eos_id is not None and self.eos_id < vocab else []
         self.version = 0  # policy updates pushed so far
         self.last_sync: dict[str, float] = {}
         self._pending = None  # a model to push at the next wake (synced while asleep)
@@ -135,7 +138,7 @@ class VLLMRolloutEngine:
             seed=seed,
             logprobs=0,  # the drawn token's log-prob only
             ignore_eos=True,  # the model config's EOS list may differ from the tokenizer's:
-            stop_token_ids=[self.eos_id],  # stop exactly where the HF engine does
+            stop_token_ids=self.stop_ids,  # stop exactly where the HF engine does
             detokenize=False,
         )
 
