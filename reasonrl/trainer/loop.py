@@ -73,7 +73,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     # old log-probs: for off-policy updates, KL-in-reward and TIS (otherwise old == current, exactly)
     # rows with zero advantage contribute nothing unless the loss has other per-token terms
     skip_inert = algo.kl_coef == 0 and algo.entropy_coef == 0 and not algo.kl_in_reward
-    needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl_in_reward or algo.tis_cap > 0
+    # (TIS with one update per step takes its weights inside the loss, from those same log-probs)
+    needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl_in_reward
 
     if start == 0:
         metrics_log.log(0, validate_policy(run, cfg))
@@ -98,7 +99,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         if critic is not None:
             batch.extras["values"] = critic.values(batch, t.micro_batch)
         step_metrics.update(compute_advantages(batch, algo, baseline))
-        if algo.tis_cap > 0:
+        if algo.tis_cap > 0 and batch.old_logprobs is not None:
             step_metrics.update(attach_tis_weights(batch, algo.tis_cap))
 
         # 3. updates: `epochs` passes over the batch in shuffled mini-batches; a mini-batch that has

@@ -7,7 +7,9 @@ Owns:
       estimators r_i - kl_coef * sum_t kl_it, kl = kl_estimator(old_logprobs, ref_logprobs));
       remax gets the greedy `baseline_rewards`, gae the critic's `values` and leaves `returns` in
       `batch.extras["returns"]` for the critic update.
-  `attach_tis_weights`: truncated IS weights min(exp(old - sampler), tis_cap), `batch.extras["is_weights"]`.
+  `attach_tis_weights`: truncated IS weights min(exp(old - sampler), tis_cap), `batch.extras["is_weights"]`
+      (with one update per step there are no separate old log-probs: the loss takes the weights from the
+      pre-update log-probs of its own forward, which are the old ones, saving a forward pass).
   `make_loss_fn`: the per-micro-batch loss
       loss = agg(w * policy_loss) + kl_coef * agg(kl(logprobs, ref))   [KL term only if not in reward]
              - entropy_coef * agg(entropy)
@@ -115,11 +117,15 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         mask = micro.mask
         old = micro.old_logprobs if micro.old_logprobs is not None else logprobs.detach()
         pg_tok, pg_metrics = policy_loss(logprobs, old, micro.advantages, mask, **opts)
+        metrics = {f"actor/{k}": v for k, v in pg_metrics.items()}
         if algo.tis_cap > 0:
-            pg_tok = pg_tok * micro.extras["is_weights"].to(pg_tok.device)
+            weights = micro.extras.get("is_weights")
+            if weights is None:  # one update per step: the pre-update log-probs are the old ones
+                weights, tis = tis_weights(old, micro.sampler_logprobs.to(old.device), mask, cap=algo.tis_cap)
+                metrics.update({f"actor/{k}": v for k, v in tis.items()})
+            pg_tok = pg_tok * weights.to(pg_tok.device)
         pg = agg(pg_tok, mask)
         loss = pg
-        metrics = {f"actor/{k}": v for k, v in pg_metrics.items()}
         metrics.update(logprob_gap(micro.sampler_logprobs, old, mask))
         metrics["loss/policy"] = pg.detach()
         if kl_loss:

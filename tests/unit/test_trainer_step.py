@@ -229,6 +229,22 @@ def test_tis_weights_scale_the_policy_loss_and_kl_in_reward_drops_the_kl_term():
     assert plain.item() == pytest.approx(-1.0 / 3, rel=1e-6)  # (-1 - 1 + 1) / 3 without weights
 
 
+def test_tis_without_old_logprobs_takes_weights_from_the_pre_update_forward():
+    # one update per step: no separate old log-probs; the loss's own (detached) log-probs are the old
+    # ones, so the weights and the loss equal the precomputed path's, and a gap metric is logged
+    b = _batch([1.0, 0.0], [0, 0], [[1, 1], [1, 0]])
+    b.advantages = torch.tensor([[1.0, 1.0], [-1.0, 0.0]])
+    current = torch.tensor([[-1.0, -1.0], [-1.0, -1.0]])
+    b.sampler_logprobs = current - torch.log(torch.tensor([[3.0, 1.0], [0.5, 1.0]]))
+    algo = AlgoConfig(tis_cap=2.0)
+    loss, metrics = make_loss_fn(algo, b.mask.sum(), 2, 2)(b, current.clone().requires_grad_(True), None)
+    assert loss.item() == pytest.approx(-2.5 / 3, rel=1e-6)  # as with attach_tis_weights above
+    assert metrics["actor/is_capped_frac"].item() == pytest.approx(1 / 3)
+    # |sampler - old| = [log 3, 0, log 0.5]: mean (log 3 + log 2) / 3, max log 3
+    assert metrics["rollout/logprob_gap_mean"].item() == pytest.approx(math.log(6) / 3, rel=1e-6)
+    assert metrics["rollout/logprob_gap_max"].item() == pytest.approx(math.log(3), rel=1e-6)
+
+
 # ---------------------------------------------------------------- early stop
 
 
