@@ -137,6 +137,12 @@ class TrainBatch:
     old_logprobs:     float [B, T]   policy at sampling time, recomputed by the trainer (or None)
     ref_logprobs:     float [B, T]   reference policy (or None)
     sampler_logprobs: float [B, T]   what the rollout engine reported (or None)
+    lengths:          long [B]       completion lengths (tokens)
+    truncated:        bool [B]       the completion hit max_new_tokens
+    values:           float [B, T]   critic values (PPO / GAE), or None
+    returns:          float [B, T]   value targets from a token-level estimator (GAE), or None
+    is_weights:       float [B, T]   truncated importance weights vs the sampler (TIS), or None
+    extras:           free-form per-row data for plugins (the trainer itself uses none)
     """
 
     input_ids: torch.Tensor
@@ -149,6 +155,11 @@ class TrainBatch:
     old_logprobs: torch.Tensor | None = None
     ref_logprobs: torch.Tensor | None = None
     sampler_logprobs: torch.Tensor | None = None
+    lengths: torch.Tensor | None = None
+    truncated: torch.Tensor | None = None
+    values: torch.Tensor | None = None
+    returns: torch.Tensor | None = None
+    is_weights: torch.Tensor | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -172,6 +183,11 @@ class TrainBatch:
             old_logprobs=pick(self.old_logprobs),
             ref_logprobs=pick(self.ref_logprobs),
             sampler_logprobs=pick(self.sampler_logprobs),
+            lengths=pick(self.lengths),
+            truncated=pick(self.truncated),
+            values=pick(self.values),
+            returns=pick(self.returns),
+            is_weights=pick(self.is_weights),
             extras={
                 k: (v[idx] if hasattr(v, "shape") and getattr(v, "ndim", 0) > 0 else v)
                 for k, v in self.extras.items()

@@ -92,6 +92,12 @@ def _eval(args) -> int:
         raise InputError("--size and --max-new-tokens must be >= 1")
     if args.temperature < 0:
         raise InputError(f"--temperature must be >= 0, got {args.temperature}")
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+
+    if args.engine not in ROLLOUT_ENGINES:
+        raise InputError(
+            f"--engine {args.engine!r} is not a rollout engine; known: {', '.join(ROLLOUT_ENGINES.names())}"
+        )
     args.model = _eval_model_path(args.model)
     from reasonrl.data.tasks import generate
     from reasonrl.eval.accuracy import evaluate
@@ -109,7 +115,11 @@ def _eval(args) -> int:
     params = SamplingParams(
         n=args.n, temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed
     )
-    acc, _ = evaluate(build_rollout_engine("hf", model, tok), tok, problems, params)
+    engine = build_rollout_engine(args.engine, model, tok)
+    try:
+        acc, _ = evaluate(engine, tok, problems, params)
+    finally:
+        engine.close()
     print(json.dumps({"model": args.model, "problems": len(problems), "n": args.n, "mean_score": acc}))
     return 0
 
@@ -165,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--max-new-tokens", type=int, default=64)
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--device", default="auto")
+    e.add_argument("--engine", default="hf", help="rollout engine (a name in ROLLOUT_ENGINES: hf, vllm, ...)")
     e.set_defaults(fn=_eval)
 
     g = sub.add_parser("data", help="write a procedural task as verl-format parquet/jsonl")

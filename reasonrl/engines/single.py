@@ -1,7 +1,9 @@
 """Single-device train engine (CPU or one CUDA GPU): the reference implementation.
 
-Owns: per-token log-probabilities (and entropy) of completion tokens, micro-batched gradient
-accumulation, AdamW with linear warm-up and an optional linear / cosine decay, gradient clipping, optional bf16 autocast on CUDA, and the
+Owns: the train-engine interface every engine implements (`outputs` / `logprobs` without gradients,
+`train_step(batch, loss_fn, micro_batch)`, `state_dict` / `load_state_dict` for resume), per-token
+log-probabilities (and entropy) of completion tokens (the default forward; a critic passes its own,
+see `trainer.critic`), micro-batched gradient accumulation, AdamW with linear warm-up and an optional linear / cosine decay, gradient clipping, optional bf16 autocast on CUDA, and the
 reference model's log-probabilities. Does not own: what the loss is (the trainer passes a `loss_fn`),
 checkpoint files (`engines.checkpoint`).
 
@@ -73,9 +75,15 @@ class SingleDeviceEngine:
         grad_clip: float = 1.0,
         bf16: bool = False,
         ref_model=None,
+        forward: Callable = None,
+        metric_prefix: str = "",
     ):
         self.model = model
         self.ref_model = ref_model
+        # what one forward returns: (logprobs, entropy) of the completion tokens for a policy, or
+        # (values,) for a critic; the loss function receives these after the micro-batch
+        self.forward = forward or completion_logprobs
+        self.metric_prefix = metric_prefix
         self.device = next(model.parameters()).device
         self.grad_clip = grad_clip
         self.optimizer = torch.optim.AdamW(
@@ -102,8 +110,9 @@ class SingleDeviceEngine:
         return TrainBatch(**moved)
 
     @torch.no_grad()
-    def logprobs(self, batch: TrainBatch, micro_batch: int, reference: bool = False) -> torch.Tensor:
-        """Log-probs [B, T] of the completion tokens under the policy (or the reference model)."""
+    def outputs(self, batch: TrainBatch, micro_batch: int, reference: bool = False) -> torch.Tensor:
+        """The forward's first output [B, T] (fp32, CPU), without gradients: log-probs of the completion
+        tokens under the policy (or the reference model), or a critic's values."""
         model = self.ref_model if reference else self.model
         if model is None:
             raise ValueError("no reference model loaded (algo.kl_coef is 0)")
@@ -112,9 +121,11 @@ class SingleDeviceEngine:
         out = []
         for s in range(0, batch.size, micro_batch):
             micro = self.to_device(batch.select(slice(s, s + micro_batch)))
-            out.append(completion_logprobs(model, micro, autocast=self._autocast)[0].float().cpu())
+            out.append(self.forward(model, micro, autocast=self._autocast)[0].float().cpu())
         model.train(was_training)
         return torch.cat(out)
+
+    logprobs = outputs
 
     def train_step(
         self, batch: TrainBatch, loss_fn: LossFn, micro_batch: int, with_entropy: bool = True
@@ -126,10 +137,8 @@ class SingleDeviceEngine:
         n_micro = 0
         for s in range(0, batch.size, micro_batch):
             micro = self.to_device(batch.select(slice(s, s + micro_batch)))
-            lp, ent = completion_logprobs(
-                self.model, micro, with_entropy=with_entropy, autocast=self._autocast
-            )
-            loss, metrics = loss_fn(micro, lp.float(), None if ent is None else ent.float())
+            outs = self.forward(self.model, micro, with_entropy=with_entropy, autocast=self._autocast)
+            loss, metrics = loss_fn(micro, *(None if o is None else o.float() for o in outs))
             loss.backward()
             n_micro += 1
             for k, v in metrics.items():
@@ -149,8 +158,8 @@ class SingleDeviceEngine:
         out = {
             k: (v if k.startswith("loss/") or k.endswith("_max") else v / n_micro) for k, v in totals.items()
         }
-        out["grad_norm"] = grad_norm.detach().float().cpu()
-        out["lr"] = torch.tensor(self.scheduler.get_last_lr()[0])
+        out[self.metric_prefix + "grad_norm"] = grad_norm.detach().float().cpu()
+        out[self.metric_prefix + "lr"] = torch.tensor(self.scheduler.get_last_lr()[0])
         return out
 
     def state_dict(self) -> dict:

@@ -134,7 +134,7 @@ def warm_start(model, tokenizer, spec: TinySpec, train: list[Problem], val: list
     rng = random.Random(spec.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=spec.sft_lr, weight_decay=0.0)
     engine = build_rollout_engine("hf", model, tokenizer)
-    greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=40)
+    greedy = SamplingParams.greedy(40)
     acc, step = 0.0, 0
     model.train()
     for step in range(1, spec.sft_max_steps + 1):

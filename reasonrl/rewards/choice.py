@@ -15,6 +15,7 @@ from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult, result
 from reasonrl.rewards.extract import answer_region, answer_tag, last_boxed
+from reasonrl.rewards.ground_truth import single
 from reasonrl.rewards.math import clean_latex
 from reasonrl.types import Problem
 
@@ -74,10 +75,7 @@ def extract_choice(response: str, valid: str = LETTERS) -> tuple[str | None, str
 
 
 def _gold_letter(gt: Any) -> str:
-    if hasattr(gt, "tolist"):
-        gt = gt.tolist()
-    if isinstance(gt, (list, tuple)) and len(gt) == 1:
-        gt = gt[0]
+    gt = single(gt)
     if isinstance(gt, int) and 0 <= gt < len(LETTERS):
         return LETTERS[gt]
     letter, _ = letter_of(str(gt))

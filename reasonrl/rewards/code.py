@@ -36,7 +36,6 @@ Score: score_mode="all_pass" (1 iff every test passes, stops at the first failur
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 import textwrap
@@ -46,6 +45,7 @@ from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
 from reasonrl.rewards.extract import after_think
+from reasonrl.rewards.ground_truth import json_value
 from reasonrl.rewards.sandbox.server import run_job, run_one_shot
 from reasonrl.types import Problem
 
@@ -107,21 +107,11 @@ def _tokens_match(a: str, e: str, tol: float) -> bool:
     return math.isclose(x, y, rel_tol=tol, abs_tol=tol)
 
 
-def json_ground_truth(ground_truth: Any) -> Any:
-    """The ground truth, decoded if it is a JSON string (as Reasoning360 stores code tests)."""
-    if isinstance(ground_truth, (str, bytes)):
-        try:
-            return json.loads(ground_truth)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"ground_truth is not JSON ({e.msg})") from None
-    return ground_truth
-
-
 def parse_tests(ground_truth: Any) -> dict[str, Any]:
     """Normalise a ground truth into {"kind": "stdio"|"call"|"program"|"asserts", ...}.
 
     Raises ValueError naming what is wrong."""
-    gt = json_ground_truth(ground_truth)
+    gt = json_value(ground_truth)  # Reasoning360 stores code tests as JSON strings
     if not isinstance(gt, dict):
         raise ValueError(f"ground_truth must be a dict, got {type(gt).__name__}")
     if "inputs" in gt and "outputs" in gt:
@@ -195,7 +185,7 @@ def _failure_reason(reply: dict[str, Any]) -> str:
     return "wrong" if not errors or errors[-1].startswith("AssertionError") else "runtime_error"
 
 
-def _clip(s: str) -> str:
+def clip_text(s: str) -> str:
     return s if len(s) <= _MAX_INFO_CHARS else s[:_MAX_INFO_CHARS] + "...[truncated]"
 
 
@@ -303,7 +293,7 @@ def run_spec(spec, program, run: JobRunner, *, prefix="", timeout_s, memory_mb, 
     if not all(outcomes):
         errors = reply.get("errors") or []
         failure = {"reason": _failure_reason(reply), "test": outcomes.index(False),
-                   "error": _clip(errors[-1] if errors else "")}  # fmt: skip
+                   "error": clip_text(errors[-1] if errors else "")}  # fmt: skip
     return outcomes, len(tests), failure
 
 
@@ -322,8 +312,8 @@ def _run_stdio(spec, base, run, timeout_s, max_tests, tol, stop_early, deadline)
         outcomes.append(ok)
         if not ok and failure is None:
             failure = {"reason": _failure_reason(reply) if reply["status"] != "success" else "wrong", "test": i,
-                       "stdin": _clip(stdin), "expected": _clip(want), "stdout": _clip(reply["stdout"]),
-                       "stderr": _clip(reply["stderr"])}  # fmt: skip
+                       "stdin": clip_text(stdin), "expected": clip_text(want), "stdout": clip_text(reply["stdout"]),
+                       "stderr": clip_text(reply["stderr"])}  # fmt: skip
         if not ok and stop_early:
             break
     return outcomes, len(pairs), failure

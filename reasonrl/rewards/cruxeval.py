@@ -44,8 +44,9 @@ import re
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
-from reasonrl.rewards.code import _clip, check_backend, extract_code, job_runner, json_ground_truth, run_spec
+from reasonrl.rewards.code import check_backend, clip_text, extract_code, job_runner, run_spec
 from reasonrl.rewards.extract import answer_region
+from reasonrl.rewards.ground_truth import json_value
 from reasonrl.types import Problem
 
 MAX_PREDICTION_CHARS = 20_000
@@ -150,7 +151,7 @@ def extract_prediction(response: str, task: str) -> tuple[str | None, str]:
 
 
 def _function(ground_truth: Any) -> str:
-    gt = json_ground_truth(ground_truth)
+    gt = json_value(ground_truth)
     if not isinstance(gt, dict) or not isinstance(gt.get("functional"), str) or not gt["functional"].strip():
         raise ValueError('ground_truth must be {"functional": "<function source>"}')
     return gt["functional"]
@@ -185,7 +186,7 @@ def trusted_side(problem: Problem, task: str) -> str:
     try:
         ast.parse(side, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        raise ValueError(f"trusted side {_clip(side)!r} is not a Python expression") from None
+        raise ValueError(f"trusted side {clip_text(side)!r} is not a Python expression") from None
     return side
 
 

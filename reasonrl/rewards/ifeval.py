@@ -22,6 +22,7 @@ from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
 from reasonrl.rewards.extract import answer_region
+from reasonrl.rewards.ground_truth import decoded
 from reasonrl.types import Problem
 
 Checker = Callable[..., bool]
@@ -305,25 +306,14 @@ def response_language(text: str, language: str) -> bool:
 # ---------------------------------------------------------------- the verifier
 
 
-def _decode(x: Any) -> Any:
-    if hasattr(x, "tolist"):
-        x = x.tolist()
-    if isinstance(x, str) and x.strip()[:1] in "[{":
-        try:
-            return json.loads(x)
-        except ValueError:
-            return x
-    return x
-
-
 def instructions(problem: Problem) -> list[tuple[str, dict[str, Any]]]:
     """(instruction id, kwargs) pairs of a row, in either accepted format."""
-    gt, extra = _decode(problem.ground_truth), problem.extra_info
-    ids = _decode(extra.get("instruction_id_list"))
-    kwargs = _decode(extra.get("kwargs"))
+    gt, extra = decoded(problem.ground_truth), problem.extra_info
+    ids = decoded(extra.get("instruction_id_list"))
+    kwargs = decoded(extra.get("kwargs"))
     if isinstance(gt, dict):
-        ids = _decode(gt.get("instruction_id_list", ids))
-        kwargs = _decode(gt.get("kwargs", kwargs))
+        ids = decoded(gt.get("instruction_id_list", ids))
+        kwargs = decoded(gt.get("kwargs", kwargs))
     elif isinstance(gt, list) and kwargs is None:
         kwargs = gt
     if not ids:
@@ -333,7 +323,7 @@ def instructions(problem: Problem) -> list[tuple[str, dict[str, Any]]]:
         raise ValueError(f"ifeval: {len(ids)} instructions but {len(kwargs)} kwargs")
     out = []
     for iid, kw in zip(ids, kwargs, strict=True):
-        kw = _decode(kw) or {}
+        kw = decoded(kw) or {}
         clean = {}
         for k, v in kw.items():
             v = v.tolist() if hasattr(v, "tolist") else v

@@ -22,6 +22,7 @@ from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult, result
 from reasonrl.rewards.extract import answer_region, answer_tag, last_boxed
+from reasonrl.rewards.ground_truth import plain
 from reasonrl.types import Problem
 
 MAX_PARSE_CHARS = 100_000
@@ -42,22 +43,11 @@ def parse_structured(text: str) -> Any:
         raise ValueError(f"not a literal: {type(e).__name__}") from None
 
 
-def _plain(x: Any) -> Any:
-    """numpy arrays / scalars (as parquet loads them) to lists / Python scalars; JSON strings parsed."""
-    if hasattr(x, "tolist"):
-        x = x.tolist()
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    return x
-
-
 def _gold(gt: Any) -> Any:
-    gt = _plain(gt)
+    gt = plain(gt)
     if isinstance(gt, str):
         try:
-            return _plain(parse_structured(gt))
+            return plain(parse_structured(gt))
         except ValueError:
             return gt
     return gt
@@ -187,7 +177,7 @@ def _short(s: str) -> str:
 @VERIFIERS.register("graph")
 def graph(response: str, problem: Problem) -> RewardResult:
     """1 if the `<answer>` equals the gold answer (case-insensitive; numbers compared by value)."""
-    gold = _short(str(_plain(problem.ground_truth)))
+    gold = _short(str(plain(problem.ground_truth)))
     ans = answer_tag(answer_region(response))
     if ans is None:
         return result(False, None)
@@ -227,7 +217,7 @@ def _find_grid(ans: str) -> list[list[int]] | None:
     """A grid as a list literal (anywhere in the answer) or as rows of space-separated digits."""
     ans = ans.strip()
     try:
-        return _grid(_plain(parse_structured(ans)))
+        return _grid(plain(parse_structured(ans)))
     except ValueError:
         pass
     lines = [ln for ln in ans.strip("`").strip().splitlines() if ln.strip()]
@@ -308,7 +298,7 @@ def _norm(obj: Any) -> Any:
 
 
 def _codeio_gold(gt: Any) -> Any:
-    gt = _plain(gt)
+    gt = plain(gt)
     if isinstance(gt, str):
         s = gt.strip()
         if s.startswith('"input"') or s.startswith('"output"'):

@@ -34,6 +34,7 @@ from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult, result
 from reasonrl.rewards.extract import answer_region, boxed_all, extract
+from reasonrl.rewards.ground_truth import single
 from reasonrl.types import Problem
 
 MATH_MODES = ("boxed", "answer_tag", "gsm8k", "answer_colon")
@@ -279,11 +280,7 @@ def symbolic_compare(
 
 
 def _gold_text(gt: Any) -> str:
-    if isinstance(gt, (list, tuple)) and len(gt) == 1:
-        gt = gt[0]
-    if hasattr(gt, "tolist"):
-        gt = gt.tolist()
-    return str(gt).strip()
+    return str(single(gt)).strip()
 
 
 def _asks_percent(gold: str, problem: Problem) -> bool:

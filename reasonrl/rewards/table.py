@@ -21,6 +21,7 @@ from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult, result
 from reasonrl.rewards.extract import answer_region, boxed_all, extract
+from reasonrl.rewards.ground_truth import plain
 from reasonrl.rewards.math import clean_latex, to_number
 from reasonrl.types import Problem
 
@@ -107,9 +108,8 @@ def _split(s: str) -> list[str]:
 
 
 def _gold_cells(gt: Any) -> list[str]:
-    if hasattr(gt, "tolist"):
-        gt = gt.tolist()
-    if isinstance(gt, (list, tuple)):
+    gt = plain(gt)
+    if isinstance(gt, list):
         return [str(x).strip() for x in gt]
     return _split(str(gt))
 

@@ -24,6 +24,18 @@ class SamplingParams:
     max_new_tokens: int = 64
     seed: int | None = None
 
+    @classmethod
+    def greedy(cls, max_new_tokens: int) -> SamplingParams:
+        return cls(n=1, temperature=0.0, max_new_tokens=max_new_tokens)
+
+    @classmethod
+    def of_rollout(cls, rollout, seed: int | None, **changes) -> SamplingParams:
+        """The recipe's sampling (`rollout.n / temperature / top_p / top_k / max_new_tokens`), with
+        `changes` (e.g. validation's n and temperature)."""
+        base = dict(n=rollout.n, temperature=rollout.temperature, top_p=rollout.top_p, top_k=rollout.top_k,
+                    max_new_tokens=rollout.max_new_tokens, seed=seed)  # fmt: skip
+        return cls(**{**base, **changes})
+
 
 class RolloutEngine(Protocol):
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:

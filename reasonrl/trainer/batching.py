@@ -45,7 +45,8 @@ def build_batch(groups: list[RolloutGroup], pad_id: int) -> TrainBatch:
         rewards=rewards,
         group_ids=group_ids,
         sampler_logprobs=sampler,
-        extras={"truncated": truncated, "lengths": lengths},
+        truncated=truncated,
+        lengths=lengths,
     )
 
 

@@ -1,8 +1,8 @@
-"""The critic (value model) for PPO with GAE: a value head on the policy architecture, trained with
-its own optimizer.
+"""The critic (value model) for PPO with GAE: a value head on the policy architecture, trained as a
+second train engine (the same `SingleDeviceEngine`, with the value forward instead of log-probs).
 
 Owns: `Critic` (values V(s_t) of the completion positions, one clipped value-loss update per
-mini-batch, its state for checkpoints) and `build_critic` (from the config). The model is
+mini-batch, its state for checkpoints), `completion_values` and `build_critic` (from the config). The model is
 `AutoModelForTokenClassification(num_labels=1, classifier_dropout=0)` loaded from `algo.critic_model` (default: the
 policy's own checkpoint), i.e. a separate copy of the policy backbone with a fresh linear head, as in
 verl / OpenRLHF. Does not own: GAE (`algorithms.advantages.gae`), the value-loss formula
@@ -19,76 +19,65 @@ Single device only (the critic lives on the policy's device).
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import torch
 
 from reasonrl.algorithms.masked import aggregate
 from reasonrl.algorithms.value import value_loss
+from reasonrl.engines.single import SingleDeviceEngine
 from reasonrl.types import TrainBatch
 
 
+def completion_values(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext):
+    """(values [B, T],): the value head at the positions that predict each completion token."""
+    ids, attn = batch.input_ids, batch.attention_mask
+    pos = (attn.cumsum(-1) - 1).clamp_min(0)
+    with autocast():
+        out = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False).logits
+    return (out[:, batch.prompt_len - 1 : -1, 0],)
+
+
 class Critic:
+    """The value model as a second train engine (`SingleDeviceEngine` with the value forward)."""
+
     def __init__(
         self, model, *, lr: float, betas=(0.9, 0.999), weight_decay: float = 0.0, grad_clip: float = 1.0
     ):
+        self.engine = SingleDeviceEngine(model, lr=lr, betas=tuple(betas), weight_decay=weight_decay,
+                                         grad_clip=grad_clip, forward=completion_values,
+                                         metric_prefix="critic/")  # fmt: skip
         self.model = model
-        self.device = next(model.parameters()).device
-        self.grad_clip = grad_clip
-        self.optimizer = torch.optim.AdamW(
-            model.parameters(), lr=lr, betas=tuple(betas), weight_decay=weight_decay
-        )
 
-    def _forward(self, micro: TrainBatch) -> torch.Tensor:
-        ids = micro.input_ids.to(self.device)
-        attn = micro.attention_mask.to(self.device)
-        pos = (attn.cumsum(-1) - 1).clamp_min(0)
-        out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False).logits
-        return out[:, micro.prompt_len - 1 : -1, 0].float()
-
-    @torch.no_grad()
     def values(self, batch: TrainBatch, micro_batch: int) -> torch.Tensor:
         """V [B, T] (fp32, CPU) of the completion positions under the current critic."""
-        self.model.eval()
-        out = [
-            self._forward(batch.select(slice(s, s + micro_batch))).cpu()
-            for s in range(0, batch.size, micro_batch)
-        ]
-        return torch.cat(out)
+        return self.engine.outputs(batch, micro_batch)
 
     def train_step(
         self, batch: TrainBatch, micro_batch: int, clip_range: float | None
     ) -> dict[str, torch.Tensor]:
-        """One optimizer step on `batch` (a mini-batch holding extras `values` and `returns`)."""
-        self.model.train()
+        """One optimizer step on `batch` (a mini-batch holding `values` and `returns`)."""
         total_tokens = batch.mask.sum()
-        sums: dict[str, torch.Tensor] = {}
-        n_micro = 0
-        for s in range(0, batch.size, micro_batch):
-            micro = batch.select(slice(s, s + micro_batch))
-            mask = micro.mask.to(self.device)
-            values = self._forward(micro)
-            old = micro.extras["values"].to(self.device)
-            returns = micro.extras["returns"].to(self.device)
-            tok, metrics = value_loss(values, old, returns, mask, clip_range=clip_range)
-            loss = aggregate(tok, mask, "token_mean", total_tokens=total_tokens.to(self.device))
-            loss.backward()
-            n_micro += 1
-            sums["loss/value"] = sums.get("loss/value", 0.0) + loss.detach().cpu()
-            for k, v in metrics.items():
-                sums[f"critic/{k}"] = sums.get(f"critic/{k}", 0.0) + v.detach().cpu()
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
-        if torch.isfinite(grad_norm):
-            self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        out = {k: (v if k.startswith("loss/") else v / n_micro) for k, v in sums.items()}
-        out["critic/grad_norm"] = grad_norm.detach().float().cpu()
+
+        def loss_fn(micro: TrainBatch, values: torch.Tensor):
+            mask = micro.mask
+            tok, metrics = value_loss(values, micro.values, micro.returns, mask, clip_range=clip_range)
+            loss = aggregate(tok, mask, "token_mean", total_tokens=total_tokens.to(values.device))
+            return loss, {"loss/value": loss.detach(), **{f"critic/{k}": v for k, v in metrics.items()}}
+
+        out = self.engine.train_step(batch, loss_fn, micro_batch, with_entropy=False)
+        out.pop("critic/lr", None)  # constant: the critic has no schedule
         return out
 
     def state_dict(self) -> dict:
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+        return {"model": self.model.state_dict(), **self.engine.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        if "scheduler" in state:
+            self.engine.load_state_dict(state)
+        else:  # checkpoints written before the critic was an engine
+            self.engine.optimizer.load_state_dict(state["optimizer"])
 
 
 def build_critic(cfg, log=print) -> Critic:

@@ -97,7 +97,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         if algo.kl_coef > 0:
             batch.ref_logprobs = run.train_engine.logprobs(batch, t.micro_batch, reference=True)
         if critic is not None:
-            batch.extras["values"] = critic.values(batch, t.micro_batch)
+            batch.values = critic.values(batch, t.micro_batch)
         step_metrics.update(compute_advantages(batch, algo, baseline))
         if algo.tis_cap > 0 and batch.old_logprobs is not None:
             step_metrics.update(attach_tis_weights(batch, algo.tis_cap))

@@ -50,11 +50,11 @@ def collect_rollouts(run, problems: list[Problem], params: SamplingParams) -> tu
 
 
 def rollout_metrics(batch: TrainBatch) -> dict[str, float]:
-    lengths = batch.extras["lengths"].float()
+    lengths = batch.lengths.float()
     return {
         "rollout/response_length": lengths.mean().item(),
         "rollout/response_length_max": lengths.max().item(),
-        "rollout/truncated_frac": batch.extras["truncated"].float().mean().item(),
+        "rollout/truncated_frac": batch.truncated.float().mean().item(),
         "rollout/batch_size": float(batch.size),
     }
 

@@ -114,7 +114,7 @@ def collect_step(run, params: SamplingParams, algo: AlgoConfig) -> tuple[list[Ro
 
 def greedy_baseline(run, groups: list[RolloutGroup], algo: AlgoConfig, max_new_tokens: int) -> torch.Tensor:
     """ReMax baseline [N]: the shaped reward of each prompt's greedy completion, one per row."""
-    greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=max_new_tokens)
+    greedy = SamplingParams.greedy(max_new_tokens)
     completions = [cs[0] for cs in run.rollout_engine.generate([g.prompt_ids for g in groups], greedy)]
     results, _ = run.scorer.score([c.text for c in completions], [g.problem for g in groups])
     scores = torch.tensor([float(r.score) for r in results])
@@ -141,9 +141,7 @@ def step_rollouts(run, cfg: RunConfig, step: int, needs: frozenset[str], version
 
     t0 = time.perf_counter()
     r = cfg.rollout
-    params = SamplingParams(
-        r.n, r.temperature, r.top_p, r.top_k, r.max_new_tokens, step_seed(cfg.train.seed, step)
-    )
+    params = SamplingParams.of_rollout(r, step_seed(cfg.train.seed, step))
     groups, metrics = collect_step(run, params, cfg.algo)
     baseline = (  # ReMax: rewards of greedy completions (no random numbers drawn)
         greedy_baseline(run, groups, cfg.algo, r.max_new_tokens) if "baseline_rewards" in needs else None

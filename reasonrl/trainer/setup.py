@@ -138,19 +138,14 @@ def validate_policy(run: Run, cfg: RunConfig) -> dict[str, float]:
 
 def _validate(run: Run, cfg: RunConfig) -> dict[str, float]:
     v = cfg.val
-    greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=cfg.rollout.max_new_tokens)
+    greedy = SamplingParams.greedy(cfg.rollout.max_new_tokens)
     think = run.think_from_prompt
     acc, _ = evaluate(run.rollout_engine, run.tokenizer, run.val, greedy, batch_size=v.batch_size,
                       think_from_prompt=think, scorer=run.scorer)  # fmt: skip
     out = {"eval/accuracy": acc}
     if v.n > 1:
-        sampled = SamplingParams(
-            n=v.n,
-            temperature=v.temperature,
-            top_p=cfg.rollout.top_p,
-            max_new_tokens=cfg.rollout.max_new_tokens,
-            seed=cfg.train.seed,
-        )
+        # the rollout's own filters (top-p, top-k) at the validation temperature
+        sampled = SamplingParams.of_rollout(cfg.rollout, cfg.train.seed, n=v.n, temperature=v.temperature)
         mean_n, _ = evaluate(run.rollout_engine, run.tokenizer, run.val, sampled, batch_size=v.batch_size,
                              think_from_prompt=think, scorer=run.scorer)  # fmt: skip
         out[f"eval/mean@{v.n}"] = mean_n

@@ -38,7 +38,7 @@ def shape_rewards(
 
 def shape_batch(batch: TrainBatch, algo: AlgoConfig, max_len: int) -> dict[str, float]:
     """Shape `batch.rewards` and (optionally) mask truncated rows, in place; returns metrics."""
-    lengths = batch.extras["lengths"]
+    lengths = batch.lengths
     batch.rewards = shape_rewards(batch.rewards, lengths, algo, max_len)
     metrics: dict[str, float] = {}
     if algo.reward_map or algo.overlong_buffer > 0:
@@ -48,7 +48,7 @@ def shape_batch(batch: TrainBatch, algo: AlgoConfig, max_len: int) -> dict[str, 
         metrics["reward/overlong_penalty"] = penalty.mean().item()
         metrics["reward/overlong_frac"] = (penalty < 0).float().mean().item()
     if algo.mask_truncated:
-        truncated = batch.extras["truncated"]
+        truncated = batch.truncated
         batch.mask = mask_truncated(batch.mask, truncated)
         metrics["rollout/masked_truncated_frac"] = truncated.float().mean().item()
     return metrics

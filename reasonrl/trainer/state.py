@@ -1,9 +1,10 @@
 """Exact resume: what a checkpoint holds of a run, and putting it back.
 
-Owns: `save_state` (policy in HF format, optimizer / scheduler / critic state, sampler position,
-RNG, config, and an async run's pending rollouts) and `restore_state` (the newest checkpoint that verifies, falling back past corrupt or
-unloadable ones; the policy weights loaded in place, no second model copy kept; a PPO resume without
-the critic's state is an error; config changes refused or applied, see `trainer.rundir`). Does not
+Owns: `save_state` (policy in HF format, optimizer / scheduler / critic state, sampler position, RNG,
+config, and an async run's pending rollouts) and `restore_state` (the newest checkpoint that verifies,
+falling back past corrupt or unloadable ones; the policy weights copied in place one tensor at a time,
+so no second copy of the model is ever held; a checkpoint of another model, or a PPO resume without
+the critic's state, is an error; config changes refused or applied, see `trainer.rundir`). Does not
 own: the checkpoint files' layout and integrity (`engines.checkpoint`).
 """
 
@@ -44,7 +45,9 @@ def restore_state(run, critic, cfg: RunConfig, allow_config_change: bool = False
         if problem is None:
             try:
                 state, engine_state, rng = load_checkpoint(ckpt)
-                weights = _load_weights(ckpt)
+                _check_weights(run.model, ckpt)
+            except ConfigError:  # readable, but not this model's: never silently fall back past it
+                raise
             except Exception as e:  # noqa: BLE001 - an unreadable file: fall back like a bad manifest
                 problem = f"cannot be loaded ({type(e).__name__}: {str(e)[:200]})"
         if problem is not None:
@@ -54,7 +57,7 @@ def restore_state(run, critic, cfg: RunConfig, allow_config_change: bool = False
             raise ConfigError(f"checkpoint {ckpt} has no critic state, but algo.adv_estimator=gae needs one")
         changed = check_resume_config(state.get("config", {}), to_dict(cfg), allow_config_change, run_dir,
                                       state["step"], log)  # fmt: skip
-        _load_in_place(run.model, weights, ckpt)
+        _load_in_place(run.model, ckpt)
         run.train_engine.load_state_dict(engine_state, keep_hyperparams=changed)
         if critic is not None:
             critic.load_state_dict(engine_state["critic"])
@@ -67,25 +70,40 @@ def restore_state(run, critic, cfg: RunConfig, allow_config_change: bool = False
     return 0
 
 
-def _load_in_place(model, weights: dict, ckpt: Path) -> None:
-    """Copy the checkpoint's tensors into the live policy; only tied weights may be absent."""
+def _weight_files(ckpt: Path) -> list[Path]:
+    files = sorted(ckpt.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"no *.safetensors in {ckpt}")
+    return files
+
+
+def _check_weights(model, ckpt: Path) -> None:
+    """The checkpoint's tensor names (read from the file headers) fit the model; only tied weights
+    may be absent."""
+    from safetensors import safe_open
+
     own = model.state_dict()
-    missing, unexpected = model.load_state_dict(weights, strict=False)
-    present = {own[k].data_ptr() for k in weights if k in own}
-    untied = [k for k in missing if own[k].data_ptr() not in present]
+    names: set[str] = set()
+    for f in _weight_files(ckpt):
+        with safe_open(str(f), framework="pt") as st:
+            names.update(st.keys())
+    present = {own[k].data_ptr() for k in names if k in own}
+    untied = [k for k in own if k not in names and own[k].data_ptr() not in present]
+    unexpected = sorted(names - own.keys())
     if untied or unexpected:
         raise ConfigError(
             f"checkpoint {ckpt} does not match the model: missing {untied[:3]}, unexpected {unexpected[:3]}"
         )
 
 
-def _load_weights(ckpt: Path) -> dict:
-    from safetensors.torch import load_file
+def _load_in_place(model, ckpt: Path) -> None:
+    """Copy the checkpoint's tensors into the live policy one at a time (no second copy of the model)."""
+    import torch
+    from safetensors import safe_open
 
-    files = sorted(ckpt.glob("*.safetensors"))
-    if not files:
-        raise FileNotFoundError(f"no *.safetensors in {ckpt}")
-    weights: dict = {}
-    for f in files:
-        weights.update(load_file(str(f)))
-    return weights
+    own = model.state_dict()
+    with torch.no_grad():
+        for f in _weight_files(ckpt):
+            with safe_open(str(f), framework="pt") as st:
+                for name in st.keys():
+                    own[name].copy_(st.get_tensor(name))

@@ -6,8 +6,8 @@ Owns:
       folding KL into the rewards when `algo.kl_in_reward` (token rewards for gae; for sequence
       estimators r_i - kl_coef * sum_t kl_it, kl = kl_estimator(old_logprobs, ref_logprobs));
       remax gets the greedy `baseline_rewards`, gae the critic's `values` and leaves `returns` in
-      `batch.extras["returns"]` for the critic update.
-  `attach_tis_weights`: truncated IS weights min(exp(old - sampler), tis_cap), `batch.extras["is_weights"]`
+      `batch.returns` for the critic update.
+  `attach_tis_weights`: truncated IS weights min(exp(old - sampler), tis_cap), `batch.is_weights`
       (with one update per step there are no separate old log-probs: the loss takes the weights from the
       pre-update log-probs of its own forward, which are the old ones, saving a forward pass).
   `make_loss_fn`: the per-micro-batch loss
@@ -44,7 +44,7 @@ def compute_advantages(
     batch: TrainBatch, algo: AlgoConfig, baseline_rewards: torch.Tensor | None = None
 ) -> dict[str, float]:
     """Set `batch.advantages` [B, T] (0 off-mask); returns metrics. Supplies what the estimator
-    declared it needs: critic `values` (from `batch.extras`), the `mask`, `token_rewards` (KL folded in,
+    declared it needs: critic `values` (`batch.values`), the `mask`, `token_rewards` (KL folded in,
     with kl_in_reward), `baseline_rewards` (greedy completions' rewards)."""
     rewards, mask = batch.rewards, batch.mask
     estimator = ADVANTAGES.get(algo.adv_estimator)
@@ -59,14 +59,14 @@ def compute_advantages(
             token_rewards = fold_kl_into_rewards(rewards, kl, mask, algo.kl_coef)
         else:
             rewards = rewards - penalty
-    supplied = {"values": batch.extras.get("values"), "mask": mask, "token_rewards": token_rewards,
+    supplied = {"values": batch.values, "mask": mask, "token_rewards": token_rewards,
                 "baseline_rewards": baseline_rewards}  # fmt: skip
     kwargs = {**algo.adv_kwargs, **{k: supplied[k] for k in estimator.needs}}
     if baseline_rewards is not None:
         metrics["reward/baseline_mean"] = baseline_rewards.float().mean().item()
     if estimator.token_level:
         adv, returns = estimator(rewards, batch.group_ids, **kwargs)
-        batch.extras["returns"] = returns
+        batch.returns = returns
         metrics["critic/returns_mean"] = masked_mean(returns, mask).item()
     else:
         adv = estimator(rewards, batch.group_ids, **kwargs)[:, None].expand_as(mask)
@@ -76,9 +76,9 @@ def compute_advantages(
 
 
 def attach_tis_weights(batch: TrainBatch, cap: float) -> dict[str, float]:
-    """Store truncated IS weights [B, T] in `batch.extras["is_weights"]`; returns their metrics."""
+    """Store truncated IS weights [B, T] in `batch.is_weights`; returns their metrics."""
     weights, metrics = tis_weights(batch.old_logprobs, batch.sampler_logprobs, batch.mask, cap=cap)
-    batch.extras["is_weights"] = weights
+    batch.is_weights = weights
     return {f"actor/{k}": v.item() for k, v in metrics.items()}
 
 
@@ -119,7 +119,7 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         pg_tok, pg_metrics = policy_loss(logprobs, old, micro.advantages, mask, **opts)
         metrics = {f"actor/{k}": v for k, v in pg_metrics.items()}
         if algo.tis_cap > 0:
-            weights = micro.extras.get("is_weights")
+            weights = micro.is_weights
             if weights is None:  # one update per step: the pre-update log-probs are the old ones
                 weights, tis = tis_weights(old, micro.sampler_logprobs.to(old.device), mask, cap=algo.tis_cap)
                 metrics.update({f"actor/{k}": v for k, v in tis.items()})

@@ -66,8 +66,8 @@ def test_build_batch_layout_by_hand():
     )
     assert b.rewards.tolist() == [1.0, 0.0, 0.5, 0.25]
     assert b.group_ids.tolist() == [0, 0, 1, 1]
-    assert b.extras["truncated"].tolist() == [False, True, False, True]
-    assert b.extras["lengths"].tolist() == [3, 1, 2, 0]
+    assert b.truncated.tolist() == [False, True, False, True]
+    assert b.lengths.tolist() == [3, 1, 2, 0]
     assert (b.input_ids.dtype, b.attention_mask.dtype, b.rewards.dtype) == (
         torch.long,
         torch.long,
@@ -95,7 +95,7 @@ def test_select_picks_rows_of_every_field():
     assert s.input_ids.tolist() == [b.input_ids[2].tolist(), b.input_ids[0].tolist()]
     assert s.group_ids.tolist() == [1, 0]
     assert s.rewards.tolist() == [0.5, 1.0]
-    assert s.extras["lengths"].tolist() == [2, 3]
+    assert s.lengths.tolist() == [2, 3]
     assert s.prompt_len == 3
 
 
@@ -117,7 +117,7 @@ def test_minibatches_cover_every_row_once(size, shuffle):
             j = b.rewards.tolist().index(p.rewards[i].item())
             assert torch.equal(p.input_ids[i], b.input_ids[j])
             assert torch.equal(p.mask[i], b.mask[j])
-            assert p.extras["lengths"][i] == b.extras["lengths"][j]
+            assert p.lengths[i] == b.lengths[j]
 
 
 def test_shuffled_minibatches_follow_the_generator():

@@ -1,15 +1,17 @@
-"""`reasonrl demo`'s built-in settings and recipes/demo.yaml describe the same run."""
+"""`reasonrl demo` runs recipes/demo.yaml, which ships inside the package (the repository's recipes/
+directory links to it)."""
 
 from pathlib import Path
 
-from reasonrl.cli.demo import DEMO
+from reasonrl.cli.demo import RECIPE
 from reasonrl.config import load_config, to_dict
 
-RECIPE = Path(__file__).parents[2] / "recipes" / "demo.yaml"
+REPO_RECIPES = Path(__file__).parents[2] / "recipes"
 
 
-def test_demo_settings_equal_the_recipe():
-    from_code = to_dict(load_config(None, DEMO + ["log.run_dir=runs/demo"]))
-    from_recipe = to_dict(load_config(RECIPE))
-    assert from_code == from_recipe
-    assert from_code["train"]["steps"] == 900 and from_code["data"]["task"] == "addsub"
+def test_demo_runs_the_packaged_recipe_which_is_the_repository_one():
+    assert RECIPE.is_file() and RECIPE.parent.name == "recipes" and RECIPE.parent.parent.name == "reasonrl"
+    assert (REPO_RECIPES / "demo.yaml").resolve() == RECIPE.resolve()
+    cfg = to_dict(load_config(RECIPE))
+    assert cfg["train"]["steps"] == 900 and cfg["data"]["task"] == "addsub"
+    assert cfg["model"]["path"] == "demo:addsub" and cfg["rollout"]["n"] == 8

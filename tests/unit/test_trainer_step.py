@@ -181,12 +181,12 @@ def test_kl_folded_into_sequence_rewards():
 
 def test_gae_uses_critic_values_and_kl_token_rewards():
     b = _batch([1.0], [0], [[1, 1]])
-    b.extras["values"] = torch.tensor([[0.5, 0.5]])
+    b.values = torch.tensor([[0.5, 0.5]])
     algo = AlgoConfig(adv_estimator="gae", adv_kwargs={"gamma": 1.0, "lam": 1.0, "whiten": False})
     compute_advantages(b, algo)
     # delta_1 = 1 + 0 - 0.5 = 0.5 = A_1; delta_0 = 0 + 0.5 - 0.5 = 0, A_0 = 0 + A_1 = 0.5; R = A + V = 1
     torch.testing.assert_close(b.advantages, torch.tensor([[0.5, 0.5]]))
-    torch.testing.assert_close(b.extras["returns"], torch.tensor([[1.0, 1.0]]))
+    torch.testing.assert_close(b.returns, torch.tensor([[1.0, 1.0]]))
     b.old_logprobs = torch.tensor([[-1.0, -1.0]])
     b.ref_logprobs = torch.tensor([[-2.0, -1.0]])  # k1 = [1, 0]
     compute_advantages(
@@ -194,7 +194,7 @@ def test_gae_uses_critic_values_and_kl_token_rewards():
     )
     # token rewards [-0.5, 1]: delta_1 = 0.5 = A_1; delta_0 = -0.5 + 0.5 - 0.5 = -0.5, A_0 = 0; R = [0.5, 1]
     torch.testing.assert_close(b.advantages, torch.tensor([[0.0, 0.5]]))
-    torch.testing.assert_close(b.extras["returns"], torch.tensor([[0.5, 1.0]]))
+    torch.testing.assert_close(b.returns, torch.tensor([[0.5, 1.0]]))
 
 
 def test_remax_subtracts_the_greedy_baseline():
@@ -302,10 +302,10 @@ def critic_and_batch(tiny_model_and_tokenizer):
     head = AutoModelForTokenClassification.from_config(config)
     head.model.load_state_dict(model.model.state_dict())
     critic = Critic(head, lr=1.0, grad_clip=1e9)
-    critic.optimizer = torch.optim.SGD(head.parameters(), lr=1.0)  # params move by exactly -grad
+    critic.engine.optimizer = torch.optim.SGD(head.parameters(), lr=1.0)  # params move by exactly -grad
     groups = [_group("a", [1.0, 0.0], lengths=[3, 1]), _group("b", [0.0, 1.0], lengths=[2, 3])]
     batch = build_batch(groups, pad_id=0)
-    batch.extras["returns"] = torch.where(batch.mask, torch.tensor([[1.0], [0.0], [0.0], [1.0]]), 0.0)
+    batch.returns = torch.where(batch.mask, torch.tensor([[1.0], [0.0], [0.0], [1.0]]), 0.0)
     return critic, batch
 
 
@@ -324,7 +324,7 @@ def test_critic_values_align_with_logprob_positions(critic_and_batch):
 
 
 def _step(critic, batch, micro, clip):
-    batch.extras["values"] = critic.values(batch, micro)
+    batch.values = critic.values(batch, micro)
     before = {k: v.clone() for k, v in critic.model.named_parameters()}
     metrics = critic.train_step(batch, micro, clip)
     return metrics, {k: before[k] - v.detach() for k, v in critic.model.named_parameters()}
@@ -340,18 +340,18 @@ def test_critic_step_is_micro_batch_invariant_and_lowers_the_value_loss(critic_a
     for k in g_whole:
         torch.testing.assert_close(g_split[k], g_whole[k], rtol=1e-5, atol=1e-7)
     assert g_whole["score.weight"].abs().sum() > 0  # the value head learns
-    critic.optimizer = torch.optim.SGD(critic.model.parameters(), lr=0.05)
+    critic.engine.optimizer = torch.optim.SGD(critic.model.parameters(), lr=0.05)
     losses = [_step(critic, batch, 4, None)[0]["loss/value"].item() for _ in range(5)]
     assert losses[-1] < losses[0]
 
 
 def test_critic_value_clip_freezes_values_outside_the_clip_range(critic_and_batch):
     critic, batch = critic_and_batch
-    batch.extras["values"] = critic.values(batch, 4)
+    batch.values = critic.values(batch, 4)
     # pretend the rollout-time values were far away: every clipped term V_old + clip(V - V_old) - R
     # is larger and constant in V, so the loss has no gradient
-    real = batch.extras["values"]
-    batch.extras["values"] = real + 10.0
+    real = batch.values
+    batch.values = real + 10.0
     before = {k: v.clone() for k, v in critic.model.named_parameters()}
     metrics = critic.train_step(batch, 4, 0.2)
     assert metrics["critic/vf_clipfrac"].item() == pytest.approx(1.0)
