@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_run_dir import _descendants, _overrides, _running, _spawn, _wait_for
+from test_run_dir import _descendants, _overrides, _running, _spawn, _wait_for, assert_all_exit
 from test_train_loop import _cfg, _stable
 
 from reasonrl.config import load_config
@@ -110,12 +110,7 @@ def test_sigkill_of_an_async_trainer_leaves_no_worker_and_resumes(tiny_model_dir
     assert spawned, "expected a rollout worker process"
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
-    end = time.monotonic() + 20
-    alive = spawned
-    while alive and time.monotonic() < end:
-        alive = {p for p in spawned if _running(p)}
-        time.sleep(0.1)
-    assert not alive, f"left behind: {alive}"
+    assert_all_exit(spawned)
     res = _spawn(_overrides(tiny_model_dir, run, 6, *ASYNC[:2]), "--resume")
     out, err = res.communicate(timeout=240)
     assert res.returncode == 0, err[-2000:]

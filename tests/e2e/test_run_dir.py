@@ -191,10 +191,15 @@ def test_sigkill_of_the_trainer_leaves_no_worker_or_sandbox_processes():
     assert len(spawned) >= 2, "expected verifier workers and a sandbox server"
     proc.kill()
     proc.wait()
-    end = time.monotonic() + 20
-    alive = spawned
+    assert_all_exit(spawned)
+
+
+def assert_all_exit(pids, within: float = 20.0) -> None:
+    """Every process in `pids` is gone (or a zombie) within `within` seconds."""
+    end = time.monotonic() + within
+    alive = set(pids)
     while alive and time.monotonic() < end:
-        alive = {p for p in spawned if _running(p)}
+        alive = {p for p in alive if _running(p)}
         time.sleep(0.1)
     assert not alive, f"left behind: {alive}"
 
