@@ -2,7 +2,7 @@
 
 Owns: `evaluate` (generate with a rollout engine, score with the routed verifiers through a
 `RewardRunner` (the same runner, options, time limits and think-block policy as training), average).
-Does not own: benchmark suites and pass@k (`eval.passk`, `eval.benchmarks`).
+Does not own: benchmark statistics (`eval.metrics`: pass@k, maj@k, intervals) or benchmark suites.
 """
 
 from __future__ import annotations

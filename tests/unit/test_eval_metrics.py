@@ -1,0 +1,118 @@
+"""Evaluation statistics against hand-computed values and brute force: pass@k (n=5, c=2 by hand, all
+k-subsets for small n), maj@k with equivalent-but-different answers and ties, standard error and
+bootstrap coverage on simulated data, macro averages."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+
+from reasonrl.eval.metrics import (
+    answer_key,
+    best_at_n,
+    bootstrap_ci,
+    macro_average,
+    maj_at_k,
+    mean_at_n,
+    pass_at_k,
+    standard_error,
+    worst_at_n,
+)
+
+
+def test_pass_at_k_by_hand_n5_c2():
+    # 1 - C(3, k) / C(5, k): k=1 -> 1 - 3/5, k=2 -> 1 - 3/10, k=3 -> 1 - 1/10, k>=4 -> C(3, k) = 0
+    expected = {1: 0.4, 2: 0.7, 3: 0.9, 4: 1.0, 5: 1.0}
+    for k, want in expected.items():
+        assert pass_at_k(5, 2, k) == pytest.approx(want, abs=1e-12), k
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 6, 7])
+def test_pass_at_k_equals_enumeration_over_all_k_subsets(n):
+    for c in range(n + 1):
+        correct = [1] * c + [0] * (n - c)
+        for k in range(1, n + 1):
+            subsets = list(itertools.combinations(range(n), k))
+            brute = sum(any(correct[i] for i in s) for s in subsets) / len(subsets)
+            assert pass_at_k(n, c, k) == pytest.approx(brute, abs=1e-12), (n, c, k)
+
+
+def test_pass_at_k_is_stable_for_large_n_and_rejects_bad_arguments():
+    # C(1000, 500) overflows floats; the product form does not
+    assert pass_at_k(1000, 1, 1) == pytest.approx(0.001)
+    assert pass_at_k(1000, 10, 500) == pytest.approx(1 - math.comb(990, 500) / math.comb(1000, 500))
+    assert pass_at_k(16, 0, 8) == 0.0
+    for bad in ((5, 6, 1), (5, 2, 0), (5, 2, 6), (5, -1, 1)):
+        with pytest.raises(ValueError, match="pass@k"):
+            pass_at_k(*bad)
+
+
+def test_mean_best_worst():
+    s = [1.0, 0.0, 0.5, 0.0]
+    assert (mean_at_n(s), best_at_n(s), worst_at_n(s)) == (0.375, 1.0, 0.0)
+
+
+def test_equivalent_answers_share_a_key_and_different_ones_do_not():
+    half = {answer_key(a) for a in ("1/2", "0.5", "\\frac{1}{2}", "$0.50$", "50%", " 0.5 ")}
+    assert half == {"num:1/2"}
+    assert answer_key("\\text{Paris}") == answer_key("paris") != answer_key("Lyon")
+    assert answer_key("x^2 + 1") == answer_key("x^2  +  1")
+    assert answer_key(None) is None and answer_key("   ") is None
+
+
+def test_maj_at_k_votes_with_normalised_answers_and_breaks_ties_by_first_appearance():
+    answers = ["0.5", "1/3", "\\frac{1}{2}", None, "1/3", "1/3"]
+    keys = [answer_key(a) for a in answers]
+    scores = [1.0, 0.0, 1.0, 0.0, 0.0, 0.0]
+    # first 3: {1/2: 2 (0.5 and \frac12 vote together), 1/3: 1} -> 1/2, correct
+    assert maj_at_k(keys, scores, 3) == 1.0
+    # first 4: the sample without an answer does not vote
+    assert maj_at_k(keys, scores, 4) == 1.0
+    # first 5: 1/2 has 2 votes, 1/3 has 2: a tie goes to the answer seen first (0.5 at index 0)
+    assert maj_at_k(keys, scores, 5) == 1.0
+    # first 6: 1/3 wins 3 to 2
+    assert maj_at_k(keys, scores, 6) == 0.0
+    # the tie rule, the other way round: the wrong answer appears first
+    assert maj_at_k([answer_key(a) for a in ("2", "3", "3.0", "2")], [0.0, 1.0, 1.0, 0.0], 4) == 0.0
+    assert maj_at_k([None, None], [0.0, 0.0], 2) == 0.0
+    with pytest.raises(ValueError, match="maj@k"):
+        maj_at_k(keys, scores, 7)
+
+
+def test_standard_error_by_hand():
+    # values 0, 1, 1, 0: mean 0.5, sample variance 1/3, SE = sqrt(1/3 / 4)
+    assert standard_error([0.0, 1.0, 1.0, 0.0]) == pytest.approx(math.sqrt(1 / 12))
+    assert standard_error([0.7]) == 0.0
+
+
+def test_intervals_cover_the_true_mean_close_to_nominal():
+    # 400 simulated benchmarks of 200 Bernoulli(0.3) problems: the 95% intervals (mean +- 1.96 SE,
+    # and the bootstrap) contain 0.3 in about 95% of them
+    rng = random.Random(0)
+    hits_se = hits_boot = 0
+    trials = 400
+    for t in range(trials):
+        values = [1.0 if rng.random() < 0.3 else 0.0 for _ in range(200)]
+        mean, se = sum(values) / len(values), standard_error(values)
+        hits_se += mean - 1.96 * se <= 0.3 <= mean + 1.96 * se
+        if t < 100:  # the bootstrap is slower: fewer trials
+            lo, hi = bootstrap_ci(values, iters=400, seed=t)
+            hits_boot += lo <= 0.3 <= hi
+    assert 0.91 <= hits_se / trials <= 0.98
+    assert 0.85 <= hits_boot / 100 <= 1.0
+
+
+def test_bootstrap_is_seeded_and_brackets_the_mean():
+    values = [0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+    a, b = bootstrap_ci(values, seed=3), bootstrap_ci(values, seed=3)
+    assert a == b and a[0] < 5 / 8 < a[1]
+
+
+def test_macro_average_means_domains_then_domains():
+    values = {"aime": 0.2, "math500": 0.6, "humaneval": 0.5, "gpqa": 0.3}
+    domains = {"aime": "math", "math500": "math", "humaneval": "code", "gpqa": "stem"}
+    out = macro_average(values, domains)
+    assert out == pytest.approx({"code": 0.5, "math": 0.4, "stem": 0.3, "macro": 0.4})
