@@ -17,8 +17,8 @@ from pathlib import Path
 import torch
 import yaml
 
-from reasonrl.algorithms.masked import normalisers
 from reasonrl.config import RunConfig, to_dict
+from reasonrl.distributed import global_normalisers, is_main, reduce_metrics
 from reasonrl.trainer.batching import build_batch, minibatches, without_inert_rows
 from reasonrl.trainer.critic import build_critic
 from reasonrl.trainer.metrics import MetricsLog, mean_metrics
@@ -63,12 +63,12 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     needs = estimator_needs(cfg.algo)  # what the advantage estimator declared it takes
     critic = build_critic(cfg, log=log) if "values" in needs else None  # PPO value model
     start = restore_state(run, critic, cfg, allow_config_change, log) if resume else 0
-    if start:
-        run.rollout_engine.sync_weights(
-            run.model, start
-        )  # an engine with its own weights: the restored policy
-    metrics_log = MetricsLog(run_dir, cfg.log.tensorboard, resume_step=start if start else None)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+    if start:  # an engine with its own weights samples the restored policy
+        run.rollout_engine.sync_weights(run.model, start)
+    main = is_main()  # only rank 0 writes (logs, rollouts, plots, checkpoints)
+    metrics_log = MetricsLog(run_dir, cfg.log.tensorboard, resume_step=start if start else None, write=main)
+    if main:
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
     t, r, algo = cfg.train, cfg.rollout, cfg.algo
     # old log-probs: for off-policy updates, KL-in-reward and TIS (otherwise old == current, exactly)
     # rows with zero advantage contribute nothing unless the loss has other per-token terms
@@ -81,7 +81,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     # rollouts generated here between updates, or by a worker process up to max_staleness versions ahead
     source = rollout_source(run, cfg, needs, start, run.replay_rollouts)
     run.closers.insert(0, source.close)
-    progress = Progress(cfg.train.steps, start, enabled=cfg.log.progress)
+    progress = Progress(cfg.train.steps, start, enabled=cfg.log.progress and main)
+    saved = None
     for step in range(start + 1, t.steps + 1):
         t0 = time.perf_counter()
         # 1. rollouts: n completions for each prompt of this step, scored by the verifiers; with
@@ -113,7 +114,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
                 if early_stop(run.train_engine, mini, algo, t.micro_batch):
                     stopped += 1
                     continue
-                counts = normalisers(mini.mask)
+                counts = global_normalisers(mini.mask)  # the same divisor on every rank
                 loss_fn = make_loss_fn(algo, counts["total_tokens"], counts["total_seqs"], r.max_new_tokens)
                 if skip_inert:  # zero-advantage rows add exactly nothing: skip their forward/backward
                     mini = without_inert_rows(mini)
@@ -137,11 +138,12 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         )
         if (cfg.val.every and step % cfg.val.every == 0) or step == t.steps:
             metrics.update(validate_policy(run, cfg))
+        metrics = reduce_metrics(metrics)  # averaged over ranks (maxima maxed); identity on one process
         metrics_log.log(step, metrics)
         metrics_log.rollouts(step, sample_groups(groups, cfg.log.rollouts_per_step, step))
         progress.update(step, metrics)
         due = (cfg.checkpoint.every and step % cfg.checkpoint.every == 0) or step == t.steps
-        if due or (stop.signum and cfg.checkpoint.on_signal):
+        if main and (due or (stop.signum and cfg.checkpoint.on_signal)):
             saved = save_state(run, critic, cfg, step, source.checkpoint_state())
         if stop.signum:
             progress.close()
@@ -149,5 +151,5 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             raise Interrupted(stop.signum, step, saved if (due or cfg.checkpoint.on_signal) else None)
     progress.close()
     metrics_log.close()
-    plot = plot_run(metrics_log.history, run_dir / "training.png", title=cfg.name)
+    plot = plot_run(metrics_log.history, run_dir / "training.png", title=cfg.name) if main else None
     return {"history": metrics_log.history, "plot": str(plot), "run_dir": str(run_dir)}

@@ -57,7 +57,14 @@ def _truncate_jsonl(path: Path, max_step: int) -> int:
 
 
 class MetricsLog:
-    def __init__(self, run_dir: str | Path, tensorboard: bool = True, resume_step: int | None = None):
+    def __init__(self, run_dir: str | Path, tensorboard: bool = True, resume_step: int | None = None,
+                 write: bool = True):  # fmt: skip
+        """write=False (ranks other than 0): keep the history in memory, touch no file."""
+        self.write = write
+        self.history: list[dict] = []
+        self.tb = None
+        if not write:
+            return
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_path = self.run_dir / "metrics.jsonl"
@@ -84,6 +91,8 @@ class MetricsLog:
             **{k: (float(v) if math.isfinite(float(v)) else None) for k, v in metrics.items()},
         }
         self.history.append(row)
+        if not self.write:
+            return
         with open(self.metrics_path, "a") as f:
             f.write(json.dumps(row) + "\n")
         if self.tb is not None:
@@ -92,6 +101,8 @@ class MetricsLog:
             self.tb.flush()  # a kill must not lose steps that metrics.jsonl holds
 
     def rollouts(self, step: int, rows: list[dict]) -> None:
+        if not self.write:
+            return
         with open(self.rollouts_path, "a") as f:
             for r in rows:
                 f.write(json.dumps({"step": step, **r}, default=str) + "\n")

@@ -32,6 +32,7 @@ from reasonrl.algorithms.filters import minibatch_early_stop
 from reasonrl.algorithms.kl import fold_kl_into_rewards, kl_penalty
 from reasonrl.algorithms.masked import aggregate, masked_mean, masked_sum
 from reasonrl.config import AlgoConfig
+from reasonrl.distributed import global_masked_mean
 from reasonrl.types import TrainBatch
 
 
@@ -149,6 +150,7 @@ def early_stop(engine, mini: TrainBatch, algo: AlgoConfig, micro_batch: int) -> 
         return False
     current = engine.logprobs(mini, micro_batch)
     log_ratio = (current - mini.old_logprobs).clamp(-20.0, 20.0)
-    ratio_mean = masked_mean(torch.exp(log_ratio), mini.mask)
-    approx_kl = masked_mean(torch.expm1(log_ratio) - log_ratio, mini.mask)
+    # over the whole mini-batch on all ranks, so every rank takes the same decision
+    ratio_mean = global_masked_mean(torch.exp(log_ratio), mini.mask)
+    approx_kl = global_masked_mean(torch.expm1(log_ratio) - log_ratio, mini.mask)
     return bool(minibatch_early_stop(ratio_mean, approx_kl, algo.early_stop_ratio, algo.early_stop_kl))

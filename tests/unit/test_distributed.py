@@ -1,0 +1,91 @@
+"""The distributed reductions with 2 real gloo ranks on CPU: each rank holds half a mini-batch; the
+global normalisers, masked means and the loss summed over ranks equal one process holding all of it,
+metrics agree on every rank (`_max` maxed, `loss/` summed, the rest averaged), and only rank 0 is
+main. One process (no process group): every function is the identity."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from reasonrl import distributed as dist
+from reasonrl.algorithms.masked import masked_mean, normalisers
+from reasonrl.config import AlgoConfig
+from reasonrl.trainer.step import make_loss_fn
+from reasonrl.types import TrainBatch
+
+
+def _batch(seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    mask = torch.rand(6, 5, generator=g) > 0.3
+    mask[3] = False  # a row with no trainable token
+    b = TrainBatch(input_ids=torch.zeros(6, 7, dtype=torch.long), attention_mask=torch.ones(6, 7, dtype=torch.long),
+                   mask=mask, prompt_len=2, advantages=torch.randn(6, 5, generator=g),
+                   old_logprobs=-torch.rand(6, 5, generator=g))  # fmt: skip
+    return b, -torch.rand(6, 5, generator=g)
+
+
+def _loss(batch, logprobs, counts, agg):
+    algo = AlgoConfig(loss_agg=agg)
+    return make_loss_fn(algo, counts["total_tokens"], counts["total_seqs"], 5)(batch, logprobs, None)[0]
+
+
+def _rank(r: int, port: int, out):
+    torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=r, world_size=2)
+    try:
+        batch, logprobs = _batch()
+        rows = slice(0, 4) if r == 0 else slice(4, 6)  # uneven shards
+        mine, lp = batch.select(rows), logprobs[rows]
+        counts = dist.global_normalisers(mine.mask)
+        losses = {agg: float(dist.all_reduce_sum(_loss(mine, lp, counts, agg))) for agg in
+                  ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm")}  # fmt: skip
+        mean = float(dist.global_masked_mean(lp, mine.mask))
+        metrics = dist.reduce_metrics({"a": float(r), "b_max": float(10 - r), "loss/x": 1.0})
+        out.put((r, dist.rank(), dist.world_size(), dist.is_main(), {k: float(v) for k, v in counts.items()},
+                 losses, mean, metrics))  # fmt: skip
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.timeout(120)
+def test_two_gloo_ranks_equal_one_process():
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    port = _free_port()
+    procs = [ctx.Process(target=_rank, args=(r, port, out)) for r in range(2)]
+    for p in procs:
+        p.start()
+    results = sorted(out.get(timeout=90) for _ in procs)
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    batch, logprobs = _batch()
+    whole = {k: float(v) for k, v in normalisers(batch.mask).items()}
+    for r, rank, world, main, counts, losses, mean, metrics in results:
+        assert (rank, world, main) == (r, 2, r == 0)
+        assert counts == whole  # every rank divides by the whole mini-batch's counts
+        for agg, loss in losses.items():
+            single = float(_loss(batch, logprobs, normalisers(batch.mask), agg))
+            assert loss == pytest.approx(single, rel=1e-6, abs=1e-7), agg
+        assert mean == pytest.approx(float(masked_mean(logprobs, batch.mask)), rel=1e-6)
+        assert metrics == {"a": 0.5, "b_max": 10.0, "loss/x": 2.0}
+
+
+def test_one_process_is_the_identity():
+    batch, logprobs = _batch()
+    assert (dist.rank(), dist.world_size(), dist.is_main()) == (0, 1, True)
+    t = torch.tensor([1.5, 2.0])
+    assert dist.all_reduce_sum(t) is t
+    assert dist.global_normalisers(batch.mask) == normalisers(batch.mask)
+    assert torch.equal(dist.global_masked_mean(logprobs, batch.mask), masked_mean(logprobs, batch.mask))
+    m = {"a": 1.0, "x_max": 2.0}
+    assert dist.reduce_metrics(m) is m
