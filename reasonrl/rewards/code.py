@@ -44,7 +44,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
-from reasonrl.rewards.extract import after_think
+from reasonrl.rewards.extract import answer_region
 from reasonrl.rewards.ground_truth import json_value
 from reasonrl.rewards.sandbox.server import run_job, run_one_shot
 from reasonrl.types import Problem
@@ -62,7 +62,7 @@ JobRunner = Callable[[dict[str, Any]], dict[str, Any]]
 
 def extract_code(response: str) -> str | None:
     """The last ```python block (else the last untagged block) after any </think>; None if none."""
-    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(after_think(response))]
+    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(answer_region(response))]
     tagged = [b for lang, b in blocks if lang in _PY_LANGS]
     plain = [b for lang, b in blocks if not lang]
     chosen = tagged[-1] if tagged else (plain[-1] if plain else None)

@@ -25,14 +25,10 @@ _ANSWER_COLON = re.compile(r"(?:\banswer\s*(?:is)?\s*[:：]|\banswer\s+is\b)\s*(
 DEFAULT_MODES: tuple[str, ...] = ("boxed", "answer_tag", "gsm8k", "answer_colon", "last_number")
 
 
-def after_think(text: str) -> str:
-    """The part after the last `</think>` if a think block is present, else the whole text."""
-    idx = text.rfind("</think>")
-    return text[idx + len("</think>") :] if idx >= 0 else text
-
-
 def answer_region(text: str) -> str:
-    """Where an answer may appear: after the last `</think>`; "" if a `<think>` is never closed."""
+    """Where an answer may appear: after the last `</think>`; "" if a `<think>` is never closed.
+    The one think-block policy of every verifier (answers, code blocks, tags alike): reasoning is
+    never scored, and a response that never closes its think block has no answer."""
     idx = text.rfind("</think>")
     if idx >= 0:
         return text[idx + len("</think>") :]

@@ -15,7 +15,7 @@ from collections import Counter
 from fractions import Fraction
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult, result
-from reasonrl.rewards.extract import after_think, final_answer_tag
+from reasonrl.rewards.extract import answer_region, final_answer_tag
 from reasonrl.types import Problem
 
 MAX_EXPR_CHARS = 200
@@ -26,7 +26,7 @@ def final_answer(response: str) -> tuple[str | None, str | None]:
     """(content of the answer block, failure reason). The response must END with its answer block:
     text after the final `</answer>` (a second answer, trailing junk) makes it invalid, so a policy
     cannot hedge or drift after answering. Whitespace after the block is fine."""
-    ans, rest = final_answer_tag(after_think(response))
+    ans, rest = final_answer_tag(answer_region(response))
     if ans is None:
         return None, "no_answer"
     if rest.strip():

@@ -6,7 +6,6 @@ import pytest
 
 from reasonrl.rewards.extract import (
     DEFAULT_MODES,
-    after_think,
     answer_colon,
     answer_region,
     answer_tag,
@@ -59,9 +58,21 @@ def test_answer_region(text, region):
     assert answer_region(text) == region
 
 
-def test_after_think_kept_for_compat():
-    assert after_think("<think>x</think> y") == " y"
-    assert after_think("<think>x") == "<think>x"
+def test_every_verifier_shares_one_think_policy():
+    # code, procedural tasks and math all ignore reasoning and score nothing in an unclosed block
+    from reasonrl.rewards import score
+    from reasonrl.types import Problem
+
+    code = Problem([{"role": "user", "content": "f"}], {"functional": "assert f(2) == 4"}, "codegen", "code")
+    good = "```python\ndef f(x):\n    return 2 * x\n```"
+    assert score("<think>plan</think>" + good, code).score == 1.0
+    assert score("<think>plan " + good, code).score == 0.0  # the code sits in an unclosed think block
+    arith = Problem([{"role": "user", "content": "1+2"}], "3", "reasonrl/arithmetic", "math")
+    assert score("<think>1+2</think><answer>3</answer>", arith).score == 1.0
+    assert score("<think>1+2 <answer>3</answer>", arith).score == 0.0
+    math = Problem([{"role": "user", "content": "1+2"}], "3", "math", "math")
+    assert score("<think>1+2</think>\\boxed{3}", math).score == 1.0
+    assert score("<think>1+2 = \\boxed{3}", math).score == 0.0
 
 
 @pytest.mark.parametrize(
