@@ -81,6 +81,13 @@ def _eval_model_path(model: str) -> str:
 
 
 def _eval(args) -> int:
+    if args.benchmarks:
+        from reasonrl.cli.evaluate import eval_benchmarks
+
+        return eval_benchmarks(args, _eval_model_path)
+    args.n = 1 if args.n is None else args.n
+    args.temperature = 0.0 if args.temperature is None else args.temperature
+    args.max_new_tokens = 64 if args.max_new_tokens is None else args.max_new_tokens
     from reasonrl.data.schema import load_problems
     from reasonrl.errors import InputError
 
@@ -170,12 +177,19 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--task", default="arithmetic")
     e.add_argument("--difficulty", type=int, default=2)
     e.add_argument("--size", type=int, default=200)
-    e.add_argument("--n", type=int, default=1)
-    e.add_argument("--temperature", type=float, default=0.0)
-    e.add_argument("--max-new-tokens", type=int, default=64)
+    e.add_argument(
+        "--n", type=int, default=None, help="samples per problem (default 1; benchmarks: their own)"
+    )
+    e.add_argument(
+        "--temperature", type=float, default=None, help="default 0 (greedy); benchmarks: their own"
+    )
+    e.add_argument("--max-new-tokens", type=int, default=None, help="default 64; benchmarks: their own")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--device", default="auto")
     e.add_argument("--engine", default="hf", help="rollout engine (a name in ROLLOUT_ENGINES: hf, vllm, ...)")
+    from reasonrl.cli.evaluate import add_benchmark_args
+
+    add_benchmark_args(e)
     e.set_defaults(fn=_eval)
 
     g = sub.add_parser("data", help="write a procedural task as verl-format parquet/jsonl")

@@ -57,6 +57,22 @@ def read_problems(path: str | Path) -> list[Problem]:
     the file, and the row (and field) where there is one: a missing file, a directory, an empty file,
     invalid UTF-8 or JSON, a row of the wrong shape (see `Problem.from_row`)."""
     path = Path(path)
+    if path.suffix not in (".parquet", ".jsonl", ".json") and path.is_file():
+        raise InputError(f"{path}: unsupported extension (use .parquet, .jsonl or .json)")
+    rows = read_rows(path)
+    out = []
+    for i, row in enumerate(rows):
+        p = Problem.from_row(row, where=f"{path} row {i}")
+        if p.extra_info.pop("ground_truth_json", False):
+            p.ground_truth = json.loads(p.ground_truth)
+        out.append(p)
+    return out
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    """The rows of one .parquet / .jsonl / .json / .csv file as dicts, in the file's own columns.
+    Errors name the file (and line): missing, a directory, empty, unreadable, invalid JSON."""
+    path = Path(path)
     if path.is_dir():
         raise InputError(f"{path} is a directory, not a data file (give .parquet / .jsonl / .json files)")
     if not path.is_file():
@@ -75,17 +91,16 @@ def read_problems(path: str | Path) -> list[Problem]:
             ) from None
     elif path.suffix in (".jsonl", ".json"):
         rows = _json_rows(path)
+    elif path.suffix == ".csv":
+        import csv
+
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
     else:
-        raise InputError(f"{path}: unsupported extension (use .parquet, .jsonl or .json)")
+        raise InputError(f"{path}: unsupported extension (use .parquet, .jsonl, .json or .csv)")
     if not rows:
         raise InputError(f"{path}: no rows")
-    out = []
-    for i, row in enumerate(rows):
-        p = Problem.from_row(row, where=f"{path} row {i}")
-        if p.extra_info.pop("ground_truth_json", False):
-            p.ground_truth = json.loads(p.ground_truth)
-        out.append(p)
-    return out
+    return rows
 
 
 def _json_rows(path: Path) -> list:

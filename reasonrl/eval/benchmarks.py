@@ -1,0 +1,235 @@
+"""The benchmark registry `BENCHMARKS`: name -> where its file is, how its rows become `Problem`s (routed
+to the same verifiers as training), and its default sampling and metrics.
+
+Owns: `Benchmark` (one entry), `BENCHMARKS`, `SUITES` (named lists, e.g. `reasoning360`),
+`load_benchmark` (find the file under a data directory, read it in the source's own format, convert
+rows, with errors naming the benchmark, the file expected, its format and how to get it; or the file
+named per benchmark), and the converters of the public sources' own formats (GSM8K, MATH-500, AIME,
+GPQA). Reasoning360 / Guru offline-eval parquet files are verl rows already and load as they are.
+Does not own: generating or scoring (`eval.runner`), the statistics (`eval.metrics`).
+
+Sampling defaults and where they come from are in each entry's comment. Reasoning360's offline-eval
+script (scripts/offline_eval/example_multinode_eval_guru7b.sh): temperature 1.0, top_p 0.7, n 4 for
+small sets and 1 for large ones, 28672 response tokens. DeepSeek-R1-style (and lighteval / RLinf)
+math and GPQA: temperature 0.6, top_p 0.95, 32768 tokens, AIME n 64 (here 16), MATH-500 n 4, GPQA n 8.
+GSM8K: lm-eval's greedy decoding. `reasonrl eval --n / --temperature / --max-new-tokens` override.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reasonrl.errors import InputError
+from reasonrl.registry import Registry
+from reasonrl.types import Problem
+
+MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+GSM8K_INSTRUCTION = 'Let\'s think step by step and output the final answer after "####".'
+GPQA_INSTRUCTION = "Answer with the letter of the correct option within \\boxed{}, e.g. \\boxed{A}."
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    domain: str  # for macro averages: math, code, logic, simulation, table, stem, ood, gym
+    files: tuple[str, ...]  # file names (globs) looked for under --data-dir, first match wins
+    source: str  # what the file is and how to get it (shown when it is missing)
+    convert: Callable[[list[dict], Path], list[Problem]]  # the file's rows -> problems
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 32768
+
+    def find(self, data_dir: Path) -> Path | None:
+        for pattern in self.files:
+            for base in (data_dir, data_dir / "offline_eval"):
+                hits = sorted(base.glob(pattern))
+                if hits:
+                    return hits[0]
+        return None
+
+
+BENCHMARKS: Registry[Benchmark] = Registry("benchmark")
+SUITES: dict[str, list[str]] = {}
+
+
+def _add(b: Benchmark) -> Benchmark:
+    BENCHMARKS.register(b.name)(b)
+    return b
+
+
+def _field(row: dict, names: tuple[str, ...], where: str) -> Any:
+    for n in names:
+        if n in row and row[n] is not None:
+            return row[n]
+    raise InputError(
+        f"{where}: missing field {names[0]!r}" + (f" (or {', '.join(names[1:])})" if names[1:] else "")
+    )
+
+
+def _user(text: str, instruction: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"{text.strip()}\n\n{instruction}"}]
+
+
+# ----------------------------------------------------------------------------- source converters
+
+
+def gsm8k_rows(rows: list[dict], path: Path) -> list[Problem]:
+    """openai/gsm8k (`question`, `answer` = rationale ending '#### <number>'): verl's convention."""
+    out = []
+    for i, row in enumerate(rows):
+        where = f"{path} row {i}"
+        answer = str(_field(row, ("answer",), where))
+        m = re.search(r"####\s*(.+)\s*$", answer)
+        if not m:
+            raise InputError(f"{where}: field 'answer' has no '#### <number>' final line")
+        gold = m.group(1).replace(",", "").strip()
+        out.append(Problem(_user(str(_field(row, ("question",), where)), GSM8K_INSTRUCTION), gold,
+                           "openai/gsm8k", "math", {"index": i}, uid=f"gsm8k/{i}"))  # fmt: skip
+    return out
+
+
+def math_rows(data_source: str, uid_field: str = "unique_id") -> Callable[[list[dict], Path], list[Problem]]:
+    """MATH-500 (`problem`, `answer`, `unique_id`, ...) and the AIME sets (`problem` / `Problem`,
+    `answer` / `Answer`, `id` / `ID`): boxed answers, scored by the math verifier."""
+
+    def convert(rows: list[dict], path: Path) -> list[Problem]:
+        out = []
+        for i, row in enumerate(rows):
+            where = f"{path} row {i}"
+            text = str(_field(row, ("problem", "Problem", "question"), where))
+            gold = str(_field(row, ("answer", "Answer"), where)).strip()
+            uid = row.get(uid_field, row.get("id", row.get("ID", i)))
+            extra = {k: row[k] for k in ("subject", "level", "year") if k in row}
+            out.append(Problem(_user(text, MATH_INSTRUCTION), gold, data_source, "math", extra,
+                               uid=f"{data_source}/{uid}"))  # fmt: skip
+        return out
+
+    return convert
+
+
+def gpqa_rows(rows: list[dict], path: Path, seed: int = 0) -> list[Problem]:
+    """Idavidrein/gpqa (`Question`, `Correct Answer`, `Incorrect Answer 1..3`, `Record ID`): the four
+    options shuffled with a fixed seed per record (stable across runs and file orders), gold = the
+    correct option's letter, scored by the multiple-choice verifier."""
+    out = []
+    for i, row in enumerate(rows):
+        where = f"{path} row {i}"
+        correct = str(_field(row, ("Correct Answer",), where)).strip()
+        wrong = [str(_field(row, (f"Incorrect Answer {k}",), where)).strip() for k in (1, 2, 3)]
+        rid = str(row.get("Record ID", i))
+        options = [correct, *wrong]
+        rng = random.Random(int.from_bytes(hashlib.sha256(f"{seed}:{rid}".encode()).digest()[:8], "little"))
+        rng.shuffle(options)
+        letter = "ABCD"[options.index(correct)]
+        body = (
+            str(_field(row, ("Question",), where)).strip()
+            + "\n\n"
+            + "\n".join(f"({'ABCD'[k]}) {o}" for k, o in enumerate(options))
+        )
+        out.append(Problem(_user(body, GPQA_INSTRUCTION), letter, "stem__gpqa_diamond", "stem",
+                           {"record_id": rid}, uid=f"gpqa_diamond/{rid}"))  # fmt: skip
+    return out
+
+
+def verl_rows(rows: list[dict], path: Path) -> list[Problem]:
+    """Rows already in verl / Reasoning360 shape (prompt, reward_model.ground_truth, data_source)."""
+    out = []
+    for i, row in enumerate(rows):
+        p = Problem.from_row(row, where=f"{path} row {i}")
+        if p.extra_info.pop("ground_truth_json", False):
+            import json
+
+            p.ground_truth = json.loads(p.ground_truth)
+        p.uid = p.uid or f"{path.stem}/{i}"
+        out.append(p)
+    return out
+
+
+# ----------------------------------------------------------------------------- registrations
+
+_R1_MATH = dict(temperature=0.6, top_p=0.95, max_new_tokens=32768)  # DeepSeek-R1 / lighteval
+_add(Benchmark("gsm8k", "math", ("gsm8k*.parquet", "gsm8k*.jsonl", "gsm8k*.json"),
+               "openai/gsm8k (config main, split test): question, answer",
+               gsm8k_rows, n=1, temperature=0.0, max_new_tokens=1024))  # lm-eval: greedy  # fmt: skip
+_add(Benchmark("math500", "math", ("math500*.jsonl", "math500*.parquet", "MATH-500*.jsonl", "test.jsonl"),
+               "HuggingFaceH4/MATH-500 (split test): problem, answer, unique_id",
+               math_rows("math"), n=4, **_R1_MATH))  # DeepSeek-R1: 4 samples  # fmt: skip
+_add(Benchmark("aime24", "math", ("aime24*.parquet", "aime24*.jsonl", "aime_2024*.parquet", "aime_2024*.jsonl"),
+               "HuggingFaceH4/aime_2024 (split train): id, problem, answer",
+               math_rows("aime24", "id"), n=16, **_R1_MATH))  # DeepSeek-R1 uses 64  # fmt: skip
+_add(Benchmark("aime25", "math", ("aime25*.parquet", "aime25*.jsonl", "aime_2025*.parquet", "aime_2025*.jsonl"),
+               "yentinglin/aime_2025 or math-ai/aime25: problem, answer",
+               math_rows("aime25", "id"), n=16, **_R1_MATH))  # fmt: skip
+_add(Benchmark("gpqa_diamond", "stem", ("gpqa_diamond*.csv", "gpqa_diamond*.parquet", "gpqa_diamond*.jsonl"),
+               "Idavidrein/gpqa config gpqa_diamond (gated): Question, Correct Answer, Incorrect Answer 1-3",
+               gpqa_rows, n=8, **_R1_MATH))  # DeepSeek-R1: 8 samples  # fmt: skip
+
+# Reasoning360's offline suite: Guru offline_eval parquet files (verl rows), found as
+# <domain>__<name>_*.parquet like its driver script does; temperature 1.0, top_p 0.7, 28672 tokens,
+# n from its table (aime's file repeats each problem 8x, so n=4 there is 32 samples per problem)
+_R360 = dict(temperature=1.0, top_p=0.7, max_new_tokens=28672)
+_R360_SUITE = [  # name, domain, file prefix, n
+    ("aime", "math", "math__aime_repeated_8x", 4),
+    ("math", "math", "math__math", 1),
+    ("humaneval", "code", "codegen__humaneval", 4),
+    ("mbpp", "code", "codegen__mbpp", 1),
+    ("livecodebench", "code", "codegen__livecodebench", 4),
+    ("arcagi1", "logic", "logic__arcagi1", 4),
+    ("zebra_puzzle", "logic", "logic__zebra_puzzle_dataset", 4),
+    ("gpqa_diamond_r360", "stem", "stem__gpqa_diamond", 4),
+    ("supergpqa", "stem", "stem__supergpqa", 1),
+    ("finqa", "table", "table__finqa", 1),
+    ("hitab", "table", "table__hitab", 1),
+    ("multihiertt", "table", "table__multihier", 4),
+    ("codeio", "simulation", "simulation__codeio", 4),
+    ("cruxeval-i", "simulation", "simulation__cruxeval-i", 1),
+    ("cruxeval-o", "simulation", "simulation__cruxeval-o", 1),
+    ("ifeval", "ood", "ood__ifeval", 1),
+]  # livebench (reasoning, language, data_analysis) waits for its verifier routes (the data issue)
+for _name, _domain, _prefix, _n in _R360_SUITE:
+    _add(Benchmark(_name, _domain, (f"{_prefix}_[0-9]*.parquet", f"{_prefix}.parquet"),
+                   f"Guru offline_eval parquet {_prefix}_*.parquet (LLM360/guru-RL-92k, offline_eval/)",
+                   verl_rows, n=_n, **_R360))  # fmt: skip
+SUITES["reasoning360"] = [name for name, *_ in _R360_SUITE]
+SUITES["r1"] = ["aime24", "aime25", "math500", "gpqa_diamond"]
+
+
+def resolve(names: list[str]) -> list[Benchmark]:
+    """Benchmarks by name or suite name, in order, without repeats; unknown names list the known."""
+    out: list[str] = []
+    for n in names:
+        for m in SUITES.get(n, [n]):
+            if m not in BENCHMARKS:
+                raise InputError(
+                    f"unknown benchmark {m!r}; known: {', '.join(BENCHMARKS.names())}; suites: {', '.join(SUITES)}"
+                )
+            if m not in out:
+                out.append(m)
+    return [BENCHMARKS.get(m) for m in out]
+
+
+def load_benchmark(b: Benchmark, data_dir: str | Path | None = None, path: str | Path | None = None,
+                   limit: int | None = None) -> list[Problem]:  # fmt: skip
+    """The benchmark's problems from `path`, or its standard file under `data_dir`."""
+    from reasonrl.data.schema import read_rows
+
+    if path is None:
+        found = b.find(Path(data_dir)) if data_dir is not None else None
+        if found is None:
+            raise InputError(
+                f"benchmark {b.name}: no file matching {' or '.join(b.files)} in "
+                f"{data_dir if data_dir is not None else '(no --data-dir given)'}; expected {b.source}. "
+                f"Download it (e.g. datasets.load_dataset(...).to_json / to_parquet) into --data-dir, "
+                f"or pass --file {b.name}=PATH"
+            )
+        path = found
+    path = Path(path)
+    problems = b.convert(read_rows(path), path)
+    return problems[:limit] if limit else problems

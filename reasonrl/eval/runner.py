@@ -1,0 +1,177 @@
+"""Running benchmarks: generate with a rollout engine, score with the shared verifiers, write samples and
+a results table; resumable.
+
+Owns: `run_benchmarks` and the output directory's files:
+  samples.jsonl   one line per sample (benchmark, problem index, uid, sample index, prompt, completion,
+                  extracted answer, score, reason, completion tokens, finish reason), written one chunk
+                  of problems at a time; a chunk is committed by a marker line written (and fsynced)
+                  after its samples. A resumed eval keeps the committed chunks (a torn or uncommitted
+                  tail is cut off) and generates only the rest; each chunk's seed depends only on
+                  (seed, benchmark, chunk), so the resumed table equals an uninterrupted one.
+  results.json / results.md   `summarize(samples)`: a row per benchmark (see `eval.metrics`).
+Every input is checked before anything is generated: benchmark names, files, rows, routing.
+Does not own: the metrics (`eval.metrics`), benchmark files (`eval.benchmarks`), the engines or
+verifiers (`rollout`, `rewards`; generation and scoring go through `rollout.scored.generate_and_score`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from reasonrl.eval.benchmarks import Benchmark, load_benchmark
+from reasonrl.eval.metrics import answer_key, macro_average, maj_at_k, pass_at_k, standard_error
+from reasonrl.rollout.base import SamplingParams
+
+
+def _chunk_seed(seed: int, bench: str, chunk: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{seed}:{bench}:{chunk}".encode()).digest()[:6], "little")
+
+
+def committed_samples(path: Path) -> tuple[list[dict], set[tuple[str, int]]]:
+    """The samples of committed chunks and the set of (benchmark, chunk) done; rewrites the file
+    without a torn or uncommitted tail."""
+    if not path.is_file():
+        return [], set()
+    kept_lines, pending, samples, done = [], [], [], set()
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            break  # a torn last line
+        if "committed" in row:
+            done.add((row["committed"], int(row["chunk"])))
+            samples.extend(json.loads(x) for x in pending)
+            kept_lines.extend([*pending, line])
+            pending = []
+        else:
+            pending.append(line)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(x + "\n" for x in kept_lines), encoding="utf-8")
+    os.replace(tmp, path)
+    return samples, done
+
+
+def sampling_for(b: Benchmark, overrides: dict) -> SamplingParams:
+    p = SamplingParams(n=b.n, temperature=b.temperature, top_p=b.top_p, max_new_tokens=b.max_new_tokens)
+    p = replace(p, **{k: v for k, v in overrides.items() if v is not None})
+    return replace(p, top_p=1.0) if p.temperature <= 0 else p
+
+
+def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path, *, data_dir=None,
+                   files: dict[str, str] | None = None, overrides: dict | None = None, engine: str = "hf",
+                   device: str = "auto", seed: int = 0, limit: int | None = None, chunk_size: int = 32,
+                   log=print) -> dict:  # fmt: skip
+    from reasonrl.rewards import check_routable
+
+    files, overrides = dict(files or {}), dict(overrides or {})
+    work = []
+    for b in benchmarks:  # every input checked before any generation
+        problems = load_benchmark(b, data_dir, files.get(b.name), limit)
+        check_routable(problems, f"benchmark {b.name}")
+        work.append((b, problems, sampling_for(b, overrides)))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    samples_path = out / "samples.jsonl"
+    samples, done = committed_samples(samples_path)
+    todo = [(b, c) for b, ps, _ in work for c in range(0, len(ps), chunk_size) if (b.name, c) not in done]
+    if todo:
+        _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log)
+    results = summarize(samples, {b.name: b.domain for b in benchmarks})
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    (out / "results.md").write_text(results_markdown(results))
+    return results
+
+
+def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log) -> None:
+    from reasonrl.models.loading import load_policy
+    from reasonrl.rewards.runner import RewardRunner
+    from reasonrl.rollout.factory import build_rollout_engine
+    from reasonrl.rollout.scored import generate_and_score
+
+    policy, tok = load_policy(model, device=device, log=log)
+    engine = build_rollout_engine(engine_name, policy, tok)
+    want = set(todo)
+    try:
+        with RewardRunner() as scorer, open(samples_path, "a", encoding="utf-8") as f:
+            for b, problems, params in work:
+                for c in range(0, len(problems), chunk_size):
+                    if (b.name, c) not in want:
+                        continue
+                    chunk = problems[c : c + chunk_size]
+                    p = replace(params, seed=_chunk_seed(seed, b.name, c))
+                    groups, _ = generate_and_score(engine, tok, scorer, chunk, p)
+                    rows = [_sample_row(b.name, c + i, g, j, comp, score, info)
+                            for i, g in enumerate(groups)
+                            for j, (comp, score, info) in enumerate(zip(g.completions, g.rewards, g.infos))]  # fmt: skip
+                    for r in rows:
+                        f.write(json.dumps(r, default=str) + "\n")
+                    f.write(json.dumps({"committed": b.name, "chunk": c}) + "\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                    samples.extend(rows)
+                    log(f"{b.name}: {min(c + chunk_size, len(problems))}/{len(problems)} problems")
+    finally:
+        engine.close()
+
+
+def _sample_row(bench, index, group, j, comp, score, info) -> dict:
+    return {"benchmark": bench, "problem": index, "uid": group.problem.uid, "sample": j,
+            "prompt": group.problem.user_text, "completion": comp.text, "extracted": info.get("extracted"),
+            "score": float(score), "reason": info.get("reason"), "tokens": len(comp.token_ids),
+            "finish_reason": comp.finish_reason}  # fmt: skip
+
+
+def summarize(samples: list[dict], domains: dict[str, str]) -> dict:
+    """The results table from samples alone (so anyone can recompute it from samples.jsonl)."""
+    by_bench: dict[str, dict[int, list[dict]]] = {}
+    for s in samples:
+        by_bench.setdefault(s["benchmark"], {}).setdefault(int(s["problem"]), []).append(s)
+    rows = {}
+    for name, problems in by_bench.items():
+        groups = [sorted(g, key=lambda s: s["sample"]) for _, g in sorted(problems.items())]
+        n = min(len(g) for g in groups)
+        per_problem = [sum(s["score"] for s in g[:n]) / n for g in groups]
+        flat = [s for g in groups for s in g[:n]]
+        row = {"problems": len(groups), "n": n, "mean@n": sum(per_problem) / len(per_problem)}
+        row["se"] = standard_error(per_problem)
+        row["ci95"] = 1.96 * row["se"]
+        k = 1
+        while k <= n:
+            row[f"pass@{k}"] = sum(
+                pass_at_k(n, sum(s["score"] >= 1.0 for s in g[:n]), k) for g in groups
+            ) / len(groups)
+            k *= 2
+        if n > 1:
+            row[f"maj@{n}"] = sum(
+                maj_at_k([answer_key(s["extracted"]) for s in g[:n]], [s["score"] for s in g[:n]], n)
+                for g in groups
+            ) / len(groups)
+            row[f"best@{n}"] = sum(max(s["score"] for s in g[:n]) for g in groups) / len(groups)
+            row[f"worst@{n}"] = sum(min(s["score"] for s in g[:n]) for g in groups) / len(groups)
+        row["truncated"] = sum(s["finish_reason"] == "length" for s in flat) / len(flat)
+        row["verifier_errors"] = sum(
+            str(s.get("reason") or "").startswith(("error", "timeout")) for s in flat
+        ) / len(flat)
+        rows[name] = row
+    macro = macro_average({k: v["mean@n"] for k, v in rows.items()}, domains)
+    return {"benchmarks": rows, "macro": macro}
+
+
+def results_markdown(results: dict) -> str:
+    rows = results["benchmarks"]
+    cols = sorted(
+        {c for r in rows.values() for c in r}, key=lambda c: (c not in ("problems", "n", "mean@n", "ci95"), c)
+    )
+    cols = [c for c in cols if c != "se"]
+    lines = ["| benchmark | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for name, r in rows.items():
+        cells = [str(r[c]) if c in ("problems", "n") else (f"{r[c]:.4f}" if c in r else "") for c in cols]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if results.get("macro"):
+        lines += ["", "macro average (mean@n per domain, then over domains): "
+                  + ", ".join(f"{k} {v:.4f}" for k, v in results["macro"].items())]  # fmt: skip
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,144 @@
+"""Every registered benchmark: its loader reads a fixture written in the real source's shape (found
+under --data-dir by its standard file name), every row routes to a verifier, a reference-correct
+answer scores 1 and a wrong one 0. Plus: GPQA shuffling is seeded and stable, and bad input (unknown
+name, missing file, malformed row) is a clear error naming what is wrong."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from reasonrl.errors import InputError
+from reasonrl.eval.benchmarks import BENCHMARKS, SUITES, load_benchmark, resolve
+from reasonrl.rewards import check_routable, sandbox, score
+
+pytestmark = pytest.mark.timeout(120)
+F = "```"
+FUNC = "def f(s):\n    return s[::-1] + '!'"
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _verl(data_source, gt, extra=None, ability="x"):
+    return {"prompt": [{"role": "user", "content": "q"}], "data_source": data_source, "ability": ability,
+            "reward_model": {"style": "rule", "ground_truth": gt}, "extra_info": {"split": "test", **(extra or {})}}  # fmt: skip
+
+
+CODE_GT = json.dumps({"functional": "assert f(2) == 4"})
+CODE_OK, CODE_BAD = f"{F}python\ndef f(x):\n    return 2 * x\n{F}", f"{F}python\ndef f(x):\n    return x\n{F}"
+ZEBRA = {"header": ["Position", "Name"], "rows": [["1", "Ann"], ["2", "Bob"]]}
+# Reasoning360 offline files: (file name, verl row, correct response, wrong response)
+R360 = {
+    "aime": ("math__aime_repeated_8x_240.parquet", _verl("math__aime", "42"), "\\boxed{42}", "\\boxed{41}"),
+    "math": ("math__math_500.parquet", _verl("math__math", "\\frac{1}{2}"), "\\boxed{0.5}", "\\boxed{2}"),
+    "humaneval": ("codegen__humaneval_164.parquet", _verl("codegen__humaneval", CODE_GT), CODE_OK, CODE_BAD),
+    "mbpp": ("codegen__mbpp_500.parquet", _verl("codegen__mbpp", CODE_GT), CODE_OK, CODE_BAD),
+    "livecodebench": ("codegen__livecodebench_279.parquet",
+                      _verl("codegen__livecodebench", json.dumps({"inputs": ["2\n"], "outputs": ["4\n"]})),
+                      f"{F}python\nprint(2 * int(input()))\n{F}", f"{F}python\nprint(5)\n{F}"),
+    "arcagi1": ("logic__arcagi1_400.parquet", _verl("logic__arcagi1", json.dumps([[1, 2], [3, 4]])),
+                "<answer>[[1, 2], [3, 4]]</answer>", "<answer>[[1, 2], [3, 5]]</answer>"),
+    "zebra_puzzle": ("logic__zebra_puzzle_dataset_200.parquet", _verl("logic__zebra_puzzle_dataset", json.dumps(ZEBRA)),
+                     "<answer>" + json.dumps(ZEBRA) + "</answer>",
+                     "<answer>" + json.dumps({**ZEBRA, "rows": [["3", "Cy"], ["4", "Dan"]]}) + "</answer>"),
+    "gpqa_diamond_r360": ("stem__gpqa_diamond_198.parquet", _verl("stem__gpqa_diamond", "C"), "\\boxed{C}", "\\boxed{A}"),
+    "supergpqa": ("stem__supergpqa_1k.parquet", _verl("stem__supergpqa", "B"), "\\boxed{B}", "\\boxed{D}"),
+    "finqa": ("table__finqa_1.1k.parquet", _verl("table__finqa", "12.5"), "\\boxed{12.5}", "\\boxed{13}"),
+    "hitab": ("table__hitab_1k.parquet", _verl("table__hitab", "7"), "\\boxed{7}", "\\boxed{8}"),
+    "multihiertt": ("table__multihier_336.parquet", _verl("table__multihier", "3.2"), "\\boxed{3.2}", "\\boxed{2.3}"),
+    "codeio": ("simulation__codeio_200.parquet", _verl("simulation__codeio", '{"output": 5}'),
+               '{"output": 5}', '{"output": 6}'),
+    "cruxeval-i": ("simulation__cruxeval-i_800.parquet",
+                   _verl("simulation__cruxeval-i", json.dumps({"functional": FUNC}),
+                         {"reference": "'cba!'", "dataset": "cruxeval-i"}),
+                   f"{F}python\nassert f('abc') == 'cba!'\n{F}", f"{F}python\nassert f('xyz') == 'cba!'\n{F}"),
+    "cruxeval-o": ("simulation__cruxeval-o_800.parquet",
+                   _verl("simulation__cruxeval-o", json.dumps({"functional": FUNC}),
+                         {"reference": "'cba!'", "dataset": "cruxeval-o"}),
+                   f"{F}python\nassert f('abc') == 'cba!'\n{F}", f"{F}python\nassert f('abc') == 'abc!'\n{F}"),
+    "ifeval": ("ood__ifeval_541.parquet",
+               _verl("ood__ifeval", json.dumps({"instruction_id_list": ["keywords:existence"],
+                                                "kwargs": [{"keywords": ["apple"]}]})),
+               "I like apple pie.", "I like pears."),
+}  # fmt: skip
+# the public sources, in their own columns and file formats
+STANDARD = {
+    "gsm8k": ("gsm8k_test.jsonl", {"question": "2 + 2?", "answer": "Two and two.\n#### 1,004"},
+              "so\n#### 1004", "#### 4"),
+    "math500": ("math500.jsonl", {"problem": "Half?", "answer": "\\frac{1}{2}", "unique_id": "test/a/1.json",
+                                  "subject": "Algebra", "level": 1}, "\\boxed{\\frac12}", "\\boxed{1}"),
+    "aime24": ("aime_2024.jsonl", {"id": 60, "problem": "Find n.", "answer": "204", "url": "u", "year": 2024},
+               "\\boxed{204}", "\\boxed{205}"),
+    "aime25": ("aime25.jsonl", {"problem": "Find m.", "answer": "70"}, "\\boxed{70}", "\\boxed{7}"),
+}  # fmt: skip
+GPQA = {"Question": "Which gas?", "Correct Answer": "Argon", "Incorrect Answer 1": "Neon",
+        "Incorrect Answer 2": "Xenon", "Incorrect Answer 3": "Radon", "Record ID": "rec1"}  # fmt: skip
+
+
+def test_every_registered_benchmark_has_a_fixture_here():
+    assert set(BENCHMARKS.names()) == set(R360) | set(STANDARD) | {"gpqa_diamond"}
+    assert SUITES["reasoning360"] == list(R360)
+
+
+@pytest.mark.parametrize("name", sorted(R360))
+def test_reasoning360_offline_files_load_route_and_score(name, tmp_path):
+    fname, row, good, bad = R360[name]
+    (tmp_path / "offline_eval").mkdir()
+    pq.write_table(pa.Table.from_pylist([row, row]), tmp_path / "offline_eval" / fname)
+    problems = load_benchmark(BENCHMARKS.get(name), tmp_path)
+    assert len(problems) == 2 and problems[0].uid != problems[1].uid
+    check_routable(problems, name)
+    if problems[0].data_source.startswith(("codegen", "simulation__cruxeval")) and sandbox.bwrap_problem():
+        pytest.skip("bwrap sandbox unavailable")
+    assert score(good, problems[0]).score == 1.0
+    assert score(bad, problems[0]).score == 0.0
+
+
+@pytest.mark.parametrize("name", sorted(STANDARD))
+def test_public_sources_load_route_and_score(name, tmp_path):
+    fname, row, good, bad = STANDARD[name]
+    _jsonl(tmp_path / fname, [row])
+    (p,) = load_benchmark(BENCHMARKS.get(name), tmp_path)
+    check_routable([p], name)
+    assert score(good, p).score == 1.0 and score(bad, p).score == 0.0
+    assert p.uid and p.user_text.startswith(row.get("question", row.get("problem")))
+
+
+def test_gpqa_options_are_shuffled_with_a_fixed_seed_per_record(tmp_path):
+    import csv
+
+    path = tmp_path / "gpqa_diamond.csv"
+    rows = [GPQA, {**GPQA, "Record ID": "rec2"}, {**GPQA, "Record ID": "rec3"}, {**GPQA, "Record ID": "rec4"}]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(GPQA))
+        w.writeheader()
+        w.writerows(rows)
+    problems = load_benchmark(BENCHMARKS.get("gpqa_diamond"), tmp_path)
+    again = load_benchmark(BENCHMARKS.get("gpqa_diamond"), tmp_path)
+    assert [p.ground_truth for p in problems] == [p.ground_truth for p in again]  # stable
+    assert len({p.ground_truth for p in problems}) > 1  # the gold letter moves between records
+    for p in problems:
+        line = next(x for x in p.user_text.splitlines() if "Argon" in x)
+        assert line.startswith(f"({p.ground_truth})")
+        assert score(f"\\boxed{{{p.ground_truth}}}", p).score == 1.0
+        wrong = next(c for c in "ABCD" if c != p.ground_truth)
+        assert score(f"\\boxed{{{wrong}}}", p).score == 0.0
+
+
+def test_bad_input_names_what_is_wrong(tmp_path):
+    with pytest.raises(InputError, match="unknown benchmark 'aime2099'; known: .*aime24.*suites: reasoning360"):
+        resolve(["aime2099"])
+    assert [b.name for b in resolve(["r1", "aime24"])] == ["aime24", "aime25", "math500", "gpqa_diamond"]
+    with pytest.raises(InputError, match=r"benchmark math500: no file matching math500\*.jsonl.*HuggingFaceH4/MATH-500"):
+        load_benchmark(BENCHMARKS.get("math500"), tmp_path)
+    _jsonl(tmp_path / "gsm8k.jsonl", [{"question": "q", "answer": "4"}])
+    with pytest.raises(InputError, match=r"gsm8k.jsonl row 0: field 'answer' has no '#### <number>'"):
+        load_benchmark(BENCHMARKS.get("gsm8k"), tmp_path)
+    _jsonl(tmp_path / "aime25.jsonl", [{"problem": "p"}])
+    with pytest.raises(InputError, match=r"aime25.jsonl row 0: missing field 'answer'"):
+        load_benchmark(BENCHMARKS.get("aime25"), tmp_path)
