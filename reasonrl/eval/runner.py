@@ -77,7 +77,9 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
     out.mkdir(parents=True, exist_ok=True)
     samples_path = out / "samples.jsonl"
     samples, done = committed_samples(samples_path)
-    todo = [(b, c) for b, ps, _ in work for c in range(0, len(ps), chunk_size) if (b.name, c) not in done]
+    todo = [
+        (b.name, c) for b, ps, _ in work for c in range(0, len(ps), chunk_size) if (b.name, c) not in done
+    ]
     if todo:
         _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log)
     results = summarize(samples, {b.name: b.domain for b in benchmarks})
@@ -161,12 +163,20 @@ def summarize(samples: list[dict], domains: dict[str, str]) -> dict:
     return {"benchmarks": rows, "macro": macro}
 
 
+def _column_order(c: str):
+    """problems, n, mean@n, ci95, then pass@1, pass@2, ..., maj / best / worst @n, then the rates."""
+    fixed = ["problems", "n", "mean@n", "ci95"]
+    if c in fixed:
+        return (0, fixed.index(c), 0)
+    if "@" in c:
+        name, k = c.split("@")
+        return (1, ["pass", "maj", "best", "worst"].index(name), int(k))
+    return (2, 0, c)
+
+
 def results_markdown(results: dict) -> str:
     rows = results["benchmarks"]
-    cols = sorted(
-        {c for r in rows.values() for c in r}, key=lambda c: (c not in ("problems", "n", "mean@n", "ci95"), c)
-    )
-    cols = [c for c in cols if c != "se"]
+    cols = sorted({c for r in rows.values() for c in r} - {"se"}, key=_column_order)
     lines = ["| benchmark | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
     for name, r in rows.items():
         cells = [str(r[c]) if c in ("problems", "n") else (f"{r[c]:.4f}" if c in r else "") for c in cols]

@@ -131,10 +131,14 @@ def test_gpqa_options_are_shuffled_with_a_fixed_seed_per_record(tmp_path):
 
 
 def test_bad_input_names_what_is_wrong(tmp_path):
-    with pytest.raises(InputError, match="unknown benchmark 'aime2099'; known: .*aime24.*suites: reasoning360"):
+    with pytest.raises(
+        InputError, match="unknown benchmark 'aime2099'; known: .*aime24.*suites: reasoning360"
+    ):
         resolve(["aime2099"])
     assert [b.name for b in resolve(["r1", "aime24"])] == ["aime24", "aime25", "math500", "gpqa_diamond"]
-    with pytest.raises(InputError, match=r"benchmark math500: no file matching math500\*.jsonl.*HuggingFaceH4/MATH-500"):
+    with pytest.raises(
+        InputError, match=r"benchmark math500: no file matching math500\*.jsonl.*HuggingFaceH4/MATH-500"
+    ):
         load_benchmark(BENCHMARKS.get("math500"), tmp_path)
     _jsonl(tmp_path / "gsm8k.jsonl", [{"question": "q", "answer": "4"}])
     with pytest.raises(InputError, match=r"gsm8k.jsonl row 0: field 'answer' has no '#### <number>'"):

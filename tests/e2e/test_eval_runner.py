@@ -1,0 +1,118 @@
+"""`reasonrl eval MODEL --benchmarks ...` end to end on CPU with a tiny model and two fixture benchmarks:
+samples.jsonl holds every sample, the table is recomputed from it exactly, a SIGKILLed eval resumes
+without regenerating committed samples and ends with the same table, and bad input fails before any
+generation with a one-line error."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from reasonrl.eval.runner import summarize
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def _data(tmp_path, n_problems=6):
+    d = tmp_path / "data"
+    d.mkdir()
+    rows = [{"question": f"{i} + 1?", "answer": f"so\n#### {i + 1}"} for i in range(n_problems)]
+    (d / "gsm8k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    aime = [{"id": i, "problem": f"Find {i}.", "answer": str(i)} for i in range(3)]
+    (d / "aime24.jsonl").write_text("".join(json.dumps(r) + "\n" for r in aime))
+    return d
+
+
+def _cmd(model, data, out, *extra):
+    return [sys.executable, "-m", "reasonrl.cli.main", "eval", model, "--benchmarks", "gsm8k,aime24",
+            "--data-dir", str(data), "--out", str(out), "--n", "2", "--temperature", "1.0",
+            "--max-new-tokens", "6", "--chunk-size", "1", "--device", "cpu", *extra]  # fmt: skip
+
+
+def _run(cmd):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+
+
+def _samples(out):
+    rows = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+    return [r for r in rows if "committed" not in r], [r for r in rows if "committed" in r]
+
+
+def test_eval_writes_samples_and_a_table_recomputable_from_them(tiny_model_dir, tmp_path):
+    data, out = _data(tmp_path), tmp_path / "out"
+    res = _run(_cmd(tiny_model_dir, data, out))
+    assert res.returncode == 0, res.stderr[-2000:]
+    samples, marks = _samples(out)
+    assert len(samples) == (6 + 3) * 2 and len(marks) == 9
+    assert {"benchmark", "problem", "uid", "sample", "prompt", "completion", "extracted", "score", "reason",
+            "tokens", "finish_reason"} <= set(samples[0])  # fmt: skip
+    results = json.loads((out / "results.json").read_text())
+    assert results == json.loads(json.dumps(summarize(samples, {"gsm8k": "math", "aime24": "math"})))
+    row = results["benchmarks"]["gsm8k"]
+    assert row["problems"] == 6 and row["n"] == 2 and {"pass@1", "pass@2", "maj@2", "ci95"} <= set(row)
+    assert 0.0 <= row["truncated"] <= 1.0
+    assert "| gsm8k |" in (out / "results.md").read_text()
+
+
+def test_sigkilled_eval_resumes_without_regenerating_and_matches(tiny_model_dir, tmp_path):
+    data = _data(tmp_path, n_problems=12)
+    ref = _run(_cmd(tiny_model_dir, data, tmp_path / "ref"))
+    assert ref.returncode == 0, ref.stderr[-2000:]
+    out = tmp_path / "out"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(_cmd(tiny_model_dir, data, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)  # fmt: skip
+    path = out / "samples.jsonl"
+    end = time.monotonic() + 120
+    while time.monotonic() < end and not (path.is_file() and path.read_text().count('"committed"') >= 3):
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    lines = path.read_text().splitlines(keepends=True)
+    last = max(i for i, x in enumerate(lines) if x.startswith('{"committed"') and x.endswith("\n"))
+    kept = "".join(lines[: last + 1])  # everything up to the last committed chunk
+    done = kept.count('"committed"')
+    assert 3 <= done < 15, "the kill came too late to test anything"
+    res = _run(_cmd(tiny_model_dir, data, out))
+    assert res.returncode == 0, res.stderr[-2000:]
+    generated = [x for x in res.stdout.splitlines() if " problems" in x and ("gsm8k:" in x or "aime24:" in x)]
+    assert len(generated) == 15 - done  # only the chunks not committed before the kill were generated
+    after = path.read_text()
+    assert after.startswith(kept)  # committed samples kept as they were, not regenerated
+    assert after.count('"committed"') == 15  # 12 + 3 chunks, each exactly once
+    assert json.loads((out / "results.json").read_text()) == json.loads(
+        (tmp_path / "ref" / "results.json").read_text()
+    )
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--benchmarks", "nope"], "unknown benchmark 'nope'"),
+        (["--benchmarks", "math500"], "benchmark math500: no file matching"),
+        (["--benchmarks", "gsm8k", "--file", "gsm8k"], "expected NAME=PATH"),
+        (["--benchmarks", "gsm8k", "--n", "0"], "--n must be >= 1"),
+    ],
+)
+def test_bad_input_fails_before_generation(tiny_model_dir, tmp_path, args, message):
+    data, out = _data(tmp_path), tmp_path / "out"
+    res = _run([sys.executable, "-m", "reasonrl.cli.main", "eval", tiny_model_dir, "--data-dir", str(data),
+                "--out", str(out), *args])  # fmt: skip
+    assert res.returncode == 2 and message in res.stderr, res.stderr[-1500:]
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert not (out / "samples.jsonl").exists()
+
+
+def test_missing_model_is_named(tmp_path):
+    res = _run(
+        [sys.executable, "-m", "reasonrl.cli.main", "eval", str(tmp_path / "nope"), "--benchmarks", "gsm8k"]
+    )
+    assert res.returncode == 2 and "model path not found" in res.stderr
