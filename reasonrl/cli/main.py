@@ -81,6 +81,17 @@ def _eval_model_path(model: str) -> str:
 
 
 def _eval(args) -> int:
+    from reasonrl.errors import InputError
+
+    if args.model == "compare":  # reasonrl eval compare A/results.json B/results.json
+        from reasonrl.eval.compare import compare_results, comparison_markdown, load_results
+
+        if len(args.rest) != 2:
+            raise InputError("eval compare needs two results.json files (or output directories)")
+        print(comparison_markdown(compare_results(*(load_results(p) for p in args.rest))))
+        return 0
+    if args.rest:
+        raise InputError(f"unexpected arguments: {' '.join(args.rest)}")
     if args.benchmarks:
         from reasonrl.cli.evaluate import eval_benchmarks
 
@@ -89,7 +100,6 @@ def _eval(args) -> int:
     args.temperature = 0.0 if args.temperature is None else args.temperature
     args.max_new_tokens = 64 if args.max_new_tokens is None else args.max_new_tokens
     from reasonrl.data.schema import load_problems
-    from reasonrl.errors import InputError
 
     if args.n < 1:
         raise InputError(f"--n must be >= 1, got {args.n}")
@@ -172,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=_train)
 
     e = sub.add_parser("eval", help="mean score of a model on held-out problems")
-    e.add_argument("model", help="HF model directory, hub id, or 'demo'")
+    e.add_argument("model", help="HF model directory, run directory, hub id, 'demo', or 'compare A B'")
+    e.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     e.add_argument("--data", nargs="*", default=None, help="parquet/jsonl files (default: a built-in task)")
     e.add_argument("--task", default="arithmetic")
     e.add_argument("--difficulty", type=int, default=2)

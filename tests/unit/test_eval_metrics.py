@@ -116,3 +116,32 @@ def test_macro_average_means_domains_then_domains():
     domains = {"aime": "math", "math500": "math", "humaneval": "code", "gpqa": "stem"}
     out = macro_average(values, domains)
     assert out == pytest.approx({"code": 0.5, "math": 0.4, "stem": 0.3, "macro": 0.4})
+
+
+def test_compare_flags_differences_beyond_the_combined_interval(tmp_path):
+    import json
+
+    from reasonrl.eval.compare import compare_results, comparison_markdown, load_results
+
+    a = {"benchmarks": {"aime24": {"mean@n": 0.30, "se": 0.02}, "math500": {"mean@n": 0.60, "se": 0.02},
+                        "gsm8k": {"mean@n": 0.8, "se": 0.01}}}  # fmt: skip
+    b = {"benchmarks": {"aime24": {"mean@n": 0.33, "se": 0.02}, "math500": {"mean@n": 0.70, "se": 0.02}}}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "results.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    c = compare_results(load_results(tmp_path / "a"), load_results(tmp_path / "b.json"))
+    half = 1.96 * math.sqrt(0.02**2 + 0.02**2)  # 0.0554
+    assert c["rows"]["aime24"]["diff"] == pytest.approx(0.03) and c["rows"]["aime24"][
+        "ci95"
+    ] == pytest.approx(half)
+    assert c["rows"]["aime24"]["significant"] is False  # 0.03 < 0.055
+    assert c["rows"]["math500"]["significant"] is True  # 0.10 > 0.055
+    assert c["only_in_one"] == ["gsm8k"]
+    assert "| math500 | 0.6000 | 0.7000 | +0.1000 | 0.0554 | yes |" in comparison_markdown(c)
+    from reasonrl.errors import InputError
+
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(InputError, match="not a reasonrl results.json"):
+        load_results(tmp_path / "bad.json")
+    with pytest.raises(InputError, match="results file not found"):
+        load_results(tmp_path / "missing")
