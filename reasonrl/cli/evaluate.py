@@ -1,9 +1,11 @@
-"""`reasonrl eval MODEL --benchmarks a,b,...`: the benchmark side of the eval command.
+"""`reasonrl eval`: held-out problems (`eval_problems`) or benchmarks (`eval_benchmarks`).
 
-Owns: its command-line options and turning them into `eval.runner.run_benchmarks` arguments, with
-every bad input (unknown benchmark, missing file, bad --file / option) an InputError before any
-model is loaded. Prints the results table and the output directory. Does not own: the runner, the
-registry or the metrics (`eval/`).
+Owns: the benchmark options and turning them into `eval.runner.run_benchmarks` arguments; the
+problems path: a built-in task, data files, or, for a run directory or checkpoint, that run's own
+validation data, response length, think-block policy and reward settings (so the number matches
+what the run logged as eval/accuracy). Every bad input (unknown benchmark, missing file, bad option)
+is an InputError before any model is loaded. Does not own: the runner, the registry or the metrics
+(`eval/`).
 """
 
 from __future__ import annotations
@@ -60,4 +62,86 @@ def eval_benchmarks(args, model_path) -> int:
                              chunk_size=args.chunk_size)  # fmt: skip
     print(results_markdown(results))
     print(json.dumps({"out": out, "macro": results["macro"]}))
+    return 0
+
+
+def run_config(checkpoint: str):
+    """The RunConfig a checkpoint was trained with (None for a plain model directory or hub id)."""
+    import json
+    from pathlib import Path
+
+    from reasonrl.config import from_dict
+
+    state = Path(checkpoint) / "state.json"
+    if not state.is_file():
+        return None
+    cfg = json.loads(state.read_text()).get("config")
+    return from_dict(cfg) if cfg else None
+
+
+def eval_problems(args, model_path) -> int:
+    import json
+    import sys
+
+    from reasonrl.data.schema import load_problems
+    from reasonrl.errors import InputError
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+
+    if args.data is not None and not args.data:
+        raise InputError("--data needs at least one parquet / jsonl / json file")
+    for key, value in (("n", args.n), ("size", args.size), ("max-new-tokens", args.max_new_tokens)):
+        if value is not None and value < 1:
+            raise InputError(f"--{key} must be >= 1, got {value}")
+    if args.temperature is not None and args.temperature < 0:
+        raise InputError(f"--temperature must be >= 0, got {args.temperature}")
+    if args.engine not in ROLLOUT_ENGINES:
+        raise InputError(
+            f"--engine {args.engine!r} is not a rollout engine; known: {', '.join(ROLLOUT_ENGINES.names())}"
+        )
+    args.model = model_path(args.model)
+    from reasonrl.data.tasks import generate
+    from reasonrl.eval.accuracy import evaluate
+    from reasonrl.models.loading import load_policy
+    from reasonrl.rewards import check_routable
+    from reasonrl.rollout.base import SamplingParams
+    from reasonrl.rollout.factory import build_rollout_engine
+
+    cfg = run_config(args.model) if not args.data and args.task is None else None
+    scorer, think, max_new = None, True, args.max_new_tokens or 64
+    if cfg is not None:  # the run's own held-out set and settings
+        from reasonrl.config import import_plugins
+
+        import_plugins(cfg.plugins)
+        from reasonrl.data.prompts import fit_prompts
+        from reasonrl.trainer.rollouts import make_scorer
+        from reasonrl.trainer.setup import load_data
+
+        _, problems = load_data(cfg)
+        model, tok = load_policy(args.model, device=args.device)
+        problems = fit_prompts(tok, problems, cfg.data.max_prompt_tokens, "validation data",
+                               cfg.data.drop_overlong_prompts, lambda *a: None)  # fmt: skip
+        scorer, think = make_scorer(cfg), cfg.reward.think_from_prompt
+        max_new = args.max_new_tokens or cfg.rollout.max_new_tokens
+        print(f"evaluating on the run's own validation data ({len(problems)} problems)", file=sys.stderr)
+    else:
+        if args.data:
+            problems = load_problems(args.data)
+        else:
+            task = args.task or "arithmetic"
+            problems = generate(task, args.size, seed=args.seed, difficulty=args.difficulty, split="test")
+        check_routable(problems, "eval data")
+        model, tok = load_policy(args.model, device=args.device)
+    n = args.n or 1
+    params = SamplingParams(n=n, temperature=args.temperature or 0.0, max_new_tokens=max_new, seed=args.seed)
+    engine = build_rollout_engine(args.engine, model, tok)
+    batch = cfg.val.batch_size if cfg is not None else 256  # the run's own batching: identical greedy outputs
+    try:
+        acc, _ = evaluate(
+            engine, tok, problems, params, batch_size=batch, think_from_prompt=think, scorer=scorer
+        )
+    finally:
+        engine.close()
+        if scorer is not None:
+            scorer.close()
+    print(json.dumps({"model": args.model, "problems": len(problems), "n": n, "mean_score": acc}))
     return 0

@@ -96,49 +96,9 @@ def _eval(args) -> int:
         from reasonrl.cli.evaluate import eval_benchmarks
 
         return eval_benchmarks(args, _eval_model_path)
-    args.n = 1 if args.n is None else args.n
-    args.temperature = 0.0 if args.temperature is None else args.temperature
-    args.max_new_tokens = 64 if args.max_new_tokens is None else args.max_new_tokens
-    from reasonrl.data.schema import load_problems
+    from reasonrl.cli.evaluate import eval_problems
 
-    if args.n < 1:
-        raise InputError(f"--n must be >= 1, got {args.n}")
-    if args.data is not None and not args.data:
-        raise InputError("--data needs at least one parquet / jsonl / json file")
-    if args.size < 1 or args.max_new_tokens < 1:
-        raise InputError("--size and --max-new-tokens must be >= 1")
-    if args.temperature < 0:
-        raise InputError(f"--temperature must be >= 0, got {args.temperature}")
-    from reasonrl.rollout.factory import ROLLOUT_ENGINES
-
-    if args.engine not in ROLLOUT_ENGINES:
-        raise InputError(
-            f"--engine {args.engine!r} is not a rollout engine; known: {', '.join(ROLLOUT_ENGINES.names())}"
-        )
-    args.model = _eval_model_path(args.model)
-    from reasonrl.data.tasks import generate
-    from reasonrl.eval.accuracy import evaluate
-    from reasonrl.models.loading import load_policy
-    from reasonrl.rewards import check_routable
-    from reasonrl.rollout.base import SamplingParams
-    from reasonrl.rollout.factory import build_rollout_engine
-
-    if args.data:
-        problems = load_problems(args.data)
-    else:
-        problems = generate(args.task, args.size, seed=args.seed, difficulty=args.difficulty, split="test")
-    check_routable(problems, "eval data")
-    model, tok = load_policy(args.model, device=args.device)
-    params = SamplingParams(
-        n=args.n, temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed
-    )
-    engine = build_rollout_engine(args.engine, model, tok)
-    try:
-        acc, _ = evaluate(engine, tok, problems, params)
-    finally:
-        engine.close()
-    print(json.dumps({"model": args.model, "problems": len(problems), "n": args.n, "mean_score": acc}))
-    return 0
+    return eval_problems(args, _eval_model_path)
 
 
 def _data(args) -> int:
@@ -185,7 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("model", help="HF model directory, run directory, hub id, 'demo', or 'compare A B'")
     e.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     e.add_argument("--data", nargs="*", default=None, help="parquet/jsonl files (default: a built-in task)")
-    e.add_argument("--task", default="arithmetic")
+    e.add_argument(
+        "--task", default=None, help="a built-in task (default: a run's own validation data, else arithmetic)"
+    )
     e.add_argument("--difficulty", type=int, default=2)
     e.add_argument("--size", type=int, default=200)
     e.add_argument(

@@ -28,6 +28,7 @@ def make_scorer(cfg: RunConfig):
         timeout_s=rc.timeout_s,
         weights=dict(rc.weights),
         options={k: dict(v) for k, v in rc.options.items()},
+        modules=list(cfg.plugins),  # the recipe's own verifiers, registered in every worker too
     )
 
 

@@ -116,3 +116,42 @@ def test_missing_model_is_named(tmp_path):
         [sys.executable, "-m", "reasonrl.cli.main", "eval", str(tmp_path / "nope"), "--benchmarks", "gsm8k"]
     )
     assert res.returncode == 2 and "model path not found" in res.stderr
+
+
+def test_eval_of_a_run_uses_its_own_validation_data_and_reproduces_its_accuracy(tiny_model_dir, tmp_path):
+    from pathlib import Path
+
+    from test_train_loop import _cfg
+
+    from reasonrl.data.schema import write_problems
+    from reasonrl.trainer.loop import train
+    from reasonrl.types import Problem
+
+    here = str(Path(__file__).parent)
+    rows = [Problem([{"role": "user", "content": f"say something about {w}"}], "x", "parity_test", "x",
+                    {"split": "test"}, verifier="parity", uid=f"p{i}")
+            for i, w in enumerate("apple pear plum fig kiwi lime date yuzu grape melon peach cherry".split())]  # fmt: skip
+    write_problems(tmp_path / "train.jsonl", rows)
+    write_problems(tmp_path / "val.jsonl", rows[:10])
+    import sys as _sys
+
+    _sys.path.insert(0, here)
+    try:
+        out = train(_cfg(tiny_model_dir, tmp_path / "run", 2, "plugins=[parity_verifier]",
+                         f"data.train_files=[{tmp_path / 'train.jsonl'}]", f"data.val_files=[{tmp_path / 'val.jsonl'}]",
+                         "val.size=10", "rollout.max_new_tokens=9", "log.tensorboard=false"))  # fmt: skip
+    finally:
+        _sys.path.remove(here)
+    logged = out["history"][-1]["eval/accuracy"]
+    assert 0.0 < logged < 1.0  # a mix: only the same problems and settings reproduce it
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]),
+    }
+    res = subprocess.run([sys.executable, "-m", "reasonrl.cli.main", "eval", str(tmp_path / "run"), "--device", "cpu"],
+                         capture_output=True, text=True, timeout=240, env=env)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert got["problems"] == 10 and got["mean_score"] == pytest.approx(logged, abs=1e-12)
+    assert "run's own validation data" in res.stderr
