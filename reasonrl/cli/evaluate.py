@@ -23,6 +23,8 @@ def add_benchmark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-p", type=float, default=None)
     p.add_argument("--limit", type=int, default=None, help="first N problems of each benchmark")
     p.add_argument("--chunk-size", type=int, default=32, help="problems per generation call (and commit)")
+    p.add_argument("--all-checkpoints", action="store_true",
+                   help="MODEL is a run directory: evaluate every valid checkpoint, one table + a PNG")  # fmt: skip
 
 
 def eval_benchmarks(args, model_path) -> int:
@@ -53,15 +55,62 @@ def eval_benchmarks(args, model_path) -> int:
         value = getattr(args, key)
         if value is not None and value < 1:
             raise InputError(f"--{key.replace('_', '-')} must be >= 1, got {value}")
-    model = model_path(args.model)
-    out = args.out or str(Path("eval_out") / Path(model.rstrip("/")).name)
     overrides = {"n": args.n, "temperature": args.temperature, "top_p": args.top_p,
                  "max_new_tokens": args.max_new_tokens}  # fmt: skip
-    results = run_benchmarks(model, benches, out, data_dir=args.data_dir, files=files, overrides=overrides,
-                             engine=args.engine, device=args.device, seed=args.seed, limit=args.limit,
-                             chunk_size=args.chunk_size)  # fmt: skip
+    kw = dict(data_dir=args.data_dir, files=files, overrides=overrides, engine=args.engine, device=args.device,
+              seed=args.seed, limit=args.limit, chunk_size=args.chunk_size)  # fmt: skip
+    if args.all_checkpoints:
+        return _all_checkpoints(args, benches, kw)
+    model = model_path(args.model)
+    out = args.out or str(Path("eval_out") / Path(model.rstrip("/")).name)
+    results = run_benchmarks(model, benches, out, **kw)
     print(results_markdown(results))
     print(json.dumps({"out": out, "macro": results["macro"]}))
+    return 0
+
+
+def _all_checkpoints(args, benches, kw) -> int:
+    """Every valid checkpoint of a run: its own results under OUT/<checkpoint>, and OUT/checkpoints.md /
+    .json / .png with mean@n per benchmark against the training step."""
+    import json
+    from pathlib import Path
+
+    from reasonrl.engines.checkpoint import list_checkpoints, verify_checkpoint
+    from reasonrl.errors import InputError
+    from reasonrl.eval.runner import run_benchmarks
+
+    run = Path(args.model)
+    ckpts = [c for c in list_checkpoints(run) if verify_checkpoint(c) is None] if run.is_dir() else []
+    if not ckpts:
+        raise InputError(f"--all-checkpoints: {args.model} is not a run directory with valid checkpoints")
+    out = Path(args.out or Path("eval_out") / run.name)
+    table = {}
+    for c in ckpts:
+        step = int(c.name.rsplit("_", 1)[-1])
+        res = run_benchmarks(str(c), benches, out / c.name, **kw)
+        table[step] = {name: row["mean@n"] for name, row in res["benchmarks"].items()}
+    names = [b.name for b in benches]
+    lines = ["| step | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    lines += [f"| {s} | " + " | ".join(f"{row.get(n, float('nan')):.4f}" for n in names) + " |"
+              for s, row in table.items()]  # fmt: skip
+    (out / "checkpoints.md").write_text("\n".join(lines) + "\n")
+    (out / "checkpoints.json").write_text(json.dumps(table, indent=1))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for n in names:
+        ax.plot(list(table), [table[s].get(n) for s in table], "o-", label=n)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("mean@n")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "checkpoints.png", dpi=100)
+    plt.close(fig)
+    print("\n".join(lines))
+    print(json.dumps({"out": str(out), "checkpoints": len(table)}))
     return 0
 
 

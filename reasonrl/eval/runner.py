@@ -89,6 +89,8 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log) -> None:
+    import time
+
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards.runner import RewardRunner
     from reasonrl.rollout.factory import build_rollout_engine
@@ -97,6 +99,7 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
     policy, tok = load_policy(model, device=device, log=log)
     engine = build_rollout_engine(engine_name, policy, tok)
     want = set(todo)
+    t0, finished = time.monotonic(), 0
     try:
         with RewardRunner() as scorer, open(samples_path, "a", encoding="utf-8") as f:
             for b, problems, params in work:
@@ -115,7 +118,11 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
                     f.flush()
                     os.fsync(f.fileno())
                     samples.extend(rows)
-                    log(f"{b.name}: {min(c + chunk_size, len(problems))}/{len(problems)} problems")
+                    finished += 1
+                    spent = time.monotonic() - t0
+                    eta = spent / finished * (len(want) - finished)
+                    log(f"{b.name}: {min(c + chunk_size, len(problems))}/{len(problems)} problems "
+                        f"[{finished}/{len(want)} chunks, {spent:.0f}s, ETA {eta:.0f}s]")  # fmt: skip
     finally:
         engine.close()
 

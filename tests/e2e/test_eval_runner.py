@@ -155,3 +155,23 @@ def test_eval_of_a_run_uses_its_own_validation_data_and_reproduces_its_accuracy(
     got = json.loads(res.stdout.strip().splitlines()[-1])
     assert got["problems"] == 10 and got["mean_score"] == pytest.approx(logged, abs=1e-12)
     assert "run's own validation data" in res.stderr
+
+
+def test_all_checkpoints_gives_one_table_and_a_plot(tiny_model_dir, tmp_path):
+    from test_train_loop import _cfg
+
+    from reasonrl.trainer.loop import train
+
+    train(_cfg(tiny_model_dir, tmp_path / "run", 4, "log.tensorboard=false"))  # checkpoints at 2 and 4
+    data, out = _data(tmp_path, n_problems=3), tmp_path / "out"
+    res = _run([sys.executable, "-m", "reasonrl.cli.main", "eval", str(tmp_path / "run"), "--all-checkpoints",
+                "--benchmarks", "gsm8k", "--data-dir", str(data), "--out", str(out), "--n", "1",
+                "--max-new-tokens", "4", "--device", "cpu"])  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    table = json.loads((out / "checkpoints.json").read_text())
+    assert sorted(table) == ["2", "4"]
+    for step in ("2", "4"):
+        ckpt_results = json.loads((out / f"step_00000{step}" / "results.json").read_text())
+        assert table[step]["gsm8k"] == ckpt_results["benchmarks"]["gsm8k"]["mean@n"]
+    assert (out / "checkpoints.png").stat().st_size > 5_000
+    assert "| 4 |" in (out / "checkpoints.md").read_text()
