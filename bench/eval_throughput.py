@@ -1,0 +1,105 @@
+"""Evaluation speed: `reasonrl eval --benchmarks gsm8k` vs EleutherAI lm-evaluation-harness (HF backend) on
+the same model, the same local GSM8K-shaped problems, greedy, the same max new tokens, one after the
+other in one run; plus the rollout engine's raw generation on the same prompts in the same batches
+(the ceiling: no scoring, no files). Every side's time includes loading the model. Prints samples/s
+of each and the ratios, ending with one JSON line.
+
+    python bench/eval_throughput.py [--model demo:addsub] [--problems 64] [--max-tokens 48]
+
+Needs lm-eval (`pip install 'reasonrl[lm-eval]'`). Both sides run offline on local files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+LM_EVAL_TASK = """task: bench_gsm8k_local
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {path}
+test_split: test
+output_type: generate_until
+doc_to_text: "{{{{question}}}}"
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: ["<|endoftext|>"]
+  do_sample: false
+  max_gen_toks: {max_tokens}
+metric_list:
+  - metric: exact_match
+"""
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="demo:addsub")
+    ap.add_argument("--problems", type=int, default=256)
+    ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--batch", type=int, default=64)
+    args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    from reasonrl.eval.benchmarks import BENCHMARKS
+    from reasonrl.eval.runner import run_benchmarks
+    from reasonrl.models.loading import resolve_model_path
+
+    model = resolve_model_path(args.model)
+    tmp = Path(tempfile.mkdtemp(prefix="eval-bench-"))
+    rows = [{"question": f"What is {i} + {i % 7}?", "answer": f"so\n#### {i + i % 7}"} for i in range(args.problems)]
+    (tmp / "gsm8k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report: dict = {"bench": "eval_throughput", "model": args.model, "problems": args.problems,
+                    "max_tokens": args.max_tokens}  # fmt: skip
+
+    from reasonrl.models.loading import load_policy
+
+    load_policy(model, device="cpu", log=lambda *a: None)  # warm-up: imports and file cache, for all three
+    t0 = time.perf_counter()
+    run_benchmarks(model, [BENCHMARKS.get("gsm8k")], tmp / "reasonrl", data_dir=tmp, device="cpu",
+                   overrides={"n": 1, "temperature": 0.0, "max_new_tokens": args.max_tokens},
+                   chunk_size=args.batch, log=lambda *a: None)  # fmt: skip
+    report["reasonrl_samples_per_s"] = round(args.problems / (time.perf_counter() - t0), 2)
+
+    from reasonrl.data.prompts import encode_prompts
+    from reasonrl.eval.benchmarks import load_benchmark
+    from reasonrl.rollout.base import SamplingParams
+    from reasonrl.rollout.hf import HFRolloutEngine
+
+    problems = load_benchmark(BENCHMARKS.get("gsm8k"), tmp)
+    t0 = time.perf_counter()  # like the others: loading the model counts
+    policy, tok = load_policy(model, device="cpu", log=lambda *a: None)
+    engine = HFRolloutEngine(policy, tok, max_batch=args.batch)
+    ids = encode_prompts(tok, problems)
+    for start in range(0, len(ids), args.batch):
+        engine.generate(ids[start : start + args.batch], SamplingParams.greedy(args.max_tokens))
+    report["raw_engine_samples_per_s"] = round(args.problems / (time.perf_counter() - t0), 2)
+
+    try:
+        from lm_eval import simple_evaluate
+        from lm_eval.tasks import TaskManager
+    except ImportError:
+        report["lm_eval_samples_per_s"] = None
+    else:
+        tasks = tmp / "tasks"
+        tasks.mkdir()
+        (tasks / "bench.yaml").write_text(LM_EVAL_TASK.format(path=tmp / "gsm8k.jsonl", max_tokens=args.max_tokens))
+        t0 = time.perf_counter()
+        simple_evaluate(model="hf", model_args=f"pretrained={model},dtype=float32,device=cpu",
+                        tasks=["bench_gsm8k_local"], task_manager=TaskManager(include_path=str(tasks)),
+                        batch_size=args.batch)  # fmt: skip
+        report["lm_eval_samples_per_s"] = round(args.problems / (time.perf_counter() - t0), 2)
+    r, raw, lm = report["reasonrl_samples_per_s"], report["raw_engine_samples_per_s"], report["lm_eval_samples_per_s"]
+    report["reasonrl_vs_lm_eval"] = round(r / lm, 3) if lm else None
+    report["reasonrl_vs_raw_engine"] = round(r / raw, 3)
+    print(f"reasonrl eval {r} samples/s | raw engine {raw} | lm-eval {lm}")
+    print(json.dumps(report))
+    return report
+
+
+if __name__ == "__main__":
+    main()
