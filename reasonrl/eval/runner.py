@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -89,17 +91,38 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log) -> None:
-    import time
 
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards.runner import RewardRunner
     from reasonrl.rollout.factory import build_rollout_engine
-    from reasonrl.rollout.scored import generate_and_score
+    from reasonrl.rollout.scored import generate_groups, score_groups
 
     policy, tok = load_policy(model, device=device, log=log)
     engine = build_rollout_engine(engine_name, policy, tok)
     want = set(todo)
     t0, finished = time.monotonic(), 0
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reasonrl-eval-score")
+    pending = None  # (future of the previous chunk's scoring, what to write for it)
+
+    def commit(job) -> None:
+        nonlocal finished
+        future, (name, c, groups, total) = job
+        future.result()
+        rows = [_sample_row(name, c + i, g, j, comp, score, info)
+                for i, g in enumerate(groups)
+                for j, (comp, score, info) in enumerate(zip(g.completions, g.rewards, g.infos))]  # fmt: skip
+        for r in rows:
+            f.write(json.dumps(r, default=str) + "\n")
+        f.write(json.dumps({"committed": name, "chunk": c}) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+        samples.extend(rows)
+        finished += 1
+        spent = time.monotonic() - t0
+        eta = spent / finished * (len(want) - finished)
+        log(f"{name}: {min(c + chunk_size, total)}/{total} problems "
+            f"[{finished}/{len(want)} chunks, {spent:.0f}s, ETA {eta:.0f}s]")  # fmt: skip
+
     try:
         with RewardRunner() as scorer, open(samples_path, "a", encoding="utf-8") as f:
             for b, problems, params in work:
@@ -107,23 +130,19 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
                     if (b.name, c) not in want:
                         continue
                     chunk = problems[c : c + chunk_size]
-                    p = replace(params, seed=_chunk_seed(seed, b.name, c))
-                    groups, _ = generate_and_score(engine, tok, scorer, chunk, p)
-                    rows = [_sample_row(b.name, c + i, g, j, comp, score, info)
-                            for i, g in enumerate(groups)
-                            for j, (comp, score, info) in enumerate(zip(g.completions, g.rewards, g.infos))]  # fmt: skip
-                    for r in rows:
-                        f.write(json.dumps(r, default=str) + "\n")
-                    f.write(json.dumps({"committed": b.name, "chunk": c}) + "\n")
-                    f.flush()
-                    os.fsync(f.fileno())
-                    samples.extend(rows)
-                    finished += 1
-                    spent = time.monotonic() - t0
-                    eta = spent / finished * (len(want) - finished)
-                    log(f"{b.name}: {min(c + chunk_size, len(problems))}/{len(problems)} problems "
-                        f"[{finished}/{len(want)} chunks, {spent:.0f}s, ETA {eta:.0f}s]")  # fmt: skip
+                    groups = generate_groups(
+                        engine, tok, chunk, replace(params, seed=_chunk_seed(seed, b.name, c))
+                    )
+                    if pending is not None:  # the previous chunk was scored while this one generated
+                        commit(pending)
+                    pending = (
+                        pool.submit(score_groups, groups, tok, scorer),
+                        (b.name, c, groups, len(problems)),
+                    )
+            if pending is not None:
+                commit(pending)
     finally:
+        pool.shutdown(wait=True)
         engine.close()
 
 

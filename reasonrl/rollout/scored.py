@@ -18,9 +18,21 @@ def generate_and_score(engine, tokenizer, scorer, problems: list[Problem], param
                        max_prompt_tokens: int | None = None, think_from_prompt: bool = True):  # fmt: skip
     """Returns (groups: one RolloutGroup per problem with its completions, rewards and verifier infos,
     health: the runner's `verifier/` metrics for this batch)."""
+    groups = generate_groups(engine, tokenizer, problems, params, max_prompt_tokens)
+    return groups, score_groups(groups, tokenizer, scorer, think_from_prompt)
+
+
+def generate_groups(engine, tokenizer, problems: list[Problem], params: SamplingParams,
+                    max_prompt_tokens: int | None = None) -> list[RolloutGroup]:  # fmt: skip
+    """The generation half: one unscored RolloutGroup per problem."""
     prompt_ids = encode_prompts(tokenizer, problems, max_prompt_tokens)
     completions = engine.generate(prompt_ids, params)
-    groups = [RolloutGroup(p, ids, cs) for p, ids, cs in zip(problems, prompt_ids, completions)]
+    return [RolloutGroup(p, ids, cs) for p, ids, cs in zip(problems, prompt_ids, completions)]
+
+
+def score_groups(groups: list[RolloutGroup], tokenizer, scorer, think_from_prompt: bool = True) -> dict:
+    """The scoring half: fills each group's rewards and infos (think-block policy applied); returns the
+    runner's health metrics. Callers may run it beside the next generation (the eval runner does)."""
     flat = [(g, c) for g in groups for c in g.completions]
     opens = {id(g): think_from_prompt and prompt_opens_think(tokenizer, g.problem) for g in groups}
     texts = [scoring_text(c.text, opens[id(g)]) for g, c in flat]
@@ -31,4 +43,4 @@ def generate_and_score(engine, tokenizer, scorer, problems: list[Problem], param
             res = next(it)
             g.rewards.append(res.score)
             g.infos.append(res.info)
-    return groups, health
+    return health
