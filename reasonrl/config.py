@@ -131,6 +131,11 @@ class ValConfig:
     n: int = 1  # samples per problem for mean@n at val temperature (besides greedy accuracy)
     temperature: float = 1.0
     batch_size: int = 256
+    # registered benchmarks (eval.benchmarks) run at every validation, logged as eval/<name>/<metric>,
+    # with each benchmark's own n / temperature / top_p and the run's rollout.max_new_tokens
+    benchmarks: list[str] = field(default_factory=list)
+    data_dir: str | None = None  # where the benchmarks' files are
+    benchmark_limit: int | None = None  # first N problems of each benchmark (quick checks)
 
 
 @dataclass
@@ -376,6 +381,13 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"algo.kl_coef must be >= 0, got {a.kl_coef}")
     _validate_algo_extras(a, r)
     _validate_async(a, r)
+    if cfg.val.benchmarks:
+        from reasonrl.eval.benchmarks import resolve
+
+        try:
+            resolve(list(cfg.val.benchmarks))
+        except InputError as e:
+            raise ConfigError(f"val.benchmarks: {e}") from None
 
 
 def _validate_async(a: AlgoConfig, r: RolloutConfig) -> None:

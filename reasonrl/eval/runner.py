@@ -211,3 +211,25 @@ def results_markdown(results: dict) -> str:
         lines += ["", "macro average (mean@n per domain, then over domains): "
                   + ", ".join(f"{k} {v:.4f}" for k, v in results["macro"].items())]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def benchmark_metrics(engine, tokenizer, scorer, loaded, max_new_tokens: int, seed: int,
+                      think_from_prompt: bool = True, chunk_size: int = 256) -> dict[str, float]:  # fmt: skip
+    """In-training validation on benchmarks: [(Benchmark, problems)] through the run's own engine and
+    scorer, each benchmark's sampling capped at the run's max_new_tokens; metrics named
+    eval/<benchmark>/<metric> (the same table `reasonrl eval` writes, from the same code)."""
+    from reasonrl.rollout.scored import generate_and_score
+
+    samples = []
+    for b, problems in loaded:
+        params = replace(sampling_for(b, {}), max_new_tokens=max_new_tokens)
+        for c in range(0, len(problems), chunk_size):
+            p = replace(params, seed=_chunk_seed(seed, b.name, c))
+            groups, _ = generate_and_score(engine, tokenizer, scorer, problems[c : c + chunk_size], p,
+                                           think_from_prompt=think_from_prompt)  # fmt: skip
+            samples += [_sample_row(b.name, c + i, g, j, comp, score, info)
+                        for i, g in enumerate(groups)
+                        for j, (comp, score, info) in enumerate(zip(g.completions, g.rewards, g.infos))]  # fmt: skip
+    res = summarize(samples, {b.name: b.domain for b, _ in loaded})
+    return {f"eval/{name}/{k}": float(v) for name, row in res["benchmarks"].items() for k, v in row.items()
+            if k not in ("problems", "n", "se")}  # fmt: skip

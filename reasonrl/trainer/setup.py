@@ -61,6 +61,7 @@ class Run:
     think_from_prompt: bool = True
     closers: list = field(default_factory=list)
     replay_rollouts: list | None = None  # an async checkpoint's batches asked for and not yet trained on
+    benchmarks: list = field(default_factory=list)  # [(Benchmark, problems)] for val.benchmarks
 
     @property
     def pad_id(self) -> int:
@@ -119,15 +120,34 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         cfg.data.max_prompt_tokens,
         think_from_prompt=cfg.reward.think_from_prompt,
     )
+    run.benchmarks = load_val_benchmarks(cfg, tokenizer, log)
     if hasattr(scorer, "close"):
         run.closers.append(scorer.close)
     run.closers.append(run.rollout_engine.close)
     return run
 
 
+def load_val_benchmarks(cfg: RunConfig, tokenizer, log=print) -> list:
+    """val.benchmarks loaded (and checked: files, rows, routing) before training starts."""
+    if not cfg.val.benchmarks:
+        return []
+    from reasonrl.eval.benchmarks import load_benchmark, resolve
+
+    out = []
+    for b in resolve(list(cfg.val.benchmarks)):
+        problems = load_benchmark(b, cfg.val.data_dir, limit=cfg.val.benchmark_limit)
+        check_routable(
+            problems, f"val benchmark {b.name}", {k: dict(v) for k, v in cfg.reward.options.items()}
+        )
+        problems = fit_prompts(tokenizer, problems, cfg.data.max_prompt_tokens, f"val benchmark {b.name}",
+                               cfg.data.drop_overlong_prompts, log)  # fmt: skip
+        out.append((b, problems))
+    return out
+
+
 def validate_policy(run: Run, cfg: RunConfig) -> dict[str, float]:
     """Greedy accuracy and mean@n on the held-out problems (fixed seed, so reruns agree)."""
-    if not run.val:
+    if not run.val and not run.benchmarks:
         return {}
     run.rollout_engine.wake()
     try:
@@ -140,9 +160,17 @@ def _validate(run: Run, cfg: RunConfig) -> dict[str, float]:
     v = cfg.val
     greedy = SamplingParams.greedy(cfg.rollout.max_new_tokens)
     think = run.think_from_prompt
+    out: dict[str, float] = {}
+    if run.benchmarks:
+        from reasonrl.eval.runner import benchmark_metrics
+
+        out.update(benchmark_metrics(run.rollout_engine, run.tokenizer, run.scorer, run.benchmarks,
+                                     cfg.rollout.max_new_tokens, cfg.train.seed, think))  # fmt: skip
+    if not run.val:
+        return out
     acc, _ = evaluate(run.rollout_engine, run.tokenizer, run.val, greedy, batch_size=v.batch_size,
                       think_from_prompt=think, scorer=run.scorer)  # fmt: skip
-    out = {"eval/accuracy": acc}
+    out["eval/accuracy"] = acc
     if v.n > 1:
         # the rollout's own filters (top-p, top-k) at the validation temperature
         sampled = SamplingParams.of_rollout(cfg.rollout, cfg.train.seed, n=v.n, temperature=v.temperature)

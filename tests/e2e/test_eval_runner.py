@@ -175,3 +175,29 @@ def test_all_checkpoints_gives_one_table_and_a_plot(tiny_model_dir, tmp_path):
         assert table[step]["gsm8k"] == ckpt_results["benchmarks"]["gsm8k"]["mean@n"]
     assert (out / "checkpoints.png").stat().st_size > 5_000
     assert "| 4 |" in (out / "checkpoints.md").read_text()
+
+
+def test_val_benchmarks_are_logged_during_training_and_checked_first(tiny_model_dir, tmp_path):
+    from test_train_loop import _cfg
+
+    from reasonrl.config import ConfigError
+    from reasonrl.errors import InputError
+    from reasonrl.trainer.loop import train
+
+    data = _data(tmp_path, n_problems=5)
+    extra = (
+        "val.benchmarks=[gsm8k,aime24]",
+        f"val.data_dir={data}",
+        "val.benchmark_limit=3",
+        "log.tensorboard=false",
+    )
+    hist = train(_cfg(tiny_model_dir, tmp_path / "run", 2, *extra))["history"]
+    for row in (hist[0], hist[-1]):  # before training and at the end
+        for name, n in (("gsm8k", 1), ("aime24", 16)):  # each benchmark's own n
+            assert 0.0 <= row[f"eval/{name}/mean@n"] <= 1.0
+            assert f"eval/{name}/pass@{n}" in row and f"eval/{name}/truncated" in row
+    with pytest.raises(ConfigError, match="val.benchmarks: unknown benchmark 'nope'"):
+        _cfg(tiny_model_dir, tmp_path / "r2", 2, "val.benchmarks=[nope]")
+    with pytest.raises(InputError, match="benchmark math500: no file matching"):
+        train(_cfg(tiny_model_dir, tmp_path / "r3", 2, "val.benchmarks=[math500]", f"val.data_dir={data}"))
+    assert not (tmp_path / "r3" / "metrics.jsonl").exists()  # failed before any work
