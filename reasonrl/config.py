@@ -143,6 +143,10 @@ class CheckpointConfig:
     every: int = 0  # 0 = only at the end
     keep_last: int = 2
     on_signal: bool = True  # SIGINT / SIGTERM: finish the step, save a checkpoint, exit non-zero
+    # a validation metric (e.g. eval/accuracy, eval/aime24/mean@n): a validation that improves it saves
+    # a checkpoint that is kept besides the last keep_last (checkpoints/best.json names it)
+    keep_best: str | None = None
+    best_mode: str = "max"  # max | min
 
 
 @dataclass
@@ -381,6 +385,11 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"algo.kl_coef must be >= 0, got {a.kl_coef}")
     _validate_algo_extras(a, r)
     _validate_async(a, r)
+    _choice("checkpoint.best_mode", cfg.checkpoint.best_mode, ("max", "min"))
+    if cfg.checkpoint.keep_best is not None and not cfg.checkpoint.keep_best.startswith("eval/"):
+        raise ConfigError(
+            f"checkpoint.keep_best={cfg.checkpoint.keep_best!r} must be a validation metric (eval/...)"
+        )
     if cfg.val.benchmarks:
         from reasonrl.eval.benchmarks import resolve
 

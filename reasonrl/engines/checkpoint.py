@@ -140,8 +140,9 @@ def set_rng_state(state: dict) -> None:
 
 
 def save_checkpoint(
-    run_dir, step: int, model, tokenizer, engine_state: dict, state: dict, keep_last: int
+    run_dir, step: int, model, tokenizer, engine_state: dict, state: dict, keep_last: int, protect=()
 ) -> Path:
+    """protect: steps never pruned (the best checkpoint)."""
     root = checkpoint_dir(run_dir)
     root.mkdir(parents=True, exist_ok=True)
     target = root / f"{PREFIX}{step:06d}"
@@ -162,7 +163,7 @@ def save_checkpoint(
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     valid = [p for p in list_checkpoints(run_dir) if verify_checkpoint(p) is None]
-    keep = set(valid[-keep_last:])
+    keep = set(valid[-keep_last:]) | {p for p in valid if int(p.name[len(PREFIX) :]) in set(protect)}
     for old in list_checkpoints(run_dir):
         if old not in keep and int(old.name[len(PREFIX) :]) < step:
             shutil.rmtree(old, ignore_errors=True)

@@ -30,7 +30,7 @@ from reasonrl.trainer.rundir import claim
 from reasonrl.trainer.setup import build_run, step_seed, validate_policy
 from reasonrl.trainer.shaping import shape_batch
 from reasonrl.trainer.signals import Interrupted, StopOnSignal
-from reasonrl.trainer.state import restore_state, save_state
+from reasonrl.trainer.state import is_new_best, restore_state, save_state
 from reasonrl.trainer.step import (
     attach_tis_weights,
     compute_advantages,
@@ -143,6 +143,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         metrics_log.rollouts(step, sample_groups(groups, cfg.log.rollouts_per_step, step))
         progress.update(step, metrics)
         due = (cfg.checkpoint.every and step % cfg.checkpoint.every == 0) or step == t.steps
+        due = is_new_best(run, cfg, step, metrics) or due  # checkpoint.keep_best: a new best is saved too
         if main and (due or (stop.signum and cfg.checkpoint.on_signal)):
             saved = save_state(run, critic, cfg, step, source.checkpoint_state())
         if stop.signum:

@@ -62,6 +62,7 @@ class Run:
     closers: list = field(default_factory=list)
     replay_rollouts: list | None = None  # an async checkpoint's batches asked for and not yet trained on
     benchmarks: list = field(default_factory=list)  # [(Benchmark, problems)] for val.benchmarks
+    best: dict | None = None  # checkpoint.keep_best: {metric, step, value} of the best validation so far
 
     @property
     def pad_id(self) -> int:

@@ -27,14 +27,44 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
     """pending: async rollouts asked for and not yet trained on ([{step, rollouts}], see
     trainer.rollout_source); saved with the sampler position after them, replayed on resume."""
     sampler = pending[-1]["rollouts"].sampler_state if pending else run.sampler.state_dict()
-    state = {"sampler": sampler, "config": to_dict(cfg)}
+    state = {"sampler": sampler, "config": to_dict(cfg), "best": run.best}
     engine_state = run.train_engine.state_dict()
     if critic is not None:
         engine_state["critic"] = critic.state_dict()
     if pending:
         engine_state["rollouts"] = pending
-    return save_checkpoint(cfg.log.run_dir, step, run.model, run.tokenizer, engine_state, state,
-                           cfg.checkpoint.keep_last)  # fmt: skip
+    protect = [run.best["step"]] if run.best else []
+    path = save_checkpoint(cfg.log.run_dir, step, run.model, run.tokenizer, engine_state, state,
+                           cfg.checkpoint.keep_last, protect)  # fmt: skip
+    if run.best and run.best["step"] == step:
+        _write_best(path.parent, run.best)
+    return path
+
+
+def is_new_best(run, cfg: RunConfig, step: int, metrics: dict) -> bool:
+    """checkpoint.keep_best: does this step's validation improve the best value (recorded in run.best)?"""
+    key = cfg.checkpoint.keep_best
+    if key is None or step == 0 or metrics.get(key) is None:
+        return False
+    value, best = float(metrics[key]), run.best
+    better = best is None or (
+        value > best["value"] if cfg.checkpoint.best_mode == "max" else value < best["value"]
+    )
+    if better:
+        run.best = {"metric": key, "step": step, "value": value}
+    return better
+
+
+def _write_best(root: Path, best: dict) -> None:
+    import json
+    import os
+
+    tmp = root / ".best.json.tmp"
+    with open(tmp, "w") as f:
+        f.write(json.dumps({**best, "checkpoint": f"step_{best['step']:06d}"}))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, root / "best.json")
 
 
 def restore_state(run, critic, cfg: RunConfig, allow_config_change: bool = False, log=print) -> int:
@@ -63,6 +93,7 @@ def restore_state(run, critic, cfg: RunConfig, allow_config_change: bool = False
             critic.load_state_dict(engine_state["critic"])
         run.sampler.load_state_dict(state["sampler"])
         run.replay_rollouts = engine_state.get("rollouts")
+        run.best = state.get("best")
         set_rng_state(rng)
         log(f"resumed from {ckpt} (step {state['step']})")
         return int(state["step"])

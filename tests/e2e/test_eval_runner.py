@@ -201,3 +201,37 @@ def test_val_benchmarks_are_logged_during_training_and_checked_first(tiny_model_
     with pytest.raises(InputError, match="benchmark math500: no file matching"):
         train(_cfg(tiny_model_dir, tmp_path / "r3", 2, "val.benchmarks=[math500]", f"val.data_dir={data}"))
     assert not (tmp_path / "r3" / "metrics.jsonl").exists()  # failed before any work
+
+
+def test_keep_best_keeps_the_best_validation_checkpoint_besides_the_last(tiny_model_dir, tmp_path):
+    from pathlib import Path
+
+    from test_train_loop import _cfg
+
+    from reasonrl.data.schema import write_problems
+    from reasonrl.engines.checkpoint import list_checkpoints, verify_checkpoint
+    from reasonrl.trainer.loop import train
+    from reasonrl.types import Problem
+
+    here = str(Path(__file__).parent)
+    rows = [Problem([{"role": "user", "content": f"tell me about {w}"}], "x", "parity_test", "x", {"split": "test"},
+                    verifier="parity", uid=f"p{i}") for i, w in enumerate("ab cd ef gh ij kl mn op qr st uv wx".split())]  # fmt: skip
+    write_problems(tmp_path / "train.jsonl", rows)
+    write_problems(tmp_path / "val.jsonl", rows)
+    sys.path.insert(0, here)
+    try:
+        hist = train(_cfg(tiny_model_dir, tmp_path / "run", 6, "plugins=[parity_verifier]",
+                          f"data.train_files=[{tmp_path / 'train.jsonl'}]", f"data.val_files=[{tmp_path / 'val.jsonl'}]",
+                          "val.size=12", "val.every=1", "val.n=1", "checkpoint.every=0", "checkpoint.keep_last=1",
+                          "checkpoint.keep_best=eval/accuracy", "algo.entropy_coef=0.2", "train.lr=3e-2",
+                          "log.tensorboard=false"))["history"]  # fmt: skip
+    finally:
+        sys.path.remove(here)
+    acc = {r["step"]: r["eval/accuracy"] for r in hist if r["step"] > 0}
+    best_step = max(acc, key=lambda s: (acc[s], -s))  # the first step reaching the maximum
+    best = json.loads((tmp_path / "run" / "checkpoints" / "best.json").read_text())
+    assert best["step"] == best_step and best["value"] == acc[best_step] and best["metric"] == "eval/accuracy"
+    kept = [c.name for c in list_checkpoints(tmp_path / "run")]
+    assert kept == sorted({f"step_{best_step:06d}", "step_000006"})  # the best and the last, nothing else
+    assert all(verify_checkpoint(c) is None for c in list_checkpoints(tmp_path / "run"))
+    assert len(set(acc.values())) > 1, "the accuracy never changed: the test shows nothing"
