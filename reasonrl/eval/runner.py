@@ -125,6 +125,9 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
 
     try:
         with RewardRunner() as scorer, open(samples_path, "a", encoding="utf-8") as f:
+            # load every routed verifier now (imports hold the GIL: inside the overlap they would stall
+            # generation), by scoring an empty answer to each benchmark's first problem
+            scorer.score([""] * len(work), [problems[0] for _, problems, _ in work])
             for b, problems, params in work:
                 for c in range(0, len(problems), chunk_size):
                     if (b.name, c) not in want:
