@@ -13,6 +13,16 @@ from __future__ import annotations
 import argparse
 
 
+def check_engine(name: str) -> None:
+    from reasonrl.errors import InputError
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+
+    if name not in ROLLOUT_ENGINES:
+        raise InputError(
+            f"--engine {name!r} is not a rollout engine; known: {', '.join(ROLLOUT_ENGINES.names())}"
+        )
+
+
 def add_benchmark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmarks", default=None,
                    help="comma list of benchmarks or suites (reasoning360, r1); see --list-benchmarks")  # fmt: skip
@@ -34,7 +44,6 @@ def eval_benchmarks(args, model_path) -> int:
     from reasonrl.errors import InputError
     from reasonrl.eval.benchmarks import resolve
     from reasonrl.eval.runner import results_markdown, run_benchmarks
-    from reasonrl.rollout.factory import ROLLOUT_ENGINES
 
     benches = resolve([b.strip() for b in args.benchmarks.split(",") if b.strip()])
     files = {}
@@ -47,10 +56,7 @@ def eval_benchmarks(args, model_path) -> int:
         if not Path(path).is_file():
             raise InputError(f"--file {item!r}: file not found: {path}")
         files[name] = path
-    if args.engine not in ROLLOUT_ENGINES:
-        raise InputError(
-            f"--engine {args.engine!r} is not a rollout engine; known: {', '.join(ROLLOUT_ENGINES.names())}"
-        )
+    check_engine(args.engine)
     for key in ("n", "max_new_tokens", "limit", "chunk_size"):
         value = getattr(args, key)
         if value is not None and value < 1:
@@ -134,7 +140,6 @@ def eval_problems(args, model_path) -> int:
 
     from reasonrl.data.schema import load_problems
     from reasonrl.errors import InputError
-    from reasonrl.rollout.factory import ROLLOUT_ENGINES
 
     if args.data is not None and not args.data:
         raise InputError("--data needs at least one parquet / jsonl / json file")
@@ -143,10 +148,7 @@ def eval_problems(args, model_path) -> int:
             raise InputError(f"--{key} must be >= 1, got {value}")
     if args.temperature is not None and args.temperature < 0:
         raise InputError(f"--temperature must be >= 0, got {args.temperature}")
-    if args.engine not in ROLLOUT_ENGINES:
-        raise InputError(
-            f"--engine {args.engine!r} is not a rollout engine; known: {', '.join(ROLLOUT_ENGINES.names())}"
-        )
+    check_engine(args.engine)
     args.model = model_path(args.model)
     from reasonrl.data.tasks import generate
     from reasonrl.eval.accuracy import evaluate

@@ -59,7 +59,11 @@ def read_problems(path: str | Path) -> list[Problem]:
     path = Path(path)
     if path.suffix not in (".parquet", ".jsonl", ".json") and path.is_file():
         raise InputError(f"{path}: unsupported extension (use .parquet, .jsonl or .json)")
-    rows = read_rows(path)
+    return problems_from_rows(read_rows(path), path)
+
+
+def problems_from_rows(rows: list[dict], path: str | Path) -> list[Problem]:
+    """verl / Reasoning360 rows -> Problems; errors name `path` and the row."""
     out = []
     for i, row in enumerate(rows):
         p = Problem.from_row(row, where=f"{path} row {i}")

@@ -140,15 +140,11 @@ def gpqa_rows(rows: list[dict], path: Path, seed: int = 0) -> list[Problem]:
 
 def verl_rows(rows: list[dict], path: Path) -> list[Problem]:
     """Rows already in verl / Reasoning360 shape (prompt, reward_model.ground_truth, data_source)."""
-    out = []
-    for i, row in enumerate(rows):
-        p = Problem.from_row(row, where=f"{path} row {i}")
-        if p.extra_info.pop("ground_truth_json", False):
-            import json
+    from reasonrl.data.schema import problems_from_rows
 
-            p.ground_truth = json.loads(p.ground_truth)
+    out = problems_from_rows(rows, path)
+    for i, p in enumerate(out):
         p.uid = p.uid or f"{path.stem}/{i}"
-        out.append(p)
     return out
 
 

@@ -108,9 +108,7 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
         nonlocal finished
         future, (name, c, groups, total) = job
         future.result()
-        rows = [_sample_row(name, c + i, g, j, comp, score, info)
-                for i, g in enumerate(groups)
-                for j, (comp, score, info) in enumerate(zip(g.completions, g.rewards, g.infos))]  # fmt: skip
+        rows = _sample_rows(name, c, groups)
         for r in rows:
             f.write(json.dumps(r, default=str) + "\n")
         f.write(json.dumps({"committed": name, "chunk": c}) + "\n")
@@ -147,6 +145,13 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
     finally:
         pool.shutdown(wait=True)
         engine.close()
+
+
+def _sample_rows(bench: str, first: int, groups) -> list[dict]:
+    """The samples.jsonl rows of a chunk whose first problem has index `first`."""
+    return [_sample_row(bench, first + i, g, j, comp, score, info)
+            for i, g in enumerate(groups)
+            for j, (comp, score, info) in enumerate(zip(g.completions, g.rewards, g.infos))]  # fmt: skip
 
 
 def _sample_row(bench, index, group, j, comp, score, info) -> dict:
@@ -230,9 +235,7 @@ def benchmark_metrics(engine, tokenizer, scorer, loaded, max_new_tokens: int, se
             p = replace(params, seed=_chunk_seed(seed, b.name, c))
             groups, _ = generate_and_score(engine, tokenizer, scorer, problems[c : c + chunk_size], p,
                                            think_from_prompt=think_from_prompt)  # fmt: skip
-            samples += [_sample_row(b.name, c + i, g, j, comp, score, info)
-                        for i, g in enumerate(groups)
-                        for j, (comp, score, info) in enumerate(zip(g.completions, g.rewards, g.infos))]  # fmt: skip
+            samples += _sample_rows(b.name, c, groups)
     res = summarize(samples, {b.name: b.domain for b, _ in loaded})
     return {f"eval/{name}/{k}": float(v) for name, row in res["benchmarks"].items() for k, v in row.items()
             if k not in ("problems", "n", "se")}  # fmt: skip
