@@ -28,6 +28,8 @@ class Problem:
     ability:       free-form domain label ("math", "codegen", ...)
     extra_info:    anything else the verifier needs (tests, puzzle metadata, split, index)
     verifier:      explicit verifier name; overrides routing by `data_source` when set
+    apply_chat_template: False for prompts already rendered for one model (AReaL-boba's R1-Distill
+                   text): the messages' text is tokenised as it is, without the tokenizer's template
     """
 
     prompt: list[dict[str, str]]
@@ -37,6 +39,7 @@ class Problem:
     extra_info: dict[str, Any] = field(default_factory=dict)
     verifier: str | None = None
     uid: str = ""
+    apply_chat_template: bool = True
 
     @property
     def user_text(self) -> str:
@@ -59,6 +62,7 @@ class Problem:
             "ability": self.ability,
             "reward_model": {"style": "rule", "ground_truth": self.ground_truth},
             "extra_info": extra,
+            "apply_chat_template": self.apply_chat_template,
         }
 
     @classmethod
@@ -94,6 +98,7 @@ class Problem:
             extra_info=extra,
             verifier=verifier or None,
             uid=str(uid if uid is not None else extra.get("index", "")),
+            apply_chat_template=_flag(row.get("apply_chat_template", True), "apply_chat_template", where),
         )
 
 
@@ -193,6 +198,18 @@ class TrainBatch:
                 for k, v in self.extras.items()
             },
         )
+
+
+def _flag(value: Any, name: str, where: str) -> bool:
+    if value is None:
+        return True
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        value = value.lower() == "true"
+    if not isinstance(value, bool):
+        raise InputError(f"{where}: field {name!r} must be true or false, got {value!r}")
+    return value
 
 
 def _mapping(value: Any, name: str, where: str) -> dict[str, Any]:

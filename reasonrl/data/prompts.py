@@ -5,7 +5,8 @@ think-block policy at the prompt side: when the rendered prompt ends inside an o
 DeepSeek-R1-style templates do), `scoring_text` gives the verifiers the completion with that `<think>`
 in front, so an answer the model leaves inside a never-closed think block earns nothing (the
 extraction rule in `rewards.extract`). Models without a chat template get every message's text in
-order (system messages included), as plain text. Does not own: the prompt wording of a dataset (stored
+order (system messages included), as plain text, and so do rows with `apply_chat_template: false`
+(prompts already rendered for one model, like AReaL-boba's). Does not own: the prompt wording of a dataset (stored
 in each row's `prompt`) or generation.
 """
 
@@ -20,8 +21,12 @@ def plain_text(problem: Problem) -> str:
     return "\n\n".join(str(m["content"]) for m in problem.prompt if str(m.get("content", "")).strip())
 
 
+def _templated(tokenizer, problem: Problem) -> bool:
+    return problem.apply_chat_template and bool(getattr(tokenizer, "chat_template", None))
+
+
 def encode_prompt(tokenizer, problem: Problem) -> list[int]:
-    if getattr(tokenizer, "chat_template", None):
+    if _templated(tokenizer, problem):
         ids = tokenizer.apply_chat_template(problem.prompt, add_generation_prompt=True, tokenize=True)
         if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # transformers >= 5 returns a BatchEncoding
             ids = ids["input_ids"]
@@ -31,7 +36,7 @@ def encode_prompt(tokenizer, problem: Problem) -> list[int]:
 
 def prompt_opens_think(tokenizer, problem: Problem) -> bool:
     """True if the rendered prompt ends inside an open `<think>` block."""
-    if getattr(tokenizer, "chat_template", None):
+    if _templated(tokenizer, problem):
         text = tokenizer.apply_chat_template(problem.prompt, add_generation_prompt=True, tokenize=False)
     else:
         text = plain_text(problem)

@@ -1,144 +1,96 @@
-"""Reading and writing problems as verl / Reasoning360 parquet or jsonl rows.
+"""Reading and writing problems as verl / Reasoning360 (Guru) rows.
 
-Owns: `read_problems(path)`, `write_problems(path, problems)` (atomic: temp file then rename), and
-`load_problems(paths)`. Errors name the file and row. Does not own: the row <-> Problem mapping
-(`types.Problem.to_row/from_row`).
+Owns: `read_problems(path)`, `write_problems(path, problems)` (atomic, `extra_info` kept a mapping),
+`load_problems(paths)`, `problems_from_rows` (rows -> Problems, errors naming the file, row and
+field; `skip_bad=True` leaves bad rows out and returns what was skipped and why) and
+`decode_guru_row` (Guru's second packaging, `LLM360/guru-RL-92k-extra-info-compressed`: `extra_info`
+as string chunks `part_1..part_N` of base64(gzip(JSON)), `reward_model.ground_truth` as
+{`compressed`: base64(gzip(JSON))}). Does not own: file formats (`data.files`) or the row <->
+Problem mapping itself (`types.Problem.to_row/from_row`).
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
-import os
-import tempfile
+import re
 from pathlib import Path
 
+from reasonrl.data.files import read_rows, write_rows
 from reasonrl.errors import InputError
 from reasonrl.types import Problem
 
-
-def _atomic_target(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    return Path(tmp)
+_PART = re.compile(r"part_(\d+)$")
 
 
 def write_problems(path: str | Path, problems: list[Problem]) -> None:
-    path = Path(path)
     rows = [p.to_row() for p in problems]
-    tmp = _atomic_target(path)
+    if Path(path).suffix == ".parquet":
+        for r in rows:  # ground truths of mixed types are JSON strings (as Reasoning360 does for code tests)
+            gt = r["reward_model"]["ground_truth"]
+            if not isinstance(gt, str):
+                r["reward_model"]["ground_truth"] = json.dumps(gt)
+                r["extra_info"] = {**r["extra_info"], "ground_truth_json": True}
+    write_rows(path, rows)
+
+
+def read_problems(path: str | Path, skip_bad: bool = False, report: list | None = None) -> list[Problem]:
+    """Problems of one data file (see `data.files.read_rows` for the formats). Every error names
+    the file, and the row and field where there is one. With `skip_bad`, bad rows are left out and
+    (row index, reason) pairs appended to `report`."""
+    return problems_from_rows(read_rows(path), path, skip_bad=skip_bad, report=report)
+
+
+def _unpack(blob: str, where: str, field: str):
     try:
-        if path.suffix == ".parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            # ground truths of mixed types are stored as JSON strings (as Reasoning360 does for code tests)
-            for r in rows:
-                gt = r["reward_model"]["ground_truth"]
-                if not isinstance(gt, str):
-                    r["reward_model"]["ground_truth"] = json.dumps(gt)
-                    r["extra_info"] = {**r["extra_info"], "ground_truth_json": True}
-                r["extra_info"] = json.dumps(r["extra_info"])
-            pq.write_table(pa.Table.from_pylist(rows), tmp)
-        elif path.suffix in (".jsonl", ".json"):
-            with open(tmp, "w") as f:
-                for r in rows:
-                    f.write(json.dumps(r) + "\n")
-        else:
-            raise InputError(f"{path}: unsupported extension (use .parquet or .jsonl)")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+        return json.loads(gzip.decompress(base64.b64decode(blob)))
+    except (ValueError, OSError, EOFError) as e:
+        raise InputError(f"{where}: field {field!r} is not base64(gzip(JSON)) ({e})") from None
 
 
-def read_problems(path: str | Path) -> list[Problem]:
-    """Problems of one .parquet / .jsonl / .json file (a JSON array or JSON lines). Every error names
-    the file, and the row (and field) where there is one: a missing file, a directory, an empty file,
-    invalid UTF-8 or JSON, a row of the wrong shape (see `Problem.from_row`)."""
-    path = Path(path)
-    if path.suffix not in (".parquet", ".jsonl", ".json") and path.is_file():
-        raise InputError(f"{path}: unsupported extension (use .parquet, .jsonl or .json)")
-    return problems_from_rows(read_rows(path), path)
+def decode_guru_row(row: dict, where: str = "row") -> dict:
+    """A row of Guru's compressed packaging decoded to the plain form; other rows unchanged."""
+    extra = row.get("extra_info")
+    rm = row.get("reward_model")
+    out = row
+    if isinstance(extra, dict) and extra and all(_PART.match(k) for k in extra):
+        parts = sorted(((int(_PART.match(k).group(1)), v) for k, v in extra.items() if v is not None))
+        out = {**out, "extra_info": _unpack("".join(v for _, v in parts), where, "extra_info")}
+    if isinstance(rm, dict) and set(rm) - {"style"} == {"compressed"} and isinstance(rm["compressed"], str):
+        gt = _unpack(rm["compressed"], where, "reward_model.ground_truth.compressed")
+        out = {**out, "reward_model": {**rm, "ground_truth": gt}}
+        out["reward_model"].pop("compressed")
+    return out
 
 
-def problems_from_rows(rows: list[dict], path: str | Path) -> list[Problem]:
+def problems_from_rows(rows: list[dict], path: str | Path, skip_bad: bool = False,
+                       report: list | None = None) -> list[Problem]:  # fmt: skip
     """verl / Reasoning360 rows -> Problems; errors name `path` and the row."""
     out = []
     for i, row in enumerate(rows):
-        p = Problem.from_row(row, where=f"{path} row {i}")
-        if p.extra_info.pop("ground_truth_json", False):
-            p.ground_truth = json.loads(p.ground_truth)
+        where = f"{path} row {i}"
+        try:
+            p = Problem.from_row(decode_guru_row(row, where) if isinstance(row, dict) else row, where=where)
+            if p.extra_info.pop("ground_truth_json", False):
+                try:
+                    p.ground_truth = json.loads(p.ground_truth)
+                except (TypeError, json.JSONDecodeError):
+                    raise InputError(
+                        f"{where}: field 'reward_model.ground_truth' is not valid JSON"
+                    ) from None
+        except InputError as e:
+            if not skip_bad:
+                raise
+            if report is not None:
+                report.append((i, str(e)))
+            continue
         out.append(p)
     return out
 
 
-def read_rows(path: str | Path) -> list[dict]:
-    """The rows of one .parquet / .jsonl / .json / .csv file as dicts, in the file's own columns.
-    Errors name the file (and line): missing, a directory, empty, unreadable, invalid JSON."""
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{path} is a directory, not a data file (give .parquet / .jsonl / .json files)")
-    if not path.is_file():
-        raise FileNotFoundError(f"data file not found: {path}")
-    if path.stat().st_size == 0:
-        raise InputError(f"{path}: empty file (no rows)")
-    if path.suffix == ".parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            rows = pq.read_table(path).to_pylist()
-        except (pa.ArrowException, OSError) as e:
-            raise InputError(
-                f"{path}: not a readable parquet file ({str(e).splitlines()[0][:200]})"
-            ) from None
-    elif path.suffix in (".jsonl", ".json"):
-        rows = _json_rows(path)
-    elif path.suffix == ".csv":
-        import csv
-
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    else:
-        raise InputError(f"{path}: unsupported extension (use .parquet, .jsonl, .json or .csv)")
-    if not rows:
-        raise InputError(f"{path}: no rows")
-    return rows
-
-
-def _json_rows(path: Path) -> list:
-    data = path.read_bytes()
-    lines = data.splitlines()
-    texts = []
-    for i, raw in enumerate(lines):
-        try:
-            texts.append(raw.decode("utf-8"))
-        except UnicodeDecodeError as e:
-            raise InputError(
-                f"{path} line {i + 1}: invalid UTF-8 (byte {raw[e.start]:#04x} at column {e.start + 1})"
-            ) from None
-    first = next((t.lstrip() for t in texts if t.strip()), "")
-    if path.suffix == ".json" and first.startswith("["):  # one JSON array of rows
-        try:
-            rows = json.loads("\n".join(texts))
-        except json.JSONDecodeError as e:
-            raise InputError(f"{path} line {e.lineno}: invalid JSON ({e.msg})") from None
-        if not isinstance(rows, list):
-            raise InputError(f"{path}: expected a JSON array of rows")
-        return rows
-    rows = []
-    for i, line in enumerate(texts):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise InputError(f"{path} line {i + 1}: invalid JSON ({e.msg})") from None
-    return rows
-
-
-def load_problems(paths: list[str]) -> list[Problem]:
+def load_problems(paths: list[str], skip_bad: bool = False) -> list[Problem]:
     out: list[Problem] = []
     for p in paths:
-        out.extend(read_problems(p))
+        out.extend(read_problems(p, skip_bad=skip_bad))
     return out

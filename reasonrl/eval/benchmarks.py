@@ -4,8 +4,8 @@ to the same verifiers as training), and its default sampling and metrics.
 Owns: `Benchmark` (one entry), `BENCHMARKS`, `SUITES` (named lists, e.g. `reasoning360`),
 `load_benchmark` (find the file under a data directory, read it in the source's own format, convert
 rows, with errors naming the benchmark, the file expected, its format and how to get it; or the file
-named per benchmark), and the converters of the public sources' own formats (GSM8K, MATH-500, AIME,
-GPQA). Reasoning360 / Guru offline-eval parquet files are verl rows already and load as they are.
+named per benchmark). Public sources' own formats (GSM8K, MATH-500, AIME, GPQA) go through their
+`data.prepare` converters, so eval and training prompts match. Reasoning360 / Guru offline-eval parquet files are verl rows already and load as they are.
 Does not own: generating or scoring (`eval.runner`), the statistics (`eval.metrics`).
 
 Sampling defaults and where they come from are in each entry's comment. Reasoning360's offline-eval
@@ -17,9 +17,6 @@ GSM8K: lm-eval's greedy decoding. `reasonrl eval --n / --temperature / --max-new
 
 from __future__ import annotations
 
-import hashlib
-import random
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,10 +25,6 @@ from typing import Any
 from reasonrl.errors import InputError
 from reasonrl.registry import Registry
 from reasonrl.types import Problem
-
-MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
-GSM8K_INSTRUCTION = 'Let\'s think step by step and output the final answer after "####".'
-GPQA_INSTRUCTION = "Answer with the letter of the correct option within \\boxed{}, e.g. \\boxed{A}."
 
 
 @dataclass(frozen=True)
@@ -64,78 +57,18 @@ def _add(b: Benchmark) -> Benchmark:
     return b
 
 
-def _field(row: dict, names: tuple[str, ...], where: str) -> Any:
-    for n in names:
-        if n in row and row[n] is not None:
-            return row[n]
-    raise InputError(
-        f"{where}: missing field {names[0]!r}" + (f" (or {', '.join(names[1:])})" if names[1:] else "")
-    )
-
-
-def _user(text: str, instruction: str) -> list[dict[str, str]]:
-    return [{"role": "user", "content": f"{text.strip()}\n\n{instruction}"}]
-
-
-# ----------------------------------------------------------------------------- source converters
-
-
-def gsm8k_rows(rows: list[dict], path: Path) -> list[Problem]:
-    """openai/gsm8k (`question`, `answer` = rationale ending '#### <number>'): verl's convention."""
-    out = []
-    for i, row in enumerate(rows):
-        where = f"{path} row {i}"
-        answer = str(_field(row, ("answer",), where))
-        m = re.search(r"####\s*(.+)\s*$", answer)
-        if not m:
-            raise InputError(f"{where}: field 'answer' has no '#### <number>' final line")
-        gold = m.group(1).replace(",", "").strip()
-        out.append(Problem(_user(str(_field(row, ("question",), where)), GSM8K_INSTRUCTION), gold,
-                           "openai/gsm8k", "math", {"index": i}, uid=f"gsm8k/{i}"))  # fmt: skip
-    return out
-
-
-def math_rows(data_source: str, uid_field: str = "unique_id") -> Callable[[list[dict], Path], list[Problem]]:
-    """MATH-500 (`problem`, `answer`, `unique_id`, ...) and the AIME sets (`problem` / `Problem`,
-    `answer` / `Answer`, `id` / `ID`): boxed answers, scored by the math verifier."""
+def converted(name: str, **options: Any) -> Callable[[list[dict], Path], list[Problem]]:
+    """The rows of a public source's own file -> problems, through its `data.prepare` converter, so a
+    benchmark's prompts are exactly what `reasonrl data prepare` writes for training."""
 
     def convert(rows: list[dict], path: Path) -> list[Problem]:
-        out = []
-        for i, row in enumerate(rows):
-            where = f"{path} row {i}"
-            text = str(_field(row, ("problem", "Problem", "question"), where))
-            gold = str(_field(row, ("answer", "Answer"), where)).strip()
-            uid = row.get(uid_field, row.get("id", row.get("ID", i)))
-            extra = {k: row[k] for k in ("subject", "level", "year") if k in row}
-            out.append(Problem(_user(text, MATH_INSTRUCTION), gold, data_source, "math", extra,
-                               uid=f"{data_source}/{uid}"))  # fmt: skip
-        return out
+        from reasonrl.data.prepare import CONVERTERS, Context, Report, convert_rows, load_all
+
+        load_all()
+        conv = CONVERTERS.get(name)
+        return convert_rows(conv, rows, str(path), Context(conv.resolve_options(options), source=str(path)), Report())
 
     return convert
-
-
-def gpqa_rows(rows: list[dict], path: Path, seed: int = 0) -> list[Problem]:
-    """Idavidrein/gpqa (`Question`, `Correct Answer`, `Incorrect Answer 1..3`, `Record ID`): the four
-    options shuffled with a fixed seed per record (stable across runs and file orders), gold = the
-    correct option's letter, scored by the multiple-choice verifier."""
-    out = []
-    for i, row in enumerate(rows):
-        where = f"{path} row {i}"
-        correct = str(_field(row, ("Correct Answer",), where)).strip()
-        wrong = [str(_field(row, (f"Incorrect Answer {k}",), where)).strip() for k in (1, 2, 3)]
-        rid = str(row.get("Record ID", i))
-        options = [correct, *wrong]
-        rng = random.Random(int.from_bytes(hashlib.sha256(f"{seed}:{rid}".encode()).digest()[:8], "little"))
-        rng.shuffle(options)
-        letter = "ABCD"[options.index(correct)]
-        body = (
-            str(_field(row, ("Question",), where)).strip()
-            + "\n\n"
-            + "\n".join(f"({'ABCD'[k]}) {o}" for k, o in enumerate(options))
-        )
-        out.append(Problem(_user(body, GPQA_INSTRUCTION), letter, "stem__gpqa_diamond", "stem",
-                           {"record_id": rid}, uid=f"gpqa_diamond/{rid}"))  # fmt: skip
-    return out
 
 
 def verl_rows(rows: list[dict], path: Path) -> list[Problem]:
@@ -153,19 +86,19 @@ def verl_rows(rows: list[dict], path: Path) -> list[Problem]:
 _R1_MATH = dict(temperature=0.6, top_p=0.95, max_new_tokens=32768)  # DeepSeek-R1 / lighteval
 _add(Benchmark("gsm8k", "math", ("gsm8k*.parquet", "gsm8k*.jsonl", "gsm8k*.json"),
                "openai/gsm8k (config main, split test): question, answer",
-               gsm8k_rows, n=1, temperature=0.0, max_new_tokens=1024))  # lm-eval: greedy  # fmt: skip
+               converted("gsm8k"), n=1, temperature=0.0, max_new_tokens=1024))  # lm-eval: greedy  # fmt: skip
 _add(Benchmark("math500", "math", ("math500*.jsonl", "math500*.parquet", "MATH-500*.jsonl", "test.jsonl"),
                "HuggingFaceH4/MATH-500 (split test): problem, answer, unique_id",
-               math_rows("math"), n=4, **_R1_MATH))  # DeepSeek-R1: 4 samples  # fmt: skip
+               converted("math"), n=4, **_R1_MATH))  # DeepSeek-R1: 4 samples  # fmt: skip
 _add(Benchmark("aime24", "math", ("aime24*.parquet", "aime24*.jsonl", "aime_2024*.parquet", "aime_2024*.jsonl"),
                "HuggingFaceH4/aime_2024 (split train): id, problem, answer",
-               math_rows("aime24", "id"), n=16, **_R1_MATH))  # DeepSeek-R1 uses 64  # fmt: skip
+               converted("aime", year=2024), n=16, **_R1_MATH))  # DeepSeek-R1 uses 64  # fmt: skip
 _add(Benchmark("aime25", "math", ("aime25*.parquet", "aime25*.jsonl", "aime_2025*.parquet", "aime_2025*.jsonl"),
                "yentinglin/aime_2025 or math-ai/aime25: problem, answer",
-               math_rows("aime25", "id"), n=16, **_R1_MATH))  # fmt: skip
+               converted("aime", year=2025), n=16, **_R1_MATH))  # fmt: skip
 _add(Benchmark("gpqa_diamond", "stem", ("gpqa_diamond*.csv", "gpqa_diamond*.parquet", "gpqa_diamond*.jsonl"),
                "Idavidrein/gpqa config gpqa_diamond (gated): Question, Correct Answer, Incorrect Answer 1-3",
-               gpqa_rows, n=8, **_R1_MATH))  # DeepSeek-R1: 8 samples  # fmt: skip
+               converted("gpqa"), n=8, **_R1_MATH))  # DeepSeek-R1: 8 samples  # fmt: skip
 
 # Reasoning360's offline suite: Guru offline_eval parquet files (verl rows), found as
 # <domain>__<name>_*.parquet like its driver script does; temperature 1.0, top_p 0.7, 28672 tokens,
@@ -214,7 +147,7 @@ def resolve(names: list[str]) -> list[Benchmark]:
 def load_benchmark(b: Benchmark, data_dir: str | Path | None = None, path: str | Path | None = None,
                    limit: int | None = None) -> list[Problem]:  # fmt: skip
     """The benchmark's problems from `path`, or its standard file under `data_dir`."""
-    from reasonrl.data.schema import read_rows
+    from reasonrl.data.files import read_rows
 
     if path is None:
         found = b.find(Path(data_dir)) if data_dir is not None else None

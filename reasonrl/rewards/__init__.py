@@ -18,6 +18,7 @@ from reasonrl.rewards import (
     logic,  # noqa: F401  (registers zebra, ordering, graph, arc, codeio)
     math,  # noqa: F401  (registers math, gsm8k)
     procedural,  # noqa: F401  (registers arithmetic, countdown)
+    qa,  # noqa: F401  (registers qa_em)
     table,  # noqa: F401  (registers table)
 )
 from reasonrl.rewards.base import VERIFIERS, RewardResult, VerifierFn

@@ -12,7 +12,11 @@ from reasonrl.types import Problem
 
 # (prefix, verifier name); first match wins, so longer / more specific prefixes come first.
 # Reasoning360 names: math__*, codegen__*, simulation__*, logic__*, table__*, stem__*, stem_web*,
-# reasoning_gym, ood__ifeval; verl names: openai/gsm8k, lighteval/MATH, math_dapo, aime*, numina_*.
+# reasoning_gym, ood__ifeval; verl names: openai/gsm8k, lighteval/MATH, math_dapo, aime*, numina_*,
+# codecontests / apps / codeforces / taco (stdin/stdout or call-based tests: "code"; verl scores
+# them with partial credit, set reward.options.code.score_mode=fraction for that), hiyouga/geometry3k
+# (verl adds a 0.1 format bonus; here format is a separate reward term), searchR1_*.
+# Not routed yet: ood__livebench and ood__ifbench (their verifiers are not built).
 PREFIXES: list[tuple[str, str]] = [
     ("reasonrl/arithmetic", "arithmetic"),
     ("reasonrl/countdown", "countdown"),
@@ -20,11 +24,17 @@ PREFIXES: list[tuple[str, str]] = [
     ("openai/gsm8k", "gsm8k"),
     ("lighteval/MATH", "math"),
     ("DigitalLearningGmbH/MATH-lighteval", "math"),
+    ("HuggingFaceH4/MATH-500", "math"),
+    ("hiyouga/geometry3k", "math"),
     ("math", "math"),
     ("aime", "math"),
     ("numina_", "math"),
     # code: executed in the sandbox (rewards.code, rewards.cruxeval); codeio needs no execution
     ("codegen", "code"),
+    ("codecontests", "code"),
+    ("apps", "code"),
+    ("codeforces", "code"),
+    ("taco", "code"),
     ("simulation__codeio", "codeio"),
     ("simulation__cruxeval", "cruxeval"),
     # logic
@@ -43,7 +53,17 @@ PREFIXES: list[tuple[str, str]] = [
     # other domains
     ("reasoning_gym", "reasoning_gym"),
     ("ood__ifeval", "ifeval"),
+    ("searchR1_", "qa_em"),
 ]
+
+# extra_info.reward_metric (Reasoning360 math rows) selects the scoring variant: (data_source prefix,
+# metric) -> verifier. prime_math is PRIME's sympy equivalence; our "math" verifier (math-verify with
+# a fast exact path) plays that role. math_llm_judge asks the LLM judge (rewards.judge).
+REWARD_METRICS: dict[tuple[str, str], str] = {
+    ("math", "default"): "math",
+    ("math", "prime_math"): "math",
+    ("math", "math_llm_judge"): "judge",
+}
 
 
 def verifier_name(problem: Problem) -> str:
@@ -52,7 +72,17 @@ def verifier_name(problem: Problem) -> str:
         return problem.verifier
     for prefix, name in PREFIXES:
         if problem.data_source.startswith(prefix):
-            return name
+            metric = problem.extra_info.get("reward_metric")
+            if metric is None or metric == "":
+                return name
+            for (metric_prefix, metric_name), routed in REWARD_METRICS.items():
+                if problem.data_source.startswith(metric_prefix) and metric == metric_name:
+                    return routed
+            known = sorted({m for p, m in REWARD_METRICS if problem.data_source.startswith(p)})
+            raise ValueError(
+                f"extra_info.reward_metric {metric!r} is not known for data_source "
+                f"{problem.data_source!r}; known: {', '.join(known) or 'none'}"
+            )
     known = ", ".join(p for p, _ in PREFIXES)
     raise ValueError(
         f"no verifier for data_source {problem.data_source!r} (uid {problem.uid!r}); "

@@ -212,12 +212,12 @@ def test_bad_json_names_file_and_line(tmp_path):
 def test_missing_file_and_bad_extension(tmp_path):
     with pytest.raises(FileNotFoundError, match="data file not found"):
         read_problems(tmp_path / "none.parquet")
-    (tmp_path / "x.csv").write_text("a,b\n")
+    (tmp_path / "x.txt").write_text("a,b\n")
     with pytest.raises(ValueError, match="unsupported extension"):
-        read_problems(tmp_path / "x.csv")
+        read_problems(tmp_path / "x.txt")
     with pytest.raises(ValueError, match="unsupported extension"):
         write_problems(tmp_path / "y.csv", _problems())
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.csv"]  # no temp file left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.txt"]  # no temp file left behind
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
@@ -260,7 +260,7 @@ def test_load_problems_concatenates_in_order(tmp_path):
         ("blank.jsonl", b"\n\n", "no rows"),
         ("broken.jsonl", json.dumps(GOOD).encode() + b"\n{oops\n", "line 2: invalid JSON"),
         ("broken.parquet", b"PAR1 not really", "not a readable parquet file"),
-        ("rows.csv", b"a,b", "unsupported extension"),
+        ("rows.txt", b"a,b", "unsupported extension"),
         ("array.json", b'[{"data_source": "d"}]', "row 0: missing field(s) ['prompt', 'reward_model']"),
     ],
 )
