@@ -74,23 +74,34 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
     for b in benchmarks:  # every input checked before any generation
         problems = load_benchmark(b, data_dir, files.get(b.name), limit)
         check_routable(problems, f"benchmark {b.name}")
-        work.append((b, problems, sampling_for(b, overrides)))
+        work.append((b.name, problems, sampling_for(b, overrides)))
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    samples_path = out / "samples.jsonl"
-    samples, done = committed_samples(samples_path)
-    todo = [
-        (b.name, c) for b, ps, _ in work for c in range(0, len(ps), chunk_size) if (b.name, c) not in done
-    ]
-    if todo:
-        _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log)
+    samples = generate_samples(model, work, out / "samples.jsonl", engine=engine, device=device, seed=seed,
+                               chunk_size=chunk_size, log=log)  # fmt: skip
     results = summarize(samples, {b.name: b.domain for b in benchmarks})
     (out / "results.json").write_text(json.dumps(results, indent=1))
     (out / "results.md").write_text(results_markdown(results))
     return results
 
 
-def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log) -> None:
+def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], samples_path: str | Path, *,
+                     engine: str = "hf", device: str = "auto", seed: int = 0, chunk_size: int = 32,
+                     log=print, reward_options: dict | None = None) -> list[dict]:  # fmt: skip
+    """Samples of every (name, problems, sampling) work item, generated and scored chunk by chunk into
+    `samples_path` (resumable: committed chunks are kept, the rest generated); the one path of the
+    eval suite and the pass-rate filter."""
+    samples_path = Path(samples_path)
+    samples_path.parent.mkdir(parents=True, exist_ok=True)
+    samples, done = committed_samples(samples_path)
+    todo = [(name, c) for name, ps, _ in work for c in range(0, len(ps), chunk_size) if (name, c) not in done]
+    if todo:
+        _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log,
+                  reward_options or {})  # fmt: skip
+    return samples
+
+
+def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,
+              reward_options) -> None:  # fmt: skip
 
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards.runner import RewardRunner
@@ -122,23 +133,23 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
             f"[{finished}/{len(want)} chunks, {spent:.0f}s, ETA {eta:.0f}s]")  # fmt: skip
 
     try:
-        with RewardRunner() as scorer, open(samples_path, "a", encoding="utf-8") as f:
+        with RewardRunner(options=reward_options) as scorer, open(samples_path, "a", encoding="utf-8") as f:
             # load every routed verifier now (imports hold the GIL: inside the overlap they would stall
             # generation), by scoring an empty answer to each benchmark's first problem
             scorer.score([""] * len(work), [problems[0] for _, problems, _ in work])
-            for b, problems, params in work:
+            for name, problems, params in work:
                 for c in range(0, len(problems), chunk_size):
-                    if (b.name, c) not in want:
+                    if (name, c) not in want:
                         continue
                     chunk = problems[c : c + chunk_size]
                     groups = generate_groups(
-                        engine, tok, chunk, replace(params, seed=_chunk_seed(seed, b.name, c))
+                        engine, tok, chunk, replace(params, seed=_chunk_seed(seed, name, c))
                     )
                     if pending is not None:  # the previous chunk was scored while this one generated
                         commit(pending)
                     pending = (
                         pool.submit(score_groups, groups, tok, scorer),
-                        (b.name, c, groups, len(problems)),
+                        (name, c, groups, len(problems)),
                     )
             if pending is not None:
                 commit(pending)

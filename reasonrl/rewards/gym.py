@@ -7,6 +7,12 @@ a lenient fallback for rows without a task (`lenient_match`: reasoning-gym's doc
 case-insensitive string match, then float match within rel_tol / abs_tol, then LaTeX-stripped
 match). Does not own: generating reasoning-gym data (`data.tasks` / `data.prepare`).
 
+Deliberate departures from reasoning-gym 0.1.25's own scorers (its conformance sweep lists them):
+`game_of_life_halting` scores `bool(answer) == bool(gold)`, so any non-empty text scores 1 against
+"False": here the answer must be True / False and equal the gold. A scorer that raises on an
+unparsable answer (e.g. `prime_factorization` on text) scores 0 with reason "unparsable". Grids in
+`arc_agi` / `rearc` metadata are tuples, which JSON rows turn into lists: they are turned back.
+
 reasoning_gym is optional and imported only when a row names a task; such a row without the
 package installed raises an error that says how to install it. Scores are task-defined in [0, 1]
 (some tasks give partial credit).
@@ -104,6 +110,31 @@ def rebuild_entry(problem: Problem) -> tuple[str | None, dict[str, Any]]:
     return (str(task) if task else None), entry
 
 
+def _exact_bool(answer: str, entry: dict[str, Any]) -> float:
+    norm = answer.strip().lower()
+    return float(norm in ("true", "false") and norm == str(entry.get("answer", "")).strip().lower())
+
+
+SCORE_OVERRIDES = {"game_of_life_halting": _exact_bool}  # reasoning-gym scorers that a policy can game
+_TUPLE_GRIDS = {"arc_agi": ("input", "output"), "rearc": ("input", "output")}
+
+
+def _tuples(x: Any) -> Any:
+    return tuple(_tuples(v) for v in x) if isinstance(x, list) else x
+
+
+def score_entry(task: str, answer: str, entry: dict[str, Any]) -> tuple[float, str | None]:
+    """(score in [0, 1], error) of `answer` for a reasoning-gym entry of `task`."""
+    for key in _TUPLE_GRIDS.get(task, ()):
+        if key in entry["metadata"]:
+            entry["metadata"][key] = _tuples(entry["metadata"][key])
+    fn = SCORE_OVERRIDES.get(task) or _scorer(task)
+    try:
+        return min(max(float(fn(answer=answer, entry=entry)), 0.0), 1.0), None
+    except Exception as e:  # noqa: BLE001 - a task's scorer choking on model text is a wrong answer
+        return 0.0, f"{type(e).__name__}: {str(e)[:100]}"
+
+
 @VERIFIERS.register("reasoning_gym")
 def reasoning_gym(
     response: str, problem: Problem, rel_tol: float = 0.01, abs_tol: float = 0.01
@@ -116,7 +147,8 @@ def reasoning_gym(
     if task is None:
         ok = lenient_match(ans, str(entry.get("answer", "")), rel_tol, abs_tol)
         return result(ok, ans, scorer="lenient")
-    score = float(_scorer(task)(answer=ans, entry=entry))
-    score = min(max(score, 0.0), 1.0)
+    score, error = score_entry(task, ans, entry)
+    if error:
+        return RewardResult(0.0, {"extracted": ans, "reason": "unparsable", "error": error, "scorer": task})
     reason = "correct" if score == 1.0 else ("partial" if score > 0 else "wrong")
     return RewardResult(score, {"extracted": ans, "reason": reason, "scorer": task})

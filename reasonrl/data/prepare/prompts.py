@@ -107,3 +107,10 @@ def markdown_table(rows: list[list]) -> str:
         return ""
     lines = ["| " + " | ".join(rows[0]) + " |", "| " + " | ".join(["---"] * width) + " |"]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows[1:]])
+
+
+# reasoning-gym rows (the answer format its `extract_answer` and our reasoning_gym verifier read)
+GYM = (
+    "Think the problem through step by step, then give only the final answer inside <answer> and </answer> "
+    "tags, in the format the question asks for."
+)

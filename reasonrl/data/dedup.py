@@ -1,0 +1,137 @@
+"""Deduplication and decontamination of training data: `reasonrl data dedup` and
+`reasonrl data decontaminate --against EVAL...`.
+
+Owns: the text a row is compared by (`problem_text`: the problem without the instructions our
+converters append, so two problems never match on shared boilerplate), normalisation (lower case,
+whitespace collapsed), exact duplicates (a hash of the normalised text), near duplicates (MinHash
+over word 3-gram shingles with LSH, `datasketch`; Jaccard estimate >= threshold), and n-gram
+decontamination (open-r1's method: lower-cased word n-grams, n = 8; a training row is contaminated
+when it shares at least `min_matches` n-grams with any evaluation row; texts shorter than n words are
+one n-gram). In every pass the first occurrence wins, in the order of the input files (Reasoning360).
+Every removal is reported with its reason and what it matched. Does not own: reading / writing files
+(`data.files`), the CLI (`cli.data`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from reasonrl.data.prepare import prompts
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_INSTRUCTIONS = sorted(
+    (v for k, v in vars(prompts).items() if k.isupper() and isinstance(v, str) and len(v) > 20), key=len, reverse=True
+)
+# the columns an evaluation set in its source's own format keeps its problem in
+EVAL_TEXT_FIELDS = ("problem", "question", "Question", "question_content", "prompt", "Problem", "puzzle", "text")
+
+
+def problem_text(text: str) -> str:
+    for ins in _INSTRUCTIONS:
+        text = text.replace(ins, " ")
+    return text
+
+
+def normalise(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def row_text(row: dict, where: str) -> str:
+    """The problem text of a verl row (its prompt's user turns, instructions removed; or
+    extra_info.original_question) or of a source-format row (EVAL_TEXT_FIELDS)."""
+    from reasonrl.data.schema import decode_guru_row
+    from reasonrl.errors import InputError
+    from reasonrl.types import Problem
+
+    extra = row.get("extra_info")
+    if isinstance(extra, dict) and isinstance(extra.get("original_question"), str):
+        return extra["original_question"]
+    if "reward_model" in row and row.get("data_source") is not None:
+        p = Problem.from_row(decode_guru_row(row, where), where=where)
+        return problem_text(" ".join(str(m["content"]) for m in p.prompt if m.get("role") != "system"))
+    for f in EVAL_TEXT_FIELDS:
+        if isinstance(row.get(f), str) and row[f].strip():
+            return problem_text(row[f])
+    raise InputError(f"{where}: no problem text (a verl row, or one of the fields {', '.join(EVAL_TEXT_FIELDS)})")
+
+
+@dataclass
+class Removal:
+    index: int  # position in the combined input
+    reason: str  # "exact", "near", "contaminated"
+    detail: str
+
+    def as_dict(self, where: str) -> dict[str, Any]:
+        return {"row": where, "reason": self.reason, "detail": self.detail}
+
+
+def exact_duplicates(texts: list[str], names: list[str]) -> list[Removal]:
+    seen: dict[bytes, int] = {}
+    out = []
+    for i, t in enumerate(texts):
+        key = hashlib.blake2b(normalise(t).encode(), digest_size=16).digest()
+        if key in seen:
+            out.append(Removal(i, "exact", f"same text as {names[seen[key]]}"))
+        else:
+            seen[key] = i
+    return out
+
+
+def shingles(text: str, k: int = 3) -> set[bytes]:
+    words = normalise(text).split()
+    if len(words) <= k:
+        return {" ".join(words).encode()}
+    return {" ".join(words[i : i + k]).encode() for i in range(len(words) - k + 1)}
+
+
+def near_duplicates(texts: list[str], names: list[str], threshold: float = 0.8, num_perm: int = 128,
+                    skip: Iterable[int] = ()) -> list[Removal]:  # fmt: skip
+    """Rows whose MinHash Jaccard estimate with an earlier kept row is >= threshold."""
+    try:
+        from datasketch import MinHash, MinHashLSH
+    except ImportError:
+        from reasonrl.errors import InputError
+
+        raise InputError("near-duplicate removal needs the optional package: pip install 'reasonrl[data]'") from None
+    skip = set(skip)
+    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    idx = [i for i in range(len(texts)) if i not in skip]
+    hashes = MinHash.bulk([shingles(texts[i]) for i in idx], num_perm=num_perm, seed=1)
+    kept: dict[int, Any] = {}
+    out = []
+    for i, mh in zip(idx, hashes):
+        best = max(((mh.jaccard(kept[j]), j) for j in lsh.query(mh)), default=None)
+        if best is not None and best[0] >= threshold:
+            out.append(Removal(i, "near", f"Jaccard ~{best[0]:.2f} with {names[best[1]]}"))
+        else:
+            lsh.insert(i, mh)
+            kept[i] = mh
+    return out
+
+
+
+def ngrams(text: str, n: int) -> set[int]:
+    words = normalise(text).split()
+    if len(words) < n:
+        return {hash(" ".join(words))} if words else set()
+    return {hash(" ".join(words[i : i + n])) for i in range(len(words) - n + 1)}
+
+
+def contaminated(texts: list[str], eval_texts: list[str], eval_names: list[str], n: int = 8,
+                 min_matches: int = 1) -> list[Removal]:  # fmt: skip
+    """Training rows sharing >= min_matches word n-grams with an evaluation row."""
+    index: dict[int, int] = {}
+    for j, t in enumerate(eval_texts):
+        for g in ngrams(t, n):
+            index.setdefault(g, j)
+    out = []
+    for i, t in enumerate(texts):
+        hits = [index[g] for g in ngrams(t, n) if g in index]
+        if len(hits) >= min_matches:
+            first = max(set(hits), key=hits.count)
+            out.append(Removal(i, "contaminated", f"{len(hits)} shared {n}-grams with {eval_names[first]}"))
+    return out

@@ -1,0 +1,165 @@
+"""reasoning-gym generation: `reasonrl data generate reasoning_gym --tasks 'basic_arithmetic:2,leg_counting:1'
+--size N --seed S` writes verl rows (data_source `reasoning_gym`) whose `extra_info` carries the task
+name and the whole entry (question, answer, metadata as JSON), which is what the `reasoning_gym`
+verifier rebuilds to call the task's own scorer.
+
+Owns: parsing a weighted task mix (`parse_mix`), per-task settings (`task.field=value`, passed to the
+task's config; `task.level=L` sets every curriculum attribute of the task to level L through
+reasoning-gym's curriculum), generation through reasoning-gym's composite dataset (weights
+unnormalised, sub-datasets seeded from the seed, as reasoning-gym does), and `sweep` (the
+conformance check of every registered dataset). Does not own: scoring (`rewards.gym`), the curriculum
+during training (`data.curriculum`). reasoning-gym is the optional extra `gym`, imported here only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from reasonrl.data.prepare import prompts
+from reasonrl.errors import InputError
+from reasonrl.types import Problem
+
+# datasets whose entries carry no reference answer (any valid solution is checked by simulation), so
+# "the reference scores 1" cannot hold; and datasets left out of the sweep
+NO_REFERENCE = {
+    "boxnet": "answer is None: plans are checked by simulating them",
+    "graph_color": "answer is None: any proper colouring is accepted",
+    "propositional_logic": "answer is None: any valid conclusion is checked",
+    "rubiks_cube": "answer is None: move sequences are checked by simulating the cube",
+    "rush_hour": "answer is None: move sequences are checked by simulating the board",
+}
+NOT_SWEPT = {"composite": "the mixer of other datasets, not a task"}
+
+
+def _gym():
+    try:
+        import reasoning_gym
+    except ImportError:
+        raise InputError("reasoning-gym generation needs the optional package: pip install 'reasonrl[gym]'") from None
+    return reasoning_gym
+
+
+def parse_mix(spec: str) -> list[tuple[str, float]]:
+    """'a:2,b:1,c' -> [(a, 2.0), (b, 1.0), (c, 1.0)]; names checked against reasoning-gym's registry."""
+    from reasoning_gym.factory import DATASETS  # noqa: F401 - registers the datasets
+
+    _gym()
+    out: list[tuple[str, float]] = []
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        name, _, weight = part.partition(":")
+        try:
+            w = float(weight) if weight else 1.0
+        except ValueError:
+            raise InputError(f"--tasks {part!r}: weight {weight!r} is not a number") from None
+        if w <= 0:
+            raise InputError(f"--tasks {part!r}: weight must be > 0")
+        if name not in DATASETS or name == "composite":
+            raise InputError(f"--tasks: unknown reasoning-gym dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
+        out.append((name, w))
+    if not out:
+        raise InputError("--tasks: give at least one reasoning-gym dataset, e.g. 'basic_arithmetic:2,leg_counting:1'")
+    if len({n for n, _ in out}) != len(out):
+        raise InputError(f"--tasks {spec!r}: a dataset is named twice")
+    return out
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def task_configs(mix: list[tuple[str, float]], settings: list[str]) -> dict[str, dict[str, Any]]:
+    """'task.field=value' settings -> {task: {field: value}}; `task.level=L` expands through the task's
+    curriculum (every attribute at level L)."""
+    gym = _gym()
+    names = {n for n, _ in mix}
+    out: dict[str, dict[str, Any]] = {n: {} for n in names}
+    for s in settings:
+        key, eq, raw = s.partition("=")
+        task, dot, fld = key.partition(".")
+        if not eq or not dot or task not in names:
+            raise InputError(f"--config {s!r}: expected TASK.FIELD=VALUE with TASK one of {sorted(names)}")
+        if fld == "level":
+            from reasoning_gym.coaching import CurriculumAttributeConfig  # noqa: F401
+            from reasoning_gym.factory import create_curriculum, has_curriculum
+
+            if not has_curriculum(task):
+                raise InputError(f"--config {s!r}: {task} has no curriculum")
+            cur = create_curriculum(task)
+            try:
+                for attr in cur.attributes:
+                    cur.set_attr_level(attr, int(raw))
+            except (ValueError, IndexError, KeyError) as e:
+                raise InputError(f"--config {s!r}: {e}") from None
+            out[task].update(_config_fields(cur.generate_configuration()))
+        else:
+            out[task][fld] = _value(raw)
+    for task, cfg in out.items():  # validate now, naming the task, before anything is written
+        try:
+            gym.create_dataset(task, size=1, seed=0, **cfg)
+        except (TypeError, AssertionError, ValueError) as e:
+            raise InputError(f"--config for {task}: {e}") from None
+    return out
+
+
+def _config_fields(config) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {k: v for k, v in asdict(config).items() if k not in ("seed", "size")}
+
+
+def entry_problem(task: str, entry: dict[str, Any], uid: str) -> Problem:
+    clean = json.loads(json.dumps(entry, default=str))
+    return Problem(prompts.user(str(entry["question"]), prompts.GYM), str(entry["answer"]), "reasoning_gym",
+                   "reasoning", {"task": task, "entry": json.dumps(clean)}, uid=uid)  # fmt: skip
+
+
+def generate(tasks: str | list[tuple[str, float]], size: int, seed: int, settings: list[str] | None = None) -> list[Problem]:
+    """`size` problems from a weighted mix of reasoning-gym datasets, deterministic in `seed`."""
+    gym = _gym()
+    from reasoning_gym.composite import DatasetSpec
+
+    mix = parse_mix(tasks) if isinstance(tasks, str) else tasks
+    if size < 1:
+        raise InputError("--size must be >= 1")
+    configs = task_configs(mix, settings or [])
+    specs = [DatasetSpec(name=n, weight=w, config=configs[n]) for n, w in mix]
+    ds = gym.create_dataset("composite", size=size, seed=seed, datasets=specs)
+    out = []
+    for i in range(size):
+        entry = ds[i]
+        task = entry["metadata"].get("source_dataset", mix[0][0])
+        out.append(entry_problem(task, entry, uid=f"gym/{seed}/{i}"))
+    return out
+
+
+def sweep(rows: int = 3, seed: int = 1, names: list[str] | None = None) -> dict[str, str]:
+    """Every registered dataset (or `names`): generate `rows` entries and check that the entry's own
+    answer scores 1 through our verifier while an empty and a wrong answer score below 1. Returns
+    {dataset: why it does not hold}; an empty dict means every dataset passed."""
+    from reasoning_gym.factory import DATASETS
+
+    from reasonrl.rewards import VERIFIERS
+
+    gym = _gym()
+    verify = VERIFIERS.get("reasoning_gym")
+    failures: dict[str, str] = {}
+    for name in sorted(names or DATASETS):
+        if name in NOT_SWEPT:
+            continue
+        try:
+            ds = gym.create_dataset(name, size=rows, seed=seed)
+            for i in range(rows):
+                p = entry_problem(name, ds[i], uid=f"{name}/{i}")
+                ans = json.loads(p.extra_info["entry"])["answer"]
+                if ans is None:
+                    raise AssertionError("entry has no reference answer")
+                scores = [verify(r, p).score for r in (f"<answer>{ans}</answer>", "", "<answer>zzz 12345</answer>")]
+                if scores[0] != 1.0 or scores[1] >= 1.0 or scores[2] >= 1.0:
+                    raise AssertionError(f"row {i}: reference / empty / wrong scored {scores}")
+        except Exception as e:  # noqa: BLE001 - the sweep reports every kind of failure
+            failures[name] = f"{type(e).__name__}: {str(e)[:200]}"
+    return failures
