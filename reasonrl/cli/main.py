@@ -101,16 +101,6 @@ def _eval(args) -> int:
     return eval_problems(args, _eval_model_path)
 
 
-def _data(args) -> int:
-    from reasonrl.data.schema import write_problems
-    from reasonrl.data.tasks import generate
-
-    problems = generate(args.task, args.size, seed=args.seed, difficulty=args.difficulty, split=args.split)
-    write_problems(args.out, problems)
-    print(json.dumps({"task": args.task, "rows": len(problems), "out": args.out}))
-    return 0
-
-
 def _demo(args) -> int:
     from reasonrl.cli.demo import run_demo
 
@@ -165,14 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_benchmark_args(e)
     e.set_defaults(fn=_eval)
 
-    g = sub.add_parser("data", help="write a procedural task as verl-format parquet/jsonl")
-    g.add_argument("task")
-    g.add_argument("out")
-    g.add_argument("--size", type=int, default=1000)
-    g.add_argument("--difficulty", type=int, default=2)
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--split", default="train", choices=["train", "test"])
-    g.set_defaults(fn=_data)
+    from reasonrl.cli.data import add_data_parser
+
+    add_data_parser(sub)
     return p
 
 

@@ -24,10 +24,21 @@ from reasonrl.data.prepare import prompts
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _INSTRUCTIONS = sorted(
-    (v for k, v in vars(prompts).items() if k.isupper() and isinstance(v, str) and len(v) > 20), key=len, reverse=True
+    (v for k, v in vars(prompts).items() if k.isupper() and isinstance(v, str) and len(v) > 20),
+    key=len,
+    reverse=True,
 )
 # the columns an evaluation set in its source's own format keeps its problem in
-EVAL_TEXT_FIELDS = ("problem", "question", "Question", "question_content", "prompt", "Problem", "puzzle", "text")
+EVAL_TEXT_FIELDS = (
+    "problem",
+    "question",
+    "Question",
+    "question_content",
+    "prompt",
+    "Problem",
+    "puzzle",
+    "text",
+)
 
 
 def problem_text(text: str) -> str:
@@ -56,7 +67,9 @@ def row_text(row: dict, where: str) -> str:
     for f in EVAL_TEXT_FIELDS:
         if isinstance(row.get(f), str) and row[f].strip():
             return problem_text(row[f])
-    raise InputError(f"{where}: no problem text (a verl row, or one of the fields {', '.join(EVAL_TEXT_FIELDS)})")
+    raise InputError(
+        f"{where}: no problem text (a verl row, or one of the fields {', '.join(EVAL_TEXT_FIELDS)})"
+    )
 
 
 @dataclass
@@ -96,7 +109,9 @@ def near_duplicates(texts: list[str], names: list[str], threshold: float = 0.8, 
     except ImportError:
         from reasonrl.errors import InputError
 
-        raise InputError("near-duplicate removal needs the optional package: pip install 'reasonrl[data]'") from None
+        raise InputError(
+            "near-duplicate removal needs the optional package: pip install 'reasonrl[data]'"
+        ) from None
     skip = set(skip)
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
     idx = [i for i in range(len(texts)) if i not in skip]
@@ -111,7 +126,6 @@ def near_duplicates(texts: list[str], names: list[str], threshold: float = 0.8, 
             lsh.insert(i, mh)
             kept[i] = mh
     return out
-
 
 
 def ngrams(text: str, n: int) -> set[int]:

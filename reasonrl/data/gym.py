@@ -36,7 +36,9 @@ def _gym():
     try:
         import reasoning_gym
     except ImportError:
-        raise InputError("reasoning-gym generation needs the optional package: pip install 'reasonrl[gym]'") from None
+        raise InputError(
+            "reasoning-gym generation needs the optional package: pip install 'reasonrl[gym]'"
+        ) from None
     return reasoning_gym
 
 
@@ -55,10 +57,14 @@ def parse_mix(spec: str) -> list[tuple[str, float]]:
         if w <= 0:
             raise InputError(f"--tasks {part!r}: weight must be > 0")
         if name not in DATASETS or name == "composite":
-            raise InputError(f"--tasks: unknown reasoning-gym dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
+            raise InputError(
+                f"--tasks: unknown reasoning-gym dataset {name!r}; known: {', '.join(sorted(DATASETS))}"
+            )
         out.append((name, w))
     if not out:
-        raise InputError("--tasks: give at least one reasoning-gym dataset, e.g. 'basic_arithmetic:2,leg_counting:1'")
+        raise InputError(
+            "--tasks: give at least one reasoning-gym dataset, e.g. 'basic_arithmetic:2,leg_counting:1'"
+        )
     if len({n for n, _ in out}) != len(out):
         raise InputError(f"--tasks {spec!r}: a dataset is named twice")
     return out
@@ -117,7 +123,9 @@ def entry_problem(task: str, entry: dict[str, Any], uid: str) -> Problem:
                    "reasoning", {"task": task, "entry": json.dumps(clean)}, uid=uid)  # fmt: skip
 
 
-def generate(tasks: str | list[tuple[str, float]], size: int, seed: int, settings: list[str] | None = None) -> list[Problem]:
+def generate(
+    tasks: str | list[tuple[str, float]], size: int, seed: int, settings: list[str] | None = None
+) -> list[Problem]:
     """`size` problems from a weighted mix of reasoning-gym datasets, deterministic in `seed`."""
     gym = _gym()
     from reasoning_gym.composite import DatasetSpec
@@ -157,7 +165,9 @@ def sweep(rows: int = 3, seed: int = 1, names: list[str] | None = None) -> dict[
                 ans = json.loads(p.extra_info["entry"])["answer"]
                 if ans is None:
                     raise AssertionError("entry has no reference answer")
-                scores = [verify(r, p).score for r in (f"<answer>{ans}</answer>", "", "<answer>zzz 12345</answer>")]
+                scores = [
+                    verify(r, p).score for r in (f"<answer>{ans}</answer>", "", "<answer>zzz 12345</answer>")
+                ]
                 if scores[0] != 1.0 or scores[1] >= 1.0 or scores[2] >= 1.0:
                     raise AssertionError(f"row {i}: reference / empty / wrong scored {scores}")
         except Exception as e:  # noqa: BLE001 - the sweep reports every kind of failure

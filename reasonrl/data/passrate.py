@@ -71,7 +71,9 @@ def parse_range(spec: str) -> tuple[str, float, float]:
     return col, lo, hi
 
 
-def filter_rows(rows: list[dict], ranges: list[tuple[str, float, float]], where: str) -> tuple[list[dict], dict[str, Any]]:
+def filter_rows(
+    rows: list[dict], ranges: list[tuple[str, float, float]], where: str
+) -> tuple[list[dict], dict[str, Any]]:
     """Rows whose rate in every named column lies in [low, high]; a missing rate is an error naming
     the row and column (checked for every row before anything is kept)."""
     for i, r in enumerate(rows):
@@ -89,7 +91,9 @@ def filter_rows(rows: list[dict], ranges: list[tuple[str, float, float]], where:
     return kept, {"rows_in": len(rows), "rows_out": len(kept), "dropped": dropped}
 
 
-def length_filter(rows: list[dict], problems: list[Problem], tokenizer, max_tokens: int) -> tuple[list[dict], int]:
+def length_filter(
+    rows: list[dict], problems: list[Problem], tokenizer, max_tokens: int
+) -> tuple[list[dict], int]:
     """Rows whose templated prompt has at most `max_tokens` tokens, and how many were dropped."""
     from reasonrl.data.prompts import encode_prompt
 

@@ -56,8 +56,10 @@ def test_a_full_disk_names_the_file(monkeypatch, capsys):
     def full(args):
         raise OSError(errno.ENOSPC, "No space left on device", "runs/x/metrics.jsonl")
 
-    monkeypatch.setattr(cli, "_data", full)
-    assert cli.main(["data", "addsub", "out.jsonl"]) == 2
+    import reasonrl.cli.data as data_cli
+
+    monkeypatch.setattr(data_cli, "cmd_generate", full)
+    assert cli.main(["data", "generate", "addsub", "--out", "out.jsonl"]) == 2
     assert (
         capsys.readouterr().err
         == "reasonrl: error: no space left on device while writing runs/x/metrics.jsonl\n"
@@ -68,6 +70,8 @@ def test_real_bugs_keep_their_traceback(monkeypatch):
     def bug(args):
         raise KeyError("a real bug")
 
-    monkeypatch.setattr(cli, "_data", bug)
+    import reasonrl.cli.data as data_cli
+
+    monkeypatch.setattr(data_cli, "cmd_generate", bug)
     with pytest.raises(KeyError):
-        cli.main(["data", "addsub", "out.jsonl"])
+        cli.main(["data", "generate", "addsub", "--out", "out.jsonl"])
