@@ -190,6 +190,10 @@ def cmd_passrate(args) -> int:
     from reasonrl.rollout.base import SamplingParams
 
     out = check_output(args.out, [args.file])
+    if args.plugins:
+        from reasonrl.config import import_plugins
+
+        import_plugins(args.plugins)
     rows, problems, _, _ = _rows_and_problems([args.file])
     check_routable(problems, args.file)
     if args.n < 1 or args.max_new_tokens < 1:
@@ -202,7 +206,8 @@ def cmd_passrate(args) -> int:
     samples = work_dir(out, column) / "samples.jsonl"
     log = (lambda m: print(m, file=sys.stderr)) if not args.quiet else (lambda m: None)
     rates = pass_rates(model, problems, samples, params, engine=args.engine, device=args.device, seed=args.seed,
-                       chunk_size=args.chunk_size, correct_threshold=args.correct_threshold, log=log)  # fmt: skip
+                       chunk_size=args.chunk_size, correct_threshold=args.correct_threshold, log=log,
+                       plugins=args.plugins)  # fmt: skip
     write_rows(out, add_pass_rate_column(rows, column, rates))
     _print({"rows": len(rows), "column": column, "mean_pass_rate": sum(rates) / len(rates), "out": str(out),
             "samples": str(samples)})  # fmt: skip
@@ -313,6 +318,9 @@ def add_data_parser(sub) -> None:
     r.add_argument("--device", default="auto")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--chunk-size", type=int, default=16)
+    r.add_argument(
+        "--plugins", nargs="*", default=[], help="modules registering verifiers (as a recipe's plugins)"
+    )
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(fn=cmd_passrate)
 

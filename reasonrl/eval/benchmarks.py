@@ -66,7 +66,9 @@ def converted(name: str, **options: Any) -> Callable[[list[dict], Path], list[Pr
 
         load_all()
         conv = CONVERTERS.get(name)
-        return convert_rows(conv, rows, str(path), Context(conv.resolve_options(options), source=str(path)), Report())
+        return convert_rows(
+            conv, rows, str(path), Context(conv.resolve_options(options), source=str(path)), Report()
+        )
 
     return convert
 

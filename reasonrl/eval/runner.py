@@ -86,7 +86,7 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
 
 def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], samples_path: str | Path, *,
                      engine: str = "hf", device: str = "auto", seed: int = 0, chunk_size: int = 32,
-                     log=print, reward_options: dict | None = None) -> list[dict]:  # fmt: skip
+                     log=print, reward_options: dict | None = None, plugins=()) -> list[dict]:  # fmt: skip
     """Samples of every (name, problems, sampling) work item, generated and scored chunk by chunk into
     `samples_path` (resumable: committed chunks are kept, the rest generated); the one path of the
     eval suite and the pass-rate filter."""
@@ -96,12 +96,12 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     todo = [(name, c) for name, ps, _ in work for c in range(0, len(ps), chunk_size) if (name, c) not in done]
     if todo:
         _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log,
-                  reward_options or {})  # fmt: skip
+                  reward_options or {}, tuple(plugins))  # fmt: skip
     return samples
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,
-              reward_options) -> None:  # fmt: skip
+              reward_options, plugins) -> None:  # fmt: skip
 
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards.runner import RewardRunner
@@ -133,7 +133,10 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
             f"[{finished}/{len(want)} chunks, {spent:.0f}s, ETA {eta:.0f}s]")  # fmt: skip
 
     try:
-        with RewardRunner(options=reward_options) as scorer, open(samples_path, "a", encoding="utf-8") as f:
+        with (
+            RewardRunner(options=reward_options, modules=plugins) as scorer,
+            open(samples_path, "a", encoding="utf-8") as f,
+        ):
             # load every routed verifier now (imports hold the GIL: inside the overlap they would stall
             # generation), by scoring an empty answer to each benchmark's first problem
             scorer.score([""] * len(work), [problems[0] for _, problems, _ in work])

@@ -29,7 +29,9 @@ def _write(path, rows):
     if path.suffix == ".parquet":
         pq.write_table(pa.Table.from_pylist(rows), path)
     elif path.suffix == ".json":
-        path.write_text(json.dumps(rows if len(rows) != 1 or not isinstance(rows[0], dict) else rows[0], indent=1))
+        path.write_text(
+            json.dumps(rows if len(rows) != 1 or not isinstance(rows[0], dict) else rows[0], indent=1)
+        )
     else:
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
@@ -190,7 +192,9 @@ def test_dapo_repeats_are_dropped_and_conflicts_counted(tmp_path):
 
 def test_bad_rows_name_file_row_and_field_or_are_skipped(tmp_path):
     src = tmp_path / "ds.json"
-    _write(src, [{"problem": "ok?", "answer": "1"}, {"problem": "no answer"}, {"problem": "x", "answer": "2"}])
+    _write(
+        src, [{"problem": "ok?", "answer": "1"}, {"problem": "no answer"}, {"problem": "x", "answer": "2"}]
+    )
     out = tmp_path / "out.parquet"
     with pytest.raises(InputError, match=rf"^{src} row 1: field 'answer': missing$"):
         prepare("deepscaler", [str(src)], out)
@@ -215,7 +219,9 @@ def test_livecodebench_pickled_tests_cannot_run_code(tmp_path):
     row = {**SOURCES["livecodebench"][1][0], "private_test_cases": evil}
     src = tmp_path / "lcb.jsonl"
     _write(src, [row])
-    with pytest.raises(InputError, match=r"row 0: field 'private_test_cases': .*refusing to load builtins.print"):
+    with pytest.raises(
+        InputError, match=r"row 0: field 'private_test_cases': .*refusing to load builtins.print"
+    ):
         convert_files("livecodebench", [str(src)])
 
 

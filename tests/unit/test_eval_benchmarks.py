@@ -141,7 +141,9 @@ def test_bad_input_names_what_is_wrong(tmp_path):
     ):
         load_benchmark(BENCHMARKS.get("math500"), tmp_path)
     _jsonl(tmp_path / "gsm8k.jsonl", [{"question": "q", "answer": "4"}])
-    with pytest.raises(InputError, match=r"gsm8k.jsonl row 0: field 'answer': has no final '#### <number>' line"):
+    with pytest.raises(
+        InputError, match=r"gsm8k.jsonl row 0: field 'answer': has no final '#### <number>' line"
+    ):
         load_benchmark(BENCHMARKS.get("gsm8k"), tmp_path)
     _jsonl(tmp_path / "aime25.jsonl", [{"problem": "p"}])
     with pytest.raises(InputError, match=r"aime25.jsonl row 0: field 'answer': missing \(or 'Answer'\)"):

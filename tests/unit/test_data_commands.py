@@ -1,0 +1,205 @@
+"""`reasonrl data` commands on fixtures: reasoning-gym generation (seeded, weighted, per-task settings,
+rows that score their own reference) and its conformance sweep; dedup (planted exact and near
+duplicates caught, distinct rows kept, a report of why); decontamination (planted overlaps with an
+eval set removed, shared instructions never count); stats; filter; the think-aware chat template."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reasonrl.cli.main import main
+from reasonrl.data.files import read_rows
+from reasonrl.data.schema import read_problems, write_problems
+from reasonrl.errors import InputError
+from reasonrl.rewards import score
+from reasonrl.types import Problem
+
+LONG = ("Let x and y be positive integers such that x plus y equals twenty and x times y equals ninety six. "
+        "Find the value of x squared plus y squared and explain each step of the computation carefully.")  # fmt: skip
+
+
+def _cli(capsys, *argv) -> dict:
+    assert main(["data", *argv]) == 0
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_reasoning_gym_generation_is_seeded_weighted_and_scores_its_reference(tmp_path, capsys):
+    pytest.importorskip("reasoning_gym")
+    out = tmp_path / "gym.parquet"
+    args = ["generate", "reasoning_gym", "--tasks", "basic_arithmetic:3,leg_counting:1", "--size", "40",
+            "--seed", "5", "--config", "basic_arithmetic.min_terms=4", "--config", "basic_arithmetic.max_terms=4",
+            "--out", str(out)]  # fmt: skip
+    assert _cli(capsys, *args)["rows"] == 40
+    problems = read_problems(out)
+    tasks = [p.extra_info["task"] for p in problems]
+    assert 20 <= tasks.count("basic_arithmetic") < 40 and tasks.count("leg_counting") >= 3
+    for p in problems:
+        entry = json.loads(p.extra_info["entry"])
+        assert p.data_source == "reasoning_gym" and p.ground_truth == str(entry["answer"])
+        assert score(f"<answer>{p.ground_truth}</answer>", p).score == 1.0
+        assert score("<answer>-99999</answer>", p).score < 1.0
+        if p.extra_info["task"] == "basic_arithmetic":
+            assert entry["metadata"]["num_terms"] == 4  # the per-task setting reached the generator
+    again = tmp_path / "again.parquet"
+    _cli(capsys, *args[:-1], str(again))
+    assert [p.to_row() for p in read_problems(again)] == [p.to_row() for p in problems]
+    other = tmp_path / "other.parquet"
+    _cli(capsys, *[a if a != "5" else "6" for a in args[:-1]], str(other))
+    assert [p.ground_truth for p in read_problems(other)] != [p.ground_truth for p in problems]
+    with pytest.raises(InputError, match="unknown reasoning-gym dataset 'nope'"):
+        from reasonrl.data.gym import parse_mix
+
+        parse_mix("basic_arithmetic:1,nope:2")
+    assert main(["data", "generate", "reasoning_gym", "--tasks", "leg_counting:1", "--config", "leg_counting.bogus=1",
+                 "--out", str(tmp_path / "x.parquet")]) == 2  # fmt: skip
+    assert "--config for leg_counting" in capsys.readouterr().err and not (tmp_path / "x.parquet").exists()
+
+
+def test_reasoning_gym_conformance_sweep():
+    pytest.importorskip("reasoning_gym")
+    from reasoning_gym.factory import DATASETS
+
+    from reasonrl.data.gym import NO_REFERENCE, NOT_SWEPT, sweep
+
+    failures = sweep(rows=3, seed=1)
+    assert set(failures) == set(NO_REFERENCE), failures  # every other dataset's reference scores 1
+    assert len(DATASETS) - len(NOT_SWEPT) - len(failures) >= 95
+
+
+def test_game_of_life_halting_cannot_be_gamed():
+    pytest.importorskip("reasoning_gym")
+    from reasonrl.data.gym import entry_problem
+
+    entry = {
+        "question": "Does it halt?",
+        "answer": "False",
+        "metadata": {"source_dataset": "game_of_life_halting"},
+    }
+    p = entry_problem("game_of_life_halting", entry, "g0")
+    assert score("<answer>False</answer>", p).score == 1.0
+    for hack in ("<answer>anything at all</answer>", "<answer>True</answer>", "<answer>1</answer>"):
+        assert score(hack, p).score == 0.0, hack
+
+
+def _math(text, i):
+    return Problem([{"role": "user", "content": f"{text}\n\nPlease reason step by step, and put your final answer "
+                                                "within \\boxed{}."}], str(i), "math__x", "math", {"index": i}, uid=f"m{i}")  # fmt: skip
+
+
+def test_dedup_catches_planted_exact_and_near_duplicates(tmp_path, capsys):
+    a = [
+        _math(LONG, 0),
+        _math("What is the area of a circle of radius three?", 1),
+        _math("Compute 17 times 23.", 2),
+    ]
+    b = [_math("  what is the AREA of a circle of radius three ? ", 3),  # exact after normalisation
+         _math(LONG.replace("carefully", "clearly"), 4),  # one word changed: near duplicate
+         _math("How many primes are less than fifty?", 5)]  # fmt: skip
+    write_problems(tmp_path / "a.parquet", a)
+    write_problems(tmp_path / "b.jsonl", b)
+    out = tmp_path / "d.parquet"
+    got = _cli(capsys, "dedup", str(tmp_path / "a.parquet"), str(tmp_path / "b.jsonl"), "--out", str(out))
+    assert (got["rows_in"], got["rows_out"], got["exact"], got["near"]) == (6, 4, 1, 1)
+    assert [p.uid for p in read_problems(out)] == ["m0", "m1", "m2", "m5"]  # first occurrences win
+    report = read_rows(got["report"])
+    assert [(r["reason"], r["row"].endswith("b.jsonl row 0"), "a.parquet row 1" in r["detail"]) for r in report][0] == \
+        ("exact", True, True)  # fmt: skip
+    assert report[1]["reason"] == "near" and "a.parquet row 0" in report[1]["detail"]
+    assert main(["data", "dedup", str(out), "--out", str(out)]) == 2  # never over its input
+    assert "output is also an input" in capsys.readouterr().err
+
+
+def test_decontamination_removes_planted_overlaps_only(tmp_path, capsys):
+    from reasonrl.data.prepare import convert_files
+
+    evals = [{"problem": LONG, "answer": "208", "unique_id": "e0"},
+             {"problem": "Find the remainder when 2 to the power 100 is divided by 7.", "answer": "2", "unique_id": "e1"}]  # fmt: skip
+    (tmp_path / "math500.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evals))
+    train = [_math("Solve: " + LONG[:160], 0),  # shares 8-grams with e0
+             _math("A short unrelated question about apples.", 1),
+             _math("Find the remainder when 2 to the power 100 is divided by 7. Then add one.", 2),
+             _math("Find the remainder when 3 to the power 50 is divided by 11.", 3)]  # fmt: skip
+    write_problems(tmp_path / "t.parquet", train)
+    out = tmp_path / "clean.parquet"
+    got = _cli(capsys, "decontaminate", str(tmp_path / "t.parquet"), "--against", str(tmp_path / "math500.jsonl"),
+               "--out", str(out))  # fmt: skip
+    assert (got["contaminated"], got["rows_out"]) == (2, 2)
+    assert [p.uid for p in read_problems(out)] == ["m1", "m3"]
+    # the eval set converted by our own converter carries the same instruction as every training row:
+    # the instruction never makes a match
+    conv, _ = convert_files("math", [str(tmp_path / "math500.jsonl")])
+    write_problems(tmp_path / "eval_rows.parquet", conv)
+    got = _cli(capsys, "decontaminate", str(tmp_path / "t.parquet"), "--against", str(tmp_path / "eval_rows.parquet"),
+               "--out", str(tmp_path / "c2.parquet"))  # fmt: skip
+    assert got["contaminated"] == 2
+
+
+def test_stats_and_filter(tmp_path, capsys):
+    rows = [{**_math(f"q{i}", i).to_row(), "m_pass_rate": r} for i, r in enumerate([0.0, 0.25, 1.0, 0.5])]
+    from reasonrl.data.files import write_rows
+
+    write_rows(tmp_path / "pr.parquet", rows)
+    assert main(["data", "stats", str(tmp_path / "pr.parquet"), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["rows"] == 4 and s["data_source"] == {"math__x": 4} and s["routes"] == {"math__x": "math"}
+    hist = s["pass_rate"]["m_pass_rate"]
+    assert (
+        hist["impossible (0)"],
+        hist["hard [0.2, 0.4)"],
+        hist["medium [0.4, 0.6)"],
+        hist["perfect (1)"],
+    ) == (1, 1, 1, 1)
+    got = _cli(capsys, "filter", str(tmp_path / "pr.parquet"), "--range", "m_pass_rate=0.1:0.9", "--out",
+               str(tmp_path / "f.parquet"))  # fmt: skip
+    assert got["rows_out"] == 2 and [r["m_pass_rate"] for r in read_rows(tmp_path / "f.parquet")] == [
+        0.25,
+        0.5,
+    ]
+    assert main(["data", "filter", str(tmp_path / "pr.parquet"), "--range", "other_pass_rate=0:1", "--out",
+                 str(tmp_path / "g.parquet")]) == 2  # fmt: skip
+    assert "row 0: column 'other_pass_rate' has no pass rate" in capsys.readouterr().err
+    assert not (tmp_path / "g.parquet").exists()
+
+
+QWEN = (
+    "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+LLAMA = ("{{- bos_token }}{%- for message in messages %}{{- '<|start_header_id|>' + message['role'] + "
+         "'<|end_header_id|>\\n\\n' + message['content'] + '<|eot_id|>' }}{%- endfor %}{%- if add_generation_prompt %}"
+         "{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}")  # fmt: skip
+
+
+@pytest.mark.parametrize("template, eos", [(QWEN, "<|im_end|>"), (LLAMA, "<|eot_id|>")])
+def test_think_chat_template(tmp_path, capsys, template, eos):
+    from transformers import AutoTokenizer
+
+    from reasonrl.data.prompts import prompt_opens_think
+    from reasonrl.models.tiny import build_tokenizer
+
+    tok = build_tokenizer(["hello world think answer"], vocab_size=120)
+    tok.chat_template = template
+    src = tmp_path / "model"
+    tok.save_pretrained(src)
+    before = sorted(p.read_bytes() for p in src.iterdir())
+    got = _cli(capsys, "chat-template", str(src), str(tmp_path / "think"))
+    assert (
+        got["eos_token"] == eos and sorted(p.read_bytes() for p in src.iterdir()) == before
+    )  # input untouched
+    new = AutoTokenizer.from_pretrained(tmp_path / "think")
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "<think>secret plan</think>done"},
+            {"role": "user", "content": "again"}]  # fmt: skip
+    text = new.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+    assert text.endswith(
+        "assistant" + ("\n" if eos == "<|im_end|>" else "<|end_header_id|>\n\n") + "<think>\n"
+    )
+    assert "secret plan" not in text and "done" in text  # reasoning stripped from the history
+    assert prompt_opens_think(new, Problem([{"role": "user", "content": "q"}], "1", "math__x"))
+    _cli(capsys, "chat-template", str(src), str(tmp_path / "keep"), "--keep-history-reasoning")
+    kept = AutoTokenizer.from_pretrained(tmp_path / "keep").apply_chat_template(msgs, add_generation_prompt=True,
+                                                                                tokenize=False)  # fmt: skip
+    assert "secret plan" in kept
+    assert main(["data", "chat-template", str(tmp_path / "think"), str(tmp_path / "again")]) == 2
+    assert "already opens <think>" in capsys.readouterr().err
