@@ -222,19 +222,20 @@ def cmd_filter(args) -> int:
     ranges = [parse_range(r) for r in args.range]
     rows, problems, _, _ = _rows_and_problems([args.file])
     report: dict = {"rows_in": len(rows)}
-    if args.max_prompt_tokens is not None:
-        if args.tokenizer is None:
-            raise InputError(
-                "--max-prompt-tokens needs --tokenizer DIR (prompts are counted after its chat template)"
-            )
-        tok = _tokenizer(args.tokenizer)
-        rows_kept, report["too_long"] = length_filter(rows, problems, tok, args.max_prompt_tokens)
-        keep_ids = {id(r) for r in rows_kept}
-        rows = rows_kept
-        problems = [p for p, r in zip(problems, rows_kept) if id(r) in keep_ids]
-    if ranges:
-        rows, got = filter_rows(rows, ranges, args.file)
+    if args.max_prompt_tokens is not None and args.tokenizer is None:
+        raise InputError(
+            "--max-prompt-tokens needs --tokenizer DIR (prompts are counted after its chat template)"
+        )
+    if ranges:  # checks every row's pass rates before any other work
+        keep, got = filter_rows(rows, ranges, args.file)
         report["dropped"] = got["dropped"]
+        kept_ids = {id(r) for r in keep}
+        problems = [p for p, r in zip(problems, rows, strict=True) if id(r) in kept_ids]
+        rows = keep
+    if args.max_prompt_tokens is not None:
+        rows, report["too_long"] = length_filter(
+            rows, problems, _tokenizer(args.tokenizer), args.max_prompt_tokens
+        )
     _write_rows(args.out, rows, [args.file])
     _print({**report, "rows_out": len(rows), "out": args.out})
     return 0

@@ -203,3 +203,23 @@ def test_think_chat_template(tmp_path, capsys, template, eos):
     assert "secret plan" in kept
     assert main(["data", "chat-template", str(tmp_path / "think"), str(tmp_path / "again")]) == 2
     assert "already opens <think>" in capsys.readouterr().err
+
+
+def test_length_filter_counts_tokens_after_the_chat_template(tmp_path, capsys):
+    from reasonrl.data.prompts import encode_prompt
+    from reasonrl.models.tiny import build_tokenizer
+
+    tok = build_tokenizer(["what is one plus one and two plus two"], vocab_size=120)
+    tok.save_pretrained(tmp_path / "tok")
+    problems = [_math("one plus one", 0), _math("what is one plus one and two plus two " * 8, 1), _math("two", 2)]
+    write_problems(tmp_path / "p.parquet", problems)
+    lengths = [len(encode_prompt(tok, p)) for p in problems]
+    limit = max(lengths[0], lengths[2])
+    assert lengths[1] > limit
+    got = _cli(capsys, "filter", str(tmp_path / "p.parquet"), "--max-prompt-tokens", str(limit), "--tokenizer",
+               str(tmp_path / "tok"), "--out", str(tmp_path / "short.parquet"))  # fmt: skip
+    assert (got["too_long"], got["rows_out"]) == (1, 2)
+    assert [p.uid for p in read_problems(tmp_path / "short.parquet")] == ["m0", "m2"]
+    assert main(["data", "filter", str(tmp_path / "p.parquet"), "--max-prompt-tokens", "5", "--out",
+                 str(tmp_path / "x.parquet")]) == 2  # fmt: skip
+    assert "--max-prompt-tokens needs --tokenizer" in capsys.readouterr().err
