@@ -45,13 +45,17 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "gsm8k.jsonl"
-        src.write_text("".join(json.dumps({"question": t, "answer": f"r\n#### {i}"}) + "\n" for i, t in enumerate(texts)))
+        src.write_text(
+            "".join(json.dumps({"question": t, "answer": f"r\n#### {i}"}) + "\n" for i, t in enumerate(texts))
+        )
         t0 = time.perf_counter()
         problems, _ = convert_files("gsm8k", [str(src)])
         from reasonrl.data.schema import write_problems
 
         write_problems(Path(d) / "out.parquet", problems)
-        figures["convert gsm8k rows/s (read jsonl, convert, route, write parquet)"] = args.rows / (time.perf_counter() - t0)
+        figures["convert gsm8k rows/s (read jsonl, convert, route, write parquet)"] = args.rows / (
+            time.perf_counter() - t0
+        )
 
     t0 = time.perf_counter()
     exact = dedup.exact_duplicates(texts, names)

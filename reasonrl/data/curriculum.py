@@ -7,7 +7,7 @@ Owns: `Curriculum` (its state is plain data, saved in checkpoints by the sampler
              verifier score of its last `last_k` groups moves its level up when >= success_threshold
              and down when <= failure_threshold (then the window starts over), within
              [min_level, max_level] (reasoning-gym tasks: their curriculum's own range).
-  pass rates for every prompt (uid), the mean scores of its last groups; a prompt whose last
+  pass rates for every prompt (keyed by a hash of its data_source and text), the mean scores of its last groups; a prompt whose last
              `skip_solved_after` groups all scored 1 everywhere, or whose last `skip_unsolved_after`
              groups all scored 0 everywhere, is skipped from then on (0 turns a rule off). Zero-variance
              groups cost generation and teach a group-relative estimator nothing.
@@ -17,6 +17,7 @@ number of prompts skipped as solved / unsolved. Does not own: drawing prompts (`
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -37,20 +38,30 @@ def task_of(problem) -> str:
     return str(problem.extra_info.get("task") or problem.data_source)
 
 
+def prompt_key(problem) -> str:
+    """A prompt's identity across files and uids: a hash of its data_source and text."""
+    text = problem.data_source + "\0" + "\0".join(str(m.get("content", "")) for m in problem.prompt)
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
 @dataclass
 class Curriculum:
     config: CurriculumConfig
     levels: dict[str, int] = field(default_factory=dict)  # task -> level (tasks with a knob only)
-    max_levels: dict[str, int] = field(default_factory=dict)
+    bounds: dict[str, list[int]] = field(default_factory=dict)  # task -> [lowest, highest] level
     windows: dict[str, list[float]] = field(default_factory=dict)  # task -> last group means
-    record: dict[str, list[float]] = field(default_factory=dict)  # uid -> last group means
-    skipped: dict[str, str] = field(default_factory=dict)  # uid -> "solved" | "unsolved"
+    record: dict[str, list[float]] = field(default_factory=dict)  # prompt key -> last group means
+    skipped: dict[str, str] = field(default_factory=dict)  # prompt key -> "solved" | "unsolved"
     changes: int = 0
 
-    def add_task(self, task: str, level: int, max_level: int | None = None) -> None:
-        top = self.config.max_level if max_level is None else min(max_level, self.config.max_level)
-        self.max_levels[task] = top
-        self.levels.setdefault(task, max(self.config.min_level, min(level, top)))
+    def add_task(self, task: str, level: int, lowest: int = 0, highest: int | None = None) -> None:
+        """A task with a difficulty knob, starting at `level`, moving within its own [lowest, highest]
+        intersected with the config's [min_level, max_level]."""
+        lo = max(lowest, self.config.min_level)
+        hi = self.config.max_level if highest is None else min(highest, self.config.max_level)
+        hi = max(hi, lo)
+        self.bounds[task] = [lo, hi]
+        self.levels.setdefault(task, max(lo, min(level, hi)))
 
     def level(self, task: str) -> int:
         return self.levels[task]
@@ -68,26 +79,36 @@ class Curriculum:
             if len(win) >= c.last_k:
                 acc = sum(win[-c.last_k :]) / c.last_k
                 lvl = self.levels[task]
-                if acc >= c.success_threshold and lvl < self.max_levels[task]:
+                lo, hi = self.bounds[task]
+                if acc >= c.success_threshold and lvl < hi:
                     self.levels[task], self.windows[task] = lvl + 1, []
                     self.changes += 1
-                elif acc <= c.failure_threshold and lvl > c.min_level:
+                elif acc <= c.failure_threshold and lvl > lo:
                     self.levels[task], self.windows[task] = lvl - 1, []
                     self.changes += 1
                 else:
                     del win[: len(win) - c.last_k]
         keep = max(c.skip_solved_after, c.skip_unsolved_after)
-        if keep and problem.uid:
-            rec = self.record.setdefault(problem.uid, [])
+        if keep:
+            rec = self.record.setdefault(prompt_key(problem), [])
             rec.append(mean)
-            del rec[: len(rec) - keep]
-            if c.skip_solved_after and len(rec) >= c.skip_solved_after and min(rec[-c.skip_solved_after :]) >= 1.0:
-                self.skipped[problem.uid] = "solved"
-            elif c.skip_unsolved_after and len(rec) >= c.skip_unsolved_after and max(rec[-c.skip_unsolved_after :]) <= 0.0:
-                self.skipped[problem.uid] = "unsolved"
+            if len(rec) > keep:
+                del rec[: len(rec) - keep]
+            if (
+                c.skip_solved_after
+                and len(rec) >= c.skip_solved_after
+                and min(rec[-c.skip_solved_after :]) >= 1.0
+            ):
+                self.skipped[prompt_key(problem)] = "solved"
+            elif (
+                c.skip_unsolved_after
+                and len(rec) >= c.skip_unsolved_after
+                and max(rec[-c.skip_unsolved_after :]) <= 0.0
+            ):
+                self.skipped[prompt_key(problem)] = "unsolved"
 
     def skips(self, problem) -> bool:
-        return problem.uid in self.skipped
+        return bool(self.skipped) and prompt_key(problem) in self.skipped
 
     def metrics(self) -> dict[str, float]:
         out: dict[str, float] = {}

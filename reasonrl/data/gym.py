@@ -89,18 +89,10 @@ def task_configs(mix: list[tuple[str, float]], settings: list[str]) -> dict[str,
         if not eq or not dot or task not in names:
             raise InputError(f"--config {s!r}: expected TASK.FIELD=VALUE with TASK one of {sorted(names)}")
         if fld == "level":
-            from reasoning_gym.coaching import CurriculumAttributeConfig  # noqa: F401
-            from reasoning_gym.factory import create_curriculum, has_curriculum
-
-            if not has_curriculum(task):
-                raise InputError(f"--config {s!r}: {task} has no curriculum")
-            cur = create_curriculum(task)
             try:
-                for attr in cur.attributes:
-                    cur.set_attr_level(attr, int(raw))
+                out[task].update(level_config(task, int(raw)))
             except (ValueError, IndexError, KeyError) as e:
                 raise InputError(f"--config {s!r}: {e}") from None
-            out[task].update(_config_fields(cur.generate_configuration()))
         else:
             out[task][fld] = _value(raw)
     for task, cfg in out.items():  # validate now, naming the task, before anything is written
@@ -109,6 +101,36 @@ def task_configs(mix: list[tuple[str, float]], settings: list[str]) -> dict[str,
         except (TypeError, AssertionError, ValueError) as e:
             raise InputError(f"--config for {task}: {e}") from None
     return out
+
+
+def curriculum_range(task: str) -> int | None:
+    """The highest curriculum level of a reasoning-gym task (every attribute at its top), or None."""
+    from reasoning_gym.factory import create_curriculum, has_curriculum
+
+    if not has_curriculum(task):
+        return None
+    cur = create_curriculum(task)
+    return max(len(a.levels) - 1 for a in cur.attributes.values())
+
+
+def level_config(task: str, level: int) -> dict[str, Any]:
+    """Config fields of `task` with every curriculum attribute at `level` (capped at its top)."""
+    from reasoning_gym.factory import create_curriculum, has_curriculum
+
+    if not has_curriculum(task):
+        raise ValueError(f"{task} has no curriculum")
+    if level < 0:
+        raise ValueError(f"level must be >= 0, got {level}")
+    cur = create_curriculum(task)
+    for name, attr in cur.attributes.items():
+        cur.set_attr_level(name, min(level, len(attr.levels) - 1))
+    return _config_fields(cur.generate_configuration())
+
+
+def dataset_at(task: str, level: int | None, fixed: dict[str, Any], seed: int, size: int):
+    """A reasoning-gym dataset of `task` at curriculum `level` (None: `fixed` settings only)."""
+    cfg = {**(level_config(task, level) if level is not None else {}), **fixed}
+    return _gym().create_dataset(task, size=size, seed=seed, **cfg)
 
 
 def _config_fields(config) -> dict[str, Any]:

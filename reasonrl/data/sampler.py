@@ -47,6 +47,15 @@ class PromptSampler:
             self.state.index += 1
         return out
 
+    def observe(self, groups) -> None:  # the curriculum's hook (`data.mixture.MixtureSampler`)
+        pass
+
+    def metrics(self) -> dict[str, float]:
+        return {}
+
+    def bind(self, tokenizer) -> None:
+        pass
+
     def state_dict(self) -> dict:
         return asdict(self.state)
 

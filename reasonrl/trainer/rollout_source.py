@@ -83,7 +83,7 @@ class AsyncRollouts:
             target=worker_main,
             args=(
                 to_dict(cfg),
-                run.train,
+                run.sampler,  # its sources (problems, generators, curriculum); the state comes next
                 sampler_state,
                 cfg.rollout.worker_threads,
                 self.inbox,
@@ -91,8 +91,14 @@ class AsyncRollouts:
                 self.phase,
             ),  # fmt: skip
             name="reasonrl-rollout-worker",
-            daemon=True,
+            # not daemonic: the worker's RewardRunner starts its own process pool (math, plugins), which
+            # a daemonic process may not; it still dies with the trainer (PR_SET_PDEATHSIG), and
+            # `close` (also at interpreter exit, before multiprocessing joins its children) stops it
+            daemon=False,
         )
+        import atexit
+
+        atexit.register(self.close)
         self.proc.start()
         self.pid = self.proc.pid
         self._receive(expect="ready", what="start-up")
@@ -186,6 +192,9 @@ class AsyncRollouts:
         return [{"step": s, "rollouts": self.ready[s]} for s in sorted(self.asked) if s in self.ready]
 
     def close(self) -> None:
+        import atexit
+
+        atexit.unregister(self.close)
         if self.proc.is_alive():  # asked-for steps queue before "stop": give it a moment, then kill
             try:
                 self.inbox.put(("stop",))

@@ -57,7 +57,7 @@ def _set_phase(phase, text: str) -> None:
     phase[len(data)] = 0
 
 
-def worker_main(cfg_dict: dict, train, sampler_state: dict, threads: int, inbox, outbox, phase) -> None:
+def worker_main(cfg_dict: dict, sampler, sampler_state: dict, threads: int, inbox, outbox, phase) -> None:
     import signal
 
     from reasonrl.rewards.runner import _die_with_parent
@@ -65,16 +65,15 @@ def worker_main(cfg_dict: dict, train, sampler_state: dict, threads: int, inbox,
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's: it checkpoints, then stops us
     try:
-        _serve(cfg_dict, train, sampler_state, threads, inbox, outbox, phase)
+        _serve(cfg_dict, sampler, sampler_state, threads, inbox, outbox, phase)
     except BaseException:  # noqa: BLE001 - reported to the trainer, which names the phase
         outbox.put(("error", bytes(phase[:]).split(b"\0")[0].decode(), traceback.format_exc()))
 
 
-def _serve(cfg_dict, train, sampler_state, threads, inbox, outbox, phase) -> None:
+def _serve(cfg_dict, sampler, sampler_state, threads, inbox, outbox, phase) -> None:
     import os
 
     from reasonrl.config import from_dict, import_plugins
-    from reasonrl.data.sampler import PromptSampler
     from reasonrl.models.loading import load_policy
     from reasonrl.rollout.factory import build_rollout_engine
     from reasonrl.trainer.rollouts import make_scorer
@@ -88,12 +87,11 @@ def _serve(cfg_dict, train, sampler_state, threads, inbox, outbox, phase) -> Non
     import_plugins(cfg.plugins)
     model, tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.model.device, log=lambda *a: None)
     model.eval().requires_grad_(False)
-    sampler = PromptSampler(train, cfg.train.global_batch // cfg.rollout.n, seed=cfg.data.seed,
-                            shuffle=cfg.data.shuffle)  # fmt: skip
     sampler.load_state_dict(sampler_state)
+    sampler.bind(tokenizer)
     engine = build_rollout_engine(cfg.rollout.engine, model, tokenizer, cfg.rollout.engine_kwargs)
     scorer = make_scorer(cfg)
-    run = Run(model, tokenizer, engine, None, scorer, sampler, train, [], cfg.data.max_prompt_tokens,
+    run = Run(model, tokenizer, engine, None, scorer, sampler, [], [], cfg.data.max_prompt_tokens,
               think_from_prompt=cfg.reward.think_from_prompt)  # fmt: skip
     needs = estimator_needs(cfg.algo)
     version = None

@@ -104,7 +104,9 @@ def collect_step(run, params: SamplingParams, algo: AlgoConfig) -> tuple[list[Ro
     """The step's scored groups and reward metrics (one round, or dynamic sampling with refill)."""
 
     def draw(rnd: int) -> tuple[list[RolloutGroup], dict]:
-        return collect_rollouts(run, run.sampler.next(), round_params(params, rnd))
+        groups, metrics = collect_rollouts(run, run.sampler.next(), round_params(params, rnd))
+        run.sampler.observe(groups)  # the curriculum's record (levels, pass rates) sees every round
+        return groups, metrics
 
     if not algo.dynamic_sampling:
         return draw(0)
@@ -143,6 +145,7 @@ def step_rollouts(run, cfg: RunConfig, step: int, needs: frozenset[str], version
     r = cfg.rollout
     params = SamplingParams.of_rollout(r, step_seed(cfg.train.seed, step))
     groups, metrics = collect_step(run, params, cfg.algo)
+    metrics = {**metrics, **run.sampler.metrics()}  # curriculum levels, mixture shares
     baseline = (  # ReMax: rewards of greedy completions (no random numbers drawn)
         greedy_baseline(run, groups, cfg.algo, r.max_new_tokens) if "baseline_rewards" in needs else None
     )

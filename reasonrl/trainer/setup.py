@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import torch
 
 from reasonrl.config import RunConfig, import_plugins
+from reasonrl.data.mixture import build_sampler
 from reasonrl.data.prompts import fit_prompts
 from reasonrl.data.sampler import PromptSampler
 from reasonrl.data.schema import load_problems
@@ -35,7 +36,12 @@ def step_seed(seed: int, step: int) -> int:
 
 def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     d = cfg.data
-    if d.train_files:
+    if d.mixture:  # each source loads and checks its own data (data.mixture.build_sampler)
+        train, val = [], (load_problems(d.val_files) if d.val_files else [])
+        task = next((m["task"] for m in d.mixture if m.get("task")), None)
+        if not val and task:
+            val = generate(task, d.val_size, seed=d.seed + 1, difficulty=d.difficulty, split="test")
+    elif d.train_files:
         train = load_problems(d.train_files)
         val = load_problems(d.val_files) if d.val_files else []
     else:
@@ -82,7 +88,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     budget, drop = cfg.data.max_prompt_tokens, cfg.data.drop_overlong_prompts
     train = fit_prompts(tokenizer, train, budget, "train data", drop, log)
     val = fit_prompts(tokenizer, val, budget, "validation data", drop, log)
-    if not train:
+    if not train and not cfg.data.mixture:
         raise ValueError(f"no training prompt fits data.max_prompt_tokens={budget}")
     if cfg.model.gradient_checkpointing:
         model.gradient_checkpointing_enable()
@@ -106,9 +112,8 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     from reasonrl.trainer.rollouts import make_scorer
 
     scorer = make_scorer(cfg)
-    sampler = PromptSampler(
-        train, t.global_batch // cfg.rollout.n, seed=cfg.data.seed, shuffle=cfg.data.shuffle
-    )
+    options = {k: dict(v) for k, v in cfg.reward.options.items()}
+    sampler = build_sampler(cfg.data, t.global_batch // cfg.rollout.n, train, tokenizer, options, log)
     run = Run(
         model,
         tokenizer,

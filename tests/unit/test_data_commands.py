@@ -211,7 +211,11 @@ def test_length_filter_counts_tokens_after_the_chat_template(tmp_path, capsys):
 
     tok = build_tokenizer(["what is one plus one and two plus two"], vocab_size=120)
     tok.save_pretrained(tmp_path / "tok")
-    problems = [_math("one plus one", 0), _math("what is one plus one and two plus two " * 8, 1), _math("two", 2)]
+    problems = [
+        _math("one plus one", 0),
+        _math("what is one plus one and two plus two " * 8, 1),
+        _math("two", 2),
+    ]
     write_problems(tmp_path / "p.parquet", problems)
     lengths = [len(encode_prompt(tok, p)) for p in problems]
     limit = max(lengths[0], lengths[2])
