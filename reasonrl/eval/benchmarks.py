@@ -123,7 +123,10 @@ _R360_SUITE = [  # name, domain, file prefix, n
     ("cruxeval-i", "simulation", "simulation__cruxeval-i", 1),
     ("cruxeval-o", "simulation", "simulation__cruxeval-o", 1),
     ("ifeval", "ood", "ood__ifeval", 1),
-]  # livebench (reasoning, language, data_analysis) waits for its verifier routes (the data issue)
+    ("livebench_reasoning", "ood", "ood__livebench_reasoning", 1),
+    ("livebench_language", "ood", "ood__livebench_language", 1),
+    ("livebench_data_analysis", "ood", "ood__livebench_data_analysis", 1),
+]
 for _name, _domain, _prefix, _n in _R360_SUITE:
     _add(Benchmark(_name, _domain, (f"{_prefix}_[0-9]*.parquet", f"{_prefix}.parquet"),
                    f"Guru offline_eval parquet {_prefix}_*.parquet (LLM360/guru-RL-92k, offline_eval/)",

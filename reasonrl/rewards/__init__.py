@@ -15,6 +15,7 @@ from reasonrl.rewards import (
     gym,  # noqa: F401  (registers reasoning_gym)
     ifeval,  # noqa: F401  (registers ifeval)
     judge,  # noqa: F401  (registers judge)
+    livebench,  # noqa: F401  (registers livebench)
     logic,  # noqa: F401  (registers zebra, ordering, graph, arc, codeio)
     math,  # noqa: F401  (registers math, gsm8k)
     procedural,  # noqa: F401  (registers arithmetic, countdown)

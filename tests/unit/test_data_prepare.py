@@ -125,6 +125,14 @@ SOURCES = {
                                  "instruction_id_list": ["keywords:existence"],
                                  "kwargs": [{"keywords": ["apple"], "num_words": None}]}], {}, "ood__ifeval",
                "I like apple pie.", "I like pears."),
+    "livebench": ("livebench_reasoning.jsonl", [
+        {"question_id": "q1", "category": "reasoning", "task": "web_of_lies_v2", "turns": ["Who lies? Answer in bold."],
+         "ground_truth": "yes, no, yes", "release_date": "2024-06-24"},
+        {"question_id": "q2", "category": "reasoning", "task": "spatial", "turns": ["a", "b"],  # multi-turn: dropped
+         "ground_truth": "4", "release_date": "2024-06-24"},
+        {"question_id": "q3", "category": "reasoning", "task": "spatial", "turns": ["How many?"],  # outside the window
+         "ground_truth": "4", "release_date": "2024-11-25"}],
+        {"since": "2024-06-01", "until": "2024-07-31"}, "ood__livebench", "**yes, no, yes**", "**yes, yes, yes**"),
 }  # fmt: skip
 
 

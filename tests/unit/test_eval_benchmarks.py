@@ -65,6 +65,15 @@ R360 = {
                _verl("ood__ifeval", json.dumps({"instruction_id_list": ["keywords:existence"],
                                                 "kwargs": [{"keywords": ["apple"]}]})),
                "I like apple pie.", "I like pears."),
+    "livebench_reasoning": ("ood__livebench_reasoning_150.parquet",
+                            _verl("ood__livebench", "yes, no, yes", {"task": "web_of_lies_v2", "category": "reasoning"}),
+                            "**yes, no, yes**", "**no, no, yes**"),
+    "livebench_language": ("ood__livebench_language_140.parquet",
+                           _verl("ood__livebench", "The quick brown fox.", {"task": "typos", "category": "language"}),
+                           "<solution>The quick brown fox.</solution>", "<solution>Teh quick brown fox.</solution>"),
+    "livebench_data_analysis": ("ood__livebench_data_analysis_150.parquet",
+                                _verl("ood__livebench", "birthDate", {"task": "cta", "category": "data_analysis"}),
+                                "birthDate", "deathDate"),
 }  # fmt: skip
 # the public sources, in their own columns and file formats
 STANDARD = {

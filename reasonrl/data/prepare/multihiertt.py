@@ -5,42 +5,10 @@ HTML tables become markdown (cells spanning columns repeated). data_source `tabl
 
 from __future__ import annotations
 
-from html.parser import HTMLParser
-
 from reasonrl.data.prepare import RowError, need, prompts, register
 from reasonrl.rewards.ground_truth import plain
+from reasonrl.rewards.livebench import html_rows
 from reasonrl.types import Problem
-
-
-class _Cells(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.rows: list[list[str]] = []
-        self._cell: list[str] | None = None
-        self._span = 1
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "tr":
-            self.rows.append([])
-        elif tag in ("td", "th"):
-            self._cell, self._span = [], max(1, int(dict(attrs).get("colspan") or 1))
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._cell is not None:
-            if not self.rows:
-                self.rows.append([])
-            self.rows[-1].extend([" ".join("".join(self._cell).split())] * self._span)
-            self._cell = None
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell.append(data)
-
-
-def html_table(html: str) -> list[list[str]]:
-    parser = _Cells()
-    parser.feed(html)
-    return [r for r in parser.rows if r]
 
 
 @register("multihiertt", "MultiHiertt JSON: uid, paragraphs, tables (HTML), qa {question, answer, text_evidence}",
@@ -51,7 +19,7 @@ def multihiertt(row: dict, ctx) -> Problem | None:
         raise RowError("qa", "must hold question and answer")
     if plain(qa.get("text_evidence")) and not ctx.options["keep_text_evidence"]:
         return None
-    tables = [html_table(str(t)) for t in plain(need(row, "tables"))]
+    tables = [html_rows(str(t)) for t in plain(need(row, "tables"))]
     if not tables or not all(tables):
         raise RowError("tables", "must be a list of non-empty HTML tables")
     parts = [prompts.TABLE_PREAMBLE, *(prompts.markdown_table(t) for t in tables)]

@@ -1,0 +1,96 @@
+"""The livebench verifier: for each LiveBench task, the reference answer in the task's own answer format
+scores 1, a wrong one less, and the answers that try to score without solving (hedging over several
+answer spots, listing every candidate, answers left inside the think block) do not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reasonrl.rewards import check_routable, score
+from reasonrl.types import Problem
+
+
+def _p(task, gold, prompt="q"):
+    return Problem([{"role": "user", "content": prompt}], gold, "ood__livebench", "ood", {"task": task})
+
+
+GROUPS = "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p"
+TABLE_JSON = json.dumps({"0": {"name": "x", "v": 1.5}, "1": {"name": "y", "v": 2}})
+REFORMAT = (
+    "Please convert the Input Table from HTML format to JSONL format. Please respond only with the table."
+)
+
+# task: (gold, prompt, good, bad, hacks)
+CASES = {
+    "web_of_lies_v2": ("yes, no, yes", "q", "so **yes, no, yes**", "**yes, yes, yes**",
+                       ["**yes, no, yes, no, unknown**", "**yes**", "<think>**yes, no, yes**"]),
+    "web_of_lies_v3": ("no, no, unknown", "q", "<solution>no, no, unknown</solution>", "<solution>no, yes, unknown</solution>",
+                       ["<solution>no, no, unknown, yes</solution>"]),
+    "house_traversal": ("Alice Bob Carol", "q", "The order is **Alice Bob Carol**", "**Bob Alice Carol**",
+                        ["**Alice Bob Carol Dave**"]),
+    "spatial": ("4", "q", "There are **four** pieces.", "**three**", ["**4** or **5**"]),
+    "zebra_puzzle": ("fish", "q", "The answer is ***fish***", "***cat***", ["***fish*** no wait ***cat***"]),
+    "connections": (GROUPS, "q", "<solution>e,f,g,h,a,b,c,d,i,j,k,l,m,n,o,p</solution>",
+                    "<solution>a,b,c,e,d,f,g,h,i,j,k,l,m,n,o,p</solution>",
+                    ["**a,b,c,d**\n**e,f,g,h**\n**i,j,k,l**\n**m,n,o,p**\n**a,e,i,m**\n**b,f,j,n**\n**c,g,k,o**\n**d,h,l,p**",
+                     "<solution>a,b,c,d,a,b,c,d,a,b,c,d,a,b,c,d</solution>"]),
+    "plot_unscrambling": ("A ship sails. A storm comes. The crew survives.", "q",
+                          "<PLOT_SUMMARY>A ship sails. A storm comes. The crew survives.</PLOT_SUMMARY>",
+                          "<PLOT_SUMMARY>The crew survives. A storm comes. A ship sails.</PLOT_SUMMARY>", ["<PLOT_SUMMARY></PLOT_SUMMARY>"]),
+    "typos": ("The quick brown fox.", "q", "<solution>The quick brown fox.</solution>", "<solution>Teh quick brown fox.</solution>",
+              ["<solution></solution>"]),
+    "cta": ("birthDate", "q", "birthDate", "deathDate", ["deathDate birthDate", "\\boxed{notbirthDate}"]),
+    "tablejoin": ("{'col_a': 'x1', 'col_b': 'y2'}", "q", "<solution>{'col_a': 'x1', 'col_b': 'y2'}</solution>",
+                  "<solution>{'col_a': 'x1', 'col_b': 'y9'}</solution>", ["<solution>{}</solution>"]),
+    "tablereformat": ('{"name":"x","v":1.5}\n{"name":"y","v":2}', REFORMAT,
+                      '{"name":"x","v":1.5}\n{"name":"y","v":2.0}', '{"name":"x","v":1.5}\n{"name":"y","v":3}',
+                      ['{"name":"x","v":1.5}', TABLE_JSON]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("task", sorted(CASES))
+def test_livebench_task_scores_reference_wrong_and_hacks(task):
+    gold, prompt, good, bad, hacks = CASES[task]
+    p = _p(task, gold, prompt)
+    check_routable([p], task)
+    assert score(good, p).score == 1.0, score(good, p).info
+    assert score(f"<think>thinking</think>{good}", p).score == 1.0
+    assert score(bad, p).score < 1.0
+    assert score("", p).score == 0.0
+    for h in hacks:
+        assert score(h, p).score < 1.0, h
+
+
+def test_partial_credit_where_livebench_gives_it():
+    assert score(
+        "<solution>no, no, yes</solution>", _p("web_of_lies_v3", "no, no, unknown")
+    ).score == pytest.approx(1 / 3)
+    half = "<solution>a,b,c,d,e,f,g,h,i,j,k,m,l,n,o,p</solution>"  # two groups right, two wrong
+    assert score(half, _p("connections", GROUPS)).score == 0.5
+    assert (
+        score("<solution>{'col_a': 'x1'}</solution>", _p("tablejoin", "{'col_a': 'x1', 'col_b': 'y2'}")).score
+        == 0.67
+    )
+
+
+def test_tablereformat_reads_every_target_format():
+    rows = [{"name": "x", "v": "1.5"}, {"name": "y", "v": "2"}]
+    forms = {
+        "CSV": "name,v\nx,1.5\ny,2", "TSV": "name\tv\nx\t1.5\ny\t2",
+        "markdown": "| name | v |\n|---|---|\n| x | 1.5 |\n| y | 2 |",
+        "HTML": "<table><tr><th>name</th><th>v</th></tr><tr><td>x</td><td>1.5</td></tr><tr><td>y</td><td>2</td></tr></table>",
+        "JSON": json.dumps({str(i): r for i, r in enumerate(rows)}),
+    }  # fmt: skip
+    for fmt, gold in forms.items():
+        p = _p("tablereformat", gold, f"Please convert the Input Table from JSONL format to {fmt} format.")
+        assert score(f"```\n{gold}\n```", p).score == 1.0, fmt
+        assert score(gold.replace("1.5", "1.6"), p).score == 0.0, fmt
+
+
+def test_unknown_task_fails_at_load():
+    from reasonrl.errors import InputError
+
+    with pytest.raises(InputError, match="livebench row has extra_info.task 'mystery'"):
+        check_routable([_p("mystery", "x")], "eval")
