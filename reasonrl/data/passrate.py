@@ -40,13 +40,13 @@ def work_dir(out: str | Path, column: str) -> Path:
 def pass_rates(model: str, problems: list[Problem], samples_path: str | Path, params: SamplingParams, *,
                engine: str = "hf", device: str = "auto", seed: int = 0, chunk_size: int = 16,
                correct_threshold: float = 1.0, reward_options: dict | None = None, plugins=(),
-               log=print) -> list[float]:  # fmt: skip
+               log=print, progress=None) -> list[float]:  # fmt: skip
     """The fraction of `params.n` samples that solve each problem (in order)."""
     from reasonrl.eval.runner import generate_samples
 
     samples = generate_samples(model, [("passrate", problems, params)], samples_path, engine=engine, device=device,
                                seed=seed, chunk_size=chunk_size, log=log, reward_options=reward_options,
-                               plugins=plugins)  # fmt: skip
+                               plugins=plugins, progress=progress)  # fmt: skip
     solved: dict[int, list[bool]] = {}
     for s in samples:
         solved.setdefault(int(s["problem"]), []).append(float(s["score"]) >= correct_threshold)

@@ -86,22 +86,23 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
 
 def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], samples_path: str | Path, *,
                      engine: str = "hf", device: str = "auto", seed: int = 0, chunk_size: int = 32,
-                     log=print, reward_options: dict | None = None, plugins=()) -> list[dict]:  # fmt: skip
+                     log=print, reward_options: dict | None = None, plugins=(),
+                     progress=None) -> list[dict]:  # fmt: skip
     """Samples of every (name, problems, sampling) work item, generated and scored chunk by chunk into
     `samples_path` (resumable: committed chunks are kept, the rest generated); the one path of the
-    eval suite and the pass-rate filter."""
+    eval suite and the pass-rate filter. `progress(done, total)` (chunks) is called as chunks commit."""
     samples_path = Path(samples_path)
     samples_path.parent.mkdir(parents=True, exist_ok=True)
     samples, done = committed_samples(samples_path)
     todo = [(name, c) for name, ps, _ in work for c in range(0, len(ps), chunk_size) if (name, c) not in done]
     if todo:
         _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log,
-                  reward_options or {}, tuple(plugins))  # fmt: skip
+                  reward_options or {}, tuple(plugins), progress)  # fmt: skip
     return samples
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,
-              reward_options, plugins) -> None:  # fmt: skip
+              reward_options, plugins, progress=None) -> None:  # fmt: skip
 
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards.runner import RewardRunner
@@ -131,6 +132,8 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
         eta = spent / finished * (len(want) - finished)
         log(f"{name}: {min(c + chunk_size, total)}/{total} problems "
             f"[{finished}/{len(want)} chunks, {spent:.0f}s, ETA {eta:.0f}s]")  # fmt: skip
+        if progress is not None:
+            progress(finished, len(want))
 
     try:
         with (

@@ -87,3 +87,19 @@ def test_passrate_column_and_sigkill_resume_match_an_uninterrupted_run(tiny_mode
     assert flt.returncode == 0, flt.stderr
     kept = read_rows(tmp_path / "f.jsonl")
     assert [r["extra_info"]["index"] for r in kept] == [i for i, r in enumerate(rates) if lo <= r <= hi]
+
+
+def test_progress_reports_every_committed_chunk(tiny_model_dir, tmp_path):
+    sys.path.insert(0, str(HERE))
+    import parity_verifier  # noqa: F401 - registers "parity" here
+
+    from reasonrl.data.passrate import pass_rates
+    from reasonrl.data.schema import read_problems
+    from reasonrl.rollout.base import SamplingParams
+
+    problems = read_problems(_data(tmp_path, k=3))
+    seen = []
+    rates = pass_rates(tiny_model_dir, problems, tmp_path / "s.jsonl", SamplingParams(n=2, max_new_tokens=4),
+                       device="cpu", chunk_size=1, plugins=("parity_verifier",), log=lambda m: None,
+                       progress=lambda d, t: seen.append((d, t)))  # fmt: skip
+    assert seen == [(1, 3), (2, 3), (3, 3)] and len(rates) == 3
