@@ -13,6 +13,7 @@ from reasonrl.rewards import (
     cruxeval,  # noqa: F401  (registers cruxeval)
     format,  # noqa: F401  (registers format_think_answer, overlong)
     gym,  # noqa: F401  (registers reasoning_gym)
+    ifbench,  # noqa: F401  (registers ifbench; its checkers join ifeval's)
     ifeval,  # noqa: F401  (registers ifeval)
     judge,  # noqa: F401  (registers judge)
     livebench,  # noqa: F401  (registers livebench)

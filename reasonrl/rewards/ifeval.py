@@ -321,17 +321,18 @@ def instructions(problem: Problem) -> list[tuple[str, dict[str, Any]]]:
     kwargs = kwargs if kwargs is not None else [{} for _ in ids]
     if len(kwargs) != len(ids):
         raise ValueError(f"ifeval: {len(ids)} instructions but {len(kwargs)} kwargs")
-    out = []
-    for iid, kw in zip(ids, kwargs, strict=True):
-        kw = decoded(kw) or {}
-        clean = {}
-        for k, v in kw.items():
-            v = v.tolist() if hasattr(v, "tolist") else v
-            if v is None:
-                continue
+    return [(str(iid), clean_kwargs(kw)) for iid, kw in zip(ids, kwargs, strict=True)]
+
+
+def clean_kwargs(kw: Any) -> dict[str, Any]:
+    """An instruction's kwargs as plain Python: None values dropped (parquet adds them), whole floats
+    made ints."""
+    clean = {}
+    for k, v in (decoded(kw) or {}).items():
+        v = v.tolist() if hasattr(v, "tolist") else v
+        if v is not None:
             clean[k] = int(v) if isinstance(v, float) and v.is_integer() else v
-        out.append((str(iid), clean))
-    return out
+    return clean
 
 
 def _variants(text: str, loose: bool) -> list[str]:
@@ -343,10 +344,8 @@ def _variants(text: str, loose: bool) -> list[str]:
     return [v for b in bases for v in (b, b.replace("*", ""))]
 
 
-@VERIFIERS.register("ifeval")
-def ifeval(response: str, problem: Problem, loose: bool = False) -> RewardResult:
-    """1 if the answer follows every instruction of the row; `info["followed"]` per instruction."""
-    todo = instructions(problem)
+def follow(response: str, todo: list[tuple[str, dict[str, Any]]], loose: bool = False) -> RewardResult:
+    """1 if the answer region follows every (instruction id, kwargs); `info["followed"]` per one."""
     for iid, _ in todo:
         if iid not in CHECKERS:
             raise ValueError(f"ifeval: unsupported instruction id {iid!r}")
@@ -362,3 +361,9 @@ def ifeval(response: str, problem: Problem, loose: bool = False) -> RewardResult
         float(ok),
         {"extracted": text[:200], "reason": "correct" if ok else "wrong", "followed": followed},
     )
+
+
+@VERIFIERS.register("ifeval")
+def ifeval(response: str, problem: Problem, loose: bool = False) -> RewardResult:
+    """1 if the answer follows every instruction of the row; `info["followed"]` per instruction."""
+    return follow(response, instructions(problem), loose)

@@ -16,7 +16,6 @@ from reasonrl.types import Problem
 # codecontests / apps / codeforces / taco (stdin/stdout or call-based tests: "code"; verl scores
 # them with partial credit, set reward.options.code.score_mode=fraction for that), hiyouga/geometry3k
 # (verl adds a 0.1 format bonus; here format is a separate reward term), searchR1_*.
-# Not routed yet: ood__ifbench (its verifier is not built).
 PREFIXES: list[tuple[str, str]] = [
     ("reasonrl/arithmetic", "arithmetic"),
     ("reasonrl/countdown", "countdown"),
@@ -54,6 +53,7 @@ PREFIXES: list[tuple[str, str]] = [
     ("reasoning_gym", "reasoning_gym"),
     ("ood__ifeval", "ifeval"),
     ("ood__livebench", "livebench"),
+    ("ood__ifbench", "ifbench"),
     ("searchR1_", "qa_em"),
 ]
 

@@ -125,6 +125,10 @@ SOURCES = {
                                  "instruction_id_list": ["keywords:existence"],
                                  "kwargs": [{"keywords": ["apple"], "num_words": None}]}], {}, "ood__ifeval",
                "I like apple pie.", "I like pears."),
+    "ifbench": ("if_multi.parquet", [{"key": "k1", "messages": [{"role": "user", "content": "Describe rivers. Do not use dots."}],
+                                       "ground_truth": "[{'instruction_id': ['punctuation:punctuation_dot'], 'kwargs': [{}]}]",
+                                       "constraint_type": "single", "constraint": "no dots"}], {},
+                "ood__ifbench", "Rivers flow", "Rivers flow."),
     "livebench": ("livebench_reasoning.jsonl", [
         {"question_id": "q1", "category": "reasoning", "task": "web_of_lies_v2", "turns": ["Who lies? Answer in bold."],
          "ground_truth": "yes, no, yes", "release_date": "2024-06-24"},
