@@ -48,13 +48,13 @@ def _train(args) -> int:
 
 def _eval_model_path(model: str) -> str:
     """The model to evaluate: a HF directory, a run directory (its newest valid checkpoint), a hub id
-    or "demo". Raises InputError naming what is wrong."""
+    or "demo" / "demo:<task>". Raises InputError naming what is wrong."""
     from pathlib import Path
 
     from reasonrl.engines.checkpoint import latest_valid_checkpoint, list_checkpoints
     from reasonrl.errors import InputError
 
-    if model == "demo":
+    if model == "demo" or model.startswith("demo:"):
         return model
     path = Path(model).expanduser()
     if not path.exists():

@@ -1,7 +1,8 @@
-"""`reasonrl data passrate` / `data filter` end to end: pass rates from a tiny model through the eval
-runner's path, stored as a column named after the model with every input column kept; a run killed
-with SIGKILL mid-way resumes and ends with exactly the pass rates of an uninterrupted run; `filter`
-keeps the rows inside the range."""
+"""`reasonrl data passrate` / `data filter` end to end on the demo model (the warm-started tiny model,
+which solves some addsub problems and not others): pass rates through the eval runner's path, stored as
+a column named after the model with every input column kept; a run killed with SIGKILL mid-way resumes
+and ends with exactly the pass rates of an uninterrupted run; `filter` keeps the rows inside the range.
+Plus the progress callback, on a random tiny model with a plugin verifier."""
 
 from __future__ import annotations
 
@@ -19,53 +20,61 @@ from reasonrl.data.files import read_rows
 from reasonrl.data.schema import write_problems
 from reasonrl.types import Problem
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(400)
 HERE = Path(__file__).parent
 
 
-def _data(tmp_path, k=12):
-    words = "ab cd ef gh ij kl mn op qr st uv wx yz".split()
-    rows = [Problem([{"role": "user", "content": f"tell me about {words[i]}"}], "x", "parity_test", "x",
-                    {"split": "train", "index": i}, verifier="parity", uid=f"p{i}") for i in range(k)]  # fmt: skip
-    path = tmp_path / "train.parquet"
-    write_problems(path, rows)
-    return path
+@pytest.fixture(scope="module")
+def demo_cache(tmp_path_factory):
+    """The demo model, built once into a private cache (about 30 s)."""
+    cache = tmp_path_factory.mktemp("cache")
+    code = (
+        "from reasonrl.models.loading import resolve_model_path; resolve_model_path('demo:addsub', log=print)"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "REASONRL_CACHE": str(cache)})  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    return str(cache)
 
 
-def _cmd(model, data, out):
-    return [sys.executable, "-m", "reasonrl.cli.main", "data", "passrate", str(data), "--model", model, "--out",
-            str(out), "--n", "4", "--max-new-tokens", "5", "--chunk-size", "1", "--device", "cpu",
-            "--column", "tiny_pass_rate", "--plugins", "parity_verifier"]  # fmt: skip
-
-
-def _env():
-    return {
+def _env(cache=None):
+    env = {
         **os.environ,
         "OMP_NUM_THREADS": "1",
         "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
     }
+    return {**env, "REASONRL_CACHE": cache} if cache else env
 
 
-def _run(cmd):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=_env())
+def _cmd(data, out):
+    return [sys.executable, "-m", "reasonrl.cli.main", "data", "passrate", str(data), "--model", "demo:addsub",
+            "--out", str(out), "--n", "4", "--max-new-tokens", "40", "--chunk-size", "1", "--device", "cpu",
+            "--column", "demo_pass_rate"]  # fmt: skip
 
 
-def test_passrate_column_and_sigkill_resume_match_an_uninterrupted_run(tiny_model_dir, tmp_path):
-    data = _data(tmp_path)
-    ref = _run(_cmd(tiny_model_dir, data, tmp_path / "ref.parquet"))
+def _run(cmd, cache):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env(cache))
+
+
+def test_passrate_on_the_demo_model_and_sigkill_resume_match_an_uninterrupted_run(demo_cache, tmp_path):
+    from reasonrl.data.tasks import generate
+
+    data = tmp_path / "train.parquet"
+    write_problems(data, generate("addsub", 12, seed=3, difficulty=2, split="test"))
+    ref = _run(_cmd(data, tmp_path / "ref.parquet"), demo_cache)
     assert ref.returncode == 0, ref.stderr[-2000:]
     ref_rows = read_rows(tmp_path / "ref.parquet")
-    rates = [r["tiny_pass_rate"] for r in ref_rows]
-    assert len(set(rates)) > 1  # a mix of rates: the comparison below can fail
+    rates = [r["demo_pass_rate"] for r in ref_rows]
+    assert len(set(rates)) > 1 and max(rates) > 0  # a mix of rates: the comparison below can fail
     assert all(r * 4 == int(r * 4) for r in rates)  # k / n with n = 4
-    assert [r["extra_info"]["index"] for r in ref_rows] == list(range(12))  # input columns kept, in order
-    assert json.loads(ref.stdout)["column"] == "tiny_pass_rate"
+    assert [r["extra_info"]["uid"] for r in ref_rows] == [r["extra_info"]["uid"] for r in read_rows(data)]
+    assert json.loads(ref.stdout)["column"] == "demo_pass_rate"
 
     out = tmp_path / "out.parquet"
-    samples = tmp_path / "out.parquet.work" / "tiny_pass_rate" / "samples.jsonl"
-    proc = subprocess.Popen(_cmd(tiny_model_dir, data, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_env())  # fmt: skip
-    end = time.monotonic() + 120
+    samples = tmp_path / "out.parquet.work" / "demo_pass_rate" / "samples.jsonl"
+    proc = subprocess.Popen(_cmd(data, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_env(demo_cache))  # fmt: skip
+    end = time.monotonic() + 200
     while time.monotonic() < end and not (
         samples.is_file() and samples.read_text().count('"committed"') >= 3
     ):
@@ -75,18 +84,19 @@ def test_passrate_column_and_sigkill_resume_match_an_uninterrupted_run(tiny_mode
     proc.communicate()
     done = samples.read_text().count('"committed"')
     assert 3 <= done < 12 and not out.exists(), "the kill came too late to test anything"
-    res = _run(_cmd(tiny_model_dir, data, out))
+    res = _run(_cmd(data, out), demo_cache)
     assert res.returncode == 0, res.stderr[-2000:]
-    resumed = [x for x in res.stderr.splitlines() if "passrate:" in x and "problems" in x]
-    assert len(resumed) <= 12 - done + 1  # only the uncommitted chunks were generated again
-    assert [r["tiny_pass_rate"] for r in read_rows(out)] == rates
+    generated = [x for x in res.stderr.splitlines() if x.startswith("passrate:") and "problems" in x]
+    assert len(generated) == 12 - done  # only the uncommitted chunks were generated again
+    assert [r["demo_pass_rate"] for r in read_rows(out)] == rates
 
     lo, hi = sorted(rates)[3], sorted(rates)[8]
-    flt = _run([sys.executable, "-m", "reasonrl.cli.main", "data", "filter", str(out), "--out",
-                str(tmp_path / "f.jsonl"), "--range", f"tiny_pass_rate={lo}:{hi}"])  # fmt: skip
+    flt = subprocess.run([sys.executable, "-m", "reasonrl.cli.main", "data", "filter", str(out), "--out",
+                          str(tmp_path / "f.jsonl"), "--range", f"demo_pass_rate={lo}:{hi}"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
     assert flt.returncode == 0, flt.stderr
-    kept = read_rows(tmp_path / "f.jsonl")
-    assert [r["extra_info"]["index"] for r in kept] == [i for i, r in enumerate(rates) if lo <= r <= hi]
+    kept = [r["extra_info"]["uid"] for r in read_rows(tmp_path / "f.jsonl")]
+    assert kept == [r["extra_info"]["uid"] for r in ref_rows if lo <= r["demo_pass_rate"] <= hi]
 
 
 def test_progress_reports_every_committed_chunk(tiny_model_dir, tmp_path):
@@ -94,10 +104,10 @@ def test_progress_reports_every_committed_chunk(tiny_model_dir, tmp_path):
     import parity_verifier  # noqa: F401 - registers "parity" here
 
     from reasonrl.data.passrate import pass_rates
-    from reasonrl.data.schema import read_problems
     from reasonrl.rollout.base import SamplingParams
 
-    problems = read_problems(_data(tmp_path, k=3))
+    problems = [Problem([{"role": "user", "content": f"tell me about {w}"}], "x", "parity_test", "x", {"index": i},
+                        verifier="parity", uid=f"p{i}") for i, w in enumerate(["ab", "cd", "ef"])]  # fmt: skip
     seen = []
     rates = pass_rates(tiny_model_dir, problems, tmp_path / "s.jsonl", SamplingParams(n=2, max_new_tokens=4),
                        device="cpu", chunk_size=1, plugins=("parity_verifier",), log=lambda m: None,
