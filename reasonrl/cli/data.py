@@ -204,31 +204,16 @@ def cmd_passrate(args) -> int:
         n=args.n, temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens
     )
     samples = work_dir(out, column) / "samples.jsonl"
-    log = (lambda m: print(m, file=sys.stderr)) if not args.quiet else (lambda m: None)
-    bar = None
-    if sys.stderr.isatty() and not args.quiet:  # a live bar with ETA; plain progress lines otherwise
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+    from reasonrl.cli.bars import chunk_progress
 
-        bar = Progress("pass rates", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), "ETA",
-                       TimeRemainingColumn(), transient=True)  # fmt: skip
-        task = bar.add_task("chunks", total=None)
-        log = lambda m: None  # noqa: E731
-    try:
-        if bar is not None:
-            bar.start()
+    plain_log = (lambda m: print(m, file=sys.stderr)) if not args.quiet else (lambda m: None)
+    with chunk_progress("pass rates", plain_log, enabled=None if not args.quiet else False) as (
+        log,
+        progress,
+    ):
         rates = pass_rates(model, problems, samples, params, engine=args.engine, device=args.device, seed=args.seed,
                            chunk_size=args.chunk_size, correct_threshold=args.correct_threshold, log=log,
-                           plugins=args.plugins,
-                           progress=(lambda d, t: bar.update(task, completed=d, total=t)) if bar else None)  # fmt: skip
-    finally:
-        if bar is not None:
-            bar.stop()
+                           plugins=args.plugins, progress=progress)  # fmt: skip
     write_rows(out, add_pass_rate_column(rows, column, rates))
     _print({"rows": len(rows), "column": column, "mean_pass_rate": sum(rates) / len(rates), "out": str(out),
             "samples": str(samples)})  # fmt: skip

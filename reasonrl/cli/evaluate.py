@@ -53,8 +53,8 @@ def eval_benchmarks(args, model_path) -> int:
             raise InputError(f"--file {item!r}: expected NAME=PATH")
         if name not in {b.name for b in benches}:
             raise InputError(f"--file {item!r}: {name!r} is not among --benchmarks")
-        if not Path(path).is_file():
-            raise InputError(f"--file {item!r}: file not found: {path}")
+        if not path.startswith("hf:") and not Path(path).exists():
+            raise InputError(f"--file {item!r}: not found: {path}")
         files[name] = path
     check_engine(args.engine)
     for key in ("n", "max_new_tokens", "limit", "chunk_size"):
@@ -69,7 +69,10 @@ def eval_benchmarks(args, model_path) -> int:
         return _all_checkpoints(args, benches, kw)
     model = model_path(args.model)
     out = args.out or str(Path("eval_out") / Path(model.rstrip("/")).name)
-    results = run_benchmarks(model, benches, out, **kw)
+    from reasonrl.cli.bars import chunk_progress
+
+    with chunk_progress("eval") as (log, progress):
+        results = run_benchmarks(model, benches, out, **kw, log=log, progress=progress)
     print(results_markdown(results))
     print(json.dumps({"out": out, "macro": results["macro"]}))
     return 0

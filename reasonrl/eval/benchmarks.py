@@ -38,6 +38,7 @@ class Benchmark:
     temperature: float = 1.0
     top_p: float = 1.0
     max_new_tokens: int = 32768
+    generate: Callable[[], list[Problem]] | None = None  # generated benchmarks (reasoning-gym): no file
 
     def find(self, data_dir: Path) -> Path | None:
         for pattern in self.files:
@@ -132,6 +133,30 @@ for _name, _domain, _prefix, _n in _R360_SUITE:
                    f"Guru offline_eval parquet {_prefix}_*.parquet (LLM360/guru-RL-92k, offline_eval/)",
                    verl_rows, n=_n, **_R360))  # fmt: skip
 SUITES["reasoning360"] = [name for name, *_ in _R360_SUITE]
+
+# reasoning-gym task sets, generated (no file): 100 problems per task, seed 42, temperature 0.6, top_p 0.9,
+# 2048 tokens, 3 samples (reasoning-gym's training/evaluations/evaluate_model.py eval yaml: size 100,
+# seed 42, eval_repeats 3). `rg_<dataset>` names any registered reasoning-gym dataset; the suite
+# `reasoning_gym` is a spread over its categories (arithmetic, algorithmic, logic, games, cognition).
+_RG = dict(n=3, temperature=0.6, top_p=0.9, max_new_tokens=2048)
+RG_SIZE, RG_SEED = 100, 42
+RG_SUITE = ["basic_arithmetic", "chain_sum", "leg_counting", "letter_counting", "number_sorting", "spell_backward",
+            "word_sorting", "family_relationships", "syllogism", "countdown", "maze", "sudoku"]  # fmt: skip
+
+
+def gym_benchmark(task: str) -> Benchmark:
+    def generate() -> list[Problem]:
+        from reasonrl.data.gym import generate as gym_generate
+
+        return gym_generate([(task, 1.0)], RG_SIZE, RG_SEED)
+
+    return Benchmark(f"rg_{task}", "gym", (), f"reasoning-gym {task}: generated, {RG_SIZE} problems, seed {RG_SEED}",
+                     verl_rows, generate=generate, **_RG)  # fmt: skip
+
+
+for _task in RG_SUITE:
+    _add(gym_benchmark(_task))
+SUITES["reasoning_gym"] = [f"rg_{t}" for t in RG_SUITE]
 SUITES["r1"] = ["aime24", "aime25", "math500", "gpqa_diamond"]
 
 
@@ -140,6 +165,14 @@ def resolve(names: list[str]) -> list[Benchmark]:
     out: list[str] = []
     for n in names:
         for m in SUITES.get(n, [n]):
+            if m.startswith("rg_") and m not in BENCHMARKS:  # any reasoning-gym dataset, generated
+                from reasonrl.data.gym import parse_mix
+
+                try:
+                    parse_mix(m[3:])
+                except InputError as e:
+                    raise InputError(f"unknown benchmark {m!r}: {str(e).removeprefix('--tasks: ')}") from None
+                _add(gym_benchmark(m[3:]))
             if m not in BENCHMARKS:
                 raise InputError(
                     f"unknown benchmark {m!r}; known: {', '.join(BENCHMARKS.names())}; suites: {', '.join(SUITES)}"
@@ -151,9 +184,13 @@ def resolve(names: list[str]) -> list[Benchmark]:
 
 def load_benchmark(b: Benchmark, data_dir: str | Path | None = None, path: str | Path | None = None,
                    limit: int | None = None) -> list[Problem]:  # fmt: skip
-    """The benchmark's problems from `path`, or its standard file under `data_dir`."""
+    """The benchmark's problems from `path`, or its standard file under `data_dir` (generated
+    benchmarks: generated, seeded)."""
     from reasonrl.data.files import read_rows
 
+    if b.generate is not None:
+        problems = b.generate()
+        return problems[:limit] if limit else problems
     if path is None:
         found = b.find(Path(data_dir)) if data_dir is not None else None
         if found is None:
@@ -161,7 +198,7 @@ def load_benchmark(b: Benchmark, data_dir: str | Path | None = None, path: str |
                 f"benchmark {b.name}: no file matching {' or '.join(b.files)} in "
                 f"{data_dir if data_dir is not None else '(no --data-dir given)'}; expected {b.source}. "
                 f"Download it (e.g. datasets.load_dataset(...).to_json / to_parquet) into --data-dir, "
-                f"or pass --file {b.name}=PATH"
+                f"or pass --file {b.name}=PATH (a file, a datasets directory or hf:ORG/NAME)"
             )
         path = found
     path = Path(path)

@@ -66,7 +66,7 @@ def sampling_for(b: Benchmark, overrides: dict) -> SamplingParams:
 def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path, *, data_dir=None,
                    files: dict[str, str] | None = None, overrides: dict | None = None, engine: str = "hf",
                    device: str = "auto", seed: int = 0, limit: int | None = None, chunk_size: int = 32,
-                   log=print) -> dict:  # fmt: skip
+                   log=print, progress=None) -> dict:  # fmt: skip
     from reasonrl.rewards import check_routable
 
     files, overrides = dict(files or {}), dict(overrides or {})
@@ -77,7 +77,7 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
         work.append((b.name, problems, sampling_for(b, overrides)))
     out = Path(out_dir)
     samples = generate_samples(model, work, out / "samples.jsonl", engine=engine, device=device, seed=seed,
-                               chunk_size=chunk_size, log=log)  # fmt: skip
+                               chunk_size=chunk_size, log=log, progress=progress)  # fmt: skip
     results = summarize(samples, {b.name: b.domain for b in benchmarks})
     (out / "results.json").write_text(json.dumps(results, indent=1))
     (out / "results.md").write_text(results_markdown(results))

@@ -90,7 +90,8 @@ GPQA = {"Question": "Which gas?", "Correct Answer": "Argon", "Incorrect Answer 1
 
 
 def test_every_registered_benchmark_has_a_fixture_here():
-    assert set(BENCHMARKS.names()) == set(R360) | set(STANDARD) | {"gpqa_diamond"}
+    registered = {n for n in BENCHMARKS.names() if not n.startswith("rg_")}  # generated: tested below
+    assert registered == set(R360) | set(STANDARD) | {"gpqa_diamond"}
     assert SUITES["reasoning360"] == list(R360)
 
 
@@ -157,3 +158,24 @@ def test_bad_input_names_what_is_wrong(tmp_path):
     _jsonl(tmp_path / "aime25.jsonl", [{"problem": "p"}])
     with pytest.raises(InputError, match=r"aime25.jsonl row 0: field 'answer': missing \(or 'Answer'\)"):
         load_benchmark(BENCHMARKS.get("aime25"), tmp_path)
+
+
+@pytest.mark.parametrize("name", SUITES["reasoning_gym"])
+def test_reasoning_gym_benchmarks_are_generated_seeded_and_score_their_reference(name):
+    pytest.importorskip("reasoning_gym")
+    b = BENCHMARKS.get(name)
+    problems = load_benchmark(b, limit=4)
+    assert len(problems) == 4 and (b.n, b.temperature, b.top_p) == (3, 0.6, 0.9)
+    assert [p.user_text for p in problems] == [p.user_text for p in load_benchmark(b, limit=4)]  # seeded
+    check_routable(problems, name)
+    for p in problems:
+        assert score(f"<answer>{p.ground_truth}</answer>", p).score == 1.0
+        assert score("", p).score == 0.0
+
+
+def test_any_reasoning_gym_dataset_is_a_benchmark_by_name():
+    pytest.importorskip("reasoning_gym")
+    (b,) = resolve(["rg_n_queens"])
+    assert b.domain == "gym" and len(load_benchmark(b, limit=2)) == 2
+    with pytest.raises(InputError, match="unknown benchmark 'rg_nope': unknown reasoning-gym dataset 'nope'"):
+        resolve(["rg_nope"])
