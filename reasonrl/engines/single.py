@@ -148,7 +148,7 @@ class SingleDeviceEngine:
                     if k.endswith("_max") and k in totals
                     else totals.get(k, 0.0) + v
                 )
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+        grad_norm = self.clip_gradients()
         if torch.isfinite(grad_norm):
             self.optimizer.step()
         self.scheduler.step()
@@ -161,6 +161,10 @@ class SingleDeviceEngine:
         out[self.metric_prefix + "grad_norm"] = grad_norm.detach().float().cpu()
         out[self.metric_prefix + "lr"] = torch.tensor(self.scheduler.get_last_lr()[0])
         return out
+
+    def clip_gradients(self) -> torch.Tensor:
+        """Clip the gradients to `grad_clip` (total norm); returns the norm before clipping."""
+        return torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
 
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}

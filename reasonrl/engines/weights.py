@@ -40,7 +40,8 @@ def layer_key(name: str) -> str:
 def hf_weight_groups(model, dtype: torch.dtype | None = None) -> Iterator[list[tuple[str, torch.Tensor]]]:
     """The model's parameters and persistent buffers as [(hf_name, tensor)] groups, one per decoder
     layer (the tensors outside the layers before and after them), cast to `dtype` and detached.
-    Tied weights appear once, under their first name (as in the saved checkpoint)."""
+    Tied weights appear once, under their first name (as in the saved checkpoint). FSDP2-sharded
+    tensors are gathered one at a time: every rank must iterate in lock-step (collectives)."""
     seen: set[int] = set()
     group: list[tuple[str, torch.Tensor]] = []
     current: str | None = None
@@ -50,9 +51,12 @@ def hf_weight_groups(model, dtype: torch.dtype | None = None) -> Iterator[list[t
                 f"weight sync: parameter {raw!r} is a PEFT adapter; merge the adapter into the base "
                 "weights before syncing to a rollout engine (LoRA sync is not supported yet)"
             )
-        if tensor.data_ptr() in seen and tensor.numel():
+        local = getattr(tensor, "_local_tensor", tensor)  # an FSDP2 shard (DTensor) or a plain tensor
+        if local.data_ptr() in seen and local.numel():
             continue  # tied (e.g. lm_head = embed_tokens): the checkpoint holds it once
-        seen.add(tensor.data_ptr())
+        seen.add(local.data_ptr())
+        if hasattr(tensor, "full_tensor"):  # FSDP2: gather the full tensor (every rank, in lock-step)
+            tensor = tensor.full_tensor()
         name = hf_name(raw)
         key = layer_key(name)
         if current is not None and key != current and group:

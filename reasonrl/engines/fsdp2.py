@@ -1,0 +1,126 @@
+"""FSDP2 train engine: the single-device engine's interface on a model sharded with torch's
+`fully_shard` over all ranks of a data-parallel run (gloo on CPU, NCCL on GPU).
+
+Owns: wrapping (`fully_shard` on every decoder layer, then the root, on an explicit device mesh:
+pytorch#132471), mixed precision on GPU (bf16 parameters, fp32 gradient reduction), optional CPU
+offload, the gradient reduction that makes N ranks equal one process, the gradient norm of the
+sharded gradients, and full (consolidated) state for checkpoints and weight sync. Does not own:
+launching (`torchrun`, `reasonrl train` detects it), the reductions of normalisers and metrics
+(`distributed`), what the loss is.
+
+Gradients: each rank's loss is already normalised by the whole mini-batch's counts over all ranks
+(`distributed.global_normalisers`), so the true gradient is the SUM of the ranks' gradients. FSDP2
+averages over ranks, so the local loss is scaled by the world size before backward. On gloo the
+reduction is forced to SUM followed by a division (`set_force_sum_reduction_for_comms`), because
+gloo's AVG has summed instead of averaging (pytorch#162338); the 2-rank equivalence test catches
+either mistake.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from reasonrl.engines.single import LossFn, SingleDeviceEngine
+from reasonrl.types import TrainBatch
+
+
+def decoder_layers(model) -> list[torch.nn.Module]:
+    """The model's repeated blocks: modules whose class is in HF's `_no_split_modules`."""
+    names = set(getattr(model, "_no_split_modules", None) or [])
+    layers = [m for m in model.modules() if type(m).__name__ in names]
+    if not layers:
+        raise ValueError(
+            f"{type(model).__name__}: no decoder layers found (_no_split_modules={sorted(names)})"
+        )
+    return layers
+
+
+def shard_model(model, device_type: str, bf16: bool = False, cpu_offload: bool = False):
+    """`fully_shard` every decoder layer, then the root, over all ranks; returns the model."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import (
+        CPUOffloadPolicy,
+        FSDPModule,
+        MixedPrecisionPolicy,
+        OffloadPolicy,
+        fully_shard,
+    )
+
+    mesh = init_device_mesh(device_type, (torch.distributed.get_world_size(),))
+    mp = (
+        MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        if bf16
+        else MixedPrecisionPolicy()
+    )
+    offload = CPUOffloadPolicy() if cpu_offload else OffloadPolicy()
+    for layer in decoder_layers(model):
+        fully_shard(layer, mesh=mesh, mp_policy=mp, offload_policy=offload)
+    fully_shard(model, mesh=mesh, mp_policy=mp, offload_policy=offload)
+    if torch.distributed.get_backend() == "gloo":
+        for m in model.modules():
+            if isinstance(m, FSDPModule):
+                m.set_force_sum_reduction_for_comms(True)
+    return model
+
+
+class FSDP2Engine(SingleDeviceEngine):
+    """`SingleDeviceEngine` over a `fully_shard`-ed model (see the module doc). The model must be on
+    its device and the process group initialised before construction."""
+
+    def __init__(self, model, *, bf16: bool = False, cpu_offload: bool = False, ref_model=None, **kw):
+        if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+            raise RuntimeError("FSDP2Engine needs an initialised process group (run under torchrun)")
+        device_type = next(model.parameters()).device.type
+        self.world = torch.distributed.get_world_size()
+        shard_model(model, device_type, bf16=bf16 and device_type == "cuda", cpu_offload=cpu_offload)
+        if ref_model is not None:
+            shard_model(ref_model, device_type, bf16=bf16 and device_type == "cuda", cpu_offload=cpu_offload)
+        super().__init__(model, ref_model=ref_model, bf16=False, **kw)  # FSDP's policy replaces autocast
+
+    def train_step(self, batch: TrainBatch, loss_fn: LossFn, micro_batch: int, with_entropy: bool = True):
+        world = self.world
+
+        def scaled(micro, *outs):
+            loss, metrics = loss_fn(micro, *outs)
+            return loss * world, metrics  # FSDP averages over ranks; the global loss is their sum
+
+        return super().train_step(batch, scaled, micro_batch, with_entropy)
+
+    def clip_gradients(self) -> torch.Tensor:
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+        return norm.full_tensor() if hasattr(norm, "full_tensor") else norm
+
+    def full_state(self) -> tuple[dict, dict]:
+        """(model, optimizer) state dicts with full tensors on CPU, on every rank (a collective)."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+        return get_state_dict(
+            self.model, self.optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
+        )
+
+    def state_dict(self) -> dict:
+        _, optim = self.full_state()
+        return {"optimizer": optim, "scheduler": self.scheduler.state_dict(), "world_size": self.world}
+
+    def load_state_dict(self, state: dict, keep_hyperparams: bool = False) -> None:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+        lrs = [g["lr"] for g in self.optimizer.param_groups]
+        set_optimizer_state_dict(self.model, self.optimizer, state["optimizer"],
+                                 options=StateDictOptions(full_state_dict=True))  # fmt: skip
+        self.scheduler.load_state_dict(state["scheduler"])
+        if keep_hyperparams:
+            for g, lr in zip(self.optimizer.param_groups, lrs):
+                g["lr"] = lr
+
+    def export_hf(self, out_dir, tokenizer=None) -> None:
+        """A consolidated Hugging Face directory (safetensors + config, + tokenizer if given), written
+        by rank 0 from full tensors gathered one at a time (every rank must call this)."""
+        from reasonrl.engines.weights import hf_weight_groups
+
+        state = {name: t.cpu() for group in hf_weight_groups(self.model) for name, t in group}
+        if torch.distributed.get_rank() == 0:
+            self.model.save_pretrained(out_dir, state_dict=state, safe_serialization=True)
+            if tokenizer is not None:
+                tokenizer.save_pretrained(out_dir)
+        torch.distributed.barrier()
