@@ -127,6 +127,10 @@ class TrainConfig:
     min_lr_ratio: float = 0.0
     grad_clip: float = 1.0
     seed: int = 0
+    # auto: fsdp2 under torchrun (WORLD_SIZE > 1), else single; global_batch and mini_batch are global
+    # (split over ranks), micro_batch is per rank (docs/distributed.md)
+    engine: str = "auto"
+    cpu_offload: bool = False  # fsdp2: parameters and optimizer state in CPU memory
 
 
 @dataclass
@@ -331,6 +335,7 @@ def validate(cfg: RunConfig) -> None:
     _choice("model.device", cfg.model.device, ("auto", "cpu", "cuda"))
     _choice("algo.loss_agg", a.loss_agg, AGG_MODES)
     _choice("train.lr_schedule", t.lr_schedule, ("constant", "linear", "cosine"))
+    _choice("train.engine", t.engine, ("auto", "single", "fsdp2"))
     if not 0.0 <= t.min_lr_ratio <= 1.0:
         raise ConfigError(f"train.min_lr_ratio must be in [0, 1], got {t.min_lr_ratio}")
     _choice("algo.kl_estimator", a.kl_estimator, KL_ESTIMATORS)

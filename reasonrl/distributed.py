@@ -8,26 +8,32 @@ global counts, so N ranks compute the same loss and gradients as one process), `
 counts) summed). With torch.distributed not initialised (one process) every function is the identity,
 so single-process results are bit-for-bit what they were. Gloo's AVG all-reduce has had a
 silent-correctness bug (pytorch#162338): only SUM and MAX are used here.
-Does not own: launching or the process group (the distributed engine, `reasonrl train` under torchrun).
+Also owns joining a torchrun launch (`init_from_env`: gloo on CPU, NCCL on CUDA, a collective timeout
+so a crashed or hung rank fails the others with an error instead of hanging them), the rank's share of
+a step's prompts (`shard`), `all_gather_objects` and `any_rank` (one decision for all ranks).
+Does not own: the sharded engine (`engines.fsdp2`).
 """
 
 from __future__ import annotations
+
+import datetime
+import os
 
 import torch
 
 from reasonrl.algorithms.masked import masked_mean, normalisers
 
 
-def _active() -> bool:
+def active() -> bool:
     return torch.distributed.is_available() and torch.distributed.is_initialized()
 
 
 def rank() -> int:
-    return torch.distributed.get_rank() if _active() else 0
+    return torch.distributed.get_rank() if active() else 0
 
 
 def world_size() -> int:
-    return torch.distributed.get_world_size() if _active() else 1
+    return torch.distributed.get_world_size() if active() else 1
 
 
 def is_main() -> bool:
@@ -36,7 +42,7 @@ def is_main() -> bool:
 
 def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
     """The sum of `t` over all ranks (a new tensor; `t` itself unchanged)."""
-    if not _active():
+    if not active():
         return t
     out = t.detach().clone()
     torch.distributed.all_reduce(out, op=torch.distributed.ReduceOp.SUM)
@@ -50,7 +56,7 @@ def global_normalisers(mask: torch.Tensor) -> dict[str, torch.Tensor]:
 
 def global_masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """mean of `x` over the True entries of `mask` on all ranks together."""
-    if not _active():
+    if not active():
         return masked_mean(x, mask)
     m = mask.to(x.dtype)
     both = all_reduce_sum(torch.stack([(x * m).sum(), m.sum()]))
@@ -59,7 +65,7 @@ def global_masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def reduce_metrics(metrics: dict[str, float]) -> dict[str, float]:
     """One dict every rank agrees on; rank 0 logs it. Keys must be the same on all ranks."""
-    if not _active() or not metrics:
+    if not active() or not metrics:
         return metrics
     keys = sorted(metrics)
     maxed = [k for k in keys if k.endswith("_max")]
@@ -75,3 +81,60 @@ def reduce_metrics(metrics: dict[str, float]) -> dict[str, float]:
         torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
         out.update(dict(zip(maxed, t.tolist())))
     return {k: out[k] for k in metrics}
+
+
+def launched() -> bool:
+    """True under torchrun (or any launcher that sets WORLD_SIZE > 1)."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def init_from_env(timeout_s: float = 1800.0) -> bool:
+    """Join the process group a launcher described in the environment (RANK, WORLD_SIZE, MASTER_ADDR,
+    MASTER_PORT, LOCAL_RANK); returns True if this call created it. NCCL when CUDA is available (each
+    rank on cuda:LOCAL_RANK), else gloo."""
+    if not launched() or active():
+        return False
+    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    torch.distributed.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+    return True
+
+
+def shutdown() -> None:
+    if active():
+        torch.distributed.destroy_process_group()
+
+
+def barrier() -> None:
+    if active():
+        torch.distributed.barrier()
+
+
+def shard(items: list) -> list:
+    """This rank's contiguous share of a list whose length every rank agrees on (divisible by the world)."""
+    n = world_size()
+    if n == 1:
+        return items
+    if len(items) % n:
+        raise ValueError(f"{len(items)} items cannot be split evenly over {n} ranks")
+    k = len(items) // n
+    return items[rank() * k : (rank() + 1) * k]
+
+
+def all_gather_objects(obj) -> list:
+    """[obj of rank 0, obj of rank 1, ...] on every rank (picklable objects)."""
+    if not active():
+        return [obj]
+    out = [None] * world_size()
+    torch.distributed.all_gather_object(out, obj)
+    return out
+
+
+def any_rank(flag: bool) -> bool:
+    """True on every rank if `flag` is True on any rank (e.g. a stop signal seen by one)."""
+    if not active():
+        return flag
+    t = torch.tensor([1.0 if flag else 0.0])
+    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+    return bool(t.item())

@@ -140,15 +140,24 @@ def set_rng_state(state: dict) -> None:
 
 
 def save_checkpoint(
-    run_dir, step: int, model, tokenizer, engine_state: dict, state: dict, keep_last: int, protect=()
+    run_dir,
+    step: int,
+    model,
+    tokenizer,
+    engine_state: dict,
+    state: dict,
+    keep_last: int,
+    protect=(),
+    model_state: dict | None = None,
 ) -> Path:
-    """protect: steps never pruned (the best checkpoint)."""
+    """protect: steps never pruned (the best checkpoint). model_state: the full tensors to write
+    instead of the model's own state dict (a sharded model's, gathered by the caller)."""
     root = checkpoint_dir(run_dir)
     root.mkdir(parents=True, exist_ok=True)
     target = root / f"{PREFIX}{step:06d}"
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
     try:
-        model.save_pretrained(tmp, safe_serialization=True)
+        model.save_pretrained(tmp, safe_serialization=True, state_dict=model_state)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
         torch.save(engine_state, tmp / "engine.pt")

@@ -22,6 +22,14 @@ from reasonrl.rollout.base import SamplingParams
 from reasonrl.types import Completion
 
 
+def _sharded() -> bool:
+    """A model sharded over ranks (FSDP2) runs every forward as a collective: each rank keeps stepping
+    until all ranks' sequences are done (transformers' synced_gpus)."""
+    from reasonrl import distributed as dist
+
+    return dist.world_size() > 1
+
+
 class _ChosenTokenLogprobs(LogitsProcessor):
     """Last in the processor list: sees the final (processed) scores of each step; at the next step
     the newest input token is the one drawn from them, so its log-prob is gathered then."""
@@ -134,7 +142,7 @@ class HFRolloutEngine:
         try:
             res = self.model.generate(
                 input_ids=ids.to(device), attention_mask=attn.to(device), generation_config=gen_cfg,
-                logits_processor=processors,
+                logits_processor=processors, synced_gpus=_sharded(),
             )  # fmt: skip
         finally:
             self.model.generation_config = saved

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from reasonrl import distributed as dist
 from reasonrl.config import RunConfig, to_dict
 from reasonrl.distributed import global_normalisers, is_main, reduce_metrics
 from reasonrl.trainer.batching import build_batch, minibatches, without_inert_rows
@@ -42,12 +43,20 @@ from reasonrl.trainer.step import (
 
 def train(cfg: RunConfig, resume: bool = False, log=print, overwrite: bool = False,
           allow_config_change: bool = False) -> dict:  # fmt: skip
-    lock = claim(cfg.log.run_dir, resume, overwrite, log=log)  # exclusive; refuses to mix runs
+    created = dist.init_from_env()  # under torchrun: join the process group (gloo on CPU, NCCL on GPU)
     try:
-        with StopOnSignal(log=log) as stop:
-            return _train(cfg, resume, log, allow_config_change, stop)
+        # rank 0 owns the run directory (exclusive lock; refuses to mix runs); the others wait for it
+        lock = claim(cfg.log.run_dir, resume, overwrite, log=log) if dist.is_main() else None
+        dist.barrier()
+        try:
+            with StopOnSignal(log=log) as stop:
+                return _train(cfg, resume, log, allow_config_change, stop)
+        finally:
+            if lock is not None:
+                lock.release()
     finally:
-        lock.release()
+        if created:
+            dist.shutdown()
 
 
 def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: StopOnSignal) -> dict:
@@ -72,7 +81,11 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     t, r, algo = cfg.train, cfg.rollout, cfg.algo
     # old log-probs: for off-policy updates, KL-in-reward and TIS (otherwise old == current, exactly)
     # rows with zero advantage contribute nothing unless the loss has other per-token terms
-    skip_inert = algo.kl_coef == 0 and algo.entropy_coef == 0 and not algo.kl_in_reward
+    # (not with several ranks: every rank must run the same number of forward / backward passes)
+    skip_inert = (
+        algo.kl_coef == 0 and algo.entropy_coef == 0 and not algo.kl_in_reward and dist.world_size() == 1
+    )
+    mini_rows = t.mini_batch // dist.world_size()  # this rank's rows of each (global) mini-batch
     # (TIS with one update per step takes its weights inside the loss, from those same log-probs)
     needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl_in_reward
 
@@ -108,7 +121,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         shuffle = torch.Generator().manual_seed(step_seed(t.seed, step) + 1)
         updates, stopped = [], 0
         for _ in range(t.epochs):
-            for mini in minibatches(batch, t.mini_batch, shuffle):
+            for mini in minibatches(batch, mini_rows, shuffle):
                 if critic is not None:
                     updates.append(critic.train_step(mini, t.micro_batch, algo.value_clip))
                 if early_stop(run.train_engine, mini, algo, t.micro_batch):
@@ -144,12 +157,13 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         progress.update(step, metrics)
         due = (cfg.checkpoint.every and step % cfg.checkpoint.every == 0) or step == t.steps
         due = is_new_best(run, cfg, step, metrics) or due  # checkpoint.keep_best: a new best is saved too
-        if main and (due or (stop.signum and cfg.checkpoint.on_signal)):
+        stopping = dist.any_rank(bool(stop.signum))  # one decision for all ranks
+        if due or (stopping and cfg.checkpoint.on_signal):  # every rank takes part; rank 0 writes
             saved = save_state(run, critic, cfg, step, source.checkpoint_state())
-        if stop.signum:
+        if stopping:
             progress.close()
             metrics_log.close()
-            raise Interrupted(stop.signum, step, saved if (due or cfg.checkpoint.on_signal) else None)
+            raise Interrupted(stop.signum or 15, step, saved if (due or cfg.checkpoint.on_signal) else None)
     progress.close()
     metrics_log.close()
     plot = plot_run(metrics_log.history, run_dir / "training.png", title=cfg.name) if main else None

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
+from reasonrl import distributed as dist
 from reasonrl.algorithms.filters import dynamic_sampling_mask
 from reasonrl.config import AlgoConfig, RunConfig
 from reasonrl.rollout.base import SamplingParams
@@ -104,8 +105,18 @@ def collect_step(run, params: SamplingParams, algo: AlgoConfig) -> tuple[list[Ro
     """The step's scored groups and reward metrics (one round, or dynamic sampling with refill)."""
 
     def draw(rnd: int) -> tuple[list[RolloutGroup], dict]:
-        groups, metrics = collect_rollouts(run, run.sampler.next(), round_params(params, rnd))
-        run.sampler.observe(groups)  # the curriculum's record (levels, pass rates) sees every round
+        # every rank draws the whole step (so samplers stay identical) and generates its own share
+        groups, metrics = collect_rollouts(run, dist.shard(run.sampler.next()), round_params(params, rnd))
+        # the curriculum's record (levels, pass rates) sees every round, of every rank, in rank order
+        seen = (
+            dist.all_gather_objects([(g.problem, list(g.rewards)) for g in groups])
+            if dist.world_size() > 1
+            else None
+        )
+        if seen is None:
+            run.sampler.observe(groups)
+        else:
+            run.sampler.observe([RolloutGroup(p, [], [], rewards=r) for part in seen for p, r in part])
         return groups, metrics
 
     if not algo.dynamic_sampling:

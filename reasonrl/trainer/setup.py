@@ -53,6 +53,29 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     return train, val[: cfg.val.size]
 
 
+def check_parallel(cfg: RunConfig) -> str:
+    """The train engine for this launch ("single" or "fsdp2"), and the settings several ranks need;
+    a ConfigError naming the key otherwise."""
+    from reasonrl import distributed as dist
+    from reasonrl.config import ConfigError
+
+    world, t = dist.world_size(), cfg.train
+    kind = t.engine if t.engine != "auto" else ("fsdp2" if world > 1 else "single")
+    if world > 1 and kind != "fsdp2":
+        raise ConfigError(f"train.engine={t.engine} runs on one process; under torchrun use fsdp2 (or auto)")
+    if kind == "fsdp2" and world == 1 and not dist.active():
+        raise ConfigError("train.engine=fsdp2 needs a process group: launch with torchrun --nproc-per-node N")
+    if world > 1:
+        prompts = t.global_batch // cfg.rollout.n
+        if prompts % world or t.mini_batch % world:
+            raise ConfigError(f"train.global_batch / rollout.n = {prompts} prompts and train.mini_batch = "
+                              f"{t.mini_batch} must both divide evenly over {world} ranks")  # fmt: skip
+        if cfg.algo.dynamic_sampling or cfg.rollout.max_staleness or cfg.rollout.engine != "hf":
+            raise ConfigError("with several ranks, algo.dynamic_sampling, rollout.max_staleness > 0 and "
+                              "rollout.engine other than hf are not supported yet")  # fmt: skip
+    return kind
+
+
 @dataclass
 class Run:
     model: object
@@ -96,19 +119,16 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     if cfg.algo.kl_coef > 0:
         ref = copy.deepcopy(model).eval().requires_grad_(False)
     t = cfg.train
-    engine = SingleDeviceEngine(
-        model,
-        lr=t.lr,
-        weight_decay=t.weight_decay,
-        betas=tuple(t.betas),
-        warmup_steps=t.warmup_steps,
-        lr_schedule=t.lr_schedule,
-        total_steps=t.steps * t.epochs * (t.global_batch // t.mini_batch),  # optimizer steps
-        min_lr_ratio=t.min_lr_ratio,
-        grad_clip=t.grad_clip,
-        bf16=cfg.model.dtype == "bfloat16",
-        ref_model=ref,
-    )
+    kind = check_parallel(cfg)
+    kw = dict(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), warmup_steps=t.warmup_steps,
+              lr_schedule=t.lr_schedule, total_steps=t.steps * t.epochs * (t.global_batch // t.mini_batch),
+              min_lr_ratio=t.min_lr_ratio, grad_clip=t.grad_clip, bf16=cfg.model.dtype == "bfloat16", ref_model=ref)  # fmt: skip
+    if kind == "fsdp2":
+        from reasonrl.engines.fsdp2 import FSDP2Engine
+
+        engine = FSDP2Engine(model, cpu_offload=t.cpu_offload, **kw)
+    else:
+        engine = SingleDeviceEngine(model, **kw)
     from reasonrl.trainer.rollouts import make_scorer
 
     scorer = make_scorer(cfg)

@@ -26,18 +26,28 @@ from reasonrl.trainer.rundir import check_resume_config
 def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | None = None) -> Path:
     """pending: async rollouts asked for and not yet trained on ([{step, rollouts}], see
     trainer.rollout_source); saved with the sampler position after them, replayed on resume."""
+    from reasonrl.distributed import barrier, is_main, world_size
+
     sampler = pending[-1]["rollouts"].sampler_state if pending else run.sampler.state_dict()
-    state = {"sampler": sampler, "config": to_dict(cfg), "best": run.best}
-    engine_state = run.train_engine.state_dict()
+    state = {"sampler": sampler, "config": to_dict(cfg), "best": run.best, "world_size": world_size()}
+    engine_state = run.train_engine.state_dict()  # sharded engines gather here (every rank)
     if critic is not None:
         engine_state["critic"] = critic.state_dict()
     if pending:
         engine_state["rollouts"] = pending
-    protect = [run.best["step"]] if run.best else []
-    path = save_checkpoint(cfg.log.run_dir, step, run.model, run.tokenizer, engine_state, state,
-                           cfg.checkpoint.keep_last, protect)  # fmt: skip
-    if run.best and run.best["step"] == step:
-        _write_best(path.parent, run.best)
+    weights = None
+    if world_size() > 1:  # full tensors of a sharded model, gathered one at a time on every rank
+        from reasonrl.engines.weights import hf_weight_groups
+
+        weights = {n: t.cpu() for group in hf_weight_groups(run.model) for n, t in group}
+    path = None
+    if is_main():
+        protect = [run.best["step"]] if run.best else []
+        path = save_checkpoint(cfg.log.run_dir, step, run.model, run.tokenizer, engine_state, state,
+                               cfg.checkpoint.keep_last, protect, model_state=weights)  # fmt: skip
+        if run.best and run.best["step"] == step:
+            _write_best(path.parent, run.best)
+    barrier()  # no rank goes on (or exits) before the checkpoint is complete
     return path
 
 
@@ -118,8 +128,8 @@ def _check_weights(model, ckpt: Path) -> None:
     for f in _weight_files(ckpt):
         with safe_open(str(f), framework="pt") as st:
             names.update(st.keys())
-    present = {own[k].data_ptr() for k in names if k in own}
-    untied = [k for k in own if k not in names and own[k].data_ptr() not in present]
+    present = {_ptr(own[k]) for k in names if k in own}
+    untied = [k for k in own if k not in names and _ptr(own[k]) not in present]
     unexpected = sorted(names - own.keys())
     if untied or unexpected:
         raise ConfigError(
@@ -127,8 +137,13 @@ def _check_weights(model, ckpt: Path) -> None:
         )
 
 
+def _ptr(t) -> int:
+    return getattr(t, "_local_tensor", t).data_ptr()
+
+
 def _load_in_place(model, ckpt: Path) -> None:
-    """Copy the checkpoint's tensors into the live policy one at a time (no second copy of the model)."""
+    """Copy the checkpoint's tensors into the live policy one at a time (no second copy of the model);
+    an FSDP2-sharded parameter takes its own shard of the full tensor."""
     import torch
     from safetensors import safe_open
 
@@ -137,4 +152,9 @@ def _load_in_place(model, ckpt: Path) -> None:
         for f in _weight_files(ckpt):
             with safe_open(str(f), framework="pt") as st:
                 for name in st.keys():
-                    own[name].copy_(st.get_tensor(name))
+                    src, dst = st.get_tensor(name), own[name]
+                    if hasattr(dst, "device_mesh"):  # a DTensor shard
+                        from torch.distributed.tensor import distribute_tensor
+
+                        src = distribute_tensor(src.to(dst.dtype), dst.device_mesh, dst.placements)
+                    dst.copy_(src)

@@ -106,8 +106,13 @@ def test_two_rank_fsdp2_steps_equal_one_process(tmp_path):
             # softmax ignores a bias added to every key, so its gradient is rounding noise, which Adam
             # normalises into full-size steps of either sign: it differs between any two summation orders
             continue
-        assert torch.allclose(got[name], want[name], rtol=1e-5, atol=1e-6), (name, (got[name] - want[name]).abs().max())
-    assert not torch.equal(want["model.layers.0.mlp.up_proj.weight"], _model().model.layers[0].mlp.up_proj.weight)
+        assert torch.allclose(got[name], want[name], rtol=1e-5, atol=1e-6), (
+            name,
+            (got[name] - want[name]).abs().max(),
+        )
+    assert not torch.equal(
+        want["model.layers.0.mlp.up_proj.weight"], _model().model.layers[0].mlp.up_proj.weight
+    )
 
     from transformers import AutoModelForCausalLM
 

@@ -1,0 +1,88 @@
+"""`torchrun --nproc-per-node 2 -m reasonrl.cli.main train` on CPU (gloo, FSDP2): one metrics line per
+step written by rank 0 only, checkpoints with full (consolidated) weights that transformers loads; a
+2-rank run resumed from its checkpoint reproduces the uninterrupted run's metrics, and the 2-rank
+checkpoint resumes on one process. Bad settings for several ranks fail before any work."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+from test_train_loop import _stable
+
+from reasonrl.engines.checkpoint import list_checkpoints, verify_checkpoint
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _overrides(model_dir, run_dir, steps, *extra):
+    return [f"model.path={model_dir}", "model.device=cpu", f"log.run_dir={run_dir}", f"train.steps={steps}",
+            "train.global_batch=16", "rollout.n=4", "train.mini_batch=8", "train.micro_batch=2", "train.lr=1e-3",
+            "rollout.max_new_tokens=8", "data.train_size=64", "val.size=4", "val.n=1", "log.progress=false",
+            "log.tensorboard=false", "checkpoint.every=2", "checkpoint.keep_last=5", "algo.entropy_coef=0.05",
+            *extra]  # fmt: skip
+
+
+def _launch(n, overrides, *flags):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    if n == 1:
+        cmd = [sys.executable, "-m", "reasonrl.cli.main", "train", *flags, *overrides]
+    else:
+        cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={n}", f"--master-port={_port()}",
+               "-m", "reasonrl.cli.main", "train", *flags, *overrides]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=500, env=env)
+
+
+def _metrics(run):
+    return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
+
+
+def test_two_rank_training_checkpoints_and_resumes(tiny_model_dir, tmp_path):
+    full = tmp_path / "full"
+    res = _launch(2, _overrides(tiny_model_dir, full, 4))
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = _metrics(full)
+    assert [r["step"] for r in rows] == [0, 1, 2, 3, 4]  # rank 0 alone writes, once per step
+    assert all(r["grad_norm"] > 0 for r in rows[1:])
+    ckpts = list_checkpoints(full)
+    assert [c.name for c in ckpts] == ["step_000002", "step_000004"]
+    assert all(verify_checkpoint(c) is None for c in ckpts)
+    assert json.loads((ckpts[-1] / "state.json").read_text())["world_size"] == 2
+
+    from transformers import AutoModelForCausalLM
+
+    trained = AutoModelForCausalLM.from_pretrained(ckpts[-1])
+    start = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    assert not all(torch.equal(a, b) for a, b in zip(trained.parameters(), start.parameters()))
+
+    part = tmp_path / "part"  # 2 steps, then resumed to 4 on 2 ranks: the same metrics as `full`
+    assert _launch(2, _overrides(tiny_model_dir, part, 2)).returncode == 0
+    res = _launch(2, _overrides(tiny_model_dir, part, 4), "--resume", "--allow-config-change")
+    assert res.returncode == 0, res.stderr[-3000:]
+    resumed = {r["step"]: _stable(r) for r in _metrics(part)}
+    for r in rows[3:]:
+        assert resumed[r["step"]] == _stable(r), r["step"]
+
+    res = _launch(1, _overrides(tiny_model_dir, full, 5), "--resume", "--allow-config-change")  # 2 ranks -> 1
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert [r["step"] for r in _metrics(full)] == [0, 1, 2, 3, 4, 5]
+
+
+def test_settings_several_ranks_cannot_run_fail_first(tiny_model_dir, tmp_path):
+    res = _launch(
+        2, _overrides(tiny_model_dir, tmp_path / "r", 2, "train.global_batch=12", "train.mini_batch=12")
+    )
+    assert res.returncode != 0 and "must both divide evenly over 2 ranks" in res.stderr
+    res = _launch(1, _overrides(tiny_model_dir, tmp_path / "s", 2, "train.engine=fsdp2"))
+    assert res.returncode == 2 and "launch with torchrun" in res.stderr
