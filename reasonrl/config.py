@@ -131,6 +131,9 @@ class TrainConfig:
     # (split over ranks), micro_batch is per rank (docs/distributed.md)
     engine: str = "auto"
     cpu_offload: bool = False  # fsdp2: parameters and optimizer state in CPU memory
+    dist_timeout_s: float = (
+        1800.0  # several ranks: a collective waiting longer fails (a rank crashed / hangs)
+    )
 
 
 @dataclass
@@ -367,6 +370,7 @@ def validate(cfg: RunConfig) -> None:
         "rollout.n": r.n,
         "rollout.max_new_tokens": r.max_new_tokens,
         "train.steps": t.steps,
+        "train.dist_timeout_s": t.dist_timeout_s,
         "train.global_batch": t.global_batch,
         "train.mini_batch": t.mini_batch,
         "train.micro_batch": t.micro_batch,

@@ -16,12 +16,56 @@ Does not own: the sharded engine (`engines.fsdp2`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
+import re
 
 import torch
 
 from reasonrl.algorithms.masked import masked_mean, normalisers
+
+
+class RankError(RuntimeError):
+    """A collective failed or timed out: another rank crashed or hangs."""
+
+
+def _collective(name: str, fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except RuntimeError as e:  # gloo / NCCL timeouts and broken connections
+        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise RankError(
+            f"rank {rank()} of {world_size()}: collective {name!r} failed ({first}); another rank crashed "
+            f"or hangs (train.dist_timeout_s bounds the wait)"
+        ) from None
+
+
+_PHASE = ["start"]
+_COMM = re.compile(r"timed out|gloo|nccl|connection|socket|peer|broken pipe", re.IGNORECASE)
+
+
+def set_phase(name: str) -> None:
+    """The training phase this rank is in (named when a collective fails)."""
+    _PHASE[0] = name
+
+
+@contextlib.contextmanager
+def collective_errors():
+    """A communication failure inside (FSDP's own collectives included) becomes a RankError naming this
+    rank and its phase."""
+    try:
+        yield
+    except RankError:
+        raise
+    except RuntimeError as e:
+        if world_size() < 2 or not _COMM.search(str(e)):
+            raise
+        first = str(e).strip().splitlines()[0][:200]
+        raise RankError(
+            f"rank {rank()} of {world_size()}: a collective in phase {_PHASE[0]!r} failed ({first}); another "
+            f"rank crashed or hangs (train.dist_timeout_s bounds the wait)"
+        ) from None
 
 
 def active() -> bool:
@@ -45,7 +89,7 @@ def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
     if not active():
         return t
     out = t.detach().clone()
-    torch.distributed.all_reduce(out, op=torch.distributed.ReduceOp.SUM)
+    _collective("all_reduce_sum", torch.distributed.all_reduce, out, op=torch.distributed.ReduceOp.SUM)
     return out
 
 
@@ -73,12 +117,12 @@ def reduce_metrics(metrics: dict[str, float]) -> dict[str, float]:
     out: dict[str, float] = {}
     if rest:
         t = torch.tensor([float(metrics[k]) for k in rest], dtype=torch.float64)
-        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.SUM)
+        _collective("reduce_metrics", torch.distributed.all_reduce, t, op=torch.distributed.ReduceOp.SUM)
         n = world_size()
         out.update({k: v if k.startswith("loss/") else v / n for k, v in zip(rest, t.tolist())})
     if maxed:
         t = torch.tensor([float(metrics[k]) for k in maxed], dtype=torch.float64)
-        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        _collective("reduce_metrics", torch.distributed.all_reduce, t, op=torch.distributed.ReduceOp.MAX)
         out.update(dict(zip(maxed, t.tolist())))
     return {k: out[k] for k in metrics}
 
@@ -106,9 +150,9 @@ def shutdown() -> None:
         torch.distributed.destroy_process_group()
 
 
-def barrier() -> None:
+def barrier(name: str = "barrier") -> None:
     if active():
-        torch.distributed.barrier()
+        _collective(name, torch.distributed.barrier)
 
 
 def shard(items: list) -> list:
@@ -127,7 +171,7 @@ def all_gather_objects(obj) -> list:
     if not active():
         return [obj]
     out = [None] * world_size()
-    torch.distributed.all_gather_object(out, obj)
+    _collective("all_gather_objects", torch.distributed.all_gather_object, out, obj)
     return out
 
 
@@ -136,5 +180,5 @@ def any_rank(flag: bool) -> bool:
     if not active():
         return flag
     t = torch.tensor([1.0 if flag else 0.0])
-    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+    _collective("any_rank", torch.distributed.all_reduce, t, op=torch.distributed.ReduceOp.MAX)
     return bool(t.item())

@@ -43,7 +43,9 @@ from reasonrl.trainer.step import (
 
 def train(cfg: RunConfig, resume: bool = False, log=print, overwrite: bool = False,
           allow_config_change: bool = False) -> dict:  # fmt: skip
-    created = dist.init_from_env()  # under torchrun: join the process group (gloo on CPU, NCCL on GPU)
+    created = dist.init_from_env(
+        cfg.train.dist_timeout_s
+    )  # under torchrun: join the process group (gloo on CPU, NCCL on GPU)
     try:
         # rank 0 owns the run directory (exclusive lock; refuses to mix runs); the others wait for it
         lock = claim(cfg.log.run_dir, resume, overwrite, log=log) if dist.is_main() else None
@@ -62,7 +64,8 @@ def train(cfg: RunConfig, resume: bool = False, log=print, overwrite: bool = Fal
 def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: StopOnSignal) -> dict:
     run = build_run(cfg, log=log)  # model, tokenizer, engines, data, sampler, reward scorer
     try:
-        return _loop(run, cfg, resume, log, allow_config_change, stop)
+        with dist.collective_errors():  # a rank that crashed or hangs: an error naming rank and phase
+            return _loop(run, cfg, resume, log, allow_config_change, stop)
     finally:
         run.close()  # engines, reward workers, the rollout worker: also when a step fails
 
@@ -98,6 +101,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     saved = None
     for step in range(start + 1, t.steps + 1):
         t0 = time.perf_counter()
+        dist.set_phase(f"generation (step {step})")
         # 1. rollouts: n completions for each prompt of this step, scored by the verifiers; with
         #    dynamic sampling, groups whose rewards are all equal are replaced by new prompts
         rollouts, async_metrics = source.get(step)
@@ -106,6 +110,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         batch = build_batch(groups, run.pad_id)
         step_metrics = shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, truncation
         # 2. the log-probs and values the advantages and the loss compare against, then advantages
+        dist.set_phase(f"log-probs (step {step})")
         if needs_old:
             batch.old_logprobs = run.train_engine.logprobs(batch, t.micro_batch)
         if algo.kl_coef > 0:
@@ -118,6 +123,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
 
         # 3. updates: `epochs` passes over the batch in shuffled mini-batches; a mini-batch that has
         #    drifted too far from the sampling policy is skipped (RLinf early stop)
+        dist.set_phase(f"update (step {step})")
         shuffle = torch.Generator().manual_seed(step_seed(t.seed, step) + 1)
         updates, stopped = [], 0
         for _ in range(t.epochs):
@@ -150,7 +156,9 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             }
         )
         if (cfg.val.every and step % cfg.val.every == 0) or step == t.steps:
+            dist.set_phase(f"validation (step {step})")
             metrics.update(validate_policy(run, cfg))
+        dist.set_phase(f"metrics and checkpoint (step {step})")
         metrics = reduce_metrics(metrics)  # averaged over ranks (maxima maxed); identity on one process
         metrics_log.log(step, metrics)
         metrics_log.rollouts(step, sample_groups(groups, cfg.log.rollouts_per_step, step))

@@ -47,7 +47,7 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
                                cfg.checkpoint.keep_last, protect, model_state=weights)  # fmt: skip
         if run.best and run.best["step"] == step:
             _write_best(path.parent, run.best)
-    barrier()  # no rank goes on (or exits) before the checkpoint is complete
+    barrier("checkpoint")  # no rank goes on (or exits) before the checkpoint is complete
     return path
 
 

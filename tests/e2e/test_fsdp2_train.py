@@ -86,3 +86,25 @@ def test_settings_several_ranks_cannot_run_fail_first(tiny_model_dir, tmp_path):
     assert res.returncode != 0 and "must both divide evenly over 2 ranks" in res.stderr
     res = _launch(1, _overrides(tiny_model_dir, tmp_path / "s", 2, "train.engine=fsdp2"))
     assert res.returncode == 2 and "launch with torchrun" in res.stderr
+
+
+def test_a_hung_rank_fails_the_others_within_the_timeout(tiny_model_dir, tmp_path):
+    import time
+    from pathlib import Path
+
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": f"{Path(__file__).parent}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", f"--master-port={_port()}", "-m",
+           "reasonrl.cli.main", "train", *_overrides(tiny_model_dir, tmp_path / "h", 2, "plugins=[hang_rank1]",
+                                                     "train.dist_timeout_s=10")]  # fmt: skip
+    t0 = time.monotonic()
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode != 0 and time.monotonic() - t0 < 240
+    assert (
+        "rank 0 of 2: a collective in phase" in res.stderr and "another rank crashed or hangs" in res.stderr
+    ), res.stderr[-3000:]
+    out = subprocess.run(["pgrep", "-f", str(tmp_path / "h")], capture_output=True, text=True)
+    assert out.stdout.strip() == ""  # no rank left behind
