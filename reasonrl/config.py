@@ -31,6 +31,9 @@ class ModelConfig:
     dtype: str = "float32"  # float32 | bfloat16 (bf16 only on CUDA)
     device: str = "auto"  # auto | cpu | cuda
     gradient_checkpointing: bool = False
+    # > 0: log-probs and entropy from the last hidden states, this many positions at a time (the
+    # [B, T, V] logits never exist at once; recomputed in backward); 0: from the full logits
+    logprob_chunk: int = 0
 
 
 @dataclass
@@ -284,40 +287,6 @@ def import_plugins(modules: list[str]) -> None:
             raise ConfigError(f"plugins: cannot import {m!r} ({e})") from None
 
 
-MIXTURE_KINDS = ("files", "task", "reasoning_gym")
-_MIXTURE_KEYS = {"name", "weight", "files", "task", "difficulty", "reasoning_gym", "config"}
-
-
-def _check_data_sources(d: DataConfig) -> None:
-    names = set()
-    for i, m in enumerate(d.mixture):
-        where = f"data.mixture[{i}]"
-        if not isinstance(m, dict):
-            raise ConfigError(f"{where} must be a mapping")
-        unknown = sorted(set(m) - _MIXTURE_KEYS)
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(_MIXTURE_KEYS)}")
-        kinds = [k for k in MIXTURE_KINDS if m.get(k)]
-        if len(kinds) != 1:
-            raise ConfigError(f"{where}: give exactly one of {', '.join(MIXTURE_KINDS)}")
-        name = m.get("name")
-        if not isinstance(name, str) or not name or name in names:
-            raise ConfigError(f"{where}.name must be a unique non-empty string")
-        names.add(name)
-        w = m.get("weight", 1.0)
-        if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0:
-            raise ConfigError(f"{where}.weight must be a number > 0, got {w!r}")
-    if d.mixture and d.train_files:
-        raise ConfigError("data.mixture and data.train_files both set; put the files in the mixture")
-    c = d.curriculum
-    if c.last_k < 1 or not 0 <= c.failure_threshold < c.success_threshold <= 1:
-        raise ConfigError(
-            "data.curriculum: need last_k >= 1 and 0 <= failure_threshold < success_threshold <= 1"
-        )
-    if c.skip_solved_after < 0 or c.skip_unsolved_after < 0 or c.min_level < 0 or c.max_level < c.min_level:
-        raise ConfigError("data.curriculum: skip_*_after and min_level must be >= 0, max_level >= min_level")
-
-
 def validate(cfg: RunConfig) -> None:
     """Cross-field checks that a type system cannot express. Raises ConfigError naming the key."""
     from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
@@ -339,6 +308,8 @@ def validate(cfg: RunConfig) -> None:
     _choice("algo.loss_agg", a.loss_agg, AGG_MODES)
     _choice("train.lr_schedule", t.lr_schedule, ("constant", "linear", "cosine"))
     _choice("train.engine", t.engine, ("auto", "single", "fsdp2"))
+    if cfg.model.logprob_chunk < 0:
+        raise ConfigError(f"model.logprob_chunk must be >= 0, got {cfg.model.logprob_chunk}")
     if not 0.0 <= t.min_lr_ratio <= 1.0:
         raise ConfigError(f"train.min_lr_ratio must be in [0, 1], got {t.min_lr_ratio}")
     _choice("algo.kl_estimator", a.kl_estimator, KL_ESTIMATORS)
@@ -346,7 +317,9 @@ def validate(cfg: RunConfig) -> None:
     _choice("algo.policy_loss", a.policy_loss, POLICY_LOSSES.names())
     if not cfg.data.train_files and not cfg.data.mixture:
         _choice("data.task", cfg.data.task, sorted(TASKS))
-    _check_data_sources(cfg.data)
+    from reasonrl.data.mixture import check_data_config
+
+    check_data_config(cfg.data)
     try:
         ROLLOUT_ENGINES.check_kwargs(r.engine, dict(r.engine_kwargs), where="rollout.engine_kwargs")
         ADVANTAGES.check_kwargs(a.adv_estimator, a.adv_kwargs, where="algo.adv_kwargs")

@@ -25,6 +25,43 @@ from reasonrl.data.curriculum import Curriculum, CurriculumConfig
 from reasonrl.errors import InputError
 from reasonrl.types import Problem
 
+MIXTURE_KINDS = ("files", "task", "reasoning_gym")
+_MIXTURE_KEYS = {"name", "weight", "files", "task", "difficulty", "reasoning_gym", "config"}
+
+
+def check_data_config(d) -> None:
+    """The `data` section's mixture and curriculum settings; a ConfigError naming the key."""
+    from reasonrl.config import ConfigError
+
+    names = set()
+    for i, m in enumerate(d.mixture):
+        where = f"data.mixture[{i}]"
+        if not isinstance(m, dict):
+            raise ConfigError(f"{where} must be a mapping")
+        unknown = sorted(set(m) - _MIXTURE_KEYS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(_MIXTURE_KEYS)}")
+        kinds = [k for k in MIXTURE_KINDS if m.get(k)]
+        if len(kinds) != 1:
+            raise ConfigError(f"{where}: give exactly one of {', '.join(MIXTURE_KINDS)}")
+        name = m.get("name")
+        if not isinstance(name, str) or not name or name in names:
+            raise ConfigError(f"{where}.name must be a unique non-empty string")
+        names.add(name)
+        w = m.get("weight", 1.0)
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0:
+            raise ConfigError(f"{where}.weight must be a number > 0, got {w!r}")
+    if d.mixture and d.train_files:
+        raise ConfigError("data.mixture and data.train_files both set; put the files in the mixture")
+    c = d.curriculum
+    if c.last_k < 1 or not 0 <= c.failure_threshold < c.success_threshold <= 1:
+        raise ConfigError(
+            "data.curriculum: need last_k >= 1 and 0 <= failure_threshold < success_threshold <= 1"
+        )
+    if c.skip_solved_after < 0 or c.skip_unsolved_after < 0 or c.min_level < 0 or c.max_level < c.min_level:
+        raise ConfigError("data.curriculum: skip_*_after and min_level must be >= 0, max_level >= min_level")
+
+
 GYM_INDEX_SPACE = 1_000_000  # reasoning-gym items are a pure function of (seed, index): no cost to size
 
 

@@ -28,16 +28,53 @@ LossFn = Callable[
 ]
 
 
-def completion_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext):
-    """(logprobs [B, T], entropy [B, T] or None) of the completion tokens under `model`."""
+def completion_logprobs(
+    model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, chunk: int = 0
+):
+    """(logprobs [B, T], entropy [B, T] or None) of the completion tokens under `model`. chunk > 0:
+    from the last hidden states, `chunk` positions at a time (`chunked_logprobs`)."""
     ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
     pos = (attn.cumsum(-1) - 1).clamp_min(0)
+    if chunk > 0:
+        return chunked_logprobs(model, batch, pos, with_entropy, autocast, chunk)
     with autocast():
         logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False).logits
     logits = logits[:, p - 1 : -1]  # logits at position t predict token t + 1
     lp = token_logprobs(logits, ids[:, p:])
     ent = entropy_from_logits(logits) if with_entropy else None
     return lp, ent
+
+
+def _chunk_logprobs(head, hidden: torch.Tensor, targets: torch.Tensor, with_entropy: bool):
+    logits = head(hidden).float()
+    lp = token_logprobs(logits, targets)
+    return (lp, entropy_from_logits(logits)) if with_entropy else (lp,)
+
+
+def chunked_logprobs(model, batch: TrainBatch, pos, with_entropy: bool, autocast, chunk: int):
+    """Log-probs (and entropy) from the decoder's last hidden states through the output head, `chunk`
+    completion positions at a time; with gradients each chunk's logits are recomputed in backward
+    (activation checkpointing), so at most [B, chunk, V] logits exist at once instead of [B, T, V]."""
+    from torch.utils.checkpoint import checkpoint
+
+    ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
+    with autocast():
+        hidden = model.get_decoder()(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False)[0]
+    head = model.get_output_embeddings()
+    hidden, targets = hidden[:, p - 1 : -1], ids[:, p:]
+    lps, ents = [], []
+    for s in range(0, targets.shape[1], chunk):
+        args = (head, hidden[:, s : s + chunk], targets[:, s : s + chunk], with_entropy)
+        with autocast():
+            out = (
+                checkpoint(_chunk_logprobs, *args, use_reentrant=False)
+                if torch.is_grad_enabled()
+                else _chunk_logprobs(*args)
+            )
+        lps.append(out[0])
+        if with_entropy:
+            ents.append(out[1])
+    return torch.cat(lps, 1), (torch.cat(ents, 1) if with_entropy else None)
 
 
 LR_SCHEDULES = ("constant", "linear", "cosine")

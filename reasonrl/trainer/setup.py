@@ -8,6 +8,7 @@ itself (`trainer.loop`), checkpoint I/O (`engines.checkpoint`) or parsing config
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import random
 from dataclasses import dataclass, field
@@ -123,6 +124,14 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     kw = dict(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), warmup_steps=t.warmup_steps,
               lr_schedule=t.lr_schedule, total_steps=t.steps * t.epochs * (t.global_batch // t.mini_batch),
               min_lr_ratio=t.min_lr_ratio, grad_clip=t.grad_clip, bf16=cfg.model.dtype == "bfloat16", ref_model=ref)  # fmt: skip
+    if cfg.model.logprob_chunk > 0:
+        if kind == "fsdp2":
+            from reasonrl.config import ConfigError
+
+            raise ConfigError("model.logprob_chunk > 0 is not supported with train.engine=fsdp2 yet")
+        from reasonrl.engines.single import completion_logprobs
+
+        kw["forward"] = functools.partial(completion_logprobs, chunk=cfg.model.logprob_chunk)
     if kind == "fsdp2":
         from reasonrl.engines.fsdp2 import FSDP2Engine
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 
 from reasonrl.config import load_config
@@ -92,3 +93,14 @@ def test_resume_reproduces_uninterrupted_run(tiny_model_dir, tmp_path):
     # the resumed run's metrics file holds steps 0..4 exactly once
     lines = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["step"] for x in lines] == [0, 1, 2, 3, 4]
+
+
+def test_chunked_logprobs_train_like_the_full_logits(tiny_model_dir, tmp_path):
+    plain = train(_cfg(tiny_model_dir, tmp_path / "a", 2, "algo.entropy_coef=0.01"), log=lambda *a: None)[
+        "history"
+    ]
+    chunked = train(_cfg(tiny_model_dir, tmp_path / "b", 2, "algo.entropy_coef=0.01", "model.logprob_chunk=3"),
+                    log=lambda *a: None)["history"]  # fmt: skip
+    for a, b in zip(plain[1:], chunked[1:]):
+        for k in ("loss/total", "grad_norm", "actor/entropy", "reward/mean"):
+            assert b[k] == pytest.approx(a[k], rel=1e-4, abs=1e-6), k
