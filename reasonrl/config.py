@@ -26,6 +26,16 @@ class ConfigError(InputError):
 
 
 @dataclass
+class LoraSpec:
+    rank: int = 0  # > 0: train LoRA adapters of this rank (peft) instead of all weights
+    alpha: float = 16.0
+    dropout: float = 0.0
+    target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
+
+
+@dataclass
 class ModelConfig:
     path: str = "demo"  # "demo" = the tiny bootstrapped model; else any HF directory or hub id
     dtype: str = "float32"  # float32 | bfloat16 (bf16 only on CUDA)
@@ -34,6 +44,7 @@ class ModelConfig:
     # > 0: log-probs and entropy from the last hidden states, this many positions at a time (the
     # [B, T, V] logits never exist at once; recomputed in backward); 0: from the full logits
     logprob_chunk: int = 0
+    lora: LoraSpec = field(default_factory=LoraSpec)
 
 
 @dataclass
@@ -308,6 +319,8 @@ def validate(cfg: RunConfig) -> None:
     _choice("algo.loss_agg", a.loss_agg, AGG_MODES)
     _choice("train.lr_schedule", t.lr_schedule, ("constant", "linear", "cosine"))
     _choice("train.engine", t.engine, ("auto", "single", "fsdp2"))
+    if cfg.model.lora.rank < 0 or cfg.model.lora.alpha <= 0 or not 0 <= cfg.model.lora.dropout < 1:
+        raise ConfigError("model.lora: rank must be >= 0, alpha > 0 and dropout in [0, 1)")
     if cfg.model.logprob_chunk < 0:
         raise ConfigError(f"model.logprob_chunk must be >= 0, got {cfg.model.logprob_chunk}")
     if not 0.0 <= t.min_lr_ratio <= 1.0:

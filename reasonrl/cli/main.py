@@ -71,6 +71,8 @@ def _eval_model_path(model: str) -> str:
             raise InputError(f"run directory {model} has no valid checkpoint")
         print(f"evaluating {ckpt}", file=sys.stderr)
         path = ckpt
+    if not (path / "config.json").is_file() and (path / "merged" / "config.json").is_file():
+        path = path / "merged"  # a LoRA checkpoint: its merged model
     if not (path / "config.json").is_file():
         raise InputError(f"{path} is not a Hugging Face model directory (no config.json)")
     if not any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")):

@@ -157,7 +157,10 @@ def save_checkpoint(
     target = root / f"{PREFIX}{step:06d}"
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
     try:
-        model.save_pretrained(tmp, safe_serialization=True, state_dict=model_state)
+        if hasattr(model, "peft_config"):
+            _save_lora(model, tokenizer, tmp)
+        else:
+            model.save_pretrained(tmp, safe_serialization=True, state_dict=model_state)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
         torch.save(engine_state, tmp / "engine.pt")
@@ -177,6 +180,27 @@ def save_checkpoint(
         if old not in keep and int(old.name[len(PREFIX) :]) < step:
             shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def _save_lora(model, tokenizer, tmp: Path) -> None:
+    """A LoRA policy: its live state (base + adapters, for exact resume) in model.safetensors, the peft
+    adapter in adapter/, and a merged Hugging Face model in merged/ (for eval, serving, vLLM)."""
+    from safetensors.torch import save_file
+
+    from reasonrl.engines.weights import hf_weight_groups
+
+    state, seen = {}, set()
+    for name, t in model.state_dict().items():
+        if t.data_ptr() not in seen:  # tied tensors once (safetensors refuses shared storage)
+            seen.add(t.data_ptr())
+            state[name] = t.detach().contiguous().cpu()
+    save_file(state, str(tmp / "model.safetensors"))
+    model.save_pretrained(tmp / "adapter")
+    merged = {n: t.cpu() for group in hf_weight_groups(model) for n, t in group}
+    base = model.get_base_model()
+    base.save_pretrained(tmp / "merged", state_dict=merged, safe_serialization=True)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(tmp / "merged")
 
 
 def load_checkpoint(path: str | Path) -> tuple[dict, dict, dict]:

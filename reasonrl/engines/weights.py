@@ -6,8 +6,9 @@ Owns: `hf_name` (strips the prefixes that wrappers add to parameter names: activ
 `base_model.model.` and `.base_layer`; a name a rollout engine cannot place would otherwise be skipped
 without an error and the engine would keep sampling the old policy), `layer_key` and
 `hf_weight_groups` (one group per decoder layer, in model order: what vLLM's layerwise reload
-processes as a unit, and the unit an FSDP engine unshards). Does not own: sending the weights
-(`rollout.vllm`, the async worker) or LoRA merging (refused here with a clear error).
+processes as a unit, and the unit an FSDP engine unshards; a PEFT LoRA model's weights come merged,
+W + scale * B @ A computed per layer, the live model untouched). Does not own: sending the weights
+(`rollout.vllm`, the async worker).
 """
 
 from __future__ import annotations
@@ -45,12 +46,20 @@ def hf_weight_groups(model, dtype: torch.dtype | None = None) -> Iterator[list[t
     seen: set[int] = set()
     group: list[tuple[str, torch.Tensor]] = []
     current: str | None = None
+    lora = {
+        n: m for n, m in model.named_modules() if hasattr(m, "get_delta_weight") and hasattr(m, "base_layer")
+    }
     for raw, tensor in model.state_dict(keep_vars=False).items():
-        if "lora_" in raw or ".modules_to_save." in raw:
-            raise ValueError(
-                f"weight sync: parameter {raw!r} is a PEFT adapter; merge the adapter into the base "
-                "weights before syncing to a rollout engine (LoRA sync is not supported yet)"
-            )
+        if ".modules_to_save." in raw:
+            raise ValueError(f"weight sync: {raw!r} is a PEFT modules_to_save copy, which is not supported")
+        if "lora_" in raw:
+            continue  # merged into the base weight below
+        owner = lora.get(raw[: -len(".base_layer.weight")]) if raw.endswith(".base_layer.weight") else None
+        if owner is not None and not getattr(owner, "merged", False):  # W + scale * B @ A, nothing modified
+            with torch.no_grad():
+                tensor = tensor + sum(
+                    owner.get_delta_weight(a).to(tensor.dtype) for a in owner.active_adapters
+                )
         local = getattr(tensor, "_local_tensor", tensor)  # an FSDP2 shard (DTensor) or a plain tensor
         if local.data_ptr() in seen and local.numel():
             continue  # tied (e.g. lm_head = embed_tokens): the checkpoint holds it once

@@ -54,6 +54,23 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     return train, val[: cfg.val.size]
 
 
+def add_lora(model, spec):
+    """The policy with LoRA adapters (peft): only the adapters train; the base weights stay as loaded."""
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError:
+        from reasonrl.config import ConfigError
+
+        raise ConfigError(
+            "model.lora.rank > 0 needs the optional package: pip install 'reasonrl[peft]'"
+        ) from None
+    cfg = LoraConfig(r=spec.rank, lora_alpha=spec.alpha, lora_dropout=spec.dropout,
+                     target_modules=list(spec.target_modules), task_type="CAUSAL_LM")  # fmt: skip
+    if getattr(model, "is_gradient_checkpointing", False):
+        model.enable_input_require_grads()  # frozen embeddings: checkpointed blocks still get gradients
+    return get_peft_model(model, cfg)
+
+
 def check_parallel(cfg: RunConfig) -> str:
     """The train engine for this launch ("single" or "fsdp2"), and the settings several ranks need;
     a ConfigError naming the key otherwise."""
@@ -71,8 +88,13 @@ def check_parallel(cfg: RunConfig) -> str:
         if prompts % world or t.mini_batch % world:
             raise ConfigError(f"train.global_batch / rollout.n = {prompts} prompts and train.mini_batch = "
                               f"{t.mini_batch} must both divide evenly over {world} ranks")  # fmt: skip
-        if cfg.algo.dynamic_sampling or cfg.rollout.max_staleness or cfg.rollout.engine != "hf":
-            raise ConfigError("with several ranks, algo.dynamic_sampling, rollout.max_staleness > 0 and "
+        if (
+            cfg.algo.dynamic_sampling
+            or cfg.rollout.max_staleness
+            or cfg.rollout.engine != "hf"
+            or cfg.model.lora.rank
+        ):
+            raise ConfigError("with several ranks, algo.dynamic_sampling, rollout.max_staleness > 0, LoRA and "
                               "rollout.engine other than hf are not supported yet")  # fmt: skip
     return kind
 
@@ -119,6 +141,8 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     ref = None
     if cfg.algo.kl_coef > 0:
         ref = copy.deepcopy(model).eval().requires_grad_(False)
+    if cfg.model.lora.rank > 0:
+        model = add_lora(model, cfg.model.lora)
     t = cfg.train
     kind = check_parallel(cfg)
     kw = dict(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), warmup_steps=t.warmup_steps,
