@@ -44,6 +44,9 @@ class ModelConfig:
     # > 0: log-probs and entropy from the last hidden states, this many positions at a time (the
     # [B, T, V] logits never exist at once; recomputed in backward); 0: from the full logits
     logprob_chunk: int = 0
+    pack_tokens: int = (
+        0  # > 0: the training forward packs rows into sequences of this many tokens (no padding)
+    )
     lora: LoraSpec = field(default_factory=LoraSpec)
 
 
@@ -321,6 +324,10 @@ def validate(cfg: RunConfig) -> None:
     _choice("train.engine", t.engine, ("auto", "single", "fsdp2"))
     if cfg.model.lora.rank < 0 or cfg.model.lora.alpha <= 0 or not 0 <= cfg.model.lora.dropout < 1:
         raise ConfigError("model.lora: rank must be >= 0, alpha > 0 and dropout in [0, 1)")
+    if cfg.model.pack_tokens < 0 or (cfg.model.pack_tokens and cfg.model.logprob_chunk):
+        raise ConfigError(
+            "model.pack_tokens must be >= 0, and cannot be combined with model.logprob_chunk yet"
+        )
     if cfg.model.logprob_chunk < 0:
         raise ConfigError(f"model.logprob_chunk must be >= 0, got {cfg.model.logprob_chunk}")
     if not 0.0 <= t.min_lr_ratio <= 1.0:

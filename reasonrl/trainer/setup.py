@@ -156,6 +156,14 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         from reasonrl.engines.single import completion_logprobs
 
         kw["forward"] = functools.partial(completion_logprobs, chunk=cfg.model.logprob_chunk)
+    if cfg.model.pack_tokens > 0:
+        if kind == "fsdp2":
+            from reasonrl.config import ConfigError
+
+            raise ConfigError("model.pack_tokens > 0 is not supported with train.engine=fsdp2 yet")
+        from reasonrl.engines.packing import packed_logprobs
+
+        kw["forward"] = functools.partial(packed_logprobs, pack_tokens=cfg.model.pack_tokens)
     if kind == "fsdp2":
         from reasonrl.engines.fsdp2 import FSDP2Engine
 

@@ -28,13 +28,19 @@ def test_lora_trains_adapters_only_and_exports_merged(tiny_model_dir, tmp_path):
     base = AutoModelForCausalLM.from_pretrained(tiny_model_dir).state_dict()
     for name, t in live.items():
         if ".base_layer." in name or ("lora_" not in name and name.removeprefix("base_model.model.") in base):
-            assert torch.equal(t, base[name.removeprefix("base_model.model.").replace(".base_layer.", ".")]), name
+            assert torch.equal(
+                t, base[name.removeprefix("base_model.model.").replace(".base_layer.", ".")]
+            ), name
     assert any("lora_B" in n and t.abs().sum() > 0 for n, t in live.items())  # the adapters moved
 
-    adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), ckpt / "adapter").eval()
+    adapted = PeftModel.from_pretrained(
+        AutoModelForCausalLM.from_pretrained(tiny_model_dir), ckpt / "adapter"
+    ).eval()
     merged = AutoModelForCausalLM.from_pretrained(ckpt / "merged").eval()
     reference = adapted.merge_and_unload().state_dict()
-    adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), ckpt / "adapter").eval()
+    adapted = PeftModel.from_pretrained(
+        AutoModelForCausalLM.from_pretrained(tiny_model_dir), ckpt / "adapter"
+    ).eval()
     for name, t in merged.state_dict().items():
         torch.testing.assert_close(t, reference[name], rtol=1e-5, atol=1e-6, msg=name)
     prompt = torch.tensor([[3, 5, 7, 9, 11]])

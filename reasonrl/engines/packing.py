@@ -1,0 +1,60 @@
+"""Sequence packing for the training forward (`model.pack_tokens`): the real tokens of a micro-batch's
+rows (no left-padded prompt positions, no right-padded completion positions) laid end to end in packs
+of at most `pack_tokens` tokens, position ids restarting at 0 for each sequence, so no compute is
+spent on padding.
+
+Owns: `plan_packs` (rows -> packs, first fit in row order; a row longer than the budget gets a pack of
+its own) and `packed_logprobs` (the packed forward; log-probs and entropy scattered back to the [B, T]
+completion layout every loss expects). Attention stays within each sequence: transformers builds a
+block-causal mask from position ids that restart when the 2D attention mask is None (SDPA / eager;
+flash-attention varlen on GPU). Does not own: the padded forward (`engines.single`).
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import torch
+
+from reasonrl.algorithms.logprobs import entropy_from_logits, token_logprobs
+from reasonrl.types import TrainBatch
+
+
+def plan_packs(lengths: list[int], budget: int) -> list[list[int]]:
+    """Row indices per pack: rows in order, a new pack when the next row would overflow `budget`."""
+    packs: list[list[int]] = []
+    used = budget + 1
+    for i, n in enumerate(lengths):
+        if used + n > budget:
+            packs.append([])
+            used = 0
+        packs[-1].append(i)
+        used += n
+    return packs
+
+
+def packed_logprobs(
+    model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, pack_tokens: int = 1024
+):
+    """(logprobs [B, T], entropy [B, T] or None) of the completion tokens, from packed forwards."""
+    ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
+    B, T = ids.shape[0], ids.shape[1] - p
+    starts = [int((attn[i, :p] == 0).sum()) for i in range(B)]  # left padding of each prompt
+    ends = [p + int(attn[i, p:].sum()) for i in range(B)]  # one past the last real completion token
+    lp_out = torch.zeros(B, T, device=ids.device)
+    ent_out = torch.zeros(B, T, device=ids.device) if with_entropy else None
+    for pack in plan_packs([ends[i] - starts[i] for i in range(B)], pack_tokens):
+        seq = torch.cat([ids[i, starts[i] : ends[i]] for i in pack]).unsqueeze(0)
+        pos = torch.cat([torch.arange(ends[i] - starts[i], device=ids.device) for i in pack]).unsqueeze(0)
+        with autocast():
+            logits = model(input_ids=seq, position_ids=pos, attention_mask=None, use_cache=False).logits[0]
+        off = 0
+        for i in pack:
+            n_prompt, n_comp = p - starts[i], ends[i] - p
+            if n_comp > 0:  # logits at position t predict token t + 1
+                z = logits[off + n_prompt - 1 : off + n_prompt - 1 + n_comp]
+                lp_out[i, :n_comp] = token_logprobs(z, seq[0, off + n_prompt : off + n_prompt + n_comp])
+                if with_entropy:
+                    ent_out[i, :n_comp] = entropy_from_logits(z)
+            off += ends[i] - starts[i]
+    return lp_out, ent_out
