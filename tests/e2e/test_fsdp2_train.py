@@ -108,3 +108,22 @@ def test_a_hung_rank_fails_the_others_within_the_timeout(tiny_model_dir, tmp_pat
     ), res.stderr[-3000:]
     out = subprocess.run(["pgrep", "-f", str(tmp_path / "h")], capture_output=True, text=True)
     assert out.stdout.strip() == ""  # no rank left behind
+
+
+def test_export_of_a_two_rank_run_loads_and_generates(tiny_model_dir, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from reasonrl.cli.main import main
+
+    run = tmp_path / "run"
+    assert _launch(2, _overrides(tiny_model_dir, run, 2)).returncode == 0
+    assert main(["export", str(run), str(tmp_path / "hf")]) == 0
+    exported = AutoModelForCausalLM.from_pretrained(tmp_path / "hf").eval()
+    ckpt = AutoModelForCausalLM.from_pretrained(list_checkpoints(run)[-1]).eval()
+    prompt = torch.tensor([[3, 5, 7, 9]])
+    gen = dict(max_new_tokens=6, do_sample=False, pad_token_id=0)
+    assert torch.equal(exported.generate(prompt, **gen), ckpt.generate(prompt, **gen))
+    assert (tmp_path / "hf" / "tokenizer_config.json").is_file() and not (
+        tmp_path / "hf" / "engine.pt"
+    ).exists()
+    assert main(["export", str(run), str(tmp_path / "hf")]) == 2  # never over an existing directory
