@@ -5,11 +5,9 @@ main. One process (no process group): every function is the identity."""
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 import torch
-import torch.multiprocessing as mp
+from gloo_ranks import run_ranks
 
 from reasonrl import distributed as dist
 from reasonrl.algorithms.masked import masked_mean, normalisers
@@ -50,24 +48,9 @@ def _rank(r: int, port: int, out):
         torch.distributed.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.timeout(120)
 def test_two_gloo_ranks_equal_one_process():
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    port = _free_port()
-    procs = [ctx.Process(target=_rank, args=(r, port, out)) for r in range(2)]
-    for p in procs:
-        p.start()
-    results = sorted(out.get(timeout=90) for _ in procs)
-    for p in procs:
-        p.join(timeout=30)
-        assert p.exitcode == 0
+    results = run_ranks(_rank, 2, timeout=90)
     batch, logprobs = _batch()
     whole = {k: float(v) for k, v in normalisers(batch.mask).items()}
     for r, rank, world, main, counts, losses, mean, metrics in results:

@@ -6,11 +6,9 @@ generates the same greedy text."""
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 import torch
-import torch.multiprocessing as mp
+from gloo_ranks import run_ranks
 
 from reasonrl import distributed as dist
 from reasonrl.config import AlgoConfig
@@ -72,24 +70,9 @@ def _rank(r: int, port: int, out, export_dir):
         torch.distributed.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.timeout(180)
 def test_two_rank_fsdp2_steps_equal_one_process(tmp_path):
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    port = _free_port()
-    procs = [ctx.Process(target=_rank, args=(r, port, out, str(tmp_path / "export"))) for r in range(2)]
-    for p in procs:
-        p.start()
-    results = sorted((out.get(timeout=150) for _ in procs), key=lambda x: x[0])
-    for p in procs:
-        p.join(timeout=30)
-        assert p.exitcode == 0
+    results = run_ranks(_rank, 2, str(tmp_path / "export"))
     torch.set_num_threads(1)
     model = _model()
     single = _train(SingleDeviceEngine(model, lr=1e-2, grad_clip=0.5), slice(0, B))
