@@ -176,6 +176,9 @@ class CheckpointConfig:
     # a checkpoint that is kept besides the last keep_last (checkpoints/best.json names it)
     keep_best: str | None = None
     best_mode: str = "max"  # max | min
+    # the optimizer state written shard by shard by every rank (torch.distributed.checkpoint, dcp/);
+    # resumes on any number of ranks; False: the full state gathered and written by rank 0
+    sharded: bool = False
 
 
 @dataclass

@@ -149,13 +149,15 @@ def save_checkpoint(
     keep_last: int,
     protect=(),
     model_state: dict | None = None,
+    tmp: Path | None = None,
 ) -> Path:
     """protect: steps never pruned (the best checkpoint). model_state: the full tensors to write
-    instead of the model's own state dict (a sharded model's, gathered by the caller)."""
+    instead of the model's own state dict (a sharded model's, gathered by the caller). tmp: a
+    directory from `new_checkpoint_dir` that other ranks already wrote their shards into."""
     root = checkpoint_dir(run_dir)
     root.mkdir(parents=True, exist_ok=True)
     target = root / f"{PREFIX}{step:06d}"
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
+    tmp = Path(tmp) if tmp is not None else new_checkpoint_dir(run_dir, step)
     try:
         if hasattr(model, "peft_config"):
             _save_lora(model, tokenizer, tmp)
@@ -180,6 +182,13 @@ def save_checkpoint(
         if old not in keep and int(old.name[len(PREFIX) :]) < step:
             shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def new_checkpoint_dir(run_dir, step: int) -> Path:
+    """A fresh temporary directory beside the checkpoints, renamed into place by `save_checkpoint`."""
+    root = checkpoint_dir(run_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{PREFIX}{step:06d}.", dir=root))
 
 
 def _save_lora(model, tokenizer, tmp: Path) -> None:

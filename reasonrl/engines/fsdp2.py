@@ -98,16 +98,20 @@ class FSDP2Engine(SingleDeviceEngine):
             self.model, self.optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
         )
 
-    def state_dict(self) -> dict:
-        _, optim = self.full_state()
-        return {"optimizer": optim, "scheduler": self.scheduler.state_dict(), "world_size": self.world}
+    def state_dict(self, optimizer: bool = True) -> dict:
+        """Scheduler state, and (optimizer=True) the full optimizer state gathered on every rank."""
+        out = {"scheduler": self.scheduler.state_dict(), "world_size": self.world}
+        if optimizer:
+            out["optimizer"] = self.full_state()[1]
+        return out
 
     def load_state_dict(self, state: dict, keep_hyperparams: bool = False) -> None:
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
         lrs = [g["lr"] for g in self.optimizer.param_groups]
-        set_optimizer_state_dict(self.model, self.optimizer, state["optimizer"],
-                                 options=StateDictOptions(full_state_dict=True))  # fmt: skip
+        if "optimizer" in state:  # else it comes from the checkpoint's dcp/ shards
+            set_optimizer_state_dict(self.model, self.optimizer, state["optimizer"],
+                                     options=StateDictOptions(full_state_dict=True))  # fmt: skip
         self.scheduler.load_state_dict(state["scheduler"])
         if keep_hyperparams:
             for g, lr in zip(self.optimizer.param_groups, lrs):

@@ -206,10 +206,31 @@ class SingleDeviceEngine:
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
 
+    def save_sharded_optimizer(self, path) -> None:
+        """The optimizer state with torch.distributed.checkpoint: every rank writes its own shards
+        (call on all ranks); `load_sharded_optimizer` reads it back on any number of ranks."""
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict
+
+        # get_state_dict (not get_optimizer_state_dict): the model's state_dict hooks first put FSDP2's
+        # sharded parameters back in place, so optimizer entries map to parameter names
+        dcp.save({"optim": get_state_dict(self.model, self.optimizer)[1]}, checkpoint_id=str(path))
+
+    def load_sharded_optimizer(self, path) -> None:
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict, set_optimizer_state_dict
+
+        state = {"optim": get_state_dict(self.model, self.optimizer)[1]}
+        dcp.load(state, checkpoint_id=str(path))
+        set_optimizer_state_dict(self.model, self.optimizer, state["optim"])
+
     def load_state_dict(self, state: dict, keep_hyperparams: bool = False) -> None:
         """Restore optimizer moments and schedule position. keep_hyperparams: keep this engine's own
         lr / betas / weight decay / schedule (a resume that deliberately changed them) instead of the
-        checkpoint's."""
+        checkpoint's. A state without "optimizer" (a sharded checkpoint, read by
+        `load_sharded_optimizer` first) keeps the optimizer as loaded."""
+        if "optimizer" not in state:
+            state = {**state, "optimizer": self.optimizer.state_dict()}
         if not keep_hyperparams:
             self.optimizer.load_state_dict(state["optimizer"])
             self.scheduler.load_state_dict(state["scheduler"])

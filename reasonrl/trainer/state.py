@@ -26,11 +26,20 @@ from reasonrl.trainer.rundir import check_resume_config
 def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | None = None) -> Path:
     """pending: async rollouts asked for and not yet trained on ([{step, rollouts}], see
     trainer.rollout_source); saved with the sampler position after them, replayed on resume."""
-    from reasonrl.distributed import barrier, is_main, world_size
+    from reasonrl.distributed import all_gather_objects, barrier, is_main, world_size
 
     sampler = pending[-1]["rollouts"].sampler_state if pending else run.sampler.state_dict()
     state = {"sampler": sampler, "config": to_dict(cfg), "best": run.best, "world_size": world_size()}
-    engine_state = run.train_engine.state_dict()  # sharded engines gather here (every rank)
+    sharded = cfg.checkpoint.sharded
+    tmp = None
+    if sharded:  # rank 0 makes the directory; every rank writes its optimizer shards into it
+        from reasonrl.engines.checkpoint import new_checkpoint_dir
+
+        tmp = all_gather_objects(str(new_checkpoint_dir(cfg.log.run_dir, step)) if is_main() else None)[0]
+        run.train_engine.save_sharded_optimizer(Path(tmp) / "dcp")
+        engine_state = _scheduler_only(run.train_engine)
+    else:
+        engine_state = run.train_engine.state_dict()  # sharded engines gather here (every rank)
     if critic is not None:
         engine_state["critic"] = critic.state_dict()
     if pending:
@@ -44,11 +53,18 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
     if is_main():
         protect = [run.best["step"]] if run.best else []
         path = save_checkpoint(cfg.log.run_dir, step, run.model, run.tokenizer, engine_state, state,
-                               cfg.checkpoint.keep_last, protect, model_state=weights)  # fmt: skip
+                               cfg.checkpoint.keep_last, protect, model_state=weights, tmp=tmp)  # fmt: skip
         if run.best and run.best["step"] == step:
             _write_best(path.parent, run.best)
     barrier("checkpoint")  # no rank goes on (or exits) before the checkpoint is complete
     return path
+
+
+def _scheduler_only(engine) -> dict:
+    try:
+        return engine.state_dict(optimizer=False)
+    except TypeError:  # the single-device engine
+        return {"scheduler": engine.state_dict()["scheduler"]}
 
 
 def is_new_best(run, cfg: RunConfig, step: int, metrics: dict) -> bool:
@@ -98,6 +114,8 @@ def restore_state(run, critic, cfg: RunConfig, allow_config_change: bool = False
         changed = check_resume_config(state.get("config", {}), to_dict(cfg), allow_config_change, run_dir,
                                       state["step"], log)  # fmt: skip
         _load_in_place(run.model, ckpt)
+        if (ckpt / "dcp").is_dir():  # optimizer shards: read back on any number of ranks
+            run.train_engine.load_sharded_optimizer(ckpt / "dcp")
         run.train_engine.load_state_dict(engine_state, keep_hyperparams=changed)
         if critic is not None:
             critic.load_state_dict(engine_state["critic"])

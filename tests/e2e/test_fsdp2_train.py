@@ -127,3 +127,30 @@ def test_export_of_a_two_rank_run_loads_and_generates(tiny_model_dir, tmp_path):
         tmp_path / "hf" / "engine.pt"
     ).exists()
     assert main(["export", str(run), str(tmp_path / "hf")]) == 2  # never over an existing directory
+
+
+def test_sharded_checkpoints_resume_on_two_ranks_and_on_one(tiny_model_dir, tmp_path):
+    sharded = "checkpoint.sharded=true"
+    full = tmp_path / "full"
+    assert _launch(2, _overrides(tiny_model_dir, full, 4, sharded)).returncode == 0
+    rows = _metrics(full)
+    ckpt = list_checkpoints(full)[-1]
+    assert (ckpt / "dcp" / ".metadata").is_file() and len(
+        list((ckpt / "dcp").glob("*.distcp"))
+    ) == 2  # one per rank
+    assert "optimizer" not in torch.load(ckpt / "engine.pt", weights_only=False)  # no full gather on rank 0
+    assert verify_checkpoint(ckpt) is None
+
+    part = tmp_path / "part"
+    assert _launch(2, _overrides(tiny_model_dir, part, 2, sharded)).returncode == 0
+    res = _launch(2, _overrides(tiny_model_dir, part, 4, sharded), "--resume", "--allow-config-change")
+    assert res.returncode == 0, res.stderr[-3000:]
+    resumed = {r["step"]: _stable(r) for r in _metrics(part)}
+    for r in rows[3:]:
+        assert resumed[r["step"]] == _stable(r), r["step"]
+
+    one = tmp_path / "one"  # the same 2-rank checkpoint at step 2, resumed by one process
+    assert _launch(2, _overrides(tiny_model_dir, one, 2, sharded)).returncode == 0
+    res = _launch(1, _overrides(tiny_model_dir, one, 3, sharded), "--resume", "--allow-config-change")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert [r["step"] for r in _metrics(one)] == [0, 1, 2, 3]

@@ -47,6 +47,12 @@ def test_lora_trains_adapters_only_and_exports_merged(tiny_model_dir, tmp_path):
     gen = dict(max_new_tokens=8, do_sample=False, pad_token_id=0)
     assert torch.equal(merged.generate(prompt, **gen), adapted.generate(input_ids=prompt, **gen))
 
+    from reasonrl.cli.main import _eval_model_path
+
+    assert _eval_model_path(str(tmp_path / "full")) == str(
+        ckpt / "merged"
+    )  # `reasonrl eval RUN` uses the merged model
+
     train(_cfg(tiny_model_dir, tmp_path / "part", 2, *LORA), log=lambda *a: None)
     resumed = train(_cfg(tiny_model_dir, tmp_path / "part", 3, *LORA), resume=True, allow_config_change=True,
                     log=lambda *a: None)["history"]  # fmt: skip
