@@ -150,6 +150,7 @@ def save_checkpoint(
     protect=(),
     model_state: dict | None = None,
     tmp: Path | None = None,
+    manifest: dict | None = None,
 ) -> Path:
     """protect: steps never pruned (the best checkpoint). model_state: the full tensors to write
     instead of the model's own state dict (a sharded model's, gathered by the caller). tmp: a
@@ -168,6 +169,8 @@ def save_checkpoint(
         torch.save(engine_state, tmp / "engine.pt")
         torch.save(rng_state(), tmp / "rng.pt")
         (tmp / "state.json").write_text(json.dumps({"step": step, **state}, indent=1))
+        if manifest is not None:  # what produced these weights (trainer.manifest)
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
         _seal(tmp)
         if target.exists():
             shutil.rmtree(target)

@@ -52,8 +52,11 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
     path = None
     if is_main():
         protect = [run.best["step"]] if run.best else []
+        from reasonrl.trainer.manifest import build_manifest
+
         path = save_checkpoint(cfg.log.run_dir, step, run.model, run.tokenizer, engine_state, state,
-                               cfg.checkpoint.keep_last, protect, model_state=weights, tmp=tmp)  # fmt: skip
+                               cfg.checkpoint.keep_last, protect, model_state=weights, tmp=tmp,
+                               manifest=build_manifest(cfg, step))  # fmt: skip
         if run.best and run.best["step"] == step:
             _write_best(path.parent, run.best)
     barrier("checkpoint")  # no rank goes on (or exits) before the checkpoint is complete
