@@ -19,6 +19,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from reasonrl.data.curriculum import CurriculumConfig
 from reasonrl.errors import InputError
+from reasonrl.trainer.watchdog import WatchdogConfig
 
 
 class ConfigError(InputError):
@@ -206,6 +207,7 @@ class RunConfig:
     val: ValConfig = field(default_factory=ValConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)  # per-phase deadlines (s; 0 = off)
 
 
 _ = MISSING  # re-exported for recipes that want required fields
@@ -325,6 +327,9 @@ def validate(cfg: RunConfig) -> None:
     _choice("algo.loss_agg", a.loss_agg, AGG_MODES)
     _choice("train.lr_schedule", t.lr_schedule, ("constant", "linear", "cosine"))
     _choice("train.engine", t.engine, ("auto", "single", "fsdp2"))
+    for k, v in vars(cfg.watchdog).items():
+        if v < 0:
+            raise ConfigError(f"watchdog.{k} must be >= 0 (0 turns that phase's watchdog off), got {v}")
     if cfg.model.lora.rank < 0 or cfg.model.lora.alpha <= 0 or not 0 <= cfg.model.lora.dropout < 1:
         raise ConfigError("model.lora: rank must be >= 0, alpha > 0 and dropout in [0, 1)")
     if cfg.model.pack_tokens < 0 or (cfg.model.pack_tokens and cfg.model.logprob_chunk):

@@ -33,6 +33,13 @@ def generate_groups(engine, tokenizer, problems: list[Problem], params: Sampling
 def score_groups(groups: list[RolloutGroup], tokenizer, scorer, think_from_prompt: bool = True) -> dict:
     """The scoring half: fills each group's rewards and infos (think-block policy applied); returns the
     runner's health metrics. Callers may run it beside the next generation (the eval runner does)."""
+    from reasonrl.trainer.watchdog import phase
+
+    with phase("reward"):
+        return _score_groups(groups, tokenizer, scorer, think_from_prompt)
+
+
+def _score_groups(groups, tokenizer, scorer, think_from_prompt: bool) -> dict:
     flat = [(g, c) for g in groups for c in g.completions]
     opens = {id(g): think_from_prompt and prompt_opens_think(tokenizer, g.problem) for g in groups}
     texts = [scoring_text(c.text, opens[id(g)]) for g, c in flat]

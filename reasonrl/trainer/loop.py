@@ -20,6 +20,7 @@ import yaml
 from reasonrl import distributed as dist
 from reasonrl.config import RunConfig, to_dict
 from reasonrl.distributed import global_normalisers, is_main, reduce_metrics
+from reasonrl.trainer import watchdog
 from reasonrl.trainer.batching import build_batch, minibatches, without_inert_rows
 from reasonrl.trainer.critic import build_critic
 from reasonrl.trainer.metrics import MetricsLog, mean_metrics
@@ -64,7 +65,8 @@ def train(cfg: RunConfig, resume: bool = False, log=print, overwrite: bool = Fal
 def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: StopOnSignal) -> dict:
     run = build_run(cfg, log=log)  # model, tokenizer, engines, data, sampler, reward scorer
     try:
-        with dist.collective_errors():  # a rank that crashed or hangs: an error naming rank and phase
+        # a rank that crashed or hangs: an error naming rank and phase; a stalled phase: stacks, exit 70
+        with dist.collective_errors(), watchdog.running(cfg.watchdog, cfg.log.run_dir, log):
             return _loop(run, cfg, resume, log, allow_config_change, stop)
     finally:
         run.close()  # engines, reward workers, the rollout worker: also when a step fails
@@ -93,6 +95,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl_in_reward
 
     if start == 0:
+        watchdog.enter("validation", 0)
         metrics_log.log(0, validate_policy(run, cfg))
     # rollouts generated here between updates, or by a worker process up to max_staleness versions ahead
     source = rollout_source(run, cfg, needs, start, run.replay_rollouts)
@@ -101,7 +104,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     saved = None
     for step in range(start + 1, t.steps + 1):
         t0 = time.perf_counter()
-        dist.set_phase(f"generation (step {step})")
+        watchdog.enter("generation", step)
         # 1. rollouts: n completions for each prompt of this step, scored by the verifiers; with
         #    dynamic sampling, groups whose rewards are all equal are replaced by new prompts
         rollouts, async_metrics = source.get(step)
@@ -110,7 +113,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         batch = build_batch(groups, run.pad_id)
         step_metrics = shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, truncation
         # 2. the log-probs and values the advantages and the loss compare against, then advantages
-        dist.set_phase(f"log-probs (step {step})")
+        watchdog.enter("update", step)  # log-probs, values, advantages, then the updates
         if needs_old:
             batch.old_logprobs = run.train_engine.logprobs(batch, t.micro_batch)
         if algo.kl_coef > 0:
@@ -123,7 +126,6 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
 
         # 3. updates: `epochs` passes over the batch in shuffled mini-batches; a mini-batch that has
         #    drifted too far from the sampling policy is skipped (RLinf early stop)
-        dist.set_phase(f"update (step {step})")
         shuffle = torch.Generator().manual_seed(step_seed(t.seed, step) + 1)
         updates, stopped = [], 0
         for _ in range(t.epochs):
@@ -138,6 +140,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
                 if skip_inert:  # zero-advantage rows add exactly nothing: skip their forward/backward
                     mini = without_inert_rows(mini)
                 updates.append(run.train_engine.train_step(mini, loss_fn, t.micro_batch))
+        watchdog.enter("sync", step)
         source.updated(step)  # push the new policy (version = updates applied) to whoever samples
         t_end = time.perf_counter()
 
@@ -156,9 +159,9 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             }
         )
         if (cfg.val.every and step % cfg.val.every == 0) or step == t.steps:
-            dist.set_phase(f"validation (step {step})")
+            watchdog.enter("validation", step)
             metrics.update(validate_policy(run, cfg))
-        dist.set_phase(f"metrics and checkpoint (step {step})")
+        watchdog.enter("checkpoint", step)  # metrics, then the checkpoint when due
         metrics = reduce_metrics(metrics)  # averaged over ranks (maxima maxed); identity on one process
         metrics_log.log(step, metrics)
         metrics_log.rollouts(step, sample_groups(groups, cfg.log.rollouts_per_step, step))
