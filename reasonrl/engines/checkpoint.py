@@ -199,7 +199,7 @@ def _save_lora(model, tokenizer, tmp: Path) -> None:
     adapter in adapter/, and a merged Hugging Face model in merged/ (for eval, serving, vLLM)."""
     from safetensors.torch import save_file
 
-    from reasonrl.engines.weights import hf_weight_groups
+    from reasonrl.engines.weights import full_weights
 
     state, seen = {}, set()
     for name, t in model.state_dict().items():
@@ -208,9 +208,9 @@ def _save_lora(model, tokenizer, tmp: Path) -> None:
             state[name] = t.detach().contiguous().cpu()
     save_file(state, str(tmp / "model.safetensors"))
     model.save_pretrained(tmp / "adapter")
-    merged = {n: t.cpu() for group in hf_weight_groups(model) for n, t in group}
-    base = model.get_base_model()
-    base.save_pretrained(tmp / "merged", state_dict=merged, safe_serialization=True)
+    model.get_base_model().save_pretrained(
+        tmp / "merged", state_dict=full_weights(model), safe_serialization=True
+    )
     if tokenizer is not None:
         tokenizer.save_pretrained(tmp / "merged")
 

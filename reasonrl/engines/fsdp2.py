@@ -106,23 +106,21 @@ class FSDP2Engine(SingleDeviceEngine):
         return out
 
     def load_state_dict(self, state: dict, keep_hyperparams: bool = False) -> None:
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+        """A full optimizer state is scattered to this rank's shards first; the schedule and the
+        keep_hyperparams handling are the single-device engine's."""
+        if "optimizer" in state:
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
-        lrs = [g["lr"] for g in self.optimizer.param_groups]
-        if "optimizer" in state:  # else it comes from the checkpoint's dcp/ shards
             set_optimizer_state_dict(self.model, self.optimizer, state["optimizer"],
                                      options=StateDictOptions(full_state_dict=True))  # fmt: skip
-        self.scheduler.load_state_dict(state["scheduler"])
-        if keep_hyperparams:
-            for g, lr in zip(self.optimizer.param_groups, lrs):
-                g["lr"] = lr
+        super().load_state_dict({k: v for k, v in state.items() if k != "optimizer"}, keep_hyperparams)
 
     def export_hf(self, out_dir, tokenizer=None) -> None:
         """A consolidated Hugging Face directory (safetensors + config, + tokenizer if given), written
         by rank 0 from full tensors gathered one at a time (every rank must call this)."""
-        from reasonrl.engines.weights import hf_weight_groups
+        from reasonrl.engines.weights import full_weights
 
-        state = {name: t.cpu() for group in hf_weight_groups(self.model) for name, t in group}
+        state = full_weights(self.model)
         if torch.distributed.get_rank() == 0:
             self.model.save_pretrained(out_dir, state_dict=state, safe_serialization=True)
             if tokenizer is not None:

@@ -203,8 +203,12 @@ class SingleDeviceEngine:
         """Clip the gradients to `grad_clip` (total norm); returns the norm before clipping."""
         return torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
 
-    def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
+    def state_dict(self, optimizer: bool = True) -> dict:
+        """Scheduler state and (optimizer=True) the optimizer state, for `load_state_dict`."""
+        out = {"scheduler": self.scheduler.state_dict()}
+        if optimizer:
+            out["optimizer"] = self.optimizer.state_dict()
+        return out
 
     def save_sharded_optimizer(self, path) -> None:
         """The optimizer state with torch.distributed.checkpoint: every rank writes its own shards

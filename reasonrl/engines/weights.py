@@ -76,3 +76,9 @@ def hf_weight_groups(model, dtype: torch.dtype | None = None) -> Iterator[list[t
         group.append((name, t.to(dtype) if dtype is not None and t.is_floating_point() else t))
     if group:
         yield group
+
+
+def full_weights(model) -> dict[str, torch.Tensor]:
+    """Every weight as a full CPU tensor under its HF name (merged LoRA, gathered FSDP2 shards: every
+    rank must call this in lock-step); what checkpoints and exports write."""
+    return {name: t.cpu() for group in hf_weight_groups(model) for name, t in group}

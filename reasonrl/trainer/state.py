@@ -37,18 +37,17 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
 
         tmp = all_gather_objects(str(new_checkpoint_dir(cfg.log.run_dir, step)) if is_main() else None)[0]
         run.train_engine.save_sharded_optimizer(Path(tmp) / "dcp")
-        engine_state = _scheduler_only(run.train_engine)
-    else:
-        engine_state = run.train_engine.state_dict()  # sharded engines gather here (every rank)
+    # the optimizer state in engine.pt, gathered in full (every rank), unless it went to the shards
+    engine_state = run.train_engine.state_dict(optimizer=not sharded)
     if critic is not None:
         engine_state["critic"] = critic.state_dict()
     if pending:
         engine_state["rollouts"] = pending
     weights = None
     if world_size() > 1:  # full tensors of a sharded model, gathered one at a time on every rank
-        from reasonrl.engines.weights import hf_weight_groups
+        from reasonrl.engines.weights import full_weights
 
-        weights = {n: t.cpu() for group in hf_weight_groups(run.model) for n, t in group}
+        weights = full_weights(run.model)
     path = None
     if is_main():
         protect = [run.best["step"]] if run.best else []
@@ -61,13 +60,6 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
             _write_best(path.parent, run.best)
     barrier("checkpoint")  # no rank goes on (or exits) before the checkpoint is complete
     return path
-
-
-def _scheduler_only(engine) -> dict:
-    try:
-        return engine.state_dict(optimizer=False)
-    except TypeError:  # the single-device engine
-        return {"scheduler": engine.state_dict()["scheduler"]}
 
 
 def is_new_best(run, cfg: RunConfig, step: int, metrics: dict) -> bool:
