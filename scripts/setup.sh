@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fresh-machine setup: a virtualenv in .venv with a pinned CPU torch installed FIRST (so nothing can
 # resolve a newer torch and pull CUDA wheels), then reasonrl with its dev and test extras, and the
-# bubblewrap binary that the code sandbox uses. Safe to re-run; does nothing once done.
+# bubblewrap binary that the code sandbox uses (and chromium for the viewer's browser tests). Safe to re-run; does nothing once done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -13,6 +13,17 @@ if ! command -v bwrap >/dev/null 2>&1; then
     (apt-get install -y -q bubblewrap util-linux >/dev/null 2>&1) || (apt-get update -q >/dev/null && apt-get install -y -q bubblewrap util-linux >/dev/null)
   else
     echo "setup: warning: 'bwrap' not found; install bubblewrap for the code sandbox (sudo apt-get install bubblewrap)" >&2
+  fi
+fi
+
+# headless chromium + its driver for the viewer's browser tests (optional for training)
+if ! command -v chromedriver >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing chromium + chromium-driver (viewer browser tests)"
+    (apt-get install -y -q chromium chromium-driver >/dev/null 2>&1) || (apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null) \
+      || echo "setup: warning: could not install chromium; the viewer's browser tests will fail in CI" >&2
+  else
+    echo "setup: note: no chromium/chromedriver; the viewer's browser tests skip (sudo apt-get install chromium chromium-driver)" >&2
   fi
 fi
 

@@ -1,4 +1,4 @@
-"""The `reasonrl` command: demo, train, eval, data. Parses config once, at the edge (rule 6).
+"""The `reasonrl` command: demo, train, eval, export, data, view. Parses config once, at the edge (rule 6).
 
 Owns: argument parsing, checking command-line inputs before any work (`eval`: the model path, --n,
 --data), and turning every expected error (`errors.InputError`, a missing file, a full disk) into one
@@ -172,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     from reasonrl.cli.data import add_data_parser
 
     add_data_parser(sub)
+    from reasonrl.cli.view import add_view_parser
+
+    add_view_parser(sub)
     return p
 
 

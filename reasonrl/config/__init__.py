@@ -1,0 +1,121 @@
+"""Run configuration: section dataclasses composed into `RunConfig`, loaded from a YAML recipe plus
+dotted command-line overrides (`algo.clip_high=0.28`), type-checked by OmegaConf structured configs.
+
+Owns: loading, merging and (de)serialising; the schema is `sections`, cross-field checks `checks`.
+Library code receives its own section or plain arguments, never the whole config (rule 6). Errors name
+the key and valid choices. Does not own: the registries whose names and keyword options it checks
+(`algorithms`, `rewards`), or building the run from the config (`trainer.setup`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from reasonrl.config.checks import import_plugins, validate
+from reasonrl.config.sections import (
+    AlgoConfig,
+    CheckpointConfig,
+    ConfigError,
+    DataConfig,
+    LogConfig,
+    LoraSpec,
+    ModelConfig,
+    RewardConfig,
+    RolloutConfig,
+    RunConfig,
+    TrainConfig,
+    ValConfig,
+)
+
+__all__ = [
+    "AlgoConfig",
+    "CheckpointConfig",
+    "ConfigError",
+    "DataConfig",
+    "LogConfig",
+    "LoraSpec",
+    "ModelConfig",
+    "RewardConfig",
+    "RolloutConfig",
+    "RunConfig",
+    "TrainConfig",
+    "ValConfig",
+    "from_dict",
+    "import_plugins",
+    "load_config",
+    "to_dict",
+    "to_yaml",
+    "validate",
+]
+
+_ = MISSING  # re-exported for recipes that want required fields
+
+
+def _fail(e: OmegaConfBaseException, source: str) -> ConfigError:
+    key = getattr(e, "full_key", None) or ""
+    msg = str(e).split("\n")[0]
+    if not key:  # a merge error on a whole section names only its class, e.g. "... of TrainConfig"
+        for f in fields(RunConfig):
+            if isinstance(f.default_factory, type) and f.default_factory.__name__ in msg:
+                key = f.name
+    return ConfigError(f"{source}: invalid config key '{key}': {msg}")
+
+
+def load_config(recipe: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
+    """Defaults <- YAML recipe <- dotted overrides, then `validate`. Returns a typed RunConfig object."""
+    cfg = OmegaConf.structured(RunConfig)
+    if recipe is not None and not Path(recipe).is_file():
+        raise ConfigError(f"recipe file not found: {recipe}")
+    if recipe is not None:
+        _check_recipe_shape(Path(recipe))
+    if overrides:
+        bad = [o for o in overrides if "=" not in o]
+        if bad:
+            raise ConfigError(f"override {bad[0]!r} must look like section.key=value")
+    source = str(recipe)
+    try:
+        if recipe is not None:
+            cfg = OmegaConf.merge(cfg, OmegaConf.load(Path(recipe)))
+        source = "command-line override"
+        if overrides:
+            cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
+    except OmegaConfBaseException as e:
+        raise _fail(e, source) from None
+    run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+    validate(run)
+    return run
+
+
+def _check_recipe_shape(path: Path) -> None:
+    """A recipe must be valid YAML whose top level is a mapping of sections."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 text file") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}: not valid YAML ({getattr(e, 'problem', None) or e})") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(
+            f"{path}: a recipe must be a mapping of sections (model:, train:, ...), got {type(data).__name__}"
+        )
+
+
+def to_yaml(cfg: RunConfig | DictConfig) -> str:
+    return OmegaConf.to_yaml(OmegaConf.structured(cfg))
+
+
+def to_dict(cfg: RunConfig) -> dict[str, Any]:
+    return OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)  # type: ignore[return-value]
+
+
+def from_dict(d: dict[str, Any]) -> RunConfig:
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(RunConfig), d))  # type: ignore[return-value]

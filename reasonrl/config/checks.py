@@ -1,0 +1,230 @@
+"""Cross-field validation of a `RunConfig`: what a type system cannot express. Every error names the key
+(and the valid choices); nothing here builds or runs anything.
+"""
+
+from __future__ import annotations
+
+import math
+
+from omegaconf import OmegaConf
+
+from reasonrl.config.sections import AlgoConfig, ConfigError, RolloutConfig, RunConfig
+from reasonrl.errors import InputError
+
+
+def _non_finite(d: dict, prefix: str = "") -> str | None:
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            bad = _non_finite(v, key + ".")
+            if bad:
+                return bad
+        elif isinstance(v, float) and not math.isfinite(v):
+            return f"{key}={v}"
+    return None
+
+
+def _choice(key: str, value: str, choices: list[str] | tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{key}={value!r} is not a valid choice; valid: {', '.join(choices)}")
+
+
+def import_plugins(modules: list[str]) -> None:
+    """Import the recipe's `plugins` (their registrations take effect); a missing one is a ConfigError."""
+    import importlib
+
+    for m in modules:
+        try:
+            importlib.import_module(m)
+        except ImportError as e:
+            raise ConfigError(f"plugins: cannot import {m!r} ({e})") from None
+
+
+def validate(cfg: RunConfig) -> None:
+    """Cross-field checks that a type system cannot express. Raises ConfigError naming the key."""
+    from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
+    from reasonrl.algorithms.kl import KL_ESTIMATORS
+    from reasonrl.algorithms.masked import AGG_MODES
+    from reasonrl.data.tasks import TASKS
+    from reasonrl.registry import RegistryError
+
+    t, r, a = cfg.train, cfg.rollout, cfg.algo
+    bad = _non_finite(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True))  # type: ignore[arg-type]
+    if bad:
+        raise ConfigError(f"{bad} is not a finite number")
+    import_plugins(cfg.plugins)
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+
+    _choice("rollout.engine", r.engine, ROLLOUT_ENGINES.names())
+    _choice("model.dtype", cfg.model.dtype, ("float32", "bfloat16", "float16"))
+    _choice("model.device", cfg.model.device, ("auto", "cpu", "cuda"))
+    _choice("algo.loss_agg", a.loss_agg, AGG_MODES)
+    _choice("train.lr_schedule", t.lr_schedule, ("constant", "linear", "cosine"))
+    _choice("train.engine", t.engine, ("auto", "single", "fsdp2"))
+    for k, v in vars(cfg.watchdog).items():
+        if v < 0:
+            raise ConfigError(f"watchdog.{k} must be >= 0 (0 turns that phase's watchdog off), got {v}")
+    if cfg.model.lora.rank < 0 or cfg.model.lora.alpha <= 0 or not 0 <= cfg.model.lora.dropout < 1:
+        raise ConfigError("model.lora: rank must be >= 0, alpha > 0 and dropout in [0, 1)")
+    if cfg.model.pack_tokens < 0 or (cfg.model.pack_tokens and cfg.model.logprob_chunk):
+        raise ConfigError(
+            "model.pack_tokens must be >= 0, and cannot be combined with model.logprob_chunk yet"
+        )
+    if cfg.model.logprob_chunk < 0:
+        raise ConfigError(f"model.logprob_chunk must be >= 0, got {cfg.model.logprob_chunk}")
+    if not 0.0 <= t.min_lr_ratio <= 1.0:
+        raise ConfigError(f"train.min_lr_ratio must be in [0, 1], got {t.min_lr_ratio}")
+    _choice("algo.kl_estimator", a.kl_estimator, KL_ESTIMATORS)
+    _choice("algo.adv_estimator", a.adv_estimator, ADVANTAGES.names())
+    _choice("algo.policy_loss", a.policy_loss, POLICY_LOSSES.names())
+    if not cfg.data.train_files and not cfg.data.mixture:
+        _choice("data.task", cfg.data.task, sorted(TASKS))
+    from reasonrl.data.mixture import check_data_config
+
+    check_data_config(cfg.data)
+    try:
+        ROLLOUT_ENGINES.check_kwargs(r.engine, dict(r.engine_kwargs), where="rollout.engine_kwargs")
+        ADVANTAGES.check_kwargs(a.adv_estimator, a.adv_kwargs, where="algo.adv_kwargs")
+        loss_opts = dict(a.loss_kwargs)
+        POLICY_LOSSES.check_kwargs(a.policy_loss, loss_opts, where="algo.loss_kwargs")
+    except RegistryError as e:
+        raise ConfigError(str(e)) from None
+    from reasonrl.rewards import VERIFIERS
+
+    for term in cfg.reward.weights:
+        if term != "correctness" and term not in VERIFIERS:
+            raise ConfigError(
+                f"reward.weights: unknown verifier {term!r}; known: {', '.join(VERIFIERS.names())}"
+            )
+    for name, opts in cfg.reward.options.items():
+        try:
+            VERIFIERS.check_kwargs(name, dict(opts), where=f"reward.options.{name}")
+        except RegistryError as e:
+            raise ConfigError(str(e)) from None
+    positive = {
+        "rollout.n": r.n,
+        "rollout.max_new_tokens": r.max_new_tokens,
+        "train.steps": t.steps,
+        "train.dist_timeout_s": t.dist_timeout_s,
+        "train.global_batch": t.global_batch,
+        "train.mini_batch": t.mini_batch,
+        "train.micro_batch": t.micro_batch,
+        "train.epochs": t.epochs,
+        "val.size": cfg.val.size,
+        "val.n": cfg.val.n,
+        "reward.workers": cfg.reward.workers,
+        "reward.timeout_s": cfg.reward.timeout_s,
+        "checkpoint.keep_last": cfg.checkpoint.keep_last,
+        "data.max_prompt_tokens": cfg.data.max_prompt_tokens,
+        "data.train_size": cfg.data.train_size,
+        "data.val_size": cfg.data.val_size,
+        "val.batch_size": cfg.val.batch_size,
+        "train.grad_clip": t.grad_clip,  # a negative clip norm would flip the gradient
+    }
+    non_negative = {
+        "train.warmup_steps": t.warmup_steps,
+        "train.weight_decay": t.weight_decay,
+        "rollout.top_k": r.top_k,
+        "checkpoint.every": cfg.checkpoint.every,
+        "val.every": cfg.val.every,
+        "val.temperature": cfg.val.temperature,
+        "log.rollouts_per_step": cfg.log.rollouts_per_step,
+        "algo.entropy_coef": a.entropy_coef,
+    }
+    for key, v in non_negative.items():
+        if v < 0:
+            raise ConfigError(f"{key} must be >= 0, got {v}")
+    for key, v in positive.items():
+        if v <= 0:
+            raise ConfigError(f"{key} must be > 0, got {v}")
+    if t.lr <= 0:
+        raise ConfigError(f"train.lr must be > 0, got {t.lr}")
+    if r.temperature <= 0:
+        raise ConfigError(
+            f"rollout.temperature must be > 0 for training rollouts, got {r.temperature} (greedy samples of a "
+            "prompt are all the same, so every group-relative advantage is 0)"
+        )
+    if r.n < 2 and getattr(ADVANTAGES.get(a.adv_estimator), "group_relative", False):
+        raise ConfigError(
+            f"rollout.n=1 with algo.adv_estimator={a.adv_estimator}, which compares each sample with the others "
+            "of its group: every advantage would be 0. Use rollout.n >= 2 or a non-group estimator (reinforce_pp)"
+        )
+    if not 0 < r.top_p <= 1:
+        raise ConfigError(f"rollout.top_p must be in (0, 1], got {r.top_p}")
+    if t.global_batch % r.n:
+        raise ConfigError(
+            f"train.global_batch={t.global_batch} is not divisible by rollout.n={r.n} (the group size)"
+        )
+    if t.mini_batch > t.global_batch or t.global_batch % t.mini_batch:
+        raise ConfigError(f"train.mini_batch={t.mini_batch} must divide train.global_batch={t.global_batch}")
+    if t.micro_batch > t.mini_batch:
+        raise ConfigError(f"train.micro_batch={t.micro_batch} is larger than train.mini_batch={t.mini_batch}")
+    if t.mini_batch % t.micro_batch:
+        raise ConfigError(f"train.micro_batch={t.micro_batch} must divide train.mini_batch={t.mini_batch}")
+    if len(t.betas) != 2:
+        raise ConfigError(f"train.betas must have two values, got {t.betas}")
+    if (a.clip_low is not None and a.clip_low < 0) or (a.clip_high is not None and a.clip_high < 0):
+        raise ConfigError("algo.clip_low and algo.clip_high must be >= 0")
+    if a.kl_coef < 0:
+        raise ConfigError(f"algo.kl_coef must be >= 0, got {a.kl_coef}")
+    _validate_algo_extras(a, r)
+    _validate_async(a, r)
+    _choice("checkpoint.best_mode", cfg.checkpoint.best_mode, ("max", "min"))
+    if cfg.checkpoint.keep_best is not None and not cfg.checkpoint.keep_best.startswith("eval/"):
+        raise ConfigError(
+            f"checkpoint.keep_best={cfg.checkpoint.keep_best!r} must be a validation metric (eval/...)"
+        )
+    if cfg.val.benchmarks:
+        from reasonrl.eval.benchmarks import resolve
+
+        try:
+            resolve(list(cfg.val.benchmarks))
+        except InputError as e:
+            raise ConfigError(f"val.benchmarks: {e}") from None
+
+
+def _validate_async(a: AlgoConfig, r: RolloutConfig) -> None:
+    if r.max_staleness < 0:
+        raise ConfigError(f"rollout.max_staleness must be >= 0, got {r.max_staleness}")
+    if r.worker_threads < 1 or r.worker_timeout_s <= 0:
+        raise ConfigError("rollout.worker_threads must be >= 1 and rollout.worker_timeout_s > 0")
+    if r.max_staleness and a.tis_cap <= 0:
+        raise ConfigError(
+            f"rollout.max_staleness={r.max_staleness} trains on samples from older policies; set "
+            "algo.tis_cap (e.g. 2.0) so the loss corrects for the sampling policy (decoupled PPO)"
+        )
+
+
+def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
+    """Checks of the algo fields beyond estimator / loss / aggregation (shaping, guards, critic)."""
+    from reasonrl.algorithms.advantages import TRAINER_INPUTS  # keyword tensors the trainer supplies
+
+    reserved = [k for k in a.adv_kwargs if k in TRAINER_INPUTS]
+    if reserved:
+        raise ConfigError(f"algo.adv_kwargs.{reserved[0]} is set by the trainer, not the recipe")
+    if a.kl_in_reward and a.kl_coef <= 0:
+        raise ConfigError("algo.kl_in_reward=true needs algo.kl_coef > 0")
+    if a.reward_map and (len(a.reward_map) != 2 or a.reward_map[0] >= a.reward_map[1]):
+        raise ConfigError(f"algo.reward_map must be [low, high] with low < high, got {list(a.reward_map)}")
+    if not 0 <= a.overlong_buffer <= r.max_new_tokens:
+        raise ConfigError(
+            f"algo.overlong_buffer={a.overlong_buffer} must be in [0, rollout.max_new_tokens={r.max_new_tokens}]"
+        )
+    if a.overlong_penalty < 0:
+        raise ConfigError(f"algo.overlong_penalty must be >= 0, got {a.overlong_penalty}")
+    if a.dynamic_sampling_max_rounds < 0:
+        raise ConfigError(
+            f"algo.dynamic_sampling_max_rounds must be >= 0, got {a.dynamic_sampling_max_rounds}"
+        )
+    for key in ("early_stop_ratio", "early_stop_kl", "critic_lr", "value_clip"):
+        v = getattr(a, key)
+        if v is not None and v <= 0:
+            raise ConfigError(f"algo.{key} must be > 0 (or null), got {v}")
+    if a.tis_cap < 0:
+        raise ConfigError(f"algo.tis_cap must be >= 0 (0 = off), got {a.tis_cap}")
+    from reasonrl.algorithms import ADVANTAGES
+
+    if a.critic_model and "values" not in ADVANTAGES.get(a.adv_estimator).needs:
+        raise ConfigError(
+            f"algo.critic_model is only used by estimators with a critic (gae), not {a.adv_estimator}"
+        )

@@ -1,0 +1,202 @@
+"""The run configuration's schema: one dataclass per section, composed into `RunConfig`.
+
+Owns: every key, its type and default, with a comment saying what it means. Loading and overrides live
+in `reasonrl.config` (the package), cross-field checks in `reasonrl.config.checks`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from reasonrl.data.curriculum import CurriculumConfig
+from reasonrl.errors import InputError
+from reasonrl.trainer.watchdog import WatchdogConfig
+
+
+class ConfigError(InputError):
+    """A recipe or override is invalid; the message names the key."""
+
+
+@dataclass
+class LoraSpec:
+    rank: int = 0  # > 0: train LoRA adapters of this rank (peft) instead of all weights
+    alpha: float = 16.0
+    dropout: float = 0.0
+    target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
+
+
+@dataclass
+class ModelConfig:
+    path: str = "demo"  # "demo" = the tiny bootstrapped model; else any HF directory or hub id
+    dtype: str = "float32"  # float32 | bfloat16 (bf16 only on CUDA)
+    device: str = "auto"  # auto | cpu | cuda
+    gradient_checkpointing: bool = False
+    # > 0: log-probs and entropy from the last hidden states, this many positions at a time (the
+    # [B, T, V] logits never exist at once; recomputed in backward); 0: from the full logits
+    logprob_chunk: int = 0
+    pack_tokens: int = (
+        0  # > 0: the training forward packs rows into sequences of this many tokens (no padding)
+    )
+    lora: LoraSpec = field(default_factory=LoraSpec)
+
+
+@dataclass
+class DataConfig:
+    task: str = "arithmetic"  # a built-in procedural task, used when train_files is empty
+    difficulty: int = 2
+    train_size: int = 20000
+    val_size: int = 200
+    train_files: list[str] = field(default_factory=list)  # parquet / jsonl in verl format
+    val_files: list[str] = field(default_factory=list)
+    max_prompt_tokens: int = 512
+    drop_overlong_prompts: bool = False  # False: a prompt over max_prompt_tokens is a load-time error
+    shuffle: bool = True
+    seed: int = 0
+    # several sources with weights (docs/data.md): [{name, weight, files: [...]} | {name, weight, task,
+    # difficulty} | {name, weight, reasoning_gym: 'a:2,b:1', config: [...]}]; replaces train_files / task
+    mixture: list[dict[str, Any]] = field(default_factory=list)
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+
+
+@dataclass
+class RolloutConfig:
+    engine: str = "hf"  # a name in rollout.factory.ROLLOUT_ENGINES (hf, vllm)
+    engine_kwargs: dict[str, Any] = field(
+        default_factory=dict
+    )  # that engine's settings, e.g. {max_batch: 256}
+    n: int = 8  # samples per prompt (group size)
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 64
+    # 0: generate, then train (synchronous). k > 0: a rollout worker process with its own engine and
+    # weights generates and scores up to k policy versions ahead while the trainer updates (needs
+    # algo.tis_cap > 0: the loss corrects for the older sampling policy; see docs/rollouts.md)
+    max_staleness: int = 0
+    worker_threads: int = 1  # torch threads of the rollout worker (the trainer keeps the rest)
+    worker_timeout_s: float = 900.0  # a worker that delivers no batch for this long is reported hung
+
+
+@dataclass
+class AlgoConfig:
+    adv_estimator: str = "grpo"
+    adv_kwargs: dict[str, Any] = field(default_factory=dict)
+    policy_loss: str = "ppo_clip"
+    clip_low: float | None = None  # None: the policy loss's own default (ppo_clip 0.2, gspo 3e-4, cispo 1.0)
+    clip_high: float | None = None  # None: the loss's default (ppo_clip 0.2, gspo 4e-4, cispo 0.28)
+    loss_kwargs: dict[str, Any] = field(default_factory=dict)  # extra options of the policy loss
+    loss_agg: str = "token_mean"
+    kl_coef: float = 0.0  # > 0 adds a KL(policy || reference) loss term and loads a reference model
+    kl_estimator: str = "k3"
+    entropy_coef: float = 0.0
+    # --- reward shaping (applied to the verifier score before advantages; see docs/algorithms.md)
+    kl_in_reward: bool = False  # true: fold kl_coef * KL(old || ref) into the rewards instead of the loss
+    reward_map: list[float] = field(default_factory=list)  # [low, high]: r -> low + (high - low) * r
+    overlong_buffer: int = 0  # DAPO soft overlong penalty over the last N tokens of max_new_tokens; 0 = off
+    overlong_penalty: float = 1.0  # the penalty at (and beyond) rollout.max_new_tokens
+    mask_truncated: bool = False  # DAPO overlong filtering: no loss on completions cut at max_new_tokens
+    # --- DAPO dynamic sampling: drop zero-variance groups, refill with new prompts
+    dynamic_sampling: bool = False
+    dynamic_sampling_max_rounds: int = 3  # extra generation rounds per step; then pad (trainer.sampling)
+    # --- update guards and corrections
+    early_stop_ratio: float | None = None  # skip a mini-batch whose mean importance ratio exceeds this
+    early_stop_kl: float | None = None  # ... or whose approx KL(old || current) exceeds this
+    tis_cap: float = 0.0  # > 0: truncated IS weight min(pi_old / pi_sampler, cap) per token; 0 = off
+    # --- critic (PPO with a value model; used when adv_estimator=gae)
+    critic_model: str = ""  # "" = same as model.path (a value head is put on that backbone)
+    critic_lr: float | None = None  # None = train.lr
+    value_clip: float | None = 0.2  # PPO value clipping range; None = unclipped
+
+
+@dataclass
+class RewardConfig:
+    workers: int = 2  # verifier worker processes (for verifiers that are not cheap and inline)
+    timeout_s: float = 10.0  # per call; a stuck worker is killed and the call scores 0
+    # correctness (the routed verifier) plus shaping terms by verifier name, e.g. {format_think_answer: 0.1}
+    weights: dict[str, float] = field(default_factory=lambda: {"correctness": 1.0})
+    options: dict[str, Any] = field(default_factory=dict)  # keyword options per verifier name
+    # a prompt that opens <think> (R1-style templates): an answer left in the unclosed block scores 0
+    think_from_prompt: bool = True
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 100
+    global_batch: int = 128  # sequences per step = prompts per step * rollout.n
+    mini_batch: int = 128  # sequences per optimizer step (global_batch / mini_batch updates per step)
+    micro_batch: int = 64  # sequences per forward/backward (gradient accumulation)
+    epochs: int = 1  # passes over each rollout batch
+    lr: float = 1e-5
+    weight_decay: float = 0.0
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
+    warmup_steps: int = 0  # optimizer steps of linear warm-up
+    lr_schedule: str = "constant"  # constant | linear | cosine (decay to min_lr_ratio * lr at the end)
+    min_lr_ratio: float = 0.0
+    grad_clip: float = 1.0
+    seed: int = 0
+    # auto: fsdp2 under torchrun (WORLD_SIZE > 1), else single; global_batch and mini_batch are global
+    # (split over ranks), micro_batch is per rank (docs/distributed.md)
+    engine: str = "auto"
+    cpu_offload: bool = False  # fsdp2: parameters and optimizer state in CPU memory
+    dist_timeout_s: float = (
+        1800.0  # several ranks: a collective waiting longer fails (a rank crashed / hangs)
+    )
+
+
+@dataclass
+class ValConfig:
+    every: int = 0  # 0 = only before and after training
+    size: int = 200
+    n: int = 1  # samples per problem for mean@n at val temperature (besides greedy accuracy)
+    temperature: float = 1.0
+    batch_size: int = 256
+    # registered benchmarks (eval.benchmarks) run at every validation, logged as eval/<name>/<metric>,
+    # with each benchmark's own n / temperature / top_p and the run's rollout.max_new_tokens
+    benchmarks: list[str] = field(default_factory=list)
+    data_dir: str | None = None  # where the benchmarks' files are
+    benchmark_limit: int | None = None  # first N problems of each benchmark (quick checks)
+
+
+@dataclass
+class CheckpointConfig:
+    every: int = 0  # 0 = only at the end
+    keep_last: int = 2
+    on_signal: bool = True  # SIGINT / SIGTERM: finish the step, save a checkpoint, exit non-zero
+    # a validation metric (e.g. eval/accuracy, eval/aime24/mean@n): a validation that improves it saves
+    # a checkpoint that is kept besides the last keep_last (checkpoints/best.json names it)
+    keep_best: str | None = None
+    best_mode: str = "max"  # max | min
+    # the optimizer state written shard by shard by every rank (torch.distributed.checkpoint, dcp/);
+    # resumes on any number of ranks; False: the full state gathered and written by rank 0
+    sharded: bool = False
+
+
+@dataclass
+class LogConfig:
+    run_dir: str = "runs/latest"
+    rollouts_per_step: int = (
+        4  # prompt groups (each with all n completions) written to rollouts.jsonl per step
+    )
+    tensorboard: bool = True
+    progress: bool = True
+
+
+@dataclass
+class RunConfig:
+    name: str = "run"
+    # modules imported first in every process of the run (trainer, rollout worker, verifier workers):
+    # registrations of your own verifiers, rollout engines, advantage estimators or losses
+    plugins: list[str] = field(default_factory=list)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    val: ValConfig = field(default_factory=ValConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)  # per-phase deadlines (s; 0 = off)
