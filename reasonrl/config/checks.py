@@ -61,6 +61,7 @@ def validate(cfg: RunConfig) -> None:
     _choice("algo.loss_agg", a.loss_agg, AGG_MODES)
     _choice("train.lr_schedule", t.lr_schedule, ("constant", "linear", "cosine"))
     _choice("train.engine", t.engine, ("auto", "single", "fsdp2"))
+    _check_log(cfg)
     for k, v in vars(cfg.watchdog).items():
         if v < 0:
             raise ConfigError(f"watchdog.{k} must be >= 0 (0 turns that phase's watchdog off), got {v}")
@@ -228,3 +229,14 @@ def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
         raise ConfigError(
             f"algo.critic_model is only used by estimators with a critic (gae), not {a.adv_estimator}"
         )
+
+
+def _check_log(cfg: RunConfig) -> None:
+    lg = cfg.log
+    if lg.wandb_mode:
+        _choice("log.wandb_mode", lg.wandb_mode, ("online", "offline", "disabled"))
+    if lg.wandb:
+        import importlib.util
+
+        if importlib.util.find_spec("wandb") is None:
+            raise ConfigError("log.wandb=true needs the wandb package: pip install 'reasonrl[wandb]'")

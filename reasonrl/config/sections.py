@@ -182,6 +182,10 @@ class LogConfig:
     )
     tensorboard: bool = True
     progress: bool = True
+    wandb: bool = False  # mirror metrics to Weights & Biases (pip install reasonrl[wandb])
+    wandb_project: str = "reasonrl"
+    wandb_entity: str | None = None
+    wandb_mode: str = ""  # online | offline | disabled; "" = wandb's own default (WANDB_MODE, else online)
 
 
 @dataclass

@@ -80,7 +80,12 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     if start:  # an engine with its own weights samples the restored policy
         run.rollout_engine.sync_weights(run.model, start)
     main = is_main()  # only rank 0 writes (logs, rollouts, plots, checkpoints)
-    metrics_log = MetricsLog(run_dir, cfg.log.tensorboard, resume_step=start if start else None, write=main)
+    lg = cfg.log
+    wandb = dict(project=lg.wandb_project, entity=lg.wandb_entity, mode=lg.wandb_mode, name=cfg.name,
+                 config=to_dict(cfg)) if lg.wandb else None  # fmt: skip
+    metrics_log = MetricsLog(
+        run_dir, lg.tensorboard, resume_step=start if start else None, write=main, wandb=wandb
+    )
     if main:
         (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
     t, r, algo = cfg.train, cfg.rollout, cfg.algo

@@ -1,7 +1,7 @@
 """Metrics: the only place metrics are reduced, and where they are written.
 
 Owns: reducing lists of per-micro-batch dicts to means (`mean_metrics`), and `MetricsLog`, which
-appends one JSON line per step to `metrics.jsonl`, mirrors scalars to tensorboard, and writes sampled
+appends one JSON line per step to `metrics.jsonl`, mirrors scalars to tensorboard and wandb, and writes sampled
 rollouts to `rollouts.jsonl`. On resume it truncates both files to the resumed step, atomically,
 dropping a torn last line (a kill or a full disk mid-write) instead of failing on it, and purges
 tensorboard events after the resumed step, so tensorboard always matches `metrics.jsonl`.
@@ -58,11 +58,13 @@ def _truncate_jsonl(path: Path, max_step: int) -> int:
 
 class MetricsLog:
     def __init__(self, run_dir: str | Path, tensorboard: bool = True, resume_step: int | None = None,
-                 write: bool = True):  # fmt: skip
-        """write=False (ranks other than 0): keep the history in memory, touch no file."""
+                 write: bool = True, wandb: dict | None = None):  # fmt: skip
+        """write=False (ranks other than 0): keep the history in memory, touch no file. `wandb`: the
+        keyword arguments of `trainer.wandb_log.WandbLog` (project, entity, mode, name, config), or None."""
         self.write = write
         self.history: list[dict] = []
         self.tb = None
+        self.wandb = None
         if not write:
             return
         self.run_dir = Path(run_dir)
@@ -84,6 +86,10 @@ class MetricsLog:
 
             purge = None if resume_step is None else resume_step + 1  # the resumed step itself stays
             self.tb = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=purge)
+        if wandb is not None:
+            from reasonrl.trainer.wandb_log import WandbLog
+
+            self.wandb = WandbLog(self.run_dir, **wandb, resume=resume_step is not None)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         row = {
@@ -99,6 +105,8 @@ class MetricsLog:
             for k, v in metrics.items():
                 self.tb.add_scalar(k, float(v), step)
             self.tb.flush()  # a kill must not lose steps that metrics.jsonl holds
+        if self.wandb is not None:
+            self.wandb.log(step, {k: v for k, v in row.items() if k != "step" and v is not None})
 
     def rollouts(self, step: int, rows: list[dict]) -> None:
         if not self.write:
@@ -110,3 +118,6 @@ class MetricsLog:
     def close(self) -> None:
         if self.tb is not None:
             self.tb.close()
+        if self.wandb is not None:
+            self.wandb.close()
+            self.wandb = None
