@@ -29,12 +29,27 @@ def add_benchmark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", default=None, help="directory holding each benchmark's standard file")
     p.add_argument("--file", action="append", default=[], metavar="NAME=PATH",
                    help="the file of one benchmark (repeatable)")  # fmt: skip
-    p.add_argument("--out", default=None, help="output directory (default: eval_out/<model name>)")
+    p.add_argument("--out", default=None,
+                   help="output directory (default: RUN/eval/<checkpoint> for a run, else eval_out/<model name>)")  # fmt: skip
     p.add_argument("--top-p", type=float, default=None)
     p.add_argument("--limit", type=int, default=None, help="first N problems of each benchmark")
     p.add_argument("--chunk-size", type=int, default=32, help="problems per generation call (and commit)")
     p.add_argument("--all-checkpoints", action="store_true",
                    help="MODEL is a run directory: evaluate every valid checkpoint, one table + a PNG")  # fmt: skip
+
+
+def default_out(given: str, model: str) -> str:
+    """Where results go without --out: a run directory's RUN/eval/<checkpoint> (the viewer and the
+    model card find them there), else eval_out/<model name>."""
+    from pathlib import Path
+
+    from reasonrl.engines.checkpoint import list_checkpoints
+
+    m = Path(model.rstrip("/"))
+    ckpt = m.parent if m.name == "merged" else m  # a LoRA checkpoint's merged model
+    if Path(given).is_dir() and list_checkpoints(given):
+        return str(Path(given) / "eval" / ckpt.name)
+    return str(Path("eval_out") / ckpt.name)
 
 
 def eval_benchmarks(args, model_path) -> int:
@@ -68,7 +83,7 @@ def eval_benchmarks(args, model_path) -> int:
     if args.all_checkpoints:
         return _all_checkpoints(args, benches, kw)
     model = model_path(args.model)
-    out = args.out or str(Path("eval_out") / Path(model.rstrip("/")).name)
+    out = args.out or default_out(args.model, model)
     from reasonrl.cli.bars import chunk_progress
 
     with chunk_progress("eval") as (log, progress):
@@ -92,7 +107,7 @@ def _all_checkpoints(args, benches, kw) -> int:
     ckpts = [c for c in list_checkpoints(run) if verify_checkpoint(c) is None] if run.is_dir() else []
     if not ckpts:
         raise InputError(f"--all-checkpoints: {args.model} is not a run directory with valid checkpoints")
-    out = Path(args.out or Path("eval_out") / run.name)
+    out = Path(args.out or run / "eval")  # RUN/eval/<checkpoint>/, beside the single-checkpoint default
     table = {}
     for c in ckpts:
         step = int(c.name.rsplit("_", 1)[-1])

@@ -1,55 +1,46 @@
-"""`reasonrl export RUN_DIR_OR_CHECKPOINT OUT_DIR`: a consolidated Hugging Face model directory
-(safetensors, config, generation config, tokenizer) from a run's newest valid checkpoint or a given
-one, loadable by transformers and vLLM. A LoRA checkpoint exports its merged model. Written to a
-temporary directory and renamed, so OUT_DIR is complete or absent.
+"""`reasonrl export RUN_DIR_OR_CHECKPOINT OUT_DIR [--with-optimizer] [--push-to-hub ORG/NAME [--public]]`:
+a consolidated Hugging Face model with its model card, optionally uploaded to the Hub.
 
-Owns: choosing the files and the atomic copy. Does not own: writing checkpoints (`engines.checkpoint`).
+Owns: the command's arguments and checking them before any work. Does not own: the export, the card
+or the upload (`reasonrl.publish`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
-from pathlib import Path
-
-from reasonrl.errors import InputError
-
-_SKIP = {"engine.pt", "rng.pt", "state.json", "complete.json", "best.json"}
+import sys
 
 
-def export(source: str | Path, out: str | Path, log=print) -> dict:
-    from reasonrl.engines.checkpoint import latest_valid_checkpoint, list_checkpoints, verify_checkpoint
+def _export(args) -> int:
+    from reasonrl.publish.export import export
 
-    src, dst = Path(source), Path(out)
-    if not src.is_dir():
-        raise InputError(f"{src}: not a run directory or checkpoint")
-    if dst.exists():
-        raise InputError(f"{dst} exists; choose a new output directory")
-    if list_checkpoints(src):
-        ckpt = latest_valid_checkpoint(src, warn=log)
-        if ckpt is None:
-            raise InputError(f"{src}: no valid checkpoint")
-    else:
-        ckpt = src
-        problem = verify_checkpoint(ckpt) if (ckpt / "state.json").exists() else None
-        if problem:
-            raise InputError(f"{ckpt}: {problem}")
-    model_dir = ckpt / "merged" if (ckpt / "merged" / "config.json").is_file() else ckpt
-    if not (model_dir / "config.json").is_file():
-        raise InputError(f"{model_dir}: no config.json (not a model checkpoint)")
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", dir=dst.parent))
-    try:
-        files = [f for f in sorted(model_dir.iterdir()) if f.is_file() and f.name not in _SKIP]
-        for f in files:
-            shutil.copy2(f, tmp / f.name)
-        if model_dir != ckpt:  # a LoRA checkpoint: the merged model, plus its adapter for reference
-            shutil.copytree(ckpt / "adapter", tmp / "adapter")
-        os.replace(tmp, dst)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    step = json.loads((ckpt / "state.json").read_text())["step"] if (ckpt / "state.json").is_file() else None
-    return {"checkpoint": str(ckpt), "step": step, "out": str(dst), "files": [f.name for f in files]}
+    if args.push_to_hub:
+        from reasonrl.publish.hub import check_repo_id
+
+        check_repo_id(args.push_to_hub)
+    out = export(
+        args.source, args.out, log=lambda m: print(m, file=sys.stderr), with_optimizer=args.with_optimizer
+    )
+    if args.push_to_hub:
+        from reasonrl.publish.hub import push_folder
+
+        out["hub"] = push_folder(args.out, args.push_to_hub, private=not args.public)
+    print(json.dumps(out))
+    return 0
+
+
+def add_export_parser(sub) -> None:
+    x = sub.add_parser(
+        "export", help="a consolidated Hugging Face model (with a model card) from a run or checkpoint"
+    )
+    x.add_argument("source", help="run directory (its newest valid checkpoint) or a checkpoint directory")
+    x.add_argument("out", help="new output directory")
+    x.add_argument("--with-optimizer", action="store_true",
+                   help="also training_state/ (optimizer, scheduler, RNG) to resume from the export")  # fmt: skip
+    x.add_argument(
+        "--push-to-hub", metavar="ORG/NAME", default=None, help="upload the folder to this Hub repository"
+    )
+    x.add_argument(
+        "--public", action="store_true", help="create the Hub repository public (default: private)"
+    )
+    x.set_defaults(fn=_export)

@@ -103,13 +103,6 @@ def _eval(args) -> int:
     return eval_problems(args, _eval_model_path)
 
 
-def _export(args) -> int:
-    from reasonrl.cli.export import export
-
-    print(json.dumps(export(args.source, args.out, log=lambda m: print(m, file=sys.stderr))))
-    return 0
-
-
 def _demo(args) -> int:
     from reasonrl.cli.demo import run_demo
 
@@ -164,10 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_benchmark_args(e)
     e.set_defaults(fn=_eval)
 
-    x = sub.add_parser("export", help="a consolidated Hugging Face model from a run or checkpoint")
-    x.add_argument("source", help="run directory (its newest valid checkpoint) or a checkpoint directory")
-    x.add_argument("out", help="new output directory")
-    x.set_defaults(fn=_export)
+    from reasonrl.cli.export import add_export_parser
+
+    add_export_parser(sub)
 
     from reasonrl.cli.data import add_data_parser
 

@@ -240,3 +240,10 @@ def _check_log(cfg: RunConfig) -> None:
 
         if importlib.util.find_spec("wandb") is None:
             raise ConfigError("log.wandb=true needs the wandb package: pip install 'reasonrl[wandb]'")
+    if cfg.hub.push:
+        from reasonrl.publish.hub import check_repo_id
+
+        try:
+            check_repo_id(cfg.hub.repo, where="hub.repo")
+        except InputError as e:
+            raise ConfigError(f"hub.push=true: {e}") from None

@@ -189,6 +189,14 @@ class LogConfig:
 
 
 @dataclass
+class HubConfig:
+    push: bool = False  # at the end of training: export the last checkpoint (with a model card) and upload it
+    repo: str = ""  # ORG/NAME on the Hugging Face Hub (HF_ENDPOINT / HF_TOKEN are honoured)
+    private: bool = True
+    with_optimizer: bool = False  # also upload training_state/ (optimizer, scheduler, RNG) to resume from
+
+
+@dataclass
 class RunConfig:
     name: str = "run"
     # modules imported first in every process of the run (trainer, rollout worker, verifier workers):
@@ -203,4 +211,5 @@ class RunConfig:
     val: ValConfig = field(default_factory=ValConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    hub: HubConfig = field(default_factory=HubConfig)
     watchdog: WatchdogConfig = field(default_factory=WatchdogConfig)  # per-phase deadlines (s; 0 = off)

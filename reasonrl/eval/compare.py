@@ -14,6 +14,17 @@ from pathlib import Path
 
 from reasonrl.errors import InputError
 
+RESULT_FILES = ("results.json", "checkpoints.json")
+
+
+def find_result_files(root: str | Path, depth: int = 4) -> list[Path]:
+    """Every eval output (`results.json`, `checkpoints.json`) at most `depth` directories under root."""
+    found = []
+    for d in range(depth + 1):
+        for name in RESULT_FILES:
+            found.extend(Path(root).glob("/".join(["*"] * d + [name])))
+    return sorted(found)
+
 
 def load_results(path: str | Path) -> dict:
     p = Path(path)

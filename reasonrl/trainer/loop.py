@@ -183,4 +183,10 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     progress.close()
     metrics_log.close()
     plot = plot_run(metrics_log.history, run_dir / "training.png", title=cfg.name) if main else None
-    return {"history": metrics_log.history, "plot": str(plot), "run_dir": str(run_dir)}
+    out = {"history": metrics_log.history, "plot": str(plot), "run_dir": str(run_dir)}
+    if cfg.hub.push and main:  # export the last checkpoint with its model card and upload it
+        from reasonrl.publish.hub import push_run
+
+        h = cfg.hub
+        out["hub"] = push_run(run_dir, h.repo, h.private, h.with_optimizer, log=log)
+    return out

@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reasonrl.errors import InputError
-
-EVAL_FILES = ("results.json", "checkpoints.json")
-MAX_EVAL_DEPTH = 4  # how deep under a run directory eval outputs are looked for
+from reasonrl.eval.compare import find_result_files as _eval_files
 
 
 def find_runs(paths: list[str | Path]) -> list[Path]:
@@ -52,14 +50,6 @@ def _json_lines(path: Path) -> list[dict]:
             if isinstance(row, dict):
                 rows.append(row)
     return rows
-
-
-def _eval_files(root: Path) -> list[Path]:
-    found = []
-    for depth in range(MAX_EVAL_DEPTH + 1):
-        for name in EVAL_FILES:
-            found.extend(root.glob("/".join(["*"] * depth + [name])))
-    return sorted(found)
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

@@ -1,0 +1,59 @@
+"""Upload an exported model directory to the Hugging Face Hub (`reasonrl export ... --push-to-hub REPO`,
+or `hub.push: true` at the end of training).
+
+Owns: creating the repository (private unless asked otherwise; an existing one is reused) and one
+commit with the whole folder, through `huggingface_hub` (which honours HF_ENDPOINT and HF_TOKEN /
+the saved login). The only module that talks to the Hub for writing. Does not own: what is in the
+folder (`publish.export`, `publish.card`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reasonrl.errors import InputError
+
+
+def check_repo_id(repo: str, where: str = "--push-to-hub") -> None:
+    parts = repo.split("/")
+    if len(parts) != 2 or not all(parts) or any(c in repo for c in " \\:"):
+        raise InputError(f"{where}: {repo!r} is not a Hub repository id (expected ORG/NAME)")
+
+
+def push_folder(folder: str | Path, repo: str, private: bool = True, message: str | None = None,
+                token: str | None = None) -> dict:  # fmt: skip
+    """Create `repo` if needed and commit every file of `folder` to it; returns the repo and commit URLs."""
+    import os
+
+    from huggingface_hub import HfApi
+
+    check_repo_id(repo)
+    api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None, token=token)  # read now, not at import
+    repo_url = api.create_repo(repo, private=private, exist_ok=True, repo_type="model")
+    commit = api.upload_folder(folder_path=str(folder), repo_id=repo, repo_type="model",
+                               commit_message=message or f"reasonrl export of {Path(folder).name}")  # fmt: skip
+    return {"repo": repo, "url": str(repo_url), "commit": str(commit)}
+
+
+def push_run(run_dir: str | Path, repo: str, private: bool, with_optimizer: bool, log=print) -> dict:
+    """The end of training with `hub.push`: export the run's newest valid checkpoint to
+    RUN_DIR/hub_export/<checkpoint> (kept: it is what was uploaded) and upload it. A failed upload is
+    an InputError saying the run is saved and how to retry."""
+    import shutil
+
+    from reasonrl.publish.export import export, resolve_checkpoint
+
+    ckpt = resolve_checkpoint(run_dir, log)
+    out = Path(run_dir) / "hub_export" / ckpt.name
+    if out.exists():
+        shutil.rmtree(out)
+    export(ckpt, out, log=log, with_optimizer=with_optimizer)
+    try:
+        result = push_folder(out, repo, private=private, message=f"reasonrl: {ckpt.name}")
+    except Exception as e:  # network, auth, quota: the run itself is complete and saved
+        raise InputError(
+            f"hub.push: upload of {out} to {repo} failed ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
+            f"the run and its checkpoints are saved; retry with: reasonrl export {ckpt} NEW_DIR --push-to-hub {repo}"
+        ) from e
+    log(f"hub: uploaded {ckpt.name} to {result['url']}")
+    return result
