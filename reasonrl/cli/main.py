@@ -1,4 +1,4 @@
-"""The `reasonrl` command: demo, train, eval, export, data, view. Parses config once, at the edge (rule 6).
+"""The `reasonrl` command: demo, train, plan, eval, export, data, view. Parses config once, at the edge (rule 6).
 
 Owns: argument parsing, checking command-line inputs before any work (`eval`: the model path, --n,
 --data), and turning every expected error (`errors.InputError`, a missing file, a full disk) into one
@@ -167,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     from reasonrl.cli.view import add_view_parser
 
     add_view_parser(sub)
+    from reasonrl.cli.plan import add_plan_parser
+
+    add_plan_parser(sub)
     return p
 
 

@@ -49,14 +49,17 @@ def scoring_text(completion: str, opens_think: bool) -> str:
 
 
 def fit_prompts(tokenizer, problems: list[Problem], max_tokens: int, where: str, drop: bool = False,
-                log=print) -> list[Problem]:  # fmt: skip
+                log=print, stats: dict | None = None) -> list[Problem]:  # fmt: skip
     """Problems whose prompt fits `max_tokens`. An over-long prompt is an error naming its row
-    (`where` row i), unless `drop`, which leaves it out and reports how many were dropped."""
+    (`where` row i), unless `drop`, which leaves it out and reports how many were dropped.
+    stats: receives "longest", the token count of the longest prompt kept."""
     kept = []
     for i, p in enumerate(problems):
         n = len(encode_prompt(tokenizer, p))
         if n <= max_tokens:
             kept.append(p)
+            if stats is not None:
+                stats["longest"] = max(stats.get("longest", 0), n)
         elif not drop:
             raise InputError(
                 f"{where} row {i} (uid {p.uid!r}): prompt has {n} tokens > data.max_prompt_tokens={max_tokens}; "

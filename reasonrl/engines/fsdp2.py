@@ -77,14 +77,15 @@ class FSDP2Engine(SingleDeviceEngine):
             shard_model(ref_model, device_type, bf16=bf16 and device_type == "cuda", cpu_offload=cpu_offload)
         super().__init__(model, ref_model=ref_model, bf16=False, **kw)  # FSDP's policy replaces autocast
 
-    def train_step(self, batch: TrainBatch, loss_fn: LossFn, micro_batch: int, with_entropy: bool = True):
+    def train_step(self, batch: TrainBatch, loss_fn: LossFn, micro_batch: int, with_entropy: bool = True,
+                   entropy_grad: bool = True):  # fmt: skip
         world = self.world
 
         def scaled(micro, *outs):
             loss, metrics = loss_fn(micro, *outs)
             return loss * world, metrics  # FSDP averages over ranks; the global loss is their sum
 
-        return super().train_step(batch, scaled, micro_batch, with_entropy)
+        return super().train_step(batch, scaled, micro_batch, with_entropy, entropy_grad)
 
     def clip_gradients(self) -> torch.Tensor:
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)

@@ -33,9 +33,8 @@ def plan_packs(lengths: list[int], budget: int) -> list[list[int]]:
     return packs
 
 
-def packed_logprobs(
-    model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, pack_tokens: int = 1024
-):
+def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, pack_tokens: int = 1024,
+                    entropy_grad: bool = True):  # fmt: skip
     """(logprobs [B, T], entropy [B, T] or None) of the completion tokens, from packed forwards."""
     ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
     B, T = ids.shape[0], ids.shape[1] - p
@@ -55,6 +54,6 @@ def packed_logprobs(
                 z = logits[off + n_prompt - 1 : off + n_prompt - 1 + n_comp]
                 lp_out[i, :n_comp] = token_logprobs(z, seq[0, off + n_prompt : off + n_prompt + n_comp])
                 if with_entropy:
-                    ent_out[i, :n_comp] = entropy_from_logits(z)
+                    ent_out[i, :n_comp] = entropy_from_logits(z if entropy_grad else z.detach())
             off += ends[i] - starts[i]
     return lp_out, ent_out

@@ -28,30 +28,34 @@ LossFn = Callable[
 ]
 
 
-def completion_logprobs(
-    model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, chunk: int = 0
-):
+def completion_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, chunk: int = 0,
+                        entropy_grad: bool = True):  # fmt: skip
     """(logprobs [B, T], entropy [B, T] or None) of the completion tokens under `model`. chunk > 0:
-    from the last hidden states, `chunk` positions at a time (`chunked_logprobs`)."""
+    from the last hidden states, `chunk` positions at a time (`chunked_logprobs`). entropy_grad=False:
+    the entropy is a metric only (no entropy bonus), computed from detached logits so that its graph
+    does not keep softmax-sized tensors alive through the backward pass."""
     ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
     pos = (attn.cumsum(-1) - 1).clamp_min(0)
     if chunk > 0:
-        return chunked_logprobs(model, batch, pos, with_entropy, autocast, chunk)
+        return chunked_logprobs(model, batch, pos, with_entropy, autocast, chunk, entropy_grad)
     with autocast():
         logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False).logits
     logits = logits[:, p - 1 : -1]  # logits at position t predict token t + 1
     lp = token_logprobs(logits, ids[:, p:])
-    ent = entropy_from_logits(logits) if with_entropy else None
+    ent = entropy_from_logits(logits if entropy_grad else logits.detach()) if with_entropy else None
     return lp, ent
 
 
-def _chunk_logprobs(head, hidden: torch.Tensor, targets: torch.Tensor, with_entropy: bool):
+def _chunk_logprobs(
+    head, hidden: torch.Tensor, targets: torch.Tensor, with_entropy: bool, entropy_grad: bool
+):
     logits = head(hidden).float()
     lp = token_logprobs(logits, targets)
-    return (lp, entropy_from_logits(logits)) if with_entropy else (lp,)
+    return (lp, entropy_from_logits(logits if entropy_grad else logits.detach())) if with_entropy else (lp,)
 
 
-def chunked_logprobs(model, batch: TrainBatch, pos, with_entropy: bool, autocast, chunk: int):
+def chunked_logprobs(model, batch: TrainBatch, pos, with_entropy: bool, autocast, chunk: int,
+                     entropy_grad: bool = True):  # fmt: skip
     """Log-probs (and entropy) from the decoder's last hidden states through the output head, `chunk`
     completion positions at a time; with gradients each chunk's logits are recomputed in backward
     (activation checkpointing), so at most [B, chunk, V] logits exist at once instead of [B, T, V]."""
@@ -64,7 +68,7 @@ def chunked_logprobs(model, batch: TrainBatch, pos, with_entropy: bool, autocast
     hidden, targets = hidden[:, p - 1 : -1], ids[:, p:]
     lps, ents = [], []
     for s in range(0, targets.shape[1], chunk):
-        args = (head, hidden[:, s : s + chunk], targets[:, s : s + chunk], with_entropy)
+        args = (head, hidden[:, s : s + chunk], targets[:, s : s + chunk], with_entropy, entropy_grad)
         with autocast():
             out = (
                 checkpoint(_chunk_logprobs, *args, use_reentrant=False)
@@ -165,16 +169,23 @@ class SingleDeviceEngine:
     logprobs = outputs
 
     def train_step(
-        self, batch: TrainBatch, loss_fn: LossFn, micro_batch: int, with_entropy: bool = True
+        self,
+        batch: TrainBatch,
+        loss_fn: LossFn,
+        micro_batch: int,
+        with_entropy: bool = True,
+        entropy_grad: bool = True,
     ) -> dict[str, torch.Tensor]:
         """One optimizer step over `batch` in micro-batches. `loss_fn` must already be normalised by
-        the whole batch's counts (see algorithms.masked.aggregate), so micro-batch losses just add."""
+        the whole batch's counts (see algorithms.masked.aggregate), so micro-batch losses just add.
+        entropy_grad=False: the loss has no entropy term (the entropy is reported, not trained)."""
         self.model.train()
         totals: dict[str, torch.Tensor] = {}
         n_micro = 0
         for s in range(0, batch.size, micro_batch):
             micro = self.to_device(batch.select(slice(s, s + micro_batch)))
-            outs = self.forward(self.model, micro, with_entropy=with_entropy, autocast=self._autocast)
+            outs = self.forward(self.model, micro, with_entropy=with_entropy, autocast=self._autocast,
+                                entropy_grad=entropy_grad)  # fmt: skip
             loss, metrics = loss_fn(micro, *(None if o is None else o.float() for o in outs))
             loss.backward()
             n_micro += 1

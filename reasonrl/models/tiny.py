@@ -78,13 +78,14 @@ def build_tokenizer(texts: list[str], vocab_size: int):
     return hf
 
 
-def build_model(spec: TinySpec, tokenizer):
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+def qwen2_config(
+    spec: TinySpec, vocab_size: int | None = None, pad_id: int | None = None, eos_id: int | None = None
+):
+    """The demo model's architecture (vocab_size: the tokenizer's actual size; default the spec's)."""
+    from transformers import Qwen2Config
 
-    torch.manual_seed(spec.seed)
-    cfg = Qwen2Config(
-        vocab_size=len(tokenizer),
+    return Qwen2Config(
+        vocab_size=vocab_size or spec.vocab_size,
         hidden_size=spec.hidden_size,
         num_hidden_layers=spec.layers,
         num_attention_heads=spec.heads,
@@ -92,10 +93,18 @@ def build_model(spec: TinySpec, tokenizer):
         intermediate_size=spec.intermediate_size,
         max_position_embeddings=spec.max_positions,
         tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.eos_token_id,
+        pad_token_id=pad_id,
+        eos_token_id=eos_id,
+        bos_token_id=eos_id,
     )
+
+
+def build_model(spec: TinySpec, tokenizer):
+    import torch
+    from transformers import Qwen2ForCausalLM
+
+    torch.manual_seed(spec.seed)
+    cfg = qwen2_config(spec, len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id)
     return Qwen2ForCausalLM(cfg)
 
 

@@ -29,7 +29,8 @@ from reasonrl.engines.single import SingleDeviceEngine
 from reasonrl.types import TrainBatch
 
 
-def completion_values(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext):
+def completion_values(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext,
+                      entropy_grad: bool = False):  # fmt: skip
     """(values [B, T],): the value head at the positions that predict each completion token."""
     ids, attn = batch.input_ids, batch.attention_mask
     pos = (attn.cumsum(-1) - 1).clamp_min(0)

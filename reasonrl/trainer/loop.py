@@ -144,7 +144,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
                 loss_fn = make_loss_fn(algo, counts["total_tokens"], counts["total_seqs"], r.max_new_tokens)
                 if skip_inert:  # zero-advantage rows add exactly nothing: skip their forward/backward
                     mini = without_inert_rows(mini)
-                updates.append(run.train_engine.train_step(mini, loss_fn, t.micro_batch))
+                updates.append(run.train_engine.train_step(mini, loss_fn, t.micro_batch,
+                                                           entropy_grad=algo.entropy_coef > 0))  # fmt: skip
         watchdog.enter("sync", step)
         source.updated(step)  # push the new policy (version = updates applied) to whoever samples
         t_end = time.perf_counter()

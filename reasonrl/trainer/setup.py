@@ -125,6 +125,19 @@ class Run:
             c()
 
 
+def preflight(cfg: RunConfig, longest_prompt: int | None, log=print) -> None:
+    """`reasonrl plan`'s checks with the real longest prompt: errors stop the run, warnings are logged."""
+    from reasonrl.config import ConfigError
+    from reasonrl.planner.checks import make_plan
+
+    plan = make_plan(cfg, prompt_tokens=longest_prompt)
+    for f in plan.findings:
+        if f.level == "warn":
+            log(f"plan: {f}")
+    if plan.errors:
+        raise ConfigError("; ".join(f"{f.key}: {f.message}" for f in plan.errors))
+
+
 def build_run(cfg: RunConfig, log=print) -> Run:
     import_plugins(cfg.plugins)
     random.seed(cfg.train.seed)
@@ -132,10 +145,12 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     train, val = load_data(cfg)
     model, tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.model.device, log=log)
     budget, drop = cfg.data.max_prompt_tokens, cfg.data.drop_overlong_prompts
-    train = fit_prompts(tokenizer, train, budget, "train data", drop, log)
-    val = fit_prompts(tokenizer, val, budget, "validation data", drop, log)
+    seen: dict = {}
+    train = fit_prompts(tokenizer, train, budget, "train data", drop, log, stats=seen)
+    val = fit_prompts(tokenizer, val, budget, "validation data", drop, log, stats=seen)
     if not train and not cfg.data.mixture:
         raise ValueError(f"no training prompt fits data.max_prompt_tokens={budget}")
+    preflight(cfg, None if cfg.data.mixture else seen.get("longest"), log)  # the planner's checks
     if cfg.model.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     ref = None

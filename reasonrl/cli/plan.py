@@ -1,0 +1,104 @@
+"""`reasonrl plan RECIPE [overrides] [--world-size N] [--device-memory GIB] [--measure] [--json]`: what a
+run will do per step and per rank, its estimated memory per device, and the mistakes visible before it
+starts. Exit status 2 when a finding is an error (the same ones stop `reasonrl train`).
+
+Owns: the command's arguments and the printed report. Does not own: the plan (`reasonrl.planner`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+MIB = 2**20
+
+_MEMORY_ROWS = [
+    ("weights", "weights"),
+    ("gradients", "gradients"),
+    ("optimizer", "optimizer state (AdamW)"),
+    ("reference", "reference model (KL)"),
+    ("critic", "critic (GAE)"),
+    ("activations_no_checkpointing", "activations, no checkpointing"),
+    ("activations_checkpointing", "activations, with checkpointing"),
+    ("logits", "logits [B, T, V] + log-softmax"),
+    ("kv_cache", "KV cache (generation)"),
+    ("training_peak", "peak, training phase"),
+    ("generation_peak", "peak, generation phase"),
+]
+
+
+def _size(n: float) -> str:
+    return f"{n / 2**30:8.2f} GiB" if n >= 2**30 else f"{n / MIB:8.1f} MiB"
+
+
+def report(cfg, plan, measured: dict | None = None) -> str:
+    sh, b = plan.shape, plan.batch
+    lines = [f"model {sh.name}: {sh.params / 1e6:.2f}M parameters ({sh.trainable / 1e6:.2f}M trained), "
+             f"{sh.layers} layers, hidden {sh.hidden}, vocab {sh.vocab}, context {sh.context}", "",
+             f"batch (world size {b['world_size']}):"]  # fmt: skip
+    for k, v in b.items():
+        if k != "world_size":
+            lines.append(f"  {k.replace('_', ' '):44s} {v:>10,}")
+    ckpt = "on" if cfg.model.gradient_checkpointing else "off"
+    avail = f"{plan.device_memory / 2**30:.1f} GiB" if plan.device_memory else "unknown"
+    lines += ["", f"memory per device (estimate; {cfg.model.dtype}, {plan.device} with {avail}, "
+              f"micro-batch {cfg.train.micro_batch}, checkpointing {ckpt}):"]  # fmt: skip
+    for key, label in _MEMORY_ROWS:
+        if plan.memory.get(key) or key.endswith("peak"):
+            lines.append(f"  {label:44s} {_size(plan.memory[key])}")
+    if measured:
+        est, got = plan.memory["training_peak"], measured["peak"]
+        lines.append(
+            f"  {'measured peak of one training micro-batch':44s} {_size(got)}  (estimate / measured {est / got:.2f})"
+        )
+    lines += ["", "findings:" if plan.findings else "findings: none"]
+    lines += [f"  {f}" for f in plan.findings]
+    return "\n".join(lines)
+
+
+def _plan(args) -> int:
+    from reasonrl.config import load_config
+    from reasonrl.errors import InputError
+    from reasonrl.planner.checks import make_plan
+
+    if args.recipe and "=" in args.recipe and not os.path.exists(args.recipe):
+        args.recipe, args.overrides = None, [args.recipe, *args.overrides]
+    cfg = load_config(args.recipe, args.overrides)
+    if args.world_size is not None and args.world_size < 1:
+        raise InputError(f"--world-size must be >= 1, got {args.world_size}")
+    mem = args.device_memory * 2**30 if args.device_memory else None
+    plan = make_plan(cfg, world=args.world_size, memory_bytes=mem, prompt_tokens=args.prompt_tokens)
+    measured = None
+    if args.measure:
+        from reasonrl.planner.measure import measure_train_step
+
+        device = "cuda" if plan.device == "cuda" else "cpu"
+        measured = measure_train_step(cfg, args.prompt_tokens or cfg.data.max_prompt_tokens, device)
+    if args.json:
+        print(json.dumps({"model": vars(plan.shape), "batch": plan.batch, "memory": plan.memory,
+                          "device": plan.device, "device_memory": plan.device_memory, "measured": measured,
+                          "findings": [vars(f) for f in plan.findings]}))  # fmt: skip
+    else:
+        print(report(cfg, plan, measured))
+    if plan.errors:
+        print(f"reasonrl: plan: {len(plan.errors)} error(s); `reasonrl train` would stop", file=sys.stderr)
+        return 2
+    return 0
+
+
+def add_plan_parser(sub) -> None:
+    p = sub.add_parser(
+        "plan", help="batch arithmetic, estimated memory per device and config mistakes, before a run"
+    )
+    p.add_argument("recipe", nargs="?", default=None)
+    p.add_argument("overrides", nargs="*", help="dotted overrides, as for train")
+    p.add_argument("--world-size", type=int, default=None, help="ranks to plan for (default: this launch's)")
+    p.add_argument("--device-memory", type=float, default=None, metavar="GIB",
+                   help="memory per device to check against (default: this machine's GPU, else its RAM)")  # fmt: skip
+    p.add_argument("--prompt-tokens", type=int, default=None,
+                   help="longest prompt in tokens (default: data.max_prompt_tokens, the worst case)")  # fmt: skip
+    p.add_argument("--measure", action="store_true",
+                   help="also run one training micro-batch with random weights here and report its peak")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="one JSON object instead of the report")
+    p.set_defaults(fn=_plan)

@@ -1,0 +1,156 @@
+"""The pre-flight plan of a run: batch arithmetic, the memory estimate, and the mistakes it can see
+before anything starts. `reasonrl plan` prints it; `reasonrl train` runs the same checks (errors stop
+it, warnings are logged) with the real longest prompt once the data is loaded.
+
+Owns: `make_plan(cfg, ...)` -> `Plan` (batch figures per step and per rank, memory terms, findings);
+each `Finding` names the config key to change. Does not own: the arithmetic of memory
+(`planner.memory`) or type / range checks of single keys (`config.checks`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from reasonrl.config import RunConfig
+from reasonrl.planner.memory import Settings, estimate
+from reasonrl.planner.shape import ModelShape, model_shape
+
+GIB = 2**30
+
+
+@dataclass
+class Finding:
+    level: str  # "error": the run cannot work as configured; "warn": it works but wastes or risks something
+    key: str  # the config key to change
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.level}: {self.key}: {self.message}"
+
+
+@dataclass
+class Plan:
+    shape: ModelShape
+    batch: dict[str, int]
+    memory: dict[str, float]
+    device: str
+    device_memory: float | None  # bytes available per device, None when unknown
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.level == "error"]
+
+
+def device_memory(device: str) -> tuple[str, float | None]:
+    """(device kind, bytes of memory per device): CUDA's total memory, or this machine's RAM on CPU."""
+    import torch
+
+    if device in ("auto", "cuda") and torch.cuda.is_available():
+        return "cuda", float(torch.cuda.get_device_properties(0).total_memory)
+    try:
+        return "cpu", float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return "cpu", None
+
+
+def batch_figures(cfg: RunConfig, world: int) -> dict[str, int]:
+    t, r = cfg.train, cfg.rollout
+    seq = cfg.data.max_prompt_tokens + r.max_new_tokens
+    mini_rank = t.mini_batch // world
+    return {
+        "prompts_per_step": t.global_batch // r.n,
+        "sequences_per_step": t.global_batch,
+        "max_tokens_per_step": t.global_batch * seq,
+        "sequences_per_rank": t.global_batch // world,
+        "optimizer_steps_per_rollout_batch": t.epochs * (t.global_batch // t.mini_batch),
+        "mini_batch_per_rank": mini_rank,
+        "micro_batches_per_optimizer_step_per_rank": max(mini_rank // t.micro_batch, 1),
+        "world_size": world,
+    }
+
+
+def make_plan(cfg: RunConfig, world: int | None = None, memory_bytes: float | None = None,
+              prompt_tokens: int | None = None, shape: ModelShape | None = None) -> Plan:  # fmt: skip
+    """prompt_tokens: the longest prompt (default: data.max_prompt_tokens, the worst case).
+    memory_bytes: per-device memory to check against (default: this machine's device)."""
+    from reasonrl import distributed as dist
+
+    world = world or dist.world_size()
+    m, t, r = cfg.model, cfg.train, cfg.rollout
+    shape = shape or model_shape(m.path, m.lora.rank, list(m.lora.target_modules))
+    kind, detected = device_memory(m.device)
+    mem = memory_bytes if memory_bytes is not None else detected
+    prompt = prompt_tokens if prompt_tokens is not None else cfg.data.max_prompt_tokens
+    sharded = t.engine == "fsdp2" or (t.engine == "auto" and world > 1)
+    engine_kw = dict(r.engine_kwargs)
+    s = Settings(
+        dtype=m.dtype, micro_batch=t.micro_batch, seq_tokens=prompt + r.max_new_tokens,
+        completion_tokens=r.max_new_tokens, gradient_checkpointing=m.gradient_checkpointing,
+        logprob_chunk=m.logprob_chunk, pack_tokens=m.pack_tokens, flash_attention=kind == "cuda", world=world,
+        sharded=sharded, cpu_offload=t.cpu_offload and sharded, reference=cfg.algo.kl_coef > 0,
+        critic=_needs_critic(cfg), generation_rows=min(int(engine_kw.get("max_batch", 512)), t.global_batch // world),
+        vllm_fraction=float(engine_kw.get("gpu_memory_utilization", 0.9)) if r.engine == "vllm" else 0.0,
+    )  # fmt: skip
+    plan = Plan(shape, batch_figures(cfg, world), estimate(shape, s), kind, mem)
+    plan.findings = _findings(cfg, plan, s, prompt, prompt_tokens is not None)
+    return plan
+
+
+def _needs_critic(cfg: RunConfig) -> bool:
+    from reasonrl.algorithms import ADVANTAGES
+
+    return "values" in ADVANTAGES.get(cfg.algo.adv_estimator).needs
+
+
+def _findings(cfg: RunConfig, plan: Plan, s: Settings, prompt: int, measured_prompt: bool) -> list[Finding]:
+    out: list[Finding] = []
+    t, r, sh, mem = cfg.train, cfg.rollout, plan.shape, plan.memory
+    ctx = sh.context
+    if ctx and r.max_new_tokens >= ctx:
+        out.append(Finding("error", "rollout.max_new_tokens", f"{r.max_new_tokens} tokens is the model's whole "
+                           f"context (max_position_embeddings {ctx}) or more"))  # fmt: skip
+    elif ctx and prompt + r.max_new_tokens > ctx:
+        what = "the longest prompt" if measured_prompt else "data.max_prompt_tokens"
+        out.append(Finding("error" if measured_prompt else "warn", "rollout.max_new_tokens",
+                           f"{what} ({prompt}) + rollout.max_new_tokens ({r.max_new_tokens}) = {prompt + r.max_new_tokens} "
+                           f"exceeds the model's context (max_position_embeddings {ctx})"))  # fmt: skip
+    prompts = t.global_batch // r.n
+    if prompts < plan.batch["world_size"]:
+        out.append(Finding("error", "train.global_batch", f"{prompts} prompts per step (train.global_batch / "
+                           f"rollout.n) for {plan.batch['world_size']} ranks: some ranks would get no group"))  # fmt: skip
+    elif prompts < 4:
+        out.append(Finding("warn", "rollout.n", f"only {prompts} prompt(s) per step (train.global_batch="
+                           f"{t.global_batch} / rollout.n={r.n}): each update sees very few problems; raise "
+                           "train.global_batch or lower rollout.n"))  # fmt: skip
+    if t.mini_batch % r.n and t.mini_batch < t.global_batch:
+        out.append(Finding("warn", "train.mini_batch", f"{t.mini_batch} is not a multiple of rollout.n={r.n}: "
+                           "groups are split across optimizer steps"))  # fmt: skip
+    if plan.device_memory:
+        avail, gib = plan.device_memory, lambda x: f"{x / GIB:.2f} GiB"
+        if s.vllm_fraction:
+            avail *= max(1.0 - s.vllm_fraction, 0.0)  # what the colocated vLLM engine leaves for training
+        if mem["training_peak"] > avail:
+            hint = "" if s.gradient_checkpointing else "; or set model.gradient_checkpointing=true"
+            hint += (
+                ""
+                if s.logprob_chunk or mem["logits"] < 0.2 * mem["training_peak"]
+                else "; or set model.logprob_chunk"
+            )
+            out.append(Finding("error", "train.micro_batch", f"{t.micro_batch} sequences of {s.seq_tokens} tokens need "
+                               f"an estimated {gib(mem['training_peak'])} per device, more than the {gib(avail)} "
+                               f"available: lower train.micro_batch{hint}"))  # fmt: skip
+        elif plan.device == "cuda" and t.micro_batch < plan.batch["mini_batch_per_rank"] \
+                and mem["training_peak"] < 0.25 * avail:  # fmt: skip
+            out.append(Finding("warn", "train.micro_batch", f"{t.micro_batch} uses an estimated "
+                               f"{gib(mem['training_peak'])} of {gib(avail)}: a larger micro-batch would be faster"))  # fmt: skip
+        if mem["generation_peak"] > avail:
+            out.append(Finding("error", "rollout.engine_kwargs.max_batch", f"generating {s.generation_rows} rows "
+                               f"at once needs an estimated {gib(mem['generation_peak'])} (KV cache "
+                               f"{gib(mem['kv_cache'])}), more than {gib(avail)}: set rollout.engine_kwargs.max_batch lower"))  # fmt: skip
+    if not s.logprob_chunk and not s.pack_tokens and mem["logits"] > 0.3 * mem["training_peak"] \
+            and mem["logits"] > GIB:  # fmt: skip
+        out.append(Finding("warn", "model.logprob_chunk", f"the logits [B, T, V] take an estimated "
+                           f"{mem['logits'] / GIB:.2f} GiB of the step's peak; model.logprob_chunk=256 avoids them"))  # fmt: skip
+    return out

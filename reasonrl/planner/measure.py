@@ -1,0 +1,127 @@
+"""Measured peak memory of one real training micro-batch (`reasonrl plan --measure`), to set beside the
+estimate: the configured architecture with random weights (nothing downloaded but its config), the
+single-device engine's own `train_step` with the configured loss, on the configured device.
+
+Owns: building that step and measuring it: on CUDA `torch.cuda.max_memory_allocated`; on CPU (no
+allocator statistics) `LivePeak`, a dispatch mode that counts the bytes of every live tensor storage
+(released through weak references) on top of the parameters, optimizer state and batch already there.
+torch's own MemTracker does the same accounting but refuses a module called twice in one step (the
+chunked logits head, recomputed checkpointed layers). The optimizer state is created by a first step
+outside the measurement, as it is by every step after the first in a run.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from reasonrl.config import RunConfig
+from reasonrl.types import TrainBatch
+
+
+class LivePeak(TorchDispatchMode):
+    """Peak bytes of live CPU tensor storages while active; `hold(tensors)` counts existing ones."""
+
+    def __init__(self):
+        super().__init__()
+        self.live: dict[int, int] = {}
+        self.current = self.peak = 0
+
+    def _add(self, st, release: bool) -> None:
+        key = id(st)
+        if key in self.live or not st.nbytes():
+            return
+        self.live[key] = st.nbytes()
+        self.current += st.nbytes()
+        self.peak = max(self.peak, self.current)
+        if release:
+            weakref.finalize(st, self._free, key)
+
+    def _free(self, key: int) -> None:
+        self.current -= self.live.pop(key, 0)
+
+    def hold(self, tensors) -> None:
+        for t in tensors:
+            if isinstance(t, torch.Tensor):
+                self._add(t.untyped_storage(), release=False)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else [out]:
+            if isinstance(t, torch.Tensor) and t.device.type == "cpu":
+                self._add(t.untyped_storage(), release=True)
+        return out
+
+
+def _model(cfg: RunConfig, device: str):
+    from transformers import AutoModelForCausalLM
+
+    from reasonrl.planner.memory import BYTES
+    from reasonrl.planner.shape import _hf_config
+
+    dtype = {4: torch.float32, 2: torch.bfloat16}[BYTES[cfg.model.dtype]]
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(_hf_config(cfg.model.path)).to(device=device, dtype=dtype)
+    if cfg.model.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+    if cfg.model.lora.rank > 0:
+        from reasonrl.trainer.setup import add_lora
+
+        model = add_lora(model, cfg.model.lora)
+    return model
+
+
+def _batch(rows: int, prompt: int, completion: int, vocab: int, device: str) -> TrainBatch:
+    g = torch.Generator().manual_seed(0)
+    t = rows * completion
+    return TrainBatch(
+        input_ids=torch.randint(0, vocab, (rows, prompt + completion), generator=g).to(device),
+        attention_mask=torch.ones(rows, prompt + completion, dtype=torch.long, device=device),
+        mask=torch.ones(rows, completion, dtype=torch.bool, device=device),
+        prompt_len=prompt,
+        advantages=torch.randn(rows, completion, generator=g).to(device),
+        old_logprobs=None,
+        rewards=torch.zeros(rows, device=device),
+        lengths=torch.full((rows,), completion, device=device),
+        truncated=torch.zeros(rows, dtype=torch.bool, device=device),
+    ) if t else None  # fmt: skip
+
+
+def measure_train_step(cfg: RunConfig, prompt_tokens: int, device: str = "cpu") -> dict[str, float]:
+    """Peak bytes of one micro-batch train step (rows = train.micro_batch, prompt_tokens + max_new_tokens
+    long): {"peak": bytes}."""
+    import functools
+
+    from reasonrl.engines.single import SingleDeviceEngine, completion_logprobs
+    from reasonrl.trainer.step import make_loss_fn
+
+    model = _model(cfg, device)
+    forward = (
+        functools.partial(completion_logprobs, chunk=cfg.model.logprob_chunk)
+        if cfg.model.logprob_chunk
+        else None
+    )
+    engine = SingleDeviceEngine(model, lr=1e-6, bf16=cfg.model.dtype == "bfloat16", forward=forward)
+    rows, tc = cfg.train.micro_batch, cfg.rollout.max_new_tokens
+    batch = _batch(rows, prompt_tokens, tc, model.config.vocab_size, device)
+    tokens = torch.tensor(float(rows * tc))
+    loss_fn = make_loss_fn(cfg.algo, tokens, torch.tensor(float(rows)), tc)
+    step = functools.partial(
+        engine.train_step, entropy_grad=cfg.algo.entropy_coef > 0
+    )  # as the trainer calls it
+    step(batch, loss_fn, rows)  # creates the optimizer state, as a run's first step does
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        step(batch, loss_fn, rows)
+        torch.cuda.synchronize()
+        return {"peak": float(torch.cuda.max_memory_allocated())}
+    probe = LivePeak()
+    state = [v for st in engine.optimizer.state.values() for v in st.values()]
+    fields = [getattr(batch, k) for k in batch.__dataclass_fields__]
+    probe.hold([*model.parameters(), *model.buffers(), *state, *fields])
+    with probe:
+        step(batch, loss_fn, rows)
+    return {"peak": float(probe.peak)}

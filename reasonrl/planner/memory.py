@@ -1,0 +1,95 @@
+"""Estimated peak memory per device of a training run, from the model's shape and the run's settings.
+
+Owns: the arithmetic, one term per thing that holds memory, each with the formula in a comment:
+weights, gradients and AdamW state (sharded over ranks by FSDP2, or offloaded to CPU), the frozen
+reference model (KL), a critic (GAE), activations of one micro-batch with and without activation
+checkpointing, the logits [B, T, V] and their log-softmax, and the generation phase's KV cache.
+The training and generation phases do not overlap, so the peak is the larger of the two.
+Checked against measured peaks (torch's MemTracker) in tests/e2e/test_planner_memory.py.
+Does not own: reading the model's shape (`planner.shape`) or judging the numbers (`planner.checks`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reasonrl.planner.shape import ModelShape
+
+BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+@dataclass
+class Settings:
+    dtype: str = "float32"
+    micro_batch: int = 1  # sequences per forward / backward on one device
+    seq_tokens: int = 1  # prompt + completion tokens of the longest row (padding makes every row this long)
+    completion_tokens: int = 1
+    gradient_checkpointing: bool = False
+    logprob_chunk: int = 0  # completion positions per logits chunk (0: all at once)
+    pack_tokens: int = 0  # token budget of a packed micro-batch (0: padded micro-batches)
+    flash_attention: bool = False  # fused SDPA kernels (CUDA): no [heads, T, T] attention matrix kept
+    world: int = 1
+    sharded: bool = False  # FSDP2
+    cpu_offload: bool = False
+    reference: bool = False  # a frozen reference model for the KL term
+    critic: bool = False  # a value model of the same size (GAE)
+    generation_rows: int = 1  # sequences one HF generate call decodes together on this device
+    vllm_fraction: float = 0.0  # > 0: a colocated vLLM engine holds this fraction of device memory
+
+
+def _per_token_layer_floats(m: ModelShape, attn_len: int, flash: bool) -> float:
+    """Values one decoder layer keeps per token for backward: the two norms' inputs and outputs (4h),
+    q / k / v and the rotated q / k (h + 3 kv, q counted with the attention output), the attention
+    output that o_proj reads (h), the MLP's gate, up, act(gate) and product (4I); without fused
+    attention also the softmax probabilities (heads T). Measured on the demo model (hidden 128, MLP 384,
+    T 72): 2776 values per token and layer against 2976 here."""
+    kv = m.kv_heads * m.head_dim
+    floats = 6 * m.hidden + 3 * kv + 4 * m.intermediate
+    return floats + (0 if flash else m.heads * attn_len)
+
+
+def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
+    """Bytes per device for each term, plus `training_peak`, `generation_peak` and `peak`."""
+    b = BYTES[s.dtype]
+    shard = s.world if s.sharded else 1
+    resident = 0.0 if s.cpu_offload else 1.0  # offloaded state lives in CPU memory
+    out: dict[str, float] = {}
+    # FSDP2 keeps 1/world of every parameter, and unshards one layer (plus the prefetched next) at a time
+    out["weights"] = m.params * b / shard * resident + (2 * m.largest_layer * b if s.sharded else 0)
+    out["gradients"] = m.trainable * b / shard * resident
+    out["optimizer"] = 2 * m.trainable * b / shard * resident  # AdamW: exp_avg and exp_avg_sq, in param dtype
+    out["reference"] = m.params * b / shard * resident if s.reference else 0.0
+    out["critic"] = 4 * m.params * b / shard * resident if s.critic else 0.0  # its weights, grads, AdamW
+    if s.pack_tokens:  # a packed micro-batch: pack_tokens tokens, attention within each sequence
+        tokens, attn_len = s.pack_tokens, s.seq_tokens
+    else:
+        tokens, attn_len = s.micro_batch * s.seq_tokens, s.seq_tokens
+    layer = _per_token_layer_floats(m, attn_len, s.flash_attention) * tokens * b
+    edges = 3 * m.hidden * tokens * b  # embedding output, final norm input and output
+    if s.gradient_checkpointing:  # each layer's input is kept; one layer's activations exist at a time
+        out["activations"] = m.layers * m.hidden * tokens * b + layer + edges
+    else:
+        out["activations"] = m.layers * layer + edges
+    out["activations_no_checkpointing"] = m.layers * layer + edges
+    out["activations_checkpointing"] = m.layers * m.hidden * tokens * b + layer + edges
+    # logits: the head's output [B, T, V] in the model dtype and, in backward, its gradient; the fp32
+    # log-softmax over the completion positions (kept for backward) and its gradient; an fp32 copy
+    # first when the model computes in 16 bits. With logprob_chunk only one chunk's worth at a time.
+    rows = tokens / max(s.seq_tokens, 1)
+    comp = min(s.logprob_chunk, s.completion_tokens) if s.logprob_chunk else s.completion_tokens
+    head_positions = comp if s.logprob_chunk else s.seq_tokens
+    out["logits"] = rows * m.vocab * (2 * head_positions * b + (2 + (b != 4)) * comp * 4)
+    if s.critic:  # its activations (no vocabulary head)
+        out["critic"] += out["activations"]
+    # generation: keys and values of every layer for every row and position, and one step's logits
+    kv_bytes = s.generation_rows * s.seq_tokens * m.layers * 2 * m.kv_heads * m.head_dim * b
+    out["kv_cache"] = kv_bytes
+    out["generation_logits"] = s.generation_rows * m.vocab * 4 * 2
+    persistent = (
+        out["weights"] + out["optimizer"] + out["reference"] + (3 * m.params * b / shard if s.critic else 0)
+    )
+    out["training_peak"] = (out["weights"] + out["gradients"] + out["optimizer"] + out["reference"]
+                            + out["critic"] + out["activations"] + out["logits"])  # fmt: skip
+    out["generation_peak"] = persistent + out["kv_cache"] + out["generation_logits"]
+    out["peak"] = max(out["training_peak"], out["generation_peak"])
+    return out

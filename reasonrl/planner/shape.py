@@ -1,0 +1,77 @@
+"""The shape of the configured model, read from its config alone (no weights loaded): sizes the memory
+estimate needs, and exact parameter counts from a model built on the `meta` device.
+
+Owns: `model_shape(path, lora)` for a Hugging Face directory or hub id (its config.json) and for the
+built-in `demo` / `demo:<task>` model (its `TinySpec`, without building it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reasonrl.errors import InputError
+
+
+@dataclass
+class ModelShape:
+    name: str
+    params: int  # all parameters
+    trainable: int  # those the optimizer updates (LoRA: the adapters only)
+    layers: int
+    hidden: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    context: int  # max_position_embeddings
+    largest_layer: int  # parameters of the largest decoder layer (what FSDP2 unshards at once)
+
+
+def _hf_config(path: str):
+    from transformers import AutoConfig
+
+    if path == "demo" or path.startswith("demo:"):
+        from reasonrl.models.tiny import TinySpec, qwen2_config
+
+        return qwen2_config(TinySpec())
+    try:
+        return AutoConfig.from_pretrained(path)
+    except (OSError, ValueError) as e:
+        raise InputError(
+            f"model.path={path}: cannot read its config.json ({str(e).splitlines()[0]})"
+        ) from None
+
+
+def model_shape(path: str, lora_rank: int = 0, lora_targets: list[str] | None = None) -> ModelShape:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    cfg = _hf_config(path)
+    text = getattr(cfg, "text_config", None) or cfg
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(cfg)
+    params = sum(p.numel() for p in model.parameters())
+    layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+    largest = max((sum(p.numel() for p in layer.parameters()) for layer in layers), default=params)
+    trainable = params
+    if lora_rank > 0:
+        targets = set(lora_targets or [])
+        trainable = sum(lora_rank * (m.in_features + m.out_features) for name, m in model.named_modules()
+                        if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] in targets)  # fmt: skip
+    heads = int(text.num_attention_heads)
+    hidden = int(text.hidden_size)
+    return ModelShape(
+        name=path,
+        params=params,
+        trainable=trainable,
+        layers=int(text.num_hidden_layers),
+        hidden=hidden,
+        intermediate=int(getattr(text, "intermediate_size", 4 * hidden)),
+        heads=heads,
+        kv_heads=int(getattr(text, "num_key_value_heads", None) or heads),
+        head_dim=int(getattr(text, "head_dim", None) or hidden // heads),
+        vocab=int(text.vocab_size),
+        context=int(getattr(text, "max_position_embeddings", 0) or 0),
+        largest_layer=largest,
+    )

@@ -1,0 +1,113 @@
+"""`reasonrl plan`: batch arithmetic and memory terms checked by hand, and one test per flagged mistake
+asserting the finding names the key to change (`reasonrl train` stopping on them: tests/e2e/test_planner_memory.py)."""
+
+from __future__ import annotations
+
+import json
+
+from reasonrl.cli.main import main
+from reasonrl.config import load_config
+from reasonrl.planner.checks import batch_figures, make_plan
+from reasonrl.planner.memory import Settings, estimate
+from reasonrl.planner.shape import ModelShape, model_shape
+
+SHAPE = ModelShape(name="t", params=1000, trainable=1000, layers=2, hidden=8, intermediate=16, heads=2,
+                   kv_heads=1, head_dim=4, vocab=50, context=64, largest_layer=300)  # fmt: skip
+
+
+def _cfg(*overrides):
+    return load_config(None, ["model.device=cpu", "train.global_batch=128", "rollout.n=8", "train.mini_batch=32",
+                              "train.micro_batch=8", "train.epochs=2", *overrides])  # fmt: skip
+
+
+def test_batch_figures_per_step_and_rank():
+    b = batch_figures(_cfg("data.max_prompt_tokens=100", "rollout.max_new_tokens=28"), world=2)
+    assert b == {"prompts_per_step": 16, "sequences_per_step": 128, "max_tokens_per_step": 128 * 128,
+                 "sequences_per_rank": 64, "optimizer_steps_per_rollout_batch": 8, "mini_batch_per_rank": 16,
+                 "micro_batches_per_optimizer_step_per_rank": 2, "world_size": 2}  # fmt: skip
+
+
+def test_memory_terms_by_hand():
+    s = Settings(dtype="float32", micro_batch=2, seq_tokens=10, completion_tokens=6, generation_rows=3)
+    m = estimate(SHAPE, s)
+    assert m["weights"] == 4000 and m["gradients"] == 4000 and m["optimizer"] == 8000
+    assert m["reference"] == 0 and m["critic"] == 0
+    per_layer = (6 * 8 + 3 * 4 + 4 * 16 + 2 * 10) * 20 * 4  # values per token and layer, 20 tokens, fp32
+    assert m["activations"] == 2 * per_layer + 3 * 8 * 20 * 4
+    assert m["logits"] == 2 * 50 * (2 * 10 * 4 + 2 * 6 * 4)
+    assert m["kv_cache"] == 3 * 10 * 2 * 2 * 1 * 4 * 4
+    assert m["training_peak"] == 16000 + m["activations"] + m["logits"]
+    assert m["peak"] == max(m["training_peak"], m["generation_peak"])
+    ck = estimate(SHAPE, Settings(**{**vars(s), "gradient_checkpointing": True}))
+    assert ck["activations"] == 2 * 8 * 20 * 4 + per_layer + 3 * 8 * 20 * 4 < m["activations"]
+    sharded = estimate(SHAPE, Settings(**{**vars(s), "world": 4, "sharded": True}))
+    assert sharded["weights"] == 1000 + 2 * 300 * 4 and sharded["optimizer"] == 2000
+    off = estimate(SHAPE, Settings(**{**vars(s), "world": 4, "sharded": True, "cpu_offload": True}))
+    assert off["optimizer"] == 0 and off["weights"] == 2 * 300 * 4
+    chunk = estimate(SHAPE, Settings(**{**vars(s), "logprob_chunk": 2}))
+    assert chunk["logits"] == 2 * 50 * (2 * 2 * 4 + 2 * 2 * 4) < m["logits"]
+    bf16 = estimate(SHAPE, Settings(**{**vars(s), "dtype": "bfloat16"}))
+    assert bf16["weights"] == 2000 and bf16["logits"] == 2 * 50 * (2 * 10 * 2 + 3 * 6 * 4)
+    ref = estimate(SHAPE, Settings(**{**vars(s), "reference": True, "flash_attention": True}))
+    assert ref["reference"] == 4000 and ref["activations"] < m["activations"]  # no [heads, T, T] kept
+
+
+def test_shape_from_config_without_weights(tiny_model_and_tokenizer, tmp_path):
+    model, tok = tiny_model_and_tokenizer
+    model.config.save_pretrained(tmp_path)  # a config.json alone: no weights needed
+    sh = model_shape(str(tmp_path))
+    assert sh.params == sum(p.numel() for p in model.parameters())
+    assert (sh.layers, sh.hidden, sh.vocab, sh.context) == (2, 32, model.config.vocab_size, 128)
+    lora = model_shape(str(tmp_path), 4, ["q_proj", "v_proj"])
+    q, v = model.model.layers[0].self_attn.q_proj, model.model.layers[0].self_attn.v_proj
+    assert lora.trainable == 2 * 4 * (q.in_features + q.out_features + v.in_features + v.out_features)
+
+
+def _keys(cfg, **kw):
+    return {(f.level, f.key) for f in make_plan(cfg, **kw).findings}
+
+
+def test_each_mistake_names_its_key():
+    demo = ("model.path=demo", "data.max_prompt_tokens=40")  # the demo model: context 128
+    assert _keys(_cfg(*demo, "rollout.max_new_tokens=64"), world=1) == set()
+    assert ("error", "rollout.max_new_tokens") in _keys(_cfg(*demo, "rollout.max_new_tokens=128"))
+    assert ("warn", "rollout.max_new_tokens") in _keys(_cfg(*demo, "rollout.max_new_tokens=100"))
+    assert ("error", "rollout.max_new_tokens") in _keys(
+        _cfg(*demo, "rollout.max_new_tokens=100"), prompt_tokens=30
+    )
+    assert ("error", "train.global_batch") in _keys(
+        _cfg(*demo, "train.global_batch=16", "train.mini_batch=16"), world=4
+    )
+    assert ("warn", "rollout.n") in _keys(_cfg(*demo, "train.global_batch=16", "train.mini_batch=16"))
+    assert ("warn", "train.mini_batch") in _keys(_cfg(*demo, "rollout.n=16", "train.mini_batch=8"))
+    plan = make_plan(_cfg(*demo, "train.micro_batch=32"), memory_bytes=2**27)  # 128 MiB per device
+    (f,) = [f for f in plan.findings if f.level == "error"]
+    assert (
+        f.key == "train.micro_batch"
+        and "lower train.micro_batch" in f.message
+        and "gradient_checkpointing" in f.message
+    )
+    gen = make_plan(_cfg(*demo, "train.micro_batch=1", "train.global_batch=4096", "train.mini_batch=4096",
+                         "rollout.engine_kwargs={max_batch: 4096}"), memory_bytes=2**28)  # fmt: skip
+    assert ("error", "rollout.engine_kwargs.max_batch") in {(x.level, x.key) for x in gen.findings}
+
+
+def test_large_logits_suggest_chunking(tmp_path):
+    from transformers import Qwen2Config
+
+    Qwen2Config(vocab_size=152_064, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                intermediate_size=128, max_position_embeddings=4096).save_pretrained(tmp_path)  # fmt: skip
+    cfg = _cfg(f"model.path={tmp_path}", "rollout.max_new_tokens=1024", "data.max_prompt_tokens=512")
+    assert ("warn", "model.logprob_chunk") in _keys(cfg)
+    assert ("warn", "model.logprob_chunk") not in _keys(_cfg(f"model.path={tmp_path}", "rollout.max_new_tokens=1024",
+                                                             "data.max_prompt_tokens=512", "model.logprob_chunk=128"))  # fmt: skip
+
+
+def test_plan_command_report_json_and_exit_status(capsys):
+    assert main(["plan", "model.path=demo", "data.max_prompt_tokens=40", "--world-size", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "prompts per step" in text and "peak, training phase" in text and "findings: none" in text
+    assert main(["plan", "model.path=demo", "rollout.max_new_tokens=128", "--json"]) == 2
+    out = json.loads(capsys.readouterr().out)
+    assert out["batch"]["prompts_per_step"] == 16 and out["model"]["params"] > 800_000
+    assert {"level": "error", "key": "rollout.max_new_tokens"}.items() <= out["findings"][0].items()
