@@ -44,11 +44,14 @@ class Plan:
 
 
 def device_memory(device: str) -> tuple[str, float | None]:
-    """(device kind, bytes of memory per device): CUDA's total memory, or this machine's RAM on CPU."""
+    """(device kind, bytes of memory per device): CUDA's total memory, or this machine's RAM on CPU;
+    a run configured for CUDA is planned as one (fused attention) even where no GPU is present."""
     import torch
 
     if device in ("auto", "cuda") and torch.cuda.is_available():
         return "cuda", float(torch.cuda.get_device_properties(0).total_memory)
+    if device == "cuda":  # planning a GPU run on a machine without one: give --device-memory
+        return "cuda", None
     try:
         return "cpu", float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):
@@ -149,7 +152,7 @@ def _findings(cfg: RunConfig, plan: Plan, s: Settings, prompt: int, measured_pro
             out.append(Finding("error", "rollout.engine_kwargs.max_batch", f"generating {s.generation_rows} rows "
                                f"at once needs an estimated {gib(mem['generation_peak'])} (KV cache "
                                f"{gib(mem['kv_cache'])}), more than {gib(avail)}: set rollout.engine_kwargs.max_batch lower"))  # fmt: skip
-    if not s.logprob_chunk and not s.pack_tokens and mem["logits"] > 0.3 * mem["training_peak"] \
+    if not (s.logprob_chunk or s.pack_tokens or s.sharded) and mem["logits"] > 0.3 * mem["training_peak"] \
             and mem["logits"] > GIB:  # fmt: skip
         out.append(Finding("warn", "model.logprob_chunk", f"the logits [B, T, V] take an estimated "
                            f"{mem['logits'] / GIB:.2f} GiB of the step's peak; model.logprob_chunk=256 avoids them"))  # fmt: skip
