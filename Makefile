@@ -7,7 +7,8 @@ setup:
 demo: setup
 	.venv/bin/reasonrl demo
 
-test: setup
+test:
+	@REASONRL_BROWSER=1 bash scripts/setup.sh
 	.venv/bin/python -m pytest -q -p no:cacheprovider
 
 lint: setup

@@ -46,6 +46,8 @@ def validate(cfg: RunConfig) -> None:
     from reasonrl.algorithms.kl import KL_ESTIMATORS
     from reasonrl.algorithms.masked import AGG_MODES
     from reasonrl.data.tasks import TASKS
+    from reasonrl.engines.single import LR_SCHEDULES
+    from reasonrl.models.loading import DTYPE_NAMES
     from reasonrl.registry import RegistryError
 
     t, r, a = cfg.train, cfg.rollout, cfg.algo
@@ -56,10 +58,10 @@ def validate(cfg: RunConfig) -> None:
     from reasonrl.rollout.factory import ROLLOUT_ENGINES
 
     _choice("rollout.engine", r.engine, ROLLOUT_ENGINES.names())
-    _choice("model.dtype", cfg.model.dtype, ("float32", "bfloat16", "float16"))
+    _choice("model.dtype", cfg.model.dtype, DTYPE_NAMES)
     _choice("model.device", cfg.model.device, ("auto", "cpu", "cuda"))
     _choice("algo.loss_agg", a.loss_agg, AGG_MODES)
-    _choice("train.lr_schedule", t.lr_schedule, ("constant", "linear", "cosine"))
+    _choice("train.lr_schedule", t.lr_schedule, LR_SCHEDULES)
     _choice("train.engine", t.engine, ("auto", "single", "fsdp2"))
     _check_log(cfg)
     for k, v in vars(cfg.watchdog).items():

@@ -35,9 +35,19 @@ def resolve_model_path(path: str, log=print) -> str:
     return path
 
 
+DTYPE_NAMES = ("float32", "bfloat16", "float16")  # model.dtype choices: names of torch dtypes
+
+
+def torch_dtype(name: str):
+    import torch
+
+    if name not in DTYPE_NAMES:
+        raise ValueError(f"unknown dtype {name!r}; known: {', '.join(DTYPE_NAMES)}")
+    return getattr(torch, name)
+
+
 def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=print):
     """(model, tokenizer) on the chosen device, tokenizer padded on the left for generation."""
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model_path(path, log=log)
@@ -45,8 +55,8 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+    dtype_ = torch_dtype(dtype)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype_)
     model.to(resolve_device(device))
     if model.generation_config is not None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id

@@ -58,10 +58,10 @@ class LivePeak(TorchDispatchMode):
 def _model(cfg: RunConfig, device: str):
     from transformers import AutoModelForCausalLM
 
-    from reasonrl.planner.memory import BYTES
+    from reasonrl.models.loading import torch_dtype
     from reasonrl.planner.shape import _hf_config
 
-    dtype = {4: torch.float32, 2: torch.bfloat16}[BYTES[cfg.model.dtype]]
+    dtype = torch_dtype(cfg.model.dtype)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(_hf_config(cfg.model.path)).to(device=device, dtype=dtype)
     if cfg.model.gradient_checkpointing:

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reasonrl.models.loading import torch_dtype
 from reasonrl.planner.shape import ModelShape
-
-BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
 @dataclass
@@ -50,7 +49,7 @@ def _per_token_layer_floats(m: ModelShape, attn_len: int, flash: bool) -> float:
 
 def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     """Bytes per device for each term, plus `training_peak`, `generation_peak` and `peak`."""
-    b = BYTES[s.dtype]
+    b = torch_dtype(s.dtype).itemsize
     shard = s.world if s.sharded else 1
     resident = 0.0 if s.cpu_offload else 1.0  # offloaded state lives in CPU memory
     out: dict[str, float] = {}
