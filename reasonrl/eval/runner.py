@@ -105,12 +105,19 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
               reward_options, plugins, progress=None) -> None:  # fmt: skip
 
     from reasonrl.models.loading import load_policy
-    from reasonrl.rewards.runner import RewardRunner
+    from reasonrl.rewards.runner import RewardRunner, preload_modules
     from reasonrl.rollout.factory import build_rollout_engine
     from reasonrl.rollout.scored import generate_groups, score_groups
 
-    policy, tok = load_policy(model, device=device, log=log)
-    engine = build_rollout_engine(engine_name, policy, tok)
+    first = [problems[0] for _, problems, _ in work]
+    # verifier workers start (and import what their verifiers preload) while the model loads
+    scorer = RewardRunner(options=reward_options, modules=(*plugins, *preload_modules(first))).start()
+    try:
+        policy, tok = load_policy(model, device=device, log=log)
+        engine = build_rollout_engine(engine_name, policy, tok)
+    except BaseException:
+        scorer.close()
+        raise
     want = set(todo)
     t0, finished = time.monotonic(), 0
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reasonrl-eval-score")
@@ -136,13 +143,10 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
             progress(finished, len(want))
 
     try:
-        with (
-            RewardRunner(options=reward_options, modules=plugins) as scorer,
-            open(samples_path, "a", encoding="utf-8") as f,
-        ):
+        with scorer, open(samples_path, "a", encoding="utf-8") as f:
             # load every routed verifier now (imports hold the GIL: inside the overlap they would stall
             # generation), by scoring an empty answer to each benchmark's first problem
-            scorer.score([""] * len(work), [problems[0] for _, problems, _ in work])
+            scorer.score([""] * len(work), first)
             for name, problems, params in work:
                 for c in range(0, len(problems), chunk_size):
                     if (name, c) not in want:

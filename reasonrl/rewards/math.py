@@ -370,3 +370,7 @@ def math(
 def gsm8k(response: str, problem: Problem, float_rounding: int = 6) -> RewardResult:
     """The math verifier with the GSM8K `#### answer` marker tried first."""
     return score_math(response, problem, GSM8K_MODES, float_rounding=float_rounding)
+
+
+# what pool workers should import when they start (sympy is slow to import: not inside a call's limit)
+math.preload = gsm8k.preload = ("math_verify",)

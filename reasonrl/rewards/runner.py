@@ -22,7 +22,10 @@ The runner's `inline=` / `threaded=` arguments override the declarations by name
 
 Options worth knowing: `modules=` is also the place to preload heavy libraries in workers (e.g.
 "math_verify"): imports run when a worker starts, outside any call's time limit, so the first call
-after a kill is not charged for importing sympy. `max_tasks_per_worker=N` recycles each worker after
+after a kill is not charged for importing sympy. A verifier declares its own with `fn.preload =
+("math_verify",)`; `preload_modules(problems)` collects them for the verifiers a dataset routes to.
+`start()` starts the workers now (their imports overlap whatever the caller does next, e.g. loading
+a model) instead of at the first call. `max_tasks_per_worker=N` recycles each worker after
 N calls, bounding memory that verifier libraries cache (sympy) at the cost of a re-import.
 
 Workers import `reasonrl.rewards` (built-in registrations) plus the modules named in `modules=` and
@@ -59,6 +62,14 @@ RUN_MODES = ("inline", "thread", "pool")
 DEFAULT_INLINE = frozenset({"arithmetic", "countdown", "format_think_answer", "overlong"})
 
 
+def preload_modules(problems: Iterable[Problem]) -> tuple[str, ...]:
+    """The modules the verifiers of these problems declare for preloading (`fn.preload`), in order."""
+    out: dict[str, None] = {}
+    for name in dict.fromkeys(verifier_name(p) for p in problems):
+        out.update(dict.fromkeys(getattr(VERIFIERS.get(name), "preload", ())))
+    return tuple(out)
+
+
 # ----------------------------------------------------------------------------- worker side
 
 
@@ -73,6 +84,10 @@ def _worker_init(paths: Sequence[str], modules: Sequence[str]) -> None:
     importlib.import_module("reasonrl.rewards")
     for m in modules:
         importlib.import_module(m)
+
+
+def _noop() -> None:
+    return None
 
 
 def _die_with_parent() -> None:
@@ -174,6 +189,13 @@ class RewardRunner:
 
     # -- lifecycle
     def __enter__(self) -> RewardRunner:
+        return self
+
+    def start(self) -> RewardRunner:
+        """Start the worker processes now; their start-up (imports, preloads) runs in the background."""
+        pool = self._process_pool()
+        for _ in range(self.workers):
+            pool.schedule(_noop)
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -90,3 +90,14 @@ def bad_mode(response: str, problem) -> RewardResult:
 
 
 bad_mode.run_mode = "gpu"
+
+
+@VERIFIERS.register(P + "preloaded")
+def preloaded(response: str, problem) -> RewardResult:
+    """1 when the worker imported `response` (a module name) before this call, as `fn.preload` asks."""
+    import sys
+
+    return RewardResult(float(response in sys.modules), {"reason": "ok", "pid": os.getpid()})
+
+
+preloaded.preload = ("colorsys",)  # stdlib, imported by nothing else here

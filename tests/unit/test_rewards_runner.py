@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -262,3 +263,19 @@ def test_reward_options_that_cannot_work_fail_when_the_runner_is_built(monkeypat
     monkeypatch.delenv("REASONRL_SANDBOX_FUSION_URLS", raising=False)
     with pytest.raises(ValueError, match=f"reward options for '{next(iter(options))}': .*{message}"):
         RewardRunner(workers=1, options=options)
+
+
+def test_preload_declared_by_verifiers_is_imported_when_workers_start():
+    from reasonrl.rewards.runner import preload_modules
+
+    probs = [prob(T + "preloaded"), prob(T + "echo"), prob(T + "preloaded")]
+    assert preload_modules(probs) == ("colorsys",)
+    assert preload_modules([prob(T + "echo")]) == ()
+    gsm = Problem(prompt=[{"role": "user", "content": "q"}], data_source="openai/gsm8k", ground_truth="1")
+    assert preload_modules([gsm]) == ("math_verify",)  # sympy's import stays out of the first call's limit
+    with RewardRunner(workers=1, modules=[H.__name__, *preload_modules(probs)]).start() as r:
+        (res,), _ = r.score(["colorsys"], [prob(T + "preloaded")])
+        assert res.score == 1.0 and res.info["pid"] != os.getpid()
+    with RewardRunner(workers=1, modules=[H.__name__]).start() as r:  # not asked for: not there
+        (res,), _ = r.score(["colorsys"], [prob(T + "preloaded")])
+        assert res.score == 0.0
