@@ -27,15 +27,10 @@ def _history(run_dir: Path | None, step: int) -> list[dict]:
     path = run_dir / "metrics.jsonl" if run_dir else None
     if path is None or not path.is_file():
         return []
-    rows = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("step"), int) and row["step"] <= step:
-            rows.append(row)
-    return rows
+    from reasonrl.trainer.metrics import iter_jsonl
+
+    rows = [r for _, r in iter_jsonl(path) if r is not None]
+    return [r for r in rows if isinstance(r.get("step"), int) and r["step"] <= step]
 
 
 def eval_section(run_dir: Path | None, ckpt_name: str, history: list[dict]) -> str:

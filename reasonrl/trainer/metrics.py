@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -31,11 +32,10 @@ def mean_metrics(items: list[dict]) -> dict[str, float]:
     return {k: sums[k] / counts[k] for k in sums}
 
 
-def _truncate_jsonl(path: Path, max_step: int) -> int:
-    """Keep the complete rows of steps <= max_step; returns how many torn lines were dropped."""
-    if not path.is_file():
-        return 0
-    keep, torn = [], 0
+def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict | None]]:
+    """Each non-empty line of a run's jsonl log with its row; None for a torn line (a kill or a full
+    disk mid-write) or one that is not a JSON object. The one reader of metrics.jsonl / rollouts.jsonl
+    (resume, the viewer, the model card)."""
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             if not line.strip():
@@ -43,10 +43,20 @@ def _truncate_jsonl(path: Path, max_step: int) -> int:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
-                torn += 1
-                continue
-            if line.endswith("\n") and row.get("step", 0) <= max_step:
-                keep.append(line)
+                row = None
+            yield line, row if isinstance(row, dict) else None
+
+
+def _truncate_jsonl(path: Path, max_step: int) -> int:
+    """Keep the complete rows of steps <= max_step; returns how many torn lines were dropped."""
+    if not path.is_file():
+        return 0
+    keep, torn = [], 0
+    for line, row in iter_jsonl(path):
+        if row is None:
+            torn += 1
+        elif line.endswith("\n") and row.get("step", 0) <= max_step:
+            keep.append(line)
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w") as f:
         f.write("".join(keep))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from reasonrl.errors import InputError
 from reasonrl.eval.compare import find_result_files as _eval_files
+from reasonrl.trainer.metrics import iter_jsonl
 
 
 def find_runs(paths: list[str | Path]) -> list[Path]:
@@ -38,18 +39,7 @@ def find_runs(paths: list[str | Path]) -> list[Path]:
 
 
 def _json_lines(path: Path) -> list[dict]:
-    rows = []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:  # a torn last line of a live or killed run
-                continue
-            if isinstance(row, dict):
-                rows.append(row)
-    return rows
+    return [row for _, row in iter_jsonl(path) if row is not None]  # a torn last line is skipped
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
