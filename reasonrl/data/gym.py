@@ -7,7 +7,7 @@ Owns: parsing a weighted task mix (`parse_mix`), per-task settings (`task.field=
 task's config; `task.level=L` sets every curriculum attribute of the task to level L through
 reasoning-gym's curriculum), generation through reasoning-gym's composite dataset (weights
 unnormalised, sub-datasets seeded from the seed, as reasoning-gym does), and `sweep` (the
-conformance check of every registered dataset). Does not own: scoring (`rewards.gym`), the curriculum
+conformance check of every registered dataset). Does not own: scoring (`rewards.verifiers.gym`), the curriculum
 during training (`data.curriculum`). reasoning-gym is the optional extra `gym`, imported here only.
 """
 

@@ -52,7 +52,7 @@ def answer_key(extracted: Any) -> str | None:
     """The key equivalent answers share (None: no answer)."""
     if extracted is None:
         return None
-    from reasonrl.rewards.math import clean_latex, to_number
+    from reasonrl.rewards.verifiers.math import clean_latex, to_number
 
     text = str(extracted).strip()
     if not text:

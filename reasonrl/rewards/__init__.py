@@ -1,5 +1,10 @@
 """Rewards: verifiers, routing by data_source, batch scoring.
 
+Layout: `verifiers/` (one module per domain; each registers its verifiers in `VERIFIERS`), `sandbox/`
+(running model code: the local bubblewrap sandbox and harness, and the SandboxFusion client),
+`extract.py` (answer extraction and the one think-block policy), `ground_truth.py` (the one decoder of
+row fields), `routing.py` (data_source -> verifier), `runner.py` (batch scoring with time limits).
+
 Importing this package registers the built-in verifiers in `VERIFIERS` (domain modules import their
 heavy libraries lazily, inside the functions that need them).
 
@@ -7,7 +12,9 @@ Owns: that registration and `score(response, problem)`, one in-process call with
 Does not own: verifier logic (the domain modules) or batch scoring with time limits (`rewards.runner`).
 """
 
-from reasonrl.rewards import (
+from reasonrl.rewards.base import VERIFIERS, RewardResult, VerifierFn
+from reasonrl.rewards.routing import check_routable, verifier_name
+from reasonrl.rewards.verifiers import (
     choice,  # noqa: F401  (registers choice)
     code,  # noqa: F401  (registers code)
     cruxeval,  # noqa: F401  (registers cruxeval)
@@ -23,8 +30,6 @@ from reasonrl.rewards import (
     qa,  # noqa: F401  (registers qa_em)
     table,  # noqa: F401  (registers table)
 )
-from reasonrl.rewards.base import VERIFIERS, RewardResult, VerifierFn
-from reasonrl.rewards.routing import check_routable, verifier_name
 
 
 def score(response: str, problem) -> RewardResult:

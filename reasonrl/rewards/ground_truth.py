@@ -6,7 +6,7 @@ scalars, recursively through dicts and lists), `single` (a one-element list -> i
 `decoded` (plain, and a string that looks like a JSON list / object parsed, else left as it is) and
 `json_value` (strict: a string must be JSON, else ValueError). Verifiers add only their own meaning
 (an option letter, a gold number's text, table cells). Does not own: parsing model answers
-(`rewards.extract`, `rewards.logic.parse_structured`).
+(`rewards.extract`, `rewards.verifiers.logic.parse_structured`).
 """
 
 from __future__ import annotations

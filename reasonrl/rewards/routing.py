@@ -28,7 +28,7 @@ PREFIXES: list[tuple[str, str]] = [
     ("math", "math"),
     ("aime", "math"),
     ("numina_", "math"),
-    # code: executed in the sandbox (rewards.code, rewards.cruxeval); codeio needs no execution
+    # code: executed in the sandbox (rewards.verifiers.code, rewards.verifiers.cruxeval); codeio needs no execution
     ("codegen", "code"),
     ("codecontests", "code"),
     ("apps", "code"),
@@ -45,7 +45,7 @@ PREFIXES: list[tuple[str, str]] = [
     ("logic__graph", "graph"),
     # tables / finance
     ("table", "table"),
-    # STEM: multiple choice, and free-form answers graded by an LLM judge (rewards.judge)
+    # STEM: multiple choice, and free-form answers graded by an LLM judge (rewards.verifiers.judge)
     ("stem__gpqa", "choice"),
     ("stem__supergpqa", "choice"),
     ("stem_web", "judge"),
@@ -59,7 +59,7 @@ PREFIXES: list[tuple[str, str]] = [
 
 # extra_info.reward_metric (Reasoning360 math rows) selects the scoring variant: (data_source prefix,
 # metric) -> verifier. prime_math is PRIME's sympy equivalence; our "math" verifier (math-verify with
-# a fast exact path) plays that role. math_llm_judge asks the LLM judge (rewards.judge).
+# a fast exact path) plays that role. math_llm_judge asks the LLM judge (rewards.verifiers.judge).
 REWARD_METRICS: dict[tuple[str, str], str] = {
     ("math", "default"): "math",
     ("math", "prime_math"): "math",

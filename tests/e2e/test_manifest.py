@@ -47,5 +47,5 @@ def test_every_checkpoint_has_a_manifest(tiny_model_dir, tmp_path, monkeypatch):
         (digest,) = m["data_files"]
         assert digest == {"path": str(data), "bytes": data.stat().st_size,
                           "sha256": hashlib.sha256(data.read_bytes()).hexdigest()}  # fmt: skip
-        assert m["verifiers"]["arithmetic"].startswith("reasonrl.rewards.procedural:")
+        assert m["verifiers"]["arithmetic"].startswith("reasonrl.rewards.verifiers.procedural:")
         assert m["host"]["cpus"] >= 1 and m["devices"]["world_size"] == 1

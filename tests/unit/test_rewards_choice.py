@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reasonrl.rewards import VERIFIERS
-from reasonrl.rewards.choice import extract_choice, letter_of
+from reasonrl.rewards.verifiers.choice import extract_choice, letter_of
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(60)

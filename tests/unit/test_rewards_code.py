@@ -1,4 +1,4 @@
-"""rewards.code: extraction, tolerant comparison, ground-truth formats, scoring modes, reward hacks."""
+"""rewards.verifiers.code: extraction, tolerant comparison, ground-truth formats, scoring modes, reward hacks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from reasonrl.rewards import VERIFIERS, sandbox
-from reasonrl.rewards.code import code, extract_code, outputs_match, parse_tests
+from reasonrl.rewards.verifiers.code import code, extract_code, outputs_match, parse_tests
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(120)

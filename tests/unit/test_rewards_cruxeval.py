@@ -1,4 +1,4 @@
-"""rewards.cruxeval: prediction extraction (literals only), task detection, check programs, sandbox runs."""
+"""rewards.verifiers.cruxeval: prediction extraction (literals only), task detection, check programs, sandbox runs."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from reasonrl.rewards import VERIFIERS, code, sandbox, score
-from reasonrl.rewards.cruxeval import cruxeval, extract_prediction, is_literal, task_of
+from reasonrl.rewards import VERIFIERS, sandbox, score
+from reasonrl.rewards.verifiers import code
+from reasonrl.rewards.verifiers.cruxeval import cruxeval, extract_prediction, is_literal, task_of
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(120)

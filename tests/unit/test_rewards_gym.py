@@ -7,7 +7,7 @@ import json
 import pytest
 
 from reasonrl.rewards import VERIFIERS
-from reasonrl.rewards.gym import extract_gym_answer, lenient_match, rebuild_entry
+from reasonrl.rewards.verifiers.gym import extract_gym_answer, lenient_match, rebuild_entry
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(120)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from reasonrl.rewards import check_routable, score
-from reasonrl.rewards.ifeval import CHECKERS
+from reasonrl.rewards.verifiers.ifeval import CHECKERS
 from reasonrl.types import Problem
 
 P = "Write a short note about rivers."

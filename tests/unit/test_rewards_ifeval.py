@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from reasonrl.rewards import VERIFIERS
-from reasonrl.rewards.ifeval import CHECKERS, instructions, sentences
+from reasonrl.rewards.verifiers.ifeval import CHECKERS, instructions, sentences
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(60)

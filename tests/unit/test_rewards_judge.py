@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from reasonrl.rewards import VERIFIERS
-from reasonrl.rewards.judge import JudgeConfig, candidate_answer, judge, judge_batch, parse_verdict
 from reasonrl.rewards.runner import RewardRunner
+from reasonrl.rewards.verifiers.judge import JudgeConfig, candidate_answer, judge, judge_batch, parse_verdict
 from reasonrl.types import Problem
 
 

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from reasonrl.rewards import VERIFIERS
-from reasonrl.rewards.math import fast_compare, to_number
+from reasonrl.rewards.verifiers.math import fast_compare, to_number
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(120)

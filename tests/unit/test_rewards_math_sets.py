@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from reasonrl.rewards.math import exponent_depth, gsm8k, math, set_form, too_complex
+from reasonrl.rewards.verifiers.math import exponent_depth, gsm8k, math, set_form, too_complex
 from reasonrl.types import Problem
 
 

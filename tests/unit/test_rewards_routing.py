@@ -83,7 +83,7 @@ def test_override_to_unregistered_verifier_fails_at_load_time():
 
 
 def test_text_prefixes_route_to_registered_verifiers():
-    served_elsewhere = {"code"}  # rewards.code (sandbox), registered by its own module
+    served_elsewhere = {"code"}  # rewards.verifiers.code (sandbox), registered by its own module
     for _, name in PREFIXES:
         if name not in served_elsewhere:
             assert name in VERIFIERS, name

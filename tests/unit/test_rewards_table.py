@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reasonrl.rewards import VERIFIERS
-from reasonrl.rewards.table import cell_equal, match_all
+from reasonrl.rewards.verifiers.table import cell_equal, match_all
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(60)

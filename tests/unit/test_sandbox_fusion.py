@@ -1,4 +1,4 @@
-"""rewards.sandbox_fusion: the SandboxFusion `run_code` client against local stand-in servers.
+"""rewards.sandbox.fusion: the SandboxFusion `run_code` client against local stand-in servers.
 
 The stand-in implements POST /run_code with SandboxFusion's request/response schema by calling our
 own `run_python` (so the wire mapping is checked end to end), plus misbehaving servers for
@@ -15,7 +15,7 @@ import pytest
 
 from reasonrl.rewards import sandbox
 from reasonrl.rewards.sandbox import run_python
-from reasonrl.rewards.sandbox_fusion import SandboxFusionClient, parse_urls
+from reasonrl.rewards.sandbox.fusion import SandboxFusionClient, parse_urls
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -221,7 +221,7 @@ def test_urls_from_env_and_missing_urls(monkeypatch):
     "program, score", [("print(sum(map(int, input().split())))", 1.0), ("print(0)", 0.0)]
 )
 def test_code_verifier_with_sandbox_fusion_backend(servers, program, score):
-    from reasonrl.rewards.code import code
+    from reasonrl.rewards.verifiers.code import code
     from reasonrl.types import Problem
 
     srv = servers()
@@ -247,8 +247,8 @@ def test_code_verifier_with_sandbox_fusion_backend(servers, program, score):
     ],
 )
 def test_function_tests_over_sandbox_fusion_run_the_trusted_harness(servers, program, score):
-    from reasonrl.rewards.code import code
     from reasonrl.rewards.sandbox.server import harness_program
+    from reasonrl.rewards.verifiers.code import code
     from reasonrl.types import Problem
 
     srv = servers()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from reasonrl.data.prepare import RowError, need, prompts, register
 from reasonrl.rewards.ground_truth import plain
-from reasonrl.rewards.ifbench import constraints
+from reasonrl.rewards.verifiers.ifbench import constraints
 from reasonrl.types import Problem
 
 

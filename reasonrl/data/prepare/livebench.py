@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from reasonrl.data.prepare import RowError, need, prompts, register, text
 from reasonrl.rewards.ground_truth import plain
-from reasonrl.rewards.livebench import GRADERS
+from reasonrl.rewards.verifiers.livebench import GRADERS
 from reasonrl.types import Problem
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from reasonrl.data.prepare import RowError, need, prompts, register
 from reasonrl.rewards.ground_truth import plain
-from reasonrl.rewards.livebench import html_rows
+from reasonrl.rewards.verifiers.livebench import html_rows
 from reasonrl.types import Problem
 
 

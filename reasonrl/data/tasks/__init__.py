@@ -4,7 +4,7 @@ Each generator is `generate(n, seed, difficulty) -> list[Problem]` and stores a 
 `extra_info["solution"]` (used for the supervised warm start of the demo model).
 
 Owns: the task table (`TASKS`), `generate(task, ...)` and the stable held-out split (`is_heldout`).
-Does not own: scoring (`rewards.procedural`) or the warm start itself (`models.tiny`).
+Does not own: scoring (`rewards.verifiers.procedural`) or the warm start itself (`models.tiny`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ a small set of facts that a tiny model can master, which makes it the CPU demo's
 multiplications first, left to right: `3*4=12,7+12=19,19-5=14` then `<answer>14</answer>`.
 
 Owns: generating the problems and their worked solutions. Does not own: scoring
-(`rewards.procedural.arithmetic`) or the held-out split (`data.tasks.is_heldout`).
+(`rewards.verifiers.procedural.arithmetic`) or the held-out split (`data.tasks.is_heldout`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ value of a random expression over all the numbers (a positive integer), so every
 the stored solution is that expression.
 
 Owns: generating the problems and their solutions. Does not own: scoring or parsing model answers
-(`rewards.procedural.countdown`) or the held-out split (`data.tasks.is_heldout`).
+(`rewards.verifiers.procedural.countdown`) or the held-out split (`data.tasks.is_heldout`).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ Owns, by module:
   harness.py  the trusted test driver that runs INSIDE the sandbox: the candidate's code runs in a
               forked child, the tests run in the driver, and the verdict never passes through the child
   server.py   host side of the harness: a pool of long-lived sandboxed drivers (`run_tests`)
-Does not own: what a program is or what its tests mean (`rewards.code`, `rewards.cruxeval`), or
-remote execution (`rewards.sandbox_fusion`).
+Does not own: what a program is or what its tests mean (`rewards.verifiers.code`, `rewards.verifiers.cruxeval`), or
+remote execution (`rewards.sandbox.fusion`).
 """
 
 from reasonrl.rewards.sandbox.process import (

@@ -3,7 +3,7 @@ with `child.py`, see `server.harness_program()`).
 
 Owns: running one job (a candidate program plus its tests) so that the verdict comes from code the
 candidate cannot reach. Does not own: isolation from the host (`process.py` starts this file under
-bubblewrap), the pool of long-lived drivers (`server.py`), or what the tests are (`rewards.code`).
+bubblewrap), the pool of long-lived drivers (`server.py`), or what the tests are (`rewards.verifiers.code`).
 
 Three processes, all inside one sandbox:
   driver  (this file's main) reads jobs from the host, runs the TESTS, writes verdicts to the host.

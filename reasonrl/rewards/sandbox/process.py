@@ -1,7 +1,7 @@
 """One Python program in a throw-away sandbox (`run_python` -> `SandboxResult`: status, exit code,
 capped stdout/stderr, timed_out), and the isolation itself (`bwrap_command`, also how `server.py`
 starts its long-lived test drivers). Does not own: what the program or its output means
-(`rewards.code`), remote execution (`rewards.sandbox_fusion`), per-verifier time limits (`rewards.runner`).
+(`rewards.verifiers.code`), remote execution (`rewards.sandbox.fusion`), per-verifier time limits (`rewards.runner`).
 
 Isolation (default, "bwrap"): bubblewrap namespaces, so the program
 - sees only read-only binds of /usr, /bin, /lib* and the interpreter's prefix, a fresh /proc of its

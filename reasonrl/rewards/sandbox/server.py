@@ -4,7 +4,7 @@ Owns: a pool of long-lived sandboxed drivers (`harness.py` under bubblewrap, one
 each), starting them, handing them jobs, and replacing any that die, hang or misbehave; the one-shot
 path (a fresh sandbox per job) for the unisolated fallback and for remote executors. Does not own:
 the isolation (`process.py`), what happens inside the sandbox (`harness.py`), or what a job's tests
-mean (`rewards.code`).
+mean (`rewards.verifiers.code`).
 
 A job is a JSON-able dict (see `harness.py`): kind "stdio" | "call" | "script", program, prefix,
 setup, tests, stdin, fn, tol, stop_early, timeout_s, memory_mb. The reply: status ("success",

@@ -22,7 +22,7 @@ from typing import Any
 from reasonrl.rewards.base import VERIFIERS, RewardResult, result
 from reasonrl.rewards.extract import answer_region, boxed_all, extract
 from reasonrl.rewards.ground_truth import plain
-from reasonrl.rewards.math import clean_latex, to_number
+from reasonrl.rewards.verifiers.math import clean_latex, to_number
 from reasonrl.types import Problem
 
 TABLE_MODES = ("boxed", "answer_tag", "answer_colon")

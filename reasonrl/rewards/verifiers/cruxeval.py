@@ -3,7 +3,7 @@
 Owns: reading a Reasoning360 `simulation__cruxeval-{i,o}` row (which task it is, the function, the
 trusted side of the assertion), pulling the model's prediction out of its answer as a Python *literal*
 (parsed with `ast`, never evaluated here), and building the check program from trusted text plus the
-re-serialised literal. Does not own: running anything (`rewards.code.run_spec`, which runs the check in
+re-serialised literal. Does not own: running anything (`rewards.verifiers.code.run_spec`, which runs the check in
 the sandbox's trusted harness locally or on SandboxFusion), or routing (`rewards.routing`:
 data_source `simulation__cruxeval*` -> "cruxeval"; `simulation__codeio*` stays with "codeio").
 
@@ -44,9 +44,9 @@ import re
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
-from reasonrl.rewards.code import check_backend, clip_text, extract_code, job_runner, run_spec
 from reasonrl.rewards.extract import answer_region
 from reasonrl.rewards.ground_truth import json_value
+from reasonrl.rewards.verifiers.code import check_backend, clip_text, extract_code, job_runner, run_spec
 from reasonrl.types import Problem
 
 MAX_PREDICTION_CHARS = 20_000

@@ -5,8 +5,8 @@ score = fraction of correct cells, `info["all_correct"]`), "ordering" (`logic__o
 a list of names, exact order), "graph" (`logic__graph*`: one short answer), "arc"
 (`simulation__arcagi*`, `logic__arcagi*`: an integer grid, exact match) and "codeio"
 (`simulation__codeio*`: predicted input/output as JSON, compared structurally). Does not own:
-running code (`rewards.code` / `rewards.sandbox`). CRUXEval rows (`{"functional": code}` ground
-truths) need execution: they route to "cruxeval" (`rewards.cruxeval`); given one, "codeio" reports an
+running code (`rewards.verifiers.code` / `rewards.sandbox`). CRUXEval rows (`{"functional": code}` ground
+truths) need execution: they route to "cruxeval" (`rewards.verifiers.cruxeval`); given one, "codeio" reports an
 error rather than guessing.
 
 Answers are read from the last `<answer>...</answer>` after any think block (codeio: a ```json

@@ -4,7 +4,7 @@ code on dedicated sandbox servers instead of the local bubblewrap sandbox.
 Owns: `SandboxFusionClient` — round-robin over several servers, per-request timeouts, retries with
 backoff (on connection errors, HTTP 429/5xx and `SandboxError` answers), and mapping a
 `RunCodeResponse` to our `SandboxResult`. Does not own: local execution (`rewards.sandbox`) or what
-the output means (`rewards.code`).
+the output means (`rewards.verifiers.code`).
 
 Wire format (SandboxFusion `sandbox/server/sandbox_api.py`):
   POST {server}/run_code  {"code", "language": "python", "stdin", "run_timeout", "memory_limit_MB",

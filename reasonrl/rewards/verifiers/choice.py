@@ -16,7 +16,7 @@ from typing import Any
 from reasonrl.rewards.base import VERIFIERS, RewardResult, result
 from reasonrl.rewards.extract import answer_region, answer_tag, last_boxed
 from reasonrl.rewards.ground_truth import single
-from reasonrl.rewards.math import clean_latex
+from reasonrl.rewards.verifiers.math import clean_latex
 from reasonrl.types import Problem
 
 LETTERS = "ABCDEFGHIJ"

@@ -2,11 +2,11 @@
 five verifiable constraints per prompt, the IFEval set plus 29 more (copying, word positions,
 counting, punctuation, wrapping).
 
-Owns: the checkers of the instruction ids IFEval does not have (registered into `rewards.ifeval`'s
+Owns: the checkers of the instruction ids IFEval does not have (registered into `rewards.verifiers.ifeval`'s
 `CHECKERS`, so one table holds every id), written from the constraint descriptions the dataset shows
 the model, and reading the row: `ground_truth` = a Python / JSON literal list whose first item is
 {"instruction_id": [...], "kwargs": [...]}. Score 1 iff every constraint is followed by the text
-after the think block (prompt-level strict). Does not own: the IFEval checkers (`rewards.ifeval`).
+after the think block (prompt-level strict). Does not own: the IFEval checkers (`rewards.verifiers.ifeval`).
 
 Deliberate departures from the reference checkers (a policy under RL would use them): a palindrome
 must be a word of at least three letters (a lone "a" or "I" counted before); "repeat the phrase n
@@ -24,7 +24,15 @@ from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
 from reasonrl.rewards.ground_truth import plain
-from reasonrl.rewards.ifeval import CHECKERS, _relation, checker, clean_kwargs, follow, sentences, words
+from reasonrl.rewards.verifiers.ifeval import (
+    CHECKERS,
+    _relation,
+    checker,
+    clean_kwargs,
+    follow,
+    sentences,
+    words,
+)
 from reasonrl.types import Problem
 
 _TOKENS = re.compile(r"\w+(?:'\w+)?|[^\w\s]")

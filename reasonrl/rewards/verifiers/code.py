@@ -3,7 +3,7 @@
 Owns: extracting the program (the last fenced code block after any `</think>`), reading the test
 specification from `ground_truth` (Reasoning360 / verl / HumanEval / MBPP / APPS shapes, below),
 building the programs to execute, tolerant stdout comparison, and the all-pass or pass-fraction
-score. Does not own: executing anything (`rewards.sandbox` locally, `rewards.sandbox_fusion`
+score. Does not own: executing anything (`rewards.sandbox` locally, `rewards.sandbox.fusion`
 remotely) or routing (`rewards.routing`: data_source `codegen*` -> "code").
 
 ground_truth (a dict, or a JSON string of one):
@@ -150,7 +150,7 @@ def _fn_expr(fn_name: str, program: str) -> str:
 @functools.lru_cache(maxsize=16)
 def _fusion_client(urls: str | tuple[str, ...] | None):
     """One client per server list, so round-robin spreads calls across verifier invocations."""
-    from reasonrl.rewards.sandbox_fusion import SandboxFusionClient
+    from reasonrl.rewards.sandbox.fusion import SandboxFusionClient
 
     return SandboxFusionClient(urls)
 
@@ -239,7 +239,7 @@ code.run_mode = "thread"  # waits on sandbox subprocesses and bounds its own tim
 def check_backend(options: dict[str, Any], problem: Problem | None = None) -> None:
     """Load-time check of the execution options shared by "code" and "cruxeval"."""
     from reasonrl.rewards.sandbox import ISOLATIONS
-    from reasonrl.rewards.sandbox_fusion import ENV_URLS, parse_urls
+    from reasonrl.rewards.sandbox.fusion import ENV_URLS, parse_urls
 
     backend = options.get("backend", "local")
     if backend not in BACKENDS:
