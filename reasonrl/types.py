@@ -1,6 +1,6 @@
 """Shared records that flow through the loop: Problem -> Completion -> RolloutGroup -> TrainBatch.
 
-Owns: the plain data records and their documented shapes, and the mapping of `Problem` to and from
+Owns: the plain data records (and `RewardResult`, what a verifier returns) and their documented shapes, and the mapping of `Problem` to and from
 a verl / Reasoning360 (Guru) parquet row. Does not own: reading files (`data.schema`), scoring
 (`rewards`), or building tensors from rollouts (`trainer.batching`).
 """
@@ -119,14 +119,38 @@ class Completion:
 
 
 @dataclass
+class RewardResult:
+    """What a verifier returns: `score` in [0, 1] for correctness verifiers (shaping terms may be
+    negative) and `info`, whose standard entries have typed accessors: `extracted` (the answer string
+    compared, or None), `reason` ("correct", "wrong", "no_answer", "timeout", "error: ...") and
+    `correctness` (the routed verifier's own 0..1 score when the runner combined weighted terms, else
+    the score). Anything else a verifier reports stays in `info`."""
+
+    score: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def extracted(self) -> Any:
+        return self.info.get("extracted")
+
+    @property
+    def reason(self) -> str:
+        return str(self.info.get("reason") or "")
+
+    @property
+    def correctness(self) -> float:
+        return float(self.info.get("correctness", self.score))
+
+
+@dataclass
 class RolloutGroup:
-    """The n completions of one prompt, with their rewards once scored."""
+    """The n completions of one prompt, with their rewards (and the verifiers' results) once scored."""
 
     problem: Problem
     prompt_ids: list[int]
     completions: list[Completion]
     rewards: list[float] = field(default_factory=list)
-    infos: list[dict[str, Any]] = field(default_factory=list)
+    results: list[RewardResult] = field(default_factory=list)
 
 
 @dataclass

@@ -170,15 +170,15 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
 
 def _sample_rows(bench: str, first: int, groups) -> list[dict]:
     """The samples.jsonl rows of a chunk whose first problem has index `first`."""
-    return [_sample_row(bench, first + i, g, j, comp, score, info)
+    return [_sample_row(bench, first + i, g, j, comp, score, res)
             for i, g in enumerate(groups)
-            for j, (comp, score, info) in enumerate(zip(g.completions, g.rewards, g.infos))]  # fmt: skip
+            for j, (comp, score, res) in enumerate(zip(g.completions, g.rewards, g.results))]  # fmt: skip
 
 
-def _sample_row(bench, index, group, j, comp, score, info) -> dict:
+def _sample_row(bench, index, group, j, comp, score, res) -> dict:
     return {"benchmark": bench, "problem": index, "uid": group.problem.uid, "sample": j,
-            "prompt": group.problem.user_text, "completion": comp.text, "extracted": info.get("extracted"),
-            "score": float(score), "reason": info.get("reason"), "tokens": len(comp.token_ids),
+            "prompt": group.problem.user_text, "completion": comp.text, "extracted": res.extracted,
+            "score": float(score), "reason": res.info.get("reason"), "tokens": len(comp.token_ids),
             "finish_reason": comp.finish_reason}  # fmt: skip
 
 

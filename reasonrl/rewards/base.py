@@ -1,6 +1,6 @@
 """The verifier interface: `(response: str, problem: Problem) -> RewardResult`, and its registry.
 
-Owns: `RewardResult`, the `VERIFIERS` registry. Does not own: routing by data_source
+Owns: the `VERIFIERS` registry and the `result` shorthand (`RewardResult` is a record in `types`). Does not own: routing by data_source
 (`rewards.routing`), time limits and process isolation (`rewards.runner`, `rewards.sandbox`).
 A verifier is deterministic and side-effect free; it never calls `eval()` on model output.
 
@@ -13,32 +13,10 @@ and once per routed problem, before any work (`routing.check_routable`, `runner.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from reasonrl.registry import Registry
-from reasonrl.types import Problem
-
-
-@dataclass
-class RewardResult:
-    """score in [0, 1] for correctness verifiers (shaping terms may be negative).
-
-    info keys by convention: "extracted" (the answer string we compared, or None), "reason"
-    (why the score is what it is: "correct", "wrong", "no_answer", "timeout", "error: ...").
-    """
-
-    score: float
-    info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def extracted(self) -> Any:
-        return self.info.get("extracted")
-
-    @property
-    def reason(self) -> str:
-        return str(self.info.get("reason", ""))
-
+from reasonrl.types import Problem, RewardResult  # noqa: F401  (RewardResult: re-exported)
 
 VerifierFn = Callable[[str, Problem], RewardResult]
 VERIFIERS: Registry[VerifierFn] = Registry("verifier", positional=2)

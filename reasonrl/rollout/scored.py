@@ -16,7 +16,7 @@ from reasonrl.types import Problem, RolloutGroup
 
 def generate_and_score(engine, tokenizer, scorer, problems: list[Problem], params: SamplingParams,
                        max_prompt_tokens: int | None = None, think_from_prompt: bool = True):  # fmt: skip
-    """Returns (groups: one RolloutGroup per problem with its completions, rewards and verifier infos,
+    """Returns (groups: one RolloutGroup per problem with its completions, rewards and verifier results,
     health: the runner's `verifier/` metrics for this batch)."""
     groups = generate_groups(engine, tokenizer, problems, params, max_prompt_tokens)
     return groups, score_groups(groups, tokenizer, scorer, think_from_prompt)
@@ -31,7 +31,7 @@ def generate_groups(engine, tokenizer, problems: list[Problem], params: Sampling
 
 
 def score_groups(groups: list[RolloutGroup], tokenizer, scorer, think_from_prompt: bool = True) -> dict:
-    """The scoring half: fills each group's rewards and infos (think-block policy applied); returns the
+    """The scoring half: fills each group's rewards and results (think-block policy applied); returns the
     runner's health metrics. Callers may run it beside the next generation (the eval runner does)."""
     from reasonrl.trainer.watchdog import phase
 
@@ -49,5 +49,5 @@ def _score_groups(groups, tokenizer, scorer, think_from_prompt: bool) -> dict:
         for _ in g.completions:
             res = next(it)
             g.rewards.append(res.score)
-            g.infos.append(res.info)
+            g.results.append(res)
     return health

@@ -36,13 +36,12 @@ def collect_rollouts(run, problems: list[Problem], params: SamplingParams) -> tu
     groups, health = generate_and_score(run.rollout_engine, run.tokenizer, run.scorer, problems, params,
                                         run.max_prompt_tokens, run.think_from_prompt)  # fmt: skip
     scores = torch.tensor([s for g in groups for s in g.rewards])
-    infos = [i for g in groups for i in g.infos]
+    results = [r for g in groups for r in g.results]
     metrics = {
         "reward/mean": scores.mean().item(),
         "reward/std": scores.std().item() if len(scores) > 1 else 0.0,
-        "reward/accuracy": sum(float(i.get("correctness", s)) >= 1.0 for i, s in zip(infos, scores.tolist()))
-        / len(infos),
-        "reward/no_answer_frac": sum(i.get("extracted") is None for i in infos) / max(len(infos), 1),
+        "reward/accuracy": sum(r.correctness >= 1.0 for r in results) / len(results),
+        "reward/no_answer_frac": sum(r.extracted is None for r in results) / max(len(results), 1),
         "reward/solved_all_frac": sum(min(g.rewards) >= 1.0 for g in groups) / len(groups),
         "reward/solved_none_frac": sum(max(g.rewards) <= 0.0 for g in groups) / len(groups),
         **health,
@@ -78,12 +77,12 @@ def sample_groups(groups: list[RolloutGroup], k: int, step: int) -> list[dict]:
                     {
                         "text": c.text,
                         "reward": r,
-                        "reason": info.get("reason"),
-                        "extracted": info.get("extracted"),
+                        "reason": res.info.get("reason"),
+                        "extracted": res.extracted,
                         "tokens": len(c.token_ids),
                         "finish_reason": c.finish_reason,
                     }
-                    for c, r, info in zip(g.completions, g.rewards, g.infos)
+                    for c, r, res in zip(g.completions, g.rewards, g.results)
                 ],  # fmt: skip
             }
         )
