@@ -1,0 +1,67 @@
+"""A short run of the demo recipe's algorithm gives exactly the metrics recorded before a refactor
+(tests/e2e/pinned/demo_short.json): the guard that moving seams changes no number. The run uses
+recipes/demo.yaml (its warm-started tiny model, built once per machine and cached) with a smaller
+batch, three steps, validation before and after.
+
+Bit-for-bit equality holds on the machine and library versions that recorded the file; elsewhere
+floating-point details differ (sampling then diverges), so the test skips saying where it was recorded.
+Re-record deliberately, after a change that is meant to change numbers:
+
+    .venv/bin/python tests/e2e/test_demo_pinned.py --record
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from pathlib import Path
+
+import pytest
+
+PINNED = Path(__file__).parent / "pinned" / "demo_short.json"
+KEYS = ("reward/mean", "reward/std", "reward/accuracy", "rollout/response_length", "actor/entropy",
+        "actor/advantage_abs_mean", "grad_norm", "loss/policy", "loss/total", "eval/accuracy", "eval/mean@1")  # fmt: skip
+
+
+def fingerprint() -> dict:
+    import torch
+    import transformers
+
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""  # fmt: skip
+    return {"cpu": cpu, "torch": torch.__version__, "transformers": transformers.__version__,
+            "threads": torch.get_num_threads()}  # fmt: skip
+
+
+def short_run(run_dir: Path) -> list[dict]:
+    from reasonrl.cli.demo import RECIPE
+    from reasonrl.config import load_config
+    from reasonrl.trainer.loop import train
+
+    cfg = load_config(RECIPE, [f"log.run_dir={run_dir}", "train.steps=3",
+                               "train.global_batch=32", "train.mini_batch=32", "train.micro_batch=16",
+                               "val.size=32", "val.every=0", "data.train_size=256",
+                               "checkpoint.every=0", "log.tensorboard=false", "log.progress=false"])  # fmt: skip
+    hist = train(cfg, log=lambda *a: None)["history"]
+    return [{"step": r["step"], **{k: r[k] for k in KEYS if k in r}} for r in hist]
+
+
+def test_demo_recipe_metrics_are_unchanged(tmp_path):
+    pinned = json.loads(PINNED.read_text())
+    if pinned["fingerprint"] != fingerprint():
+        pytest.skip(
+            f"pinned on {pinned['fingerprint']}, this is {fingerprint()}: exact floats differ across machines"
+        )
+    got = short_run(tmp_path / "run")
+    assert got == pinned["history"]  # exact: every float bit for bit
+
+
+if __name__ == "__main__" and "--record" in sys.argv:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        hist = short_run(Path(tmp) / "run")
+    PINNED.parent.mkdir(exist_ok=True)
+    PINNED.write_text(json.dumps({"fingerprint": fingerprint(), "history": hist}, indent=1) + "\n")
+    print(f"recorded {len(hist)} rows to {PINNED}")
