@@ -3,7 +3,7 @@
 Runs the recipe twice in this process, one after the other: as written (rollout.max_staleness=0: the
 trainer generates, then updates, with all torch threads) and with rollout.max_staleness=K (a rollout
 worker process generates up to K policy versions ahead on its own core; the trainer keeps the other;
-algo.tis_cap=2 corrects the loss for the older sampling policy). Training wall time is the sum of
+algo.off_policy.tis_cap=2 corrects the loss for the older sampling policy). Training wall time is the sum of
 `perf/step_seconds` (generation or waiting for it, scoring, update; validation excluded) up to each
 validation. Prints both curves, the held-out accuracy of each at the synchronous run's total time
 (interpolated), the step-time ratio, writes a PNG of both curves, and ends with one JSON line.
@@ -62,7 +62,7 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory(prefix="async-curve-") as tmp:
         sync = run(args.recipe, args.steps, args.every, Path(tmp) / "sync", [])
         asyn = run(args.recipe, args.steps, args.every, Path(tmp) / "async",
-                   [f"rollout.max_staleness={args.k}", "algo.tis_cap=2.0"])  # fmt: skip
+                   [f"rollout.max_staleness={args.k}", "algo.off_policy.tis_cap=2.0"])  # fmt: skip
     (ps, ts), (pa, ta) = curve(sync), curve(asyn)
     print(f"{'step':>6} {'sync s':>9} {'sync acc':>9} {'async s':>9} {'async acc':>9}")
     for a, b in zip(ps, pa):

@@ -259,7 +259,7 @@ def run_reasonrl(args, model_path: str, out_dir: Path, seed: int, staleness: int
         "algo.clip_low=0.2",
         "algo.clip_high=0.2",
         "algo.loss_agg=token_mean",
-        "algo.kl_coef=0.0",
+        "algo.kl.coef=0.0",
         "algo.entropy_coef=0.0",
         "val.size=1",
         "val.n=1",
@@ -271,7 +271,11 @@ def run_reasonrl(args, model_path: str, out_dir: Path, seed: int, staleness: int
         "log.rollouts_per_step=4",  # their uids show which prompts each step used
     ]
     if staleness:  # the worker generates the next step while this process trains on the current one
-        overrides += [f"rollout.max_staleness={staleness}", "algo.tis_cap=2.0", "rollout.worker_threads=1"]
+        overrides += [
+            f"rollout.max_staleness={staleness}",
+            "algo.off_policy.tis_cap=2.0",
+            "rollout.worker_threads=1",
+        ]
     cfg = load_config(None, overrides)
     t0 = time.perf_counter()
     out = train(cfg, log=lambda *a, **k: None)

@@ -58,9 +58,7 @@ def time_engine(model, batch, forward, reps: int, micro: int) -> float:
 
     engine = SingleDeviceEngine(model, lr=1e-6, forward=forward)
     counts = normalisers(batch.mask)
-    loss_fn = make_loss_fn(
-        AlgoConfig(kl_coef=0.0), counts["total_tokens"], counts["total_seqs"], batch.mask.shape[1]
-    )
+    loss_fn = make_loss_fn(AlgoConfig(), counts["total_tokens"], counts["total_seqs"], batch.mask.shape[1])
     engine.train_step(batch, loss_fn, micro)  # warm-up
     t0 = time.perf_counter()
     for _ in range(reps):

@@ -18,16 +18,22 @@ from omegaconf.errors import OmegaConfBaseException
 
 from reasonrl.config.checks import import_plugins, validate
 from reasonrl.config.sections import (
+    RENAMED,
     AlgoConfig,
     CheckpointConfig,
     ConfigError,
+    CriticConfig,
     DataConfig,
+    DynamicSamplingConfig,
+    KLConfig,
     LogConfig,
     LoraSpec,
     ModelConfig,
+    OffPolicyConfig,
     RewardConfig,
     RolloutConfig,
     RunConfig,
+    ShapingConfig,
     TrainConfig,
     ValConfig,
 )
@@ -36,18 +42,25 @@ __all__ = [
     "AlgoConfig",
     "CheckpointConfig",
     "ConfigError",
+    "CriticConfig",
     "DataConfig",
+    "DynamicSamplingConfig",
+    "KLConfig",
     "LogConfig",
     "LoraSpec",
     "ModelConfig",
+    "OffPolicyConfig",
+    "RENAMED",
     "RewardConfig",
     "RolloutConfig",
     "RunConfig",
+    "ShapingConfig",
     "TrainConfig",
     "ValConfig",
     "from_dict",
     "import_plugins",
     "load_config",
+    "migrate",
     "to_dict",
     "to_yaml",
     "validate",
@@ -72,8 +85,12 @@ def load_config(recipe: str | Path | None = None, overrides: list[str] | None = 
     if recipe is not None and not Path(recipe).is_file():
         raise ConfigError(f"recipe file not found: {recipe}")
     if recipe is not None:
-        _check_recipe_shape(Path(recipe))
+        _check_renamed(_check_recipe_shape(Path(recipe)), str(recipe))
     if overrides:
+        for o in overrides:
+            key, _, value = o.partition("=")
+            if key in RENAMED and not value.lstrip().startswith("{"):
+                raise ConfigError(f"command-line override: config key '{key}' is now '{RENAMED[key]}'")
         bad = [o for o in overrides if "=" not in o]
         if bad:
             raise ConfigError(f"override {bad[0]!r} must look like section.key=value")
@@ -91,7 +108,15 @@ def load_config(recipe: str | Path | None = None, overrides: list[str] | None = 
     return run
 
 
-def _check_recipe_shape(path: Path) -> None:
+def _check_renamed(data: dict | None, source: str) -> None:
+    """A recipe in the flat `algo` layout of earlier releases: name the key's new place."""
+    algo = (data or {}).get("algo")
+    for key, value in algo.items() if isinstance(algo, dict) else ():
+        if f"algo.{key}" in RENAMED and not isinstance(value, dict):
+            raise ConfigError(f"{source}: config key 'algo.{key}' is now '{RENAMED['algo.' + key]}'")
+
+
+def _check_recipe_shape(path: Path) -> dict | None:
     """A recipe must be valid YAML whose top level is a mapping of sections."""
     import yaml
 
@@ -107,6 +132,7 @@ def _check_recipe_shape(path: Path) -> None:
         raise ConfigError(
             f"{path}: a recipe must be a mapping of sections (model:, train:, ...), got {type(data).__name__}"
         )
+    return data
 
 
 def to_yaml(cfg: RunConfig | DictConfig) -> str:
@@ -117,5 +143,23 @@ def to_dict(cfg: RunConfig) -> dict[str, Any]:
     return OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True)  # type: ignore[return-value]
 
 
+def migrate(d: dict[str, Any]) -> dict[str, Any]:
+    """A config dict stored by an earlier release (a checkpoint's state.json), with renamed keys moved to
+    where they live now; a current dict comes back unchanged."""
+    import copy
+
+    d = copy.deepcopy(d)
+    algo = d.get("algo")
+    if not isinstance(algo, dict):
+        return d
+    for old, new in RENAMED.items():
+        flat = old.split(".", 1)[1]
+        if flat in algo and not isinstance(algo[flat], dict):
+            value = algo.pop(flat)
+            section, leaf = new.split(".")[1:]
+            algo.setdefault(section, {})[leaf] = value
+    return d
+
+
 def from_dict(d: dict[str, Any]) -> RunConfig:
-    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(RunConfig), d))  # type: ignore[return-value]
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(RunConfig), migrate(d)))  # type: ignore[return-value]

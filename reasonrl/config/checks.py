@@ -77,7 +77,7 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"model.logprob_chunk must be >= 0, got {cfg.model.logprob_chunk}")
     if not 0.0 <= t.min_lr_ratio <= 1.0:
         raise ConfigError(f"train.min_lr_ratio must be in [0, 1], got {t.min_lr_ratio}")
-    _choice("algo.kl_estimator", a.kl_estimator, KL_ESTIMATORS)
+    _choice("algo.kl.estimator", a.kl.estimator, KL_ESTIMATORS)
     _choice("algo.adv_estimator", a.adv_estimator, ADVANTAGES.names())
     _choice("algo.policy_loss", a.policy_loss, POLICY_LOSSES.names())
     if not cfg.data.train_files and not cfg.data.mixture:
@@ -168,8 +168,8 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"train.betas must have two values, got {t.betas}")
     if (a.clip_low is not None and a.clip_low < 0) or (a.clip_high is not None and a.clip_high < 0):
         raise ConfigError("algo.clip_low and algo.clip_high must be >= 0")
-    if a.kl_coef < 0:
-        raise ConfigError(f"algo.kl_coef must be >= 0, got {a.kl_coef}")
+    if a.kl.coef < 0:
+        raise ConfigError(f"algo.kl.coef must be >= 0, got {a.kl.coef}")
     _validate_algo_extras(a, r)
     _validate_async(a, r)
     _choice("checkpoint.best_mode", cfg.checkpoint.best_mode, ("max", "min"))
@@ -191,10 +191,10 @@ def _validate_async(a: AlgoConfig, r: RolloutConfig) -> None:
         raise ConfigError(f"rollout.max_staleness must be >= 0, got {r.max_staleness}")
     if r.worker_threads < 1 or r.worker_timeout_s <= 0:
         raise ConfigError("rollout.worker_threads must be >= 1 and rollout.worker_timeout_s > 0")
-    if r.max_staleness and a.tis_cap <= 0:
+    if r.max_staleness and a.off_policy.tis_cap <= 0:
         raise ConfigError(
             f"rollout.max_staleness={r.max_staleness} trains on samples from older policies; set "
-            "algo.tis_cap (e.g. 2.0) so the loss corrects for the sampling policy (decoupled PPO)"
+            "algo.off_policy.tis_cap (e.g. 2.0) so the loss corrects for the sampling policy (decoupled PPO)"
         )
 
 
@@ -205,31 +205,37 @@ def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
     reserved = [k for k in a.adv_kwargs if k in TRAINER_INPUTS]
     if reserved:
         raise ConfigError(f"algo.adv_kwargs.{reserved[0]} is set by the trainer, not the recipe")
-    if a.kl_in_reward and a.kl_coef <= 0:
-        raise ConfigError("algo.kl_in_reward=true needs algo.kl_coef > 0")
-    if a.reward_map and (len(a.reward_map) != 2 or a.reward_map[0] >= a.reward_map[1]):
-        raise ConfigError(f"algo.reward_map must be [low, high] with low < high, got {list(a.reward_map)}")
-    if not 0 <= a.overlong_buffer <= r.max_new_tokens:
+    if a.kl.in_reward and a.kl.coef <= 0:
+        raise ConfigError("algo.kl.in_reward=true needs algo.kl.coef > 0")
+    if a.shaping.reward_map and (
+        len(a.shaping.reward_map) != 2 or a.shaping.reward_map[0] >= a.shaping.reward_map[1]
+    ):
         raise ConfigError(
-            f"algo.overlong_buffer={a.overlong_buffer} must be in [0, rollout.max_new_tokens={r.max_new_tokens}]"
+            f"algo.shaping.reward_map must be [low, high] with low < high, got {list(a.shaping.reward_map)}"
         )
-    if a.overlong_penalty < 0:
-        raise ConfigError(f"algo.overlong_penalty must be >= 0, got {a.overlong_penalty}")
-    if a.dynamic_sampling_max_rounds < 0:
+    if not 0 <= a.shaping.overlong_buffer <= r.max_new_tokens:
         raise ConfigError(
-            f"algo.dynamic_sampling_max_rounds must be >= 0, got {a.dynamic_sampling_max_rounds}"
+            f"algo.shaping.overlong_buffer={a.shaping.overlong_buffer} must be in [0, rollout.max_new_tokens={r.max_new_tokens}]"
         )
-    for key in ("early_stop_ratio", "early_stop_kl", "critic_lr", "value_clip"):
-        v = getattr(a, key)
+    if a.shaping.overlong_penalty < 0:
+        raise ConfigError(f"algo.shaping.overlong_penalty must be >= 0, got {a.shaping.overlong_penalty}")
+    if a.dynamic_sampling.max_rounds < 0:
+        raise ConfigError(
+            f"algo.dynamic_sampling.max_rounds must be >= 0, got {a.dynamic_sampling.max_rounds}"
+        )
+    optional_positive = {"off_policy.early_stop_ratio": a.off_policy.early_stop_ratio,
+                         "off_policy.early_stop_kl": a.off_policy.early_stop_kl, "critic.lr": a.critic.lr,
+                         "critic.value_clip": a.critic.value_clip}  # fmt: skip
+    for key, v in optional_positive.items():
         if v is not None and v <= 0:
             raise ConfigError(f"algo.{key} must be > 0 (or null), got {v}")
-    if a.tis_cap < 0:
-        raise ConfigError(f"algo.tis_cap must be >= 0 (0 = off), got {a.tis_cap}")
+    if a.off_policy.tis_cap < 0:
+        raise ConfigError(f"algo.off_policy.tis_cap must be >= 0 (0 = off), got {a.off_policy.tis_cap}")
     from reasonrl.algorithms import ADVANTAGES
 
-    if a.critic_model and "values" not in ADVANTAGES.get(a.adv_estimator).needs:
+    if a.critic.model and "values" not in ADVANTAGES.get(a.adv_estimator).needs:
         raise ConfigError(
-            f"algo.critic_model is only used by estimators with a critic (gae), not {a.adv_estimator}"
+            f"algo.critic.model is only used by estimators with a critic (gae), not {a.adv_estimator}"
         )
 
 

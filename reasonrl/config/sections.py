@@ -81,6 +81,49 @@ class RolloutConfig:
 
 
 @dataclass
+class KLConfig:
+    coef: float = 0.0  # > 0 adds a KL(policy || reference) loss term and loads a reference model
+    estimator: str = "k3"
+    in_reward: bool = False  # true: fold coef * KL(old || ref) into the rewards instead of the loss
+
+
+@dataclass
+class ShapingConfig:
+    """Reward shaping, applied to the verifier score before advantages (docs/algorithms.md)."""
+
+    reward_map: list[float] = field(default_factory=list)  # [low, high]: r -> low + (high - low) * r
+    overlong_buffer: int = 0  # DAPO soft overlong penalty over the last N tokens of max_new_tokens; 0 = off
+    overlong_penalty: float = 1.0  # the penalty at (and beyond) rollout.max_new_tokens
+    mask_truncated: bool = False  # DAPO overlong filtering: no loss on completions cut at max_new_tokens
+
+
+@dataclass
+class DynamicSamplingConfig:
+    """DAPO dynamic sampling: drop zero-variance groups, refill with new prompts."""
+
+    enabled: bool = False
+    max_rounds: int = 3  # extra generation rounds per step; then pad (trainer.sampling)
+
+
+@dataclass
+class OffPolicyConfig:
+    """Update guards and corrections for samples that drifted from the policy being trained."""
+
+    early_stop_ratio: float | None = None  # skip a mini-batch whose mean importance ratio exceeds this
+    early_stop_kl: float | None = None  # ... or whose approx KL(old || current) exceeds this
+    tis_cap: float = 0.0  # > 0: truncated IS weight min(pi_old / pi_sampler, cap) per token; 0 = off
+
+
+@dataclass
+class CriticConfig:
+    """PPO's value model, used by estimators that need values (gae)."""
+
+    model: str = ""  # "" = same as model.path (a value head is put on that backbone)
+    lr: float | None = None  # None = train.lr
+    value_clip: float | None = 0.2  # PPO value clipping range; None = unclipped
+
+
+@dataclass
 class AlgoConfig:
     adv_estimator: str = "grpo"
     adv_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -89,26 +132,26 @@ class AlgoConfig:
     clip_high: float | None = None  # None: the loss's default (ppo_clip 0.2, gspo 4e-4, cispo 0.28)
     loss_kwargs: dict[str, Any] = field(default_factory=dict)  # extra options of the policy loss
     loss_agg: str = "token_mean"
-    kl_coef: float = 0.0  # > 0 adds a KL(policy || reference) loss term and loads a reference model
-    kl_estimator: str = "k3"
     entropy_coef: float = 0.0
-    # --- reward shaping (applied to the verifier score before advantages; see docs/algorithms.md)
-    kl_in_reward: bool = False  # true: fold kl_coef * KL(old || ref) into the rewards instead of the loss
-    reward_map: list[float] = field(default_factory=list)  # [low, high]: r -> low + (high - low) * r
-    overlong_buffer: int = 0  # DAPO soft overlong penalty over the last N tokens of max_new_tokens; 0 = off
-    overlong_penalty: float = 1.0  # the penalty at (and beyond) rollout.max_new_tokens
-    mask_truncated: bool = False  # DAPO overlong filtering: no loss on completions cut at max_new_tokens
-    # --- DAPO dynamic sampling: drop zero-variance groups, refill with new prompts
-    dynamic_sampling: bool = False
-    dynamic_sampling_max_rounds: int = 3  # extra generation rounds per step; then pad (trainer.sampling)
-    # --- update guards and corrections
-    early_stop_ratio: float | None = None  # skip a mini-batch whose mean importance ratio exceeds this
-    early_stop_kl: float | None = None  # ... or whose approx KL(old || current) exceeds this
-    tis_cap: float = 0.0  # > 0: truncated IS weight min(pi_old / pi_sampler, cap) per token; 0 = off
-    # --- critic (PPO with a value model; used when adv_estimator=gae)
-    critic_model: str = ""  # "" = same as model.path (a value head is put on that backbone)
-    critic_lr: float | None = None  # None = train.lr
-    value_clip: float | None = 0.2  # PPO value clipping range; None = unclipped
+    kl: KLConfig = field(default_factory=KLConfig)
+    shaping: ShapingConfig = field(default_factory=ShapingConfig)
+    dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
+    off_policy: OffPolicyConfig = field(default_factory=OffPolicyConfig)
+    critic: CriticConfig = field(default_factory=CriticConfig)
+
+
+# flat algo keys of earlier releases -> where they live now (recipes using them get an error naming the
+# new key; configs stored in older checkpoints are migrated by `reasonrl.config.migrate`)
+RENAMED = {
+    "algo.kl_coef": "algo.kl.coef", "algo.kl_estimator": "algo.kl.estimator", "algo.kl_in_reward": "algo.kl.in_reward",
+    "algo.reward_map": "algo.shaping.reward_map", "algo.overlong_buffer": "algo.shaping.overlong_buffer",
+    "algo.overlong_penalty": "algo.shaping.overlong_penalty", "algo.mask_truncated": "algo.shaping.mask_truncated",
+    "algo.dynamic_sampling": "algo.dynamic_sampling.enabled",
+    "algo.dynamic_sampling_max_rounds": "algo.dynamic_sampling.max_rounds",
+    "algo.early_stop_ratio": "algo.off_policy.early_stop_ratio", "algo.early_stop_kl": "algo.off_policy.early_stop_kl",
+    "algo.tis_cap": "algo.off_policy.tis_cap", "algo.critic_model": "algo.critic.model",
+    "algo.critic_lr": "algo.critic.lr", "algo.value_clip": "algo.critic.value_clip",
+}  # fmt: skip
 
 
 @dataclass

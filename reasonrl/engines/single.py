@@ -156,7 +156,7 @@ class SingleDeviceEngine:
         tokens under the policy (or the reference model), or a critic's values."""
         model = self.ref_model if reference else self.model
         if model is None:
-            raise ValueError("no reference model loaded (algo.kl_coef is 0)")
+            raise ValueError("no reference model loaded (algo.kl.coef is 0)")
         was_training = model.training
         model.eval()
         out = []

@@ -3,7 +3,7 @@ second train engine (the same `SingleDeviceEngine`, with the value forward inste
 
 Owns: `Critic` (values V(s_t) of the completion positions, one clipped value-loss update per
 mini-batch, its state for checkpoints), `completion_values` and `build_critic` (from the config). The model is
-`AutoModelForTokenClassification(num_labels=1, classifier_dropout=0)` loaded from `algo.critic_model` (default: the
+`AutoModelForTokenClassification(num_labels=1, classifier_dropout=0)` loaded from `algo.critic.model` (default: the
 policy's own checkpoint), i.e. a separate copy of the policy backbone with a fresh linear head, as in
 verl / OpenRLHF. Does not own: GAE (`algorithms.advantages.gae`), the value-loss formula
 (`algorithms.value.value_loss`) or checkpoint files (the loop stores `Critic.state_dict()` in the
@@ -82,12 +82,12 @@ class Critic:
 
 
 def build_critic(cfg, log=print) -> Critic:
-    """The critic for `cfg` (a RunConfig): value head on `algo.critic_model` or the policy's model."""
+    """The critic for `cfg` (a RunConfig): value head on `algo.critic.model` or the policy's model."""
     from transformers import AutoConfig, AutoModelForTokenClassification
 
     from reasonrl.models.loading import resolve_device, resolve_model_path
 
-    path = resolve_model_path(cfg.algo.critic_model or cfg.model.path, log=log)
+    path = resolve_model_path(cfg.algo.critic.model or cfg.model.path, log=log)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[cfg.model.dtype]
     # classifier_dropout=0: transformers' token-classification heads default to dropout 0.1, which
     # would make training-mode values differ from the values GAE used
@@ -96,5 +96,5 @@ def build_critic(cfg, log=print) -> Critic:
     model = AutoModelForTokenClassification.from_pretrained(path, config=config, dtype=dtype)
     model.to(resolve_device(cfg.model.device))
     t = cfg.train
-    lr = cfg.algo.critic_lr if cfg.algo.critic_lr is not None else t.lr
+    lr = cfg.algo.critic.lr if cfg.algo.critic.lr is not None else t.lr
     return Critic(model, lr=lr, betas=t.betas, weight_decay=t.weight_decay, grad_clip=t.grad_clip)

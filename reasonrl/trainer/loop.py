@@ -93,11 +93,11 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     # rows with zero advantage contribute nothing unless the loss has other per-token terms
     # (not with several ranks: every rank must run the same number of forward / backward passes)
     skip_inert = (
-        algo.kl_coef == 0 and algo.entropy_coef == 0 and not algo.kl_in_reward and dist.world_size() == 1
+        algo.kl.coef == 0 and algo.entropy_coef == 0 and not algo.kl.in_reward and dist.world_size() == 1
     )
     mini_rows = t.mini_batch // dist.world_size()  # this rank's rows of each (global) mini-batch
     # (TIS with one update per step takes its weights inside the loss, from those same log-probs)
-    needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl_in_reward
+    needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl.in_reward
 
     if start == 0:
         watchdog.enter("validation", 0)
@@ -121,13 +121,13 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         watchdog.enter("update", step)  # log-probs, values, advantages, then the updates
         if needs_old:
             batch.old_logprobs = run.train_engine.logprobs(batch, t.micro_batch)
-        if algo.kl_coef > 0:
+        if algo.kl.coef > 0:
             batch.ref_logprobs = run.train_engine.logprobs(batch, t.micro_batch, reference=True)
         if critic is not None:
             batch.values = critic.values(batch, t.micro_batch)
         step_metrics.update(compute_advantages(batch, algo, baseline))
-        if algo.tis_cap > 0 and batch.old_logprobs is not None:
-            step_metrics.update(attach_tis_weights(batch, algo.tis_cap))
+        if algo.off_policy.tis_cap > 0 and batch.old_logprobs is not None:
+            step_metrics.update(attach_tis_weights(batch, algo.off_policy.tis_cap))
 
         # 3. updates: `epochs` passes over the batch in shuffled mini-batches; a mini-batch that has
         #    drifted too far from the sampling policy is skipped (RLinf early stop)
@@ -136,7 +136,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         for _ in range(t.epochs):
             for mini in minibatches(batch, mini_rows, shuffle):
                 if critic is not None:
-                    updates.append(critic.train_step(mini, t.micro_batch, algo.value_clip))
+                    updates.append(critic.train_step(mini, t.micro_batch, algo.critic.value_clip))
                 if early_stop(run.train_engine, mini, algo, t.micro_batch):
                     stopped += 1
                     continue

@@ -2,7 +2,7 @@
 the ReMax greedy baseline.
 
 Owns: `step_rollouts` (everything one step generates: its groups, reward metrics and the ReMax
-baseline, tagged with the policy version that sampled them), `collect_step` (one round of scored groups, or, with `algo.dynamic_sampling`, rounds of new
+baseline, tagged with the policy version that sampled them), `collect_step` (one round of scored groups, or, with `algo.dynamic_sampling.enabled`, rounds of new
 prompts until the batch holds only groups whose rewards differ), `fill_groups` (the refill / cap
 policy, pure Python so it is unit-tested without a model) and `greedy_baseline` (reward of the
 temperature-0 completion of each prompt, repeated over its group's rows). Does not own: generation
@@ -10,7 +10,7 @@ and scoring themselves (`trainer.rollouts`), the keep test (`algorithms.filters.
 or reward shaping (`trainer.shaping`, applied to the baseline too so both are on the same scale).
 
 Dynamic sampling (DAPO, arXiv:2503.14476). The keep test uses the verifier scores (before
-`algo.reward_map` / overlong shaping), like DAPO's accuracy filter. Each round draws a full step of
+`algo.shaping.reward_map` / overlong shaping), like DAPO's accuracy filter. Each round draws a full step of
 new prompts (`sampler.next()`, so resume stays exact) with seed `step_seed + round`; kept groups are
 appended in order until the step's prompt count is reached (extra kept groups are discarded). After
 `dynamic_sampling_max_rounds` extra rounds (the cap):
@@ -119,9 +119,9 @@ def collect_step(run, params: SamplingParams, algo: AlgoConfig) -> tuple[list[Ro
             run.sampler.observe([RolloutGroup(p, [], [], rewards=r) for part in seen for p, r in part])
         return groups, metrics
 
-    if not algo.dynamic_sampling:
+    if not algo.dynamic_sampling.enabled:
         return draw(0)
-    groups, round_metrics, stats = fill_groups(draw, run.sampler.batch_size, algo.dynamic_sampling_max_rounds)
+    groups, round_metrics, stats = fill_groups(draw, run.sampler.batch_size, algo.dynamic_sampling.max_rounds)
     return groups, {**mean_metrics(round_metrics), **stats}
 
 

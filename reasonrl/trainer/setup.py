@@ -89,12 +89,12 @@ def check_parallel(cfg: RunConfig) -> str:
             raise ConfigError(f"train.global_batch / rollout.n = {prompts} prompts and train.mini_batch = "
                               f"{t.mini_batch} must both divide evenly over {world} ranks")  # fmt: skip
         if (
-            cfg.algo.dynamic_sampling
+            cfg.algo.dynamic_sampling.enabled
             or cfg.rollout.max_staleness
             or cfg.rollout.engine != "hf"
             or cfg.model.lora.rank
         ):
-            raise ConfigError("with several ranks, algo.dynamic_sampling, rollout.max_staleness > 0, LoRA and "
+            raise ConfigError("with several ranks, algo.dynamic_sampling.enabled, rollout.max_staleness > 0, LoRA and "
                               "rollout.engine other than hf are not supported yet")  # fmt: skip
     return kind
 
@@ -154,7 +154,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     if cfg.model.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     ref = None
-    if cfg.algo.kl_coef > 0:
+    if cfg.algo.kl.coef > 0:
         ref = copy.deepcopy(model).eval().requires_grad_(False)
     if cfg.model.lora.rank > 0:
         model = add_lora(model, cfg.model.lora)

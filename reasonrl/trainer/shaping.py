@@ -1,14 +1,14 @@
 """Reward shaping and loss masking of a step's batch, before advantages are computed.
 
-Owns: `shape_rewards` (verifier score -> training reward: `algo.reward_map`, then the DAPO soft
+Owns: `shape_rewards` (verifier score -> training reward: `algo.shaping.reward_map`, then the DAPO soft
 overlong penalty) and `shape_batch` (applies it to `batch.rewards`, and clears the loss mask of
-truncated completions when `algo.mask_truncated`). Does not own: the penalty formula
+truncated completions when `algo.shaping.mask_truncated`). Does not own: the penalty formula
 (`algorithms.filters.overlong_penalty`), KL folded into rewards (`trainer.step.compute_advantages`,
 which needs log-probs), or the verifier scores themselves (`rewards/`).
 
 Order, for a verifier score s and completion length L (tokens, EOS included):
-    r = low + (high - low) * s          if algo.reward_map = [low, high]  (RLinf's +5 / -5: [-5, 5])
-    r = r + overlong_penalty(L, rollout.max_new_tokens, algo.overlong_buffer, algo.overlong_penalty)
+    r = low + (high - low) * s          if algo.shaping.reward_map = [low, high]  (RLinf's +5 / -5: [-5, 5])
+    r = r + overlong_penalty(L, rollout.max_new_tokens, algo.shaping.overlong_buffer, algo.shaping.overlong_penalty)
 The overlong penalty is in the units of the mapped reward. A truncated completion (finish reason
 "length") keeps its reward but, with `mask_truncated`, contributes no loss tokens (DAPO overlong
 filtering); it still counts in its group's baseline, as in DAPO.
@@ -28,11 +28,13 @@ def shape_rewards(
 ) -> torch.Tensor:
     """Training rewards [N] from verifier scores [N] and completion lengths [N] (tokens)."""
     r = scores.to(torch.float32)
-    if algo.reward_map:
-        low, high = algo.reward_map
+    if algo.shaping.reward_map:
+        low, high = algo.shaping.reward_map
         r = low + (high - low) * r
-    if algo.overlong_buffer > 0:
-        r = r + overlong_penalty(lengths, max_len, algo.overlong_buffer, algo.overlong_penalty)
+    if algo.shaping.overlong_buffer > 0:
+        r = r + overlong_penalty(
+            lengths, max_len, algo.shaping.overlong_buffer, algo.shaping.overlong_penalty
+        )
     return r
 
 
@@ -41,13 +43,15 @@ def shape_batch(batch: TrainBatch, algo: AlgoConfig, max_len: int) -> dict[str, 
     lengths = batch.lengths
     batch.rewards = shape_rewards(batch.rewards, lengths, algo, max_len)
     metrics: dict[str, float] = {}
-    if algo.reward_map or algo.overlong_buffer > 0:
+    if algo.shaping.reward_map or algo.shaping.overlong_buffer > 0:
         metrics["reward/shaped_mean"] = batch.rewards.mean().item()
-    if algo.overlong_buffer > 0:
-        penalty = overlong_penalty(lengths, max_len, algo.overlong_buffer, algo.overlong_penalty)
+    if algo.shaping.overlong_buffer > 0:
+        penalty = overlong_penalty(
+            lengths, max_len, algo.shaping.overlong_buffer, algo.shaping.overlong_penalty
+        )
         metrics["reward/overlong_penalty"] = penalty.mean().item()
         metrics["reward/overlong_frac"] = (penalty < 0).float().mean().item()
-    if algo.mask_truncated:
+    if algo.shaping.mask_truncated:
         truncated = batch.truncated
         batch.mask = mask_truncated(batch.mask, truncated)
         metrics["rollout/masked_truncated_frac"] = truncated.float().mean().item()

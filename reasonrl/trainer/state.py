@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reasonrl.config import ConfigError, RunConfig, to_dict
+from reasonrl.config import ConfigError, RunConfig, migrate, to_dict
 from reasonrl.engines.checkpoint import (
     list_checkpoints,
     load_checkpoint,
@@ -106,7 +106,7 @@ def restore_state(run, critic, cfg: RunConfig, allow_config_change: bool = False
             continue
         if critic is not None and "critic" not in engine_state:
             raise ConfigError(f"checkpoint {ckpt} has no critic state, but algo.adv_estimator=gae needs one")
-        changed = check_resume_config(state.get("config", {}), to_dict(cfg), allow_config_change, run_dir,
+        changed = check_resume_config(migrate(state.get("config", {})), to_dict(cfg), allow_config_change, run_dir,
                                       state["step"], log)  # fmt: skip
         _load_in_place(run.model, ckpt)
         if (ckpt / "dcp").is_dir():  # optimizer shards: read back on any number of ranks

@@ -3,7 +3,7 @@ are combined in one visible place; `trainer/loop.py` calls them in order).
 
 Owns:
   `compute_advantages`: rewards -> per-token advantages [B, T] with the configured estimator, after
-      folding KL into the rewards when `algo.kl_in_reward` (token rewards for gae; for sequence
+      folding KL into the rewards when `algo.kl.in_reward` (token rewards for gae; for sequence
       estimators r_i - kl_coef * sum_t kl_it, kl = kl_estimator(old_logprobs, ref_logprobs));
       remax gets the greedy `baseline_rewards`, gae the critic's `values` and leaves `returns` in
       `batch.returns` for the critic update.
@@ -51,13 +51,13 @@ def compute_advantages(
     estimator = ADVANTAGES.get(algo.adv_estimator)
     token_rewards = None
     metrics: dict[str, float] = {}
-    if algo.kl_in_reward:
-        kl = kl_penalty(batch.old_logprobs, batch.ref_logprobs, algo.kl_estimator)
-        penalty = algo.kl_coef * masked_sum(kl, mask, dim=-1)  # [B]
+    if algo.kl.in_reward:
+        kl = kl_penalty(batch.old_logprobs, batch.ref_logprobs, algo.kl.estimator)
+        penalty = algo.kl.coef * masked_sum(kl, mask, dim=-1)  # [B]
         metrics["reward/kl_penalty"] = penalty.mean().item()
         metrics["actor/kl_ref"] = masked_mean(kl, mask).item()
         if "token_rewards" in estimator.needs:
-            token_rewards = fold_kl_into_rewards(rewards, kl, mask, algo.kl_coef)
+            token_rewards = fold_kl_into_rewards(rewards, kl, mask, algo.kl.coef)
         else:
             rewards = rewards - penalty
     supplied = {"values": batch.values, "mask": mask, "token_rewards": token_rewards,
@@ -107,7 +107,7 @@ def logprob_gap(sampler: torch.Tensor | None, old: torch.Tensor, mask: torch.Ten
 def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_len: int):
     policy_loss = POLICY_LOSSES.get(algo.policy_loss)
     opts = loss_options(algo)
-    kl_loss = algo.kl_coef > 0 and not algo.kl_in_reward
+    kl_loss = algo.kl.coef > 0 and not algo.kl.in_reward
 
     def agg(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return aggregate(
@@ -119,10 +119,12 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         old = micro.old_logprobs if micro.old_logprobs is not None else logprobs.detach()
         pg_tok, pg_metrics = policy_loss(logprobs, old, micro.advantages, mask, **opts)
         metrics = {f"actor/{k}": v for k, v in pg_metrics.items()}
-        if algo.tis_cap > 0:
+        if algo.off_policy.tis_cap > 0:
             weights = micro.is_weights
             if weights is None:  # one update per step: the pre-update log-probs are the old ones
-                weights, tis = tis_weights(old, micro.sampler_logprobs.to(old.device), mask, cap=algo.tis_cap)
+                weights, tis = tis_weights(
+                    old, micro.sampler_logprobs.to(old.device), mask, cap=algo.off_policy.tis_cap
+                )
                 metrics.update({f"actor/{k}": v for k, v in tis.items()})
             pg_tok = pg_tok * weights.to(pg_tok.device)
         pg = agg(pg_tok, mask)
@@ -130,8 +132,8 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         metrics.update(logprob_gap(micro.sampler_logprobs, old, mask))
         metrics["loss/policy"] = pg.detach()
         if kl_loss:
-            kl = agg(kl_penalty(logprobs, micro.ref_logprobs, algo.kl_estimator), mask)
-            loss = loss + algo.kl_coef * kl
+            kl = agg(kl_penalty(logprobs, micro.ref_logprobs, algo.kl.estimator), mask)
+            loss = loss + algo.kl.coef * kl
             metrics["loss/kl"] = kl.detach()
         if entropy is not None:
             ent = agg(entropy, mask)
@@ -146,11 +148,17 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
 
 def early_stop(engine, mini: TrainBatch, algo: AlgoConfig, micro_batch: int) -> bool:
     """True when RLinf's test says to skip this mini-batch (never without thresholds or old log-probs)."""
-    if (algo.early_stop_ratio is None and algo.early_stop_kl is None) or mini.old_logprobs is None:
+    if (
+        algo.off_policy.early_stop_ratio is None and algo.off_policy.early_stop_kl is None
+    ) or mini.old_logprobs is None:
         return False
     current = engine.logprobs(mini, micro_batch)
     log_ratio = (current - mini.old_logprobs).clamp(-20.0, 20.0)
     # over the whole mini-batch on all ranks, so every rank takes the same decision
     ratio_mean = global_masked_mean(torch.exp(log_ratio), mini.mask)
     approx_kl = global_masked_mean(torch.expm1(log_ratio) - log_ratio, mini.mask)
-    return bool(minibatch_early_stop(ratio_mean, approx_kl, algo.early_stop_ratio, algo.early_stop_kl))
+    return bool(
+        minibatch_early_stop(
+            ratio_mean, approx_kl, algo.off_policy.early_stop_ratio, algo.off_policy.early_stop_kl
+        )
+    )

@@ -24,7 +24,12 @@ from reasonrl.trainer.loop import train
 from reasonrl.trainer.rollout_source import RolloutWorkerError
 
 pytestmark = pytest.mark.timeout(300)
-ASYNC = ("rollout.max_staleness=1", "algo.tis_cap=2.0", "algo.entropy_coef=0.05", "log.tensorboard=false")
+ASYNC = (
+    "rollout.max_staleness=1",
+    "algo.off_policy.tis_cap=2.0",
+    "algo.entropy_coef=0.05",
+    "log.tensorboard=false",
+)
 HERE = str(Path(__file__).parent)
 
 
@@ -54,10 +59,10 @@ def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path):
 
 
 def test_max_staleness_zero_is_the_synchronous_loop(tiny_model_dir, tmp_path):
-    sync = train(_cfg(tiny_model_dir, tmp_path / "s", 3, "algo.tis_cap=2.0"))["history"]
-    zero = train(_cfg(tiny_model_dir, tmp_path / "z", 3, "algo.tis_cap=2.0", "rollout.max_staleness=0"))[
-        "history"
-    ]
+    sync = train(_cfg(tiny_model_dir, tmp_path / "s", 3, "algo.off_policy.tis_cap=2.0"))["history"]
+    zero = train(
+        _cfg(tiny_model_dir, tmp_path / "z", 3, "algo.off_policy.tis_cap=2.0", "rollout.max_staleness=0")
+    )["history"]
     assert [_stable(r) for r in zero] == [_stable(r) for r in sync]
     assert [r["rollout/policy_version"] for r in sync[1:]] == [0, 1, 2]
     assert "rollout/staleness" not in sync[1]
@@ -66,7 +71,7 @@ def test_max_staleness_zero_is_the_synchronous_loop(tiny_model_dir, tmp_path):
 def test_async_needs_the_off_policy_correction(tiny_model_dir, tmp_path):
     from reasonrl.config import ConfigError
 
-    with pytest.raises(ConfigError, match="algo.tis_cap"):
+    with pytest.raises(ConfigError, match="algo.off_policy.tis_cap"):
         load_config(None, [f"model.path={tiny_model_dir}", "rollout.max_staleness=1"])
 
 

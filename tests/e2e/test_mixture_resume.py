@@ -96,6 +96,6 @@ def test_mixture_with_curriculum_resumes_exactly_after_sigkill(tiny_model_dir, t
 def test_async_worker_trains_on_the_mixture(tiny_model_dir, tmp_path):
     sys.path.insert(0, str(HERE))
     cfg = load_config(None, _overrides(tiny_model_dir, tmp_path / "async", _files(tmp_path), 3,
-                                       "rollout.max_staleness=1", "algo.tis_cap=2.0"))  # fmt: skip
+                                       "rollout.max_staleness=1", "algo.off_policy.tis_cap=2.0"))  # fmt: skip
     hist = train(cfg, log=lambda *a: None)["history"]
     assert hist[-1]["step"] == 3 and "curriculum/arithmetic/level" in hist[-1]

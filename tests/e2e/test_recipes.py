@@ -56,10 +56,12 @@ def _overrides(recipe: Path, model_dir: str, run_dir: Path, extra: tuple[str, ..
         # a random model earns no reward (zero group advantages): the entropy bonus moves it anyway
         "algo.entropy_coef=0.01",
     ]
-    if full.algo.overlong_buffer:
-        out.append("algo.overlong_buffer=4")
-    if full.algo.dynamic_sampling:  # a random model fails every group: each extra round is wasted here
-        out.append("algo.dynamic_sampling_max_rounds=1")
+    if full.algo.shaping.overlong_buffer:
+        out.append("algo.shaping.overlong_buffer=4")
+    if (
+        full.algo.dynamic_sampling.enabled
+    ):  # a random model fails every group: each extra round is wasted here
+        out.append("algo.dynamic_sampling.max_rounds=1")
     return out + list(extra)
 
 
@@ -110,9 +112,17 @@ def test_recipe_trains(recipe, tiny_model_dir, tmp_path):
 
 
 COMBOS = [
-    ("grpo", ("algo.tis_cap=2.0", "algo.kl_in_reward=true"), ["actor/is_weight_mean", "reward/kl_penalty"]),
+    (
+        "grpo",
+        ("algo.off_policy.tis_cap=2.0", "algo.kl.in_reward=true"),
+        ["actor/is_weight_mean", "reward/kl_penalty"],
+    ),
     ("reinforce_pp", ("algo.adv_estimator=reinforce_pp_baseline",), ["reward/kl_penalty"]),
-    ("ppo_gae", ("algo.kl_coef=0.01", "algo.kl_in_reward=true", "algo.value_clip=null"), ["loss/value"]),
+    (
+        "ppo_gae",
+        ("algo.kl.coef=0.01", "algo.kl.in_reward=true", "algo.critic.value_clip=null"),
+        ["loss/value"],
+    ),
 ]
 
 
@@ -123,7 +133,7 @@ def test_option_combinations_train(name, extra, keys, tiny_model_dir, tmp_path):
     for row in history[1:]:
         for key in ("loss/total", *keys):
             assert row.get(key) is not None and math.isfinite(row[key]), (key, row.get(key))
-    if "algo.kl_in_reward=true" in extra:
+    if "algo.kl.in_reward=true" in extra:
         assert all("loss/kl" not in row for row in history)  # KL is in the reward, not the loss
     assert _changed_fraction(tiny_model_dir, tmp_path / "run") > 0.5
 
@@ -131,7 +141,7 @@ def test_option_combinations_train(name, extra, keys, tiny_model_dir, tmp_path):
 def test_early_stop_skips_every_minibatch_over_threshold(tiny_model_dir, tmp_path):
     """A threshold below 1 stops every mini-batch (the ratio starts at 1): no update at all."""
     recipe = Path(__file__).parents[2] / "recipes" / "rlinf_math.yaml"
-    history = _run(recipe, tiny_model_dir, tmp_path / "run", "algo.early_stop_ratio=0.5")
+    history = _run(recipe, tiny_model_dir, tmp_path / "run", "algo.off_policy.early_stop_ratio=0.5")
     assert [r["actor/early_stopped_minibatches"] for r in history[1:]] == [2.0, 2.0]
     assert all("loss/total" not in r for r in history[1:])
     assert _changed_fraction(tiny_model_dir, tmp_path / "run") == 0.0
@@ -146,7 +156,7 @@ def test_resume_is_exact_with_critic_and_dynamic_sampling(tiny_model_dir, tmp_pa
     sampling survive a restart: a run stopped after step 1 and resumed logs exactly the uninterrupted
     run's step 2 (GAE advantages are non-zero even for a random policy, so the policy does move)."""
     recipe = Path(__file__).parents[2] / "recipes" / "ppo_gae.yaml"
-    extra = ("algo.dynamic_sampling=true", "algo.dynamic_sampling_max_rounds=1", "checkpoint.every=1")
+    extra = ("algo.dynamic_sampling.enabled=true", "algo.dynamic_sampling.max_rounds=1", "checkpoint.every=1")
     full = _run(recipe, tiny_model_dir, tmp_path / "a", *extra)  # 2 steps
     _run(recipe, tiny_model_dir, tmp_path / "b", *extra, "train.steps=1")
     cfg = load_config(recipe, _overrides(recipe, tiny_model_dir, tmp_path / "b", extra))

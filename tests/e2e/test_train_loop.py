@@ -50,7 +50,7 @@ def test_loop_writes_artefacts_and_changes_policy(tiny_model_dir, tmp_path):
 
     run = tmp_path / "run"
     # a random model earns no reward (zero advantages), so the entropy bonus is what moves it here
-    out = train(_cfg(tiny_model_dir, run, 3, "algo.kl_coef=0.01", "algo.entropy_coef=0.01"))
+    out = train(_cfg(tiny_model_dir, run, 3, "algo.kl.coef=0.01", "algo.entropy_coef=0.01"))
     steps = [r["step"] for r in out["history"]]
     assert steps == [0, 1, 2, 3]
     last = out["history"][-1]

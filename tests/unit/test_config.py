@@ -121,7 +121,7 @@ BAD_OVERRIDES = [
         ["algo.loss_agg=baz"],
         ["algo.loss_agg", "'baz'", "token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"],
     ),
-    (["algo.kl_estimator=k9"], ["algo.kl_estimator", "k3"]),
+    (["algo.kl.estimator=k9"], ["algo.kl.estimator", "k3"]),
     (["algo.adv_kwargs.bogus=1"], ["algo.adv_kwargs", "'bogus'", "grpo", "scale_by_std", "eps"]),
     (["algo.adv_estimator=rloo", "algo.adv_kwargs.eps=1e-6"], ["algo.adv_kwargs", "'eps'", "rloo"]),
     (["algo.loss_kwargs.clip_z=3"], ["algo.loss_kwargs", "'clip_z'", "ppo_clip", "clip_c"]),
@@ -134,7 +134,7 @@ BAD_OVERRIDES = [
     (["rollout.top_p=0"], ["rollout.top_p"]),
     (["rollout.top_p=1.5"], ["rollout.top_p"]),
     (["train.betas=[0.9]"], ["train.betas"]),
-    (["algo.kl_coef=-0.1"], ["algo.kl_coef"]),
+    (["algo.kl.coef=-0.1"], ["algo.kl.coef"]),
     (["algo.clip_low=-0.1"], ["algo.clip_low"]),
     (["checkpoint.keep_last=0"], ["checkpoint.keep_last"]),
     (["train.steps"], ["train.steps", "section.key=value"]),
@@ -265,3 +265,37 @@ def test_plugins_are_imported_and_a_missing_one_is_named(tmp_path, monkeypatch):
     assert cfg.rollout.engine == "mine"
     with pytest.raises(ConfigError, match="plugins: cannot import 'no_such_plugin_mod'"):
         load_config(None, ["plugins=[no_such_plugin_mod]"])
+
+
+@pytest.mark.parametrize("old, new", [("algo.kl_coef=0.1", "algo.kl.coef"), ("algo.tis_cap=2", "algo.off_policy.tis_cap"),
+                                      ("algo.dynamic_sampling=true", "algo.dynamic_sampling.enabled"),
+                                      ("algo.critic_lr=0.001", "algo.critic.lr")])  # fmt: skip
+def test_flat_algo_keys_of_earlier_releases_name_their_new_place(old, new, tmp_path):
+    with pytest.raises(ConfigError, match=f"'{old.split('=')[0]}' is now '{new}'"):
+        load_config(None, [old])
+    key, value = old.split("=")
+    recipe = tmp_path / "old.yaml"
+    recipe.write_text(f"algo:\n  {key.split('.')[1]}: {value}\n")
+    with pytest.raises(ConfigError, match=f"old.yaml: config key '{key}' is now '{new}'"):
+        load_config(recipe)
+
+
+def test_configs_stored_by_earlier_releases_are_migrated():
+    from reasonrl.config import migrate
+
+    old = to_dict(load_config(None, []))
+    algo = old["algo"]
+    for section in ("kl", "shaping", "dynamic_sampling", "off_policy", "critic"):
+        del algo[section]
+    algo.update({"kl_coef": 0.05, "kl_in_reward": True, "reward_map": [-1.0, 1.0], "dynamic_sampling": True,
+                 "dynamic_sampling_max_rounds": 5, "tis_cap": 2.0, "value_clip": None})  # fmt: skip
+    cfg = from_dict(old)
+    a = cfg.algo
+    assert (a.kl.coef, a.kl.in_reward, a.kl.estimator) == (0.05, True, "k3")
+    assert a.shaping.reward_map == [-1.0, 1.0] and (
+        a.dynamic_sampling.enabled,
+        a.dynamic_sampling.max_rounds,
+    ) == (True, 5)
+    assert a.off_policy.tis_cap == 2.0 and a.critic.value_clip is None
+    current = to_dict(load_config(None, ["algo.kl.coef=0.05"]))
+    assert migrate(current) == current  # a current config passes through unchanged

@@ -39,7 +39,7 @@ def _batch(step: int) -> TrainBatch:
 
 
 def _train(engine, rows) -> list[dict]:
-    algo = AlgoConfig(loss_agg="token_mean", kl_coef=0.0)
+    algo = AlgoConfig(loss_agg="token_mean")
     out = []
     for step in range(STEPS):
         batch = _batch(step).select(rows)

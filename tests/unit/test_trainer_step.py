@@ -5,12 +5,13 @@ Hand-computed values are in comments."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 
 import pytest
 import torch
 
-from reasonrl.config import AlgoConfig
+from reasonrl.config import AlgoConfig, KLConfig, OffPolicyConfig, ShapingConfig
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.trainer.batching import build_batch
 from reasonrl.trainer.critic import Critic
@@ -115,7 +116,9 @@ SHAPE = [
 
 @pytest.mark.parametrize("reward_map,buffer,penalty,scores,lengths,expected", SHAPE)
 def test_shape_rewards(reward_map, buffer, penalty, scores, lengths, expected):
-    algo = AlgoConfig(reward_map=reward_map, overlong_buffer=buffer, overlong_penalty=penalty)
+    algo = AlgoConfig(
+        shaping=ShapingConfig(reward_map=reward_map, overlong_buffer=buffer, overlong_penalty=penalty)
+    )
     out = shape_rewards(torch.tensor(scores), torch.tensor(lengths), algo, 10)
     torch.testing.assert_close(out, torch.tensor(expected), rtol=0, atol=1e-6)
 
@@ -125,7 +128,7 @@ def test_shape_batch_masks_truncated_rows_only_when_asked():
     for on in (False, True):
         batch = build_batch(copy.deepcopy(groups), pad_id=0)
         before = batch.mask.clone()
-        metrics = shape_batch(batch, AlgoConfig(mask_truncated=on), 4)
+        metrics = shape_batch(batch, AlgoConfig(shaping=ShapingConfig(mask_truncated=on)), 4)
         assert batch.mask[0].tolist() == before[0].tolist() and batch.mask[2].tolist() == before[2].tolist()
         assert batch.mask[1].any().item() is (not on)
         assert batch.rewards.tolist() == [1.0, 0.0, 1.0]  # the truncated row keeps its reward
@@ -161,13 +164,8 @@ def test_kl_folded_into_sequence_rewards():
     b = _batch([1.0, 0.0], [0, 0], [[1, 1], [1, 0]])
     b.old_logprobs = torch.tensor([[-1.0, -1.0], [-1.0, -9.0]])
     b.ref_logprobs = torch.tensor([[-1.5, -2.0], [-0.5, 0.0]])
-    algo = AlgoConfig(
-        adv_estimator="grpo",
-        adv_kwargs={"scale_by_std": False},
-        kl_coef=0.1,
-        kl_estimator="k1",
-        kl_in_reward=True,
-    )
+    algo = AlgoConfig(adv_estimator="grpo", adv_kwargs={"scale_by_std": False},
+                      kl=KLConfig(coef=0.1, estimator="k1", in_reward=True))  # fmt: skip
     m = compute_advantages(b, algo)
     # k1 = old - ref: row 0: 0.5 + 1.0 = 1.5 -> r' = 1 - 0.15 = 0.85; row 1: -0.5 (pad ignored) -> r' = 0.05
     # mean 0.45 -> A = [0.40, -0.40]
@@ -175,7 +173,9 @@ def test_kl_folded_into_sequence_rewards():
     assert m["reward/kl_penalty"] == pytest.approx((0.15 - 0.05) / 2)
     # kl_coef alone (not in reward) leaves the rewards alone: A = [0.5, -0.5]
     b2 = _batch([1.0, 0.0], [0, 0], [[1, 1], [1, 0]])
-    compute_advantages(b2, AlgoConfig(adv_estimator="grpo", adv_kwargs={"scale_by_std": False}, kl_coef=0.1))
+    compute_advantages(
+        b2, AlgoConfig(adv_estimator="grpo", adv_kwargs={"scale_by_std": False}, kl=KLConfig(coef=0.1))
+    )
     assert b2.advantages[:, 0].tolist() == [0.5, -0.5]
 
 
@@ -189,9 +189,7 @@ def test_gae_uses_critic_values_and_kl_token_rewards():
     torch.testing.assert_close(b.returns, torch.tensor([[1.0, 1.0]]))
     b.old_logprobs = torch.tensor([[-1.0, -1.0]])
     b.ref_logprobs = torch.tensor([[-2.0, -1.0]])  # k1 = [1, 0]
-    compute_advantages(
-        b, AlgoConfig(**{**algo.__dict__, "kl_coef": 0.5, "kl_estimator": "k1", "kl_in_reward": True})
-    )
+    compute_advantages(b, dataclasses.replace(algo, kl=KLConfig(coef=0.5, estimator="k1", in_reward=True)))
     # token rewards [-0.5, 1]: delta_1 = 0.5 = A_1; delta_0 = -0.5 + 0.5 - 0.5 = -0.5, A_0 = 0; R = [0.5, 1]
     torch.testing.assert_close(b.advantages, torch.tensor([[0.0, 0.5]]))
     torch.testing.assert_close(b.returns, torch.tensor([[0.5, 1.0]]))
@@ -218,12 +216,12 @@ def test_tis_weights_scale_the_policy_loss_and_kl_in_reward_drops_the_kl_term():
     m = attach_tis_weights(b, cap=2.0)
     assert m["actor/is_capped_frac"] == pytest.approx(1 / 3)
     logprobs = b.old_logprobs.clone().requires_grad_(True)  # ratio 1: per-token loss = -A
-    algo = AlgoConfig(tis_cap=2.0, kl_coef=0.1, kl_in_reward=True)
+    algo = AlgoConfig(off_policy=OffPolicyConfig(tis_cap=2.0), kl=KLConfig(coef=0.1, in_reward=True))
     loss, metrics = make_loss_fn(algo, b.mask.sum(), 2, 2)(b, logprobs, None)
     # token_mean of -A * w over 3 tokens: (-1*2 - 1*1 + 1*0.5) / 3 = -2.5 / 3
     assert loss.item() == pytest.approx(-2.5 / 3, rel=1e-6)
     assert "loss/kl" not in metrics
-    _, with_kl = make_loss_fn(AlgoConfig(kl_coef=0.1), b.mask.sum(), 2, 2)(b, logprobs, None)
+    _, with_kl = make_loss_fn(AlgoConfig(kl=KLConfig(coef=0.1)), b.mask.sum(), 2, 2)(b, logprobs, None)
     assert with_kl["loss/kl"].item() == 0.0  # logprobs == ref: k3 = 0
     plain, _ = make_loss_fn(AlgoConfig(), b.mask.sum(), 2, 2)(b, logprobs, None)
     assert plain.item() == pytest.approx(-1.0 / 3, rel=1e-6)  # (-1 - 1 + 1) / 3 without weights
@@ -236,7 +234,7 @@ def test_tis_without_old_logprobs_takes_weights_from_the_pre_update_forward():
     b.advantages = torch.tensor([[1.0, 1.0], [-1.0, 0.0]])
     current = torch.tensor([[-1.0, -1.0], [-1.0, -1.0]])
     b.sampler_logprobs = current - torch.log(torch.tensor([[3.0, 1.0], [0.5, 1.0]]))
-    algo = AlgoConfig(tis_cap=2.0)
+    algo = AlgoConfig(off_policy=OffPolicyConfig(tis_cap=2.0))
     loss, metrics = make_loss_fn(algo, b.mask.sum(), 2, 2)(b, current.clone().requires_grad_(True), None)
     assert loss.item() == pytest.approx(-2.5 / 3, rel=1e-6)  # as with attach_tis_weights above
     assert metrics["actor/is_capped_frac"].item() == pytest.approx(1 / 3)
@@ -274,7 +272,7 @@ def test_early_stop_thresholds(log_ratio, max_ratio, max_kl, stop):
     b.old_logprobs = torch.tensor([[-1.0, -2.0, 0.0]])
     current = b.old_logprobs + torch.tensor([[log_ratio, log_ratio, 50.0]])  # pad never counts
     engine = _FakeEngine(current)
-    algo = AlgoConfig(early_stop_ratio=max_ratio, early_stop_kl=max_kl)
+    algo = AlgoConfig(off_policy=OffPolicyConfig(early_stop_ratio=max_ratio, early_stop_kl=max_kl))
     assert early_stop(engine, b, algo, 4) is stop
 
 
@@ -284,7 +282,7 @@ def test_early_stop_off_costs_no_forward():
     engine = _FakeEngine(torch.full((1, 1), 10.0))
     assert early_stop(engine, b, AlgoConfig(), 4) is False
     b.old_logprobs = None
-    assert early_stop(engine, b, AlgoConfig(early_stop_ratio=1e-9), 4) is False
+    assert early_stop(engine, b, AlgoConfig(off_policy=OffPolicyConfig(early_stop_ratio=1e-9)), 4) is False
     assert engine.calls == 0
 
 
@@ -361,17 +359,17 @@ def test_critic_value_clip_freezes_values_outside_the_clip_range(critic_and_batc
 # ---------------------------------------------------------------- config of the new algo fields
 
 BAD_ALGO = [
-    (["algo.kl_in_reward=true"], "algo.kl_coef > 0"),
-    (["algo.reward_map=[5,-5]"], "algo.reward_map"),
-    (["algo.reward_map=[1,2,3]"], "algo.reward_map"),
-    (["algo.overlong_buffer=100", "rollout.max_new_tokens=64"], "algo.overlong_buffer=100"),
-    (["algo.overlong_buffer=-1"], "algo.overlong_buffer"),
-    (["algo.dynamic_sampling_max_rounds=-1"], "algo.dynamic_sampling_max_rounds"),
-    (["algo.early_stop_ratio=0"], "algo.early_stop_ratio"),
-    (["algo.early_stop_kl=-1"], "algo.early_stop_kl"),
-    (["algo.tis_cap=-2"], "algo.tis_cap"),
-    (["algo.value_clip=0"], "algo.value_clip"),
-    (["algo.critic_model=x"], "algo.critic_model"),
+    (["algo.kl.in_reward=true"], "algo.kl.coef > 0"),
+    (["algo.shaping.reward_map=[5,-5]"], "algo.shaping.reward_map"),
+    (["algo.shaping.reward_map=[1,2,3]"], "algo.shaping.reward_map"),
+    (["algo.shaping.overlong_buffer=100", "rollout.max_new_tokens=64"], "algo.shaping.overlong_buffer=100"),
+    (["algo.shaping.overlong_buffer=-1"], "algo.shaping.overlong_buffer"),
+    (["algo.dynamic_sampling.max_rounds=-1"], "algo.dynamic_sampling.max_rounds"),
+    (["algo.off_policy.early_stop_ratio=0"], "algo.off_policy.early_stop_ratio"),
+    (["algo.off_policy.early_stop_kl=-1"], "algo.off_policy.early_stop_kl"),
+    (["algo.off_policy.tis_cap=-2"], "algo.off_policy.tis_cap"),
+    (["algo.critic.value_clip=0"], "algo.critic.value_clip"),
+    (["algo.critic.model=x"], "algo.critic.model"),
     (["algo.adv_estimator=gae", "algo.adv_kwargs.values=1"], "algo.adv_kwargs.values"),
     (["algo.adv_estimator=remax", "algo.adv_kwargs.baseline_rewards=1"], "algo.adv_kwargs.baseline_rewards"),
 ]
@@ -389,12 +387,23 @@ def test_bad_algo_fields_name_the_key(overrides, needle):
 def test_new_algo_fields_default_off():
     from reasonrl.config import load_config
 
-    a = load_config(None, ["algo.early_stop_ratio=5", "algo.value_clip=null"]).algo
-    assert (a.kl_in_reward, a.reward_map, a.overlong_buffer, a.mask_truncated, a.dynamic_sampling) == (
+    a = load_config(None, ["algo.off_policy.early_stop_ratio=5", "algo.critic.value_clip=null"]).algo
+    assert (
+        a.kl.in_reward,
+        a.shaping.reward_map,
+        a.shaping.overlong_buffer,
+        a.shaping.mask_truncated,
+        a.dynamic_sampling.enabled,
+    ) == (
         False,
         [],
         0,
         False,
         False,
     )
-    assert (a.early_stop_ratio, a.early_stop_kl, a.tis_cap, a.value_clip) == (5.0, None, 0.0, None)
+    assert (
+        a.off_policy.early_stop_ratio,
+        a.off_policy.early_stop_kl,
+        a.off_policy.tis_cap,
+        a.critic.value_clip,
+    ) == (5.0, None, 0.0, None)
