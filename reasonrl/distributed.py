@@ -182,3 +182,8 @@ def any_rank(flag: bool) -> bool:
     t = torch.tensor([1.0 if flag else 0.0])
     _collective("any_rank", torch.distributed.all_reduce, t, op=torch.distributed.ReduceOp.MAX)
     return bool(t.item())
+
+
+def train_engine_kind(engine: str, world: int) -> str:
+    """`train.engine` resolved for a launch of `world` ranks: "auto" is fsdp2 under torchrun, else single."""
+    return engine if engine != "auto" else ("fsdp2" if world > 1 else "single")

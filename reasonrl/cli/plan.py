@@ -33,9 +33,13 @@ def _size(n: float) -> str:
 
 
 def report(cfg, plan, measured: dict | None = None) -> str:
+    from reasonrl.distributed import train_engine_kind
+
     sh, b = plan.shape, plan.batch
     lines = [f"model {sh.name}: {sh.params / 1e6:.2f}M parameters ({sh.trainable / 1e6:.2f}M trained), "
-             f"{sh.layers} layers, hidden {sh.hidden}, vocab {sh.vocab}, context {sh.context}", "",
+             f"{sh.layers} layers, hidden {sh.hidden}, vocab {sh.vocab}, context {sh.context}",
+             f"engines: rollout {cfg.rollout.engine} {dict(cfg.rollout.engine_kwargs) or ''}".rstrip()
+             + f", train {train_engine_kind(cfg.train.engine, b['world_size'])}", "",
              f"batch (world size {b['world_size']}):"]  # fmt: skip
     for k, v in b.items():
         if k != "world_size":

@@ -79,6 +79,7 @@ def make_plan(cfg: RunConfig, world: int | None = None, memory_bytes: float | No
     """prompt_tokens: the longest prompt (default: data.max_prompt_tokens, the worst case).
     memory_bytes: per-device memory to check against (default: this machine's device)."""
     from reasonrl import distributed as dist
+    from reasonrl.rollout.factory import memory_share
 
     world = world or dist.world_size()
     m, t, r = cfg.model, cfg.train, cfg.rollout
@@ -86,7 +87,7 @@ def make_plan(cfg: RunConfig, world: int | None = None, memory_bytes: float | No
     kind, detected = device_memory(m.device)
     mem = memory_bytes if memory_bytes is not None else detected
     prompt = prompt_tokens if prompt_tokens is not None else cfg.data.max_prompt_tokens
-    sharded = t.engine == "fsdp2" or (t.engine == "auto" and world > 1)
+    sharded = dist.train_engine_kind(t.engine, world) == "fsdp2"
     engine_kw = dict(r.engine_kwargs)
     s = Settings(
         dtype=m.dtype, micro_batch=t.micro_batch, seq_tokens=prompt + r.max_new_tokens,
@@ -94,7 +95,7 @@ def make_plan(cfg: RunConfig, world: int | None = None, memory_bytes: float | No
         logprob_chunk=m.logprob_chunk, pack_tokens=m.pack_tokens, flash_attention=kind == "cuda", world=world,
         sharded=sharded, cpu_offload=t.cpu_offload and sharded, reference=cfg.algo.kl.coef > 0,
         critic=_needs_critic(cfg), generation_rows=min(int(engine_kw.get("max_batch", 512)), t.global_batch // world),
-        vllm_fraction=float(engine_kw.get("gpu_memory_utilization", 0.9)) if r.engine == "vllm" else 0.0,
+        engine_memory_share=memory_share(r.engine, engine_kw) if kind == "cuda" else 0.0,
     )  # fmt: skip
     plan = Plan(shape, batch_figures(cfg, world), estimate(shape, s), kind, mem)
     plan.findings = _findings(cfg, plan, s, prompt, prompt_tokens is not None)
@@ -132,8 +133,10 @@ def _findings(cfg: RunConfig, plan: Plan, s: Settings, prompt: int, measured_pro
                            "groups are split across optimizer steps"))  # fmt: skip
     if plan.device_memory:
         avail, gib = plan.device_memory, lambda x: f"{x / GIB:.2f} GiB"
-        if s.vllm_fraction:
-            avail *= max(1.0 - s.vllm_fraction, 0.0)  # what the colocated vLLM engine leaves for training
+        if s.engine_memory_share:
+            avail *= max(
+                1.0 - s.engine_memory_share, 0.0
+            )  # what a colocated rollout engine (vLLM) leaves for training
         if mem["training_peak"] > avail:
             hint = "" if s.gradient_checkpointing else "; or set model.gradient_checkpointing=true"
             hint += (

@@ -33,7 +33,9 @@ class Settings:
     reference: bool = False  # a frozen reference model for the KL term
     critic: bool = False  # a value model of the same size (GAE)
     generation_rows: int = 1  # sequences one HF generate call decodes together on this device
-    vllm_fraction: float = 0.0  # > 0: a colocated vLLM engine holds this fraction of device memory
+    engine_memory_share: float = (
+        0.0  # > 0: a colocated rollout engine (vLLM) holds this fraction of device memory
+    )
 
 
 def _per_token_layer_floats(m: ModelShape, attn_len: int, flash: bool) -> float:
@@ -81,9 +83,10 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     if s.critic:  # its activations (no vocabulary head)
         out["critic"] += out["activations"]
     # generation: keys and values of every layer for every row and position, and one step's logits
-    kv_bytes = s.generation_rows * s.seq_tokens * m.layers * 2 * m.kv_heads * m.head_dim * b
-    out["kv_cache"] = kv_bytes
-    out["generation_logits"] = s.generation_rows * m.vocab * 4 * 2
+    # (an engine with its own memory reservation, vLLM, keeps its KV cache inside that share instead)
+    own = 0.0 if s.engine_memory_share else 1.0
+    out["kv_cache"] = own * s.generation_rows * s.seq_tokens * m.layers * 2 * m.kv_heads * m.head_dim * b
+    out["generation_logits"] = own * s.generation_rows * m.vocab * 4 * 2
     persistent = (
         out["weights"] + out["optimizer"] + out["reference"] + (3 * m.params * b / shard if s.critic else 0)
     )

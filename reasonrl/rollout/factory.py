@@ -52,6 +52,26 @@ def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, k
                              max_model_len=max_model_len, seed=seed)  # fmt: skip
 
 
+# what the trainer and the planner read about an engine, declared here instead of branching on its name:
+# `data_parallel`: it runs on each torchrun rank (FSDP2 data parallelism);
+# `memory_share_setting`: the setting holding the share of device memory the engine reserves for itself
+hf.data_parallel, hf.memory_share_setting = True, None
+vllm.data_parallel, vllm.memory_share_setting = False, "gpu_memory_utilization"
+
+
+def memory_share(name: str, settings: dict[str, Any] | None = None) -> float:
+    """The share of device memory engine `name` reserves with these settings (0 for one that shares
+    the policy's memory)."""
+    import inspect
+
+    builder = ROLLOUT_ENGINES.get(name)
+    key = getattr(builder, "memory_share_setting", None)
+    if key is None:
+        return 0.0
+    default = inspect.signature(builder).parameters[key].default
+    return float(dict(settings or {}).get(key, default))
+
+
 def build_rollout_engine(name: str, model, tokenizer, settings: dict[str, Any] | None = None):
     """The engine `name` for `model`, with its settings (e.g. `rollout.engine_kwargs`)."""
     return ROLLOUT_ENGINES.get(name)(model, tokenizer, **dict(settings or {}))

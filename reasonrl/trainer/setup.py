@@ -76,9 +76,10 @@ def check_parallel(cfg: RunConfig) -> str:
     a ConfigError naming the key otherwise."""
     from reasonrl import distributed as dist
     from reasonrl.config import ConfigError
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
 
     world, t = dist.world_size(), cfg.train
-    kind = t.engine if t.engine != "auto" else ("fsdp2" if world > 1 else "single")
+    kind = dist.train_engine_kind(t.engine, world)
     if world > 1 and kind != "fsdp2":
         raise ConfigError(f"train.engine={t.engine} runs on one process; under torchrun use fsdp2 (or auto)")
     if kind == "fsdp2" and world == 1 and not dist.active():
@@ -91,11 +92,11 @@ def check_parallel(cfg: RunConfig) -> str:
         if (
             cfg.algo.dynamic_sampling.enabled
             or cfg.rollout.max_staleness
-            or cfg.rollout.engine != "hf"
+            or not getattr(ROLLOUT_ENGINES.get(cfg.rollout.engine), "data_parallel", False)
             or cfg.model.lora.rank
         ):
             raise ConfigError("with several ranks, algo.dynamic_sampling.enabled, rollout.max_staleness > 0, LoRA and "
-                              "rollout.engine other than hf are not supported yet")  # fmt: skip
+                              "rollout engines without data_parallel (vllm) are not supported yet")  # fmt: skip
     return kind
 
 

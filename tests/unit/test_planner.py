@@ -107,7 +107,22 @@ def test_plan_command_report_json_and_exit_status(capsys):
     assert main(["plan", "model.path=demo", "data.max_prompt_tokens=40", "--world-size", "1"]) == 0
     text = capsys.readouterr().out
     assert "prompts per step" in text and "peak, training phase" in text and "findings: none" in text
+    assert "engines: rollout hf, train single" in text
     assert main(["plan", "model.path=demo", "rollout.max_new_tokens=128", "--json"]) == 2
     out = json.loads(capsys.readouterr().out)
     assert out["batch"]["prompts_per_step"] == 16 and out["model"]["params"] > 800_000
     assert {"level": "error", "key": "rollout.max_new_tokens"}.items() <= out["findings"][0].items()
+
+
+def test_a_colocated_engine_reservation_leaves_less_for_training():
+    from reasonrl.rollout.factory import memory_share
+
+    assert memory_share("hf") == 0.0 and memory_share("vllm") == 0.5  # the builder's own default
+    assert memory_share("vllm", {"gpu_memory_utilization": 0.8}) == 0.8
+    base = ("model.path=demo", "model.device=cuda", "data.max_prompt_tokens=40", "train.micro_batch=32")
+    need = make_plan(_cfg(*base)).memory["training_peak"]
+    fits = need * 1.5  # enough alone, not once vLLM takes 80% of it
+    assert not make_plan(_cfg(*base), memory_bytes=fits).errors
+    plan = make_plan(_cfg(*base, "rollout.engine=vllm", "rollout.engine_kwargs={gpu_memory_utilization: 0.8}"),
+                     memory_bytes=fits)  # fmt: skip
+    assert [f.key for f in plan.errors] == ["train.micro_batch"]
