@@ -184,6 +184,15 @@ def any_rank(flag: bool) -> bool:
     return bool(t.item())
 
 
+def max_over_ranks(n: int) -> int:
+    """The largest `n` of all ranks (e.g. how many forwards each must run to stay in lock-step)."""
+    if not active():
+        return n
+    t = torch.tensor([float(n)])
+    _collective("max_over_ranks", torch.distributed.all_reduce, t, op=torch.distributed.ReduceOp.MAX)
+    return int(t.item())
+
+
 def train_engine_kind(engine: str, world: int) -> str:
     """`train.engine` resolved for a launch of `world` ranks: "auto" is fsdp2 under torchrun, else single."""
     return engine if engine != "auto" else ("fsdp2" if world > 1 else "single")

@@ -7,7 +7,8 @@ Owns: `plan_packs` (rows -> packs, first fit in row order; a row longer than the
 its own) and `packed_logprobs` (the packed forward; log-probs and entropy scattered back to the [B, T]
 completion layout every loss expects). Attention stays within each sequence: transformers builds a
 block-causal mask from position ids that restart when the 2D attention mask is None (SDPA / eager;
-flash-attention varlen on GPU). Does not own: the padded forward (`engines.single`).
+flash-attention varlen on GPU). Under FSDP2 every rank runs the same number of pack forwards (the
+shortest pads with empty ones). Does not own: the padded forward (`engines.single`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from contextlib import nullcontext
 
 import torch
 
+from reasonrl import distributed as dist
 from reasonrl.algorithms.logprobs import entropy_from_logits, token_logprobs
 from reasonrl.types import TrainBatch
 
@@ -42,7 +44,9 @@ def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autoca
     ends = [p + int(attn[i, p:].sum()) for i in range(B)]  # one past the last real completion token
     lp_out = torch.zeros(B, T, device=ids.device)
     ent_out = torch.zeros(B, T, device=ids.device) if with_entropy else None
-    for pack in plan_packs([ends[i] - starts[i] for i in range(B)], pack_tokens):
+    packs = plan_packs([ends[i] - starts[i] for i in range(B)], pack_tokens)
+    forwards = dist.max_over_ranks(len(packs))  # agreed before any forward: collectives stay in order
+    for pack in packs:
         seq = torch.cat([ids[i, starts[i] : ends[i]] for i in pack]).unsqueeze(0)
         pos = torch.cat([torch.arange(ends[i] - starts[i], device=ids.device) for i in pack]).unsqueeze(0)
         with autocast():
@@ -56,4 +60,12 @@ def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autoca
                 if with_entropy:
                     ent_out[i, :n_comp] = entropy_from_logits(z if entropy_grad else z.detach())
             off += ends[i] - starts[i]
+    # FSDP2: each forward gathers every layer's shards (and its backward reduce-scatters the gradients),
+    # so every rank runs as many forwards as the rank with the most packs: the others add empty ones,
+    # joined to the graph with weight 0 so their backward runs too
+    for _ in range(forwards - len(packs)):
+        one = ids[:1, :1]
+        with autocast():
+            dummy = model(input_ids=one, position_ids=torch.zeros_like(one), use_cache=False).logits
+        lp_out = lp_out + 0.0 * dummy.float().sum()
     return lp_out, ent_out

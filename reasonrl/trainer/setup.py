@@ -173,10 +173,6 @@ def build_run(cfg: RunConfig, log=print) -> Run:
 
         kw["forward"] = functools.partial(completion_logprobs, chunk=cfg.model.logprob_chunk)
     if cfg.model.pack_tokens > 0:
-        if kind == "fsdp2":
-            from reasonrl.config import ConfigError
-
-            raise ConfigError("model.pack_tokens > 0 is not supported with train.engine=fsdp2 yet")
         from reasonrl.engines.packing import packed_logprobs
 
         kw["forward"] = functools.partial(packed_logprobs, pack_tokens=cfg.model.pack_tokens)

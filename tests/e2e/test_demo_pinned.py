@@ -20,18 +20,27 @@ from pathlib import Path
 import pytest
 
 PINNED = Path(__file__).parent / "pinned" / "demo_short.json"
+THREADS = 2  # the run's torch threads (recorded with 2)
 KEYS = ("reward/mean", "reward/std", "reward/accuracy", "rollout/response_length", "actor/entropy",
         "actor/advantage_abs_mean", "grad_norm", "loss/policy", "loss/total", "eval/accuracy", "eval/mean@1")  # fmt: skip
 
 
 def fingerprint() -> dict:
+    """Where the pinned floats hold: the CPU, the libraries, and the demo model's warm-started weights
+    (built on first use; its bits depend on the CPU's floating-point details, so a match says a lot)."""
+    import hashlib
+
     import torch
     import transformers
+
+    from reasonrl.models.loading import resolve_model_path
+
+    weights = Path(resolve_model_path("demo:addsub")) / "model.safetensors"
 
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""  # fmt: skip
     return {"cpu": cpu, "torch": torch.__version__, "transformers": transformers.__version__,
-            "threads": torch.get_num_threads()}  # fmt: skip
+            "demo_model_sha256": hashlib.sha256(weights.read_bytes()).hexdigest()}  # fmt: skip
 
 
 def short_run(run_dir: Path) -> list[dict]:
@@ -43,7 +52,14 @@ def short_run(run_dir: Path) -> list[dict]:
                                "train.global_batch=32", "train.mini_batch=32", "train.micro_batch=16",
                                "val.size=32", "val.every=0", "data.train_size=256",
                                "checkpoint.every=0", "log.tensorboard=false", "log.progress=false"])  # fmt: skip
-    hist = train(cfg, log=lambda *a: None)["history"]
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(THREADS)  # reductions split by thread count: fixed, whatever ran before
+    try:
+        hist = train(cfg, log=lambda *a: None)["history"]
+    finally:
+        torch.set_num_threads(threads)
     return [{"step": r["step"], **{k: r[k] for k in KEYS if k in r}} for r in hist]
 
 
