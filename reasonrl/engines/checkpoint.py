@@ -151,17 +151,19 @@ def save_checkpoint(
     model_state: dict | None = None,
     tmp: Path | None = None,
     manifest: dict | None = None,
+    lora_state: dict | None = None,
 ) -> Path:
     """protect: steps never pruned (the best checkpoint). model_state: the full tensors to write
     instead of the model's own state dict (a sharded model's, gathered by the caller). tmp: a
-    directory from `new_checkpoint_dir` that other ranks already wrote their shards into."""
+    directory from `new_checkpoint_dir` that other ranks already wrote their shards into. lora_state: a
+    sharded LoRA policy's live state gathered in full (model_state is then its merged weights)."""
     root = checkpoint_dir(run_dir)
     root.mkdir(parents=True, exist_ok=True)
     target = root / f"{PREFIX}{step:06d}"
     tmp = Path(tmp) if tmp is not None else new_checkpoint_dir(run_dir, step)
     try:
         if hasattr(model, "peft_config"):
-            _save_lora(model, tokenizer, tmp)
+            _save_lora(model, tokenizer, tmp, live=lora_state, merged=model_state)
         else:
             model.save_pretrained(tmp, safe_serialization=True, state_dict=model_state)
         if tokenizer is not None:
@@ -194,22 +196,27 @@ def new_checkpoint_dir(run_dir, step: int) -> Path:
     return Path(tempfile.mkdtemp(prefix=f".{PREFIX}{step:06d}.", dir=root))
 
 
-def _save_lora(model, tokenizer, tmp: Path) -> None:
+def _save_lora(model, tokenizer, tmp: Path, live: dict | None = None, merged: dict | None = None) -> None:
     """A LoRA policy: its live state (base + adapters, for exact resume) in model.safetensors, the peft
-    adapter in adapter/, and a merged Hugging Face model in merged/ (for eval, serving, vLLM)."""
+    adapter in adapter/, and a merged Hugging Face model in merged/ (for eval, serving, vLLM). `live` /
+    `merged`: those tensors already gathered in full (an FSDP2-sharded model; see trainer.state)."""
     from safetensors.torch import save_file
 
     from reasonrl.engines.weights import full_weights
 
+    own = model.state_dict()
     state, seen = {}, set()
-    for name, t in model.state_dict().items():
-        if t.data_ptr() not in seen:  # tied tensors once (safetensors refuses shared storage)
-            seen.add(t.data_ptr())
-            state[name] = t.detach().contiguous().cpu()
+    for name, t in own.items():
+        ptr = getattr(t, "_local_tensor", t).data_ptr()
+        if ptr not in seen:  # tied tensors once (safetensors refuses shared storage)
+            seen.add(ptr)
+            state[name] = (live[name] if live is not None else t).detach().contiguous().cpu()
     save_file(state, str(tmp / "model.safetensors"))
-    model.save_pretrained(tmp / "adapter")
+    model.save_pretrained(tmp / "adapter", state_dict=live)  # None: peft reads the model's own
     model.get_base_model().save_pretrained(
-        tmp / "merged", state_dict=full_weights(model), safe_serialization=True
+        tmp / "merged",
+        state_dict=merged if merged is not None else full_weights(model),
+        safe_serialization=True,
     )
     if tokenizer is not None:
         tokenizer.save_pretrained(tmp / "merged")

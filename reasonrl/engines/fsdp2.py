@@ -36,7 +36,8 @@ def decoder_layers(model) -> list[torch.nn.Module]:
 
 
 def shard_model(model, device_type: str, bf16: bool = False, cpu_offload: bool = False):
-    """`fully_shard` every decoder layer, then the root, over all ranks; returns the model."""
+    """`fully_shard` every decoder layer, then the root (the transformers model, inside a peft wrapper
+    if there is one), over all ranks; returns the model."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import (
         CPUOffloadPolicy,
@@ -55,7 +56,10 @@ def shard_model(model, device_type: str, bf16: bool = False, cpu_offload: bool =
     offload = CPUOffloadPolicy() if cpu_offload else OffloadPolicy()
     for layer in decoder_layers(model):
         fully_shard(layer, mesh=mesh, mp_policy=mp, offload_policy=offload)
-    fully_shard(model, mesh=mesh, mp_policy=mp, offload_policy=offload)
+    # the root is the transformers model itself, also under a peft wrapper: peft's generate calls it
+    # directly, and FSDP2's root hooks (gathering embeddings, final norm and head) must run there
+    root = model.get_base_model() if hasattr(model, "get_base_model") else model
+    fully_shard(root, mesh=mesh, mp_policy=mp, offload_policy=offload)
     if torch.distributed.get_backend() == "gloo":
         for m in model.modules():
             if isinstance(m, FSDPModule):

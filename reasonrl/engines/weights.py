@@ -38,6 +38,21 @@ def layer_key(name: str) -> str:
     return m.group(1) if m else ""
 
 
+def _full(t: torch.Tensor) -> torch.Tensor:
+    """The full tensor of an FSDP2 shard (a collective: every rank, in lock-step), else `t`."""
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
+
+
+def _lora_delta(layer, adapter: str) -> torch.Tensor:
+    """scale * B @ A of one peft LoRA linear layer, from full (gathered) A and B: peft's own
+    get_delta_weight on FSDP2 shards lets DTensor pick redistributions that can differ between ranks."""
+    if getattr(layer, "use_dora", {}).get(adapter):
+        raise ValueError("weight sync: DoRA adapters are not supported")
+    a, b = _full(layer.lora_A[adapter].weight), _full(layer.lora_B[adapter].weight)
+    delta = b @ a
+    return (delta.T if getattr(layer, "fan_in_fan_out", False) else delta) * layer.scaling[adapter]
+
+
 def hf_weight_groups(model, dtype: torch.dtype | None = None) -> Iterator[list[tuple[str, torch.Tensor]]]:
     """The model's parameters and persistent buffers as [(hf_name, tensor)] groups, one per decoder
     layer (the tensors outside the layers before and after them), cast to `dtype` and detached.
@@ -55,17 +70,14 @@ def hf_weight_groups(model, dtype: torch.dtype | None = None) -> Iterator[list[t
         if "lora_" in raw:
             continue  # merged into the base weight below
         owner = lora.get(raw[: -len(".base_layer.weight")]) if raw.endswith(".base_layer.weight") else None
-        if owner is not None and not getattr(owner, "merged", False):  # W + scale * B @ A, nothing modified
-            with torch.no_grad():
-                tensor = tensor + sum(
-                    owner.get_delta_weight(a).to(tensor.dtype) for a in owner.active_adapters
-                )
         local = getattr(tensor, "_local_tensor", tensor)  # an FSDP2 shard (DTensor) or a plain tensor
         if local.data_ptr() in seen and local.numel():
             continue  # tied (e.g. lm_head = embed_tokens): the checkpoint holds it once
         seen.add(local.data_ptr())
-        if hasattr(tensor, "full_tensor"):  # FSDP2: gather the full tensor (every rank, in lock-step)
-            tensor = tensor.full_tensor()
+        tensor = _full(tensor)
+        if owner is not None and not getattr(owner, "merged", False):  # W + scale * B @ A, nothing modified
+            with torch.no_grad():
+                tensor = tensor + sum(_lora_delta(owner, a).to(tensor.dtype) for a in owner.active_adapters)
         name = hf_name(raw)
         key = layer_key(name)
         if current is not None and key != current and group:

@@ -93,9 +93,8 @@ def check_parallel(cfg: RunConfig) -> str:
             cfg.algo.dynamic_sampling.enabled
             or cfg.rollout.max_staleness
             or not getattr(ROLLOUT_ENGINES.get(cfg.rollout.engine), "data_parallel", False)
-            or cfg.model.lora.rank
         ):
-            raise ConfigError("with several ranks, algo.dynamic_sampling.enabled, rollout.max_staleness > 0, LoRA and "
+            raise ConfigError("with several ranks, algo.dynamic_sampling.enabled, rollout.max_staleness > 0 and "
                               "rollout engines without data_parallel (vllm) are not supported yet")  # fmt: skip
     return kind
 

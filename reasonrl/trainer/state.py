@@ -43,11 +43,17 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
         engine_state["critic"] = critic.state_dict()
     if pending:
         engine_state["rollouts"] = pending
-    weights = None
+    weights = lora = None
     if world_size() > 1:  # full tensors of a sharded model, gathered one at a time on every rank
         from reasonrl.engines.weights import full_weights
 
-        weights = full_weights(run.model)
+        weights = full_weights(run.model)  # a LoRA policy's merged weights
+        if hasattr(run.model, "peft_config"):  # and its live state (base + adapters), for resume
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+            lora = get_model_state_dict(
+                run.model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
+            )
     path = None
     if is_main():
         protect = [run.best["step"]] if run.best else []
@@ -55,7 +61,7 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
 
         path = save_checkpoint(cfg.log.run_dir, step, run.model, run.tokenizer, engine_state, state,
                                cfg.checkpoint.keep_last, protect, model_state=weights, tmp=tmp,
-                               manifest=build_manifest(cfg, step))  # fmt: skip
+                               manifest=build_manifest(cfg, step), lora_state=lora)  # fmt: skip
         if run.best and run.best["step"] == step:
             _write_best(path.parent, run.best)
     barrier("checkpoint")  # no rank goes on (or exits) before the checkpoint is complete
