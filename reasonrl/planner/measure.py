@@ -75,7 +75,6 @@ def _model(cfg: RunConfig, device: str):
 
 def _batch(rows: int, prompt: int, completion: int, vocab: int, device: str) -> TrainBatch:
     g = torch.Generator().manual_seed(0)
-    t = rows * completion
     return TrainBatch(
         input_ids=torch.randint(0, vocab, (rows, prompt + completion), generator=g).to(device),
         attention_mask=torch.ones(rows, prompt + completion, dtype=torch.long, device=device),
@@ -86,7 +85,7 @@ def _batch(rows: int, prompt: int, completion: int, vocab: int, device: str) -> 
         rewards=torch.zeros(rows, device=device),
         lengths=torch.full((rows,), completion, device=device),
         truncated=torch.zeros(rows, dtype=torch.bool, device=device),
-    ) if t else None  # fmt: skip
+    )
 
 
 def measure_train_step(cfg: RunConfig, prompt_tokens: int, device: str = "cpu") -> dict[str, float]:
@@ -98,19 +97,19 @@ def measure_train_step(cfg: RunConfig, prompt_tokens: int, device: str = "cpu") 
     from reasonrl.trainer.step import make_loss_fn
 
     model = _model(cfg, device)
-    forward = (
-        functools.partial(completion_logprobs, chunk=cfg.model.logprob_chunk)
-        if cfg.model.logprob_chunk
-        else None
-    )
+    forward = None  # the forward options, as trainer.setup picks them
+    if cfg.model.logprob_chunk:
+        forward = functools.partial(completion_logprobs, chunk=cfg.model.logprob_chunk)
+    elif cfg.model.pack_tokens:
+        from reasonrl.engines.packing import packed_logprobs
+
+        forward = functools.partial(packed_logprobs, pack_tokens=cfg.model.pack_tokens)
     engine = SingleDeviceEngine(model, lr=1e-6, bf16=cfg.model.dtype == "bfloat16", forward=forward)
     rows, tc = cfg.train.micro_batch, cfg.rollout.max_new_tokens
     batch = _batch(rows, prompt_tokens, tc, model.config.vocab_size, device)
     tokens = torch.tensor(float(rows * tc))
     loss_fn = make_loss_fn(cfg.algo, tokens, torch.tensor(float(rows)), tc)
-    step = functools.partial(
-        engine.train_step, entropy_grad=cfg.algo.entropy_coef > 0
-    )  # as the trainer calls it
+    step = functools.partial(engine.train_step, entropy_grad=cfg.algo.entropy_coef > 0)  # as the trainer does
     step(batch, loss_fn, rows)  # creates the optimizer state, as a run's first step does
     if device.startswith("cuda"):
         torch.cuda.synchronize()

@@ -11,6 +11,7 @@ Does not own: reading the model's shape (`planner.shape`) or judging the numbers
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from reasonrl.models.loading import torch_dtype
@@ -61,12 +62,17 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     out["optimizer"] = 2 * m.trainable * b / shard * resident  # AdamW: exp_avg and exp_avg_sq, in param dtype
     out["reference"] = m.params * b / shard * resident if s.reference else 0.0
     out["critic"] = 4 * m.params * b / shard * resident if s.critic else 0.0  # its weights, grads, AdamW
-    if s.pack_tokens:  # a packed micro-batch: pack_tokens tokens, attention within each sequence
-        tokens, attn_len = s.pack_tokens, s.seq_tokens
+    tokens = s.micro_batch * s.seq_tokens  # every row's activations stay in the graph until backward
+    if s.pack_tokens and not s.flash_attention:
+        # packs run one after another; without fused kernels each keeps a dense [heads, P, P] attention
+        # matrix per layer over the whole pack, plus its [P, P] block mask
+        per_pack = max(1, s.pack_tokens // s.seq_tokens)  # whole rows per pack (first fit)
+        packs, length = math.ceil(s.micro_batch / per_pack), min(s.pack_tokens, per_pack * s.seq_tokens)
+        layer = _per_token_layer_floats(m, 0, True) * tokens * b + packs * m.heads * length**2 * b
+        edges = 3 * m.hidden * tokens * b + packs * length**2 * 4
     else:
-        tokens, attn_len = s.micro_batch * s.seq_tokens, s.seq_tokens
-    layer = _per_token_layer_floats(m, attn_len, s.flash_attention) * tokens * b
-    edges = 3 * m.hidden * tokens * b  # embedding output, final norm input and output
+        layer = _per_token_layer_floats(m, s.seq_tokens, s.flash_attention) * tokens * b
+        edges = 3 * m.hidden * tokens * b  # embedding output, final norm input and output
     if s.gradient_checkpointing:  # each layer's input is kept; one layer's activations exist at a time
         out["activations"] = m.layers * m.hidden * tokens * b + layer + edges
     else:
