@@ -136,3 +136,27 @@ def test_a_real_training_run_in_the_browser(driver, tiny_model_dir, tmp_path):
         assert len(first.find_elements("css selector", ".completion")) == n
         _shot(driver, "real_run_rollouts")
         assert _errors(driver) == []
+
+
+def test_live_mode_picks_up_new_steps(driver, tmp_path):
+    """With "live" on, steps a running trainer appends show up without a reload (polled every 5 s)."""
+    import json
+    import time
+
+    run = write_run(tmp_path / "live", steps=5, groups_per_step=2, n=2)
+    with Viewer([run]) as v:
+        driver.get(v.url)
+        wait_ready(driver)
+        assert driver.execute_script("return state.metrics[0].steps.length") == 5
+        driver.find_element("id", "live").click()
+        with open(run / "metrics.jsonl", "a") as f:
+            for s in (6, 7):
+                f.write(json.dumps({"step": s, "reward/mean": 0.9, "reward/accuracy": 0.9}) + "\n")
+        deadline = time.monotonic() + 12
+        while (
+            driver.execute_script("return state.metrics[0].steps.length") != 7 and time.monotonic() < deadline
+        ):
+            time.sleep(0.2)
+        assert driver.execute_script("return state.metrics[0].steps.slice(-2)") == [6, 7]
+        assert driver.find_elements("css selector", "#curves .panel")  # redrawn, not emptied
+        assert _errors(driver) == []

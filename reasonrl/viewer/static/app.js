@@ -186,6 +186,20 @@ async function loadEvals() {
   if (!box.children.length) box.append(el("p", { class: "empty", text: "no eval results (results.json) under these runs" }));
 }
 
+// ---- live: poll the runs' files while a run trains ----
+let liveTimer = null;
+async function refresh() {
+  const fresh = await Promise.all(state.runs.map((_, i) => api("metrics", { run: i })));
+  const size = (ms) => ms.map((m) => m.steps.length).join(",");
+  if (size(fresh) === size(state.metrics)) return;
+  const known = new Set(metricKeys());
+  state.metrics = fresh;
+  metricKeys().forEach((k) => { if (!known.has(k) && DEFAULT_METRICS.some((re) => re.test(k))) state.chosen.add(k); });
+  renderMetricList();
+  renderCharts();
+  if ($("#tab-rollouts").classList.contains("active")) loadRollouts();
+}
+
 // ---- wiring ----
 function showTab(name) {
   document.querySelectorAll(".tab").forEach((b) => b.classList.toggle("active", b.dataset.tab === name));
@@ -203,6 +217,10 @@ async function main() {
   renderMetricList();
   renderCharts();
   $("#metric-filter").addEventListener("input", renderMetricList);
+  $("#live").addEventListener("change", (e) => {
+    clearInterval(liveTimer);
+    liveTimer = e.target.checked ? setInterval(() => refresh().catch(() => {}), 5000) : null;
+  });
   fillSelect($("#r-run"), []);
   $("#r-run").replaceChildren(...state.runs.map((r, i) => el("option", { value: i, text: r.name })));
   $("#rollout-form").addEventListener("submit", (e) => { e.preventDefault(); state.offset = 0; loadRollouts(); });
