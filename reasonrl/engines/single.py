@@ -54,6 +54,12 @@ def _chunk_logprobs(
     return (lp, entropy_from_logits(logits if entropy_grad else logits.detach())) if with_entropy else (lp,)
 
 
+def _fsdp_root(model) -> bool:
+    """The model (or the transformers model inside its peft wrapper) is an FSDP2 root module."""
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return hasattr(inner, "reshard")
+
+
 def chunked_logprobs(model, batch: TrainBatch, pos, with_entropy: bool, autocast, chunk: int,
                      entropy_grad: bool = True):  # fmt: skip
     """Log-probs (and entropy) from the decoder's last hidden states through the output head, `chunk`
@@ -63,7 +69,15 @@ def chunked_logprobs(model, batch: TrainBatch, pos, with_entropy: bool, autocast
 
     ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
     with autocast():
-        hidden = model.get_decoder()(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False)[0]
+        if _fsdp_root(model):  # through the root's forward, so FSDP2 gathers its own parameters (the
+            # head among them: the root keeps them gathered after forward); the head runs on 1 position
+            out = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False,
+                        output_hidden_states=True, logits_to_keep=1)  # fmt: skip
+            hidden = out.hidden_states[-1]  # after the final norm: what the head reads
+        else:
+            hidden = model.get_decoder()(
+                input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False
+            )[0]
     head = model.get_output_embeddings()
     hidden, targets = hidden[:, p - 1 : -1], ids[:, p:]
     lps, ents = [], []

@@ -164,10 +164,6 @@ def build_run(cfg: RunConfig, log=print) -> Run:
               lr_schedule=t.lr_schedule, total_steps=t.steps * t.epochs * (t.global_batch // t.mini_batch),
               min_lr_ratio=t.min_lr_ratio, grad_clip=t.grad_clip, bf16=cfg.model.dtype == "bfloat16", ref_model=ref)  # fmt: skip
     if cfg.model.logprob_chunk > 0:
-        if kind == "fsdp2":
-            from reasonrl.config import ConfigError
-
-            raise ConfigError("model.logprob_chunk > 0 is not supported with train.engine=fsdp2 yet")
         from reasonrl.engines.single import completion_logprobs
 
         kw["forward"] = functools.partial(completion_logprobs, chunk=cfg.model.logprob_chunk)

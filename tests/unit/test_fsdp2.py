@@ -147,3 +147,41 @@ def test_two_rank_fsdp2_with_packing_equals_one_padded_process():
     for name, a in results[0][3].items():
         if not name.endswith("k_proj.bias"):  # rounding noise, see the unpacked test
             assert torch.allclose(torch.from_numpy(a), want[name], rtol=1e-4, atol=1e-5), name
+
+
+def _chunked_rank(r: int, port: int, out):
+    import functools
+
+    torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=r, world_size=2)
+    torch.set_num_threads(1)
+    try:
+        from reasonrl.engines.fsdp2 import FSDP2Engine
+        from reasonrl.engines.single import completion_logprobs
+
+        model = _model()
+        engine = FSDP2Engine(
+            model, lr=1e-2, grad_clip=0.5, forward=functools.partial(completion_logprobs, chunk=2)
+        )
+        metrics = _train(engine, slice(0, 3) if r == 0 else slice(3, 6))
+        out.put((r, metrics, {n: t.numpy() for n, t in _full(model).items()}))
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+@pytest.mark.timeout(180)
+def test_two_rank_fsdp2_with_chunked_logprobs_equals_one_plain_process():
+    """Chunked log-probs under FSDP2 (the root forward gathers the head, which the chunks then use)
+    give the plain single process's losses and parameters, the tied head / embedding included."""
+    results = run_ranks(_chunked_rank, 2)
+    torch.set_num_threads(1)
+    model = _model()
+    single = _train(SingleDeviceEngine(model, lr=1e-2, grad_clip=0.5), slice(0, B))
+    for _, metrics, _ in results:
+        for got, want in zip(metrics, single):
+            for k in ("loss/policy", "grad_norm"):
+                assert got[k] == pytest.approx(want[k], rel=1e-4, abs=1e-6), k
+    want = _full(model)
+    assert "model.embed_tokens.weight" in results[0][2]
+    for name, a in results[0][2].items():
+        if not name.endswith("k_proj.bias"):  # rounding noise, see the unpacked test
+            assert torch.allclose(torch.from_numpy(a), want[name], rtol=1e-4, atol=1e-5), name
