@@ -111,9 +111,11 @@ def _handler(app: ViewerApp):
             if path == "/favicon.ico":
                 self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon", head)
                 return
-            rel = "index.html" if path in ("/", "/index.html") else path.removeprefix("/static/")
-            target = (STATIC / rel).resolve()
-            if path != "/" and not path.startswith("/static/") and path != "/index.html":
+            if path in ("/", "/index.html"):
+                target = (STATIC / "index.html").resolve()
+            elif path.startswith("/static/"):
+                target = (STATIC / path.removeprefix("/static/")).resolve()
+            else:
                 target = None
             if target is None or not target.is_relative_to(STATIC.resolve()) or not target.is_file():
                 self._send(HTTPStatus.NOT_FOUND, b"not found", "text/plain", head)
