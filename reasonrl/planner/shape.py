@@ -43,11 +43,14 @@ def _hf_config(path: str):
         ) from None
 
 
-def model_shape(path: str, lora_rank: int = 0, lora_targets: list[str] | None = None) -> ModelShape:
+def model_shape(
+    path: str, lora_rank: int = 0, lora_targets: list[str] | None = None, config=None
+) -> ModelShape:
+    """config: the model's already-loaded config (a training run has it), instead of reading `path`'s."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    cfg = _hf_config(path)
+    cfg = config if config is not None else _hf_config(path)
     text = getattr(cfg, "text_config", None) or cfg
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(cfg)

@@ -125,12 +125,16 @@ class Run:
             c()
 
 
-def preflight(cfg: RunConfig, longest_prompt: int | None, log=print) -> None:
-    """`reasonrl plan`'s checks with the real longest prompt: errors stop the run, warnings are logged."""
+def preflight(cfg: RunConfig, longest_prompt: int | None, model_config=None, log=print) -> None:
+    """`reasonrl plan`'s checks with the real longest prompt (and the loaded model's config, so nothing
+    is read again): errors stop the run, warnings are logged."""
     from reasonrl.config import ConfigError
     from reasonrl.planner.checks import make_plan
+    from reasonrl.planner.shape import model_shape
 
-    plan = make_plan(cfg, prompt_tokens=longest_prompt)
+    m = cfg.model
+    shape = model_shape(m.path, m.lora.rank, list(m.lora.target_modules), config=model_config)
+    plan = make_plan(cfg, prompt_tokens=longest_prompt, shape=shape)
     for f in plan.findings:
         if f.level == "warn":
             log(f"plan: {f}")
@@ -150,7 +154,9 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     val = fit_prompts(tokenizer, val, budget, "validation data", drop, log, stats=seen)
     if not train and not cfg.data.mixture:
         raise ValueError(f"no training prompt fits data.max_prompt_tokens={budget}")
-    preflight(cfg, None if cfg.data.mixture else seen.get("longest"), log)  # the planner's checks
+    preflight(
+        cfg, None if cfg.data.mixture else seen.get("longest"), model.config, log
+    )  # the planner's checks
     if cfg.model.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     ref = None

@@ -128,3 +128,34 @@ def test_paths_that_are_not_runs_are_named(tmp_path):
     b = write_run(tmp_path / "y" / "run", steps=2)
     with Viewer([a, b, a]) as v:  # duplicates dropped, same names told apart by their parent
         assert [r["name"] for r in _get(v.url + "api/runs")] == ["x/run", "y/run"]
+
+
+def test_view_command_serves_and_stops_on_ctrl_c(tmp_path):
+    """`reasonrl view RUN --port 0`: prints its address, serves the API, exits 0 on SIGINT, leaves
+    nothing running; a path that is not a run is a one-line error before anything is served."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    run = write_run(tmp_path / "r", steps=3, groups_per_step=1, n=2)
+    cmd = [sys.executable, "-m", "reasonrl.cli.main", "view", str(run), "--port", "0"]
+    proc = subprocess.Popen(
+        cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
+    try:
+        line = proc.stderr.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+/", line).group(0)
+        assert "1 run(s): r" in line
+        assert [r["name"] for r in _get(url + "api/runs")] == ["r"]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    bad = subprocess.run([sys.executable, "-m", "reasonrl.cli.main", "view", str(tmp_path / "nope")],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert bad.returncode == 2 and bad.stderr.strip() == f"reasonrl: error: {tmp_path / 'nope'}: not a directory " \
+        "(expected a run directory or a directory of runs)"  # fmt: skip
