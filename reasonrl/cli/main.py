@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import errno
 import json
-import os
 import sys
 
 # OS errors that mean "this path cannot be used", not a bug (missing file, full disk, permissions)
@@ -27,11 +26,9 @@ _USER_ERRNOS = {
 
 
 def _train(args) -> int:
-    from reasonrl.config import load_config, to_yaml
+    from reasonrl.config import load_cli, to_yaml
 
-    if args.recipe and "=" in args.recipe and not os.path.exists(args.recipe):  # overrides only, no recipe
-        args.recipe, args.overrides = None, [args.recipe, *args.overrides]
-    cfg = load_config(args.recipe, args.overrides)
+    cfg = load_cli(args.recipe, args.overrides)
     if args.print_config:
         print(to_yaml(cfg), end="")
         return 0

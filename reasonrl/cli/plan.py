@@ -8,7 +8,6 @@ Owns: the command's arguments and the printed report. Does not own: the plan (`r
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 MIB = 2**20
@@ -62,13 +61,11 @@ def report(cfg, plan, measured: dict | None = None) -> str:
 
 
 def _plan(args) -> int:
-    from reasonrl.config import load_config
+    from reasonrl.config import load_cli
     from reasonrl.errors import InputError
     from reasonrl.planner.checks import make_plan
 
-    if args.recipe and "=" in args.recipe and not os.path.exists(args.recipe):
-        args.recipe, args.overrides = None, [args.recipe, *args.overrides]
-    cfg = load_config(args.recipe, args.overrides)
+    cfg = load_cli(args.recipe, args.overrides)
     if args.world_size is not None and args.world_size < 1:
         raise InputError(f"--world-size must be >= 1, got {args.world_size}")
     mem = args.device_memory * 2**30 if args.device_memory else None

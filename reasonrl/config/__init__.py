@@ -59,6 +59,7 @@ __all__ = [
     "ValConfig",
     "from_dict",
     "import_plugins",
+    "load_cli",
     "load_config",
     "migrate",
     "to_dict",
@@ -106,6 +107,16 @@ def load_config(recipe: str | Path | None = None, overrides: list[str] | None = 
     run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
     validate(run)
     return run
+
+
+def load_cli(recipe: str | None, overrides: list[str]) -> RunConfig:
+    """A command's `RECIPE [overrides ...]` arguments: a first argument that is an override
+    (`key=value`, and no file by that name) means there is no recipe."""
+    import os
+
+    if recipe and "=" in recipe and not os.path.exists(recipe):
+        recipe, overrides = None, [recipe, *overrides]
+    return load_config(recipe, overrides)
 
 
 def _check_renamed(data: dict | None, source: str) -> None:

@@ -59,11 +59,11 @@ def _model(cfg: RunConfig, device: str):
     from transformers import AutoModelForCausalLM
 
     from reasonrl.models.loading import torch_dtype
-    from reasonrl.planner.shape import _hf_config
+    from reasonrl.planner.shape import hf_config
 
     dtype = torch_dtype(cfg.model.dtype)
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(_hf_config(cfg.model.path)).to(device=device, dtype=dtype)
+    model = AutoModelForCausalLM.from_config(hf_config(cfg.model.path)).to(device=device, dtype=dtype)
     if cfg.model.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     if cfg.model.lora.rank > 0:

@@ -28,7 +28,8 @@ class ModelShape:
     largest_layer: int  # parameters of the largest decoder layer (what FSDP2 unshards at once)
 
 
-def _hf_config(path: str):
+def hf_config(path: str):
+    """The transformers config of `path` (the demo model's from its TinySpec, without building it)."""
     from transformers import AutoConfig
 
     if path == "demo" or path.startswith("demo:"):
@@ -50,7 +51,7 @@ def model_shape(
     import torch
     from transformers import AutoModelForCausalLM
 
-    cfg = config if config is not None else _hf_config(path)
+    cfg = config if config is not None else hf_config(path)
     text = getattr(cfg, "text_config", None) or cfg
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(cfg)

@@ -75,9 +75,8 @@ def export(
             shutil.copy2(f, tmp / f.name)
         if model_dir != ckpt:  # a LoRA checkpoint: the merged model, plus its adapter for reference
             shutil.copytree(ckpt / "adapter", tmp / "adapter")
-            for f in ("manifest.json",):
-                if (ckpt / f).is_file():
-                    shutil.copy2(ckpt / f, tmp / f)
+            if (ckpt / "manifest.json").is_file():  # the merged model's own directory has none
+                shutil.copy2(ckpt / "manifest.json", tmp / "manifest.json")
         if with_optimizer:
             _training_state(ckpt, tmp)
         if card:
