@@ -111,7 +111,7 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
 
     first = [problems[0] for _, problems, _ in work]
     # verifier workers start (and import what their verifiers preload) while the model loads
-    scorer = RewardRunner(options=reward_options, modules=(*plugins, *preload_modules(first))).start()
+    scorer = RewardRunner(options=reward_options, modules=plugins, preload=preload_modules(first)).start()
     try:
         policy, tok = load_policy(model, device=device, log=log)
         engine = build_rollout_engine(engine_name, policy, tok)
@@ -119,6 +119,10 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
         scorer.close()
         raise
     want = set(todo)
+    # scoring runs beside the next chunk's generation when the model is on an accelerator; on a CPU
+    # the verifier workers would take the cores generation uses (measured: no gain, often a loss),
+    # so there each chunk is scored after it is generated
+    overlap = next(policy.parameters()).device.type != "cpu"
     t0, finished = time.monotonic(), 0
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reasonrl-eval-score")
     pending = None  # (future of the previous chunk's scoring, what to write for it)
@@ -144,9 +148,9 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
 
     try:
         with scorer, open(samples_path, "a", encoding="utf-8") as f:
-            # load every routed verifier now (imports hold the GIL: inside the overlap they would stall
-            # generation), by scoring an empty answer to each benchmark's first problem
-            scorer.score([""] * len(work), first)
+            # warm up every routed verifier (lazy imports) by scoring an empty answer to each
+            # benchmark's first problem; the one scoring thread keeps it ahead of any chunk's scoring
+            warm = pool.submit(scorer.score, [""] * len(work), first)
             for name, problems, params in work:
                 for c in range(0, len(problems), chunk_size):
                     if (name, c) not in want:
@@ -157,12 +161,16 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
                     )
                     if pending is not None:  # the previous chunk was scored while this one generated
                         commit(pending)
+                    if not overlap:
+                        commit((pool.submit(score_groups, groups, tok, scorer), (name, c, groups, len(problems))))
+                        continue
                     pending = (
                         pool.submit(score_groups, groups, tok, scorer),
                         (name, c, groups, len(problems)),
                     )
             if pending is not None:
                 commit(pending)
+            warm.result()
     finally:
         pool.shutdown(wait=True)
         engine.close()

@@ -20,10 +20,12 @@ Where a verifier runs (its *run mode*), chosen per verifier name:
 
 The runner's `inline=` / `threaded=` arguments override the declarations by name.
 
-Options worth knowing: `modules=` is also the place to preload heavy libraries in workers (e.g.
-"math_verify"): imports run when a worker starts, outside any call's time limit, so the first call
-after a kill is not charged for importing sympy. A verifier declares its own with `fn.preload =
-("math_verify",)`; `preload_modules(problems)` collects them for the verifiers a dataset routes to.
+Options worth knowing: `modules=` are imported here and in every worker (plugins that register
+verifiers); `preload=` only in workers, when they start: heavy libraries (e.g. "math_verify") whose
+import then runs outside any call's time limit, so the first call after a kill is not charged for
+importing sympy, and the calling process (which may never need them) does not pay for it either. A
+verifier declares its own with `fn.preload = ("math_verify",)`; `preload_modules(problems)` collects
+them for the verifiers a dataset routes to.
 `start()` starts the workers now (their imports overlap whatever the caller does next, e.g. loading
 a model) instead of at the first call. `max_tasks_per_worker=N` recycles each worker after
 N calls, bounding memory that verifier libraries cache (sympy) at the cost of a re-import.
@@ -154,6 +156,7 @@ class RewardRunner:
         weights: dict[str, float] | None = None,
         options: dict[str, dict[str, Any]] | None = None,
         modules: Iterable[str] = (),
+        preload: Iterable[str] = (),
         threads: int = 8,
         thread_timeout_s: float = 600.0,
         max_tasks_per_worker: int = 0,
@@ -169,6 +172,7 @@ class RewardRunner:
         self.modules = tuple(modules)
         for m in self.modules:  # same registrations here as in the workers
             importlib.import_module(m)
+        self.preload = tuple(m for m in preload if m not in self.modules)
         self._inline = set(inline) if inline is not None else None
         self._threaded = set(threaded) if threaded is not None else None
         self.weights = dict(weights) if weights is not None else {CORRECTNESS: 1.0}
@@ -184,6 +188,7 @@ class RewardRunner:
                 raise ValueError(f"reward options for {name!r}: {e}") from None
         self.start_method = start_method
         self._pool = None
+        self._starter = None  # the thread of a background start()
         self._tpools: dict[str, cf.ThreadPoolExecutor] = {}
         self.restarts = 0  # pools rebuilt after a hang of the pool itself (not worker kills)
 
@@ -192,17 +197,31 @@ class RewardRunner:
         return self
 
     def start(self) -> RewardRunner:
-        """Start the worker processes now; their start-up (imports, preloads) runs in the background."""
-        pool = self._process_pool()
-        for _ in range(self.workers):
-            pool.schedule(_noop)
+        """Start the worker processes now, from a background thread: their start-up (the forkserver's
+        imports, the preloads) overlaps whatever the caller does next, e.g. loading a model. The first
+        `score` waits for it."""
+        import threading
+
+        def warm() -> None:
+            pool = self._process_pool()
+            for _ in range(self.workers):
+                pool.schedule(_noop)
+
+        self._starter = threading.Thread(target=warm, name="reward-runner-start", daemon=True)
+        self._starter.start()
         return self
+
+    def _wait_started(self) -> None:
+        if self._starter is not None:
+            self._starter.join()
+            self._starter = None
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
         """Stop workers and threads. The runner can be used again (a new pool starts lazily)."""
+        self._wait_started()
         self._close_pool()
         for tpool in self._tpools.values():
             tpool.shutdown(wait=False, cancel_futures=True)
@@ -227,12 +246,18 @@ class RewardRunner:
         if self._pool is None or not self._pool.active:
             from pebble import ProcessPool
 
+            context = multiprocessing.get_context(self.start_method)
+            if self.start_method == "forkserver":
+                # workers fork from a server that imported these once (sympy: ~0.3 s each), so neither
+                # the workers' start nor a replacement after a kill pays for the imports again; it
+                # takes effect when the server starts (once per process)
+                context.set_forkserver_preload(["reasonrl.rewards", *self.modules, *self.preload])
             self._pool = ProcessPool(
                 max_workers=self.workers,
                 max_tasks=self.max_tasks_per_worker,
                 initializer=_worker_init,
-                initargs=(list(sys.path), self.modules),
-                context=multiprocessing.get_context(self.start_method),
+                initargs=(list(sys.path), (*self.modules, *self.preload)),
+                context=context,
             )
         return self._pool
 
@@ -289,6 +314,8 @@ class RewardRunner:
             return (j.name, responses[j.item], problems[j.item], self.options.get(j.name))
 
         pending: dict[cf.Future, _Job] = {}
+        if any(j.mode == "pool" for j in jobs):
+            self._wait_started()
         for j in jobs:
             if j.mode == "pool":
                 fut = self._process_pool().schedule(_call, args=call_args(j), timeout=self.timeout_s)

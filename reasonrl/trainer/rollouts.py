@@ -18,9 +18,10 @@ from reasonrl.rollout.scored import generate_and_score
 from reasonrl.types import Problem, RolloutGroup, TrainBatch
 
 
-def make_scorer(cfg: RunConfig):
-    """The reward runner: cheap verifiers inline, the rest in killable worker processes."""
-    from reasonrl.rewards.runner import RewardRunner
+def make_scorer(cfg: RunConfig, problems: list[Problem] = ()):
+    """The reward runner: cheap verifiers inline, the rest in killable worker processes, which import
+    what the verifiers of `problems` declare to preload when they start."""
+    from reasonrl.rewards.runner import RewardRunner, preload_modules
 
     rc = cfg.reward
     return RewardRunner(
@@ -29,6 +30,7 @@ def make_scorer(cfg: RunConfig):
         weights=dict(rc.weights),
         options={k: dict(v) for k, v in rc.options.items()},
         modules=list(cfg.plugins),  # the recipe's own verifiers, registered in every worker too
+        preload=preload_modules(problems),
     )
 
 

@@ -185,7 +185,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         engine = SingleDeviceEngine(model, **kw)
     from reasonrl.trainer.rollouts import make_scorer
 
-    scorer = make_scorer(cfg)
+    scorer = make_scorer(cfg, train)
     options = {k: dict(v) for k, v in cfg.reward.options.items()}
     sampler = build_sampler(cfg.data, t.global_batch // cfg.rollout.n, train, tokenizer, options, log)
     run = Run(

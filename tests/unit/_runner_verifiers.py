@@ -100,4 +100,4 @@ def preloaded(response: str, problem) -> RewardResult:
     return RewardResult(float(response in sys.modules), {"reason": "ok", "pid": os.getpid()})
 
 
-preloaded.preload = ("colorsys",)  # stdlib, imported by nothing else here
+preloaded.preload = ("_preload_marker",)  # a test module nothing else imports

@@ -173,6 +173,16 @@ def test_runner_restarts_after_close():
     assert first[0].info["pid"] != second[0].info["pid"]
 
 
+def test_background_start_then_close_leaves_no_pool_and_then_scores():
+    r = RewardRunner(workers=1, timeout_s=TIMEOUT, modules=[H.__name__]).start()
+    r.close()  # waits for the start-up thread, then stops the pool it made
+    assert r._pool is None and r._starter is None
+    started = RewardRunner(workers=1, timeout_s=TIMEOUT, modules=[H.__name__]).start()
+    with started:
+        (res,), _ = started.score(["a"], [prob(T + "echo")])  # waits for the start-up
+    assert res.score == 1.0 and started._pool is None
+
+
 def test_empty_batch(runner):
     assert runner.score([], []) == (
         [],
@@ -269,13 +279,15 @@ def test_preload_declared_by_verifiers_is_imported_when_workers_start():
     from reasonrl.rewards.runner import preload_modules
 
     probs = [prob(T + "preloaded"), prob(T + "echo"), prob(T + "preloaded")]
-    assert preload_modules(probs) == ("colorsys",)
+    assert preload_modules(probs) == ("_preload_marker",)
     assert preload_modules([prob(T + "echo")]) == ()
     gsm = Problem(prompt=[{"role": "user", "content": "q"}], data_source="openai/gsm8k", ground_truth="1")
     assert preload_modules([gsm]) == ("math_verify",)  # sympy's import stays out of the first call's limit
-    with RewardRunner(workers=1, modules=[H.__name__, *preload_modules(probs)]).start() as r:
-        (res,), _ = r.score(["colorsys"], [prob(T + "preloaded")])
-        assert res.score == 1.0 and res.info["pid"] != os.getpid()
-    with RewardRunner(workers=1, modules=[H.__name__]).start() as r:  # not asked for: not there
-        (res,), _ = r.score(["colorsys"], [prob(T + "preloaded")])
+    # not asked for: not there (first: a server that preloaded it keeps it for later runners)
+    with RewardRunner(workers=1, modules=[H.__name__]).start() as r:
+        (res,), _ = r.score(["_preload_marker"], [prob(T + "preloaded")])
         assert res.score == 0.0
+    with RewardRunner(workers=1, modules=[H.__name__], preload=preload_modules(probs)).start() as r:
+        (res,), _ = r.score(["_preload_marker"], [prob(T + "preloaded")])
+        assert res.score == 1.0 and res.info["pid"] != os.getpid()
+        assert "_preload_marker" not in sys.modules  # preloads are for the workers only, not the caller
