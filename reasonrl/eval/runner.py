@@ -86,23 +86,25 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
 
 def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], samples_path: str | Path, *,
                      engine: str = "hf", device: str = "auto", seed: int = 0, chunk_size: int = 32,
-                     log=print, reward_options: dict | None = None, plugins=(),
-                     progress=None) -> list[dict]:  # fmt: skip
+                     log=print, reward_options: dict | None = None, plugins=(), progress=None,
+                     overlap: bool | None = None) -> list[dict]:  # fmt: skip
     """Samples of every (name, problems, sampling) work item, generated and scored chunk by chunk into
     `samples_path` (resumable: committed chunks are kept, the rest generated); the one path of the
-    eval suite and the pass-rate filter. `progress(done, total)` (chunks) is called as chunks commit."""
+    eval suite and the pass-rate filter. `progress(done, total)` (chunks) is called as chunks commit.
+    `overlap`: score each chunk beside the next one's generation (default: when the model is not on a
+    CPU, where the verifier workers would take generation's cores); the samples are the same."""
     samples_path = Path(samples_path)
     samples_path.parent.mkdir(parents=True, exist_ok=True)
     samples, done = committed_samples(samples_path)
     todo = [(name, c) for name, ps, _ in work for c in range(0, len(ps), chunk_size) if (name, c) not in done]
     if todo:
         _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log,
-                  reward_options or {}, tuple(plugins), progress)  # fmt: skip
+                  reward_options or {}, tuple(plugins), progress, overlap)  # fmt: skip
     return samples
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,
-              reward_options, plugins, progress=None) -> None:  # fmt: skip
+              reward_options, plugins, progress=None, overlap=None) -> None:  # fmt: skip
 
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards.runner import RewardRunner, preload_modules
@@ -119,10 +121,8 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
         scorer.close()
         raise
     want = set(todo)
-    # scoring runs beside the next chunk's generation when the model is on an accelerator; on a CPU
-    # the verifier workers would take the cores generation uses (measured: no gain, often a loss),
-    # so there each chunk is scored after it is generated
-    overlap = next(policy.parameters()).device.type != "cpu"
+    if overlap is None:  # on a CPU, overlapping measured no gain, often a loss (docs/evaluation.md)
+        overlap = next(policy.parameters()).device.type != "cpu"
     t0, finished = time.monotonic(), 0
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reasonrl-eval-score")
     pending = None  # (future of the previous chunk's scoring, what to write for it)
@@ -162,7 +162,9 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
                     if pending is not None:  # the previous chunk was scored while this one generated
                         commit(pending)
                     if not overlap:
-                        commit((pool.submit(score_groups, groups, tok, scorer), (name, c, groups, len(problems))))
+                        commit(
+                            (pool.submit(score_groups, groups, tok, scorer), (name, c, groups, len(problems)))
+                        )
                         continue
                     pending = (
                         pool.submit(score_groups, groups, tok, scorer),

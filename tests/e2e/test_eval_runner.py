@@ -61,6 +61,24 @@ def test_eval_writes_samples_and_a_table_recomputable_from_them(tiny_model_dir, 
     assert "| gsm8k |" in (out / "results.md").read_text()
 
 
+def test_scoring_beside_generation_gives_the_same_samples(tiny_model_dir, tmp_path):
+    from reasonrl.eval.benchmarks import BENCHMARKS, load_benchmark
+    from reasonrl.eval.runner import generate_samples, sampling_for
+
+    data = _data(tmp_path)
+    b = BENCHMARKS.get("gsm8k")
+    work = [
+        ("gsm8k", load_benchmark(b, data), sampling_for(b, {"n": 2, "temperature": 1.0, "max_new_tokens": 6}))
+    ]
+    got = {}
+    for overlap in (False, True):  # CPU default: after; accelerator default: beside the next chunk
+        path = tmp_path / f"overlap{overlap}" / "samples.jsonl"
+        got[overlap] = generate_samples(tiny_model_dir, work, path, device="cpu", chunk_size=2,
+                                        log=lambda *a: None, overlap=overlap)  # fmt: skip
+        assert path.read_text().count('"committed"') == 3
+    assert len(got[True]) == 12 and got[True] == got[False]
+
+
 def test_sigkilled_eval_resumes_without_regenerating_and_matches(tiny_model_dir, tmp_path):
     data = _data(tmp_path, n_problems=12)
     ref = _run(_cmd(tiny_model_dir, data, tmp_path / "ref"))
