@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from reasonrl.errors import InputError
@@ -191,9 +191,31 @@ class TrainBatch:
     is_weights: torch.Tensor | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
+    # [B, P+T] fields (left-padded prompt, right-padded completion); [B, T] completion fields
+    FULL_FIELDS = ("input_ids", "attention_mask")
+    COMPLETION_FIELDS = ("mask", "advantages", "old_logprobs", "ref_logprobs", "sampler_logprobs", "values",
+                         "returns", "is_weights")  # fmt: skip
+
     @property
     def size(self) -> int:
         return int(self.input_ids.shape[0])
+
+    def trimmed(self) -> TrainBatch:
+        """Without the prompt columns no row uses (left padding) and the completion columns after the
+        longest completion; every field keeps its meaning (positions come from the attention mask)."""
+        p, used = self.prompt_len, self.attention_mask.bool().any(0)
+        first = int(used[:p].nonzero()[0]) if bool(used[:p].any()) else p
+        last = int(used[p:].nonzero()[-1]) + 1 if bool(used[p:].any()) else 1
+        if first == 0 and last == self.mask.shape[1]:
+            return self
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in self.FULL_FIELDS:
+            out[name] = out[name][:, first : p + last]
+        for name in self.COMPLETION_FIELDS:
+            if out[name] is not None:
+                out[name] = out[name][:, :last]
+        out["prompt_len"] = p - first
+        return TrainBatch(**out)
 
     def select(self, idx: torch.Tensor | slice) -> TrainBatch:
         """Rows `idx` of every tensor field (non-tensor extras are shared)."""

@@ -184,6 +184,10 @@ class TrainConfig:
     # (split over ranks), micro_batch is per rank (docs/distributed.md)
     engine: str = "auto"
     cpu_offload: bool = False  # fsdp2: parameters and optimizer state in CPU memory
+    # several ranks: each mini-batch is re-split so every rank trains on about the same number of
+    # tokens, rows of similar length share micro-batches, and their unused padding is cut
+    # (trainer/balance.py); no effect on one process
+    balance_tokens: bool = True
     dist_timeout_s: float = (
         1800.0  # several ranks: a collective waiting longer fails (a rank crashed / hangs)
     )

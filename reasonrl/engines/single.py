@@ -139,6 +139,7 @@ class SingleDeviceEngine:
         # (values,) for a critic; the loss function receives these after the micro-batch
         self.forward = forward or completion_logprobs
         self.metric_prefix = metric_prefix
+        self.trim_padding = False  # cut each training micro-batch's unused padding (set by the trainer)
         self.device = next(model.parameters()).device
         self.grad_clip = grad_clip
         self.optimizer = torch.optim.AdamW(
@@ -197,7 +198,8 @@ class SingleDeviceEngine:
         totals: dict[str, torch.Tensor] = {}
         n_micro = 0
         for s in range(0, batch.size, micro_batch):
-            micro = self.to_device(batch.select(slice(s, s + micro_batch)))
+            micro = batch.select(slice(s, s + micro_batch))
+            micro = self.to_device(micro.trimmed() if self.trim_padding else micro)
             outs = self.forward(self.model, micro, with_entropy=with_entropy, autocast=self._autocast,
                                 entropy_grad=entropy_grad)  # fmt: skip
             loss, metrics = loss_fn(micro, *(None if o is None else o.float() for o in outs))

@@ -21,6 +21,7 @@ from reasonrl import distributed as dist
 from reasonrl.config import RunConfig, to_dict
 from reasonrl.distributed import global_normalisers, is_main, reduce_metrics
 from reasonrl.trainer import watchdog
+from reasonrl.trainer.balance import balanced_minibatches, gather_batch
 from reasonrl.trainer.batching import build_batch, minibatches, without_inert_rows
 from reasonrl.trainer.critic import build_critic
 from reasonrl.trainer.metrics import MetricsLog, mean_metrics
@@ -96,6 +97,9 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         algo.kl.coef == 0 and algo.entropy_coef == 0 and not algo.kl.in_reward and dist.world_size() == 1
     )
     mini_rows = t.mini_batch // dist.world_size()  # this rank's rows of each (global) mini-batch
+    # several ranks: each global mini-batch re-split by tokens (the rows one process would take)
+    balance = t.balance_tokens and dist.world_size() > 1
+    run.train_engine.trim_padding = balance  # length-ordered micro-batches: cut their unused padding
     # (TIS with one update per step takes its weights inside the loss, from those same log-probs)
     needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl.in_reward
 
@@ -133,8 +137,14 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         #    drifted too far from the sampling policy is skipped (RLinf early stop)
         shuffle = torch.Generator().manual_seed(step_seed(t.seed, step) + 1)
         updates, stopped = [], 0
+        whole = gather_batch(batch, run.pad_id) if balance else None  # every rank's rows
         for _ in range(t.epochs):
-            for mini in minibatches(batch, mini_rows, shuffle):
+            minis = (
+                balanced_minibatches(whole, t.mini_batch, shuffle)
+                if balance
+                else minibatches(batch, mini_rows, shuffle)
+            )
+            for mini in minis:
                 if critic is not None:
                     updates.append(critic.train_step(mini, t.micro_batch, algo.critic.value_clip))
                 if early_stop(run.train_engine, mini, algo, t.micro_batch):
