@@ -22,6 +22,9 @@ appended in order until the step's prompt count is reached (extra kept groups ar
 Logged every step with dynamic sampling on: `rollout/ds_rounds` (generation rounds used),
 `rollout/ds_dropped_groups`, `rollout/ds_padded_groups`, `rollout/ds_fallback`. Reward metrics are
 the mean over all rounds (they describe the policy, not the filtered batch).
+With several ranks each rank generates its share of every round, the scored groups are all-gathered,
+and every rank runs the same keep / refill decisions on the whole round (so all take the same number
+of rounds, in lock-step); each then trains on its contiguous share of the kept groups.
 """
 
 from __future__ import annotations
@@ -104,25 +107,29 @@ def round_params(params: SamplingParams, rnd: int) -> SamplingParams:
 def collect_step(run, params: SamplingParams, algo: AlgoConfig) -> tuple[list[RolloutGroup], dict]:
     """The step's scored groups and reward metrics (one round, or dynamic sampling with refill)."""
 
+    several = dist.world_size() > 1
+    dynamic = algo.dynamic_sampling.enabled
+
     def draw(rnd: int) -> tuple[list[RolloutGroup], dict]:
         # every rank draws the whole step (so samplers stay identical) and generates its own share
         groups, metrics = collect_rollouts(run, dist.shard(run.sampler.next()), round_params(params, rnd))
-        # the curriculum's record (levels, pass rates) sees every round, of every rank, in rank order
-        seen = (
-            dist.all_gather_objects([(g.problem, list(g.rewards)) for g in groups])
-            if dist.world_size() > 1
-            else None
-        )
-        if seen is None:
+        if not several:
             run.sampler.observe(groups)
-        else:
-            run.sampler.observe([RolloutGroup(p, [], [], rewards=r) for part in seen for p, r in part])
+            return groups, metrics
+        if dynamic:  # every rank sees the whole round in rank order, so all take the same decisions
+            everyone = [g for part in dist.all_gather_objects(groups) for g in part]
+            run.sampler.observe(everyone)
+            return everyone, metrics
+        # the curriculum's record (levels, pass rates) sees every round, of every rank, in rank order
+        seen = dist.all_gather_objects([(g.problem, list(g.rewards)) for g in groups])
+        run.sampler.observe([RolloutGroup(p, [], [], rewards=r) for part in seen for p, r in part])
         return groups, metrics
 
-    if not algo.dynamic_sampling.enabled:
+    if not dynamic:
         return draw(0)
     groups, round_metrics, stats = fill_groups(draw, run.sampler.batch_size, algo.dynamic_sampling.max_rounds)
-    return groups, {**mean_metrics(round_metrics), **stats}
+    # several ranks: the kept groups of the whole step, of which each rank trains on its share
+    return dist.shard(groups), {**mean_metrics(round_metrics), **stats}
 
 
 def greedy_baseline(run, groups: list[RolloutGroup], algo: AlgoConfig, max_new_tokens: int) -> torch.Tensor:

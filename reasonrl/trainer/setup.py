@@ -89,13 +89,11 @@ def check_parallel(cfg: RunConfig) -> str:
         if prompts % world or t.mini_batch % world:
             raise ConfigError(f"train.global_batch / rollout.n = {prompts} prompts and train.mini_batch = "
                               f"{t.mini_batch} must both divide evenly over {world} ranks")  # fmt: skip
-        if (
-            cfg.algo.dynamic_sampling.enabled
-            or cfg.rollout.max_staleness
-            or not getattr(ROLLOUT_ENGINES.get(cfg.rollout.engine), "data_parallel", False)
+        if cfg.rollout.max_staleness or not getattr(
+            ROLLOUT_ENGINES.get(cfg.rollout.engine), "data_parallel", False
         ):
-            raise ConfigError("with several ranks, algo.dynamic_sampling.enabled, rollout.max_staleness > 0 and "
-                              "rollout engines without data_parallel (vllm) are not supported yet")  # fmt: skip
+            raise ConfigError("with several ranks, rollout.max_staleness > 0 and rollout engines without "
+                              "data_parallel (vllm) are not supported yet")  # fmt: skip
     return kind
 
 

@@ -87,6 +87,19 @@ def test_two_rank_training_sharded_checkpoints_and_resumes(tiny_model_dir, tmp_p
     assert [r["step"] for r in _metrics(full)] == [0, 1, 2, 3, 4, 5]
 
 
+def test_two_rank_dynamic_sampling_runs_in_lock_step(tiny_model_dir, tmp_path):
+    run = tmp_path / "ds"
+    extra = ("algo.dynamic_sampling.enabled=true", "algo.dynamic_sampling.max_rounds=2", "checkpoint.every=0")
+    res = _launch(2, _overrides(tiny_model_dir, run, 2, *extra))
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = _metrics(run)[1:]
+    assert [r["step"] for r in rows] == [1, 2]
+    for r in rows:  # the untrained model solves nothing: both ranks refill up to the cap, then fall back
+        assert r["reward/mean"] == 0.0
+        assert r["rollout/ds_rounds"] == 3 and r["rollout/ds_fallback"] == 1.0
+        assert r["rollout/ds_dropped_groups"] == 3 * 4  # every group of the 3 whole-step rounds
+
+
 def test_settings_several_ranks_cannot_run_fail_first(tiny_model_dir, tmp_path):
     res = _launch(
         2, _overrides(tiny_model_dir, tmp_path / "r", 2, "train.global_batch=12", "train.mini_batch=12")

@@ -1,0 +1,74 @@
+"""DAPO dynamic sampling with 2 real gloo ranks (trainer/sampling.py): each rank generates its share of
+every round, both see the whole round, take the same keep / refill decisions (same rounds, same
+metrics) and train on complementary shares of exactly the groups one process would keep."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from gloo_ranks import run_ranks
+
+from reasonrl.config import AlgoConfig
+from reasonrl.data.sampler import PromptSampler
+from reasonrl.rollout.base import SamplingParams
+from reasonrl.types import Completion, Problem, RolloutGroup
+
+PROMPTS, N = 4, 3  # prompts per step, completions per prompt
+
+
+def _problems() -> list[Problem]:
+    return [Problem(prompt=[{"role": "user", "content": f"q{i}"}], ground_truth=str(i), data_source="test", uid=f"p{i}")
+            for i in range(40)]  # fmt: skip
+
+
+def _fake_rollouts(run, problems, params):
+    """Scores that depend only on the problem and the round's seed: a third of the groups vary."""
+    groups = []
+    for p in problems:
+        i = int(p.uid[1:])
+        varied = (i + params.seed) % 3 == 0
+        rewards = [1.0, 0.0, 1.0] if varied else [0.0] * N
+        comps = [
+            Completion(text=f"{p.uid}/{k}", token_ids=[i, k], sampler_logprobs=[-0.1, -0.2]) for k in range(N)
+        ]
+        groups.append(RolloutGroup(p, [1, 2], comps, rewards=rewards))
+    return groups, {"reward/mean": sum(sum(g.rewards) for g in groups) / (N * len(groups))}
+
+
+def _collect() -> tuple[list[str], dict, dict]:
+    import reasonrl.trainer.sampling as sampling
+
+    sampling.collect_rollouts = _fake_rollouts
+    run = SimpleNamespace(sampler=PromptSampler(_problems(), PROMPTS, seed=0))
+    algo = AlgoConfig()
+    algo.dynamic_sampling.enabled, algo.dynamic_sampling.max_rounds = True, 6
+    groups, metrics = sampling.collect_step(run, SamplingParams(n=N, seed=1), algo)
+    return [g.problem.uid for g in groups], metrics, run.sampler.state_dict()
+
+
+def _rank(r: int, port: int, out):
+    import torch
+
+    torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=r, world_size=2)
+    try:
+        out.put((r, *_collect()))
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+@pytest.mark.timeout(120)
+def test_two_ranks_keep_the_groups_one_process_keeps_and_split_them():
+    single_uids, single_metrics, single_state = _collect()
+    assert len(single_uids) == PROMPTS and single_metrics["rollout/ds_rounds"] >= 2  # refills happened
+    (_, uids0, m0, state0), (_, uids1, m1, state1) = run_ranks(_rank, 2)
+    assert uids0 + uids1 == single_uids  # complementary contiguous shares of the same kept groups
+    assert len(uids0) == len(uids1) == PROMPTS // 2
+    for k in (
+        "rollout/ds_rounds",
+        "rollout/ds_dropped_groups",
+        "rollout/ds_padded_groups",
+        "rollout/ds_fallback",
+    ):
+        assert m0[k] == m1[k] == single_metrics[k], k  # one decision, in lock-step
+    assert state0 == state1 == single_state  # samplers drew the same rounds on every rank
