@@ -216,8 +216,9 @@ class CheckpointConfig:
     # a checkpoint that is kept besides the last keep_last (checkpoints/best.json names it)
     keep_best: str | None = None
     best_mode: str = "max"  # max | min
-    # the optimizer state written shard by shard by every rank (torch.distributed.checkpoint, dcp/);
-    # resumes on any number of ranks; False: the full state gathered and written by rank 0
+    # the optimizer state written shard by shard by every rank (torch.distributed.checkpoint, dcp/),
+    # and (not LoRA) the HF weight files consolidated from the shards (HuggingFaceStorageWriter): no
+    # rank holds the full model; resumes on any number of ranks; False: full state gathered by rank 0
     sharded: bool = False
 
 

@@ -152,17 +152,21 @@ def save_checkpoint(
     tmp: Path | None = None,
     manifest: dict | None = None,
     lora_state: dict | None = None,
+    weights_written: bool = False,
 ) -> Path:
     """protect: steps never pruned (the best checkpoint). model_state: the full tensors to write
     instead of the model's own state dict (a sharded model's, gathered by the caller). tmp: a
     directory from `new_checkpoint_dir` that other ranks already wrote their shards into. lora_state: a
-    sharded LoRA policy's live state gathered in full (model_state is then its merged weights)."""
+    sharded LoRA policy's live state gathered in full (model_state is then its merged weights).
+    weights_written: the weight files and config are already in `tmp` (`engines.hf_shards`)."""
     root = checkpoint_dir(run_dir)
     root.mkdir(parents=True, exist_ok=True)
     target = root / f"{PREFIX}{step:06d}"
     tmp = Path(tmp) if tmp is not None else new_checkpoint_dir(run_dir, step)
     try:
-        if hasattr(model, "peft_config"):
+        if weights_written:
+            pass
+        elif hasattr(model, "peft_config"):
             _save_lora(model, tokenizer, tmp, live=lora_state, merged=model_state)
         else:
             model.save_pretrained(tmp, safe_serialization=True, state_dict=model_state)

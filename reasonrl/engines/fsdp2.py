@@ -120,14 +120,23 @@ class FSDP2Engine(SingleDeviceEngine):
                                      options=StateDictOptions(full_state_dict=True))  # fmt: skip
         super().load_state_dict({k: v for k, v in state.items() if k != "optimizer"}, keep_hyperparams)
 
-    def export_hf(self, out_dir, tokenizer=None) -> None:
-        """A consolidated Hugging Face directory (safetensors + config, + tokenizer if given), written
-        by rank 0 from full tensors gathered one at a time (every rank must call this)."""
-        from reasonrl.engines.weights import full_weights
+    def export_hf(self, out_dir, tokenizer=None, from_shards: bool = False) -> None:
+        """A consolidated Hugging Face directory (safetensors + config, + tokenizer if given); every rank
+        must call this. By default rank 0 writes full tensors gathered one at a time; from_shards: every
+        rank writes its shards and rank 0 consolidates the files (`engines.hf_shards`), so no rank ever
+        holds a full tensor in memory."""
+        if from_shards:
+            from reasonrl.engines.hf_shards import save_hf_from_shards
 
-        state = full_weights(self.model)
+            save_hf_from_shards(self.model, out_dir)
+            state = None
+        else:
+            from reasonrl.engines.weights import full_weights
+
+            state = full_weights(self.model)
         if torch.distributed.get_rank() == 0:
-            self.model.save_pretrained(out_dir, state_dict=state, safe_serialization=True)
+            if state is not None:
+                self.model.save_pretrained(out_dir, state_dict=state, safe_serialization=True)
             if tokenizer is not None:
                 tokenizer.save_pretrained(out_dir)
         torch.distributed.barrier()

@@ -44,7 +44,12 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
     if pending:
         engine_state["rollouts"] = pending
     weights = lora = None
-    if world_size() > 1:  # full tensors of a sharded model, gathered one at a time on every rank
+    from_shards = sharded and world_size() > 1 and not hasattr(run.model, "peft_config")
+    if from_shards:  # the weights' HF files too, written from the shards (no rank gathers the model)
+        from reasonrl.engines.hf_shards import save_hf_from_shards
+
+        save_hf_from_shards(run.model, tmp)
+    elif world_size() > 1:  # full tensors of a sharded model, gathered one at a time on every rank
         from reasonrl.engines.weights import full_weights
 
         weights = full_weights(run.model)  # a LoRA policy's merged weights
@@ -61,7 +66,8 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
 
         path = save_checkpoint(cfg.log.run_dir, step, run.model, run.tokenizer, engine_state, state,
                                cfg.checkpoint.keep_last, protect, model_state=weights, tmp=tmp,
-                               manifest=build_manifest(cfg, step), lora_state=lora)  # fmt: skip
+                               manifest=build_manifest(cfg, step), lora_state=lora,
+                               weights_written=from_shards)  # fmt: skip
         if run.best and run.best["step"] == step:
             _write_best(path.parent, run.best)
     barrier("checkpoint")  # no rank goes on (or exits) before the checkpoint is complete

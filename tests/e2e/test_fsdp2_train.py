@@ -65,6 +65,11 @@ def test_two_rank_training_sharded_checkpoints_and_resumes(tiny_model_dir, tmp_p
         list((ckpt / "dcp").glob("*.distcp"))
     ) == 2  # per rank
     assert "optimizer" not in torch.load(ckpt / "engine.pt", weights_only=False)  # no full gather on rank 0
+    # nor of the weights: their HF files were consolidated from the ranks' shards (HuggingFaceStorageWriter)
+    assert (ckpt / "model.safetensors.index.json").is_file() and not (ckpt / "sharded").exists()
+    assert (ckpt / "model-00001-of-00001.safetensors").is_file() and (
+        ckpt / "tokenizer_config.json"
+    ).is_file()
 
     from transformers import AutoModelForCausalLM
 

@@ -65,6 +65,10 @@ def _rank(r: int, port: int, out, export_dir):
         metrics = _train(engine, slice(0, 3) if r == 0 else slice(3, 6))
         full = _full(model)  # every rank gathers (collectives), in lock-step
         engine.export_hf(export_dir)
+        engine.export_hf(export_dir + "_shards", from_shards=True)  # torch's HuggingFaceStorageWriter
+        from reasonrl.engines.hf_shards import save_hf_from_shards
+
+        save_hf_from_shards(model, export_dir + "_files", max_file_bytes=16_000)  # several files
         out.put((r, metrics, {n: t.numpy() for n, t in full.items()} if r == 0 else None))  # by value
     finally:
         torch.distributed.destroy_process_group()
@@ -103,6 +107,19 @@ def test_two_rank_fsdp2_steps_equal_one_process(tmp_path):
     prompt = torch.tensor([[1, 5, 7, 9]])
     gen = dict(max_new_tokens=6, do_sample=False, pad_token_id=0)
     assert torch.equal(exported.generate(prompt, **gen), model.eval().generate(prompt, **gen))
+    # written from the shards: no rank gathered the model, the same tensors, tied weights once
+    from_shards = tmp_path / "export_shards"
+    assert sorted(p.name for p in from_shards.iterdir()) == [
+        "config.json", "generation_config.json", "model-00001-of-00001.safetensors", "model.safetensors.index.json"
+    ]  # fmt: skip
+    loaded = AutoModelForCausalLM.from_pretrained(from_shards).float().eval()
+    for (name, a), b in zip(exported.state_dict().items(), loaded.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert torch.equal(loaded.generate(prompt, **gen), model.eval().generate(prompt, **gen))
+    files = sorted((tmp_path / "export_files").glob("*.safetensors"))
+    assert len(files) > 3 and files[-1].name == f"model-{len(files):05d}-of-{len(files):05d}.safetensors"
+    split = AutoModelForCausalLM.from_pretrained(tmp_path / "export_files").float()
+    assert all(torch.equal(a, b) for a, b in zip(exported.state_dict().values(), split.state_dict().values()))
 
 
 PACK = 16  # rank 0's first micro-batch (9 + 7 tokens) fits one pack; rank 1's (9 + 9) needs two
