@@ -10,7 +10,8 @@ so single-process results are bit-for-bit what they were. Gloo's AVG all-reduce 
 silent-correctness bug (pytorch#162338): only SUM and MAX are used here.
 Also owns joining a torchrun launch (`init_from_env`: gloo on CPU, NCCL on CUDA, a collective timeout
 so a crashed or hung rank fails the others with an error instead of hanging them), the rank's share of
-a step's prompts (`shard`), `all_gather_objects` and `any_rank` (one decision for all ranks).
+a step's prompts (`shard`; `set_share` for a rank's rollout worker), `all_gather_objects` and
+`any_rank` (one decision for all ranks).
 Does not own: the sharded engine (`engines.fsdp2`).
 """
 
@@ -155,15 +156,24 @@ def barrier(name: str = "barrier") -> None:
         _collective(name, torch.distributed.barrier)
 
 
+_SHARE: list[tuple[int, int] | None] = [None]
+
+
+def set_share(rank_: int, world: int) -> None:
+    """Make `shard` take rank `rank_`'s share of `world` in a process outside the process group: a
+    rank's rollout worker generates that rank's prompts."""
+    _SHARE[0] = (rank_, world) if world > 1 else None
+
+
 def shard(items: list) -> list:
     """This rank's contiguous share of a list whose length every rank agrees on (divisible by the world)."""
-    n = world_size()
+    r, n = _SHARE[0] if _SHARE[0] is not None and not active() else (rank(), world_size())
     if n == 1:
         return items
     if len(items) % n:
         raise ValueError(f"{len(items)} items cannot be split evenly over {n} ranks")
     k = len(items) // n
-    return items[rank() * k : (rank() + 1) * k]
+    return items[r * k : (r + 1) * k]
 
 
 def all_gather_objects(obj) -> list:

@@ -7,8 +7,9 @@ Owns: `hf_name` (strips the prefixes that wrappers add to parameter names: activ
 without an error and the engine would keep sampling the old policy), `layer_key` and
 `hf_weight_groups` (one group per decoder layer, in model order: what vLLM's layerwise reload
 processes as a unit, and the unit an FSDP engine unshards; a PEFT LoRA model's weights come merged,
-W + scale * B @ A computed per layer, the live model untouched). Does not own: sending the weights
-(`rollout.vllm`, the async worker).
+W + scale * B @ A computed per layer, the live model untouched), and `load_hf_weights` (the reverse:
+HF-named tensors copied into a plain model, tied weights through their first name). Does not own:
+sending the weights (`rollout.vllm`, the async worker).
 """
 
 from __future__ import annotations
@@ -94,3 +95,18 @@ def full_weights(model) -> dict[str, torch.Tensor]:
     """Every weight as a full CPU tensor under its HF name (merged LoRA, gathered FSDP2 shards: every
     rank must call this in lock-step); what checkpoints and exports write."""
     return {name: t.cpu() for group in hf_weight_groups(model) for name, t in group}
+
+
+def load_hf_weights(model, weights: dict[str, torch.Tensor]) -> None:
+    """Copy HF-named tensors (what `hf_weight_groups` yields) into a plain model's own tensors. Every
+    name must be the model's, and every tensor of the model must be given (tied ones through the
+    tensor they share), so a push can never leave part of the model stale."""
+    own = model.state_dict()
+    unknown = sorted(set(weights) - set(own))
+    given = {own[n].data_ptr() for n in weights if n in own}
+    missing = [n for n, t in own.items() if n not in weights and t.data_ptr() not in given]
+    if unknown or missing:
+        raise ValueError(f"weights do not fit the model: unknown {unknown[:3]}, missing {missing[:3]}")
+    with torch.no_grad():
+        for name, t in weights.items():
+            own[name].copy_(t)

@@ -14,6 +14,13 @@ s+k+1, generated from older policies that the checkpoint no longer holds) and st
 prompt sampler's position after them; a resumed run replays those batches, then asks for s+k+2 after
 its first update, exactly as the uninterrupted run did.
 
+Several ranks. Each rank starts its own worker, which generates that rank's share of every step
+(`distributed.set_share`) on the rank's device; weight pushes gather the sharded policy on every rank
+in lock-step. A checkpoint stores every rank's pending batches, and a resume on the same number of
+ranks replays each rank's own (on another number of ranks they are dropped with a warning: the
+resumed run is then valid but not bit-exact). Dynamic sampling and an adaptive curriculum need the
+whole step's scores in one place, so they are refused with several ranks and max_staleness > 0.
+
 Failure. A worker that raises, dies or delivers nothing for rollout.worker_timeout_s raises
 `RolloutWorkerError` naming the worker (pid) and its phase; the trainer stops, the worker is killed,
 no checkpoint is touched after the failure. A failure while a checkpoint waits for pending batches
@@ -77,8 +84,13 @@ class AsyncRollouts:
         self.inbox, self.outbox = ctx.Queue(), ctx.Queue()
         self.phase = ctx.Array("c", 200, lock=False)
         sampler_state = replay[-1]["rollouts"].sampler_state if replay else run.sampler.state_dict()
+        import os
+
+        from reasonrl import distributed as dist
         from reasonrl.trainer.rollout_worker import worker_main
 
+        # with several ranks each rank has its own worker, generating that rank's share of every step
+        share = (dist.rank(), dist.world_size(), int(os.environ.get("LOCAL_RANK", "0")))
         self.proc = ctx.Process(
             target=worker_main,
             args=(
@@ -89,6 +101,7 @@ class AsyncRollouts:
                 self.inbox,
                 self.outbox,
                 self.phase,
+                share,
             ),  # fmt: skip
             name="reasonrl-rollout-worker",
             # not daemonic: the worker's RewardRunner starts its own process pool (math, plugins), which

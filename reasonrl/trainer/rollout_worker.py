@@ -24,10 +24,15 @@ import torch
 
 
 def pack_weights(model) -> dict:
-    """{dtype name: (flat tensor in shared memory, [(name, shape, offset)])} of the model's state."""
+    """{dtype name: (flat tensor in shared memory, [(name, shape, offset)])} of the policy's weights
+    under their Hugging Face names (`engines.weights.hf_weight_groups`: a LoRA policy's merged, an
+    FSDP2 policy's gathered one tensor at a time, so every rank must call this in lock-step)."""
+    from reasonrl.engines.weights import hf_weight_groups
+
     by_dtype: dict[torch.dtype, list[tuple[str, torch.Tensor]]] = {}
-    for name, t in model.state_dict().items():
-        by_dtype.setdefault(t.dtype, []).append((name, t.detach()))
+    for group in hf_weight_groups(model):
+        for name, t in group:
+            by_dtype.setdefault(t.dtype, []).append((name, t))
     packed = {}
     for dtype, items in by_dtype.items():
         flat = torch.empty(sum(t.numel() for _, t in items), dtype=dtype)
@@ -57,13 +62,19 @@ def _set_phase(phase, text: str) -> None:
     phase[len(data)] = 0
 
 
-def worker_main(cfg_dict: dict, sampler, sampler_state: dict, threads: int, inbox, outbox, phase) -> None:
+def worker_main(cfg_dict: dict, sampler, sampler_state: dict, threads: int, inbox, outbox, phase,
+                share: tuple[int, int, int] = (0, 1, 0)) -> None:  # fmt: skip
+    """share: (rank, world size, local rank) of the trainer process this worker serves."""
     import signal
 
+    from reasonrl import distributed as dist
     from reasonrl.rewards.runner import _die_with_parent
 
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's: it checkpoints, then stops us
+    dist.set_share(share[0], share[1])  # this rank's prompts of every step
+    if torch.cuda.is_available():
+        torch.cuda.set_device(share[2])  # the rank's GPU, as the trainer's process uses
     try:
         _serve(cfg_dict, sampler, sampler_state, threads, inbox, outbox, phase)
     except BaseException:  # noqa: BLE001 - reported to the trainer, which names the phase
@@ -74,6 +85,7 @@ def _serve(cfg_dict, sampler, sampler_state, threads, inbox, outbox, phase) -> N
     import os
 
     from reasonrl.config import from_dict, import_plugins
+    from reasonrl.engines.weights import load_hf_weights
     from reasonrl.models.loading import load_policy
     from reasonrl.rollout.factory import build_rollout_engine
     from reasonrl.trainer.rollouts import make_scorer
@@ -103,7 +115,7 @@ def _serve(cfg_dict, sampler, sampler_state, threads, inbox, outbox, phase) -> N
                 return
             if msg[0] == "weights":
                 _set_phase(phase, f"loading policy {msg[1]}")
-                model.load_state_dict(unpack_weights(msg[2]))
+                load_hf_weights(model, unpack_weights(msg[2]))
                 engine.sync_weights(model, msg[1])
                 version = msg[1]
                 continue

@@ -41,7 +41,11 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
     engine_state = run.train_engine.state_dict(optimizer=not sharded)
     if critic is not None:
         engine_state["critic"] = critic.state_dict()
-    if pending:
+    if world_size() > 1:  # every rank's own pending batches (each rank's worker generated its share)
+        by_rank = all_gather_objects(pending or [])
+        if any(by_rank):
+            engine_state["rollouts_by_rank"] = by_rank
+    elif pending:
         engine_state["rollouts"] = pending
     weights = lora = None
     from_shards = sharded and world_size() > 1 and not hasattr(run.model, "peft_config")
@@ -127,13 +131,29 @@ def restore_state(run, critic, cfg: RunConfig, allow_config_change: bool = False
         if critic is not None:
             critic.load_state_dict(engine_state["critic"])
         run.sampler.load_state_dict(state["sampler"])
-        run.replay_rollouts = engine_state.get("rollouts")
+        run.replay_rollouts = _pending_rollouts(engine_state, state.get("world_size", 1), log)
         run.best = state.get("best")
         set_rng_state(rng)
         log(f"resumed from {ckpt} (step {state['step']})")
         return int(state["step"])
     log(f"no usable checkpoint in {run_dir}; starting from scratch")
     return 0
+
+
+def _pending_rollouts(engine_state: dict, saved_world: int, log) -> list | None:
+    """This rank's batches an async checkpoint holds (asked for, not yet trained on), or None. Saved by
+    another number of ranks they are another split of the steps: dropped, so the resumed run is valid
+    but not bit-exact."""
+    from reasonrl.distributed import rank, world_size
+
+    by_rank = engine_state.get("rollouts_by_rank")
+    pending = by_rank[rank()] if by_rank and saved_world == world_size() else None
+    if by_rank is None and saved_world == world_size():
+        pending = engine_state.get("rollouts")
+    if pending is None and (by_rank or engine_state.get("rollouts")):
+        log(f"warning: the checkpoint's pending rollouts were generated for {saved_world} rank(s), this run "
+            f"has {world_size()}: they are generated again (the resumed run is not bit-exact)")  # fmt: skip
+    return pending
 
 
 def _weight_files(ckpt: Path) -> list[Path]:

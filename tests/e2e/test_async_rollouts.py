@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 from test_run_dir import _descendants, _overrides, _running, _spawn, _wait_for, assert_all_exit
 from test_train_loop import _cfg, _stable
 
@@ -56,6 +57,33 @@ def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path):
                                                       resume=True)["history"]}  # fmt: skip
     for step in (3, 4, 5):
         assert resumed[step] == _stable(rows[step]), step
+
+
+def test_async_worker_samples_a_lora_policy_with_merged_weights(tiny_model_dir, tmp_path):
+    """The worker's plain model gets W + scale * B @ A under HF names (before: peft's names did not load)."""
+    rows = train(_cfg(tiny_model_dir, tmp_path / "l", 3, *ASYNC, "model.lora.rank=4", "train.lr=1e-2"))[
+        "history"
+    ]
+    assert [r["rollout/policy_version"] for r in rows[1:]] == [0, 0, 1]
+    assert rows[1]["rollout/logprob_gap_max"] < 1e-4  # the worker samples exactly the trainer's policy
+    assert rows[3]["rollout/logprob_gap_mean"] > 1e-4  # one update later the adapters have moved it
+
+
+def test_hf_weights_load_only_when_they_cover_the_model(tiny_model_dir):
+    from transformers import AutoModelForCausalLM
+
+    from reasonrl.engines.weights import full_weights, load_hf_weights
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    weights = {k: v + 1 for k, v in full_weights(model).items()}
+    load_hf_weights(model, weights)
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in weights.items())
+    with pytest.raises(ValueError, match="missing \\['model.norm.weight'\\]"):
+        load_hf_weights(model, {k: v for k, v in weights.items() if k != "model.norm.weight"})
+    with pytest.raises(ValueError, match="missing \\['model.embed_tokens.weight', 'lm_head.weight'\\]"):
+        load_hf_weights(model, {k: v for k, v in weights.items() if k != "model.embed_tokens.weight"})  # tied
+    with pytest.raises(ValueError, match="unknown \\['base_model.model.x'\\]"):
+        load_hf_weights(model, {**weights, "base_model.model.x": torch.zeros(1)})
 
 
 def test_max_staleness_zero_is_the_synchronous_loop(tiny_model_dir, tmp_path):

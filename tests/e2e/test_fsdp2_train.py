@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -105,6 +106,36 @@ def test_two_rank_dynamic_sampling_runs_in_lock_step(tiny_model_dir, tmp_path):
         assert r["rollout/ds_dropped_groups"] == 3 * 4  # every group of the 3 whole-step rounds
 
 
+def test_two_rank_async_rollouts_resume_exactly(tiny_model_dir, tmp_path):
+    """max_staleness=1 on 2 ranks: each rank's own worker generates its share; a checkpoint holds every
+    rank's pending batches, so a resumed run equals the uninterrupted one; on 1 rank they are dropped."""
+    extra = ("rollout.max_staleness=1", "algo.off_policy.tis_cap=2.0")
+    full = tmp_path / "full"
+    res = _launch(2, _overrides(tiny_model_dir, full, 4, *extra))
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = _metrics(full)
+    assert [r["rollout/policy_version"] for r in rows[1:]] == [0, 0, 1, 2]  # one version stale when full
+    assert all(r["rollout/staleness"] == (s > 1) for s, r in enumerate(rows[1:], 1))
+    part = tmp_path / "part"  # interrupted after step 2: its checkpoint holds the batches of steps 3, 4
+    shutil.copytree(full, part)
+    shutil.rmtree(part / "checkpoints" / "step_000004")
+    shutil.copytree(part, tmp_path / "one")
+    state = torch.load(list_checkpoints(part)[-1] / "engine.pt", weights_only=False)
+    assert [[p["step"] for p in r] for r in state["rollouts_by_rank"]] == [[3, 4], [3, 4]]
+    shares = [r[0]["rollouts"].groups for r in state["rollouts_by_rank"]]
+    assert len(shares[0]) == len(shares[1]) == 2  # each rank's worker made its own 2 of the 4 prompts
+    assert {g.problem.uid for g in shares[0]}.isdisjoint(g.problem.uid for g in shares[1])
+    res = _launch(2, _overrides(tiny_model_dir, part, 4, *extra), "--resume")
+    assert res.returncode == 0, res.stderr[-3000:]
+    resumed = {r["step"]: _stable(r) for r in _metrics(part)}
+    for r in rows[3:]:
+        assert resumed[r["step"]] == _stable(r), r["step"]
+    one = _launch(1, _overrides(tiny_model_dir, tmp_path / "one", 4, *extra), "--resume")  # 2 ranks -> 1
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert "generated for 2 rank(s), this run has 1: they are generated again" in one.stdout + one.stderr
+    assert [r["step"] for r in _metrics(tmp_path / "one")] == [0, 1, 2, 3, 4]
+
+
 def test_settings_several_ranks_cannot_run_fail_first(tiny_model_dir, tmp_path):
     res = _launch(
         2, _overrides(tiny_model_dir, tmp_path / "r", 2, "train.global_batch=12", "train.mini_batch=12")
@@ -112,6 +143,9 @@ def test_settings_several_ranks_cannot_run_fail_first(tiny_model_dir, tmp_path):
     assert res.returncode != 0 and "must both divide evenly over 2 ranks" in res.stderr
     res = _launch(1, _overrides(tiny_model_dir, tmp_path / "s", 2, "train.engine=fsdp2"))
     assert res.returncode == 2 and "launch with torchrun" in res.stderr
+    res = _launch(2, _overrides(tiny_model_dir, tmp_path / "t", 2, "rollout.max_staleness=1", "algo.off_policy.tis_cap=2",
+                                "algo.dynamic_sampling.enabled=true"))  # fmt: skip
+    assert res.returncode != 0 and "each rank's rollout worker sees only its share" in res.stderr
 
 
 def test_a_hung_rank_fails_the_others_within_the_timeout(tiny_model_dir, tmp_path):
