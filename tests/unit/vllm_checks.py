@@ -168,7 +168,10 @@ def train_gaps(path: str, run_dir: str, skip_sync: bool) -> list[dict]:
 
 
 if __name__ == "__main__":
-    if sys.argv[2:3] == ["train"]:
+    if sys.argv[2:3] == ["build"]:
+        build(sys.argv[1])
+        print("{}")
+    elif sys.argv[2:3] == ["train"]:
         build(sys.argv[1])
         print(json.dumps(train_gaps(sys.argv[1], sys.argv[3], skip_sync=sys.argv[4] == "skip")))
     else:
