@@ -1,8 +1,9 @@
 """Training-step throughput of the single-device engine on this machine, side by side in one run:
 1. our engine's policy update vs a bare forward / backward / AdamW of the same model on the same
    padded batch (ratio goal >= 0.9);
-2. padded vs packed (`model.pack_tokens`) forward on the demo's real length distribution
-   (addsub prompts and worked solutions through the demo tokenizer; a tiny demo-shaped model);
+2. padded vs packed (`model.pack_tokens`) vs length-ordered micro-batches cut to their longest row
+   (`model.remove_padding`) on the demo's real length distribution (addsub prompts and worked
+   solutions through the demo tokenizer; a tiny demo-shaped model);
 3. the largest tensor created by one forward / backward with and without chunked log-probs
    (`model.logprob_chunk`) for a 151,936-token vocabulary (Qwen2.5's), counted by a dispatch probe.
 
@@ -50,13 +51,16 @@ def demo_batch(rows: int, seed: int = 0):
     return model, batch, int(attn.sum())
 
 
-def time_engine(model, batch, forward, reps: int, micro: int) -> float:
+def time_engine(model, batch, forward, reps: int, micro: int, remove_padding: bool = False) -> float:
     from reasonrl.algorithms.masked import normalisers
     from reasonrl.config import AlgoConfig
     from reasonrl.engines.single import SingleDeviceEngine
     from reasonrl.trainer.step import make_loss_fn
 
     engine = SingleDeviceEngine(model, lr=1e-6, forward=forward)
+    if remove_padding:  # what model.remove_padding does: the mini-batch longest first, micro-batches cut
+        engine.trim_padding = True
+        batch = batch.select(torch.argsort(batch.attention_mask.sum(-1), descending=True, stable=True))
     counts = normalisers(batch.mask)
     loss_fn = make_loss_fn(AlgoConfig(), counts["total_tokens"], counts["total_seqs"], batch.mask.shape[1])
     engine.train_step(batch, loss_fn, micro)  # warm-up
@@ -136,12 +140,14 @@ def main() -> None:
     t_pack = time_engine(
         model, batch, functools.partial(packed_logprobs, pack_tokens=args.pack_tokens), args.reps, args.micro
     )
+    t_trim = time_engine(model, batch, completion_logprobs, args.reps, args.micro, remove_padding=True)
     big_plain, big_chunk = largest_tensor(0), largest_tensor(32)
     out = {
         "rows": args.rows, "real_tokens": real, "padded_tokens": padded_tokens,
         "bare_s": round(t_bare, 4), "ours_padded_s": round(t_ours, 4), "ours_packed_s": round(t_pack, 4),
         "ours_vs_bare_tokens_per_s_ratio": round(t_bare / t_ours, 3),
-        "packed_speedup": round(t_ours / t_pack, 3),
+        "packed_speedup": round(t_ours / t_pack, 3), "ours_remove_padding_s": round(t_trim, 4),
+        "remove_padding_speedup": round(t_ours / t_trim, 3),
         "tokens_per_s_padded": round(real / t_ours, 1), "tokens_per_s_packed": round(real / t_pack, 1),
         "largest_tensor_plain": big_plain, "largest_tensor_chunked32": big_chunk,
         "largest_tensor_ratio": round(big_plain / big_chunk, 1),

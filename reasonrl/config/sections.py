@@ -40,6 +40,10 @@ class ModelConfig:
     pack_tokens: int = (
         0  # > 0: the training forward packs rows into sequences of this many tokens (no padding)
     )
+    # each mini-batch's rows go longest first, so a micro-batch holds rows of similar length, and each
+    # micro-batch is cut to its longest row (no attention mask games: cheap on any device); with several
+    # ranks the same comes with train.balance_tokens
+    remove_padding: bool = False
     lora: LoraSpec = field(default_factory=LoraSpec)
 
 

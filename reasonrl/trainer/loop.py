@@ -97,8 +97,9 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         algo.kl.coef == 0 and algo.entropy_coef == 0 and not algo.kl.in_reward and dist.world_size() == 1
     )
     mini_rows = t.mini_batch // dist.world_size()  # this rank's rows of each (global) mini-batch
-    # several ranks: each global mini-batch re-split by tokens (the rows one process would take)
-    balance = t.balance_tokens and dist.world_size() > 1
+    # several ranks: each global mini-batch re-split by tokens (the rows one process would take); on
+    # one process (model.remove_padding) the same split into one part: the mini-batch by length
+    balance = (t.balance_tokens and dist.world_size() > 1) or cfg.model.remove_padding
     run.train_engine.trim_padding = balance  # length-ordered micro-batches: cut their unused padding
     # (TIS with one update per step takes its weights inside the loss, from those same log-probs)
     needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl.in_reward
