@@ -11,7 +11,9 @@ silent-correctness bug (pytorch#162338): only SUM and MAX are used here.
 Also owns joining a torchrun launch (`init_from_env`: gloo on CPU, NCCL on CUDA, a collective timeout
 so a crashed or hung rank fails the others with an error instead of hanging them), the rank's share of
 a step's prompts (`shard`; `set_share` for a rank's rollout worker), `all_gather_objects` and
-`any_rank` (one decision for all ranks).
+`any_rank` (one decision for all ranks), and a group of helper processes, one per rank, outside the
+trainers' group (`side_group_address` agreed by the trainers, `join_side_group` in each helper: the
+rollout workers when a step's decisions need every rank's rollouts).
 Does not own: the sharded engine (`engines.fsdp2`).
 """
 
@@ -109,30 +111,46 @@ def global_masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def reduce_metrics(metrics: dict[str, float]) -> dict[str, float]:
-    """One dict every rank agrees on; rank 0 logs it. Keys must be the same on all ranks."""
+    """One dict every rank agrees on, what one process would log for the whole step; rank 0 logs it.
+
+    Averaged over ranks (each holds an equal share of the step), `_max` keys maxed, `loss/` terms
+    (already normalised by global counts) summed. A family of keys with a `<family>/count` (the
+    verifiers' health metrics) is weighted by each rank's count, its count summed: a rank whose share
+    held no problem of a data source has none of its keys. Any other key must be on every rank.
+    """
     if not active():
         return metrics
-    keys = sorted(metrics)
-    every = all_gather_objects(keys)  # a mismatch would make the reductions below mix up (or abort)
-    if any(k != keys for k in every):
-        union = set().union(*every)
-        gaps = {r: sorted(union - set(k))[:3] for r, k in enumerate(every) if set(k) != union}
+    every = all_gather_objects({k: float(v) for k, v in metrics.items()})
+    union = list(dict.fromkeys(k for d in every for k in d))
+    counted = {k.rsplit("/", 1)[0] for k in union if k.endswith("/count")}
+
+    def family(k: str) -> str:
+        return k.rsplit("/", 1)[0]
+
+    gaps = {
+        r: sorted(k for k in union if k not in d and family(k) not in counted)[:3]
+        for r, d in enumerate(every)
+    }
+    gaps = {r: g for r, g in gaps.items() if g}
+    if gaps:  # a rank-specific code path: mixing such metrics would mislead
         raise RankError(f"rank {rank()} of {world_size()}: the ranks' metrics differ (missing: {gaps})")
-    if not metrics:
-        return metrics
-    maxed = [k for k in keys if k.endswith("_max")]
-    rest = [k for k in keys if not k.endswith("_max")]
     out: dict[str, float] = {}
-    if rest:
-        t = torch.tensor([float(metrics[k]) for k in rest], dtype=torch.float64)
-        _collective("reduce_metrics", torch.distributed.all_reduce, t, op=torch.distributed.ReduceOp.SUM)
-        n = world_size()
-        out.update({k: v if k.startswith("loss/") else v / n for k, v in zip(rest, t.tolist())})
-    if maxed:
-        t = torch.tensor([float(metrics[k]) for k in maxed], dtype=torch.float64)
-        _collective("reduce_metrics", torch.distributed.all_reduce, t, op=torch.distributed.ReduceOp.MAX)
-        out.update(dict(zip(maxed, t.tolist())))
-    return {k: out[k] for k in metrics}
+    for k in union:
+        have = [d for d in every if k in d]
+        if k.endswith("_max"):
+            out[k] = max(d[k] for d in have)
+        elif k.startswith("loss/") or (family(k) in counted and k.endswith("/count")):
+            out[k] = sum(d[k] for d in have)
+        elif family(k) in counted:
+            w = [d.get(f"{family(k)}/count", 0.0) for d in have]
+            out[k] = (
+                sum(x * d[k] for x, d in zip(w, have)) / sum(w)
+                if sum(w)
+                else sum(d[k] for d in have) / len(have)
+            )
+        else:
+            out[k] = sum(d[k] for d in have) / len(every)
+    return out
 
 
 def launched() -> bool:
@@ -170,6 +188,36 @@ def set_share(rank_: int, world: int) -> None:
     """Make `shard` take rank `rank_`'s share of `world` in a process outside the process group: a
     rank's rollout worker generates that rank's prompts."""
     _SHARE[0] = (rank_, world) if world > 1 else None
+
+
+def side_group_address(name: str) -> tuple[str, int, str]:
+    """(host, port, key prefix) where one helper process per rank can form its own process group: the
+    launcher's store (MASTER_ADDR:MASTER_PORT, which every rank already reached) under a prefix unique
+    to this call. Every rank must call it (rank 0's prefix is used)."""
+    import uuid
+
+    missing = [k for k in ("MASTER_ADDR", "MASTER_PORT") if k not in os.environ]
+    if missing:
+        raise RuntimeError(
+            f"a group of helper processes needs the launcher's store: {', '.join(missing)} not set"
+        )
+    prefix = all_gather_objects(f"reasonrl/{name}/{uuid.uuid4().hex}")[0]
+    return os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), prefix
+
+
+def join_side_group(address: tuple[str, int, str], rank_: int, world: int, timeout_s: float) -> None:
+    """Make this process (not a trainer) rank `rank_` of a gloo group of `world` helper processes met at
+    `address` (`side_group_address`); every function of this module then works across those helpers."""
+    host, port, prefix = address
+    timeout = datetime.timedelta(seconds=timeout_s)
+    store = torch.distributed.TCPStore(host, port, is_master=False, timeout=timeout)
+    torch.distributed.init_process_group(
+        "gloo",
+        store=torch.distributed.PrefixStore(prefix, store),
+        rank=rank_,
+        world_size=world,
+        timeout=timeout,
+    )
 
 
 def shard(items: list) -> list:

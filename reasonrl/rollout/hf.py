@@ -22,12 +22,15 @@ from reasonrl.rollout.base import SamplingParams
 from reasonrl.types import Completion
 
 
-def _sharded() -> bool:
+def _sharded(model) -> bool:
     """A model sharded over ranks (FSDP2) runs every forward as a collective: each rank keeps stepping
-    until all ranks' sequences are done (transformers' synced_gpus)."""
+    until all ranks' sequences are done (transformers' synced_gpus). A whole model (a rollout worker's,
+    even inside the workers' own group) does not."""
+    from torch.distributed.fsdp import FSDPModule
+
     from reasonrl import distributed as dist
 
-    return dist.world_size() > 1
+    return dist.world_size() > 1 and any(isinstance(m, FSDPModule) for m in model.modules())
 
 
 class _ChosenTokenLogprobs(LogitsProcessor):
@@ -142,7 +145,7 @@ class HFRolloutEngine:
         try:
             res = self.model.generate(
                 input_ids=ids.to(device), attention_mask=attn.to(device), generation_config=gen_cfg,
-                logits_processor=processors, synced_gpus=_sharded(),
+                logits_processor=processors, synced_gpus=_sharded(self.model),
             )  # fmt: skip
         finally:
             self.model.generation_config = saved

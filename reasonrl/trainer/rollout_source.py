@@ -18,8 +18,11 @@ Several ranks. Each rank starts its own worker, which generates that rank's shar
 (`distributed.set_share`) on the rank's device; weight pushes gather the sharded policy on every rank
 in lock-step. A checkpoint stores every rank's pending batches, and a resume on the same number of
 ranks replays each rank's own (on another number of ranks they are dropped with a warning: the
-resumed run is then valid but not bit-exact). Dynamic sampling and an adaptive curriculum need the
-whole step's scores in one place, so they are refused with several ranks and max_staleness > 0.
+resumed run is then valid but not bit-exact). Dynamic sampling and an adaptive curriculum decide on the
+whole step's rollouts: then the workers also form a gloo group of their own (met at the launcher's
+store, `distributed.side_group_address`), so each worker runs exactly what a synchronous rank runs
+(`trainer.sampling.collect_step`: every round gathered from all workers, the same keep / refill and
+curriculum decisions on all of them) while the trainers train.
 
 Failure. A worker that raises, dies or delivers nothing for rollout.worker_timeout_s raises
 `RolloutWorkerError` naming the worker (pid) and its phase; the trainer stops, the worker is killed,
@@ -91,6 +94,10 @@ class AsyncRollouts:
 
         # with several ranks each rank has its own worker, generating that rank's share of every step
         share = (dist.rank(), dist.world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+        # decisions on the whole step's rollouts (refill rounds, curriculum levels): the workers form
+        # their own group to see every rank's share
+        whole_step = cfg.algo.dynamic_sampling.enabled or cfg.data.curriculum.enabled
+        group = dist.side_group_address("rollout-workers") if dist.world_size() > 1 and whole_step else None
         self.proc = ctx.Process(
             target=worker_main,
             args=(
@@ -102,6 +109,7 @@ class AsyncRollouts:
                 self.outbox,
                 self.phase,
                 share,
+                group,
             ),  # fmt: skip
             name="reasonrl-rollout-worker",
             # not daemonic: the worker's RewardRunner starts its own process pool (math, plugins), which

@@ -63,8 +63,10 @@ def _set_phase(phase, text: str) -> None:
 
 
 def worker_main(cfg_dict: dict, sampler, sampler_state: dict, threads: int, inbox, outbox, phase,
-                share: tuple[int, int, int] = (0, 1, 0)) -> None:  # fmt: skip
-    """share: (rank, world size, local rank) of the trainer process this worker serves."""
+                share: tuple[int, int, int] = (0, 1, 0), group: tuple | None = None) -> None:  # fmt: skip
+    """share: (rank, world size, local rank) of the trainer process this worker serves; group: where
+    the workers of all ranks meet to form their own process group (`distributed.side_group_address`),
+    when a step's decisions need every rank's rollouts."""
     import signal
 
     from reasonrl import distributed as dist
@@ -76,9 +78,14 @@ def worker_main(cfg_dict: dict, sampler, sampler_state: dict, threads: int, inbo
     if torch.cuda.is_available():
         torch.cuda.set_device(share[2])  # the rank's GPU, as the trainer's process uses
     try:
+        if group is not None:
+            _set_phase(phase, "joining the other ranks' rollout workers")
+            dist.join_side_group(group, share[0], share[1], cfg_dict["rollout"]["worker_timeout_s"])
         _serve(cfg_dict, sampler, sampler_state, threads, inbox, outbox, phase)
     except BaseException:  # noqa: BLE001 - reported to the trainer, which names the phase
         outbox.put(("error", bytes(phase[:]).split(b"\0")[0].decode(), traceback.format_exc()))
+    finally:
+        dist.shutdown()
 
 
 def _serve(cfg_dict, sampler, sampler_state, threads, inbox, outbox, phase) -> None:

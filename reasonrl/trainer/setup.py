@@ -92,10 +92,6 @@ def check_parallel(cfg: RunConfig) -> str:
         if not getattr(ROLLOUT_ENGINES.get(cfg.rollout.engine), "data_parallel", False):
             raise ConfigError(f"with several ranks, rollout.engine={cfg.rollout.engine} (an engine without "
                               "data_parallel) is not supported yet")  # fmt: skip
-        if cfg.rollout.max_staleness and (cfg.algo.dynamic_sampling.enabled or cfg.data.curriculum.enabled):
-            raise ConfigError("with several ranks and rollout.max_staleness > 0, algo.dynamic_sampling and "
-                              "data.curriculum are not supported: each rank's rollout worker sees only its "
-                              "share of a step")  # fmt: skip
     return kind
 
 

@@ -47,8 +47,12 @@ def _rank(r: int, port: int, out):
             mismatch = None
         except dist.RankError as e:
             mismatch = str(e)
+        # verifier health: rank 1's share had no "b" problem, the counts weight the rates
+        health = {"verifier/count": 4.0, "verifier/a/count": 4.0 - 2 * r, "verifier/a/error_rate": 0.5 * r}
+        health = dist.reduce_metrics({**health, **({"verifier/b/count": 2.0, "verifier/b/error_rate": 1.0}
+                                                   if r == 1 else {})})  # fmt: skip
         out.put((r, dist.rank(), dist.world_size(), dist.is_main(), {k: float(v) for k, v in counts.items()},
-                 losses, mean, metrics, mismatch))  # fmt: skip
+                 losses, mean, metrics, mismatch, health))  # fmt: skip
     finally:
         torch.distributed.destroy_process_group()
 
@@ -58,7 +62,7 @@ def test_two_gloo_ranks_equal_one_process():
     results = run_ranks(_rank, 2, timeout=90)
     batch, logprobs = _batch()
     whole = {k: float(v) for k, v in normalisers(batch.mask).items()}
-    for r, rank, world, main, counts, losses, mean, metrics, mismatch in results:
+    for r, rank, world, main, counts, losses, mean, metrics, mismatch, health in results:
         assert mismatch == f"rank {r} of 2: the ranks' metrics differ (missing: {{0: ['only_1']}})"
         assert (rank, world, main) == (r, 2, r == 0)
         assert counts == whole  # every rank divides by the whole mini-batch's counts
@@ -67,6 +71,9 @@ def test_two_gloo_ranks_equal_one_process():
             assert loss == pytest.approx(single, rel=1e-6, abs=1e-7), agg
         assert mean == pytest.approx(float(masked_mean(logprobs, batch.mask)), rel=1e-6)
         assert metrics == {"a": 0.5, "b_max": 10.0, "loss/x": 2.0}
+        # what one process scoring all 8 calls reports: 6 "a" calls of which 1 failed, 2 "b" calls, both failed
+        assert health == {"verifier/count": 8.0, "verifier/a/count": 6.0, "verifier/a/error_rate": 1 / 6,
+                          "verifier/b/count": 2.0, "verifier/b/error_rate": 1.0}  # fmt: skip
 
 
 def test_one_process_is_the_identity():
