@@ -7,8 +7,11 @@ algo.off_policy.tis_cap=2 corrects the loss for the older sampling policy). Trai
 `perf/step_seconds` (generation or waiting for it, scoring, update; validation excluded) up to each
 validation. Prints both curves, the held-out accuracy of each at the synchronous run's total time
 (interpolated), the step-time ratio, writes a PNG of both curves, and ends with one JSON line.
+With `--seeds 0,1,2` each seed (train.seed: sampling and shuffling) runs both, one after the other,
+and the figures are also given as mean and standard deviation over the seeds: one run's held-out
+accuracy moves by several points with nothing but float order changed, so one pair decides nothing.
 
-    python bench/async_curve.py [--recipe recipes/demo.yaml] [--steps 900] [--every 100] [--k 1]
+    python bench/async_curve.py [--recipe recipes/demo.yaml] [--steps 900] [--every 100] [--k 1] [--seeds 0]
 """
 
 from __future__ import annotations
@@ -51,6 +54,40 @@ def at_time(points: list[tuple[float, float, int]], t: float) -> float:
     return points[-1][1]
 
 
+def compare(sync, asyn) -> dict:
+    """One seed's figures: step times, and accuracies at the end and at equal training time."""
+    (ps, ts), (pa, ta) = sync, asyn
+    t_end = ps[-1][0]
+    return {
+        "sync_sec_per_step": round(statistics.median(ts), 4), "async_sec_per_step": round(statistics.median(ta), 4),
+        "step_time_ratio": round(statistics.median(ts) / statistics.median(ta), 3),
+        "sync_acc_start": ps[0][1], "sync_acc_end": ps[-1][1], "async_acc_end": pa[-1][1],
+        "sync_train_seconds": round(t_end, 1), "async_train_seconds": round(pa[-1][0], 1),
+        "acc_at_sync_end_time": {"sync": ps[-1][1], "async": round(at_time(pa, t_end), 4)},
+        # the faster run's end: both at the same training time, neither past its last validation
+        "acc_at_async_end_time": {"sync": round(at_time(ps, pa[-1][0]), 4), "async": pa[-1][1]},
+        "acc_at_half_time": {"sync": round(at_time(ps, t_end / 2), 4), "async": round(at_time(pa, t_end / 2), 4)},
+    }  # fmt: skip
+
+
+def over_seeds(rows: list[dict]) -> dict[str, dict[str, float]]:
+    """Mean and standard deviation over seeds of the figures that decide the comparison."""
+    picks = {
+        "sync_acc_end": lambda r: r["sync_acc_end"],
+        "async_acc_end": lambda r: r["async_acc_end"],
+        "sync_acc_at_sync_end_time": lambda r: r["acc_at_sync_end_time"]["sync"],
+        "async_acc_at_sync_end_time": lambda r: r["acc_at_sync_end_time"]["async"],
+        "sync_acc_at_async_end_time": lambda r: r["acc_at_async_end_time"]["sync"],
+        "async_minus_sync_at_async_end_time": lambda r: r["acc_at_async_end_time"]["async"] - r["acc_at_async_end_time"]["sync"],
+        "step_time_ratio": lambda r: r["step_time_ratio"],
+    }  # fmt: skip
+    out = {}
+    for name, pick in picks.items():
+        xs = [pick(r) for r in rows]
+        out[name] = {"mean": round(statistics.mean(xs), 4), "sd": round(statistics.stdev(xs), 4)}
+    return out
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--recipe", default="recipes/demo.yaml")
@@ -58,28 +95,35 @@ def main(argv=None) -> dict:
     ap.add_argument("--every", type=int, default=100)
     ap.add_argument("--k", type=int, default=1, help="rollout.max_staleness of the asynchronous run")
     ap.add_argument("--plot", default="async_curve.png")
+    ap.add_argument("--seeds", default="", help="comma-separated train.seed values (default: the recipe's)")
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="async-curve-") as tmp:
-        sync = run(args.recipe, args.steps, args.every, Path(tmp) / "sync", [])
-        asyn = run(args.recipe, args.steps, args.every, Path(tmp) / "async",
-                   [f"rollout.max_staleness={args.k}", "algo.off_policy.tis_cap=2.0"])  # fmt: skip
-    (ps, ts), (pa, ta) = curve(sync), curve(asyn)
+    seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
+    pairs = []
+    for seed in seeds or [None]:
+        extra = [] if seed is None else [f"train.seed={seed}"]
+        with tempfile.TemporaryDirectory(prefix="async-curve-") as tmp:
+            sync = run(args.recipe, args.steps, args.every, Path(tmp) / "sync", extra)
+            asyn = run(args.recipe, args.steps, args.every, Path(tmp) / "async",
+                       [*extra, f"rollout.max_staleness={args.k}", "algo.off_policy.tis_cap=2.0"])  # fmt: skip
+        pairs.append((seed, curve(sync), curve(asyn)))
+        if len(seeds) > 1:
+            print(json.dumps({"seed": seed, **compare(*pairs[-1][1:])}))
+    report = {"bench": "async_curve", "recipe": args.recipe, "steps": args.steps, "k": args.k}
+    if len(pairs) > 1:
+        report["seeds"] = seeds
+        report["over_seeds"] = over_seeds([compare(a, b) for _, a, b in pairs])
+    (ps, ts), (pa, ta) = pairs[0][1], pairs[0][2]
     print(f"{'step':>6} {'sync s':>9} {'sync acc':>9} {'async s':>9} {'async acc':>9}")
     for a, b in zip(ps, pa):
         print(f"{a[2]:>6} {a[0]:>9.1f} {a[1]:>9.3f} {b[0]:>9.1f} {b[1]:>9.3f}")
     t_end = ps[-1][0]
-    report = {
-        "bench": "async_curve", "recipe": args.recipe, "steps": args.steps, "k": args.k,
-        "sync_sec_per_step": round(statistics.median(ts), 4), "async_sec_per_step": round(statistics.median(ta), 4),
-        "step_time_ratio": round(statistics.median(ts) / statistics.median(ta), 3),
-        "sync_acc_start": ps[0][1], "sync_acc_end": ps[-1][1], "async_acc_end": pa[-1][1],
-        "sync_train_seconds": round(t_end, 1), "async_train_seconds": round(pa[-1][0], 1),
-        "acc_at_sync_end_time": {"sync": ps[-1][1], "async": round(at_time(pa, t_end), 4)},
-        "acc_at_half_time": {"sync": round(at_time(ps, t_end / 2), 4), "async": round(at_time(pa, t_end / 2), 4)},
-    }  # fmt: skip
+    report.update(compare((ps, ts), (pa, ta)))
     print(f"median step: sync {report['sync_sec_per_step']} s, async {report['async_sec_per_step']} s "
           f"({report['step_time_ratio']}x); accuracy at the sync run's end time {t_end:.0f} s: "
           f"sync {ps[-1][1]:.3f}, async {report['acc_at_sync_end_time']['async']:.3f}")  # fmt: skip
+    if "over_seeds" in report:
+        print(f"over seeds {seeds}: " + ", ".join(f"{k} {v['mean']:.3f} +- {v['sd']:.3f}"
+                                                  for k, v in report["over_seeds"].items()))  # fmt: skip
     try:
         import matplotlib
 
