@@ -1,136 +1,234 @@
-"""GPU figures of the single-device train engine: one GRPO/PPO-clip policy update in bf16 on a
-random-initialised Qwen2-shaped model (no download), side by side with a bare PyTorch loop doing
-the same forward/backward/AdamW on the same model and batch.
+"""GPU figures of the train engines: one GRPO/PPO-clip policy update in bf16 on a random-initialised
+Qwen2-shaped model (a published Qwen2.5 config or a custom shape; no download), over a grid of
+sequence lengths and activation-checkpointing settings, through the single-device engine or the FSDP2
+engine (world size 1, NCCL, started in-process), optionally side by side with a bare PyTorch loop doing
+the same forward / backward / AdamW on the same model and batch.
 
-Prints seconds per optimizer step, tokens per second, and model FLOPs utilisation (6 * params *
-tokens / peak bf16 FLOPs, attention FLOPs left out), then one JSON line. Needs CUDA; on CPU it says
-so and exits 0. Uses only torch + transformers + reasonrl.engines / algorithms (no config stack), so
-it runs on a bare GPU image.
+Every configuration trains the same number of tokens per optimizer step (--tokens-per-step) in
+micro-batches of --tokens-per-micro tokens; a quarter of each row is prompt, the rest completion.
+Prints seconds per step, tokens per second, model FLOPs utilisation and peak memory per row, then one
+JSON line. MFU counts 6 x (decoder + output-head parameters) per token, plus causal attention
+(6 x layers x seq x hidden) in `mfu_attn`, against the GPU's dense bf16 peak (989 TFLOPs on H100).
+Needs CUDA; on CPU it says so and exits 0. Uses only torch + transformers + reasonrl.engines /
+algorithms (no config stack), so it runs on a bare GPU image.
 
-    python bench/gpu_train_step.py --hidden 1024 --layers 16 --seq 1024 --batch 16 --micro 8
+    python bench/gpu_train_step.py --preset qwen2.5-0.5b --seqs 2048,4096,8192 --ckpt off,on --chunk 256
+    python bench/gpu_train_step.py --preset qwen2.5-1.5b --engine fsdp2 --seqs 4096 --ckpt on --chunk 256
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import gc
 import json
+import os
 import sys
 import time
+from pathlib import Path
 
 import torch
 
-PEAK_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}  # dense bf16, SXM
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from model_shapes import peak_tflops, qwen2_config, train_flops_per_token  # noqa: E402
 
 
 def build_model(args):
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+    from transformers import AutoModelForCausalLM
 
-    cfg = Qwen2Config(
-        vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=args.hidden * 11 // 4,
-        num_hidden_layers=args.layers, num_attention_heads=args.hidden // 64, num_key_value_heads=max(1, args.hidden // 256),
-        max_position_embeddings=4 * args.seq, tie_word_embeddings=False,
-    )  # fmt: skip
+    cfg = qwen2_config(args.preset, args.hidden, args.layers, args.vocab, context=max(args.seq_list) * 2)
     torch.manual_seed(0)
-    return Qwen2ForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16)
+    with torch.device("cuda"):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation=args.attn)
+    return model
 
 
-def make_batch(args):
+def make_batch(vocab: int, rows: int, seq: int):
     from reasonrl.types import TrainBatch
 
     g = torch.Generator().manual_seed(0)
-    prompt = args.seq // 4
-    ids = torch.randint(0, args.vocab, (args.batch, args.seq), generator=g)
+    prompt = seq // 4
+    ids = torch.randint(0, vocab, (rows, seq), generator=g)
     attn = torch.ones_like(ids)
-    mask = torch.ones(args.batch, args.seq - prompt, dtype=torch.bool)
-    adv = torch.randn(args.batch, 1, generator=g).expand(-1, args.seq - prompt).contiguous()
+    mask = torch.ones(rows, seq - prompt, dtype=torch.bool)
+    adv = torch.randn(rows, 1, generator=g).expand(-1, seq - prompt).contiguous()
     return TrainBatch(ids, attn, mask, prompt, advantages=adv)
 
 
-def ours(model, batch, args) -> float:
-    from reasonrl.algorithms.losses import ppo_clip
-    from reasonrl.algorithms.masked import aggregate
+def make_engine(model, kind: str):
+    if kind == "fsdp2":
+        from reasonrl.engines.fsdp2 import FSDP2Engine
+
+        if not torch.distributed.is_initialized():
+            os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+            os.environ.setdefault("MASTER_PORT", "29561")
+            torch.distributed.init_process_group("nccl", rank=0, world_size=1)
+        return FSDP2Engine(model, lr=1e-6, bf16=True)
     from reasonrl.engines.single import SingleDeviceEngine
 
-    engine = SingleDeviceEngine(model, lr=1e-6, bf16=True)
+    return SingleDeviceEngine(model, lr=1e-6, bf16=True)
+
+
+def ours_step(engine, batch, micro: int, chunk: int, entropy: bool = True):
+    from reasonrl.algorithms.losses import ppo_clip
+    from reasonrl.algorithms.masked import aggregate
+    from reasonrl.engines.single import completion_logprobs
+
+    engine.forward = functools.partial(completion_logprobs, chunk=chunk)
     total = batch.mask.sum()
 
-    def loss_fn(micro, logprobs, entropy):
-        tok, metrics = ppo_clip(
-            logprobs, logprobs.detach(), micro.advantages.to(logprobs.device), micro.mask.to(logprobs.device)
-        )
-        return aggregate(tok, micro.mask.to(logprobs.device), "token_mean", total_tokens=total), metrics
+    def loss_fn(m, logprobs, entropy):
+        dev = logprobs.device
+        tok, metrics = ppo_clip(logprobs, logprobs.detach(), m.advantages.to(dev), m.mask.to(dev))
+        return aggregate(tok, m.mask.to(dev), "token_mean", total_tokens=total), metrics
 
-    return _time(lambda: engine.train_step(batch, loss_fn, args.micro, with_entropy=False), args.steps)
+    return lambda: engine.train_step(batch, loss_fn, micro, with_entropy=entropy, entropy_grad=False)
 
 
-def bare(model, batch, args) -> float:
+def bare_step(model, opt, batch, micro: int):
     """The same update written directly: forward, token log-probs, policy-gradient loss, AdamW."""
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-6)
     ids, p = batch.input_ids.cuda(), batch.prompt_len
     adv = batch.advantages.cuda()
     total = batch.mask.sum().cuda()
 
     def step():
-        for s in range(0, ids.shape[0], args.micro):
-            x = ids[s : s + args.micro]
+        for s in range(0, ids.shape[0], micro):
+            x = ids[s : s + micro]
             with torch.autocast("cuda", dtype=torch.bfloat16):
                 logits = model(input_ids=x, use_cache=False).logits[:, p - 1 : -1]
             lp = torch.log_softmax(logits.float(), -1).gather(-1, x[:, p:, None]).squeeze(-1)
-            loss = -(torch.exp(lp - lp.detach()) * adv[s : s + args.micro]).sum() / total
+            loss = -(torch.exp(lp - lp.detach()) * adv[s : s + micro]).sum() / total
             loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    return _time(step, args.steps)
+    return step
 
 
-def _time(fn, steps: int) -> float:
-    fn()  # warm-up (allocator, kernels)
+def fused_check(vocab: int, tokens: int = 16384) -> dict:
+    """The compiled log-prob / entropy path against the eager one on one micro-batch of bf16 logits:
+    largest differences, and milliseconds of forward + backward of each."""
+    from reasonrl.algorithms import logprobs as L
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    z = (torch.randn(tokens, vocab, device="cuda", generator=g) * 3).to(torch.bfloat16).requires_grad_()
+    t = torch.randint(0, vocab, (tokens,), device="cuda", generator=g)
+    out = {}
+    for name, fn in (("eager", lambda: (L.token_logprobs(z, t), L.entropy_from_logits(z.detach()))),
+                     ("fused", lambda: L.logprobs_and_entropy(z, t, True, False))):  # fmt: skip
+
+        def step(fn=fn):
+            lp, ent = fn()
+            lp.sum().backward()
+            z.grad = None
+            return lp.detach(), ent
+
+        out[name] = step()
+        ms = timed(step, 5)[0] * 1e3
+        out[name + "_ms"] = round(ms, 2)
+    res = {"lp_max_diff": (out["eager"][0] - out["fused"][0]).abs().max().item(),
+           "ent_max_diff": (out["eager"][1] - out["fused"][1]).abs().max().item(),
+           "eager_ms": out["eager_ms"], "fused_ms": out["fused_ms"]}  # fmt: skip
+    print(
+        f"log-probs + entropy of {tokens} x {vocab} bf16 logits, forward + backward: eager {res['eager_ms']} ms, "
+        f"fused {res['fused_ms']} ms; max |diff| lp {res['lp_max_diff']:.2e} entropy {res['ent_max_diff']:.2e}"
+    )
+    return res
+
+
+def timed(fn, steps: int) -> tuple[float, float]:
+    """(median seconds per call after one warm-up, peak GiB allocated during the timed calls)."""
+    fn()
     torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
         fn()
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
+    return sorted(times)[len(times) // 2], torch.cuda.max_memory_allocated() / 2**30
+
+
+def measure(label, fn, steps, tokens, flops, peak) -> dict:
+    try:
+        sec, mem = timed(fn, steps)
+    except torch.OutOfMemoryError:
+        gc.collect()
+        torch.cuda.empty_cache()
+        print(f"{label}: out of memory")
+        return {"oom": True}
+    tps = tokens / sec
+    row = {"sec_per_step": round(sec, 4), "tokens_per_s": round(tps), "peak_gib": round(mem, 2)}
+    if peak:
+        row["mfu"] = round(flops[0] * tps / (peak * 1e12), 3)
+        row["mfu_attn"] = round(flops[1] * tps / (peak * 1e12), 3)
+    print(f"{label}: {sec:.3f} s/step  {tps:,.0f} tok/s  MFU {row.get('mfu', 0):.1%} "
+          f"(with attention {row.get('mfu_attn', 0):.1%})  peak {mem:.1f} GiB", flush=True)  # fmt: skip
+    return row
 
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--hidden", type=int, default=1024)
-    ap.add_argument("--layers", type=int, default=16)
-    ap.add_argument("--vocab", type=int, default=32000)
-    ap.add_argument("--seq", type=int, default=1024)
-    ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--micro", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--preset", default="custom", help="qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-7b or custom")
+    ap.add_argument("--hidden", type=int, default=1024, help="custom shape only")
+    ap.add_argument("--layers", type=int, default=16, help="custom shape only")
+    ap.add_argument("--vocab", type=int, default=32000, help="custom shape only")
+    ap.add_argument("--engine", choices=["single", "fsdp2"], default="single")
+    ap.add_argument("--seqs", default="2048", help="comma list of sequence lengths")
+    ap.add_argument("--ckpt", default="off", help="activation checkpointing: comma list of off, on")
+    ap.add_argument("--chunk", type=int, default=0, help="model.logprob_chunk (0: full [B, T, V] logits)")
+    ap.add_argument("--tokens-per-step", type=int, default=65536)
+    ap.add_argument("--tokens-per-micro", type=int, default=16384)
+    ap.add_argument("--attn", default="sdpa")
+    ap.add_argument("--bare", action="store_true", help="also time the bare PyTorch loop per row")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument(
+        "--entropy", choices=["on", "off"], default="on", help="the entropy metric (the trainer reports it)"
+    )
     args = ap.parse_args(argv)
+    args.seq_list = [int(s) for s in args.seqs.split(",")]
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to measure")
         return {}
     name = torch.cuda.get_device_name()
-    peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
+    peak = peak_tflops(name)
     model = build_model(args)
-    params = sum(p.numel() for p in model.parameters())
-    batch = make_batch(args)
-    tokens = args.batch * args.seq
-    out = {"bench": "gpu_train_step", "device": name, "params": params, "tokens_per_step": tokens,
-           "torch": torch.__version__}  # fmt: skip
-    for label, fn in (("reasonrl", ours), ("bare_pytorch", bare)):
-        sec = fn(model, batch, args)
-        tps = tokens / sec
-        mfu = 6 * params * tps / (peak * 1e12) if peak else None
-        out[label] = {"sec_per_step": round(sec, 4), "tokens_per_s": round(tps), "mfu": mfu and round(mfu, 3)}
-        print(
-            f"{label:>13}: {sec:.3f} s/step  {tps:,.0f} tokens/s  MFU {mfu:.1%}"
-            if mfu
-            else f"{label}: {sec:.3f} s"
-        )
-    out["reasonrl_vs_bare"] = round(out["bare_pytorch"]["sec_per_step"] / out["reasonrl"]["sec_per_step"], 3)
-    out["peak_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    cfg = model.config
+    out = {"bench": "gpu_train_step", "device": name, "preset": args.preset, "engine": args.engine,
+           "params": sum(p.numel() for p in model.parameters()), "chunk": args.chunk, "attn": args.attn,
+           "entropy": args.entropy,
+           "torch": torch.__version__, "rows": []}  # fmt: skip
+    out["fused_check"] = fused_check(cfg.vocab_size)
+    engine = make_engine(model, args.engine)
+    bare_opt = torch.optim.AdamW(model.parameters(), lr=1e-6) if args.bare else None
+    for ckpt in args.ckpt.split(","):
+        if ckpt == "on":
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_disable()
+        for seq in args.seq_list:
+            rows, micro = args.tokens_per_step // seq, max(1, args.tokens_per_micro // seq)
+            batch = make_batch(cfg.vocab_size, rows, seq)
+            flops = train_flops_per_token(cfg, seq)
+            tokens = rows * seq
+            head = f"{args.preset} {args.engine} seq {seq} rows {rows} micro {micro} ckpt {ckpt} chunk {args.chunk} entropy {args.entropy}"
+            row = {"seq": seq, "rows": rows, "micro": micro, "ckpt": ckpt, "tokens_per_step": tokens,
+                   "reasonrl": measure(f"{head}  reasonrl", ours_step(engine, batch, micro, args.chunk, args.entropy == "on"),
+                                       args.steps, tokens, flops, peak)}  # fmt: skip
+            if bare_opt is not None:
+                row["bare"] = measure(f"{head}  bare", bare_step(model, bare_opt, batch, micro), args.steps,
+                                      tokens, flops, peak)  # fmt: skip
+                if "sec_per_step" in row["bare"] and "sec_per_step" in row["reasonrl"]:
+                    row["ratio"] = round(row["bare"]["sec_per_step"] / row["reasonrl"]["sec_per_step"], 3)
+            out["rows"].append(row)
+            engine.optimizer.zero_grad(set_to_none=True)
+            gc.collect()
+            torch.cuda.empty_cache()
     print(json.dumps(out))
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
     return out
 
 

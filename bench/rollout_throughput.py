@@ -5,15 +5,17 @@ decoding) vs the bare library on the same prompts and sampling settings, in one 
   hf:    HFRolloutEngine.generate          vs  model.generate(do_sample, num_return_sequences=n)
   vllm:  VLLMRolloutEngine.generate        vs  vllm.LLM.generate on the same LLM (no log-probs)
   vllm+lp: the same, the bare call also asking for the sampled tokens' log-probs (logprobs=0)
-  cb:    transformers continuous batching (`model.generate_batch`, paged KV cache), reported beside
-         bare generate (no reasonrl engine uses it yet; --engines cb)
+  cb:    transformers continuous batching (`model.generate_batch`, paged KV cache, sampled tokens'
+         log-probs returned), reported beside bare generate (no reasonrl engine uses it yet; --engines cb)
 
 Completion tokens per second (every row generates max_new tokens: the EOS id is never drawn), median
-of --repeats runs after one warm-up, ratio ours / bare (goal >= 0.95). Random-initialised Qwen2-shaped
-model saved to a temporary directory (vLLM loads from files), fp32 on CPU, bf16 on CUDA. Ends with one
-JSON line.
+of --repeats runs after one warm-up, ratio ours / bare (goal >= 0.95), and on CUDA the peak memory of
+each side. Random-initialised Qwen2-shaped model (a custom shape, or --preset with a published Qwen2.5
+config) saved to a temporary directory (vLLM loads from files), fp32 on CPU, bf16 on CUDA. Ends with
+one JSON line.
 
     python bench/rollout_throughput.py [--engines hf,vllm] [--prompts 16] [--n 8] [--new 64]
+    python bench/rollout_throughput.py --engines hf,cb --preset qwen2.5-0.5b --new 512   # on a GPU
 """
 
 from __future__ import annotations
@@ -22,20 +24,30 @@ import argparse
 import importlib.util
 import json
 import statistics
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from model_shapes import qwen2_config  # noqa: E402
 
 
 def build(path: str, args, device: str, dtype):
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-    cfg = Qwen2Config(vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=args.hidden * 3,
-                      num_hidden_layers=args.layers, num_attention_heads=args.hidden // 32,
-                      num_key_value_heads=max(1, args.hidden // 128), max_position_embeddings=1024,
-                      eos_token_id=args.vocab, pad_token_id=0, tie_word_embeddings=False)  # fmt: skip
+    if args.preset:
+        cfg = qwen2_config(args.preset, context=args.prompt_len + args.new + 64)
+        args.vocab, args.hidden, args.layers = cfg.vocab_size, cfg.hidden_size, cfg.num_hidden_layers
+        cfg.eos_token_id, cfg.pad_token_id = args.vocab, 0
+    else:
+        cfg = Qwen2Config(vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=args.hidden * 3,
+                          num_hidden_layers=args.layers, num_attention_heads=args.hidden // 32,
+                          num_key_value_heads=max(1, args.hidden // 128), max_position_embeddings=1024,
+                          eos_token_id=args.vocab, pad_token_id=0, tie_word_embeddings=False)  # fmt: skip
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(cfg)
     model.save_pretrained(path)
@@ -45,6 +57,15 @@ def build(path: str, args, device: str, dtype):
                                   pad_token="t0", eos_token=f"t{args.vocab}")  # fmt: skip
     tok.save_pretrained(path)
     return model.to(device=device, dtype=dtype).eval(), tok
+
+
+def peak_gib(cuda: bool) -> float:
+    """Peak GPU memory allocated since the last call (0 on CPU)."""
+    if not cuda:
+        return 0.0
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    torch.cuda.reset_peak_memory_stats()
+    return peak
 
 
 def timed(fn, sync) -> tuple[float, object]:
@@ -68,10 +89,15 @@ def main(argv=None) -> dict:
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--hidden", type=int, default=896 if cuda else 256)
     ap.add_argument("--layers", type=int, default=24 if cuda else 4)
+    ap.add_argument(
+        "--preset", default="", help="a Qwen2.5 shape from bench/model_shapes.py (replaces the three above)"
+    )
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
     device, dtype = ("cuda", torch.bfloat16) if cuda else ("cpu", torch.float32)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
+    tmp = tempfile.TemporaryDirectory(prefix="rollout-bench-")
+    model, tok = build(tmp.name, args, device, dtype)
     gen = torch.Generator().manual_seed(1)
     prompts = [torch.randint(1, args.vocab - 1, (args.prompt_len,), generator=gen).tolist()
                for _ in range(args.prompts)]  # fmt: skip
@@ -79,9 +105,7 @@ def main(argv=None) -> dict:
     tokens = args.prompts * args.n * args.new
     report: dict = {"bench": "rollout_throughput", "device": torch.cuda.get_device_name() if cuda else "cpu",
                     "prompts": args.prompts, "n": args.n, "new": args.new, "hidden": args.hidden,
-                    "layers": args.layers, "vocab": args.vocab}  # fmt: skip
-    tmp = tempfile.TemporaryDirectory(prefix="rollout-bench-")
-    model, tok = build(tmp.name, args, device, dtype)
+                    "layers": args.layers, "vocab": args.vocab, "preset": args.preset or "custom"}  # fmt: skip
     ids = torch.tensor(prompts, device=device)
 
     def bare_generate():
@@ -97,12 +121,21 @@ def main(argv=None) -> dict:
         eng = HFRolloutEngine(model, tok)
         sides["hf"] = (lambda: eng.generate(prompts, params), bare_generate)
     if "cb" in wanted:
-        from transformers import GenerationConfig
+        from transformers import ContinuousBatchingConfig, GenerationConfig
 
         gc = GenerationConfig(max_new_tokens=args.new, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
                               num_return_sequences=args.n, eos_token_id=args.vocab, pad_token_id=0)  # fmt: skip
-        sides["cb"] = (lambda: model.generate_batch(inputs=prompts, generation_config=gc, progress_bar=False),
-                       bare_generate)  # fmt: skip
+        cbc = ContinuousBatchingConfig(return_logprobs=True)
+
+        def cb():
+            out = model.generate_batch(inputs=prompts, generation_config=gc, continuous_batching_config=cbc,
+                                       progress_bar=False)  # fmt: skip
+            got = sum(len(o.generated_tokens) for o in out.values())
+            if got != tokens:  # the figure would be per token it never generated
+                raise SystemExit(f"generate_batch returned {got} tokens, expected {tokens}")
+            return out
+
+        sides["cb"] = (cb, bare_generate)
     if "vllm" in wanted and importlib.util.find_spec("vllm") is not None:
         import vllm
 
@@ -122,14 +155,22 @@ def main(argv=None) -> dict:
                             lambda: veng.llm.generate(reqs, lp_sp, use_tqdm=False))  # fmt: skip
     for name, (ours, bare) in sides.items():
         ours(), bare()  # warm-up (first call at a shape compiles / allocates)
-        t_ours, t_bare = [], []
+        t_ours, t_bare, m_ours, m_bare = [], [], 0.0, 0.0
         for _ in range(args.repeats):
             t_ours.append(timed(ours, sync)[0])
+            m_ours = max(m_ours, peak_gib(cuda))
             t_bare.append(timed(bare, sync)[0])
+            m_bare = max(m_bare, peak_gib(cuda))
         o, b = tokens / statistics.median(t_ours), tokens / statistics.median(t_bare)
         report[name] = {"ours_tok_s": round(o, 1), "bare_tok_s": round(b, 1), "ratio": round(o / b, 3)}
         label = "generate_batch" if name == "cb" else "reasonrl"
-        print(f"{name:8s} {label}: {o:9.1f} tok/s   bare: {b:9.1f} tok/s   ratio {o / b:.3f}")
+        mem = ""
+        if cuda:
+            report[name].update(ours_peak_gib=round(m_ours, 2), bare_peak_gib=round(m_bare, 2))
+            mem = f"   peak {m_ours:.2f} / {m_bare:.2f} GiB"
+        print(
+            f"{name:8s} {label}: {o:9.1f} tok/s   bare: {b:9.1f} tok/s   ratio {o / b:.3f}{mem}", flush=True
+        )
     print(json.dumps(report))
     return report
 

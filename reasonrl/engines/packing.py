@@ -18,7 +18,7 @@ from contextlib import nullcontext
 import torch
 
 from reasonrl import distributed as dist
-from reasonrl.algorithms.logprobs import entropy_from_logits, token_logprobs
+from reasonrl.algorithms.logprobs import logprobs_and_entropy
 from reasonrl.types import TrainBatch
 
 
@@ -56,9 +56,11 @@ def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autoca
             n_prompt, n_comp = p - starts[i], ends[i] - p
             if n_comp > 0:  # logits at position t predict token t + 1
                 z = logits[off + n_prompt - 1 : off + n_prompt - 1 + n_comp]
-                lp_out[i, :n_comp] = token_logprobs(z, seq[0, off + n_prompt : off + n_prompt + n_comp])
+                targets = seq[0, off + n_prompt : off + n_prompt + n_comp]
+                lp, ent = logprobs_and_entropy(z, targets, with_entropy, entropy_grad)
+                lp_out[i, :n_comp] = lp
                 if with_entropy:
-                    ent_out[i, :n_comp] = entropy_from_logits(z if entropy_grad else z.detach())
+                    ent_out[i, :n_comp] = ent
             off += ends[i] - starts[i]
     # FSDP2: each forward gathers every layer's shards (and its backward reduce-scatters the gradients),
     # so every rank runs as many forwards as the rank with the most packs: the others add empty ones,

@@ -20,7 +20,7 @@ from contextlib import nullcontext
 
 import torch
 
-from reasonrl.algorithms.logprobs import entropy_from_logits, token_logprobs
+from reasonrl.algorithms.logprobs import logprobs_and_entropy
 from reasonrl.types import TrainBatch
 
 LossFn = Callable[
@@ -41,17 +41,14 @@ def completion_logprobs(model, batch: TrainBatch, with_entropy: bool = False, au
     with autocast():
         logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False).logits
     logits = logits[:, p - 1 : -1]  # logits at position t predict token t + 1
-    lp = token_logprobs(logits, ids[:, p:])
-    ent = entropy_from_logits(logits if entropy_grad else logits.detach()) if with_entropy else None
-    return lp, ent
+    return logprobs_and_entropy(logits, ids[:, p:], with_entropy, entropy_grad)
 
 
 def _chunk_logprobs(
     head, hidden: torch.Tensor, targets: torch.Tensor, with_entropy: bool, entropy_grad: bool
 ):
-    logits = head(hidden).float()
-    lp = token_logprobs(logits, targets)
-    return (lp, entropy_from_logits(logits if entropy_grad else logits.detach())) if with_entropy else (lp,)
+    lp, ent = logprobs_and_entropy(head(hidden), targets, with_entropy, entropy_grad)
+    return (lp, ent) if with_entropy else (lp,)
 
 
 def _fsdp_root(model) -> bool:

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The GPU figures recorded in docs/distributed.md, docs/rollouts.md and docs/design.md, one part at a
+# time (each part stays under ten minutes on one H100). Logs and JSON lines go to $DIR (default
+# gpu-figures/). Needs CUDA, torch, transformers and reasonrl importable (PYTHONPATH=. works).
+#   bash bench/gpu_figures.sh train      # MFU grid: 0.5B / 1.5B, 2k-8k, checkpointing off / on, FSDP2 world 1
+#   bash bench/gpu_figures.sh rollout    # HF engine vs generate vs continuous batching, 0.5B / 1.5B
+#   bash bench/gpu_figures.sh demo       # the demo recipe on CUDA: single device, then FSDP2 under torchrun
+set -u
+DIR=${DIR:-gpu-figures}
+mkdir -p "$DIR"
+export PYTHONUNBUFFERED=1
+run() {  # run NAME TIMEOUT CMD...: output to $DIR/NAME.log, the last JSON line appended to $DIR/figures.jsonl
+    local name=$1 limit=$2
+    shift 2
+    echo "== $name: $*"
+    timeout "$limit" "$@" > "$DIR/$name.log" 2>&1
+    echo "   exit $? ($name)"
+    grep -v '^\s*$' "$DIR/$name.log" | grep -E '^(.*: [0-9.]+ s/step|hf |cb |step [0-9]+/|.*out of memory|log-probs|.*Error)' | tail -20
+    grep '^{' "$DIR/$name.log" | tail -1 >> "$DIR/figures.jsonl"
+}
+T=bench/gpu_train_step.py
+R=bench/rollout_throughput.py
+case "${1:-train}" in
+train)
+    run train_05b 150 python $T --preset qwen2.5-0.5b --seqs 2048,4096,8192 --ckpt off,on --chunk 256 --bare
+    run train_05b_logits 90 python $T --preset qwen2.5-0.5b --seqs 2048,4096 --ckpt off --chunk 0
+    run train_05b_noentropy 60 python $T --preset qwen2.5-0.5b --seqs 4096 --ckpt off --chunk 256 --entropy off
+    run train_15b 240 python $T --preset qwen2.5-1.5b --seqs 2048,4096,8192 --ckpt off,on --chunk 256 --bare
+    run train_15b_micro32k 90 python $T --preset qwen2.5-1.5b --seqs 4096,8192 --ckpt on --chunk 256 \
+        --tokens-per-micro 32768
+    run train_05b_fsdp2 90 python $T --preset qwen2.5-0.5b --engine fsdp2 --seqs 4096 --ckpt off,on --chunk 256
+    run train_15b_fsdp2 120 python $T --preset qwen2.5-1.5b --engine fsdp2 --seqs 4096 --ckpt off,on --chunk 256
+    ;;
+rollout)
+    run rollout_05b 240 python $R --engines hf,cb --preset qwen2.5-0.5b --prompts 16 --n 8 --new 512 --repeats 2
+    run rollout_15b 240 python $R --engines hf,cb --preset qwen2.5-1.5b --prompts 16 --n 8 --new 512 --repeats 2
+    ;;
+demo)
+    run demo_single 400 python -m reasonrl train recipes/demo.yaml model.device=cuda log.run_dir="$DIR/demo_single"
+    run demo_fsdp2 150 torchrun --nproc-per-node 1 -m reasonrl train recipes/demo.yaml model.device=cuda \
+        train.engine=fsdp2 train.steps=100 val.every=50 checkpoint.every=50 log.run_dir="$DIR/demo_fsdp2"
+    ;;
+esac
