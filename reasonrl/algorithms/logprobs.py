@@ -58,17 +58,24 @@ def logprobs_and_entropy(logits: torch.Tensor, targets: torch.Tensor, with_entro
                          entropy_grad: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:  # fmt: skip
     """(token log-probs [..], entropy [..] or None) in fp32. entropy_grad=False: the entropy is a
     metric, computed without a graph."""
-    fns = _compiled_fns() if logits.is_cuda and _compiled.get("fns", True) is not None else None
+    return _logprobs_and_entropy(logits, targets, with_entropy, entropy_grad, logits.is_cuda)
+
+
+def _logprobs_and_entropy(logits, targets, with_entropy: bool, entropy_grad: bool, compiled: bool):
+    fns = _compiled_fns() if compiled and _compiled.get("fns", True) is not None else None
     if fns is not None:
         try:
             lp = fns[0](logits, targets)
-            if not with_entropy:
-                return lp, None
-            if entropy_grad:
-                return lp, fns[1](logits)
-            with torch.no_grad():
-                return lp, fns[1](logits.detach())
-        except Exception as e:  # noqa: BLE001 - no compiler toolchain: the eager path is the same maths
+            if with_entropy and entropy_grad:
+                ent = fns[1](logits)
+            elif with_entropy:
+                with torch.no_grad():
+                    ent = fns[1](logits.detach())
+            _compiled["ok"] = True
+            return lp, (ent if with_entropy else None)
+        except Exception as e:
+            if _compiled.get("ok"):  # compiled before: not a missing toolchain, so not ours to hide
+                raise
             import warnings
 
             warnings.warn(

@@ -62,7 +62,7 @@ def chunked_logprobs(model, batch: TrainBatch, pos, with_entropy: bool, autocast
     """Log-probs (and entropy) from the decoder's last hidden states through the output head, `chunk`
     completion positions at a time; with gradients each chunk's logits are recomputed in backward
     (activation checkpointing), so at most [B, chunk, V] logits exist at once instead of [B, T, V]."""
-    from torch.utils.checkpoint import checkpoint
+    from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
     ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
     with autocast():
@@ -80,7 +80,9 @@ def chunked_logprobs(model, batch: TrainBatch, pos, with_entropy: bool, autocast
     lps, ents = [], []
     for s in range(0, targets.shape[1], chunk):
         args = (head, hidden[:, s : s + chunk], targets[:, s : s + chunk], with_entropy, entropy_grad)
-        with autocast():
+        # no early stop: the recomputation runs the whole chunk (a compiled log-prob function must
+        # not be interrupted half-way by checkpoint's stop signal)
+        with autocast(), set_checkpoint_early_stop(False):
             out = (
                 checkpoint(_chunk_logprobs, *args, use_reentrant=False)
                 if torch.is_grad_enabled()

@@ -5,7 +5,9 @@ dispatch-mode probe records the largest tensor any op produces), with a 100k voc
 from __future__ import annotations
 
 import functools
+import shutil
 
+import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -68,3 +70,41 @@ def test_chunked_equals_plain_without_the_full_logits():
     with torch.no_grad():
         lp2, _ = completion_logprobs(model, batch, chunk=5)  # without gradients, no recomputation
     torch.testing.assert_close(lp2, lp0, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="torch.compile needs a C compiler on CPU")
+def test_compiled_logprobs_inside_checkpointed_chunks_match_eager():
+    """The CUDA path (torch.compile'd log-prob / entropy) forced on CPU, inside the chunked path's
+    activation checkpointing: same log-probs, entropy and gradients as the eager functions (a
+    checkpoint early stop inside the compiled region broke the recomputation on a GPU)."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from reasonrl.algorithms import logprobs as L
+    from reasonrl.engines import single as S
+    from reasonrl.types import TrainBatch
+
+    cfg = Qwen2Config(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2)  # fmt: skip
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(cfg)
+    ids = torch.randint(0, 300, (2, 24))
+    batch = TrainBatch(ids, torch.ones_like(ids), torch.ones(2, 16, dtype=torch.bool), 8)
+
+    def run(compiled: bool):
+        fn = (lambda z, t, w=False, g=True: L._logprobs_and_entropy(z, t, w, g, True)) if compiled else None
+        with pytest.MonkeyPatch.context() as mp:
+            if fn:
+                mp.setattr(S, "logprobs_and_entropy", fn)
+            lp, ent = S.completion_logprobs(model, batch, with_entropy=True, chunk=5, entropy_grad=False)
+            lp.sum().backward()
+        grads = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad(set_to_none=True)
+        return lp.detach(), ent, grads
+
+    eager, compiled = run(False), run(True)
+    assert L._compiled.get("ok") and L._compiled["fns"] is not None  # really the compiled functions
+    assert torch.allclose(eager[0], compiled[0], atol=1e-5) and torch.allclose(
+        eager[1], compiled[1], atol=1e-5
+    )
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(eager[2], compiled[2]))
+    assert max(g.abs().max() for g in eager[2]) > 0  # gradients flowed
