@@ -123,12 +123,15 @@ def main(argv=None) -> dict:
     if "cb" in wanted:
         from transformers import ContinuousBatchingConfig, GenerationConfig
 
+        # each prompt repeated n times: transformers 5.17's generate_batch returned one sequence per
+        # prompt with num_return_sequences=8 (seen on the H100 image)
         gc = GenerationConfig(max_new_tokens=args.new, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
-                              num_return_sequences=args.n, eos_token_id=args.vocab, pad_token_id=0)  # fmt: skip
+                              eos_token_id=args.vocab, pad_token_id=0)  # fmt: skip
         cbc = ContinuousBatchingConfig(return_logprobs=True)
+        repeated = [p for p in prompts for _ in range(args.n)]
 
         def cb():
-            out = model.generate_batch(inputs=prompts, generation_config=gc, continuous_batching_config=cbc,
+            out = model.generate_batch(inputs=repeated, generation_config=gc, continuous_batching_config=cbc,
                                        progress_bar=False)  # fmt: skip
             got = sum(len(o.generated_tokens) for o in out.values())
             if got != tokens:  # the figure would be per token it never generated

@@ -153,16 +153,19 @@ def reduce_metrics(metrics: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def launched() -> bool:
-    """True under torchrun (or any launcher that sets WORLD_SIZE > 1)."""
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+def launched(single_rank: bool = False) -> bool:
+    """True under torchrun (or any launcher that sets WORLD_SIZE > 1); single_rank: also a launch of
+    one rank (torchrun --nproc-per-node 1 sets WORLD_SIZE=1 and MASTER_ADDR)."""
+    world = os.environ.get("WORLD_SIZE")
+    return int(world or "1") > 1 or (single_rank and world is not None and "MASTER_ADDR" in os.environ)
 
 
-def init_from_env(timeout_s: float = 1800.0) -> bool:
+def init_from_env(timeout_s: float = 1800.0, single_rank: bool = False) -> bool:
     """Join the process group a launcher described in the environment (RANK, WORLD_SIZE, MASTER_ADDR,
     MASTER_PORT, LOCAL_RANK); returns True if this call created it. NCCL when CUDA is available (each
-    rank on cuda:LOCAL_RANK), else gloo."""
-    if not launched() or active():
+    rank on cuda:LOCAL_RANK), else gloo. single_rank: a launch of one rank gets its group too (what
+    FSDP2 on one device needs)."""
+    if not launched(single_rank) or active():
         return False
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend == "nccl":

@@ -35,6 +35,14 @@ def decoder_layers(model) -> list[torch.nn.Module]:
     return layers
 
 
+def is_sharded(model) -> bool:
+    """The model (or any part of it) is `fully_shard`-ed: its state dict holds DTensor shards, also
+    with one rank (FSDP2 on one device), so saving needs the full tensors gathered."""
+    from torch.distributed.fsdp import FSDPModule
+
+    return any(isinstance(m, FSDPModule) for m in model.modules())
+
+
 def shard_model(model, device_type: str, bf16: bool = False, cpu_offload: bool = False):
     """`fully_shard` every decoder layer, then the root (the transformers model, inside a peft wrapper
     if there is one), over all ranks; returns the model."""

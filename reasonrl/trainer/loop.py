@@ -45,9 +45,8 @@ from reasonrl.trainer.step import (
 
 def train(cfg: RunConfig, resume: bool = False, log=print, overwrite: bool = False,
           allow_config_change: bool = False) -> dict:  # fmt: skip
-    created = dist.init_from_env(
-        cfg.train.dist_timeout_s
-    )  # under torchrun: join the process group (gloo on CPU, NCCL on GPU)
+    # under torchrun: join the process group (gloo on CPU, NCCL on GPU); with one rank only for fsdp2
+    created = dist.init_from_env(cfg.train.dist_timeout_s, single_rank=cfg.train.engine == "fsdp2")
     try:
         # rank 0 owns the run directory (exclusive lock; refuses to mix runs); the others wait for it
         lock = claim(cfg.log.run_dir, resume, overwrite, log=log) if dist.is_main() else None

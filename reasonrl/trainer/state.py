@@ -48,12 +48,15 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
     elif pending:
         engine_state["rollouts"] = pending
     weights = lora = None
-    from_shards = sharded and world_size() > 1 and not hasattr(run.model, "peft_config")
+    from reasonrl.engines.fsdp2 import is_sharded
+
+    sharded_model = is_sharded(run.model)  # FSDP2, also on one rank
+    from_shards = sharded and sharded_model and not hasattr(run.model, "peft_config")
     if from_shards:  # the weights' HF files too, written from the shards (no rank gathers the model)
         from reasonrl.engines.hf_shards import save_hf_from_shards
 
         save_hf_from_shards(run.model, tmp)
-    elif world_size() > 1:  # full tensors of a sharded model, gathered one at a time on every rank
+    elif sharded_model:  # full tensors of a sharded model, gathered one at a time on every rank
         from reasonrl.engines.weights import full_weights
 
         weights = full_weights(run.model)  # a LoRA policy's merged weights

@@ -188,6 +188,7 @@ def test_settings_several_ranks_cannot_run_fail_first(tiny_model_dir, tmp_path):
     assert res.returncode != 0 and "must both divide evenly over 2 ranks" in res.stderr
     res = _launch(1, _overrides(tiny_model_dir, tmp_path / "s", 2, "train.engine=fsdp2"))
     assert res.returncode == 2 and "launch with torchrun" in res.stderr
+    assert not (tmp_path / "s" / "metrics.jsonl").exists()
     tp = ("rollout.engine=vllm", "rollout.engine_kwargs={tensor_parallel_size: 2}")
     res = _launch(1, _overrides(tiny_model_dir, tmp_path / "u", 2, *tp))
     assert (
@@ -274,3 +275,32 @@ def test_two_rank_lora_checkpoints_merged_export_and_exact_resume(tiny_model_dir
     assert res.returncode == 0, res.stderr[-3000:]
     resumed = {r["step"]: _stable(r) for r in _metrics(part)}
     assert resumed[3] == _stable(rows[3])
+
+
+def test_one_rank_fsdp2_under_torchrun_equals_the_single_device_engine(tiny_model_dir, tmp_path):
+    """`torchrun --nproc-per-node 1 -m reasonrl train ... train.engine=fsdp2` (FSDP2 on one device, as
+    on one GPU) joins a process group of one and trains like the single-device engine."""
+    single, fsdp = tmp_path / "single", tmp_path / "fsdp"
+    res = _launch(1, _overrides(tiny_model_dir, single, 2))
+    assert res.returncode == 0, res.stderr[-3000:]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=1", f"--master-port={_port()}",
+           "-m", "reasonrl", "train", *_overrides(tiny_model_dir, fsdp, 2, "train.engine=fsdp2")]  # fmt: skip
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=500, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    a, b = _metrics(single), _metrics(fsdp)
+    assert [r["step"] for r in b] == [r["step"] for r in a] == [0, 1, 2]
+    assert b[1]["reward/mean"] == a[1]["reward/mean"]  # the same rollouts from the same weights
+    for x, y in zip(a[1:], b[1:]):
+        assert y["grad_norm"] > 0 and abs(x["grad_norm"] - y["grad_norm"]) <= 1e-4 * x["grad_norm"]
+        assert abs(x["loss/total"] - y["loss/total"]) <= 1e-5 + 1e-4 * abs(x["loss/total"])
+    # its checkpoint holds the full weights (gathered from one rank's DTensor shards), equal to the
+    # single-device run's after the same two steps
+    from safetensors.torch import load_file
+
+    wa = load_file(list_checkpoints(single)[-1] / "model.safetensors")
+    wb = load_file(list_checkpoints(fsdp)[-1] / "model.safetensors")
+    assert wa.keys() == wb.keys() and len(wa) > 5
+    assert all(torch.allclose(wa[k], wb[k], atol=1e-5) for k in wa)
+    moved = load_file(os.path.join(tiny_model_dir, "model.safetensors"))
+    assert any(not torch.allclose(moved[k], wb[k]) for k in wb)  # it trained
