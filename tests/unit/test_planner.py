@@ -126,3 +126,15 @@ def test_a_colocated_engine_reservation_leaves_less_for_training():
     plan = make_plan(_cfg(*base, "rollout.engine=vllm", "rollout.engine_kwargs={gpu_memory_utilization: 0.8}"),
                      memory_bytes=fits)  # fmt: skip
     assert [f.key for f in plan.errors] == ["train.micro_batch"]
+
+
+def test_a_gpu_estimate_close_to_the_memory_warns_with_the_measured_error():
+    """GPU peaks measured on an H100 reached 1.37x the estimate: within 25% of the device's memory the
+    plan warns (naming train.micro_batch); with room to spare it does not."""
+    base = _cfg("model.path=demo", "model.device=cuda", "data.max_prompt_tokens=40", "train.micro_batch=32")
+    need = make_plan(base).memory["training_peak"]
+    close = make_plan(base, memory_bytes=need * 1.2)
+    assert not close.errors
+    assert [(f.level, f.key) for f in close.findings if "1.37x" in f.message] == [("warn", "train.micro_batch")]
+    assert not [f for f in make_plan(base, memory_bytes=need * 2).findings if "1.37x" in f.message]
+    assert [f.key for f in make_plan(base, memory_bytes=need * 0.9).errors] == ["train.micro_batch"]
