@@ -135,6 +135,8 @@ def test_a_gpu_estimate_close_to_the_memory_warns_with_the_measured_error():
     need = make_plan(base).memory["training_peak"]
     close = make_plan(base, memory_bytes=need * 1.2)
     assert not close.errors
-    assert [(f.level, f.key) for f in close.findings if "1.37x" in f.message] == [("warn", "train.micro_batch")]
+    assert [(f.level, f.key) for f in close.findings if "1.37x" in f.message] == [
+        ("warn", "train.micro_batch")
+    ]
     assert not [f for f in make_plan(base, memory_bytes=need * 2).findings if "1.37x" in f.message]
     assert [f.key for f in make_plan(base, memory_bytes=need * 0.9).errors] == ["train.micro_batch"]
