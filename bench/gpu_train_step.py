@@ -151,6 +151,17 @@ def timed(fn, steps: int) -> tuple[float, float]:
     return sorted(times)[len(times) // 2], torch.cuda.max_memory_allocated() / 2**30
 
 
+def release(optimizer, model) -> None:
+    """Drop an optimizer's state and the gradients, so that the other side's peak memory holds only
+    its own (the first version of this script left the bare loop's AdamW state resident while ours
+    was measured, and ours' while the bare loop was)."""
+    if optimizer is not None:
+        optimizer.state.clear()
+    model.zero_grad(set_to_none=True)
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
 def measure(label, fn, steps, tokens, flops, peak) -> dict:
     try:
         sec, mem = timed(fn, steps)
@@ -214,18 +225,17 @@ def main(argv=None) -> dict:
             flops = train_flops_per_token(cfg, seq)
             tokens = rows * seq
             head = f"{args.preset} {args.engine} seq {seq} rows {rows} micro {micro} ckpt {ckpt} chunk {args.chunk} entropy {args.entropy}"
+            release(bare_opt, model)
             row = {"seq": seq, "rows": rows, "micro": micro, "ckpt": ckpt, "tokens_per_step": tokens,
                    "reasonrl": measure(f"{head}  reasonrl", ours_step(engine, batch, micro, args.chunk, args.entropy == "on"),
                                        args.steps, tokens, flops, peak)}  # fmt: skip
             if bare_opt is not None:
+                release(engine.optimizer, model)
                 row["bare"] = measure(f"{head}  bare", bare_step(model, bare_opt, batch, micro), args.steps,
                                       tokens, flops, peak)  # fmt: skip
                 if "sec_per_step" in row["bare"] and "sec_per_step" in row["reasonrl"]:
                     row["ratio"] = round(row["bare"]["sec_per_step"] / row["reasonrl"]["sec_per_step"], 3)
             out["rows"].append(row)
-            engine.optimizer.zero_grad(set_to_none=True)
-            gc.collect()
-            torch.cuda.empty_cache()
     print(json.dumps(out))
     if torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
