@@ -42,6 +42,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--problems", type=int, default=256)
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (all three sides)")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -57,7 +58,7 @@ def main(argv=None) -> dict:
     ]
     (tmp / "gsm8k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     report: dict = {"bench": "eval_throughput", "model": args.model, "problems": args.problems,
-                    "max_tokens": args.max_tokens}  # fmt: skip
+                    "max_tokens": args.max_tokens, "device": args.device}  # fmt: skip
 
     # warm-up for all three: imports, file cache, and one generation at the chunk shape (the first
     # calls in a process are slower, and the side timed first would pay for them)
@@ -67,19 +68,19 @@ def main(argv=None) -> dict:
     from reasonrl.rollout.base import SamplingParams
     from reasonrl.rollout.hf import HFRolloutEngine
 
-    warm_policy, warm_tok = load_policy(model, device="cpu", log=lambda *a: None)
+    warm_policy, warm_tok = load_policy(model, device=args.device, log=lambda *a: None)
     warm_ids = encode_prompts(warm_tok, load_benchmark(BENCHMARKS.get("gsm8k"), tmp)[: args.batch])
     HFRolloutEngine(warm_policy, warm_tok).generate(warm_ids, SamplingParams.greedy(args.max_tokens))
     del warm_policy
     t0 = time.perf_counter()
-    run_benchmarks(model, [BENCHMARKS.get("gsm8k")], tmp / "reasonrl", data_dir=tmp, device="cpu",
+    run_benchmarks(model, [BENCHMARKS.get("gsm8k")], tmp / "reasonrl", data_dir=tmp, device=args.device,
                    overrides={"n": 1, "temperature": 0.0, "max_new_tokens": args.max_tokens},
                    chunk_size=args.batch, log=lambda *a: None)  # fmt: skip
     report["reasonrl_samples_per_s"] = round(args.problems / (time.perf_counter() - t0), 2)
 
     problems = load_benchmark(BENCHMARKS.get("gsm8k"), tmp)
     t0 = time.perf_counter()  # like the others: loading the model counts
-    policy, tok = load_policy(model, device="cpu", log=lambda *a: None)
+    policy, tok = load_policy(model, device=args.device, log=lambda *a: None)
     engine = HFRolloutEngine(policy, tok, max_batch=args.batch)
     ids = encode_prompts(tok, problems)
     for start in range(0, len(ids), args.batch):
@@ -98,7 +99,7 @@ def main(argv=None) -> dict:
             LM_EVAL_TASK.format(path=tmp / "gsm8k.jsonl", max_tokens=args.max_tokens)
         )
         t0 = time.perf_counter()
-        simple_evaluate(model="hf", model_args=f"pretrained={model},dtype=float32,device=cpu",
+        simple_evaluate(model="hf", model_args=f"pretrained={model},dtype=float32,device={args.device}",
                         tasks=["bench_gsm8k_local"], task_manager=TaskManager(include_path=str(tasks)),
                         batch_size=args.batch)  # fmt: skip
         report["lm_eval_samples_per_s"] = round(args.problems / (time.perf_counter() - t0), 2)

@@ -5,6 +5,7 @@
 #   bash bench/gpu_figures.sh train      # MFU grid: 0.5B / 1.5B, 2k-8k, checkpointing off / on, FSDP2 world 1
 #   bash bench/gpu_figures.sh rollout    # HF engine vs generate vs continuous batching, 0.5B / 1.5B
 #   bash bench/gpu_figures.sh demo       # the demo recipe on CUDA: single device, then FSDP2 under torchrun
+#   bash bench/gpu_figures.sh eval       # reasonrl eval vs the raw HF engine (and lm-eval if installed) on CUDA
 set -u
 DIR=${DIR:-gpu-figures}
 mkdir -p "$DIR"
@@ -15,7 +16,7 @@ run() {  # run NAME TIMEOUT CMD...: output to $DIR/NAME.log, the last JSON line 
     echo "== $name: $*"
     timeout "$limit" "$@" > "$DIR/$name.log" 2>&1
     echo "   exit $? ($name)"
-    grep -v '^\s*$' "$DIR/$name.log" | grep -E '^(.*: [0-9.]+ s/step|hf |cb |step [0-9]+/|.*out of memory|log-probs|.*Error)' | tail -20
+    grep -v '^\s*$' "$DIR/$name.log" | grep -E '^(.*: [0-9.]+ s/step|hf |cb |step [0-9]+/|.*out of memory|log-probs|reasonrl eval|.*Error)' | tail -20
     grep '^{' "$DIR/$name.log" | tail -1 >> "$DIR/figures.jsonl"
 }
 T=bench/gpu_train_step.py
@@ -39,5 +40,8 @@ demo)
     run demo_single 400 python -m reasonrl train recipes/demo.yaml model.device=cuda log.run_dir="$DIR/demo_single"
     run demo_fsdp2 150 torchrun --nproc-per-node 1 -m reasonrl train recipes/demo.yaml model.device=cuda \
         train.engine=fsdp2 train.steps=100 val.every=50 checkpoint.every=50 log.run_dir="$DIR/demo_fsdp2"
+    ;;
+eval)
+    run eval_demo 300 python bench/eval_throughput.py --device cuda --problems 1024 --batch 256
     ;;
 esac
