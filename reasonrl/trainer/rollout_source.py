@@ -81,6 +81,7 @@ class AsyncRollouts:
 
         self.run, self.cfg, self.k = run, cfg, cfg.rollout.max_staleness
         self.timeout = cfg.rollout.worker_timeout_s
+        self.threads = torch.get_num_threads()  # lowered while the worker runs, restored by close()
         self.ready: dict[int, StepRollouts] = {d["step"]: d["rollouts"] for d in replay}
         self.asked: list[int] = sorted(self.ready)  # asked for (or replayed), not yet trained on
         ctx = mp.get_context("spawn")
@@ -228,6 +229,9 @@ class AsyncRollouts:
         for q in (self.inbox, self.outbox):
             q.cancel_join_thread()
             q.close()
+        # the trainer's threads go back to what they were: a later run in this process (a library
+        # caller, a benchmark running synchronous after asynchronous) must not train on fewer cores
+        torch.set_num_threads(self.threads)
 
 
 def rollout_source(run, cfg: RunConfig, needs: frozenset[str], start: int, replay: list[dict] | None):

@@ -35,7 +35,15 @@ HERE = str(Path(__file__).parent)
 
 
 def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path):
-    full = train(_cfg(tiny_model_dir, tmp_path / "a", 5, *ASYNC))["history"]
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # the worker takes one (rollout.worker_threads) while the run lasts
+    try:
+        full = train(_cfg(tiny_model_dir, tmp_path / "a", 5, *ASYNC))["history"]
+        # the trainer has its threads back after the run (a synchronous run after an asynchronous one
+        # in the same process once trained on one thread)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
     rows = {r["step"]: r for r in full}
     # step s samples policy max(0, s - 2): one version stale once the pipeline is full
     assert [rows[s]["rollout/policy_version"] for s in range(1, 6)] == [0, 0, 1, 2, 3]
