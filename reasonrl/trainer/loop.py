@@ -155,6 +155,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
                 if skip_inert:  # zero-advantage rows add exactly nothing: skip their forward/backward
                     mini = without_inert_rows(mini)
                 updates.append(run.train_engine.train_step(mini, loss_fn, t.micro_batch,
+                                                           with_entropy=algo.entropy_coef > 0 or lg.entropy,
                                                            entropy_grad=algo.entropy_coef > 0))  # fmt: skip
         watchdog.enter("sync", step)
         source.updated(step)  # push the new policy (version = updates applied) to whoever samples

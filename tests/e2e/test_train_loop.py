@@ -104,3 +104,18 @@ def test_chunked_logprobs_train_like_the_full_logits(tiny_model_dir, tmp_path):
     for a, b in zip(plain[1:], chunked[1:]):
         for k in ("loss/total", "grad_norm", "actor/entropy", "reward/mean"):
             assert b[k] == pytest.approx(a[k], rel=1e-4, abs=1e-6), k
+
+
+def test_entropy_metric_can_be_turned_off_without_changing_training(tiny_model_dir, tmp_path):
+    """log.entropy=false skips the entropy metric's pass over the logits; with no entropy bonus the
+    run is otherwise the same, and an entropy bonus still gets its entropy."""
+    quiet = lambda *a: None  # noqa: E731
+    on = train(_cfg(tiny_model_dir, tmp_path / "a", 2), log=quiet)["history"]
+    off = train(_cfg(tiny_model_dir, tmp_path / "b", 2, "log.entropy=false"), log=quiet)["history"]
+    assert all(r["actor/entropy"] > 0 for r in on[1:]) and not any("actor/entropy" in r for r in off)
+    assert [_stable(r) for r in off] == [
+        {k: v for k, v in _stable(r).items() if k != "actor/entropy"} for r in on
+    ]
+    bonus = train(_cfg(tiny_model_dir, tmp_path / "c", 1, "log.entropy=false", "algo.entropy_coef=0.05"),
+                  log=quiet)["history"]  # fmt: skip
+    assert bonus[1]["actor/entropy"] > 0
