@@ -165,7 +165,9 @@ class VLLMRolloutEngine:
         torch.set_num_threads(threads)  # vLLM lowers it "for serving"; training shares this process
         self.engine_dtype = getattr(torch, dtype)
         if getattr(model.config.get_text_config(), "tie_word_embeddings", False):
-            logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(_TiedHeadNotice())
+            logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(
+                _TiedHeadNotice()
+            )
         self.sync_weights(model, version=0)  # the policy may differ from the files (resume, warm start)
 
     # --- generation ---------------------------------------------------------------------------

@@ -161,11 +161,15 @@ def tied(path: str) -> dict:
     engine = rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
     hf = HFRolloutEngine(model, tok)
     out = {"tied": model.lm_head.weight is model.model.embed_tokens.weight}
-    out["greedy_equal_before"] = tokens(engine.generate(prompts, greedy)) == tokens(hf.generate(prompts, greedy))
+    out["greedy_equal_before"] = tokens(engine.generate(prompts, greedy)) == tokens(
+        hf.generate(prompts, greedy)
+    )
     perturb([model.model.embed_tokens.weight], 0.3, seed=2)  # the embedding is the head
     repack, rv._repack_tied_lm_head = rv._repack_tied_lm_head, lambda m: False
     engine.sync_weights(model)
-    out["control_greedy_equal"] = tokens(engine.generate(prompts, greedy)) == tokens(hf.generate(prompts, greedy))
+    out["control_greedy_equal"] = tokens(engine.generate(prompts, greedy)) == tokens(
+        hf.generate(prompts, greedy)
+    )
     out["control_gap"] = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
     rv._repack_tied_lm_head = repack
     engine.sync_weights(model)
