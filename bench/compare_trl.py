@@ -23,9 +23,11 @@ to 10x slower and the timings meaningless; pass 0 for torch's default on an idle
 
 Usage:  python bench/compare_trl.py [--steps 20] [--prompts 16] [--generations 8] [--max-tokens 48]
                                     [--lr 1e-4] [--model demo] [--only both|trl|reasonrl]
-                                    [--threads N] [--repeats R] [--async K]
+                                    [--threads N] [--repeats R] [--async K] [--set KEY=VALUE ...]
 --async K adds reasonrl with rollout.max_staleness=K: a rollout worker process generates the next
 step (on the second core) while the trainer updates; its sec/step is the trainer's wait + update.
+--set adds a reasonrl override to both reasonrl runs, e.g. `--set model.remove_padding=true --set
+train.micro_batch=32` (length-sorted micro-batches without padding: the same update, computed faster).
 Needs the optional `bench` extra: pip install trl datasets (pip install -e '.[bench]').
 Prints a table, then one JSON line (the last line of output).
 """
@@ -78,6 +80,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument(
         "--async", dest="async_k", type=int, default=0, metavar="K",
         help="also run reasonrl with rollout.max_staleness=K (a rollout worker on its own core, TIS cap 2)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="an extra reasonrl override for both reasonrl runs (repeatable), e.g. model.pack_tokens=2048",
     )  # fmt: skip
     args = ap.parse_args(argv)
     if args.steps <= args.warmup:
@@ -276,7 +282,7 @@ def run_reasonrl(args, model_path: str, out_dir: Path, seed: int, staleness: int
             "algo.off_policy.tis_cap=2.0",
             "rollout.worker_threads=1",
         ]
-    cfg = load_config(None, overrides)
+    cfg = load_config(None, overrides + list(args.overrides))
     t0 = time.perf_counter()
     out = train(cfg, log=lambda *a, **k: None)
     wall = time.perf_counter() - t0
