@@ -72,8 +72,10 @@ def _repack_tied_lm_head(model) -> bool:
                and m.weight.data_ptr() == weight.data_ptr() for m in model.modules()):  # fmt: skip
         return False  # untied: loaded (and packed) under its own name
     method = getattr(head, "quant_method", None)
-    if method is not None:
-        method.process_weights_after_loading(head)
+    if type(method).__name__ != "UnquantizedEmbeddingMethod":  # processing quantized weights twice
+        raise WeightSyncError(f"vLLM weight sync: a tied lm_head under {type(method).__name__} cannot be "
+                              "refreshed in place; untie it or use an unquantized model")  # fmt: skip
+    method.process_weights_after_loading(head)
     return True
 
 
