@@ -74,10 +74,14 @@ def _model(cfg: RunConfig, device: str):
 
 
 def _batch(rows: int, prompt: int, completion: int, vocab: int, device: str) -> TrainBatch:
+    """Random tokens at the full length; every other row's prompt starts a few positions later (left
+    padding), so a padding mask reaches attention as in every real RL batch."""
     g = torch.Generator().manual_seed(0)
+    attn = torch.ones(rows, prompt + completion, dtype=torch.long)
+    attn[1::2, : min(4, prompt - 1)] = 0
     return TrainBatch(
         input_ids=torch.randint(0, vocab, (rows, prompt + completion), generator=g).to(device),
-        attention_mask=torch.ones(rows, prompt + completion, dtype=torch.long, device=device),
+        attention_mask=attn.to(device),
         mask=torch.ones(rows, completion, dtype=torch.bool, device=device),
         prompt_len=prompt,
         advantages=torch.randn(rows, completion, generator=g).to(device),

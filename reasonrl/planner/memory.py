@@ -27,7 +27,8 @@ class Settings:
     gradient_checkpointing: bool = False
     logprob_chunk: int = 0  # completion positions per logits chunk (0: all at once)
     pack_tokens: int = 0  # token budget of a packed micro-batch (0: padded micro-batches)
-    flash_attention: bool = False  # fused SDPA kernels (CUDA): no [heads, T, T] attention matrix kept
+    flash_attention: bool = False  # packs attend through fused kernels (CUDA); else a dense block mask
+    padded: bool = True  # rows of different lengths: a padding mask reaches attention (see below)
     world: int = 1
     sharded: bool = False  # FSDP2
     cpu_offload: bool = False
@@ -39,14 +40,22 @@ class Settings:
     )
 
 
-def _per_token_layer_floats(m: ModelShape, attn_len: int, flash: bool) -> float:
-    """Values one decoder layer keeps per token for backward: the two norms' inputs and outputs (4h),
-    q / k / v and the rotated q / k (h + 3 kv, q counted with the attention output), the attention
-    output that o_proj reads (h), the MLP's gate, up, act(gate) and product (4I); without fused
-    attention also the softmax probabilities (heads T). Measured on the demo model (hidden 128, MLP 384,
-    T 72): 2776 values per token and layer against 2976 here."""
-    kv = m.kv_heads * m.head_dim
-    floats = 6 * m.hidden + 3 * kv + 4 * m.intermediate
+def _per_token_layer_floats(m: ModelShape, attn_len: int, flash: bool, masked: bool = True,
+                            low_precision: bool = False) -> float:  # fmt: skip
+    """Values (of the model's dtype) one decoder layer keeps per token for backward: the two norms'
+    inputs and outputs (4h), q / k / v and the rotated q / k (h + 3 kv), the attention output twice
+    (SDPA's own for its backward, and the transposed copy o_proj reads: 2h), the MLP's gate, up,
+    act(gate) and product (4I). With a padding mask (RL batches always have one) transformers repeats
+    k and v to every query head before SDPA (GQA's kv = heads x head_dim) and one more h is kept. In a
+    16-bit dtype the RMSNorms' fp32 upcast keeps one more fp32 h (2h of 16 bits). Without fused
+    attention also the softmax probabilities (heads T).
+    Measured with planner.measure (live tensors, the difference between 8 and 16 rows at 2 and 4
+    layers; hidden 256, MLP 1024, 8 heads): fp32 without a mask 6282 (2 kv heads; CPU's SDPA expands
+    them itself) and 6666 (8) values against 6080 / 6656 here; with a mask 6922 (both) against 6912;
+    bf16 adds 522 (512 here)."""
+    kv = (m.heads if masked else m.kv_heads) * m.head_dim
+    floats = 7 * m.hidden + 3 * kv + 4 * m.intermediate + (m.hidden if masked else 0)
+    floats += 2 * m.hidden if low_precision else 0
     return floats + (0 if flash else m.heads * attn_len)
 
 
@@ -68,10 +77,14 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
         # matrix per layer over the whole pack, plus its [P, P] block mask
         per_pack = max(1, s.pack_tokens // s.seq_tokens)  # whole rows per pack (first fit)
         packs, length = math.ceil(s.micro_batch / per_pack), min(s.pack_tokens, per_pack * s.seq_tokens)
-        layer = _per_token_layer_floats(m, 0, True) * tokens * b + packs * m.heads * length**2 * b
+        layer = (
+            _per_token_layer_floats(m, 0, True, True, b < 4) * tokens * b + packs * m.heads * length**2 * b
+        )
         edges = 3 * m.hidden * tokens * b + packs * length**2 * 4
     else:
-        layer = _per_token_layer_floats(m, s.seq_tokens, s.flash_attention) * tokens * b
+        # SDPA (transformers' default, on CPU and CUDA alike) keeps no [heads, T, T] probabilities
+        # for padded rows (measured on CPU: counting them over-estimated the demo by 10-20%)
+        layer = _per_token_layer_floats(m, s.seq_tokens, True, s.padded, b < 4) * tokens * b
         edges = 3 * m.hidden * tokens * b  # embedding output, final norm input and output
     if s.gradient_checkpointing:  # each layer's input is kept; one layer's activations exist at a time
         out["activations"] = m.layers * m.hidden * tokens * b + layer + edges
@@ -85,7 +98,11 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     rows = tokens / max(s.seq_tokens, 1)
     comp = min(s.logprob_chunk, s.completion_tokens) if s.logprob_chunk else s.completion_tokens
     head_positions = comp if s.logprob_chunk else s.seq_tokens
-    out["logits"] = rows * m.vocab * (2 * head_positions * b + (2 + (b != 4)) * comp * 4)
+    # in 16 bits the upcast's backward also holds the 16-bit gradient of the completion positions
+    # while the slice's backward builds the full one (measured: the 32k-vocabulary bf16 case was 11% low)
+    out["logits"] = (
+        rows * m.vocab * (2 * head_positions * b + (2 + (b != 4)) * comp * 4 + (b != 4) * comp * b)
+    )
     if s.critic:  # its activations (no vocabulary head)
         out["critic"] += out["activations"]
     # generation: keys and values of every layer for every row and position, and one step's logits

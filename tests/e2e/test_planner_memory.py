@@ -1,10 +1,11 @@
 """The planner's memory estimate against the measured peak of one real training micro-batch (the
-single-device engine's train_step, live tensor bytes counted by `planner.measure.LivePeak`), and
-`reasonrl train` stopping on the planner's errors before any work.
+single-device engine's train_step on a padded batch, live tensor bytes counted by
+`planner.measure.LivePeak`), and `reasonrl train` stopping on the planner's errors before any work.
 
-Tolerance: within 15% for the demo model's architecture (the figures behind it: estimate / measured
-1.02 plain, 1.07 micro-batch 16, 1.02 with checkpointing, 1.10 longer completions, 1.02 chunked logits),
-within 25% for a 32k-vocabulary model whose logits dominate (0.97 plain, 1.20 chunked, 0.89 bf16)."""
+Tolerance: within 8% for the demo model's architecture (estimate / measured 1.00 plain, 1.04
+micro-batch 16, 1.00 with checkpointing, 1.00 longer completions, 0.98 chunked logits), within 12% for
+a 32k-vocabulary model whose logits dominate (0.96 plain, 1.08 chunked, 0.98 bf16) and for a
+grouped-query-attention model (2 of 8 heads for k / v; 1.05 fp32, 1.10 bf16, 1.03 bf16 chunked)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _ratio(cfg, prompt):
     ("train.micro_batch=128", "rollout.max_new_tokens=48", "model.logprob_chunk=16"),
 ])  # fmt: skip
 def test_estimate_matches_measured_on_the_demo_model(extra):
-    assert 0.85 <= _ratio(load_config(None, [*DEMO, *extra]), 24) <= 1.15
+    assert 0.92 <= _ratio(load_config(None, [*DEMO, *extra]), 24) <= 1.08
 
 
 @pytest.mark.parametrize("extra", [(), ("model.logprob_chunk=8",), ("model.dtype=bfloat16",)])
@@ -42,7 +43,21 @@ def test_estimate_matches_measured_when_logits_dominate(tmp_path, extra):
                 intermediate_size=128, max_position_embeddings=512, tie_word_embeddings=False).save_pretrained(tmp_path)  # fmt: skip
     cfg = load_config(None, [f"model.path={tmp_path}", "model.device=cpu", "train.global_batch=16", "train.mini_batch=16",
                              "train.micro_batch=8", "rollout.n=4", "rollout.max_new_tokens=64", *extra])  # fmt: skip
-    assert 0.75 <= _ratio(cfg, 32) <= 1.25
+    assert 0.88 <= _ratio(cfg, 32) <= 1.12
+
+
+@pytest.mark.parametrize(
+    "extra", [(), ("model.dtype=bfloat16",), ("model.dtype=bfloat16", "model.logprob_chunk=32")]
+)
+def test_estimate_matches_measured_with_grouped_query_attention(tmp_path, extra):
+    # with a padding mask transformers repeats k / v to every head; in bf16 the norms upcast to fp32
+    from transformers import Qwen2Config
+
+    Qwen2Config(vocab_size=4096, hidden_size=256, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                intermediate_size=1024, max_position_embeddings=1024, tie_word_embeddings=True).save_pretrained(tmp_path)  # fmt: skip
+    cfg = load_config(None, [f"model.path={tmp_path}", "model.device=cpu", "train.global_batch=16", "train.mini_batch=16",
+                             "train.micro_batch=8", "rollout.n=4", "rollout.max_new_tokens=192", *extra])  # fmt: skip
+    assert 0.88 <= _ratio(cfg, 64) <= 1.12
 
 
 def test_live_peak_counts_what_is_alive():
