@@ -198,6 +198,11 @@ def main(argv=None) -> dict:
     ap.add_argument(
         "--entropy", choices=["on", "off"], default="on", help="the entropy metric (the trainer reports it)"
     )
+    ap.add_argument(
+        "--compile",
+        action="store_true",
+        help="model.compile: our side with compiled decoder layers (the bare loop stays eager)",
+    )
     args = ap.parse_args(argv)
     args.seq_list = [int(s) for s in args.seqs.split(",")]
     if not torch.cuda.is_available():
@@ -209,9 +214,13 @@ def main(argv=None) -> dict:
     cfg = model.config
     out = {"bench": "gpu_train_step", "device": name, "preset": args.preset, "engine": args.engine,
            "params": sum(p.numel() for p in model.parameters()), "chunk": args.chunk, "attn": args.attn,
-           "entropy": args.entropy,
+           "entropy": args.entropy, "compile": args.compile,
            "torch": torch.__version__, "rows": []}  # fmt: skip
     out["fused_check"] = fused_check(cfg.vocab_size)
+    if args.compile:  # as model.compile does in trainer.setup: in place, before sharding
+        from reasonrl.engines.compiled import compile_decoder_layers
+
+        compile_decoder_layers(model)
     engine = make_engine(model, args.engine)
     bare_opt = torch.optim.AdamW(model.parameters(), lr=1e-6) if args.bare else None
     for ckpt in args.ckpt.split(","):
@@ -224,15 +233,19 @@ def main(argv=None) -> dict:
             batch = make_batch(cfg.vocab_size, rows, seq)
             flops = train_flops_per_token(cfg, seq)
             tokens = rows * seq
-            head = f"{args.preset} {args.engine} seq {seq} rows {rows} micro {micro} ckpt {ckpt} chunk {args.chunk} entropy {args.entropy}"
+            head = (
+                f"{args.preset} {args.engine} seq {seq} rows {rows} micro {micro} ckpt {ckpt} chunk {args.chunk} "
+                f"entropy {args.entropy}{' compiled' if args.compile else ''}"
+            )
             release(bare_opt, model)
             row = {"seq": seq, "rows": rows, "micro": micro, "ckpt": ckpt, "tokens_per_step": tokens,
                    "reasonrl": measure(f"{head}  reasonrl", ours_step(engine, batch, micro, args.chunk, args.entropy == "on"),
                                        args.steps, tokens, flops, peak)}  # fmt: skip
             if bare_opt is not None:
                 release(engine.optimizer, model)
-                row["bare"] = measure(f"{head}  bare", bare_step(model, bare_opt, batch, micro), args.steps,
-                                      tokens, flops, peak)  # fmt: skip
+                with torch.compiler.set_stance("force_eager"):  # the bare loop is plain eager PyTorch
+                    row["bare"] = measure(f"{head}  bare", bare_step(model, bare_opt, batch, micro), args.steps,
+                                          tokens, flops, peak)  # fmt: skip
                 if "sec_per_step" in row["bare"] and "sec_per_step" in row["reasonrl"]:
                     row["ratio"] = round(row["bare"]["sec_per_step"] / row["reasonrl"]["sec_per_step"], 3)
             out["rows"].append(row)

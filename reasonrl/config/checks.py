@@ -73,6 +73,12 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(
             "model.pack_tokens must be >= 0, and cannot be combined with model.logprob_chunk yet"
         )
+    if cfg.model.compile and cfg.model.device != "cuda":
+        from reasonrl.engines.compiled import cpp_compiler
+
+        if cpp_compiler() is None and not _cuda_default(cfg.model.device):
+            raise ConfigError("model.compile=true on a CPU needs a C++ compiler for torch.compile "
+                              "(apt-get install g++, or set CXX), or set model.compile=false")  # fmt: skip
     if cfg.model.logprob_chunk < 0:
         raise ConfigError(f"model.logprob_chunk must be >= 0, got {cfg.model.logprob_chunk}")
     if not 0.0 <= t.min_lr_ratio <= 1.0:
@@ -255,3 +261,12 @@ def _check_log(cfg: RunConfig) -> None:
             check_repo_id(cfg.hub.repo, where="hub.repo")
         except InputError as e:
             raise ConfigError(f"hub.push=true: {e}") from None
+
+
+def _cuda_default(device: str) -> bool:
+    """model.device=auto resolves to a GPU here."""
+    if device != "auto":
+        return False
+    import torch
+
+    return torch.cuda.is_available()

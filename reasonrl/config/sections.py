@@ -44,6 +44,9 @@ class ModelConfig:
     # micro-batch is cut to its longest row (no attention mask games: cheap on any device); with several
     # ranks the same comes with train.balance_tokens
     remove_padding: bool = False
+    # torch.compile every decoder layer for training (engines/compiled.py): fused elementwise kernels;
+    # the first steps pay the compilation (tens of seconds); generation stays eager
+    compile: bool = False
     lora: LoraSpec = field(default_factory=LoraSpec)
 
 

@@ -18,6 +18,7 @@ import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
+from reasonrl.engines.compiled import eager
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.types import Completion
 
@@ -143,10 +144,11 @@ class HFRolloutEngine:
         # config is swapped for the library defaults while this call runs
         saved, self.model.generation_config = self.model.generation_config, GenerationConfig()
         try:
-            res = self.model.generate(
-                input_ids=ids.to(device), attention_mask=attn.to(device), generation_config=gen_cfg,
-                logits_processor=processors, synced_gpus=_sharded(self.model),
-            )  # fmt: skip
+            with eager(self.model):  # compiled training layers (model.compile) decode uncompiled
+                res = self.model.generate(
+                    input_ids=ids.to(device), attention_mask=attn.to(device), generation_config=gen_cfg,
+                    logits_processor=processors, synced_gpus=_sharded(self.model),
+                )  # fmt: skip
         finally:
             self.model.generation_config = saved
         if was_training:

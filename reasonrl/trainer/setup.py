@@ -167,6 +167,10 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         ref = copy.deepcopy(model).eval().requires_grad_(False)
     if cfg.model.lora.rank > 0:
         model = add_lora(model, cfg.model.lora)
+    if cfg.model.compile:
+        from reasonrl.engines.compiled import compile_decoder_layers
+
+        log(f"model.compile: {compile_decoder_layers(model)} decoder layers compiled for training")
     t = cfg.train
     kind = check_parallel(cfg)
     kw = dict(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), warmup_steps=t.warmup_steps,

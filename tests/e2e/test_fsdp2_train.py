@@ -304,3 +304,23 @@ def test_one_rank_fsdp2_under_torchrun_equals_the_single_device_engine(tiny_mode
     assert all(torch.allclose(wa[k], wb[k], atol=1e-5) for k in wa)
     moved = load_file(os.path.join(tiny_model_dir, "model.safetensors"))
     assert any(not torch.allclose(moved[k], wb[k]) for k in wb)  # it trained
+
+
+def test_two_rank_fsdp2_with_compiled_layers_trains_like_eager(tiny_model_dir, tmp_path):
+    """model.compile=true under FSDP2 (layers compiled in place, then sharded): the same metrics as the
+    eager 2-rank run."""
+    from reasonrl.engines.compiled import cpp_compiler
+
+    if cpp_compiler() is None:
+        pytest.skip("torch.compile on CPU needs a C++ compiler")
+    runs = {}
+    for name, extra in (("eager", ()), ("compiled", ("model.compile=true",))):
+        res = _launch(2, _overrides(tiny_model_dir, tmp_path / name, 3, *extra))
+        assert res.returncode == 0, res.stderr[-3000:]
+        runs[name] = (_metrics(tmp_path / name)[1:], res.stdout + res.stderr)
+    assert "decoder layers compiled for training" in runs["compiled"][1]
+    assert "decoder layers compiled" not in runs["eager"][1]
+    for e, c in zip(runs["eager"][0], runs["compiled"][0], strict=True):
+        assert c["reward/mean"] == e["reward/mean"]
+        for key in ("loss/policy", "grad_norm", "actor/entropy"):
+            assert c[key] == pytest.approx(e[key], rel=1e-4, abs=1e-7), key

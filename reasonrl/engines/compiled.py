@@ -1,0 +1,50 @@
+"""`model.compile: true`: the policy's decoder layers compiled with torch.compile for training.
+
+Owns: compiling each decoder layer in place (`nn.Module.compile`, so parameter names, state dicts,
+checkpoints and weight sync are unchanged; one compiled function shared by every layer of the same
+class), with dynamic shapes (RL micro-batches change length every step, and a recompilation per
+length would cost more than it saves), the check that a CPU has the C++ compiler inductor needs, and
+`eager()`: the context under which generation runs the same layers uncompiled (the HF rollout engine
+decodes one position at a time against a growing KV cache: other shapes, other graphs, no gain).
+Per-layer compilation is what torchtitan does: the norms, rotary embedding, SiLU and residual adds fuse
+into a few kernels, which is where small models lose time on a GPU.
+Does not own: which model is compiled (`trainer.setup`), the forward itself (`engines.single`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import nullcontext
+
+import torch
+
+
+def cpp_compiler() -> str | None:
+    """The C++ compiler inductor would use on a CPU ($CXX, else g++ / c++ / clang++ on PATH)."""
+    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def compile_decoder_layers(model) -> int:
+    """Compiles every decoder layer in place; returns how many."""
+    from reasonrl.engines.fsdp2 import decoder_layers
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    layers = decoder_layers(inner)
+    for layer in layers:
+        layer.compile(dynamic=True)
+    return len(layers)
+
+
+def is_compiled(model) -> bool:
+    return any(getattr(m, "_compiled_call_impl", None) is not None for m in model.modules())
+
+
+def eager(model):
+    """Runs compiled layers of `model` as plain eager code inside the block (nothing is compiled)."""
+    if model is None or not is_compiled(model):
+        return nullcontext()
+    return torch.compiler.set_stance("force_eager")
