@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from contextlib import nullcontext
+from contextlib import contextmanager
 
 import torch
 
@@ -39,12 +39,24 @@ def compile_decoder_layers(model) -> int:
     return len(layers)
 
 
+def compiled_modules(model) -> list[torch.nn.Module]:
+    return [m for m in model.modules() if getattr(m, "_compiled_call_impl", None) is not None]
+
+
 def is_compiled(model) -> bool:
-    return any(getattr(m, "_compiled_call_impl", None) is not None for m in model.modules())
+    return bool(compiled_modules(model))
 
 
+@contextmanager
 def eager(model):
-    """Runs compiled layers of `model` as plain eager code inside the block (nothing is compiled)."""
-    if model is None or not is_compiled(model):
-        return nullcontext()
-    return torch.compiler.set_stance("force_eager")
+    """Inside the block the compiled layers of `model` run their plain eager forward: `Module.compile`
+    keeps the compiled callable beside the module's own, and it is set aside meanwhile (no dynamo frame
+    at all: `torch.compiler.set_stance("force_eager")` would still pass through it, 3-5% slower here)."""
+    saved = [] if model is None else [(m, m._compiled_call_impl) for m in compiled_modules(model)]
+    for m, _ in saved:
+        m._compiled_call_impl = None
+    try:
+        yield
+    finally:
+        for m, fn in saved:
+            m._compiled_call_impl = fn

@@ -74,3 +74,19 @@ def test_compile_on_a_cpu_without_a_cpp_compiler_is_refused(tiny_model_dir, tmp_
     monkeypatch.setattr("reasonrl.engines.compiled.cpp_compiler", lambda: None)
     with pytest.raises(ConfigError, match="model.compile=true on a CPU needs a C\\+\\+ compiler"):
         _cfg(tiny_model_dir, tmp_path / "r", "model.compile=true")
+
+
+def test_eager_sets_the_compiled_layers_aside_and_restores_them(tiny_model_and_tokenizer):
+    import copy
+
+    from reasonrl.engines.compiled import compile_decoder_layers, eager, is_compiled
+
+    model = copy.deepcopy(tiny_model_and_tokenizer[0])
+    assert not is_compiled(model)
+    assert compile_decoder_layers(model) == 2 and is_compiled(model)  # lazy: nothing compiled yet
+    with eager(model):
+        assert not is_compiled(model)
+    assert is_compiled(model)
+    with pytest.raises(RuntimeError), eager(model):
+        raise RuntimeError("generation failed")
+    assert is_compiled(model)  # restored on the way out of an error too
