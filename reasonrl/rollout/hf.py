@@ -20,6 +20,7 @@ from transformers.generation.logits_process import TemperatureLogitsWarper, TopK
 
 from reasonrl.engines.compiled import eager
 from reasonrl.rollout.base import SamplingParams
+from reasonrl.rollout.kv_cache import kv_cache
 from reasonrl.types import Completion
 
 
@@ -148,6 +149,7 @@ class HFRolloutEngine:
                 res = self.model.generate(
                     input_ids=ids.to(device), attention_mask=attn.to(device), generation_config=gen_cfg,
                     logits_processor=processors, synced_gpus=_sharded(self.model),
+                    past_key_values=kv_cache(self.model, width + params.max_new_tokens),
                 )  # fmt: skip
         finally:
             self.model.generation_config = saved
