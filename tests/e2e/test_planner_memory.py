@@ -35,29 +35,26 @@ def test_estimate_matches_measured_on_the_demo_model(extra):
     assert 0.92 <= _ratio(load_config(None, [*DEMO, *extra]), 24) <= 1.08
 
 
-@pytest.mark.parametrize("extra", [(), ("model.logprob_chunk=8",), ("model.dtype=bfloat16",)])
-def test_estimate_matches_measured_when_logits_dominate(tmp_path, extra):
+# a 32k vocabulary whose logits dominate; grouped-query attention (with a padding mask transformers
+# repeats k / v to every head; in bf16 the norms upcast to fp32)
+LOGITS = dict(vocab_size=32000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+              intermediate_size=128, max_position_embeddings=512, tie_word_embeddings=False)  # fmt: skip
+GQA = dict(vocab_size=4096, hidden_size=256, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+           intermediate_size=1024, max_position_embeddings=1024, tie_word_embeddings=True)  # fmt: skip
+
+
+@pytest.mark.parametrize("shape, completion, prompt, extra", [
+    (LOGITS, 64, 32, ()), (LOGITS, 64, 32, ("model.logprob_chunk=8",)), (LOGITS, 64, 32, ("model.dtype=bfloat16",)),
+    (GQA, 192, 64, ()), (GQA, 192, 64, ("model.dtype=bfloat16",)),
+    (GQA, 192, 64, ("model.dtype=bfloat16", "model.logprob_chunk=32")),
+])  # fmt: skip
+def test_estimate_matches_measured_on_other_shapes(tmp_path, shape, completion, prompt, extra):
     from transformers import Qwen2Config
 
-    Qwen2Config(vocab_size=32000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                intermediate_size=128, max_position_embeddings=512, tie_word_embeddings=False).save_pretrained(tmp_path)  # fmt: skip
+    Qwen2Config(**shape).save_pretrained(tmp_path)
     cfg = load_config(None, [f"model.path={tmp_path}", "model.device=cpu", "train.global_batch=16", "train.mini_batch=16",
-                             "train.micro_batch=8", "rollout.n=4", "rollout.max_new_tokens=64", *extra])  # fmt: skip
-    assert 0.88 <= _ratio(cfg, 32) <= 1.12
-
-
-@pytest.mark.parametrize(
-    "extra", [(), ("model.dtype=bfloat16",), ("model.dtype=bfloat16", "model.logprob_chunk=32")]
-)
-def test_estimate_matches_measured_with_grouped_query_attention(tmp_path, extra):
-    # with a padding mask transformers repeats k / v to every head; in bf16 the norms upcast to fp32
-    from transformers import Qwen2Config
-
-    Qwen2Config(vocab_size=4096, hidden_size=256, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
-                intermediate_size=1024, max_position_embeddings=1024, tie_word_embeddings=True).save_pretrained(tmp_path)  # fmt: skip
-    cfg = load_config(None, [f"model.path={tmp_path}", "model.device=cpu", "train.global_batch=16", "train.mini_batch=16",
-                             "train.micro_batch=8", "rollout.n=4", "rollout.max_new_tokens=192", *extra])  # fmt: skip
-    assert 0.88 <= _ratio(cfg, 64) <= 1.12
+                             "train.micro_batch=8", "rollout.n=4", f"rollout.max_new_tokens={completion}", *extra])  # fmt: skip
+    assert 0.88 <= _ratio(cfg, prompt) <= 1.12
 
 
 def test_live_peak_counts_what_is_alive():
