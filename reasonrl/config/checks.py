@@ -75,8 +75,9 @@ def validate(cfg: RunConfig) -> None:
         )
     if cfg.model.compile and cfg.model.device != "cuda":
         from reasonrl.engines.compiled import cpp_compiler
+        from reasonrl.models.loading import resolve_device
 
-        if cpp_compiler() is None and not _cuda_default(cfg.model.device):
+        if resolve_device(cfg.model.device) == "cpu" and cpp_compiler() is None:
             raise ConfigError("model.compile=true on a CPU needs a C++ compiler for torch.compile "
                               "(apt-get install g++, or set CXX), or set model.compile=false")  # fmt: skip
     if cfg.model.logprob_chunk < 0:
@@ -261,12 +262,3 @@ def _check_log(cfg: RunConfig) -> None:
             check_repo_id(cfg.hub.repo, where="hub.repo")
         except InputError as e:
             raise ConfigError(f"hub.push=true: {e}") from None
-
-
-def _cuda_default(device: str) -> bool:
-    """model.device=auto resolves to a GPU here."""
-    if device != "auto":
-        return False
-    import torch
-
-    return torch.cuda.is_available()

@@ -28,11 +28,10 @@ def _sharded(model) -> bool:
     """A model sharded over ranks (FSDP2) runs every forward as a collective: each rank keeps stepping
     until all ranks' sequences are done (transformers' synced_gpus). A whole model (a rollout worker's,
     even inside the workers' own group) does not."""
-    from torch.distributed.fsdp import FSDPModule
-
     from reasonrl import distributed as dist
+    from reasonrl.engines.fsdp2 import is_sharded
 
-    return dist.world_size() > 1 and any(isinstance(m, FSDPModule) for m in model.modules())
+    return dist.world_size() > 1 and is_sharded(model)
 
 
 class _ChosenTokenLogprobs(LogitsProcessor):
