@@ -12,6 +12,7 @@ and the figures are also given as mean and standard deviation over the seeds: on
 accuracy moves by several points with nothing but float order changed, so one pair decides nothing.
 
     python bench/async_curve.py [--recipe recipes/demo.yaml] [--steps 900] [--every 100] [--k 1] [--seeds 0]
+                                [--set KEY=VALUE ...]   (overrides applied to both runs)
 """
 
 from __future__ import annotations
@@ -96,11 +97,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--k", type=int, default=1, help="rollout.max_staleness of the asynchronous run")
     ap.add_argument("--plot", default="async_curve.png")
     ap.add_argument("--seeds", default="", help="comma-separated train.seed values (default: the recipe's)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a recipe override for both runs, e.g. --set model.compile=true (repeatable)")  # fmt: skip
     args = ap.parse_args(argv)
     seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
     pairs = []
     for seed in seeds or [None]:
-        extra = [] if seed is None else [f"train.seed={seed}"]
+        extra = [*args.set, *([] if seed is None else [f"train.seed={seed}"])]
         with tempfile.TemporaryDirectory(prefix="async-curve-") as tmp:
             sync = run(args.recipe, args.steps, args.every, Path(tmp) / "sync", extra)
             asyn = run(args.recipe, args.steps, args.every, Path(tmp) / "async",
@@ -108,7 +111,13 @@ def main(argv=None) -> dict:
         pairs.append((seed, curve(sync), curve(asyn)))
         if len(seeds) > 1:
             print(json.dumps({"seed": seed, **compare(*pairs[-1][1:])}))
-    report = {"bench": "async_curve", "recipe": args.recipe, "steps": args.steps, "k": args.k}
+    report = {
+        "bench": "async_curve",
+        "recipe": args.recipe,
+        "steps": args.steps,
+        "k": args.k,
+        "set": args.set,
+    }
     if len(pairs) > 1:
         report["seeds"] = seeds
         report["over_seeds"] = over_seeds([compare(a, b) for _, a, b in pairs])

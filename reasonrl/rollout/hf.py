@@ -20,6 +20,7 @@ from transformers.generation.logits_process import TemperatureLogitsWarper, TopK
 
 from reasonrl.engines.compiled import eager
 from reasonrl.rollout.base import SamplingParams
+from reasonrl.rollout.decode import can_shrink, decode
 from reasonrl.rollout.kv_cache import kv_cache
 from reasonrl.types import Completion
 
@@ -71,8 +72,11 @@ def _sampling_processors(params: SamplingParams) -> list[LogitsProcessor]:
 
 
 class HFRolloutEngine:
-    def __init__(self, model, tokenizer, max_batch: int = 512):
+    def __init__(self, model, tokenizer, max_batch: int = 512, drop_finished: bool = True):
+        """drop_finished: decode with `rollout.decode` (finished rows leave the batch; the same
+        samples); False: transformers' `generate` for every model."""
         self.model = model
+        self.drop_finished = drop_finished
         self.tokenizer = tokenizer
         self.max_batch = max_batch
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -118,6 +122,38 @@ class HFRolloutEngine:
             ids[i, width - len(r) :] = torch.tensor(r, dtype=torch.long)
             attn[i, width - len(r) :] = 1
         greedy = params.temperature <= 0
+        was_training = self.model.training
+        self.model.eval()
+        if seed is not None:
+            torch.manual_seed(seed)
+        cache = kv_cache(self.model, width + params.max_new_tokens)
+        try:
+            with eager(self.model):  # compiled training layers (model.compile) decode uncompiled
+                if self.drop_finished and can_shrink(cache) and not _sharded(self.model):
+                    seqs, logps = decode(
+                        self.model, ids.to(device), attn.to(device), cache,
+                        LogitsProcessorList(_sampling_processors(params)), params.max_new_tokens, greedy,
+                        self.pad_id, self.eos_id,
+                    )  # fmt: skip
+                else:
+                    seqs, logps = self._hf_generate(ids.to(device), attn.to(device), cache, params, greedy)
+        finally:
+            if was_training:
+                self.model.train()
+        completions = []
+        for i in range(len(rows)):
+            toks = seqs[i].tolist()
+            if self.eos_id in toks:
+                cut, reason = toks.index(self.eos_id) + 1, "stop"
+            else:
+                cut, reason = len(toks), "length"
+            toks = toks[:cut]
+            text = self.tokenizer.decode(toks, skip_special_tokens=True)
+            completions.append(Completion(toks, text, logps[i, :cut].tolist(), reason))
+        return completions
+
+    def _hf_generate(self, ids, attn, cache, params: SamplingParams, greedy: bool):
+        """transformers' `generate` (sharded models, caches `decode` cannot shrink): (tokens, log-probs)."""
         # A fresh generation config, not the model's: a hub model's generation_config.json (top_k=20,
         # repetition_penalty, ...) would otherwise reshape the sampling distribution, and RL needs
         # samples from the policy exactly as configured. top_k=0 / top_p=1 disable those filters.
@@ -136,35 +172,16 @@ class HFRolloutEngine:
         )
         recorder = _ChosenTokenLogprobs()
         processors = LogitsProcessorList([*_sampling_processors(params), recorder])
-        was_training = self.model.training
-        self.model.eval()
-        if seed is not None:
-            torch.manual_seed(seed)
         # transformers fills every field left unset from the model's own generation config, so that
         # config is swapped for the library defaults while this call runs
         saved, self.model.generation_config = self.model.generation_config, GenerationConfig()
         try:
-            with eager(self.model):  # compiled training layers (model.compile) decode uncompiled
-                res = self.model.generate(
-                    input_ids=ids.to(device), attention_mask=attn.to(device), generation_config=gen_cfg,
-                    logits_processor=processors, synced_gpus=_sharded(self.model),
-                    past_key_values=kv_cache(self.model, width + params.max_new_tokens),
-                )  # fmt: skip
+            res = self.model.generate(
+                input_ids=ids, attention_mask=attn, generation_config=gen_cfg, logits_processor=processors,
+                synced_gpus=_sharded(self.model), past_key_values=cache,
+            )  # fmt: skip
         finally:
             self.model.generation_config = saved
-        if was_training:
-            self.model.train()
-        seqs = res.sequences[:, width:].cpu()
         recorder.collect(res.sequences[:, -1])  # the last step's token is only in the output
-        logps = recorder.logprobs()  # [B, T] log-probs of the drawn tokens under the processed scores
-        completions = []
-        for i in range(len(rows)):
-            toks = seqs[i].tolist()
-            if self.eos_id in toks:
-                cut, reason = toks.index(self.eos_id) + 1, "stop"
-            else:
-                cut, reason = len(toks), "length"
-            toks = toks[:cut]
-            text = self.tokenizer.decode(toks, skip_special_tokens=True)
-            completions.append(Completion(toks, text, logps[i, :cut].tolist(), reason))
-        return completions
+        # [B, T] tokens and log-probs of the drawn tokens under the processed scores
+        return res.sequences[:, ids.shape[1] :].cpu(), recorder.logprobs()

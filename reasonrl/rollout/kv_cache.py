@@ -48,6 +48,20 @@ class GrowingLayer(DynamicLayer):
         super().crop(tokens_to_remove)
         self._len = self.keys.shape[-2] if self.is_initialized and self.keys is not None else 0
 
+    def batch_select_indices(self, indices) -> None:
+        """Keep only the rows `indices` (the decode loop drops finished rows): their filled positions
+        move into a buffer of the same capacity."""
+        if self._k is None:
+            return
+        k, v = (
+            self._k.new_empty(len(indices), *self._k.shape[1:]),
+            self._v.new_empty(len(indices), *self._v.shape[1:]),
+        )
+        k[..., : self._len, :] = self._k[indices, :, : self._len]
+        v[..., : self._len, :] = self._v[indices, :, : self._len]
+        self._k, self._v = k, v
+        self.keys, self.values = k[..., : self._len, :], v[..., : self._len, :]
+
     def reset(self) -> None:
         self._k = self._v = None
         self._len = 0
