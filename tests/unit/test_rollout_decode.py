@@ -146,3 +146,19 @@ def test_a_cache_it_cannot_shrink_goes_through_generate():
     cache = DynamicCache()
     cache.layers = [StaticLayer(max_cache_len=8)]
     assert not decode_mod.can_shrink(cache)
+
+
+def test_checking_every_few_steps_gives_the_same_completions(tiny_model_and_tokenizer, monkeypatch):
+    """On an accelerator the loop reads the finished count every CHECK_EVERY_DEVICE steps; the same
+    setting on the CPU changes when rows leave and when the loop stops, never a completion."""
+    model, tok = tiny_model_and_tokenizer
+    model = _eos_prone(model, tok)
+    params = SamplingParams(n=5, temperature=1.0, max_new_tokens=24, seed=1)
+    every_step = _flat(HFRolloutEngine(model, tok).generate(_prompts(tok), params))
+    monkeypatch.setattr(decode_mod, "CHECK_EVERY", {"cpu": 5})
+    every_fifth = _flat(HFRolloutEngine(model, tok).generate(_prompts(tok), params))
+    assert [(c.token_ids, c.finish_reason) for c in every_step] == [
+        (c.token_ids, c.finish_reason) for c in every_fifth
+    ]
+    for a, b in zip(every_step, every_fifth):
+        assert torch.equal(torch.tensor(a.sampler_logprobs), torch.tensor(b.sampler_logprobs))
