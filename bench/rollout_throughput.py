@@ -16,6 +16,11 @@ one JSON line.
 
     python bench/rollout_throughput.py [--engines hf,vllm] [--prompts 16] [--n 8] [--new 64]
     python bench/rollout_throughput.py --engines hf,cb --preset qwen2.5-0.5b --new 512   # on a GPU
+    python bench/rollout_throughput.py --engines hf --model demo:addsub --new 48   # real lengths
+
+With --model (a model path or `demo:addsub`) the prompts are the task's (--task) and completions end
+at EOS, as in training: both sides are credited with the tokens they generated up to and including
+each row's EOS (reasonrl's HF engine drops finished rows from the batch; `generate` keeps them).
 """
 
 from __future__ import annotations
@@ -59,6 +64,19 @@ def build(path: str, args, device: str, dtype):
     return model.to(device=device, dtype=dtype).eval(), tok
 
 
+def real_model(args, device: str):
+    """(model, tokenizer, prompt token ids) of a real model and --prompts of its task's problems."""
+    from reasonrl.data.prompts import encode_prompts
+    from reasonrl.data.tasks import generate
+    from reasonrl.models.loading import load_policy, resolve_model_path
+
+    model, tok = load_policy(resolve_model_path(args.model), device=device, log=lambda *a: None)
+    problems = generate(args.task, args.prompts, seed=0, difficulty=2, split="train")
+    cfg = model.config
+    args.vocab, args.hidden, args.layers = cfg.vocab_size, cfg.hidden_size, cfg.num_hidden_layers
+    return model.eval(), tok, encode_prompts(tok, problems)
+
+
 def peak_gib(cuda: bool) -> float:
     """Peak GPU memory allocated since the last call (0 on CPU)."""
     if not cuda:
@@ -93,25 +111,42 @@ def main(argv=None) -> dict:
         "--preset", default="", help="a Qwen2.5 shape from bench/model_shapes.py (replaces the three above)"
     )
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--model", default="", help="a real model (path or demo:addsub) instead of a random one")
+    ap.add_argument("--task", default="addsub", help="with --model: the built-in task whose prompts it gets")
     args = ap.parse_args(argv)
     device, dtype = ("cuda", torch.bfloat16) if cuda else ("cpu", torch.float32)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     tmp = tempfile.TemporaryDirectory(prefix="rollout-bench-")
-    model, tok = build(tmp.name, args, device, dtype)
-    gen = torch.Generator().manual_seed(1)
-    prompts = [torch.randint(1, args.vocab - 1, (args.prompt_len,), generator=gen).tolist()
-               for _ in range(args.prompts)]  # fmt: skip
+    if args.model:
+        model, tok, prompts = real_model(args, device)
+        eos, pad = tok.eos_token_id, tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    else:
+        model, tok = build(tmp.name, args, device, dtype)
+        gen = torch.Generator().manual_seed(1)
+        prompts = [torch.randint(1, args.vocab - 1, (args.prompt_len,), generator=gen).tolist()
+                   for _ in range(args.prompts)]  # fmt: skip
+        eos, pad = args.vocab, 0
     params = SamplingParams(n=args.n, temperature=1.0, max_new_tokens=args.new, seed=3)
     tokens = args.prompts * args.n * args.new
     report: dict = {"bench": "rollout_throughput", "device": torch.cuda.get_device_name() if cuda else "cpu",
                     "prompts": args.prompts, "n": args.n, "new": args.new, "hidden": args.hidden,
-                    "layers": args.layers, "vocab": args.vocab, "preset": args.preset or "custom"}  # fmt: skip
-    ids = torch.tensor(prompts, device=device)
+                    "layers": args.layers, "vocab": args.vocab, "preset": args.preset or "custom",
+                    "model": args.model or "random"}  # fmt: skip
+    width = max(len(p) for p in prompts)
+    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=device)  # left-padded
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
 
     def bare_generate():
-        return model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=True,
+        return model.generate(input_ids=ids, attention_mask=mask, do_sample=True,
                               temperature=1.0, top_k=0, top_p=1.0, num_return_sequences=args.n,
-                              max_new_tokens=args.new, pad_token_id=0, eos_token_id=args.vocab)  # fmt: skip
+                              max_new_tokens=args.new, pad_token_id=pad, eos_token_id=eos)  # fmt: skip
+
+    def generated(out) -> int:
+        """Completion tokens in one side's output, each row up to and including its first EOS."""
+        if isinstance(out, torch.Tensor):  # generate: [rows, width + steps]
+            rows = out[:, width:].tolist()
+            return sum(r.index(eos) + 1 if eos in r else len(r) for r in rows)
+        return sum(len(c.token_ids) for g in out for c in g)  # HFRolloutEngine: completions
 
     sides: dict[str, tuple] = {}
     wanted = args.engines.split(",")
@@ -158,13 +193,21 @@ def main(argv=None) -> dict:
                             lambda: veng.llm.generate(reqs, lp_sp, use_tqdm=False))  # fmt: skip
     for name, (ours, bare) in sides.items():
         ours(), bare()  # warm-up (first call at a shape compiles / allocates)
-        t_ours, t_bare, m_ours, m_bare = [], [], 0.0, 0.0
+        t_ours, t_bare, m_ours, m_bare, n_ours, n_bare = [], [], 0.0, 0.0, [], []
         for _ in range(args.repeats):
-            t_ours.append(timed(ours, sync)[0])
+            t, out = timed(ours, sync)
+            t_ours.append(t)
+            n_ours.append(generated(out) if args.model and name == "hf" else tokens)
             m_ours = max(m_ours, peak_gib(cuda))
-            t_bare.append(timed(bare, sync)[0])
+            t, out = timed(bare, sync)
+            t_bare.append(t)
+            n_bare.append(generated(out) if args.model else tokens)
             m_bare = max(m_bare, peak_gib(cuda))
-        o, b = tokens / statistics.median(t_ours), tokens / statistics.median(t_bare)
+        # tokens per second of each run, median over the repeats
+        o = statistics.median(n / t for n, t in zip(n_ours, t_ours))
+        b = statistics.median(n / t for n, t in zip(n_bare, t_bare))
+        if args.model:
+            report[name + "_mean_completion_tokens"] = round(statistics.mean(n_ours) / (args.prompts * args.n), 2)
         report[name] = {"ours_tok_s": round(o, 1), "bare_tok_s": round(b, 1), "ratio": round(o / b, 3)}
         label = "generate_batch" if name == "cb" else "reasonrl"
         mem = ""
