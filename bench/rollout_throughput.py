@@ -207,7 +207,9 @@ def main(argv=None) -> dict:
         o = statistics.median(n / t for n, t in zip(n_ours, t_ours))
         b = statistics.median(n / t for n, t in zip(n_bare, t_bare))
         if args.model:
-            report[name + "_mean_completion_tokens"] = round(statistics.mean(n_ours) / (args.prompts * args.n), 2)
+            report[name + "_mean_completion_tokens"] = round(
+                statistics.mean(n_ours) / (args.prompts * args.n), 2
+            )
         report[name] = {"ours_tok_s": round(o, 1), "bare_tok_s": round(b, 1), "ratio": round(o / b, 3)}
         label = "generate_batch" if name == "cb" else "reasonrl"
         mem = ""

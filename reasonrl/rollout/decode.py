@@ -25,6 +25,8 @@ Does not own: prompt batching, completions and text (`rollout.hf`), the cache la
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
 
@@ -50,6 +52,14 @@ def can_shrink(cache) -> bool:
         and bool(cache.layers)
         and all(type(x) is DynamicLayer or isinstance(x, ok) for x in cache.layers)
     )
+
+
+def _forward_kwargs(model) -> dict:
+    """Keyword arguments the model's forward takes beyond the inputs and the cache, as `generate`
+    decides them: only the last position's logits where the forward can keep just those
+    (`logits_to_keep`; a peft wrapper passes it on to its base model)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(base.forward).parameters else {}
 
 
 def _sample(scores: torch.Tensor, rows: torch.Tensor, full_rows: int, greedy: bool) -> torch.Tensor:
@@ -84,9 +94,10 @@ def decode(
     step_ids, last_pos = ids, pos
     steps = 0
     every = CHECK_EVERY.get(device.type, CHECK_EVERY_DEVICE)
+    extra = _forward_kwargs(model)
     for t in range(max_new_tokens):
         out = model(input_ids=step_ids, attention_mask=attn, position_ids=last_pos, past_key_values=cache,
-                    use_cache=True, logits_to_keep=1)  # fmt: skip
+                    use_cache=True, **extra)  # fmt: skip
         scores = processors(step_ids[:, -1:], out.logits[:, -1].to(dtype=torch.float32, copy=True))
         del out
         tok = _sample(scores, rows, full, greedy)

@@ -162,3 +162,23 @@ def test_checking_every_few_steps_gives_the_same_completions(tiny_model_and_toke
     ]
     for a, b in zip(every_step, every_fifth):
         assert torch.equal(torch.tensor(a.sampler_logprobs), torch.tensor(b.sampler_logprobs))
+
+
+def test_a_lora_wrapped_policy_decodes_like_generate(tiny_model_and_tokenizer):
+    """A peft-wrapped policy (model.lora) samples from the wrapper: the loop passes `logits_to_keep`
+    through it to the base model and the samples equal `generate`'s."""
+    peft = pytest.importorskip("peft")
+    model, tok = tiny_model_and_tokenizer
+    base = _eos_prone(model, tok)
+    params = SamplingParams(n=5, temperature=1.0, max_new_tokens=24, seed=5)
+    plain = _flat(HFRolloutEngine(base, tok).generate(_prompts(tok), params))  # before peft wraps it in place
+    cfg = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    wrapped = peft.get_peft_model(base, cfg).eval()
+    assert decode_mod._forward_kwargs(wrapped) == {"logits_to_keep": 1}
+    ours = _flat(HFRolloutEngine(wrapped, tok).generate(_prompts(tok), params))
+    theirs = _flat(HFRolloutEngine(wrapped, tok, drop_finished=False).generate(_prompts(tok), params))
+    assert [c.token_ids for c in ours] == [c.token_ids for c in theirs]
+    for a, b in zip(ours, theirs):
+        assert torch.equal(torch.tensor(a.sampler_logprobs), torch.tensor(b.sampler_logprobs))
+    # the adapters (random, not zero-initialised) change what is sampled: the test sees the wrapper
+    assert [c.token_ids for c in plain] != [c.token_ids for c in ours]
