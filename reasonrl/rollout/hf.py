@@ -1,15 +1,18 @@
-"""Hugging Face `generate` rollout engine (CPU or one GPU) with KV cache.
+"""Hugging Face transformers rollout engine (CPU or one GPU) with KV cache.
 
 Owns: batching prompts (left padding), sampling n per prompt, cutting completions at EOS, and the
 sampler's per-token log-probabilities, taken from the processed scores (after temperature / top-k /
 top-p), i.e. the distribution the token was really drawn from. Deterministic under `params.seed`.
-Memory: the sampling filters run as our own logits processors followed by a recorder that keeps one
-step's log-softmax [rows, V] at a time and gathers the chosen token's log-prob when the next step
-shows which token was drawn, so memory is O(rows x V + rows x T), never the [rows, T, V] of
-`output_scores` (over 300 GB for 512 rows x 1024 tokens x a 150k vocabulary).
+Whole models decode with `rollout.decode` (finished rows leave the batch; the same samples as
+`generate`); a model sharded over ranks, or a cache whose rows cannot be selected, uses `generate`.
+Memory: the sampling filters run as our own logits processors; one step's log-softmax [rows, V] is
+kept at a time (in `decode`, or in a recorder after `generate`'s processors that gathers the chosen
+token's log-prob when the next step shows which token was drawn), so memory is O(rows x V + rows x T),
+never the [rows, T, V] of `output_scores` (over 300 GB for 512 rows x 1024 tokens x a 150k vocabulary).
 On a single device the engine samples from the training model itself, so `sync_weights` is a no-op.
-Does not own: prompt encoding (`data.prompts`), recomputing log-probs for training
-(`engines`, with `algorithms.logprobs`), or scoring.
+Does not own: prompt encoding (`data.prompts`), the decode loop (`rollout.decode`), the KV cache
+layers (`rollout.kv_cache`), recomputing log-probs for training (`engines`, with `algorithms.logprobs`),
+or scoring.
 """
 
 from __future__ import annotations
