@@ -41,6 +41,8 @@ compile)
 rollout)
     run rollout_05b 240 python $R --engines hf,cb --preset qwen2.5-0.5b --prompts 16 --n 8 --new 512 --repeats 2
     run rollout_15b 240 python $R --engines hf,cb --preset qwen2.5-1.5b --prompts 16 --n 8 --new 512 --repeats 2
+    # real lengths (completions end at EOS): the decode loop's dropped rows and its every-8th-step check
+    run rollout_demo 240 python $R --engines hf --model demo:addsub --prompts 64 --n 8 --new 48
     ;;
 demo)
     run demo_single 400 python -m reasonrl train recipes/demo.yaml model.device=cuda log.run_dir="$DIR/demo_single"
