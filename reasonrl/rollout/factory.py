@@ -17,13 +17,15 @@ ROLLOUT_ENGINES: Registry = Registry("rollout engine", positional=2)
 
 
 @ROLLOUT_ENGINES.register("hf")
-def hf(model, tokenizer, max_batch: int = 512):
-    """Hugging Face `generate` on the policy itself (shares its weights; CPU or GPU).
+def hf(model, tokenizer, max_batch: int = 512, drop_finished: bool = True):
+    """Hugging Face transformers on the policy itself (shares its weights; CPU or GPU).
 
-    max_batch: rows (prompts x n) per `generate` call."""
+    max_batch: rows (prompts x n) per call.
+    drop_finished: decode with `rollout.decode`, finished rows leaving the batch (the same samples as
+    `generate`, faster when completion lengths differ); false: transformers' `generate`."""
     from reasonrl.rollout.hf import HFRolloutEngine
 
-    return HFRolloutEngine(model, tokenizer, max_batch=max_batch)
+    return HFRolloutEngine(model, tokenizer, max_batch=max_batch, drop_finished=drop_finished)
 
 
 @ROLLOUT_ENGINES.register("vllm")

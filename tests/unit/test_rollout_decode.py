@@ -182,3 +182,11 @@ def test_a_lora_wrapped_policy_decodes_like_generate(tiny_model_and_tokenizer):
         assert torch.equal(torch.tensor(a.sampler_logprobs), torch.tensor(b.sampler_logprobs))
     # the adapters (random, not zero-initialised) change what is sampled: the test sees the wrapper
     assert [c.token_ids for c in plain] != [c.token_ids for c in ours]
+
+
+def test_the_recipe_switch_turns_the_loop_off(tiny_model_and_tokenizer):
+    from reasonrl.rollout.factory import build_rollout_engine
+
+    model, tok = tiny_model_and_tokenizer
+    assert build_rollout_engine("hf", model, tok, {}).drop_finished is True
+    assert build_rollout_engine("hf", model, tok, {"drop_finished": False}).drop_finished is False
