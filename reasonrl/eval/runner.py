@@ -8,6 +8,10 @@ Owns: `run_benchmarks` and the output directory's files:
                   after its samples. A resumed eval keeps the committed chunks (a torn or uncommitted
                   tail is cut off) and generates only the rest; each chunk's seed depends only on
                   (seed, benchmark, chunk), so the resumed table equals an uninterrupted one.
+  samples.setup.json   what the samples are of (model, engine, seed, chunk size, and per benchmark its
+                  problems' fingerprint and sampling settings); a resume with any of these changed is
+                  refused before generating, naming what differs (its chunks would mix with the old
+                  ones into one table, or, with another chunk size, repeat some problems' samples).
   results.json / results.md   `summarize(samples)`: a row per benchmark (see `eval.metrics`).
 Every input is checked before anything is generated: benchmark names, files, rows, routing.
 Does not own: the metrics (`eval.metrics`), benchmark files (`eval.benchmarks`), the engines or
@@ -21,7 +25,7 @@ import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from reasonrl.eval.benchmarks import Benchmark, load_benchmark
@@ -95,12 +99,61 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     CPU, where the verifier workers would take generation's cores); the samples are the same."""
     samples_path = Path(samples_path)
     samples_path.parent.mkdir(parents=True, exist_ok=True)
+    check_setup(samples_path, eval_setup(model, work, engine, seed, chunk_size))
     samples, done = committed_samples(samples_path)
     todo = [(name, c) for name, ps, _ in work for c in range(0, len(ps), chunk_size) if (name, c) not in done]
     if todo:
         _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log,
                   reward_options or {}, tuple(plugins), progress, overlap)  # fmt: skip
     return samples
+
+
+def eval_setup(model, work, engine: str, seed: int, chunk_size: int) -> dict:
+    """What a samples file is of: everything that decides which samples its chunks hold."""
+    benches = {}
+    for name, problems, params in work:
+        h = hashlib.sha256()
+        for p in problems:
+            h.update(json.dumps([p.uid, p.prompt, p.ground_truth], default=str).encode())
+        benches[name] = {"problems": len(problems), "fingerprint": h.hexdigest()[:16],
+                         "sampling": json.loads(json.dumps(asdict(params), default=str))}  # fmt: skip
+    return {
+        "model": str(model),
+        "engine": engine,
+        "seed": seed,
+        "chunk_size": chunk_size,
+        "benchmarks": benches,
+    }
+
+
+def check_setup(samples_path: Path, setup: dict) -> None:
+    """Refuse to add to `samples_path` if it holds samples of another setup (InputError naming what
+    differs); otherwise record `setup` beside it (atomically)."""
+    from reasonrl.errors import InputError
+
+    path = samples_path.with_name(samples_path.stem + ".setup.json")
+    if samples_path.is_file() and samples_path.stat().st_size and path.is_file():
+        old = json.loads(path.read_text())
+        diffs = [
+            f"{k}: {old.get(k)!r} there, {setup[k]!r} now"
+            for k in setup
+            if k != "benchmarks" and old.get(k) != setup[k]
+        ]
+        theirs = old.get("benchmarks", {})
+        for name, mine in setup["benchmarks"].items():
+            if name in theirs and theirs[name] != mine:
+                keys = [k for k in mine if theirs[name].get(k) != mine[k]]
+                diffs.append(f"benchmark {name}: different {' and '.join(keys)}")
+        if diffs:
+            raise InputError(f"{samples_path}: holds samples of another setup ({'; '.join(diffs)}); resume with "
+                             "the same settings, or write to a new output directory")  # fmt: skip
+        setup = {**setup, "benchmarks": {**theirs, **setup["benchmarks"]}}  # benchmarks added to an eval
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(json.dumps(setup, indent=1))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,

@@ -111,6 +111,35 @@ def test_sigkilled_eval_resumes_without_regenerating_and_matches(tiny_model_dir,
     )
 
 
+def test_a_resume_with_other_settings_is_refused_and_keeps_the_samples(tiny_model_dir, tmp_path):
+    """A second run into the same --out adds to its samples only with the same setup: another chunk
+    size would repeat some problems' samples under other seeds, another n or model would mix two
+    evals into one table."""
+    data, out = _data(tmp_path), tmp_path / "out"
+    first = _run(_cmd(tiny_model_dir, data, out))
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = (out / "samples.jsonl").read_bytes(), (out / "results.json").read_bytes()
+    for extra, message in [
+        (["--chunk-size", "2"], "chunk_size: 1 there, 2 now"),
+        (["--n", "3"], "benchmark gsm8k: different sampling"),
+        (["--seed", "5"], "seed: 0 there, 5 now"),
+    ]:
+        res = _run(_cmd(tiny_model_dir, data, out, *extra))
+        assert res.returncode == 2 and "holds samples of another setup" in res.stderr, res.stderr[-1500:]
+        assert message in res.stderr and len(res.stderr.strip().splitlines()) == 1
+        assert ((out / "samples.jsonl").read_bytes(), (out / "results.json").read_bytes()) == before
+    rows = (
+        (data / "gsm8k.jsonl").read_text().replace("#### 1", "#### 99")
+    )  # the same file name, other problems
+    (data / "gsm8k.jsonl").write_text(rows)
+    res = _run(_cmd(tiny_model_dir, data, out))
+    assert res.returncode == 2 and "benchmark gsm8k: different fingerprint" in res.stderr, res.stderr[-1500:]
+    (tmp_path / "same").mkdir()
+    again = _run(_cmd(tiny_model_dir, _data(tmp_path / "same"), out))  # the original problems: resumes
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert (out / "samples.jsonl").read_bytes() == before[0]  # everything was committed: nothing added
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
