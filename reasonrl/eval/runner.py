@@ -55,10 +55,18 @@ def committed_samples(path: Path) -> tuple[list[dict], set[tuple[str, int]]]:
             pending = []
         else:
             pending.append(line)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(x + "\n" for x in kept_lines), encoding="utf-8")
-    os.replace(tmp, path)
+    _write_atomic(path, "".join(x + "\n" for x in kept_lines))
     return samples, done
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` all at once (written and fsynced beside it, then renamed)."""
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def sampling_for(b: Benchmark, overrides: dict) -> SamplingParams:
@@ -148,12 +156,7 @@ def check_setup(samples_path: Path, setup: dict) -> None:
             raise InputError(f"{samples_path}: holds samples of another setup ({'; '.join(diffs)}); resume with "
                              "the same settings, or write to a new output directory")  # fmt: skip
         setup = {**setup, "benchmarks": {**theirs, **setup["benchmarks"]}}  # benchmarks added to an eval
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json.dumps(setup, indent=1))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    _write_atomic(path, json.dumps(setup, indent=1))
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,

@@ -130,16 +130,19 @@ class HFRolloutEngine:
         if seed is not None:
             torch.manual_seed(seed)
         cache = kv_cache(self.model, width + params.max_new_tokens)
+        sharded = _sharded(self.model)
         try:
             with eager(self.model):  # compiled training layers (model.compile) decode uncompiled
-                if self.drop_finished and can_shrink(cache) and not _sharded(self.model):
+                if self.drop_finished and can_shrink(cache) and not sharded:
                     seqs, logps = decode(
                         self.model, ids.to(device), attn.to(device), cache,
                         LogitsProcessorList(_sampling_processors(params)), params.max_new_tokens, greedy,
                         self.pad_id, self.eos_id,
                     )  # fmt: skip
                 else:
-                    seqs, logps = self._hf_generate(ids.to(device), attn.to(device), cache, params, greedy)
+                    seqs, logps = self._hf_generate(
+                        ids.to(device), attn.to(device), cache, params, greedy, sharded
+                    )
         finally:
             if was_training:
                 self.model.train()
@@ -155,7 +158,7 @@ class HFRolloutEngine:
             completions.append(Completion(toks, text, logps[i, :cut].tolist(), reason))
         return completions
 
-    def _hf_generate(self, ids, attn, cache, params: SamplingParams, greedy: bool):
+    def _hf_generate(self, ids, attn, cache, params: SamplingParams, greedy: bool, sharded: bool):
         """transformers' `generate` (sharded models, caches `decode` cannot shrink): (tokens, log-probs)."""
         # A fresh generation config, not the model's: a hub model's generation_config.json (top_k=20,
         # repetition_penalty, ...) would otherwise reshape the sampling distribution, and RL needs
@@ -181,7 +184,7 @@ class HFRolloutEngine:
         try:
             res = self.model.generate(
                 input_ids=ids, attention_mask=attn, generation_config=gen_cfg, logits_processor=processors,
-                synced_gpus=_sharded(self.model), past_key_values=cache,
+                synced_gpus=sharded, past_key_values=cache,
             )  # fmt: skip
         finally:
             self.model.generation_config = saved
