@@ -16,7 +16,11 @@ Where a verifier runs (its *run mode*), chosen per verifier name:
     "pool"    (default) in a long-lived pebble `ProcessPool`. Each call has `timeout_s`; a worker
               that runs past it is killed (SIGTERM, then SIGKILL) and replaced by pebble; a worker
               that dies (os._exit, segfault) is replaced too. Either way the call scores 0 with
-              info["reason"] = "timeout" or "error: ...".
+              info["reason"] = "timeout" or "error: ...". Calls of a verifier measured to be quick
+              (math: well under a millisecond) go several to a task, so a batch costs a few messages
+              instead of one per call; a batched task has the limit of one call, and one that runs
+              past it or loses its worker is run again call by call, so each call still gets its
+              own limit and its own result (a hang costs at most twice the limit).
 
 The runner's `inline=` / `threaded=` arguments override the declarations by name.
 
@@ -28,7 +32,7 @@ verifier declares its own with `fn.preload = ("math_verify",)`; `preload_modules
 them for the verifiers a dataset routes to.
 `start()` starts the workers now (their imports overlap whatever the caller does next, e.g. loading
 a model) instead of at the first call. `max_tasks_per_worker=N` recycles each worker after
-N calls, bounding memory that verifier libraries cache (sympy) at the cost of a re-import.
+N tasks, bounding memory that verifier libraries cache (sympy) at the cost of a re-import.
 
 Workers import `reasonrl.rewards` (built-in registrations) plus the modules named in `modules=` and
 receive the parent's `sys.path`, so verifiers registered on import of any module are available in
@@ -55,6 +59,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult, check_setup
+from reasonrl.rewards.health import health_metrics, kind
 from reasonrl.rewards.routing import verifier_name
 from reasonrl.types import Problem
 
@@ -62,6 +67,8 @@ CORRECTNESS = "correctness"
 RUN_MODES = ("inline", "thread", "pool")
 # built-in verifiers that are cheap and pure but whose modules do not set `run_mode`
 DEFAULT_INLINE = frozenset({"arithmetic", "countdown", "format_think_answer", "overlong"})
+BATCH_BUDGET = 0.02  # a batched pool task is sized to take about this share of the time limit
+MAX_BATCH = 64
 
 
 def preload_modules(problems: Iterable[Problem]) -> tuple[str, ...]:
@@ -121,6 +128,11 @@ def _call(
     except Exception as e:  # noqa: BLE001 - a verifier bug must not kill the batch
         res = _failure(f"error: {type(e).__name__}: {e}")
     return res, time.perf_counter() - t0
+
+
+def _call_many(calls: Sequence[tuple]) -> list[tuple[RewardResult, float]]:
+    """Several quick calls in one pool task (one message each way instead of one per call)."""
+    return [_call(*c) for c in calls]
 
 
 def _failure(reason: str) -> RewardResult:
@@ -191,6 +203,8 @@ class RewardRunner:
         self._starter = None  # the thread of a background start()
         self._tpools: dict[str, cf.ThreadPoolExecutor] = {}
         self.restarts = 0  # pools rebuilt after a hang of the pool itself (not worker kills)
+        self.tasks_scheduled = 0  # pool tasks sent (a batch of quick calls is one task)
+        self._latency: dict[str, float] = {}  # verifier name -> mean seconds per pool call
 
     # -- lifecycle
     def __enter__(self) -> RewardRunner:
@@ -313,54 +327,108 @@ class RewardRunner:
         def call_args(j: _Job) -> tuple:
             return (j.name, responses[j.item], problems[j.item], self.options.get(j.name))
 
-        pending: dict[cf.Future, _Job] = {}
-        if any(j.mode == "pool" for j in jobs):
+        pool_jobs = [j for j in jobs if j.mode == "pool"]
+        if pool_jobs:
             self._wait_started()
+        pending = {self._schedule(b, call_args): b for b in self._pool_batches(pool_jobs)}
         for j in jobs:
-            if j.mode == "pool":
-                fut = self._process_pool().schedule(_call, args=call_args(j), timeout=self.timeout_s)
-                pending[fut] = j
-            elif j.mode == "thread":
-                pending[self._thread_pool(j.name).submit(_call, *call_args(j))] = j
+            if j.mode == "thread":
+                pending[self._thread_pool(j.name).submit(_call, *call_args(j))] = [j]
         for j in jobs:  # inline work overlaps with the pool's
             if j.mode == "inline":
                 j.result, j.latency = _call(*call_args(j))
-        self._collect(pending, n_pool=sum(j.mode == "pool" for j in jobs))
+        retry = self._collect(pending)
+        if retry:  # batches that failed as a whole: their calls again, one task each
+            self._collect({self._schedule([j], call_args): [j] for j in retry})
+        self._learn_latency(pool_jobs, failed=retry)
 
         results = [self._combine(i, [j for j in jobs if j.item == i]) for i in range(len(problems))]
         metrics = health_metrics(jobs, self.timeout_s)
         metrics["verifier/batch_seconds"] = time.perf_counter() - t0
         return results, metrics
 
-    def _collect(self, pending: dict[cf.Future, _Job], n_pool: int) -> None:
-        """Wait for pool / thread calls. pebble enforces each pool call's timeout; the outer deadline
-        only guards against the pool machinery itself wedging, so a batch can never hang. Thread
-        calls bound their own time; `thread_timeout_s` is their backstop."""
+    def _pool_batches(self, jobs: list[_Job]) -> list[list[_Job]]:
+        """Pool calls grouped into tasks: a verifier's calls go several to a task when its calls are
+        known to be quick (each task then costs about BATCH_BUDGET of the time limit; at least two
+        tasks per worker), one to a task otherwise (a verifier not yet seen, or a slow one)."""
+        by_name: dict[str, list[_Job]] = {}
+        for j in jobs:
+            by_name.setdefault(j.name, []).append(j)
+        out = []
+        for name, js in by_name.items():
+            seconds = self._latency.get(name)
+            size = 1
+            if seconds is not None:
+                size = int(BATCH_BUDGET * self.timeout_s / max(seconds, 1e-6))
+                size = max(1, min(size, MAX_BATCH, math.ceil(len(js) / (2 * self.workers))))
+            out += [js[i : i + size] for i in range(0, len(js), size)]
+        return out
+
+    def _schedule(self, batch: list[_Job], call_args) -> cf.Future:
+        """One pool task for `batch`, with the time limit of one call (a batch that runs past it, or
+        whose worker dies, is scored again call by call: see `_collect`)."""
+        self.tasks_scheduled += 1
+        if len(batch) == 1:
+            return self._process_pool().schedule(_call, args=call_args(batch[0]), timeout=self.timeout_s)
+        calls = [call_args(j) for j in batch]
+        return self._process_pool().schedule(_call_many, args=(calls,), timeout=self.timeout_s)
+
+    def _learn_latency(self, jobs: list[_Job], failed: list[_Job]) -> None:
+        """Per verifier, a running mean of seconds per pool call (what batch sizes are made from); a
+        verifier whose batch failed goes back to one call per task until it is measured again."""
+        lat: dict[str, list[float]] = {}
+        for j in jobs:
+            if not math.isnan(j.latency) and kind(j.result) == "ok":
+                lat.setdefault(j.name, []).append(j.latency)
+        for name, xs in lat.items():
+            mean = sum(xs) / len(xs)
+            old = self._latency.get(name)
+            self._latency[name] = mean if old is None else 0.5 * (old + mean)
+        for j in failed:
+            self._latency.pop(j.name, None)
+
+    def _collect(self, pending: dict[cf.Future, list[_Job]]) -> list[_Job]:
+        """Wait for pool / thread calls; returns the calls of batched pool tasks that failed as a whole
+        (ran past the time limit, lost their worker, or could not be sent), to be run again one by
+        one. pebble enforces each pool task's timeout; the outer deadline only guards against the pool
+        machinery itself wedging, so a batch can never hang. Thread calls bound their own time;
+        `thread_timeout_s` is their backstop."""
         from pebble import ProcessExpired
 
         if not pending:
-            return
+            return []
+        n_pool = sum(js[0].mode == "pool" for js in pending.values())
         pool_deadline = self.timeout_s * (math.ceil(n_pool / self.workers) + 2) + 30.0
         deadline = max(pool_deadline, self.thread_timeout_s)
         t0 = time.monotonic()
         done, not_done = cf.wait(list(pending), timeout=deadline)
+        retry: list[_Job] = []
         for fut in done:
-            job = pending[fut]
+            batch = pending[fut]
             try:
-                job.result, job.latency = fut.result()
-            except cf.TimeoutError:
-                job.result, job.latency = _failure("timeout"), self.timeout_s
-            except ProcessExpired as e:
-                job.result = _failure(f"error: worker died (exit code {e.exitcode})")
-            except Exception as e:  # noqa: BLE001 - pickling errors, broken pool
-                job.result = _failure(f"error: {type(e).__name__}: {e}")
+                out = fut.result()
+            except Exception as e:  # noqa: BLE001 - timeouts, dead workers, pickling errors, broken pool
+                if len(batch) > 1:
+                    retry += batch
+                    continue
+                job = batch[0]
+                if isinstance(e, cf.TimeoutError):
+                    job.result, job.latency = _failure("timeout"), self.timeout_s
+                elif isinstance(e, ProcessExpired):
+                    job.result = _failure(f"error: worker died (exit code {e.exitcode})")
+                else:
+                    job.result = _failure(f"error: {type(e).__name__}: {e}")
+                continue
+            for job, (res, seconds) in zip(batch, out if len(batch) > 1 else [out]):
+                job.result, job.latency = res, seconds
         for fut in not_done:
             fut.cancel()
-            pending[fut].result = _failure("timeout")
-            pending[fut].latency = time.monotonic() - t0
-        if any(pending[f].mode == "pool" for f in not_done):
+            for job in pending[fut]:
+                job.result, job.latency = _failure("timeout"), time.monotonic() - t0
+        if any(pending[f][0].mode == "pool" for f in not_done):
             self._close_pool()  # a wedged pool is rebuilt on the next call
             self.restarts += 1
+        return retry
 
     def _combine(self, item: int, jobs: list[_Job]) -> RewardResult:
         by_term = {j.term: j for j in jobs}
@@ -374,7 +442,7 @@ class RewardRunner:
             assert res is not None
             terms[term] = float(res.score)
             total += w * float(res.score)
-            if term != CORRECTNESS and _kind(res) != "ok":
+            if term != CORRECTNESS and kind(res) != "ok":
                 reasons[term] = res.reason
         if main:
             info["verifier"] = main.name
@@ -385,67 +453,6 @@ class RewardRunner:
             if reasons:
                 info["term_reasons"] = reasons
         return RewardResult(total, info)
-
-
-# ----------------------------------------------------------------------------- metrics
-
-
-def _kind(res: RewardResult) -> str:
-    r = res.reason
-    if r == "timeout":
-        return "timeout"
-    if r.startswith("error"):
-        return "error"
-    return "ok"
-
-
-def _quantile(xs: list[float], q: float) -> float:
-    """Linear-interpolated quantile (numpy's default), NaN for an empty list."""
-    if not xs:
-        return math.nan
-    xs = sorted(xs)
-    pos = q * (len(xs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def health_metrics(jobs: Sequence[_Job], timeout_s: float | None = None) -> dict[str, float]:
-    """Flat `verifier/...` metrics over one batch of calls, overall and per verifier name.
-
-    mean_score (over all calls, failures count as 0), timeout_rate, error_rate, extract_fail_rate
-    (share of completed calls whose info has "extracted" set to None; terms that never report an
-    extraction are left out of the denominator), latency_p50_s / latency_p95_s (seconds inside the
-    verifier; a timeout counts as timeout_s; a dead worker has no latency), count. A metric with
-    no data (e.g. no call reported an extraction) is left out rather than reported as NaN.
-    """
-    groups: dict[str, list[_Job]] = {}
-    for j in jobs:
-        groups.setdefault(j.name, []).append(j)
-    out: dict[str, float] = {}
-
-    def add(prefix: str, js: list[_Job]) -> None:
-        n = len(js)
-        kinds = [_kind(j.result) for j in js]
-        with_extraction = [j for j, k in zip(js, kinds) if k == "ok" and "extracted" in j.result.info]
-        lat = [j.latency for j in js if not math.isnan(j.latency)]
-        out[f"{prefix}/count"] = float(n)
-        out[f"{prefix}/mean_score"] = sum(float(j.result.score) for j in js) / n if n else math.nan
-        out[f"{prefix}/timeout_rate"] = kinds.count("timeout") / n if n else math.nan
-        out[f"{prefix}/error_rate"] = kinds.count("error") / n if n else math.nan
-        out[f"{prefix}/extract_fail_rate"] = (
-            sum(j.result.info["extracted"] is None for j in with_extraction) / len(with_extraction)
-            if with_extraction
-            else math.nan
-        )
-        out[f"{prefix}/latency_p50_s"] = _quantile(lat, 0.5)
-        out[f"{prefix}/latency_p95_s"] = _quantile(lat, 0.95)
-
-    add("verifier", list(jobs))
-    del out["verifier/mean_score"]  # mixing verifiers' scores means nothing; per-name only
-    for name, js in sorted(groups.items()):
-        add(f"verifier/{name}", js)
-    return {k: v for k, v in out.items() if not math.isnan(v)}  # no data -> no key (not NaN)
 
 
 __all__ = ["CORRECTNESS", "DEFAULT_INLINE", "RUN_MODES", "RewardRunner", "health_metrics"]

@@ -101,3 +101,15 @@ def preloaded(response: str, problem) -> RewardResult:
 
 
 preloaded.preload = ("_preload_marker",)  # a test module nothing else imports
+
+
+@VERIFIERS.register(P + "echo_or_die")
+def echo_or_die(response: str, problem) -> RewardResult:
+    """echo, except that the response "hang" never returns and "exit" kills the worker: a quick
+    verifier with one bad input, the case batched pool tasks must survive."""
+    if response == "hang":
+        while True:
+            time.sleep(3600)
+    if response == "exit":
+        os._exit(3)
+    return echo(response, problem)

@@ -224,6 +224,38 @@ def test_workers_recycled_after_max_tasks():
     assert len({x.info["pid"] for x in res}) == 3  # one worker, replaced after every 2 calls
 
 
+def test_quick_calls_are_batched_into_few_tasks_with_the_same_results():
+    gts = [str(i % 3) for i in range(40)]
+    responses = [str(i % 2) for i in range(40)]  # right where i % 3 == i % 2
+    want = [float(a == b) for a, b in zip(responses, gts)]
+    with RewardRunner(workers=2, timeout_s=TIMEOUT, modules=[H.__name__]) as r:
+        first, _ = r.score(responses, [prob(T + "echo_or_die", g) for g in gts])
+        assert r.tasks_scheduled == 40  # a verifier not yet measured: one call per task
+        second, m = r.score(responses, [prob(T + "echo_or_die", g) for g in gts])
+    assert r.tasks_scheduled - 40 == 4  # measured quick: 10 calls a task, two tasks per worker
+    assert [x.score for x in first] == [x.score for x in second] == want
+    assert [x.info["extracted"] for x in second] == responses
+    assert m["verifier/count"] == 40 and m["verifier/latency_p95_s"] < TIMEOUT
+
+
+def test_a_batch_with_a_hang_and_a_crash_is_rerun_call_by_call():
+    with RewardRunner(workers=2, timeout_s=TIMEOUT, modules=[H.__name__]) as r:
+        r.score(["a"] * 8, [prob(T + "echo_or_die")] * 8)  # measured quick: the next call batches
+        # four batches of four calls: the first and third fail as a whole, the others do not
+        responses = ["a", "b", "hang", "a"] + ["a", "c", "a", "a"] + ["exit", "a", "a", "b"] + ["a"] * 4
+        res, m = r.score(responses, [prob(T + "echo_or_die")] * 16)
+        tasks = r.tasks_scheduled
+        again, _ = r.score(["a"] * 8, [prob(T + "echo_or_die")] * 8)
+    reasons = {"hang": "timeout", "exit": "error: worker died (exit code 3)"}
+    assert [x.reason for x in res] == [reasons.get(x, "ok") for x in responses]
+    assert [x.score for x in res] == [float(x == "a") for x in responses]
+    assert m["verifier/timeout_rate"] == 1 / 16 and m["verifier/error_rate"] == 1 / 16
+    # 8 warm-up tasks, 4 batches, then the 8 calls of the two failed ones one by one; after a failure
+    # the verifier is unmeasured again, so the next call goes one per task
+    assert tasks == 8 + 4 + 8 and r.tasks_scheduled - tasks == 8
+    assert [x.score for x in again] == [1.0] * 8
+
+
 # (response, ground truth, correctness, format_think_answer, overlong with max_len=40, cache_len=20)
 BUILTIN_TERMS = [
     # 35 chars: 20 < 35 <= 40, overlong = (20 - 35) / 20 = -0.75; total = 1 + 0.2 * 1 - 0.75 = 0.45

@@ -1,0 +1,74 @@
+"""Health metrics of one batch of verifier calls: `verifier/...` rates, latencies and counts.
+
+Owns: `health_metrics` (overall and per verifier name) and `kind` (ok / timeout / error of a result).
+Does not own: running the calls (`rewards.runner`, which reports these for every batch) or reducing
+metrics across steps / ranks (`trainer.metrics`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from reasonrl.rewards.base import RewardResult
+
+
+def kind(res: RewardResult) -> str:
+    r = res.reason
+    if r == "timeout":
+        return "timeout"
+    if r.startswith("error"):
+        return "error"
+    return "ok"
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    """Linear-interpolated quantile (numpy's default), NaN for an empty list."""
+    if not xs:
+        return math.nan
+    xs = sorted(xs)
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def health_metrics(jobs: Sequence, timeout_s: float | None = None) -> dict[str, float]:
+    """Flat `verifier/...` metrics over one batch of calls, overall and per verifier name.
+
+    mean_score (over all calls, failures count as 0), timeout_rate, error_rate, extract_fail_rate
+    (share of completed calls whose info has "extracted" set to None; terms that never report an
+    extraction are left out of the denominator), latency_p50_s / latency_p95_s (seconds inside the
+    verifier; a timeout counts as timeout_s; a dead worker has no latency), count. A metric with
+    no data (e.g. no call reported an extraction) is left out rather than reported as NaN.
+    """
+    groups: dict[str, list] = {}
+    for j in jobs:
+        groups.setdefault(j.name, []).append(j)
+    out: dict[str, float] = {}
+
+    def add(prefix: str, js: list) -> None:
+        n = len(js)
+        kinds = [kind(j.result) for j in js]
+        with_extraction = [j for j, k in zip(js, kinds) if k == "ok" and "extracted" in j.result.info]
+        lat = [j.latency for j in js if not math.isnan(j.latency)]
+        out[f"{prefix}/count"] = float(n)
+        out[f"{prefix}/mean_score"] = sum(float(j.result.score) for j in js) / n if n else math.nan
+        out[f"{prefix}/timeout_rate"] = kinds.count("timeout") / n if n else math.nan
+        out[f"{prefix}/error_rate"] = kinds.count("error") / n if n else math.nan
+        out[f"{prefix}/extract_fail_rate"] = (
+            sum(j.result.info["extracted"] is None for j in with_extraction) / len(with_extraction)
+            if with_extraction
+            else math.nan
+        )
+        out[f"{prefix}/latency_p50_s"] = _quantile(lat, 0.5)
+        out[f"{prefix}/latency_p95_s"] = _quantile(lat, 0.95)
+
+    add("verifier", list(jobs))
+    del out["verifier/mean_score"]  # mixing verifiers' scores means nothing; per-name only
+    for name, js in sorted(groups.items()):
+        add(f"verifier/{name}", js)
+    return {k: v for k, v in out.items() if not math.isnan(v)}  # no data -> no key (not NaN)
+
+
+__all__ = ["health_metrics", "kind"]
