@@ -56,6 +56,7 @@ def overrides(args, recipe: Path) -> list[str]:
         f"train.steps={args.steps}",
         f"model.path={args.model}",
         f"val.size={args.val_size}",
+        f"data.val_size={args.val_size}",
         "val.every=0",
         "val.n=1",
         "checkpoint.every=0",

@@ -2,7 +2,8 @@
 the same model, the same local GSM8K-shaped problems, greedy, the same max new tokens, one after the
 other in one run; plus the rollout engine's raw generation on the same prompts in the same batches
 (the ceiling: no scoring, no files). Every side's time includes loading the model. Prints samples/s
-of each and the ratios, ending with one JSON line.
+of each and the ratios, and where reasonrl's time went (its timing.json: generating, waiting for
+scoring, the rest), ending with one JSON line.
 
     python bench/eval_throughput.py [--model demo:addsub] [--problems 64] [--max-tokens 48]
 
@@ -77,6 +78,9 @@ def main(argv=None) -> dict:
                    overrides={"n": 1, "temperature": 0.0, "max_new_tokens": args.max_tokens},
                    chunk_size=args.batch, log=lambda *a: None)  # fmt: skip
     report["reasonrl_samples_per_s"] = round(args.problems / (time.perf_counter() - t0), 2)
+    # where reasonrl's time went (its own timing.json): generating, waiting for the verifiers, the rest
+    timing = json.loads((tmp / "reasonrl" / "timing.json").read_text())
+    report["reasonrl_seconds"] = {k: timing[k] for k in ("total_s", "generate_s", "score_wait_s", "other_s")}
 
     problems = load_benchmark(BENCHMARKS.get("gsm8k"), tmp)
     t0 = time.perf_counter()  # like the others: loading the model counts
@@ -111,6 +115,10 @@ def main(argv=None) -> dict:
     report["reasonrl_vs_lm_eval"] = round(r / lm, 3) if lm else None
     report["reasonrl_vs_raw_engine"] = round(r / raw, 3)
     print(f"reasonrl eval {r} samples/s | raw engine {raw} | lm-eval {lm}")
+    t = report["reasonrl_seconds"]
+    print(f"reasonrl: {t['total_s']:.2f} s = generating {t['generate_s']:.2f} + waiting for scoring "
+          f"{t['score_wait_s']:.2f} + the rest {t['other_s']:.2f} (loading, verifier start, files); "
+          f"raw engine {args.problems / raw:.2f} s")  # fmt: skip
     print(json.dumps(report))
     return report
 

@@ -177,6 +177,10 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError("algo.clip_low and algo.clip_high must be >= 0")
     if a.kl.coef < 0:
         raise ConfigError(f"algo.kl.coef must be >= 0, got {a.kl.coef}")
+    d = cfg.data
+    if not d.val_files and (d.mixture or not d.train_files) and cfg.val.size > d.val_size:
+        raise ConfigError(f"val.size={cfg.val.size} is more than the {d.val_size} validation problems "
+                          f"generated (data.val_size); raise data.val_size to {cfg.val.size}")  # fmt: skip
     _validate_algo_extras(a, r)
     _validate_async(a, r)
     _choice("checkpoint.best_mode", cfg.checkpoint.best_mode, ("max", "min"))

@@ -13,6 +13,10 @@ Owns: `run_benchmarks` and the output directory's files:
                   refused before generating, naming what differs (its chunks would mix with the old
                   ones into one table, or, with another chunk size, repeat some problems' samples).
   results.json / results.md   `summarize(samples)`: a row per benchmark (see `eval.metrics`).
+  timing.json     where this invocation's time went: seconds in total, generating, scoring (on the
+                  scoring thread), waiting for scoring, and the rest (loading the model, starting the
+                  verifier workers, files); chunks generated and samples per second. Not part of the
+                  table (a resumed eval times only what it generated).
 Every input is checked before anything is generated: benchmark names, files, rows, routing.
 Does not own: the metrics (`eval.metrics`), benchmark files (`eval.benchmarks`), the engines or
 verifiers (`rollout`, `rewards`; generation and scoring go through `rollout.scored.generate_and_score`).
@@ -61,7 +65,7 @@ def committed_samples(path: Path) -> tuple[list[dict], set[tuple[str, int]]]:
 
 def _write_atomic(path: Path, text: str) -> None:
     """Replace `path` with `text` all at once (written and fsynced beside it, then renamed)."""
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
@@ -88,31 +92,45 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
         check_routable(problems, f"benchmark {b.name}")
         work.append((b.name, problems, sampling_for(b, overrides)))
     out = Path(out_dir)
+    timing: dict = {}
     samples = generate_samples(model, work, out / "samples.jsonl", engine=engine, device=device, seed=seed,
-                               chunk_size=chunk_size, log=log, progress=progress)  # fmt: skip
+                               chunk_size=chunk_size, log=log, progress=progress, timing=timing)  # fmt: skip
     results = summarize(samples, {b.name: b.domain for b in benchmarks})
-    (out / "results.json").write_text(json.dumps(results, indent=1))
-    (out / "results.md").write_text(results_markdown(results))
+    _write_atomic(out / "results.json", json.dumps(results, indent=1))
+    _write_atomic(out / "results.md", results_markdown(results))
+    _write_atomic(out / "timing.json", json.dumps(timing, indent=1))
+    if timing.get("chunks"):
+        log(f"time: {timing['total_s']:.1f}s = generating {timing['generate_s']:.1f}s + waiting for scoring "
+            f"{timing['score_wait_s']:.1f}s + the rest {timing['other_s']:.1f}s (scoring itself "
+            f"{timing['score_s']:.1f}s); {timing['samples_per_s']:.1f} samples/s")  # fmt: skip
     return results
 
 
 def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], samples_path: str | Path, *,
                      engine: str = "hf", device: str = "auto", seed: int = 0, chunk_size: int = 32,
                      log=print, reward_options: dict | None = None, plugins=(), progress=None,
-                     overlap: bool | None = None) -> list[dict]:  # fmt: skip
+                     overlap: bool | None = None, timing: dict | None = None) -> list[dict]:  # fmt: skip
     """Samples of every (name, problems, sampling) work item, generated and scored chunk by chunk into
     `samples_path` (resumable: committed chunks are kept, the rest generated); the one path of the
     eval suite and the pass-rate filter. `progress(done, total)` (chunks) is called as chunks commit.
     `overlap`: score each chunk beside the next one's generation (default: when the model is not on a
-    CPU, where the verifier workers would take generation's cores); the samples are the same."""
+    CPU, where the verifier workers would take generation's cores); the samples are the same.
+    `timing`, if given, is filled with where this call's time went (see timing.json above)."""
+    t0 = time.perf_counter()
     samples_path = Path(samples_path)
     samples_path.parent.mkdir(parents=True, exist_ok=True)
     check_setup(samples_path, eval_setup(model, work, engine, seed, chunk_size))
     samples, done = committed_samples(samples_path)
     todo = [(name, c) for name, ps, _ in work for c in range(0, len(ps), chunk_size) if (name, c) not in done]
+    clock = {"generate_s": 0.0, "score_s": 0.0, "score_wait_s": 0.0, "chunks": 0, "samples": 0}
     if todo:
         _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log,
-                  reward_options or {}, tuple(plugins), progress, overlap)  # fmt: skip
+                  reward_options or {}, tuple(plugins), progress, overlap, clock)  # fmt: skip
+    if timing is not None:
+        total = time.perf_counter() - t0
+        timing.update({k: round(v, 4) for k, v in clock.items()}, total_s=round(total, 4))
+        timing["other_s"] = round(total - clock["generate_s"] - clock["score_wait_s"], 4)
+        timing["samples_per_s"] = round(clock["samples"] / total, 2) if total > 0 else 0.0
     return samples
 
 
@@ -160,7 +178,7 @@ def check_setup(samples_path: Path, setup: dict) -> None:
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,
-              reward_options, plugins, progress=None, overlap=None) -> None:  # fmt: skip
+              reward_options, plugins, progress, overlap, clock: dict) -> None:  # fmt: skip
 
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards.runner import RewardRunner, preload_modules
@@ -183,10 +201,17 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reasonrl-eval-score")
     pending = None  # (future of the previous chunk's scoring, what to write for it)
 
+    def timed_score(groups) -> None:
+        t = time.perf_counter()
+        score_groups(groups, tok, scorer)
+        clock["score_s"] += time.perf_counter() - t
+
     def commit(job) -> None:
         nonlocal finished
         future, (name, c, groups, total) = job
+        t = time.perf_counter()
         future.result()
+        clock["score_wait_s"] += time.perf_counter() - t
         rows = _sample_rows(name, c, groups)
         for r in rows:
             f.write(json.dumps(r, default=str) + "\n")
@@ -195,6 +220,8 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
         os.fsync(f.fileno())
         samples.extend(rows)
         finished += 1
+        clock["chunks"] += 1
+        clock["samples"] += len(rows)
         spent = time.monotonic() - t0
         eta = spent / finished * (len(want) - finished)
         log(f"{name}: {min(c + chunk_size, total)}/{total} problems "
@@ -212,20 +239,18 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
                     if (name, c) not in want:
                         continue
                     chunk = problems[c : c + chunk_size]
+                    t = time.perf_counter()
                     groups = generate_groups(
                         engine, tok, chunk, replace(params, seed=_chunk_seed(seed, name, c))
                     )
+                    clock["generate_s"] += time.perf_counter() - t
                     if pending is not None:  # the previous chunk was scored while this one generated
                         commit(pending)
+                    job = (pool.submit(timed_score, groups), (name, c, groups, len(problems)))
                     if not overlap:
-                        commit(
-                            (pool.submit(score_groups, groups, tok, scorer), (name, c, groups, len(problems)))
-                        )
+                        commit(job)
                         continue
-                    pending = (
-                        pool.submit(score_groups, groups, tok, scorer),
-                        (name, c, groups, len(problems)),
-                    )
+                    pending = job
             if pending is not None:
                 commit(pending)
             warm.result()

@@ -59,6 +59,11 @@ def test_eval_writes_samples_and_a_table_recomputable_from_them(tiny_model_dir, 
     assert row["problems"] == 6 and row["n"] == 2 and {"pass@1", "pass@2", "maj@2", "ci95"} <= set(row)
     assert 0.0 <= row["truncated"] <= 1.0
     assert "| gsm8k |" in (out / "results.md").read_text()
+    t = json.loads((out / "timing.json").read_text())  # this invocation's time, by phase
+    assert t["chunks"] == 9 and t["samples"] == 18 and t["generate_s"] > 0 and t["score_s"] > 0
+    assert t["other_s"] >= 0 and t["total_s"] >= t["generate_s"] + t["score_wait_s"]
+    assert abs(t["other_s"] - (t["total_s"] - t["generate_s"] - t["score_wait_s"])) < 1e-3
+    assert "time: " in res.stdout + res.stderr and "samples/s" in res.stdout + res.stderr
 
 
 def test_scoring_beside_generation_gives_the_same_samples(tiny_model_dir, tmp_path):

@@ -166,6 +166,9 @@ BAD_OVERRIDES = [
     (["log.rollouts_per_step=-1"], ["log.rollouts_per_step must be >= 0"]),
     (["rollout.top_k=-3"], ["rollout.top_k must be >= 0"]),
     (["train.epochs=0"], ["train.epochs must be > 0"]),
+    # a generated validation set has data.val_size problems: asking to validate on more is an error,
+    # not a silent cut to 200
+    (["val.size=500"], ["val.size=500", "200 validation problems", "data.val_size"]),
 ]
 
 
@@ -176,6 +179,11 @@ def test_bad_override_names_the_key(overrides, needles):
     msg = str(e.value)
     for needle in needles:
         assert needle in msg, f"{needle!r} not in {msg!r}"
+
+
+def test_val_size_up_to_the_generated_or_any_with_files():
+    assert load_config(None, ["val.size=500", "data.val_size=500"]).val.size == 500
+    assert load_config(None, ["val.size=500", "data.train_files=[a.parquet]"]).val.size == 500  # at most
 
 
 def test_data_task_is_free_when_train_files_are_given():
