@@ -58,7 +58,7 @@ def eval_benchmarks(args, model_path) -> int:
 
     from reasonrl.errors import InputError
     from reasonrl.eval.benchmarks import resolve
-    from reasonrl.eval.runner import results_markdown, run_benchmarks
+    from reasonrl.eval.runner import results_markdown, run_benchmarks, timing_line
 
     benches = resolve([b.strip() for b in args.benchmarks.split(",") if b.strip()])
     files = {}
@@ -89,6 +89,8 @@ def eval_benchmarks(args, model_path) -> int:
     with chunk_progress("eval") as (log, progress):
         results = run_benchmarks(model, benches, out, **kw, log=log, progress=progress)
     print(results_markdown(results))
+    if line := timing_line(out):  # after the progress bar is gone, so a terminal shows it too
+        print(line)
     print(json.dumps({"out": out, "macro": results["macro"]}))
     return 0
 

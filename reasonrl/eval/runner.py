@@ -16,7 +16,7 @@ Owns: `run_benchmarks` and the output directory's files:
   timing.json     where this invocation's time went: seconds in total, generating, scoring (on the
                   scoring thread), waiting for scoring, and the rest (loading the model, starting the
                   verifier workers, files); chunks generated and samples per second. Not part of the
-                  table (a resumed eval times only what it generated).
+                  table (a resumed eval times only what it generated); `timing_line` prints it.
 Every input is checked before anything is generated: benchmark names, files, rows, routing.
 Does not own: the metrics (`eval.metrics`), benchmark files (`eval.benchmarks`), the engines or
 verifiers (`rollout`, `rewards`; generation and scoring go through `rollout.scored.generate_and_score`).
@@ -99,11 +99,18 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
     _write_atomic(out / "results.json", json.dumps(results, indent=1))
     _write_atomic(out / "results.md", results_markdown(results))
     _write_atomic(out / "timing.json", json.dumps(timing, indent=1))
-    if timing.get("chunks"):
-        log(f"time: {timing['total_s']:.1f}s = generating {timing['generate_s']:.1f}s + waiting for scoring "
-            f"{timing['score_wait_s']:.1f}s + the rest {timing['other_s']:.1f}s (scoring itself "
-            f"{timing['score_s']:.1f}s); {timing['samples_per_s']:.1f} samples/s")  # fmt: skip
     return results
+
+
+def timing_line(out_dir: str | Path) -> str | None:
+    """One line from OUT/timing.json (None when this invocation generated nothing)."""
+    path = Path(out_dir) / "timing.json"
+    t = json.loads(path.read_text()) if path.is_file() else {}
+    if not t.get("chunks"):
+        return None
+    return (f"time: {t['total_s']:.1f}s = generating {t['generate_s']:.1f}s + waiting for scoring "
+            f"{t['score_wait_s']:.1f}s + the rest {t['other_s']:.1f}s (scoring itself {t['score_s']:.1f}s); "
+            f"{t['samples_per_s']:.1f} samples/s")  # fmt: skip
 
 
 def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], samples_path: str | Path, *,
