@@ -13,7 +13,7 @@ and the figures are also given as mean and standard deviation over the seeds: on
 accuracy moves by several points with nothing but float order changed, so one pair decides nothing.
 
     python bench/async_curve.py [--recipe recipes/demo.yaml] [--steps 900] [--every 100] [--k 1] [--seeds 0]
-                                [--set KEY=VALUE ...]   (overrides applied to both runs)
+                                [--val-size N] [--set KEY=VALUE ...]   (overrides applied to both runs)
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ def compare(sync, asyn) -> dict:
 
 
 def over_seeds(rows: list[dict]) -> dict[str, dict[str, float]]:
-    """Mean and standard deviation over seeds of the figures that decide the comparison."""
+    """Mean, standard deviation and standard error of the mean over seeds of the figures that decide
+    the comparison."""
     picks = {
         "sync_acc_end": lambda r: r["sync_acc_end"],
         "async_acc_end": lambda r: r["async_acc_end"],
@@ -98,7 +99,12 @@ def over_seeds(rows: list[dict]) -> dict[str, dict[str, float]]:
     out = {}
     for name, pick in picks.items():
         xs = [pick(r) for r in rows]
-        out[name] = {"mean": round(statistics.mean(xs), 4), "sd": round(statistics.stdev(xs), 4)}
+        sd = statistics.stdev(xs)
+        out[name] = {
+            "mean": round(statistics.mean(xs), 4),
+            "sd": round(sd, 4),
+            "se": round(sd / len(xs) ** 0.5, 4),
+        }
     return out
 
 
@@ -110,10 +116,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--k", type=int, default=1, help="rollout.max_staleness of the asynchronous run")
     ap.add_argument("--plot", default="async_curve.png")
     ap.add_argument("--seeds", default="", help="comma-separated train.seed values (default: the recipe's)")
+    ap.add_argument("--val-size", type=int, default=None,
+                    help="held-out problems per validation (sets val.size and data.val_size)")  # fmt: skip
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a recipe override for both runs, e.g. --set model.compile=true (repeatable)")  # fmt: skip
     args = ap.parse_args(argv)
     seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
+    if args.val_size is not None:
+        args.set += [f"val.size={args.val_size}", f"data.val_size={args.val_size}"]
     # warm-up: a 2-step run fills the on-disk caches (inductor's compiled graphs with model.compile,
     # the tiny model's build), so no timed run pays a one-time cost the other does not
     with tempfile.TemporaryDirectory(prefix="async-curve-warm-") as tmp:
@@ -148,7 +158,7 @@ def main(argv=None) -> dict:
           f"({report['step_time_ratio']}x); accuracy at the sync run's end time {t_end:.0f} s: "
           f"sync {ps[-1][1]:.3f}, async {report['acc_at_sync_end_time']['async']:.3f}")  # fmt: skip
     if "over_seeds" in report:
-        print(f"over seeds {seeds}: " + ", ".join(f"{k} {v['mean']:.3f} +- {v['sd']:.3f}"
+        print(f"over seeds {seeds} (mean +- sd): " + ", ".join(f"{k} {v['mean']:.3f} +- {v['sd']:.3f}"
                                                   for k, v in report["over_seeds"].items()))  # fmt: skip
     try:
         import matplotlib
