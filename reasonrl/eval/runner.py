@@ -129,15 +129,14 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     check_setup(samples_path, eval_setup(model, work, engine, seed, chunk_size))
     samples, done = committed_samples(samples_path)
     todo = [(name, c) for name, ps, _ in work for c in range(0, len(ps), chunk_size) if (name, c) not in done]
-    clock = {"generate_s": 0.0, "score_s": 0.0, "score_wait_s": 0.0, "chunks": 0, "samples": 0}
+    clock = timing if timing is not None else {}
+    clock.update(generate_s=0.0, score_s=0.0, score_wait_s=0.0, chunks=0, samples=0)
     if todo:
         _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log,
                   reward_options or {}, tuple(plugins), progress, overlap, clock)  # fmt: skip
-    if timing is not None:
-        total = time.perf_counter() - t0
-        timing.update({k: round(v, 4) for k, v in clock.items()}, total_s=round(total, 4))
-        timing["other_s"] = round(total - clock["generate_s"] - clock["score_wait_s"], 4)
-        timing["samples_per_s"] = round(clock["samples"] / total, 2) if total > 0 else 0.0
+    total = time.perf_counter() - t0
+    clock.update(total_s=total, other_s=total - clock["generate_s"] - clock["score_wait_s"],
+                 samples_per_s=clock["samples"] / total if total > 0 else 0.0)  # fmt: skip
     return samples
 
 

@@ -131,7 +131,8 @@ def _call(
 
 
 def _call_many(calls: Sequence[tuple]) -> list[tuple[RewardResult, float]]:
-    """Several quick calls in one pool task (one message each way instead of one per call)."""
+    """Calls in one task, in order (several quick ones in a pool task: one message each way instead of
+    one per call)."""
     return [_call(*c) for c in calls]
 
 
@@ -333,7 +334,7 @@ class RewardRunner:
         pending = {self._schedule(b, call_args): b for b in self._pool_batches(pool_jobs)}
         for j in jobs:
             if j.mode == "thread":
-                pending[self._thread_pool(j.name).submit(_call, *call_args(j))] = [j]
+                pending[self._thread_pool(j.name).submit(_call_many, [call_args(j)])] = [j]
         for j in jobs:  # inline work overlaps with the pool's
             if j.mode == "inline":
                 j.result, j.latency = _call(*call_args(j))
@@ -368,8 +369,6 @@ class RewardRunner:
         """One pool task for `batch`, with the time limit of one call (a batch that runs past it, or
         whose worker dies, is scored again call by call: see `_collect`)."""
         self.tasks_scheduled += 1
-        if len(batch) == 1:
-            return self._process_pool().schedule(_call, args=call_args(batch[0]), timeout=self.timeout_s)
         calls = [call_args(j) for j in batch]
         return self._process_pool().schedule(_call_many, args=(calls,), timeout=self.timeout_s)
 
@@ -419,7 +418,7 @@ class RewardRunner:
                 else:
                     job.result = _failure(f"error: {type(e).__name__}: {e}")
                 continue
-            for job, (res, seconds) in zip(batch, out if len(batch) > 1 else [out]):
+            for job, (res, seconds) in zip(batch, out):
                 job.result, job.latency = res, seconds
         for fut in not_done:
             fut.cancel()
