@@ -30,6 +30,8 @@ NO_REFERENCE = {
     "rush_hour": "answer is None: move sequences are checked by simulating the board",
 }
 NOT_SWEPT = {"composite": "the mixer of other datasets, not a task"}
+# answers that are never right against a finite reference (complex_arithmetic's own scorer gave "nan" 1)
+NON_FINITE_HACKS = ("nan", "-inf", "1e999", "nan+nani", "Infinity")
 
 
 def _gym():
@@ -168,11 +170,13 @@ def generate(
 
 def sweep(rows: int = 3, seed: int = 1, names: list[str] | None = None) -> dict[str, str]:
     """Every registered dataset (or `names`): generate `rows` entries and check that the entry's own
-    answer scores 1 through our verifier while an empty and a wrong answer score below 1. Returns
-    {dataset: why it does not hold}; an empty dict means every dataset passed."""
+        answer scores 1 through our verifier while an empty and a wrong answer score below 1, and a
+    non-finite number (`NON_FINITE_HACKS`) scores 0 against a finite reference. Returns
+        {dataset: why it does not hold}; an empty dict means every dataset passed."""
     from reasoning_gym.factory import DATASETS
 
     from reasonrl.rewards import VERIFIERS
+    from reasonrl.rewards.verifiers.gym import non_finite
 
     gym = _gym()
     verify = VERIFIERS.get("reasoning_gym")
@@ -192,6 +196,10 @@ def sweep(rows: int = 3, seed: int = 1, names: list[str] | None = None) -> dict[
                 ]
                 if scores[0] != 1.0 or scores[1] >= 1.0 or scores[2] >= 1.0:
                     raise AssertionError(f"row {i}: reference / empty / wrong scored {scores}")
+                if not non_finite(str(ans)):
+                    hacks = {h: verify(f"<answer>{h}</answer>", p).score for h in NON_FINITE_HACKS}
+                    if any(hacks.values()):
+                        raise AssertionError(f"row {i}: non-finite answers scored {hacks}")
         except Exception as e:  # noqa: BLE001 - the sweep reports every kind of failure
             failures[name] = f"{type(e).__name__}: {str(e)[:200]}"
     return failures

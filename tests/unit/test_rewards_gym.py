@@ -7,7 +7,7 @@ import json
 import pytest
 
 from reasonrl.rewards import VERIFIERS
-from reasonrl.rewards.verifiers.gym import extract_gym_answer, lenient_match, rebuild_entry
+from reasonrl.rewards.verifiers.gym import extract_gym_answer, lenient_match, non_finite, rebuild_entry
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(120)
@@ -50,6 +50,12 @@ def test_extract(response, answer):
         (r"\text{42}", "42", True),
         ("abc", "42", False),
         ("42 or 43", "42", False),
+        # non-finite numbers: a tolerance times inf used to admit every gold
+        ("inf", "100", False),
+        ("-inf", "-3", False),
+        ("1e999", "100", False),
+        ("1" * 400, "7", False),
+        ("Infinity", "inf", True),
     ],
 )
 def test_lenient_match(pred, gold, expected):
@@ -89,3 +95,29 @@ def test_unknown_task_raises():
     pytest.importorskip("reasoning_gym", reason="optional dependency reasoning-gym not installed")
     with pytest.raises(ValueError, match="not registered"):
         score("<answer>1</answer>", P("1", task="no_such_task"))
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [("nan", True), ("-inf", True), ("Infinity", True), ("(nan)", True), ("1+nani", True), ("inf+infi", True),
+     ("The answer is inf.", True), ("1e999", True), ("1" * 400, True),
+     ("banana", False), ("info", False), ("infinite", False), ("nanjing", False), ("1e5", False),
+     ("1" * 300, False), ("3.5", False)],
+)  # fmt: skip
+def test_non_finite(text, expected):
+    assert non_finite(text) is expected
+
+
+def test_non_finite_answers_score_zero_where_the_task_scorer_gives_one():
+    rg = pytest.importorskip("reasoning_gym", reason="optional dependency reasoning-gym not installed")
+    entries = rg.create_dataset("complex_arithmetic", size=4, seed=1)
+    upstream = rg.get_score_answer_fn("complex_arithmetic")
+    for entry in entries:
+        problem = P(entry["answer"], task="complex_arithmetic", metadata=entry["metadata"])
+        assert score(f"<answer>{entry['answer']}</answer>", problem).score == 1.0
+        assert score("<answer>7 + 100i</answer>", problem).score < 0.5  # distance-based partial credit
+        for hack in ("nan", "NaN", "(nan)", "1+nani", "inf", "1e999"):
+            got = score(f"<answer>{hack}</answer>", problem)
+            assert (got.score, got.reason) == (0.0, "non_finite"), hack
+    # why the guard exists: reasoning-gym 0.1.25's own scorer, min(1, exp(-|nan - gold|)), gives 1
+    assert upstream(answer="nan", entry=entries[0]) == 1.0

@@ -10,7 +10,12 @@ match). Does not own: generating reasoning-gym data (`data.tasks` / `data.prepar
 Deliberate departures from reasoning-gym 0.1.25's own scorers (its conformance sweep lists them):
 `game_of_life_halting` scores `bool(answer) == bool(gold)`, so any non-empty text scores 1 against
 "False": here the answer must be True / False and equal the gold. A scorer that raises on an
-unparsable answer (e.g. `prime_factorization` on text) scores 0 with reason "unparsable". Grids in
+unparsable answer (e.g. `prime_factorization` on text) scores 0 with reason "unparsable". An answer
+holding a non-finite number ("nan", "inf", "1e999", "nan+nani") against a finite reference scores 0
+with reason "non_finite" before any scorer runs: `complex_arithmetic` scores
+`min(1, exp(-|answer - gold|))`, which is 1.0 for a NaN distance, so "nan" scored 1 on every row; and
+the lenient float match accepts only finite numbers (|inf - gold| <= rel_tol * inf held for any
+gold). Grids in
 `arc_agi` / `rearc` metadata are tuples, which JSON rows turn into lists: they are turned back.
 
 reasoning_gym is optional and imported only when a row names a task; such a row without the
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from typing import Any
 
@@ -50,6 +56,8 @@ def float_match(pred: str, gold: str, rel_tol: float = 0.01, abs_tol: float = 0.
         a, b = float(pred.strip()), float(gold.strip())
     except ValueError:
         return False
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a == b  # inf is only inf; nan is nothing (a tolerance times inf admits every number)
     return abs(a - b) <= max(rel_tol * max(abs(a), abs(b)), abs_tol)
 
 
@@ -119,12 +127,26 @@ SCORE_OVERRIDES = {"game_of_life_halting": _exact_bool}  # reasoning-gym scorers
 _TUPLE_GRIDS = {"arc_agi": ("input", "output"), "rearc": ("input", "output")}
 
 
+# "nan", "-inf", "Infinity", "nanj" / "infi" (complex parts), not inside words ("banana", "info")
+_NAN_INF = re.compile(r"(?<![a-z])[+-]?(?:nan|inf(?:inity)?)[ij]?(?![a-z])", re.IGNORECASE)
+# numbers, each matched from its first digit only (linear time on any text)
+_NUMBER_TOKEN = re.compile(r"(?<![\d.])\d+(?:\.\d*)?(?:e[+-]?\d+)?", re.IGNORECASE)
+
+
+def non_finite(text: str) -> bool:
+    """Whether `text` holds a number that is not finite: a NaN / infinity literal, or one that
+    overflows a float ("1e999", a 400-digit integer)."""
+    return bool(_NAN_INF.search(text)) or any(math.isinf(float(t)) for t in _NUMBER_TOKEN.findall(text))
+
+
 def _tuples(x: Any) -> Any:
     return tuple(_tuples(v) for v in x) if isinstance(x, list) else x
 
 
 def score_entry(task: str, answer: str, entry: dict[str, Any]) -> tuple[float, str | None]:
     """(score in [0, 1], error) of `answer` for a reasoning-gym entry of `task`."""
+    if non_finite(answer) and not non_finite(str(entry.get("answer", ""))):
+        return 0.0, "non_finite: the answer holds a NaN or infinite number"
     for key in _TUPLE_GRIDS.get(task, ()):
         if key in entry["metadata"]:
             entry["metadata"][key] = _tuples(entry["metadata"][key])
@@ -149,6 +171,7 @@ def reasoning_gym(
         return result(ok, ans, scorer="lenient")
     score, error = score_entry(task, ans, entry)
     if error:
-        return RewardResult(0.0, {"extracted": ans, "reason": "unparsable", "error": error, "scorer": task})
+        reason = "non_finite" if error.startswith("non_finite") else "unparsable"
+        return RewardResult(0.0, {"extracted": ans, "reason": reason, "error": error, "scorer": task})
     reason = "correct" if score == 1.0 else ("partial" if score > 0 else "wrong")
     return RewardResult(score, {"extracted": ans, "reason": reason, "scorer": task})
