@@ -9,8 +9,10 @@ micro-batches of --tokens-per-micro tokens; a quarter of each row is prompt, the
 Prints seconds per step, tokens per second, model FLOPs utilisation and peak memory per row, then one
 JSON line. MFU counts 6 x (decoder + output-head parameters) per token, plus causal attention
 (6 x layers x seq x hidden) in `mfu_attn`, against the GPU's dense bf16 peak (989 TFLOPs on H100).
-Needs CUDA; on CPU it says so and exits 0. Uses only torch + transformers + reasonrl.engines /
-algorithms (no config stack), so it runs on a bare GPU image.
+Needs CUDA; without it, it says so and exits 0. `--device cpu` runs the same code path on the CPU in
+fp32 (no MFU, no peak memory), a smoke test the test suite runs with a tiny shape so the script works
+when a GPU session comes. Uses only torch + transformers + reasonrl.engines / algorithms (no config
+stack), so it runs on a bare GPU image.
 
     python bench/gpu_train_step.py --preset qwen2.5-0.5b --seqs 2048,4096,8192 --ckpt off,on --chunk 256
     python bench/gpu_train_step.py --preset qwen2.5-1.5b --engine fsdp2 --seqs 4096 --ckpt on --chunk 256
@@ -33,13 +35,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from model_shapes import peak_tflops, qwen2_config, train_flops_per_token  # noqa: E402
 
 
+def cuda(device: str) -> bool:
+    return device.startswith("cuda")
+
+
 def build_model(args):
     from transformers import AutoModelForCausalLM
 
     cfg = qwen2_config(args.preset, args.hidden, args.layers, args.vocab, context=max(args.seq_list) * 2)
     torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation=args.attn)
+    dtype = torch.bfloat16 if cuda(args.device) else torch.float32
+    with torch.device(args.device):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=args.attn)
     return model
 
 
@@ -55,18 +62,19 @@ def make_batch(vocab: int, rows: int, seq: int):
     return TrainBatch(ids, attn, mask, prompt, advantages=adv)
 
 
-def make_engine(model, kind: str):
+def make_engine(model, kind: str, device: str):
+    bf16 = cuda(device)
     if kind == "fsdp2":
         from reasonrl.engines.fsdp2 import FSDP2Engine
 
         if not torch.distributed.is_initialized():
             os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
             os.environ.setdefault("MASTER_PORT", "29561")
-            torch.distributed.init_process_group("nccl", rank=0, world_size=1)
-        return FSDP2Engine(model, lr=1e-6, bf16=True)
+            torch.distributed.init_process_group("nccl" if bf16 else "gloo", rank=0, world_size=1)
+        return FSDP2Engine(model, lr=1e-6, bf16=bf16)
     from reasonrl.engines.single import SingleDeviceEngine
 
-    return SingleDeviceEngine(model, lr=1e-6, bf16=True)
+    return SingleDeviceEngine(model, lr=1e-6, bf16=bf16)
 
 
 def ours_step(engine, batch, micro: int, chunk: int, entropy: bool = True):
@@ -85,16 +93,16 @@ def ours_step(engine, batch, micro: int, chunk: int, entropy: bool = True):
     return lambda: engine.train_step(batch, loss_fn, micro, with_entropy=entropy, entropy_grad=False)
 
 
-def bare_step(model, opt, batch, micro: int):
+def bare_step(model, opt, batch, micro: int, device: str):
     """The same update written directly: forward, token log-probs, policy-gradient loss, AdamW."""
-    ids, p = batch.input_ids.cuda(), batch.prompt_len
-    adv = batch.advantages.cuda()
-    total = batch.mask.sum().cuda()
+    ids, p = batch.input_ids.to(device), batch.prompt_len
+    adv = batch.advantages.to(device)
+    total = batch.mask.sum().to(device)
 
     def step():
         for s in range(0, ids.shape[0], micro):
             x = ids[s : s + micro]
-            with torch.autocast("cuda", dtype=torch.bfloat16):
+            with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=cuda(device)):
                 logits = model(input_ids=x, use_cache=False).logits[:, p - 1 : -1]
             lp = torch.log_softmax(logits.float(), -1).gather(-1, x[:, p:, None]).squeeze(-1)
             loss = -(torch.exp(lp - lp.detach()) * adv[s : s + micro]).sum() / total
@@ -138,17 +146,21 @@ def fused_check(vocab: int, tokens: int = 16384) -> dict:
 
 
 def timed(fn, steps: int) -> tuple[float, float]:
-    """(median seconds per call after one warm-up, peak GiB allocated during the timed calls)."""
+    """(median seconds per call after one warm-up, peak GiB allocated during the timed calls; 0 without
+    CUDA)."""
+    on_gpu = torch.cuda.is_available() and torch.cuda.is_initialized()
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
     fn()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
+    sync()
+    if on_gpu:
+        torch.cuda.reset_peak_memory_stats()
     times = []
     for _ in range(steps):
         t0 = time.perf_counter()
         fn()
-        torch.cuda.synchronize()
+        sync()
         times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2], torch.cuda.max_memory_allocated() / 2**30
+    return sorted(times)[len(times) // 2], torch.cuda.max_memory_allocated() / 2**30 if on_gpu else 0.0
 
 
 def release(optimizer, model) -> None:
@@ -159,7 +171,8 @@ def release(optimizer, model) -> None:
         optimizer.state.clear()
     model.zero_grad(set_to_none=True)
     gc.collect()
-    torch.cuda.empty_cache()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def measure(label, fn, steps, tokens, flops, peak) -> dict:
@@ -175,8 +188,8 @@ def measure(label, fn, steps, tokens, flops, peak) -> dict:
     if peak:
         row["mfu"] = round(flops[0] * tps / (peak * 1e12), 3)
         row["mfu_attn"] = round(flops[1] * tps / (peak * 1e12), 3)
-    print(f"{label}: {sec:.3f} s/step  {tps:,.0f} tok/s  MFU {row.get('mfu', 0):.1%} "
-          f"(with attention {row.get('mfu_attn', 0):.1%})  peak {mem:.1f} GiB", flush=True)  # fmt: skip
+    mfu = f"MFU {row['mfu']:.1%} (with attention {row['mfu_attn']:.1%})" if peak else "MFU n/a (no GPU peak)"
+    print(f"{label}: {sec:.3f} s/step  {tps:,.0f} tok/s  {mfu}  peak {mem:.1f} GiB", flush=True)
     return row
 
 
@@ -196,6 +209,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--bare", action="store_true", help="also time the bare PyTorch loop per row")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument(
+        "--device", default="cuda", help="cuda, or cpu: the same code path in fp32 (a smoke test)"
+    )
+    ap.add_argument(
         "--entropy", choices=["on", "off"], default="on", help="the entropy metric (the trainer reports it)"
     )
     ap.add_argument(
@@ -205,23 +221,24 @@ def main(argv=None) -> dict:
     )
     args = ap.parse_args(argv)
     args.seq_list = [int(s) for s in args.seqs.split(",")]
-    if not torch.cuda.is_available():
-        print("no CUDA device: nothing to measure")
+    if cuda(args.device) and not torch.cuda.is_available():
+        print("no CUDA device: nothing to measure (--device cpu runs the code path on the CPU)")
         return {}
-    name = torch.cuda.get_device_name()
-    peak = peak_tflops(name)
+    name = torch.cuda.get_device_name() if cuda(args.device) else "cpu"
+    peak = peak_tflops(name) if cuda(args.device) else None
     model = build_model(args)
     cfg = model.config
     out = {"bench": "gpu_train_step", "device": name, "preset": args.preset, "engine": args.engine,
            "params": sum(p.numel() for p in model.parameters()), "chunk": args.chunk, "attn": args.attn,
            "entropy": args.entropy, "compile": args.compile,
            "torch": torch.__version__, "rows": []}  # fmt: skip
-    out["fused_check"] = fused_check(cfg.vocab_size)
+    if cuda(args.device):  # bf16 logits through the compiled kernels: a GPU check
+        out["fused_check"] = fused_check(cfg.vocab_size)
     if args.compile:  # as model.compile does in trainer.setup: in place, before sharding
         from reasonrl.engines.compiled import compile_decoder_layers
 
         compile_decoder_layers(model)
-    engine = make_engine(model, args.engine)
+    engine = make_engine(model, args.engine, args.device)
     bare_opt = torch.optim.AdamW(model.parameters(), lr=1e-6) if args.bare else None
     for ckpt in args.ckpt.split(","):
         if ckpt == "on":
@@ -244,7 +261,7 @@ def main(argv=None) -> dict:
             if bare_opt is not None:
                 release(engine.optimizer, model)
                 with torch.compiler.set_stance("force_eager"):  # the bare loop is plain eager PyTorch
-                    row["bare"] = measure(f"{head}  bare", bare_step(model, bare_opt, batch, micro), args.steps,
+                    row["bare"] = measure(f"{head}  bare", bare_step(model, bare_opt, batch, micro, args.device), args.steps,
                                           tokens, flops, peak)  # fmt: skip
                 if "sec_per_step" in row["bare"] and "sec_per_step" in row["reasonrl"]:
                     row["ratio"] = round(row["bare"]["sec_per_step"] / row["reasonrl"]["sec_per_step"], 3)

@@ -1,0 +1,47 @@
+"""The GPU benchmark scripts' code paths run on the CPU with a tiny shape, so a GPU session (scarce
+device time) never finds them broken: `bench/gpu_train_step.py --device cpu` through the single-device
+engine with the bare loop beside it, and through the FSDP2 engine (gloo, world size 1), with activation
+checkpointing off and on; `bench/gpu_figures.sh` parses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(300)
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ["--device", "cpu", "--hidden", "64", "--layers", "2", "--vocab", "256", "--seqs", "64,128",
+        "--tokens-per-step", "512", "--tokens-per-micro", "256", "--steps", "1", "--ckpt", "off,on"]  # fmt: skip
+
+
+def _run(*extra: str) -> dict:
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_train_step.py"), *TINY, *extra],
+                         capture_output=True, text=True, timeout=240, cwd=ROOT)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("engine, extra", [("single", ["--bare", "--chunk", "16"]), ("fsdp2", [])])
+def test_gpu_train_step_runs_on_cpu(engine, extra):
+    out = _run("--engine", engine, *extra)
+    assert (out["device"], out["engine"], out["params"] > 0) == ("cpu", engine, True)
+    grid = [(r["seq"], r["ckpt"], r["rows"] * r["seq"]) for r in out["rows"]]
+    assert grid == [(64, "off", 512), (128, "off", 512), (64, "on", 512), (128, "on", 512)]
+    for row in out["rows"]:
+        assert row["reasonrl"]["sec_per_step"] > 0 and "mfu" not in row["reasonrl"]  # no GPU peak, no MFU
+        if "--bare" in extra:
+            assert row["bare"]["sec_per_step"] > 0
+            assert row["ratio"] == round(row["bare"]["sec_per_step"] / row["reasonrl"]["sec_per_step"], 3)
+        else:
+            assert "bare" not in row
+
+
+def test_gpu_figures_script_parses():
+    res = subprocess.run(
+        ["bash", "-n", str(ROOT / "bench" / "gpu_figures.sh")], capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr
