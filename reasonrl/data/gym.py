@@ -170,9 +170,9 @@ def generate(
 
 def sweep(rows: int = 3, seed: int = 1, names: list[str] | None = None) -> dict[str, str]:
     """Every registered dataset (or `names`): generate `rows` entries and check that the entry's own
-        answer scores 1 through our verifier while an empty and a wrong answer score below 1, and a
+    answer scores 1 through our verifier while an empty and a wrong answer score below 1, and a
     non-finite number (`NON_FINITE_HACKS`) scores 0 against a finite reference. Returns
-        {dataset: why it does not hold}; an empty dict means every dataset passed."""
+    {dataset: why it does not hold}; an empty dict means every dataset passed."""
     from reasoning_gym.factory import DATASETS
 
     from reasonrl.rewards import VERIFIERS

@@ -26,8 +26,8 @@ Prompt injection: the policy writes the text the judge reads, so it is an advers
 default template fences the answer in <student_answer> tags and tells the judge it is data; an answer
 that speaks the judge's language (the word "verdict", "final decision", or the fence's tag name, which
 could close the fence early) scores 0 with reason "judge_injection" and is never sent. No science
-answer needs those words; what a judge model does with subtler instructions in the fence is up to the
-judge model (pick one that follows its system of delimiters).
+answer needs those words. Subtler instructions inside the fence are left to the judge model: pick one
+that keeps to its instructions.
 """
 
 from __future__ import annotations
