@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.timeout(300)
 ROOT = Path(__file__).resolve().parents[2]
-TINY = ["--device", "cpu", "--hidden", "64", "--layers", "2", "--vocab", "256", "--seqs", "64,128",
+TINY = ["--device", "cpu", "--hidden", "64", "--layers", "2", "--vocab", "256", "--seqs", "64",
         "--tokens-per-step", "512", "--tokens-per-micro", "256", "--steps", "1", "--ckpt", "off,on"]  # fmt: skip
 
 
@@ -30,7 +30,7 @@ def test_gpu_train_step_runs_on_cpu(engine, extra):
     out = _run("--engine", engine, *extra)
     assert (out["device"], out["engine"], out["params"] > 0) == ("cpu", engine, True)
     grid = [(r["seq"], r["ckpt"], r["rows"] * r["seq"]) for r in out["rows"]]
-    assert grid == [(64, "off", 512), (128, "off", 512), (64, "on", 512), (128, "on", 512)]
+    assert grid == [(64, "off", 512), (64, "on", 512)]
     for row in out["rows"]:
         assert row["reasonrl"]["sec_per_step"] > 0 and "mfu" not in row["reasonrl"]  # no GPU peak, no MFU
         if "--bare" in extra:
