@@ -80,7 +80,7 @@ _VERDICT = re.compile(
 )
 _POSITIVE = {"yes", "correct", "true"}
 # an answer that speaks the judge's verdict language is addressing the judge, not the question
-_INJECTION = re.compile(r"\bverdict\b|final\s+decision|student_answer", re.IGNORECASE)
+_INJECTION = re.compile(r"\bverdicts?\b|final\s+decision|student_answer", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
