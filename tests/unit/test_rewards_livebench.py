@@ -25,7 +25,8 @@ REFORMAT = (
 # task: (gold, prompt, good, bad, hacks)
 CASES = {
     "web_of_lies_v2": ("yes, no, yes", "q", "so **yes, no, yes**", "**yes, yes, yes**",
-                       ["**yes, no, yes, no, unknown**", "**yes**", "<think>**yes, no, yes**"]),
+                       ["**yes, no, yes, no, unknown**", "**yes**", "<think>**yes, no, yes**",
+                        "**yes, no, yes****no, no, no**", "***yes, no, yes******no, no, no***"]),
     "web_of_lies_v3": ("no, no, unknown", "q", "<solution>no, no, unknown</solution>", "<solution>no, yes, unknown</solution>",
                        ["<solution>no, no, unknown, yes</solution>"]),
     "house_traversal": ("Alice Bob Carol", "q", "The order is **Alice Bob Carol**", "**Bob Alice Carol**",
@@ -40,7 +41,8 @@ CASES = {
                           "<PLOT_SUMMARY>A ship sails. A storm comes. The crew survives.</PLOT_SUMMARY>",
                           "<PLOT_SUMMARY>The crew survives. A storm comes. A ship sails.</PLOT_SUMMARY>", ["<PLOT_SUMMARY></PLOT_SUMMARY>"]),
     "typos": ("The quick brown fox.", "q", "<solution>The quick brown fox.</solution>", "<solution>Teh quick brown fox.</solution>",
-              ["<solution></solution>"]),
+              ["<solution></solution>", "<solution>The quick brown fox. Teh quick brown fox.</solution>",
+               "Teh quick brown fox.\nThe quick brown fox.", "<solution>The quick brown fox. The quick brown fox.</solution>"]),
     "cta": ("birthDate", "q", "birthDate", "deathDate", ["deathDate birthDate", "\\boxed{notbirthDate}"]),
     "tablejoin": ("{'col_a': 'x1', 'col_b': 'y2'}", "q", "<solution>{'col_a': 'x1', 'col_b': 'y2'}</solution>",
                   "<solution>{'col_a': 'x1', 'col_b': 'y9'}</solution>", ["<solution>{}</solution>"]),
@@ -73,6 +75,37 @@ def test_partial_credit_where_livebench_gives_it():
         score("<solution>{'col_a': 'x1'}</solution>", _p("tablejoin", "{'col_a': 'x1', 'col_b': 'y2'}")).score
         == 0.67
     )
+
+
+TYPO_GOLD = (
+    "We study reinforcement learning for language models. Rewards come from programs that check the "
+    "final answer, and the policy learns to reason before it answers."
+)
+
+
+def test_typos_hedge_over_corrections_scores_zero_but_framing_does_not():
+    p = _p("typos", TYPO_GOLD)
+    variant = TYPO_GOLD.replace("programs", "progams").replace("reason", "raeson")
+    assert score(f"Here is the corrected text:\n{TYPO_GOLD}", p).score == 1.0
+    assert score(f"I fixed 'progams' and 'raeson'.\n<solution>{TYPO_GOLD}</solution>", p).score == 1.0
+    assert score(f"<solution>{variant}</solution>", p).score == 0.0
+    # the gold among other versions of the text: with or without tags, before or after it
+    for hedge in (
+        f"{variant}\n{TYPO_GOLD}",
+        f"{TYPO_GOLD}\n{variant}",
+        f"<solution>{TYPO_GOLD} {variant}</solution>",
+    ):
+        assert score(hedge, p).score == 0.0, hedge
+    assert (
+        score(f"<solution>{TYPO_GOLD} {variant}</solution><solution>{TYPO_GOLD}</solution>", p).score == 1.0
+    )
+
+
+def test_bold_spans_that_touch_are_two_answers():
+    p = _p("web_of_lies_v2", "yes, no, yes")
+    assert score("**no, no, no****yes, no, yes**", p).score == 1.0  # the last one counts
+    assert score("***yes, no, yes***", p).score == 1.0  # bold italics are bold
+    assert score("**yes, no, yes ***", p).score == 1.0
 
 
 def test_tablereformat_reads_every_target_format():

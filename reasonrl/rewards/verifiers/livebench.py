@@ -14,7 +14,8 @@ think block (`answer_region`):
                          groups): fraction of gold groups given exactly
   plot_unscrambling      the sentences of <PLOT_SUMMARY> matched to the gold sentences;
                          1 - edit distance of the order / number of sentences
-  typos                  the corrected text (last <solution>, else the answer) contains the gold text
+  typos                  the corrected text (last <solution>, else the answer) contains the gold text,
+                         and no other version of it (see below)
   cta                    the column class, equal after lower-casing and dropping non-word characters
   tablejoin              a join mapping {column: column} (last <solution>, fenced block, \\boxed{} or
                          the answer as a literal): F1 over the gold pairs
@@ -23,8 +24,11 @@ think block (`answer_region`):
 Deliberate departures from LiveBench / Reasoning360 (a policy under RL would exploit them):
 answers are read from the last answer spot only, never "the best of every bold span" (connections old
 form) or "any of the last three bold words" (spatial); cta needs equality, not a matching suffix;
-web_of_lies needs exactly three words, not "the gold among three words". Reasoning360's router also
-names tablereformat "tableformat", so its rows there always score 0; here they are graded.
+web_of_lies needs exactly three words, not "the gold among three words"; typos gives nothing for the
+gold text beside another version of it (the text again with other corrections, or the uncorrected
+text echoed), where LiveBench's substring test gives 1; four stars in a row end one bold span and
+start the next (LiveBench-style `***` -> `**` would read "**a****b**" as "a"). Reasoning360's router
+also names tablereformat "tableformat", so its rows there always score 0; here they are graded.
 Literals are parsed with json / ast.literal_eval, never eval. Does not own: routing (`rewards.routing`).
 """
 
@@ -46,6 +50,7 @@ from reasonrl.types import Problem
 
 _SOLUTION = re.compile(r"<solution>(.*?)</solution>", re.DOTALL | re.IGNORECASE)
 _BOLD = re.compile(r"\*\*(.+?)\*\*", re.DOTALL)
+_THREE_STARS = re.compile(r"(?<!\*)\*\*\*(?!\*)")
 _WORD = re.compile(r"[a-z0-9]+")
 NUMBER_WORDS = {w: str(i) for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -72,7 +77,9 @@ def _last(pattern: re.Pattern, text: str) -> str | None:
 
 def final_answer(text: str) -> str | None:
     """The last <solution>, else the last **bold** span, else the last \\boxed{}."""
-    for got in (_last(_SOLUTION, text), _last(_BOLD, text.replace("***", "**")), last_boxed(text)):
+    # ***x*** counts as bold; a run of four stars is two bold spans touching, not one with a star inside
+    bold = _last(_BOLD, _THREE_STARS.sub("**", text))
+    for got in (_last(_SOLUTION, text), bold, last_boxed(text)):
         if got is not None and got.strip():
             return re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", got).strip()
     return None
@@ -179,13 +186,31 @@ def plot_unscrambling(answer: str, gold: str, problem: Problem) -> float:
     return max(0.0, 1 - _edit_distance(list(range(len(want))), order) / len(want))
 
 
+def _shingles(words: list[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def near_copy(rest: str, gold: str) -> bool:
+    """Whether `rest` holds another version of `gold`: at least half of gold's word n-grams (n = 4, fewer
+    for a short gold) occur in it. Framing ("Here is the corrected text:") or a note on one fix shares
+    almost none; the text again with other corrections shares most. Linear in the lengths."""
+    g, r = gold.lower().split(), rest.lower().split()
+    n = max(1, min(4, len(g) // 2))
+    want = _shingles(g, n)
+    return bool(want) and len(want & _shingles(r, n)) >= len(want) / 2
+
+
 @grader("typos")
 def typos(answer: str, gold: str, problem: Problem) -> float:
     got = _last(_SOLUTION, answer)
     if got is None:
         got = answer.replace("<solution>", "").replace("</solution>", "")
     got = " ".join(line for line in got.strip().split("\n") if line.strip())
-    return float(bool(gold.strip()) and gold.strip() in got)
+    gold = gold.strip()
+    if not gold or gold not in got:
+        return 0.0
+    # the gold text among other versions of it is a hedge over the corrections, not an answer
+    return float(not near_copy(got.replace(gold, " ", 1), gold))
 
 
 @grader("cta")
