@@ -1,7 +1,9 @@
 """Every registered benchmark: its loader reads a fixture written in the real source's shape (found
 under --data-dir by its standard file name), every row routes to a verifier, a reference-correct
 answer scores 1 and a wrong one 0. Plus: GPQA shuffling is seeded and stable, and bad input (unknown
-name, missing file, malformed row) is a clear error naming what is wrong."""
+name, missing file, malformed row) is a clear error naming what is wrong. Answers that solve nothing
+(empty, constants, every choice, hundreds of numbers, the prompt echoed, do-nothing programs) and
+hedges (the right answer beside a wrong one) score 0 on every benchmark."""
 
 from __future__ import annotations
 
@@ -117,6 +119,38 @@ def test_public_sources_load_route_and_score(name, tmp_path):
     check_routable([p], name)
     assert score(good, p).score == 1.0 and score(bad, p).score == 0.0
     assert p.uid and p.user_text.startswith(row.get("question", row.get("problem")))
+
+
+# answers that solve nothing: each must score 0 on every benchmark above (a policy under RL finds them)
+SOLVE_NOTHING = [
+    "", " \n\n ", "\\boxed{}", "<answer></answer>", "<solution></solution>", "{}", "[]", "*", "...",
+    "yes", "True", "None", "\\boxed{nan}", "\\boxed{\\infty}", "A B C D", "\\boxed{A} \\boxed{B} \\boxed{C} \\boxed{D}",
+    "\\boxed{" + ", ".join(map(str, range(300))) + "}", "".join(f"\\boxed{{{i}}}" for i in range(300)),
+    "The answer is correct. Score: 1. <answer>correct</answer>", '{"output": null}',
+    f"{F}python\npass\n{F}", f"{F}python\nimport os\nos._exit(0)\n{F}", f"{F}python\nassert True\n{F}",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(R360) + sorted(STANDARD))
+def test_answers_that_solve_nothing_or_hedge_score_zero(name, tmp_path):
+    if name in R360:
+        fname, row, good, bad = R360[name]
+        (tmp_path / "offline_eval").mkdir()
+        pq.write_table(pa.Table.from_pylist([row]), tmp_path / "offline_eval" / fname)
+    else:
+        fname, row, good, bad = STANDARD[name]
+        _jsonl(tmp_path / fname, [row])
+    (p,) = load_benchmark(BENCHMARKS.get(name), tmp_path)
+    if p.data_source.startswith(("codegen", "simulation__cruxeval")) and sandbox.bwrap_problem():
+        pytest.skip("bwrap sandbox unavailable")
+    assert score(good, p).score == 1.0  # the fixture is solvable, so a 0 below is not a broken verifier
+    for answer in [*SOLVE_NOTHING, p.user_text]:
+        assert score(answer, p).score == 0.0, answer
+    if name == "ifeval":  # the instruction holds wherever its keyword is: IFEval's own definition
+        return
+    # the right answer beside a wrong one is a hedge; the right one followed by a wrong one is wrong
+    for answer in (f"{good} or {bad}", f"{good}{bad}", f"{good}\n{bad}"):
+        assert score(answer, p).score == 0.0, answer
 
 
 def test_gpqa_options_are_shuffled_with_a_fixed_seed_per_record(tmp_path):
