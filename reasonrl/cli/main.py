@@ -82,6 +82,13 @@ def _eval_model_path(model: str) -> str:
 def _eval(args) -> int:
     from reasonrl.errors import InputError
 
+    if args.list_benchmarks:
+        from reasonrl.eval.benchmarks import benchmark_table
+
+        print(benchmark_table())
+        return 0
+    if args.model is None:
+        raise InputError("eval needs a MODEL (a HF directory, a run directory, a hub id or 'demo')")
     if args.model == "compare":  # reasonrl eval compare A/results.json B/results.json
         from reasonrl.eval.compare import compare_results, comparison_markdown, load_results
 
@@ -130,9 +137,17 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     t.set_defaults(fn=_train)
 
-    e = sub.add_parser("eval", help="mean score of a model on held-out problems")
-    e.add_argument("model", help="HF model directory, run directory, hub id, 'demo', or 'compare A B'")
-    e.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
+    e = sub.add_parser("eval", help="a model, run or checkpoint on benchmarks or held-out problems")
+    e.add_argument(
+        "model",
+        nargs="?",
+        default=None,
+        help="HF model directory, run directory, hub id, 'demo', or 'compare A B'",
+    )
+    e.add_argument("rest", nargs="*", default=[], help=argparse.SUPPRESS)
+    e.add_argument(
+        "--list-benchmarks", action="store_true", help="the registered benchmarks and suites, then exit"
+    )
     e.add_argument("--data", nargs="*", default=None, help="parquet/jsonl files (default: a built-in task)")
     e.add_argument(
         "--task", default=None, help="a built-in task (default: a run's own validation data, else arithmetic)"

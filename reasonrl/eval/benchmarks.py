@@ -160,6 +160,21 @@ SUITES["reasoning_gym"] = [f"rg_{t}" for t in RG_SUITE]
 SUITES["r1"] = ["aime24", "aime25", "math500", "gpqa_diamond"]
 
 
+def benchmark_table() -> str:
+    """`reasonrl eval --list-benchmarks`: every registered benchmark with its domain, default sampling
+    and the file it reads, then the suites (any reasoning-gym dataset is also `rg_<name>`)."""
+    head = ["benchmark", "domain", "n", "temperature", "top_p", "max_new_tokens", "file (under --data-dir)"]
+    rows = [
+        [b.name, b.domain, b.n, b.temperature, b.top_p, b.max_new_tokens, " or ".join(b.files) or "generated"]
+        for b in (BENCHMARKS.get(n) for n in BENCHMARKS.names())
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(x) for x in r) + " |" for r in rows]
+    lines += ["", "suites:"] + [f"  {name}: {', '.join(members)}" for name, members in SUITES.items()]
+    lines.append("any reasoning-gym dataset: rg_<name> (`reasonrl data list` names them)")
+    return "\n".join(lines)
+
+
 def resolve(names: list[str]) -> list[Benchmark]:
     """Benchmarks by name or suite name, in order, without repeats; unknown names list the known."""
     out: list[str] = []

@@ -16,6 +16,8 @@ from reasonrl.cli import main as cli
         (["eval", "/nonexistent/model"], "model path not found: /nonexistent/model"),
         (["eval", "demo", "--n", "0"], "--n must be >= 1, got 0"),
         (["eval", "demo", "--data"], "--data needs at least one parquet / jsonl / json file"),
+        (["eval"], "eval needs a MODEL"),
+        (["eval", "compare", "a/results.json"], "eval compare needs two results.json files"),
         (["train", "no_such_recipe.yaml"], "recipe file not found: no_such_recipe.yaml"),
         (["train", "train.grad_clip=-1"], "train.grad_clip must be > 0"),
         (["train", "train.lr=nan"], "train.lr=nan is not a finite number"),
@@ -45,6 +47,19 @@ def test_eval_of_a_run_directory_uses_its_newest_valid_checkpoint(tmp_path, tiny
         save_checkpoint(tmp_path, step, model, tok, {}, {"sampler": {}}, keep_last=5)
     (tmp_path / "checkpoints" / "step_000002" / "rng.pt").write_bytes(b"")  # the newest is corrupt
     assert cli._eval_model_path(str(tmp_path)) == str(tmp_path / "checkpoints" / "step_000001")
+
+
+def test_list_benchmarks_names_every_benchmark_its_sampling_and_the_suites(capsys):
+    from reasonrl.eval.benchmarks import BENCHMARKS, SUITES
+
+    assert cli.main(["eval", "--list-benchmarks"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split(" | ")[0].strip("| "): line for line in out.splitlines() if line.startswith("| ")}
+    assert set(BENCHMARKS.names()) <= set(rows)
+    assert "| aime24 | math | 16 | 0.6 | 0.95 | 32768 | aime24*.parquet" in rows["aime24"]
+    assert "| gsm8k | math | 1 | 0.0 |" in rows["gsm8k"] and "| generated |" in rows["rg_countdown"]
+    for name, members in SUITES.items():
+        assert f"  {name}: {', '.join(members)}" in out
 
 
 def test_debug_shows_the_traceback():
