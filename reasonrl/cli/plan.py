@@ -1,6 +1,9 @@
 """`reasonrl plan RECIPE [overrides] [--world-size N] [--device-memory GIB] [--measure] [--json]`: what a
 run will do per step and per rank, its estimated memory per device, and the mistakes visible before it
-starts. Exit status 2 when a finding is an error (the same ones stop `reasonrl train`).
+starts. Exit status 2 when a finding is an error (the same ones stop `reasonrl train`). The prompt
+length planned with is the run's longest prompt, measured as train measures it, unless
+`--prompt-tokens N` or `--worst-case` (data.max_prompt_tokens) says otherwise, or the data or the
+tokenizer cannot be read here (then the worst case, and the report says so).
 
 Owns: the command's arguments and the printed report. Does not own: the plan (`reasonrl.planner`).
 """
@@ -31,15 +34,38 @@ def _size(n: float) -> str:
     return f"{n / 2**30:8.2f} GiB" if n >= 2**30 else f"{n / MIB:8.1f} MiB"
 
 
-def report(cfg, plan, measured: dict | None = None) -> str:
+def longest_prompt(cfg) -> int | None:
+    """The longest training / validation prompt in tokens, measured as `reasonrl train` will (its data,
+    the model's tokenizer and chat template); None where that cannot be had here: a data mixture, or a
+    tokenizer that is neither local nor cached. Bad data is an InputError, as for train."""
+    if cfg.data.mixture:
+        return None
+    from transformers import AutoTokenizer
+
+    from reasonrl.data.prompts import fit_prompts
+    from reasonrl.models.loading import resolve_model_path
+    from reasonrl.trainer.setup import load_data
+
+    train, val = load_data(cfg)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(cfg.model.path, log=lambda *a: None))
+    except (OSError, ValueError):
+        return None
+    stats: dict = {}
+    fit_prompts(tokenizer, train + val, cfg.data.max_prompt_tokens, "data", drop=True, log=lambda *a: None,
+                stats=stats)  # fmt: skip
+    return stats.get("longest")
+
+
+def report(cfg, plan, measured: dict | None = None, prompt_note: str = "") -> str:
     from reasonrl.distributed import train_engine_kind
 
     sh, b = plan.shape, plan.batch
     lines = [f"model {sh.name}: {sh.params / 1e6:.2f}M parameters ({sh.trainable / 1e6:.2f}M trained), "
              f"{sh.layers} layers, hidden {sh.hidden}, vocab {sh.vocab}, context {sh.context}",
              f"engines: rollout {cfg.rollout.engine} {dict(cfg.rollout.engine_kwargs) or ''}".rstrip()
-             + f", train {train_engine_kind(cfg.train.engine, b['world_size'])}", "",
-             f"batch (world size {b['world_size']}):"]  # fmt: skip
+             + f", train {train_engine_kind(cfg.train.engine, b['world_size'])}",
+             f"prompt: {prompt_note}", "", f"batch (world size {b['world_size']}):"]  # fmt: skip
     for k, v in b.items():
         if k != "world_size":
             lines.append(f"  {k.replace('_', ' '):44s} {v:>10,}")
@@ -69,19 +95,27 @@ def _plan(args) -> int:
     if args.world_size is not None and args.world_size < 1:
         raise InputError(f"--world-size must be >= 1, got {args.world_size}")
     mem = args.device_memory * 2**30 if args.device_memory else None
-    plan = make_plan(cfg, world=args.world_size, memory_bytes=mem, prompt_tokens=args.prompt_tokens)
+    prompt = args.prompt_tokens
+    if prompt is not None:
+        note = f"{prompt} tokens (--prompt-tokens)"
+    elif args.worst_case or (prompt := longest_prompt(cfg)) is None:
+        note = f"{cfg.data.max_prompt_tokens} tokens (data.max_prompt_tokens, the worst case)"
+    else:
+        note = f"{prompt} tokens (the longest training / validation prompt)"
+    plan = make_plan(cfg, world=args.world_size, memory_bytes=mem, prompt_tokens=prompt)
     measured = None
     if args.measure:
         from reasonrl.planner.measure import measure_train_step
 
         device = "cuda" if plan.device == "cuda" else "cpu"
-        measured = measure_train_step(cfg, args.prompt_tokens or cfg.data.max_prompt_tokens, device)
+        measured = measure_train_step(cfg, prompt or cfg.data.max_prompt_tokens, device)
     if args.json:
-        print(json.dumps({"model": vars(plan.shape), "batch": plan.batch, "memory": plan.memory,
+        print(json.dumps({"model": vars(plan.shape), "prompt_tokens": prompt or cfg.data.max_prompt_tokens,
+                          "batch": plan.batch, "memory": plan.memory,
                           "device": plan.device, "device_memory": plan.device_memory, "measured": measured,
                           "findings": [vars(f) for f in plan.findings]}))  # fmt: skip
     else:
-        print(report(cfg, plan, measured))
+        print(report(cfg, plan, measured, note))
     if plan.errors:
         print(f"reasonrl: plan: {len(plan.errors)} error(s); `reasonrl train` would stop", file=sys.stderr)
         return 2
@@ -98,7 +132,9 @@ def add_plan_parser(sub) -> None:
     p.add_argument("--device-memory", type=float, default=None, metavar="GIB",
                    help="memory per device to check against (default: this machine's GPU, else its RAM)")  # fmt: skip
     p.add_argument("--prompt-tokens", type=int, default=None,
-                   help="longest prompt in tokens (default: data.max_prompt_tokens, the worst case)")  # fmt: skip
+                   help="longest prompt in tokens (default: measured on the run's data with its tokenizer)")  # fmt: skip
+    p.add_argument("--worst-case", action="store_true",
+                   help="plan with data.max_prompt_tokens as the prompt length, without reading the data")  # fmt: skip
     p.add_argument("--measure", action="store_true",
                    help="also run one training micro-batch with random weights here and report its peak")  # fmt: skip
     p.add_argument("--json", action="store_true", help="one JSON object instead of the report")

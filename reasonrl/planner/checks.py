@@ -62,9 +62,10 @@ def device_memory(device: str) -> tuple[str, float | None]:
         return "cpu", None
 
 
-def batch_figures(cfg: RunConfig, world: int) -> dict[str, int]:
+def batch_figures(cfg: RunConfig, world: int, prompt_tokens: int | None = None) -> dict[str, int]:
+    """prompt_tokens: the longest prompt (default: data.max_prompt_tokens, the worst case)."""
     t, r = cfg.train, cfg.rollout
-    seq = cfg.data.max_prompt_tokens + r.max_new_tokens
+    seq = (prompt_tokens if prompt_tokens is not None else cfg.data.max_prompt_tokens) + r.max_new_tokens
     mini_rank = t.mini_batch // world
     return {
         "prompts_per_step": t.global_batch // r.n,
@@ -101,7 +102,7 @@ def make_plan(cfg: RunConfig, world: int | None = None, memory_bytes: float | No
         critic=_needs_critic(cfg), generation_rows=min(int(engine_kw.get("max_batch", 512)), t.global_batch // world),
         engine_memory_share=memory_share(r.engine, engine_kw) if kind == "cuda" else 0.0,
     )  # fmt: skip
-    plan = Plan(shape, batch_figures(cfg, world), estimate(shape, s), kind, mem)
+    plan = Plan(shape, batch_figures(cfg, world, prompt), estimate(shape, s), kind, mem)
     plan.findings = _findings(cfg, plan, s, prompt, prompt_tokens is not None)
     return plan
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from reasonrl.cli.main import main
-from reasonrl.config import load_config
+from reasonrl.config import load_cli, load_config
 from reasonrl.planner.checks import batch_figures, make_plan
 from reasonrl.planner.memory import Settings, estimate
 from reasonrl.planner.shape import ModelShape, model_shape
@@ -118,6 +118,33 @@ def test_plan_command_report_json_and_exit_status(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["batch"]["prompts_per_step"] == 16 and out["model"]["params"] > 800_000
     assert {"level": "error", "key": "rollout.max_new_tokens"}.items() <= out["findings"][0].items()
+
+
+def test_plan_command_measures_the_longest_prompt_as_train_does(capsys):
+    from pathlib import Path
+
+    from transformers import AutoTokenizer
+
+    from reasonrl.data.prompts import encode_prompt
+    from reasonrl.models.loading import resolve_model_path
+    from reasonrl.trainer.setup import load_data
+
+    recipe = str(Path(__file__).parents[2] / "recipes" / "demo.yaml")
+    cfg = load_cli(recipe, [])
+    tok = AutoTokenizer.from_pretrained(resolve_model_path(cfg.model.path, log=lambda *a: None))
+    train, val = load_data(cfg)
+    longest = max(len(encode_prompt(tok, p)) for p in train + val)
+    assert 0 < longest < cfg.data.max_prompt_tokens
+    per_step = cfg.train.global_batch * (longest + cfg.rollout.max_new_tokens)
+    assert main(["plan", recipe, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prompt_tokens"] == longest and out["batch"]["max_tokens_per_step"] == per_step
+    assert out["findings"] == []  # the worst case (512 + 48 > the tiny model's 128) would warn
+    assert main(["plan", recipe, "--worst-case", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["prompt_tokens"] == cfg.data.max_prompt_tokens and out["findings"][0]["level"] == "warn"
+    assert main(["plan", recipe, "--prompt-tokens", "20"]) == 0
+    assert "prompt: 20 tokens (--prompt-tokens)" in capsys.readouterr().out
 
 
 def test_a_colocated_engine_reservation_leaves_less_for_training():
