@@ -6,7 +6,8 @@ before anything is written; outputs are written atomically and never over an inp
   generate TASK                a built-in task, or reasoning_gym with --tasks 'a:2,b:1' (data.gym)
   stats FILE...                rows per data_source / ability, routes, prompt lengths, pass rates
   dedup FILE...                exact + MinHash near-duplicate removal (data.dedup)
-  decontaminate FILE... --against EVAL...   n-gram overlap removal against evaluation sets
+  decontaminate FILE... --against EVAL... / --benchmarks NAMES [--data-dir D]   n-gram overlap removal
+                               against evaluation files or registered benchmarks
   passrate FILE --model M      pass rate per prompt as a column named after the model (data.passrate)
   filter FILE --range COL=LO:HI / --max-prompt-tokens N --tokenizer DIR
   chat-template MODEL_DIR OUT_DIR   a think-aware tokenizer copy (data.chat_template)
@@ -160,25 +161,45 @@ def cmd_dedup(args) -> int:
 
 
 def cmd_decontaminate(args) -> int:
-    from reasonrl.data.dedup import contaminated, row_text
+    from reasonrl.data.dedup import contaminated, row_text, template_ngrams
     from reasonrl.data.files import read_rows
 
-    if not args.against:
-        raise InputError("decontaminate needs --against EVAL_FILE...")
-    eval_texts, eval_names = [], []
+    if not args.against and not args.benchmarks:
+        raise InputError("decontaminate needs --against EVAL_FILE... and / or --benchmarks NAMES")
+    eval_texts, eval_names, groups = [], [], []
     for path in args.against:
         for i, r in enumerate(read_rows(path)):
             eval_texts.append(row_text(r, f"{path} row {i}"))
             eval_names.append(f"{path} row {i}")
+            groups.append(path)
+    if args.benchmarks:  # the eval registry's own loaders: the problems `reasonrl eval` would ask
+        from reasonrl.cli.evaluate import benchmarks_and_files
+        from reasonrl.data.dedup import problem_row_text
+        from reasonrl.eval.benchmarks import load_benchmark
+
+        benches, files = benchmarks_and_files(args.benchmarks, args.file)
+        for b in benches:
+            for i, p in enumerate(load_benchmark(b, args.data_dir, files.get(b.name))):
+                eval_texts.append(problem_row_text(p))
+                eval_names.append(f"benchmark {b.name} problem {i} ({p.uid})")
+                groups.append(b.name)
+    if not 0 < args.template_share <= 1:
+        raise InputError(f"--template-share must be in (0, 1], got {args.template_share}")
+    template = (
+        template_ngrams(eval_texts, groups, args.ngram, args.template_share)
+        if args.template_share < 1
+        else set()
+    )
     rows, _, names, _ = _rows_and_problems(args.files)
     texts = [row_text(r, n) for r, n in zip(rows, names)]
-    removed = contaminated(texts, eval_texts, eval_names, args.ngram, args.min_matches)
+    removed = contaminated(texts, eval_texts, eval_names, args.ngram, args.min_matches, template)
     gone = {r.index for r in removed}
     _write_rows(args.out, [r for i, r in enumerate(rows) if i not in gone], [*args.files, *args.against])
     report = Path(args.report or f"{args.out}.removed.jsonl")
     _report(report, removed, names)
     _print({"rows_in": len(rows), "rows_out": len(rows) - len(gone), "contaminated": len(gone),
-            "eval_rows": len(eval_texts), "out": args.out, "report": str(report)})  # fmt: skip
+            "eval_rows": len(eval_texts), "template_ngrams_ignored": len(template), "out": args.out,
+            "report": str(report)})  # fmt: skip
     return 0
 
 
@@ -305,8 +326,16 @@ def add_data_parser(sub) -> None:
             x.add_argument(
                 "--against", nargs="+", default=[], help="evaluation files (verl rows or source format)"
             )
+            x.add_argument("--benchmarks", default=None,
+                           help="registered benchmarks or suites, as for `reasonrl eval` (e.g. r1,gsm8k)")  # fmt: skip
+            x.add_argument("--data-dir", default=None, help="where the benchmarks' standard files are")
+            x.add_argument("--file", action="append", default=[], metavar="NAME=PATH",
+                           help="the file of one benchmark (repeatable)")  # fmt: skip
             x.add_argument("--ngram", type=int, default=8)
             x.add_argument("--min-matches", type=int, default=1)
+            x.add_argument("--template-share", type=float, default=0.05,
+                           help="n-grams in more than this share of one evaluation source's rows (and in 3+) "
+                                "are its template, not a problem, and never match; 1 turns this off")  # fmt: skip
         x.set_defaults(fn=fn)
 
     r = ds.add_parser("passrate", help="pass rate per prompt with a model, as a column")

@@ -38,6 +38,27 @@ def add_benchmark_args(p: argparse.ArgumentParser) -> None:
                    help="MODEL is a run directory: evaluate every valid checkpoint, one table + a PNG")  # fmt: skip
 
 
+def benchmarks_and_files(names: str, file_args: list[str]) -> tuple[list, dict[str, str]]:
+    """`--benchmarks a,b,suite` and `--file NAME=PATH ...` -> (benchmarks, {name: path}), checked."""
+    from pathlib import Path
+
+    from reasonrl.errors import InputError
+    from reasonrl.eval.benchmarks import resolve
+
+    benches = resolve([b.strip() for b in names.split(",") if b.strip()])
+    files = {}
+    for item in file_args:
+        name, sep, path = item.partition("=")
+        if not sep or not path:
+            raise InputError(f"--file {item!r}: expected NAME=PATH")
+        if name not in {b.name for b in benches}:
+            raise InputError(f"--file {item!r}: {name!r} is not among --benchmarks")
+        if not path.startswith("hf:") and not Path(path).exists():
+            raise InputError(f"--file {item!r}: not found: {path}")
+        files[name] = path
+    return benches, files
+
+
 def default_out(given: str, model: str) -> str:
     """Where results go without --out: a run directory's RUN/eval/<checkpoint> (the viewer and the
     model card find them there), else eval_out/<model name>."""
@@ -54,23 +75,11 @@ def default_out(given: str, model: str) -> str:
 
 def eval_benchmarks(args, model_path) -> int:
     import json
-    from pathlib import Path
 
     from reasonrl.errors import InputError
-    from reasonrl.eval.benchmarks import resolve
     from reasonrl.eval.runner import results_markdown, run_benchmarks, timing_line
 
-    benches = resolve([b.strip() for b in args.benchmarks.split(",") if b.strip()])
-    files = {}
-    for item in args.file:
-        name, sep, path = item.partition("=")
-        if not sep or not path:
-            raise InputError(f"--file {item!r}: expected NAME=PATH")
-        if name not in {b.name for b in benches}:
-            raise InputError(f"--file {item!r}: {name!r} is not among --benchmarks")
-        if not path.startswith("hf:") and not Path(path).exists():
-            raise InputError(f"--file {item!r}: not found: {path}")
-        files[name] = path
+    benches, files = benchmarks_and_files(args.benchmarks, args.file)
     check_engine(args.engine)
     for key in ("n", "max_new_tokens", "limit", "chunk_size"):
         value = getattr(args, key)

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from reasonrl.data.prepare import prompts
+from reasonrl.types import Problem
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = re.compile(r"\w+|[-+*/^=<>%()]", re.UNICODE)  # words, and the symbols that tell "3 + 3" from "3 / 3"
 _INSTRUCTIONS = sorted(
     (v for k, v in vars(prompts).items() if k.isupper() and isinstance(v, str) and len(v) > 20),
     key=len,
@@ -51,19 +52,26 @@ def normalise(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
+def problem_row_text(p: Problem) -> str:
+    """The problem text of a `Problem`: extra_info.original_question, else its non-system turns with
+    every instruction from `prompts.py` removed."""
+    extra = p.extra_info if isinstance(p.extra_info, dict) else {}
+    if isinstance(extra.get("original_question"), str):
+        return extra["original_question"]
+    return problem_text(" ".join(str(m["content"]) for m in p.prompt if m.get("role") != "system"))
+
+
 def row_text(row: dict, where: str) -> str:
     """The problem text of a verl row (its prompt's user turns, instructions removed; or
     extra_info.original_question) or of a source-format row (EVAL_TEXT_FIELDS)."""
     from reasonrl.data.schema import decode_guru_row
     from reasonrl.errors import InputError
-    from reasonrl.types import Problem
 
     extra = row.get("extra_info")
     if isinstance(extra, dict) and isinstance(extra.get("original_question"), str):
         return extra["original_question"]
     if "reward_model" in row and row.get("data_source") is not None:
-        p = Problem.from_row(decode_guru_row(row, where), where=where)
-        return problem_text(" ".join(str(m["content"]) for m in p.prompt if m.get("role") != "system"))
+        return problem_row_text(Problem.from_row(decode_guru_row(row, where), where=where))
     for f in EVAL_TEXT_FIELDS:
         if isinstance(row.get(f), str) and row[f].strip():
             return problem_text(row[f])
@@ -135,16 +143,57 @@ def ngrams(text: str, n: int) -> set[int]:
     return {hash(" ".join(words[i : i + n])) for i in range(len(words) - n + 1)}
 
 
+TEMPLATE_MIN_ROWS = 3
+
+
+def template_ngrams(eval_texts: list[str], groups: list[str], n: int = 8, share: float = 0.05) -> set[int]:
+    """The n-grams of each evaluation source's template: those in more than `share` of its rows (and in
+    at least TEMPLATE_MIN_ROWS). A generated or templated set (reasoning-gym, zebra puzzles, IFEval)
+    repeats its instructions in every problem; a training row of the same task shares them without
+    sharing any problem. `groups`: the source of each text (a file, a benchmark)."""
+    from collections import Counter, defaultdict
+
+    counts: dict[str, Counter] = defaultdict(Counter)
+    sizes: Counter = Counter(groups)
+    for t, g in zip(eval_texts, groups):
+        counts[g].update(ngrams(t, n))
+    out: set[int] = set()
+    for g, c in counts.items():
+        floor = max(TEMPLATE_MIN_ROWS, share * sizes[g])
+        out.update(gram for gram, k in c.items() if k >= floor)
+    return out
+
+
+def content_ngrams(text: str, n: int, template: set[int] | frozenset) -> set[int]:
+    """`ngrams(text, n)` less those that are mostly template: an n-gram counts only if more than half
+    of its words (or all of the text's, where it has fewer) lie outside every template n-gram of the
+    text, so "...return them as a list: Union", seven template words and the first word of a problem,
+    does not tie two problems together. Plus the hash of the whole text: an exact copy always counts."""
+    words = normalise(text).split()
+    if len(words) < n or not template:
+        return ngrams(text, n)
+    grams = [hash(" ".join(words[i : i + n])) for i in range(len(words) - n + 1)]
+    covered = [False] * len(words)
+    for i, g in enumerate(grams):
+        if g in template:
+            covered[i : i + n] = [True] * n
+    need = min(n // 2 + 1, covered.count(False))
+    out = {g for i, g in enumerate(grams) if need and covered[i : i + n].count(False) >= need}
+    return out | {hash(" ".join(words))}
+
+
 def contaminated(texts: list[str], eval_texts: list[str], eval_names: list[str], n: int = 8,
-                 min_matches: int = 1) -> list[Removal]:  # fmt: skip
-    """Training rows sharing >= min_matches word n-grams with an evaluation row."""
+                 min_matches: int = 1, template: set[int] | frozenset = frozenset()) -> list[Removal]:  # fmt: skip
+    """Training rows sharing >= min_matches word n-grams with an evaluation row; with `template`
+    (`template_ngrams`), only the evaluation rows' `content_ngrams` count."""
     index: dict[int, int] = {}
     for j, t in enumerate(eval_texts):
-        for g in ngrams(t, n):
+        for g in content_ngrams(t, n, template):
             index.setdefault(g, j)
     out = []
     for i, t in enumerate(texts):
-        hits = [index[g] for g in ngrams(t, n) if g in index]
+        whole = hash(" ".join(normalise(t).split()))
+        hits = [index[g] for g in ngrams(t, n) | {whole} if g in index]
         if len(hits) >= min_matches:
             first = max(set(hits), key=hits.count)
             out.append(Removal(i, "contaminated", f"{len(hits)} shared {n}-grams with {eval_names[first]}"))

@@ -141,6 +141,13 @@ def _config_fields(config) -> dict[str, Any]:
     return {k: v for k, v in asdict(config).items() if k not in ("seed", "size")}
 
 
+def dataset_seed(seed: int) -> int:
+    """The reasoning-gym seed behind a user's `--seed` (see `generate`)."""
+    from reasonrl.data.mixture import hash_seed
+
+    return hash_seed("reasoning_gym", seed)
+
+
 def entry_problem(task: str, entry: dict[str, Any], uid: str) -> Problem:
     clean = json.loads(json.dumps(entry, default=str))
     return Problem(prompts.user(str(entry["question"]), prompts.GYM), str(entry["answer"]), "reasoning_gym",
@@ -148,9 +155,19 @@ def entry_problem(task: str, entry: dict[str, Any], uid: str) -> Problem:
 
 
 def generate(
-    tasks: str | list[tuple[str, float]], size: int, seed: int, settings: list[str] | None = None
+    tasks: str | list[tuple[str, float]],
+    size: int,
+    seed: int,
+    settings: list[str] | None = None,
+    raw_seed: bool = False,
 ) -> list[Problem]:
-    """`size` problems from a weighted mix of reasoning-gym datasets, deterministic in `seed`."""
+    """`size` problems from a weighted mix of reasoning-gym datasets, deterministic in `seed`.
+
+    reasoning-gym builds item i of a dataset from its seed + i, so raw seeds less than `size` apart
+    share problems: raw seed 1 with 5000 items holds all of seed 42's first 4959, which are the `rg_*`
+    eval benchmarks. So reasoning-gym gets `dataset_seed(seed)`, a 48-bit hash, and two seeds (or a
+    seed and the benchmarks) share no problem in practice. `raw_seed=True` passes `seed` as it is: the
+    benchmarks use it to be reasoning-gym's own evaluation items."""
     gym = _gym()
     from reasoning_gym.composite import DatasetSpec
 
@@ -159,7 +176,9 @@ def generate(
         raise InputError("--size must be >= 1")
     configs = task_configs(mix, settings or [])
     specs = [DatasetSpec(name=n, weight=w, config=configs[n]) for n, w in mix]
-    ds = gym.create_dataset("composite", size=size, seed=seed, datasets=specs)
+    ds = gym.create_dataset(
+        "composite", size=size, seed=seed if raw_seed else dataset_seed(seed), datasets=specs
+    )
     out = []
     for i in range(size):
         entry = ds[i]

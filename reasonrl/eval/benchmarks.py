@@ -148,7 +148,7 @@ def gym_benchmark(task: str) -> Benchmark:
     def generate() -> list[Problem]:
         from reasonrl.data.gym import generate as gym_generate
 
-        return gym_generate([(task, 1.0)], RG_SIZE, RG_SEED)
+        return gym_generate([(task, 1.0)], RG_SIZE, RG_SEED, raw_seed=True)  # reasoning-gym's own items
 
     return Benchmark(f"rg_{task}", "gym", (), f"reasoning-gym {task}: generated, {RG_SIZE} problems, seed {RG_SEED}",
                      verl_rows, generate=generate, **_RG)  # fmt: skip

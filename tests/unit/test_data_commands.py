@@ -134,6 +134,44 @@ def test_decontamination_removes_planted_overlaps_only(tmp_path, capsys):
     got = _cli(capsys, "decontaminate", str(tmp_path / "t.parquet"), "--against", str(tmp_path / "eval_rows.parquet"),
                "--out", str(tmp_path / "c2.parquet"))  # fmt: skip
     assert got["contaminated"] == 2
+    # the same, naming the benchmark: the eval registry finds math500.jsonl under --data-dir
+    got = _cli(capsys, "decontaminate", str(tmp_path / "t.parquet"), "--benchmarks", "math500", "--data-dir",
+               str(tmp_path), "--out", str(tmp_path / "c3.parquet"))  # fmt: skip
+    assert (got["contaminated"], got["eval_rows"]) == (2, 2)
+    assert [p.uid for p in read_problems(tmp_path / "c3.parquet")] == ["m1", "m3"]
+    assert "benchmark math500 problem 0" in read_rows(got["report"])[0]["detail"]
+    assert main(["data", "decontaminate", str(tmp_path / "t.parquet"), "--benchmarks", "aime24", "--out",
+                 str(tmp_path / "c4.parquet")]) == 2  # fmt: skip
+    assert "benchmark aime24: no file matching" in capsys.readouterr().err
+    assert not (tmp_path / "c4.parquet").exists()
+
+
+def test_generated_training_data_never_holds_the_reasoning_gym_benchmarks(tmp_path, capsys):
+    """reasoning-gym builds item i from seed + i: raw seed 0 with 150 items holds items 42..141, which are
+    the rg_* benchmark (seed 42). Decontamination finds exactly those (the task's template shared by
+    every problem never matches), and `data generate` hashes its seed, so its rows hold none."""
+    pytest.importorskip("reasoning_gym")
+    from reasonrl.data.gym import generate
+    from reasonrl.eval.benchmarks import RG_SEED
+
+    raw = str(tmp_path / "raw.parquet")
+    write_problems(raw, generate([("word_sorting", 1.0)], 150, 0, raw_seed=True))
+    got = _cli(
+        capsys, "decontaminate", raw, "--benchmarks", "rg_word_sorting", "--out", str(tmp_path / "c.parquet")
+    )
+    assert (got["contaminated"], got["rows_out"]) == (100, 50) and got["template_ngrams_ignored"] > 0
+    assert [int(r["row"].split()[-1]) for r in read_rows(got["report"])] == list(
+        range(RG_SEED, RG_SEED + 100)
+    )
+    for seed in (0, RG_SEED):
+        ours = str(tmp_path / f"g{seed}.parquet")
+        assert main(["data", "generate", "reasoning_gym", "--tasks", "word_sorting:1", "--size", "150",
+                     "--seed", str(seed), "--out", ours]) == 0  # fmt: skip
+        capsys.readouterr()
+        got = _cli(
+            capsys, "decontaminate", ours, "--benchmarks", "rg_word_sorting", "--out", ours + ".parquet"
+        )
+        assert got["contaminated"] == 0, seed
 
 
 def test_stats_and_filter(tmp_path, capsys):
