@@ -78,6 +78,11 @@ def filter_rows(
 ) -> tuple[list[dict], dict[str, Any]]:
     """Rows whose rate in every named column lies in [low, high]; a missing rate is an error naming
     the row and column (checked for every row before anything is kept)."""
+    columns = set().union(*(r.keys() for r in rows)) if rows else set()
+    for col, _, _ in ranges:
+        if rows and col not in columns:
+            rates = sorted(c for c in columns if c.endswith("_pass_rate"))
+            raise InputError(f"{where}: no column {col!r}; pass-rate columns: {', '.join(rates) or 'none'}")
     for i, r in enumerate(rows):
         for col, _, _ in ranges:
             v = r.get(col)

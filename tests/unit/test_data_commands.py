@@ -197,8 +197,16 @@ def test_stats_and_filter(tmp_path, capsys):
     ]
     assert main(["data", "filter", str(tmp_path / "pr.parquet"), "--range", "other_pass_rate=0:1", "--out",
                  str(tmp_path / "g.parquet")]) == 2  # fmt: skip
-    assert "row 0: column 'other_pass_rate' has no pass rate" in capsys.readouterr().err
+    assert (
+        "pr.parquet: no column 'other_pass_rate'; pass-rate columns: m_pass_rate" in capsys.readouterr().err
+    )
     assert not (tmp_path / "g.parquet").exists()
+    write_rows(
+        tmp_path / "holes.parquet", [{**rows[0], "m_pass_rate": 0.5}, {**rows[1], "m_pass_rate": None}]
+    )
+    assert main(["data", "filter", str(tmp_path / "holes.parquet"), "--range", "m_pass_rate=0:1", "--out",
+                 str(tmp_path / "g.parquet")]) == 2  # fmt: skip
+    assert "row 1: column 'm_pass_rate' has no pass rate in [0, 1] (got None)" in capsys.readouterr().err
 
 
 QWEN = (
