@@ -61,7 +61,8 @@ def main() -> None:
     exact = dedup.exact_duplicates(texts, names)
     t_exact = time.perf_counter() - t0
     t0 = time.perf_counter()
-    near = dedup.near_duplicates(texts, names, 0.8, skip=[r.index for r in exact])
+    near = dedup.near_duplicates(texts, names, 0.8, skip=[r.index for r in exact], groups=["gsm8k"] * len(texts),
+                                 template_share=0.05)  # what `reasonrl data dedup` does  # fmt: skip
     t_near = time.perf_counter() - t0
     figures["dedup exact rows/s"] = args.rows / t_exact
     figures["dedup MinHash LSH rows/s"] = args.rows / t_near
@@ -82,7 +83,10 @@ def main() -> None:
     figures["MinHash signatures rows/s: plain update loop / our bulk path"] = (plain, bulk, bulk / plain)
 
     t0 = time.perf_counter()
-    removed = dedup.contaminated(texts, evals, [f"eval {j}" for j in range(len(evals))], n=8)
+    template = dedup.template_ngrams(evals, ["eval"] * len(evals), 8, 0.05)  # as `data decontaminate` does
+    removed = dedup.contaminated(
+        texts, evals, [f"eval {j}" for j in range(len(evals))], n=8, template=template
+    )
     t_dec = time.perf_counter() - t0
     figures[f"decontaminate {args.rows} rows vs {args.eval_rows} eval rows (s)"] = t_dec
     figures["decontaminated rows (planted 1%)"] = len(removed)

@@ -143,14 +143,21 @@ def _report(path: Path, removals, names) -> None:
     )
 
 
-def cmd_dedup(args) -> int:
-    from reasonrl.data.dedup import exact_duplicates, near_duplicates, row_text
+def _check_share(share: float) -> None:
+    if not 0 < share <= 1:
+        raise InputError(f"--template-share must be in (0, 1], got {share}")
 
-    rows, _, names, _ = _rows_and_problems(args.files)
+
+def cmd_dedup(args) -> int:
+    from reasonrl.data.dedup import exact_duplicates, near_duplicates, row_text, template_group
+
+    _check_share(args.template_share)
+    rows, problems, names, _ = _rows_and_problems(args.files)
     texts = [row_text(r, n) for r, n in zip(rows, names)]
     removed = exact_duplicates(texts, names)
     if args.threshold < 1:
-        removed += near_duplicates(texts, names, args.threshold, skip=[r.index for r in removed])
+        removed += near_duplicates(texts, names, args.threshold, skip=[r.index for r in removed],
+                                   groups=[template_group(p) for p in problems], template_share=args.template_share)  # fmt: skip
     gone = {r.index for r in removed}
     _write_rows(args.out, [r for i, r in enumerate(rows) if i not in gone], args.files)
     report = Path(args.report or f"{args.out}.removed.jsonl")
@@ -183,13 +190,8 @@ def cmd_decontaminate(args) -> int:
                 eval_texts.append(problem_row_text(p))
                 eval_names.append(f"benchmark {b.name} problem {i} ({p.uid})")
                 groups.append(b.name)
-    if not 0 < args.template_share <= 1:
-        raise InputError(f"--template-share must be in (0, 1], got {args.template_share}")
-    template = (
-        template_ngrams(eval_texts, groups, args.ngram, args.template_share)
-        if args.template_share < 1
-        else set()
-    )
+    _check_share(args.template_share)
+    template = template_ngrams(eval_texts, groups, args.ngram, args.template_share)
     rows, _, names, _ = _rows_and_problems(args.files)
     texts = [row_text(r, n) for r, n in zip(rows, names)]
     removed = contaminated(texts, eval_texts, eval_names, args.ngram, args.min_matches, template)
@@ -320,6 +322,9 @@ def add_data_parser(sub) -> None:
         x.add_argument("files", nargs="+")
         x.add_argument("--out", required=True)
         x.add_argument("--report", default=None, help="removed rows and why (default OUT.removed.jsonl)")
+        x.add_argument("--template-share", type=float, default=0.05,
+                       help="word n-grams in more than this share of one source's rows (and in 3+) are its "
+                            "template, not a problem, and are not compared; 1 turns this off")  # fmt: skip
         if name == "dedup":
             x.add_argument("--threshold", type=float, default=0.8, help="MinHash Jaccard; 1 = exact only")
         else:
@@ -333,9 +338,6 @@ def add_data_parser(sub) -> None:
                            help="the file of one benchmark (repeatable)")  # fmt: skip
             x.add_argument("--ngram", type=int, default=8)
             x.add_argument("--min-matches", type=int, default=1)
-            x.add_argument("--template-share", type=float, default=0.05,
-                           help="n-grams in more than this share of one evaluation source's rows (and in 3+) "
-                                "are its template, not a problem, and never match; 1 turns this off")  # fmt: skip
         x.set_defaults(fn=fn)
 
     r = ds.add_parser("passrate", help="pass rate per prompt with a model, as a column")

@@ -111,6 +111,29 @@ def test_dedup_catches_planted_exact_and_near_duplicates(tmp_path, capsys):
     assert "output is also an input" in capsys.readouterr().err
 
 
+def test_dedup_compares_templated_rows_by_what_differs(tmp_path, capsys):
+    """Rows of one generated task share a long template and differ in a few words: they are not near
+    duplicates for it, while a planted one-word edit of a (long) problem still is."""
+    import random
+
+    rng = random.Random(0)
+    words = "apple river stone cloud maple tiger piano lemon ocean violet copper meadow falcon harbor".split()
+    template = (
+        " ".join(f"rule{k} says sort the words by their ASCII codes" for k in range(8)) + ". The words: "
+    )
+    rows = [_math(template + ", ".join(rng.sample(words, 4)), i) for i in range(40)]
+    rows += [_math(template + LONG, 40), _math(template + LONG.replace("carefully", "clearly"), 41)]
+    write_problems(tmp_path / "t.parquet", rows)
+    got = _cli(capsys, "dedup", str(tmp_path / "t.parquet"), "--out", str(tmp_path / "d.parquet"))
+    assert (got["exact"], got["near"]) == (0, 1)
+    (removed,) = read_rows(got["report"])
+    assert removed["row"].endswith("t.parquet row 41") and "t.parquet row 40" in removed["detail"]
+    # without the template rule, the shared instructions make most of the distinct problems "near"
+    got = _cli(capsys, "dedup", str(tmp_path / "t.parquet"), "--out", str(tmp_path / "e.parquet"),
+               "--template-share", "1")  # fmt: skip
+    assert got["near"] > 20
+
+
 def test_decontamination_removes_planted_overlaps_only(tmp_path, capsys):
     from reasonrl.data.prepare import convert_files
 
