@@ -221,3 +221,20 @@ def contaminated(texts: list[str], eval_texts: list[str], eval_names: list[str],
             first = max(set(hits), key=hits.count)
             out.append(Removal(i, "contaminated", f"{len(hits)} shared {n}-grams with {eval_names[first]}"))
     return out
+
+
+def benchmark_overlap(train: list[Problem], benchmarks: list[tuple[str, list[Problem]]], n: int = 8,
+                      share: float = 0.05) -> dict[str, list[Removal]]:  # fmt: skip
+    """{benchmark: the training rows contaminated by it} (`contaminated`, each benchmark's template
+    left out): what `reasonrl train` warns about when val.benchmarks overlap its training data."""
+    texts = [problem_row_text(p) for p in train]
+    out = {}
+    for name, problems in benchmarks:
+        evals = [problem_row_text(p) for p in problems]
+        names = [f"{name} problem {j} ({p.uid})" for j, p in enumerate(problems)]
+        found = contaminated(
+            texts, evals, names, n, template=template_ngrams(evals, [name] * len(evals), n, share)
+        )
+        if found:
+            out[name] = found
+    return out

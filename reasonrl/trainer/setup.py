@@ -207,15 +207,16 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         cfg.data.max_prompt_tokens,
         think_from_prompt=cfg.reward.think_from_prompt,
     )
-    run.benchmarks = load_val_benchmarks(cfg, tokenizer, log)
+    run.benchmarks = load_val_benchmarks(cfg, tokenizer, log, train)
     if hasattr(scorer, "close"):
         run.closers.append(scorer.close)
     run.closers.append(run.rollout_engine.close)
     return run
 
 
-def load_val_benchmarks(cfg: RunConfig, tokenizer, log=print) -> list:
-    """val.benchmarks loaded (and checked: files, rows, routing) before training starts."""
+def load_val_benchmarks(cfg: RunConfig, tokenizer, log=print, train: list[Problem] = ()) -> list:
+    """val.benchmarks loaded (and checked: files, rows, routing) before training starts; a warning
+    for each benchmark whose problems the training data holds (`data.dedup.benchmark_overlap`)."""
     if not cfg.val.benchmarks:
         return []
     from reasonrl.eval.benchmarks import load_benchmark, resolve
@@ -229,6 +230,13 @@ def load_val_benchmarks(cfg: RunConfig, tokenizer, log=print) -> list:
         problems = fit_prompts(tokenizer, problems, cfg.data.max_prompt_tokens, f"val benchmark {b.name}",
                                cfg.data.drop_overlong_prompts, log)  # fmt: skip
         out.append((b, problems))
+    if train:
+        from reasonrl.data.dedup import benchmark_overlap
+
+        for name, found in benchmark_overlap(list(train), [(b.name, ps) for b, ps in out]).items():
+            log(f"warning: {len(found)} training prompts overlap val benchmark {name} (e.g. train row "
+                f"{found[0].index}: {found[0].detail}); `reasonrl data decontaminate --benchmarks {name}` "
+                "removes them")  # fmt: skip
     return out
 
 

@@ -197,6 +197,36 @@ def test_generated_training_data_never_holds_the_reasoning_gym_benchmarks(tmp_pa
         assert got["contaminated"] == 0, seed
 
 
+def test_training_warns_when_its_data_holds_a_val_benchmark(tiny_model_and_tokenizer):
+    """`reasonrl train` with val.benchmarks: training prompts that are benchmark problems are named
+    in a warning before training (template-aware, as `data decontaminate`); clean data gives none."""
+    pytest.importorskip("reasoning_gym")
+    from reasonrl.config import load_config
+    from reasonrl.data.dedup import benchmark_overlap
+    from reasonrl.data.gym import generate
+    from reasonrl.eval.benchmarks import RG_SEED
+    from reasonrl.trainer.setup import load_val_benchmarks
+
+    _, tok = tiny_model_and_tokenizer
+    leaked = generate(
+        [("word_sorting", 1.0)], 60, RG_SEED + 90, raw_seed=True
+    )  # items 90..99 of the benchmark
+    clean = generate([("word_sorting", 1.0)], 60, 0)
+    cfg = load_config(None, ["val.benchmarks=[rg_word_sorting]", "data.max_prompt_tokens=4096"])
+    logs: list[str] = []
+    (loaded,) = load_val_benchmarks(cfg, tok, logs.append, train=clean + leaked)
+    assert loaded[0].name == "rg_word_sorting" and len(loaded[1]) == 100
+    (line,) = [x for x in logs if x.startswith("warning")]
+    assert line.startswith(
+        "warning: 10 training prompts overlap val benchmark rg_word_sorting (e.g. train row 60: "
+    )
+    assert "rg_word_sorting problem 90 " in line and "data decontaminate --benchmarks rg_word_sorting" in line
+    assert benchmark_overlap(clean, [("rg_word_sorting", loaded[1])]) == {}
+    logs.clear()
+    load_val_benchmarks(cfg, tok, logs.append, train=clean)
+    assert not [x for x in logs if x.startswith("warning")]
+
+
 def test_stats_and_filter(tmp_path, capsys):
     rows = [{**_math(f"q{i}", i).to_row(), "m_pass_rate": r} for i, r in enumerate([0.0, 0.25, 1.0, 0.5])]
     from reasonrl.data.files import write_rows
