@@ -56,11 +56,58 @@ def words(text: str) -> list[str]:
     return re.findall(r"\w+", text)
 
 
+# abbreviations whose period ends no sentence (common English ones; IFEval's punkt model has its own)
+ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof sr jr st vs inc ltd co corp jan feb apr jun jul aug sep sept oct nov dec tues wed "
+    "thurs fri u.s u.k u.n u.s.a d.c a.m p.m ph.d m.d gen col lt sgt capt rep sen gov ave blvd ft mt ok "
+    "bros messrs mg yr cos calif fla mass conn".split()
+)
+_SENTENCE_END = re.compile(r"([.!?]+)([\"'\u201d\u2019)\]]*)(\s+)(?=\S)")
+
+
 def sentences(text: str) -> list[str]:
-    """Sentences split after . ! ? (not inside decimals or common abbreviations)."""
-    text = re.sub(r"\b(?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|vs|etc|e\.g|i\.e)\.", lambda m: m[0][:-1], text)
-    parts = re.split(r"(?<=[.!?])[\"')\]]*\s+|\n\s*\n", text.strip())
-    return [p for p in parts if re.search(r"\w", p)]
+    """Sentences as IFEval's checker (nltk's punkt, English model) splits them, approximated without
+    its model: after . ! ? (and closing quotes / brackets) and whitespace; not after an abbreviation,
+    a single-letter initial, a number before a lowercase word ("1. one") or an ellipsis before one;
+    never at a bare line break. Measured against punkt: 36 of 1,500 held-out paragraphs counted
+    differently, against 79 with the previous splitter (tests/unit/test_conformance_ifeval.py)."""
+    text = text.strip()
+    out, start = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        before = text[start : m.start(1)]
+        if not before.strip():
+            continue
+        last = before.split()[-1].lower().lstrip("(\"'[*")
+        punct, nxt = m.group(1), text[m.end() : m.end() + 1]
+        if punct == ".":
+            if last in ABBREVIATIONS or re.fullmatch(r"[a-z]", last):
+                continue
+            if last.isdigit() and nxt.islower():
+                continue
+        elif set(punct) == {"."} and nxt.islower():  # an ellipsis inside a sentence
+            continue
+        out.append(text[start : m.end(2)])
+        start = m.end()
+    out.append(text[start:])
+    return [x for x in out if x.strip()]
+
+
+_CONTRACTION = re.compile(r"(?i)(n't|'s|'re|'ve|'ll|'d|'m)$")
+_EDGE = "\"'`([{<)]}>,;:!?.*_\u201c\u201d\u2018\u2019\u2026"
+
+
+def word_tokens(text: str) -> list[str]:
+    """Words as IFEval's checker counts capital words (nltk's `word_tokenize`), approximated without its
+    model: split at whitespace, brackets, double quotes and "--"; punctuation cut from both ends;
+    contractions split off ("DON'T" -> "DO", "N'T"); inner periods kept ("U.S.A")."""
+    out = []
+    for raw in re.split(r"[\s()\[\]{}<>\"\u201c\u201d`]+|--", text):
+        w = raw.strip(_EDGE)
+        if not w:
+            continue
+        m = _CONTRACTION.search(w)
+        out += [w[: m.start()], w[m.start() :]] if m and m.start() > 0 else [w]
+    return out
 
 
 # ---------------------------------------------------------------- keywords
@@ -219,18 +266,20 @@ def quotation(text: str) -> bool:
 
 @checker("change_case:capital_word_frequency")
 def capital_word_frequency(text: str, capital_frequency: int, capital_relation: str = "at least") -> bool:
-    count = sum(1 for w in words(text) if w.isupper() and any(c.isalpha() for c in w))
+    count = sum(1 for w in word_tokens(text) if w.isupper())
     return _relation(count, capital_frequency, capital_relation)
 
 
 @checker("change_case:english_capital")
 def english_capital(text: str) -> bool:
-    return text.isupper()
+    """All capitals, and in English ("Your entire response should be in English, and in all capital
+    letters"): IFEval's checker asks langdetect too."""
+    return text.isupper() and detected_language(text) == "en"
 
 
 @checker("change_case:english_lowercase")
 def english_lowercase(text: str) -> bool:
-    return text.islower()
+    return text.islower() and detected_language(text) == "en"
 
 
 @checker("punctuation:no_comma")
@@ -295,12 +344,16 @@ def response_language(text: str, language: str) -> bool:
     latin = sum(1 for c in letters if c.isascii() or "\u00c0" <= c <= "\u024f")
     if latin / len(letters) <= 0.9:
         return False
+    return detected_language(text) == lang
+
+
+def detected_language(text: str) -> str | None:
+    """langdetect's most likely language (seeded), None where it finds no features."""
     detect_langs, failure = _langdetect()
     try:
-        best = detect_langs(text)[0].lang.split("-")[0]
+        return detect_langs(text)[0].lang.split("-")[0]
     except failure:
-        return False
-    return best == lang
+        return None
 
 
 # ---------------------------------------------------------------- the verifier
