@@ -101,6 +101,32 @@ def test_typos_hedge_over_corrections_scores_zero_but_framing_does_not():
     )
 
 
+def test_answers_in_the_forms_models_write_them_score_as_livebench_scores_them():
+    """Formats LiveBench accepts that an earlier reading of "the last bold span" refused."""
+    wol = _p("web_of_lies_v2", "yes, no, yes")
+    for ok in (
+        "1. **Yes** 2. **No** 3. **Yes**",
+        "**Answer: yes, no, yes**",
+        "<solution>Answer: yes, no, yes</solution>",
+        "So the three answers are yes, no, yes.",
+        "\\boxed{yes, no, yes}",
+    ):
+        assert score(ok, wol).score == 1.0, ok
+    for bad in ("<solution>yes, no, yes, no</solution>", "**Yes** **No**", "yes, no"):
+        assert score(bad, wol).score == 0.0, bad
+    house = _p("house_traversal", "Alice Bob Carol")
+    assert score("First **Alice**, then **Bob**, and last **Carol**.", house).score == 1.0
+    assert score("First **Bob**, then **Alice**, and last **Carol**.", house).score == 0.0
+    assert score("<solution>Bob Alice Carol</solution> **Alice** **Bob** **Carol**", house).score == 0.0
+    groups = _p("connections", GROUPS)
+    assert score("\\boxed{\\text{e,f,g,h,a,b,c,d,i,j,k,l,m,n,o,p}}", groups).score == 1.0
+    zebra = _p("zebra_puzzle", "red, 3, fish")
+    assert (
+        score("Working it out...\nred, position 3, fish", zebra).score == 1.0
+    )  # a last line with the commas
+    assert score("red, 3, fish\nand that is all", zebra).score == 0.0
+
+
 def test_bold_spans_that_touch_are_two_answers():
     p = _p("web_of_lies_v2", "yes, no, yes")
     assert score("**no, no, no****yes, no, yes**", p).score == 1.0  # the last one counts

@@ -3,15 +3,18 @@
 
 Owns one grader per task, written from LiveBench's task definitions, reading the answer after the
 think block (`answer_region`):
-  web_of_lies_v2 / _v3   three words from yes / no / unknown (last <solution>, else last **bold**, else
-                         \\boxed{}): v2 all-or-nothing, v3 (all correct + fraction correct) / 2
-  house_traversal        the names in order (last <solution> / **bold** / \\boxed{})
+  web_of_lies_v2 / _v3   three words from yes / no / unknown (last <solution>, else the last three
+                         over the **bold** spans, else \\boxed{}, else a plain "yes, no, yes"): v2
+                         all-or-nothing, v3 (all correct + fraction correct) / 2
+  house_traversal        the names in order (last <solution> / **bold** / \\boxed{}, or one name per
+                         bold span over the last spans)
   spatial                one word or number (number words equal digits; a named shape's singular /
                          plural forms are equal)
   zebra_puzzle           old form: one word in the last ***bold*** (or the last word); new form (gold
-                         with commas): comma list, (all correct + fraction correct) / 2
-  connections            16 words in 4 groups of 4 (last <solution>, else the last four **bold**
-                         groups): fraction of gold groups given exactly
+                         with commas): comma list (answer spot, else a last line with the right
+                         number of commas), (all correct + fraction correct) / 2
+  connections            16 words in 4 groups of 4 (last <solution> or \\boxed{}, else the last four
+                         **bold** groups): fraction of gold groups given exactly
   plot_unscrambling      the sentences of <PLOT_SUMMARY> matched to the gold sentences;
                          1 - edit distance of the order / number of sentences
   typos                  the corrected text (last <solution>, else the answer) contains the gold text,
@@ -94,11 +97,37 @@ def _norm_word(w: str) -> str:
     return NUMBER_WORDS.get(w, SHAPES.get(w, w))
 
 
+_VERDICTS = ("yes", "no", "unknown")
+
+
+def _verdicts(answer: str, n: int) -> list[str]:
+    """The n yes / no / unknown answers: from the last <solution> (exactly n such words there, other
+    words such as "Answer:" aside); else the last n such words over the bold spans (one per span,
+    "**Yes**, **No**, **Yes**", or together); else the last \\boxed{}; else the last plain
+    "yes, no, yes" run. As LiveBench reads them, but a <solution> with more than n is no answer."""
+    sol = _last(_SOLUTION, answer)
+    if sol is not None and sol.strip():
+        got = [w for w in _words(sol) if w in _VERDICTS]
+        return got if len(got) == n else []
+    bold = [
+        w for span in _BOLD.findall(_THREE_STARS.sub("**", answer)) for w in _words(span) if w in _VERDICTS
+    ]
+    if bold:
+        return bold[-n:] if len(bold) >= n else []
+    box = last_boxed(answer)
+    if box is not None:
+        got = [w for w in _words(box) if w in _VERDICTS]
+        return got if len(got) == n else []
+    runs = re.findall(r"\b(?:yes|no|unknown)(?:,\s*(?:yes|no|unknown)\b)+", answer.lower())
+    runs = [_words(r) for r in runs if len(_words(r)) == n]
+    return runs[-1] if runs else []
+
+
 @grader("web_of_lies_v2", "web_of_lies_v3", "web_of_lies")
 def web_of_lies(answer: str, gold: str, problem: Problem) -> float:
-    got = [w for w in _words(final_answer(answer) or "")]
     want = [w.strip().lower() for w in gold.split(",")]
-    if len(got) != len(want) or any(w not in ("yes", "no", "unknown") for w in got):
+    got = _verdicts(answer, len(want))
+    if len(got) != len(want):
         return 0.0
     right = sum(a == b for a, b in zip(got, want))
     if str(problem.extra_info.get("task")) == "web_of_lies_v3":
@@ -108,7 +137,15 @@ def web_of_lies(answer: str, gold: str, problem: Problem) -> float:
 
 @grader("house_traversal")
 def house_traversal(answer: str, gold: str, problem: Problem) -> float:
-    return float(_words(final_answer(answer) or "") == _words(gold))
+    """The names in order: the last answer spot's words, or one name per bold span over the last
+    spans ("**Alice**, then **Bob**, then **Carol**")."""
+    want = _words(gold)
+    if _words(final_answer(answer) or "") == want:
+        return 1.0
+    if _last(_SOLUTION, answer) is not None:
+        return 0.0
+    spans = [_words(b) for b in _BOLD.findall(_THREE_STARS.sub("**", answer))]
+    return float(len(spans) >= len(want) > 1 and [w for sp in spans[-len(want) :] for w in sp] == want)
 
 
 @grader("spatial")
@@ -130,13 +167,18 @@ def zebra_puzzle(answer: str, gold: str, problem: Problem) -> float:
         last = bold[-1] if bold else (words[-1] if words else "")
         g = gold.strip().lower()
         return float(_norm_word(last) == _norm_word(g) or f"{last.lower()} movies" == g)
+    want = [x.strip().lower() for x in gold.split(",")]
     got = final_answer(answer)
+    if got is None:  # LiveBench's last resort: a last line with the answer's number of commas
+        lines = answer.strip().splitlines()
+        got = lines[-1] if lines and lines[-1].count(",") == len(want) - 1 else None
     if got is None:
         return 0.0
-    want, have = [x.strip().lower() for x in gold.split(",")], [x.strip().lower() for x in got.split(",")]
+    have = [x.strip().lower() for x in got.split(",")]
     if len(have) != len(want):
         return 0.0
-    right = sum(_norm_word(a) == _norm_word(b) for a, b in zip(have, want))
+    item = lambda x: _norm_word(x.replace("-", " ").replace("position", "").strip())  # noqa: E731
+    right = sum(item(a) == item(b) for a, b in zip(have, want))
     return ((right == len(want)) + right / len(want)) / 2
 
 
@@ -149,6 +191,8 @@ def _groups(words: list[str]) -> list[frozenset[str]]:
 def connections(answer: str, gold: str, problem: Problem) -> float:
     want = [w for w in gold.split(",") if w.strip()]
     sol = _last(_SOLUTION, answer)
+    if sol is None and last_boxed(answer) is not None:  # LiveBench reads a \boxed{} answer too
+        sol = re.sub(r"\\text\{([^{}]*)\}", r"\1", last_boxed(answer)).replace("\\", "")
     if sol is not None:
         have = [w for w in sol.replace("\n", " ").split(",") if w.strip()]
     else:  # the old form: one **bold** group of four per line; the last four groups count
