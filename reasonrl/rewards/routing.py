@@ -28,6 +28,9 @@ PREFIXES: list[tuple[str, str]] = [
     ("math", "math"),
     ("aime", "math"),
     ("numina_", "math"),
+    ("deepmath", "math"),  # Reasoning360's later router: DeepMath-103K rows
+    ("DeepMath", "math"),
+    ("zwhe99/DeepMath-103K", "math"),
     # code: executed in the sandbox (rewards.verifiers.code, rewards.verifiers.cruxeval); codeio needs no execution
     ("codegen", "code"),
     ("codecontests", "code"),
@@ -49,6 +52,7 @@ PREFIXES: list[tuple[str, str]] = [
     ("stem__gpqa", "choice"),
     ("stem__supergpqa", "choice"),
     ("stem_web", "judge"),
+    ("textbook_reasoning", "judge"),  # Reasoning360's later router: free-form STEM (MegaScience), LLM judge
     # other domains
     ("reasoning_gym", "reasoning_gym"),
     ("ood__ifeval", "ifeval"),
@@ -63,6 +67,7 @@ PREFIXES: list[tuple[str, str]] = [
 REWARD_METRICS: dict[tuple[str, str], str] = {
     ("math", "default"): "math",
     ("math", "prime_math"): "math",
+    ("math", "math_dapo"): "math",  # DAPO's answer check; math-verify covers it (Reasoning360's later router)
     ("math", "math_llm_judge"): "judge",
 }
 

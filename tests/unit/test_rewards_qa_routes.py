@@ -41,6 +41,7 @@ def test_reward_metric_selects_the_math_variant():
     assert verifier_name(_p("math__x", reward_metric="prime_math")) == "math"
     assert verifier_name(_p("math__x", reward_metric="default")) == "math"
     assert verifier_name(_p("math__x", reward_metric="math_llm_judge")) == "judge"
+    assert verifier_name(_p("math__x", reward_metric="math_dapo")) == "math"
     assert verifier_name(_p("math__x", reward_metric=None)) == "math"
     with pytest.raises(
         InputError, match=r"row 0: extra_info.reward_metric 'mystery' is not known .*known: default"
