@@ -147,6 +147,37 @@ def test_plan_command_measures_the_longest_prompt_as_train_does(capsys):
     assert "prompt: 20 tokens (--prompt-tokens)" in capsys.readouterr().out
 
 
+def test_plan_of_a_large_file_measures_its_longest_prompts_by_characters(tmp_path, monkeypatch):
+    from transformers import AutoTokenizer
+
+    from reasonrl.cli import plan
+    from reasonrl.data.prompts import encode_prompt
+    from reasonrl.data.schema import write_problems
+    from reasonrl.models.loading import resolve_model_path
+    from reasonrl.types import Problem
+
+    rows = [Problem([{"role": "user", "content": "1 + 1 = ?" * (1 + i % 7)}], "2", "math__x", "math", {}, uid=str(i))
+            for i in range(300)]  # fmt: skip
+    rows[123].prompt[0]["content"] = "2 + 2 = ? " * 30  # the longest, in the middle of the file
+    write_problems(tmp_path / "t.parquet", rows)
+    cfg = load_cli(
+        None,
+        ["model.path=demo", f"data.train_files=[{tmp_path / 't.parquet'}]", "data.max_prompt_tokens=4096"],
+    )
+    tok = AutoTokenizer.from_pretrained(resolve_model_path("demo", log=lambda *a: None))
+    want = max(len(encode_prompt(tok, p)) for p in rows)
+    assert want == len(encode_prompt(tok, rows[123]))
+    monkeypatch.setattr(plan, "MEASURE_ALL", 20)  # 300 rows: only the 20 longest by characters
+    seen = []
+    import reasonrl.data.prompts as prompts  # longest_prompt imports fit_prompts from here when called
+
+    orig = prompts.fit_prompts
+    monkeypatch.setattr(
+        prompts, "fit_prompts", lambda tok, ps, *a, **k: seen.append(len(ps)) or orig(tok, ps, *a, **k)
+    )
+    assert plan.longest_prompt(cfg) == want and seen == [20]
+
+
 def test_a_colocated_engine_reservation_leaves_less_for_training():
     from reasonrl.rollout.factory import memory_share
 
