@@ -23,7 +23,7 @@ from typing import Any
 from reasonrl.data.prepare import prompts
 from reasonrl.types import Problem
 
-_WORD = re.compile(r"\w+|[-+*/^=<>%()]", re.UNICODE)  # words, and the symbols that tell "3 + 3" from "3 / 3"
+_WORD = re.compile(r"\w+|[-+*/^=<>%]", re.UNICODE)  # words, and the symbols that tell "3 + 3" from "3 / 3"
 _INSTRUCTIONS = sorted(
     (v for k, v in vars(prompts).items() if k.isupper() and isinstance(v, str) and len(v) > 20),
     key=len,
