@@ -1,15 +1,18 @@
 """Deduplication and decontamination of training data: `reasonrl data dedup` and
-`reasonrl data decontaminate --against EVAL...`.
+`reasonrl data decontaminate --against EVAL... / --benchmarks NAMES`.
 
 Owns: the text a row is compared by (`problem_text`: the problem without the instructions our
 converters append, so two problems never match on shared boilerplate), normalisation (lower case,
-whitespace collapsed), exact duplicates (a hash of the normalised text), near duplicates (MinHash
+word tokens and arithmetic symbols), exact duplicates (a hash of the normalised text), near duplicates (MinHash
 over word 3-gram shingles with LSH, `datasketch`; Jaccard estimate >= threshold), and n-gram
 decontamination (open-r1's method: lower-cased word n-grams, n = 8; a training row is contaminated
 when it shares at least `min_matches` n-grams with any evaluation row; texts shorter than n words are
-one n-gram). In every pass the first occurrence wins, in the order of the input files (Reasoning360).
-Every removal is reported with its reason and what it matched. Does not own: reading / writing files
-(`data.files`), the CLI (`cli.data`).
+one n-gram; an exact copy always counts). Both passes leave out each source's template (`frequent`:
+the n-grams in more than a share of one source's rows), so problems of one generated task are
+compared by what differs. `benchmark_overlap`: what `reasonrl train` warns about. In every pass the
+first occurrence wins, in the order of the input files (Reasoning360). Every removal is reported with
+its reason and what it matched. Does not own: reading / writing files (`data.files`), the CLI
+(`cli.data`).
 """
 
 from __future__ import annotations
