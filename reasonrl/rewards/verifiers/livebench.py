@@ -78,13 +78,23 @@ def _last(pattern: re.Pattern, text: str) -> str | None:
     return found[-1].strip() if found else None
 
 
+def bold_spans(text: str) -> list[str]:
+    """The **bold** spans in order. ***x*** counts as bold; a run of four stars is two spans touching,
+    not one with a star inside."""
+    return _BOLD.findall(_THREE_STARS.sub("**", text))
+
+
+def untext(s: str) -> str:
+    """LaTeX `\\text{x}` / `\\textbf{x}` -> x."""
+    return re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", s)
+
+
 def final_answer(text: str) -> str | None:
     """The last <solution>, else the last **bold** span, else the last \\boxed{}."""
-    # ***x*** counts as bold; a run of four stars is two bold spans touching, not one with a star inside
-    bold = _last(_BOLD, _THREE_STARS.sub("**", text))
-    for got in (_last(_SOLUTION, text), bold, last_boxed(text)):
+    bold = bold_spans(text)
+    for got in (_last(_SOLUTION, text), bold[-1].strip() if bold else None, last_boxed(text)):
         if got is not None and got.strip():
-            return re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", got).strip()
+            return untext(got).strip()
     return None
 
 
@@ -109,9 +119,7 @@ def _verdicts(answer: str, n: int) -> list[str]:
     if sol is not None and sol.strip():
         got = [w for w in _words(sol) if w in _VERDICTS]
         return got if len(got) == n else []
-    bold = [
-        w for span in _BOLD.findall(_THREE_STARS.sub("**", answer)) for w in _words(span) if w in _VERDICTS
-    ]
+    bold = [w for span in bold_spans(answer) for w in _words(span) if w in _VERDICTS]
     if bold:
         return bold[-n:] if len(bold) >= n else []
     box = last_boxed(answer)
@@ -144,7 +152,7 @@ def house_traversal(answer: str, gold: str, problem: Problem) -> float:
         return 1.0
     if _last(_SOLUTION, answer) is not None:
         return 0.0
-    spans = [_words(b) for b in _BOLD.findall(_THREE_STARS.sub("**", answer))]
+    spans = [_words(b) for b in bold_spans(answer)]
     return float(len(spans) >= len(want) > 1 and [w for sp in spans[-len(want) :] for w in sp] == want)
 
 
@@ -192,7 +200,7 @@ def connections(answer: str, gold: str, problem: Problem) -> float:
     want = [w for w in gold.split(",") if w.strip()]
     sol = _last(_SOLUTION, answer)
     if sol is None and last_boxed(answer) is not None:  # LiveBench reads a \boxed{} answer too
-        sol = re.sub(r"\\text\{([^{}]*)\}", r"\1", last_boxed(answer)).replace("\\", "")
+        sol = untext(last_boxed(answer)).replace("\\", "")
     if sol is not None:
         have = [w for w in sol.replace("\n", " ").split(",") if w.strip()]
     else:  # the old form: one **bold** group of four per line; the last four groups count
@@ -261,7 +269,7 @@ def typos(answer: str, gold: str, problem: Problem) -> float:
 def cta(answer: str, gold: str, problem: Problem) -> float:
     got = last_boxed(answer)
     got = got if got is not None else answer
-    got = re.sub(r"\\text\{([^{}]*)\}", r"\1", got)
+    got = untext(got)
     clean = lambda s: re.sub(r"[^\w]", "", s.lower())  # noqa: E731
     return float(bool(clean(gold)) and clean(got) == clean(gold))
 
