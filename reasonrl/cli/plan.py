@@ -34,22 +34,23 @@ def _size(n: float) -> str:
     return f"{n / 2**30:8.2f} GiB" if n >= 2**30 else f"{n / MIB:8.1f} MiB"
 
 
-MEASURE_ALL = (
-    20_000  # prompts tokenized in full; above this, the 1% longest by characters (at least this many)
-)
+# prompts tokenized in full; above this, the 1% longest by characters (at least this many)
+MEASURE_ALL = 20_000
 
 
 def longest_prompt(cfg) -> int | None:
     """The longest training / validation prompt in tokens, measured as `reasonrl train` will (its data,
     the model's tokenizer and chat template; of a large set, the 1% longest in characters, so a
     million rows take seconds, not minutes: train still measures every one); None where that cannot
-    be had here: a data mixture, or a tokenizer that is neither local nor cached. Bad data is an
-    InputError, as for train."""
+    be had here: a data mixture, or a tokenizer that is neither local nor cached. Bad data, or a
+    prompt over data.max_prompt_tokens without data.drop_overlong_prompts, is an InputError, as for
+    train."""
     if cfg.data.mixture:
         return None
     from transformers import AutoTokenizer
 
-    from reasonrl.data.prompts import fit_prompts
+    from reasonrl.data.prompts import encode_prompt
+    from reasonrl.errors import InputError
     from reasonrl.models.loading import resolve_model_path
     from reasonrl.trainer.setup import load_data
 
@@ -62,10 +63,15 @@ def longest_prompt(cfg) -> int | None:
     if len(problems) > MEASURE_ALL:  # the longest in tokens is among the longest in characters
         chars = lambda p: sum(len(str(m.get("content", ""))) for m in p.prompt)  # noqa: E731
         problems = sorted(problems, key=chars, reverse=True)[: max(MEASURE_ALL, len(problems) // 100)]
-    stats: dict = {}
-    fit_prompts(tokenizer, problems, cfg.data.max_prompt_tokens, "data", drop=True, log=lambda *a: None,
-                stats=stats)  # fmt: skip
-    return stats.get("longest")
+    budget, longest = cfg.data.max_prompt_tokens, None
+    for p in problems:
+        n = len(encode_prompt(tokenizer, p))
+        if n > budget and not cfg.data.drop_overlong_prompts:
+            raise InputError(f"prompt of uid {p.uid!r} has {n} tokens > data.max_prompt_tokens={budget}; "
+                             "raise the budget or set data.drop_overlong_prompts=true")  # fmt: skip
+        if n <= budget:
+            longest = max(longest or 0, n)
+    return longest
 
 
 def report(cfg, plan, measured: dict | None = None, prompt_note: str = "") -> str:
@@ -114,14 +120,15 @@ def _plan(args) -> int:
     else:
         note = f"{prompt} tokens (the longest training / validation prompt)"
     plan = make_plan(cfg, world=args.world_size, memory_bytes=mem, prompt_tokens=prompt)
+    used = prompt if prompt is not None else cfg.data.max_prompt_tokens
     measured = None
     if args.measure:
         from reasonrl.planner.measure import measure_train_step
 
         device = "cuda" if plan.device == "cuda" else "cpu"
-        measured = measure_train_step(cfg, prompt or cfg.data.max_prompt_tokens, device)
+        measured = measure_train_step(cfg, used, device)
     if args.json:
-        print(json.dumps({"model": vars(plan.shape), "prompt_tokens": prompt or cfg.data.max_prompt_tokens,
+        print(json.dumps({"model": vars(plan.shape), "prompt_tokens": used,
                           "batch": plan.batch, "memory": plan.memory,
                           "device": plan.device, "device_memory": plan.device_memory, "measured": measured,
                           "findings": [vars(f) for f in plan.findings]}))  # fmt: skip

@@ -142,9 +142,9 @@ def frequent(sets: list[set], groups: list[str], share: float) -> set:
 
 def near_duplicates(texts: list[str], names: list[str], threshold: float = 0.8, num_perm: int = 128,
                     skip: Iterable[int] = (), groups: list[str] | None = None,
-                    template_share: float = 1.0) -> list[Removal]:  # fmt: skip
+                    template_share: float = 0.05) -> list[Removal]:  # fmt: skip
     """Rows whose MinHash Jaccard estimate with an earlier kept row is >= threshold. With `groups` (the
-    source of each row) and `template_share` < 1, the shingles in more than that share of a group's
+    source of each row; `template_share` 1 turns this off), the shingles in more than that share of a group's
     rows are its template and left out, so two problems of one generated task are compared by what
     differs (without this, 155 of 300 distinct reasoning-gym word_sorting problems were "near
     duplicates" of each other by their shared instructions alone)."""
@@ -196,8 +196,9 @@ def content_ngrams(text: str, n: int, template: set[int] | frozenset) -> set[int
     text, so "...return them as a list: Union", seven template words and the first word of a problem,
     does not tie two problems together. Plus the hash of the whole text: an exact copy always counts."""
     words = normalise(text).split()
+    whole = {hash(" ".join(words))}
     if len(words) < n or not template:
-        return ngrams(text, n)
+        return ngrams(text, n) | whole
     grams = [hash(" ".join(words[i : i + n])) for i in range(len(words) - n + 1)]
     covered = [False] * len(words)
     for i, g in enumerate(grams):
@@ -205,7 +206,7 @@ def content_ngrams(text: str, n: int, template: set[int] | frozenset) -> set[int
             covered[i : i + n] = [True] * n
     need = min(n // 2 + 1, covered.count(False))
     out = {g for i, g in enumerate(grams) if need and covered[i : i + n].count(False) >= need}
-    return out | {hash(" ".join(words))}
+    return out | whole
 
 
 def contaminated(texts: list[str], eval_texts: list[str], eval_names: list[str], n: int = 8,
@@ -218,8 +219,7 @@ def contaminated(texts: list[str], eval_texts: list[str], eval_names: list[str],
             index.setdefault(g, j)
     out = []
     for i, t in enumerate(texts):
-        whole = hash(" ".join(normalise(t).split()))
-        hits = [index[g] for g in ngrams(t, n) | {whole} if g in index]
+        hits = [index[g] for g in ngrams(t, n) | {hash(normalise(t))} if g in index]
         if len(hits) >= min_matches:
             first = max(set(hits), key=hits.count)
             out.append(Removal(i, "contaminated", f"{len(hits)} shared {n}-grams with {eval_names[first]}"))

@@ -62,10 +62,10 @@ def device_memory(device: str) -> tuple[str, float | None]:
         return "cpu", None
 
 
-def batch_figures(cfg: RunConfig, world: int, prompt_tokens: int | None = None) -> dict[str, int]:
-    """prompt_tokens: the longest prompt (default: data.max_prompt_tokens, the worst case)."""
+def batch_figures(cfg: RunConfig, world: int, prompt_tokens: int) -> dict[str, int]:
+    """prompt_tokens: the longest prompt (`make_plan` passes the measured one or the worst case)."""
     t, r = cfg.train, cfg.rollout
-    seq = (prompt_tokens if prompt_tokens is not None else cfg.data.max_prompt_tokens) + r.max_new_tokens
+    seq = prompt_tokens + r.max_new_tokens
     mini_rank = t.mini_batch // world
     return {
         "prompts_per_step": t.global_batch // r.n,

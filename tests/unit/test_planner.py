@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from reasonrl.cli.main import main
 from reasonrl.config import load_cli, load_config
+from reasonrl.errors import InputError
 from reasonrl.planner.checks import batch_figures, make_plan
 from reasonrl.planner.memory import Settings, estimate
 from reasonrl.planner.shape import ModelShape, model_shape
@@ -21,7 +24,7 @@ def _cfg(*overrides):
 
 
 def test_batch_figures_per_step_and_rank():
-    b = batch_figures(_cfg("data.max_prompt_tokens=100", "rollout.max_new_tokens=28"), world=2)
+    b = batch_figures(_cfg("rollout.max_new_tokens=28"), world=2, prompt_tokens=100)
     assert b == {"prompts_per_step": 16, "sequences_per_step": 128, "max_tokens_per_step": 128 * 128,
                  "sequences_per_rank": 64, "optimizer_steps_per_rollout_batch": 8, "mini_batch_per_rank": 16,
                  "micro_batches_per_optimizer_step_per_rank": 2, "world_size": 2}  # fmt: skip
@@ -169,13 +172,21 @@ def test_plan_of_a_large_file_measures_its_longest_prompts_by_characters(tmp_pat
     assert want == len(encode_prompt(tok, rows[123]))
     monkeypatch.setattr(plan, "MEASURE_ALL", 20)  # 300 rows: only the 20 longest by characters
     seen = []
-    import reasonrl.data.prompts as prompts  # longest_prompt imports fit_prompts from here when called
+    import reasonrl.data.prompts as prompts  # longest_prompt imports encode_prompt from here when called
 
-    orig = prompts.fit_prompts
-    monkeypatch.setattr(
-        prompts, "fit_prompts", lambda tok, ps, *a, **k: seen.append(len(ps)) or orig(tok, ps, *a, **k)
+    orig = prompts.encode_prompt
+    monkeypatch.setattr(prompts, "encode_prompt", lambda tok, p: seen.append(p.uid) or orig(tok, p))
+    assert plan.longest_prompt(cfg) == want and len(seen) == 20
+    # a prompt over the budget stops plan as it stops train (unless the run drops such prompts)
+    small = [f"data.train_files=[{tmp_path / 't.parquet'}]", f"data.max_prompt_tokens={want - 1}"]
+    with pytest.raises(
+        InputError, match=f"prompt of uid '123' has {want} tokens > data.max_prompt_tokens={want - 1}"
+    ):
+        plan.longest_prompt(load_cli(None, ["model.path=demo", *small]))
+    assert (
+        plan.longest_prompt(load_cli(None, ["model.path=demo", *small, "data.drop_overlong_prompts=true"]))
+        < want
     )
-    assert plan.longest_prompt(cfg) == want and seen == [20]
 
 
 def test_a_colocated_engine_reservation_leaves_less_for_training():
