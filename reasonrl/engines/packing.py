@@ -4,18 +4,28 @@ of at most `pack_tokens` tokens, position ids restarting at 0 for each sequence,
 spent on padding.
 
 Owns: `plan_packs` (rows -> packs, first fit in row order; a row longer than the budget gets a pack of
-its own) and `packed_logprobs` (the packed forward; log-probs and entropy scattered back to the [B, T]
-completion layout every loss expects). Attention stays within each sequence: transformers builds a
-block-causal mask from position ids that restart when the 2D attention mask is None (SDPA / eager;
-flash-attention varlen on GPU). Under FSDP2 every rank runs the same number of pack forwards (the
-shortest pads with empty ones). Does not own: the padded forward (`engines.single`).
+its own), `packed_logprobs` (the packed forward; log-probs and entropy scattered back to the [B, T]
+completion layout every loss expects) and the attention a pack runs with (`segment_attention`).
+
+Attention stays within each sequence: the model's attention implementation becomes `segment_attention`
+(registered with transformers' `AttentionInterface`; `use_segment_attention`), which runs causal SDPA
+on the pack's sequences side by side, bounded by `cu_seq_lens_q` (the sequences' offsets,
+transformers' documented varlen keyword), and plain SDPA on any other forward. No attention is
+computed across sequences: about sum(n_i^2) work instead of P^2 (transformers' own packed path, SDPA
+under a dense block-causal mask over the pack, was 1.7x slower on the demo; docs/distributed.md).
+Sliding-window layers get a window mask per sequence; logit soft-capping and attention sinks are
+refused. Under FSDP2 every rank runs the
+same number of pack forwards (the shortest pads with empty ones). Does not own: the padded forward
+(`engines.single`).
 """
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+import threading
+from contextlib import contextmanager, nullcontext
 
 import torch
+import torch.nn.functional as F
 
 from reasonrl import distributed as dist
 from reasonrl.algorithms.logprobs import logprobs_and_entropy
@@ -35,6 +45,108 @@ def plan_packs(lengths: list[int], budget: int) -> list[list[int]]:
     return packs
 
 
+SEGMENT_ATTENTION = "reasonrl_segments"  # the name it is registered under with transformers
+_PACK = threading.local()  # .forward: a pack's forward is running (no mask to build); .calls: attention calls
+
+
+@torch.compiler.disable  # a loop over Python ints: compiled decoder layers run it eagerly
+def segment_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """transformers attention function: query [1, H, P, D], key / value [1, H_kv, P, D] of a pack whose
+    sequences start at `cu_seq_lens_q` (a CPU tensor, ends included) -> ([1, P, H, D], None); without
+    `cu_seq_lens_q`, SDPA with the mask transformers built."""
+    cu = kwargs.get("cu_seq_lens_q")
+    if cu is None:  # not a pack (generation, a padded batch, FSDP2's empty one-token pack): plain SDPA
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
+                                      **kwargs)  # fmt: skip
+    for name in ("softcap", "s_aux"):
+        if kwargs.get(name) is not None:
+            raise NotImplementedError(f"model.pack_tokens: this model's attention uses {name}, which packed "
+                                      "attention does not implement; set model.pack_tokens=0")  # fmt: skip
+    _PACK.calls = getattr(_PACK, "calls", 0) + 1
+    window = kwargs.get("sliding_window")
+    gqa = query.shape[1] != key.shape[1]
+    q, k, v = query[0].transpose(0, 1), key[0].transpose(0, 1), value[0].transpose(0, 1)  # [P, H, D]
+    outs, where = [], []
+    for idx, valid in _slot_groups(cu):  # sequences of similar length side by side, right-padded
+        (n, length), flat = idx.shape, idx.flatten().to(query.device)
+        mask = None
+        if window and length > window:  # position j sees i when j - window < i <= j
+            i = torch.arange(length, device=query.device)
+            mask = (i[None, :] <= i[:, None]) & (i[None, :] > i[:, None] - window)
+
+        # [P, H, D] -> [S, H, L, D]; index_select, whose backward is one index_add
+        sq, sk, sv = (
+            x.index_select(0, flat).view(n, length, *x.shape[1:]).transpose(1, 2) for x in (q, k, v)
+        )
+        out = F.scaled_dot_product_attention(  # padding comes after every real position: causal ignores it
+            sq, sk, sv, attn_mask=mask, dropout_p=dropout, is_causal=mask is None, scale=scaling,
+            enable_gqa=gqa)  # fmt: skip
+        keep = valid.flatten().nonzero().squeeze(1).to(query.device)
+        outs.append(out.transpose(1, 2).reshape(n * length, out.shape[1], out.shape[3]).index_select(0, keep))
+        where.append(flat.index_select(0, keep))
+    out = torch.cat(outs)
+    return out.new_empty(out.shape).index_copy(0, torch.cat(where), out).unsqueeze(0), None
+
+
+def _slot_groups(cu: torch.Tensor):
+    """(idx [S, L], valid [S, L]) per group of a pack's sequences: each row a sequence's positions in
+    the pack, right-padded (with its own first position) to the group's longest. Longest first, a new
+    group where a sequence is under half the group's longest, so padded attention work stays under 4x
+    the real sum(n_i^2)."""
+    lens = (cu[1:] - cu[:-1]).tolist()
+    ranked = sorted(range(len(lens)), key=lambda j: -lens[j])
+    groups: list[list[int]] = []
+    for j in ranked:
+        if not groups or 2 * lens[j] < lens[groups[-1][0]]:
+            groups.append([])
+        groups[-1].append(j)
+    for g in groups:
+        span = torch.arange(lens[g[0]])
+        starts, n = cu[g][:, None], torch.tensor([lens[j] for j in g])[:, None]
+        valid = span[None, :] < n
+        yield torch.where(valid, starts + span[None, :], starts), valid
+
+
+def _segment_mask(*args, **kwargs):
+    """transformers mask builder for segment attention: none for a pack (its bounds are passed instead;
+    a dense [P, P] block mask would be built for nothing, and kept for each checkpointed layer's
+    recompute), SDPA's for any other forward."""
+    from transformers.masking_utils import sdpa_mask
+
+    return None if getattr(_PACK, "forward", False) else sdpa_mask(*args, **kwargs)
+
+
+def use_segment_attention(model) -> None:
+    """Point every config of `model` at `segment_attention` (registered with transformers on first use),
+    for good: a checkpointed layer recomputed in backward must run the same attention as its forward.
+    Other forwards (generation, a padded batch) reach SDPA with its own mask, unchanged."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface
+
+    AttentionInterface.register(SEGMENT_ATTENTION, segment_attention)
+    AttentionMaskInterface.register(SEGMENT_ATTENTION, _segment_mask)
+    for m in model.modules():
+        config = getattr(m, "config", None)
+        if hasattr(config, "_attn_implementation") and config._attn_implementation != SEGMENT_ATTENTION:
+            config._attn_implementation = SEGMENT_ATTENTION
+
+
+@contextmanager
+def _pack_forward():
+    """Within: a pack's forward; raises after it if no attention layer went through segment attention
+    (a model whose attention bypasses transformers' attention interface would attend across the pack)."""
+    _PACK.forward, _PACK.calls = True, 0
+    try:
+        yield
+    finally:
+        _PACK.forward = False
+    if not _PACK.calls:
+        raise NotImplementedError("model.pack_tokens: this model's attention does not go through transformers' "
+                                  "attention interface, so a pack cannot be kept apart; set model.pack_tokens=0")  # fmt: skip
+
+
 def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, pack_tokens: int = 1024,
                     entropy_grad: bool = True):  # fmt: skip
     """(logprobs [B, T], entropy [B, T] or None) of the completion tokens, from packed forwards."""
@@ -45,23 +157,31 @@ def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autoca
     lp_out = torch.zeros(B, T, device=ids.device)
     ent_out = torch.zeros(B, T, device=ids.device) if with_entropy else None
     packs = plan_packs([ends[i] - starts[i] for i in range(B)], pack_tokens)
+    use_segment_attention(model)
     forwards = dist.max_over_ranks(len(packs))  # agreed before any forward: collectives stay in order
     for pack in packs:
         seq = torch.cat([ids[i, starts[i] : ends[i]] for i in pack]).unsqueeze(0)
         pos = torch.cat([torch.arange(ends[i] - starts[i], device=ids.device) for i in pack]).unsqueeze(0)
-        with autocast():
-            logits = model(input_ids=seq, position_ids=pos, attention_mask=None, use_cache=False).logits[0]
-        off = 0
+        cu = torch.tensor([0] + [ends[i] - starts[i] for i in pack]).cumsum(0)  # on the CPU: read per layer
+        longest = int((cu[1:] - cu[:-1]).max())
+        with autocast(), _pack_forward():
+            logits = model(input_ids=seq, position_ids=pos, attention_mask=None, use_cache=False, cu_seq_lens_q=cu,
+                           cu_seq_lens_k=cu, max_length_q=longest, max_length_k=longest).logits[0]  # fmt: skip
+        at, rows, cols, off = [], [], [], 0  # logits at pack position t predict token t + 1
         for i in pack:
             n_prompt, n_comp = p - starts[i], ends[i] - p
-            if n_comp > 0:  # logits at position t predict token t + 1
-                z = logits[off + n_prompt - 1 : off + n_prompt - 1 + n_comp]
-                targets = seq[0, off + n_prompt : off + n_prompt + n_comp]
-                lp, ent = logprobs_and_entropy(z, targets, with_entropy, entropy_grad)
-                lp_out[i, :n_comp] = lp
-                if with_entropy:
-                    ent_out[i, :n_comp] = ent
+            at.extend(range(off + n_prompt - 1, off + n_prompt - 1 + n_comp))
+            rows.extend([i] * n_comp)
+            cols.extend(range(n_comp))
             off += ends[i] - starts[i]
+        if at:  # one log-softmax over all the pack's completion positions
+            at_t = torch.tensor(at, device=ids.device)
+            lp, ent = logprobs_and_entropy(logits.index_select(0, at_t), seq[0].index_select(0, at_t + 1), with_entropy,
+                                           entropy_grad)  # fmt: skip
+            where = (torch.tensor(rows, device=ids.device), torch.tensor(cols, device=ids.device))
+            lp_out = lp_out.index_put(where, lp)
+            if with_entropy:
+                ent_out = ent_out.index_put(where, ent)
     # FSDP2: each forward gathers every layer's shards (and its backward reduce-scatters the gradients),
     # so every rank runs as many forwards as the rank with the most packs: the others add empty ones,
     # joined to the graph with weight 0 so their backward runs too

@@ -97,7 +97,7 @@ def make_plan(cfg: RunConfig, world: int | None = None, memory_bytes: float | No
     s = Settings(
         dtype=m.dtype, micro_batch=t.micro_batch, seq_tokens=prompt + r.max_new_tokens,
         completion_tokens=r.max_new_tokens, gradient_checkpointing=m.gradient_checkpointing,
-        logprob_chunk=m.logprob_chunk, pack_tokens=m.pack_tokens, flash_attention=kind == "cuda", world=world,
+        logprob_chunk=m.logprob_chunk, pack_tokens=m.pack_tokens, world=world,
         sharded=sharded, cpu_offload=t.cpu_offload and sharded, reference=cfg.algo.kl.coef > 0,
         critic=_needs_critic(cfg), generation_rows=min(int(engine_kw.get("max_batch", 512)), t.global_batch // world),
         engine_memory_share=memory_share(r.engine, engine_kw) if kind == "cuda" else 0.0,

@@ -11,7 +11,6 @@ Does not own: reading the model's shape (`planner.shape`) or judging the numbers
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from reasonrl.models.loading import torch_dtype
@@ -27,7 +26,6 @@ class Settings:
     gradient_checkpointing: bool = False
     logprob_chunk: int = 0  # completion positions per logits chunk (0: all at once)
     pack_tokens: int = 0  # token budget of a packed micro-batch (0: padded micro-batches)
-    flash_attention: bool = False  # packs attend through fused kernels (CUDA); else a dense block mask
     padded: bool = True  # rows of different lengths: a padding mask reaches attention (see below)
     world: int = 1
     sharded: bool = False  # FSDP2
@@ -72,26 +70,21 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     out["reference"] = m.params * b / shard * resident if s.reference else 0.0
     out["critic"] = 4 * m.params * b / shard * resident if s.critic else 0.0  # its weights, grads, AdamW
     tokens = s.micro_batch * s.seq_tokens  # every row's activations stay in the graph until backward
-    if s.pack_tokens and not s.flash_attention:
-        # packs run one after another; without fused kernels each keeps a dense [heads, P, P] attention
-        # matrix per layer over the whole pack, plus its [P, P] block mask
-        per_pack = max(1, s.pack_tokens // s.seq_tokens)  # whole rows per pack (first fit)
-        packs, length = math.ceil(s.micro_batch / per_pack), min(s.pack_tokens, per_pack * s.seq_tokens)
-        layer = (
-            _per_token_layer_floats(m, 0, True, True, b < 4) * tokens * b + packs * m.heads * length**2 * b
-        )
-        edges = 3 * m.hidden * tokens * b + packs * length**2 * 4
-    else:
-        # SDPA (transformers' default, on CPU and CUDA alike) keeps no [heads, T, T] probabilities
-        # for padded rows (measured on CPU: counting them over-estimated the demo by 10-20%)
-        layer = _per_token_layer_floats(m, s.seq_tokens, True, s.padded, b < 4) * tokens * b
-        edges = 3 * m.hidden * tokens * b  # embedding output, final norm input and output
-    if s.gradient_checkpointing:  # each layer's input is kept; one layer's activations exist at a time
-        out["activations"] = m.layers * m.hidden * tokens * b + layer + edges
-    else:
-        out["activations"] = m.layers * layer + edges
+    # SDPA (transformers' default, on CPU and CUDA alike) keeps no [heads, T, T] probabilities for padded
+    # rows (measured on CPU: counting them over-estimated the demo by 10-20%); packs attend per sequence
+    # (engines.packing.segment_attention: fused SDPA on slices, no mask), so no padding mask reaches it
+    per_token = _per_token_layer_floats(m, s.seq_tokens, True, s.padded and not s.pack_tokens, b < 4) * b
+    layer = per_token * tokens
+    # packs run one forward each (whole rows, first fit): a checkpointed layer is recomputed one pack at a
+    # time in backward, and one pack's [P, V] head output exists at a time
+    pack = min(max(1, s.pack_tokens // s.seq_tokens) * s.seq_tokens, tokens) if s.pack_tokens else tokens
+    edges = 3 * m.hidden * tokens * b  # embedding output, final norm input and output
     out["activations_no_checkpointing"] = m.layers * layer + edges
-    out["activations_checkpointing"] = m.layers * m.hidden * tokens * b + layer + edges
+    # each layer's input is kept; one layer's activations (of one pack) exist at a time
+    out["activations_checkpointing"] = m.layers * m.hidden * tokens * b + per_token * pack + edges
+    out["activations"] = out[
+        "activations_checkpointing" if s.gradient_checkpointing else "activations_no_checkpointing"
+    ]
     # logits: the head's output [B, T, V] in the model dtype and, in backward, its gradient; the fp32
     # log-softmax over the completion positions (kept for backward) and its gradient; an fp32 copy
     # first when the model computes in 16 bits. With logprob_chunk only one chunk's worth at a time.
@@ -100,9 +93,14 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     head_positions = comp if s.logprob_chunk else s.seq_tokens
     # in 16 bits the upcast's backward also holds the 16-bit gradient of the completion positions
     # while the slice's backward builds the full one (measured: the 32k-vocabulary bf16 case was 11% low)
-    out["logits"] = (
-        rows * m.vocab * (2 * head_positions * b + (2 + (b != 4)) * comp * 4 + (b != 4) * comp * b)
-    )
+    if s.pack_tokens:  # kept for backward: every row's fp32 log-softmax (and upcast); the rest one pack's
+        low, pack_rows = b != 4, pack / max(s.seq_tokens, 1)
+        out["logits"] = m.vocab * (rows * comp * 4 * (1 + low) + pack_rows * comp * (4 * (1 + low) + low * b)
+                                   + 2 * pack * b)  # fmt: skip
+    else:
+        out["logits"] = (
+            rows * m.vocab * (2 * head_positions * b + (2 + (b != 4)) * comp * 4 + (b != 4) * comp * b)
+        )
     if s.critic:  # its activations (no vocabulary head)
         out["critic"] += out["activations"]
     # generation: keys and values of every layer for every row and position, and one step's logits

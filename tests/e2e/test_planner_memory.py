@@ -3,9 +3,10 @@ single-device engine's train_step on a padded batch, live tensor bytes counted b
 `planner.measure.LivePeak`), and `reasonrl train` stopping on the planner's errors before any work.
 
 Tolerance: within 8% for the demo model's architecture (estimate / measured 1.00 plain, 1.04
-micro-batch 16, 1.00 with checkpointing, 1.00 longer completions, 0.98 chunked logits), within 12% for
-a 32k-vocabulary model whose logits dominate (0.96 plain, 1.08 chunked, 0.98 bf16) and for a
-grouped-query-attention model (2 of 8 heads for k / v; 1.05 fp32, 1.10 bf16, 1.03 bf16 chunked)."""
+micro-batch 16, 1.00 with checkpointing, 1.00 longer completions, 0.98 chunked logits; packed 0.94,
+0.94, 0.96 with checkpointing), within 12% for a 32k-vocabulary model whose logits dominate (0.96
+plain, 1.08 chunked, 0.98 bf16, 1.04 packed) and for a grouped-query-attention model (2 of 8 heads for
+k / v; 1.05 fp32, 1.10 bf16, 1.03 bf16 chunked; packed 0.98, 1.08 bf16)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ def _ratio(cfg, prompt):
     ("train.micro_batch=128", "rollout.max_new_tokens=48", "model.gradient_checkpointing=true"),
     ("train.micro_batch=32", "rollout.max_new_tokens=96"),
     ("train.micro_batch=128", "rollout.max_new_tokens=48", "model.logprob_chunk=16"),
+    ("train.micro_batch=128", "rollout.max_new_tokens=48", "model.pack_tokens=1024"),
+    ("train.micro_batch=32", "rollout.max_new_tokens=96", "model.pack_tokens=512"),
+    ("train.micro_batch=128", "rollout.max_new_tokens=48", "model.pack_tokens=1024", "model.gradient_checkpointing=true"),
 ])  # fmt: skip
 def test_estimate_matches_measured_on_the_demo_model(extra):
     assert 0.92 <= _ratio(load_config(None, [*DEMO, *extra]), 24) <= 1.08
@@ -47,6 +51,8 @@ GQA = dict(vocab_size=4096, hidden_size=256, num_hidden_layers=4, num_attention_
     (LOGITS, 64, 32, ()), (LOGITS, 64, 32, ("model.logprob_chunk=8",)), (LOGITS, 64, 32, ("model.dtype=bfloat16",)),
     (GQA, 192, 64, ()), (GQA, 192, 64, ("model.dtype=bfloat16",)),
     (GQA, 192, 64, ("model.dtype=bfloat16", "model.logprob_chunk=32")),
+    (LOGITS, 64, 32, ("model.pack_tokens=256",)), (GQA, 192, 64, ("model.pack_tokens=512",)),
+    (GQA, 192, 64, ("model.pack_tokens=1024", "model.dtype=bfloat16")),
 ])  # fmt: skip
 def test_estimate_matches_measured_on_other_shapes(tmp_path, shape, completion, prompt, extra):
     from transformers import Qwen2Config

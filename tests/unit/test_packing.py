@@ -1,6 +1,8 @@
 """Sequence packing (`model.pack_tokens`): packs respect the token budget and keep row order; packed
 log-probs, entropy and gradients equal the padded forward's (left-padded prompts, right-padded
-completions of different lengths), with packs of several sequences and with one sequence per pack."""
+completions of different lengths), with packs of several sequences and with one sequence per pack,
+grouped-query attention, and sliding-window layers; the pack's attention runs per sequence
+(`segment_attention`) and the model's own attention implementation is back afterwards."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import functools
 import pytest
 import torch
 
-from reasonrl.engines.packing import packed_logprobs, plan_packs
+from reasonrl.engines import packing
+from reasonrl.engines.packing import packed_logprobs, plan_packs, segment_attention
 from reasonrl.engines.single import completion_logprobs
 from reasonrl.types import TrainBatch
 
@@ -22,12 +25,12 @@ def test_plan_packs():
     assert sum(plan_packs([1] * 10, 4), []) == list(range(10))
 
 
-def _setup():
+def _setup(**extra):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)
     cfg = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                      num_key_value_heads=1, max_position_embeddings=64)  # fmt: skip
+                      num_key_value_heads=1, max_position_embeddings=64, **extra)  # fmt: skip
     model = Qwen2ForCausalLM(cfg).float()
     g = torch.Generator().manual_seed(2)
     prompt_pad, comp_len = [0, 2, 4, 1], [8, 3, 5, 1]
@@ -46,16 +49,84 @@ def _run(model, batch, mask, fn):
     model.zero_grad()
     lp, ent = fn(model, batch, with_entropy=True)
     ((lp * mask).sum() + 0.1 * (ent * mask).sum()).backward()
-    return lp.detach() * mask, ent.detach() * mask, {n: q.grad.clone() for n, q in model.named_parameters()}
+    return (
+        lp.detach() * mask,
+        ent.detach() * mask,
+        {n: q.grad.clone() for n, q in model.named_parameters() if q.grad is not None},
+    )
 
 
-@pytest.mark.parametrize("budget", [64, 10])
-def test_packed_equals_padded(budget):
-    model, batch, mask = _setup()
+SLIDING = {
+    "layer_types": ["sliding_attention", "full_attention"],
+    "sliding_window": 3,
+    "use_sliding_window": True,
+}
+
+
+@pytest.mark.parametrize("budget,extra", [(64, {}), (10, {}), (64, SLIDING)])
+def test_packed_equals_padded(budget, extra, monkeypatch):
+    model, batch, mask = _setup(**extra)
+    assert model.config._attn_implementation == "sdpa"
     lp0, ent0, g0 = _run(model, batch, mask, completion_logprobs)
+    calls = []
+
+    def counted(module, query, key, value, attention_mask, **kw):
+        calls.append((attention_mask, kw.get("sliding_window")))
+        return segment_attention(module, query, key, value, attention_mask, **kw)
+
+    monkeypatch.setattr(packing, "segment_attention", counted)
     lp1, ent1, g1 = _run(model, batch, mask, functools.partial(packed_logprobs, pack_tokens=budget))
+    packs = len(plan_packs([P + T - a - (T - c) for a, c in zip([0, 2, 4, 1], [8, 3, 5, 1])], budget))
+    assert len(calls) == 2 * packs  # every layer of every pack's forward went through it
+    assert [w for _, w in calls[:2]] == ([3, None] if extra else [None, None])
+    assert all(m is None for m, _ in calls)  # no dense [P, P] block mask built for a pack
+    assert model.config._attn_implementation == packing.SEGMENT_ATTENTION  # kept: see the checkpointing test
     torch.testing.assert_close(lp1, lp0, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(ent1, ent0, rtol=1e-5, atol=1e-5)
     for n in g0:
         torch.testing.assert_close(g1[n], g0[n], rtol=1e-4, atol=1e-6, msg=n)
     assert (lp0 != 0).sum() == int(mask.sum())  # every completion token compared
+
+
+def test_packed_equals_padded_with_gradient_checkpointing():
+    # the checkpointed layers are recomputed in backward, after packed_logprobs returned: they must run
+    # the same attention again (a swap undone on return failed here: another number of saved tensors)
+    model, batch, mask = _setup()
+    lp0, _, g0 = _run(model, batch, mask, completion_logprobs)
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    lp1, _, g1 = _run(model, batch, mask, functools.partial(packed_logprobs, pack_tokens=10))
+    torch.testing.assert_close(lp1, lp0, rtol=1e-5, atol=1e-5)
+    for n in g0:
+        torch.testing.assert_close(g1[n], g0[n], rtol=1e-4, atol=1e-6, msg=n)
+
+
+def test_generation_after_packing_is_unchanged():
+    # the model keeps segment attention after a packed forward; generation (left padding, KV cache)
+    # must still be SDPA's: the same greedy tokens and the same scores
+    model, batch, _ = _setup()
+    prompts, attn = batch.input_ids[:, :P], batch.attention_mask[:, :P]
+    kw = dict(
+        max_new_tokens=6, do_sample=False, output_scores=True, return_dict_in_generate=True, pad_token_id=0
+    )
+    before = model.generate(input_ids=prompts, attention_mask=attn, **kw)
+    packing.use_segment_attention(model)
+    after = model.generate(input_ids=prompts, attention_mask=attn, **kw)
+    assert model.config._attn_implementation == packing.SEGMENT_ATTENTION
+    assert torch.equal(after.sequences, before.sequences)
+    torch.testing.assert_close(torch.stack(after.scores), torch.stack(before.scores), rtol=0, atol=1e-6)
+
+
+def test_a_model_whose_attention_bypasses_the_interface_is_refused():
+    # attention code of its own would never see the pack's bounds and attend across sequences
+    class OwnAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(64, 64)
+
+        def forward(self, input_ids, **kw):
+            return type("Out", (), {"logits": self.emb(input_ids)})()
+
+    _, batch, _ = _setup()
+    with pytest.raises(NotImplementedError, match="model.pack_tokens"):
+        packed_logprobs(OwnAttention(), batch, pack_tokens=64)
