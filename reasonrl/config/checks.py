@@ -69,10 +69,8 @@ def validate(cfg: RunConfig) -> None:
             raise ConfigError(f"watchdog.{k} must be >= 0 (0 turns that phase's watchdog off), got {v}")
     if cfg.model.lora.rank < 0 or cfg.model.lora.alpha <= 0 or not 0 <= cfg.model.lora.dropout < 1:
         raise ConfigError("model.lora: rank must be >= 0, alpha > 0 and dropout in [0, 1)")
-    if cfg.model.pack_tokens < 0 or (cfg.model.pack_tokens and cfg.model.logprob_chunk):
-        raise ConfigError(
-            "model.pack_tokens must be >= 0, and cannot be combined with model.logprob_chunk yet"
-        )
+    if cfg.model.pack_tokens < 0:
+        raise ConfigError(f"model.pack_tokens must be >= 0, got {cfg.model.pack_tokens}")
     if cfg.model.compile and cfg.model.device != "cuda":
         from reasonrl.engines.compiled import cpp_compiler
         from reasonrl.models.loading import resolve_device

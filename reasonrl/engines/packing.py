@@ -148,8 +148,12 @@ def _pack_forward():
 
 
 def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, pack_tokens: int = 1024,
-                    entropy_grad: bool = True):  # fmt: skip
-    """(logprobs [B, T], entropy [B, T] or None) of the completion tokens, from packed forwards."""
+                    entropy_grad: bool = True, chunk: int = 0):  # fmt: skip
+    """(logprobs [B, T], entropy [B, T] or None) of the completion tokens, from packed forwards. chunk > 0:
+    from the last hidden states, `chunk` completion positions at a time (`single.head_logprobs`: no
+    [P, V] logits)."""
+    from reasonrl.engines.single import head_logprobs, last_hidden
+
     ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
     B, T = ids.shape[0], ids.shape[1] - p
     starts = [int((attn[i, :p] == 0).sum()) for i in range(B)]  # left padding of each prompt
@@ -164,24 +168,34 @@ def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autoca
         pos = torch.cat([torch.arange(ends[i] - starts[i], device=ids.device) for i in pack]).unsqueeze(0)
         cu = torch.tensor([0] + [ends[i] - starts[i] for i in pack]).cumsum(0)  # on the CPU: read per layer
         longest = int((cu[1:] - cu[:-1]).max())
-        with autocast(), _pack_forward():
-            logits = model(input_ids=seq, position_ids=pos, attention_mask=None, use_cache=False, cu_seq_lens_q=cu,
-                           cu_seq_lens_k=cu, max_length_q=longest, max_length_k=longest).logits[0]  # fmt: skip
-        at, rows, cols, off = [], [], [], 0  # logits at pack position t predict token t + 1
+        inputs = dict(input_ids=seq, position_ids=pos, attention_mask=None, cu_seq_lens_q=cu, cu_seq_lens_k=cu,
+                      max_length_q=longest, max_length_k=longest)  # fmt: skip
+        with _pack_forward():
+            if chunk:
+                out = last_hidden(model, autocast, **inputs)[0]
+            else:
+                with autocast():
+                    out = model(**inputs, use_cache=False).logits[0]
+        at, rows, cols, off = [], [], [], 0  # pack position t predicts token t + 1
         for i in pack:
             n_prompt, n_comp = p - starts[i], ends[i] - p
             at.extend(range(off + n_prompt - 1, off + n_prompt - 1 + n_comp))
             rows.extend([i] * n_comp)
             cols.extend(range(n_comp))
             off += ends[i] - starts[i]
-        if at:  # one log-softmax over all the pack's completion positions
-            at_t = torch.tensor(at, device=ids.device)
-            lp, ent = logprobs_and_entropy(logits.index_select(0, at_t), seq[0].index_select(0, at_t + 1), with_entropy,
-                                           entropy_grad)  # fmt: skip
-            where = (torch.tensor(rows, device=ids.device), torch.tensor(cols, device=ids.device))
-            lp_out = lp_out.index_put(where, lp)
-            if with_entropy:
-                ent_out = ent_out.index_put(where, ent)
+        if not at:  # no completion token in this pack: joined to the graph so its backward runs (FSDP2)
+            lp_out = lp_out + 0.0 * out.float().sum()
+            continue
+        at_t = torch.tensor(at, device=ids.device)
+        picked, targets = out.index_select(0, at_t), seq[0].index_select(0, at_t + 1)
+        if chunk:
+            lp, ent = head_logprobs(model, picked, targets, with_entropy, autocast, chunk, entropy_grad)
+        else:  # one log-softmax over all the pack's completion positions
+            lp, ent = logprobs_and_entropy(picked, targets, with_entropy, entropy_grad)
+        where = (torch.tensor(rows, device=ids.device), torch.tensor(cols, device=ids.device))
+        lp_out = lp_out.index_put(where, lp)
+        if with_entropy:
+            ent_out = ent_out.index_put(where, ent)
     # FSDP2: each forward gathers every layer's shards (and its backward reduce-scatters the gradients),
     # so every rank runs as many forwards as the rank with the most packs: the others add empty ones,
     # joined to the graph with weight 0 so their backward runs too

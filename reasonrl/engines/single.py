@@ -62,24 +62,34 @@ def chunked_logprobs(model, batch: TrainBatch, pos, with_entropy: bool, autocast
     """Log-probs (and entropy) from the decoder's last hidden states through the output head, `chunk`
     completion positions at a time; with gradients each chunk's logits are recomputed in backward
     (activation checkpointing), so at most [B, chunk, V] logits exist at once instead of [B, T, V]."""
-    from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
-
     ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
+    hidden = last_hidden(model, autocast, input_ids=ids, attention_mask=attn, position_ids=pos)
+    return head_logprobs(
+        model, hidden[:, p - 1 : -1], ids[:, p:], with_entropy, autocast, chunk, entropy_grad
+    )
+
+
+def last_hidden(model, autocast, **inputs) -> torch.Tensor:
+    """The decoder's last hidden states (after the final norm: what the output head reads)."""
     with autocast():
         if _fsdp_root(model):  # through the root's forward, so FSDP2 gathers its own parameters (the
             # head among them: the root keeps them gathered after forward); the head runs on 1 position
-            out = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False,
-                        output_hidden_states=True, logits_to_keep=1)  # fmt: skip
-            hidden = out.hidden_states[-1]  # after the final norm: what the head reads
-        else:
-            hidden = model.get_decoder()(
-                input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False
-            )[0]
+            out = model(**inputs, use_cache=False, output_hidden_states=True, logits_to_keep=1)
+            return out.hidden_states[-1]
+        return model.get_decoder()(**inputs, use_cache=False)[0]
+
+
+def head_logprobs(
+    model, hidden, targets, with_entropy: bool, autocast, chunk: int, entropy_grad: bool = True
+):
+    """(log-probs, entropy or None) of `targets` [..., N] from `hidden` [..., N, H] through the model's
+    output head, `chunk` positions at a time, each chunk's logits recomputed in backward."""
+    from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+
     head = model.get_output_embeddings()
-    hidden, targets = hidden[:, p - 1 : -1], ids[:, p:]
     lps, ents = [], []
-    for s in range(0, targets.shape[1], chunk):
-        args = (head, hidden[:, s : s + chunk], targets[:, s : s + chunk], with_entropy, entropy_grad)
+    for s in range(0, targets.shape[-1], chunk):
+        args = (head, hidden[..., s : s + chunk, :], targets[..., s : s + chunk], with_entropy, entropy_grad)
         # no early stop: the recomputation runs the whole chunk (a compiled log-prob function must
         # not be interrupted half-way by checkpoint's stop signal)
         with autocast(), set_checkpoint_early_stop(False):
@@ -91,7 +101,21 @@ def chunked_logprobs(model, batch: TrainBatch, pos, with_entropy: bool, autocast
         lps.append(out[0])
         if with_entropy:
             ents.append(out[1])
-    return torch.cat(lps, 1), (torch.cat(ents, 1) if with_entropy else None)
+    return torch.cat(lps, -1), (torch.cat(ents, -1) if with_entropy else None)
+
+
+def training_forward(model_cfg):
+    """The log-prob forward `model.*` asks for: chunked (`logprob_chunk`), packed (`pack_tokens`, chunked
+    too when both are set) or plain (None: the engine's default, `completion_logprobs`)."""
+    if model_cfg.pack_tokens > 0:
+        from reasonrl.engines.packing import packed_logprobs
+
+        return functools.partial(
+            packed_logprobs, pack_tokens=model_cfg.pack_tokens, chunk=model_cfg.logprob_chunk
+        )
+    if model_cfg.logprob_chunk > 0:
+        return functools.partial(completion_logprobs, chunk=model_cfg.logprob_chunk)
+    return None
 
 
 LR_SCHEDULES = ("constant", "linear", "cosine")

@@ -165,7 +165,7 @@ def _findings(cfg: RunConfig, plan: Plan, s: Settings, prompt: int, measured_pro
             out.append(Finding("error", "rollout.engine_kwargs.max_batch", f"generating {s.generation_rows} rows "
                                f"at once needs an estimated {gib(mem['generation_peak'])} (KV cache "
                                f"{gib(mem['kv_cache'])}), more than {gib(avail)}: set rollout.engine_kwargs.max_batch lower"))  # fmt: skip
-    if not (s.logprob_chunk or s.pack_tokens) and mem["logits"] > 0.3 * mem["training_peak"] \
+    if not s.logprob_chunk and mem["logits"] > 0.3 * mem["training_peak"] \
             and mem["logits"] > GIB:  # fmt: skip
         out.append(Finding("warn", "model.logprob_chunk", f"the logits [B, T, V] take an estimated "
                            f"{mem['logits'] / GIB:.2f} GiB of the step's peak; model.logprob_chunk=256 avoids them"))  # fmt: skip

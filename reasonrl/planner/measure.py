@@ -97,17 +97,11 @@ def measure_train_step(cfg: RunConfig, prompt_tokens: int, device: str = "cpu") 
     long): {"peak": bytes}."""
     import functools
 
-    from reasonrl.engines.single import SingleDeviceEngine, completion_logprobs
+    from reasonrl.engines.single import SingleDeviceEngine, training_forward
     from reasonrl.trainer.step import make_loss_fn
 
     model = _model(cfg, device)
-    forward = None  # the forward options, as trainer.setup picks them
-    if cfg.model.logprob_chunk:
-        forward = functools.partial(completion_logprobs, chunk=cfg.model.logprob_chunk)
-    elif cfg.model.pack_tokens:
-        from reasonrl.engines.packing import packed_logprobs
-
-        forward = functools.partial(packed_logprobs, pack_tokens=cfg.model.pack_tokens)
+    forward = training_forward(cfg.model)  # as trainer.setup picks it
     engine = SingleDeviceEngine(model, lr=1e-6, bf16=cfg.model.dtype == "bfloat16", forward=forward)
     rows, tc = cfg.train.micro_batch, cfg.rollout.max_new_tokens
     batch = _batch(rows, prompt_tokens, tc, model.config.vocab_size, device)

@@ -93,8 +93,11 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     head_positions = comp if s.logprob_chunk else s.seq_tokens
     # in 16 bits the upcast's backward also holds the 16-bit gradient of the completion positions
     # while the slice's backward builds the full one (measured: the 32k-vocabulary bf16 case was 11% low)
-    if s.pack_tokens:  # kept for backward: every row's fp32 log-softmax (and upcast); the rest one pack's
-        low, pack_rows = b != 4, pack / max(s.seq_tokens, 1)
+    low = b != 4
+    if s.pack_tokens and s.logprob_chunk:  # one chunk of a pack's completion positions at a time
+        out["logits"] = m.vocab * s.logprob_chunk * (2 * b + (2 + low) * 4 + low * b)
+    elif s.pack_tokens:  # kept for backward: every row's fp32 log-softmax (and upcast); the rest one pack's
+        pack_rows = pack / max(s.seq_tokens, 1)
         out["logits"] = m.vocab * (rows * comp * 4 * (1 + low) + pack_rows * comp * (4 * (1 + low) + low * b)
                                    + 2 * pack * b)  # fmt: skip
     else:

@@ -8,7 +8,6 @@ itself (`trainer.loop`), checkpoint I/O (`engines.checkpoint`) or parsing config
 from __future__ import annotations
 
 import copy
-import functools
 import hashlib
 import random
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from reasonrl.data.prompts import fit_prompts
 from reasonrl.data.sampler import PromptSampler
 from reasonrl.data.schema import load_problems
 from reasonrl.data.tasks import generate
-from reasonrl.engines.single import SingleDeviceEngine
+from reasonrl.engines.single import SingleDeviceEngine, training_forward
 from reasonrl.eval.accuracy import evaluate
 from reasonrl.models.loading import load_policy
 from reasonrl.rewards import check_routable
@@ -176,14 +175,8 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     kw = dict(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), warmup_steps=t.warmup_steps,
               lr_schedule=t.lr_schedule, total_steps=t.steps * t.epochs * (t.global_batch // t.mini_batch),
               min_lr_ratio=t.min_lr_ratio, grad_clip=t.grad_clip, bf16=cfg.model.dtype == "bfloat16", ref_model=ref)  # fmt: skip
-    if cfg.model.logprob_chunk > 0:
-        from reasonrl.engines.single import completion_logprobs
-
-        kw["forward"] = functools.partial(completion_logprobs, chunk=cfg.model.logprob_chunk)
-    if cfg.model.pack_tokens > 0:
-        from reasonrl.engines.packing import packed_logprobs
-
-        kw["forward"] = functools.partial(packed_logprobs, pack_tokens=cfg.model.pack_tokens)
+    if (forward := training_forward(cfg.model)) is not None:
+        kw["forward"] = forward
     if kind == "fsdp2":
         from reasonrl.engines.fsdp2 import FSDP2Engine
 

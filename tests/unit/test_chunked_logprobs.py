@@ -1,6 +1,7 @@
 """Log-probs without the [B, T, V] logits (`model.logprob_chunk`): chunked log-probs, entropy and
 gradients equal the plain computation, and no tensor of B x T x V elements is ever created (a
-dispatch-mode probe records the largest tensor any op produces), with a 100k vocabulary."""
+dispatch-mode probe records the largest tensor any op produces), with a 100k vocabulary; packed
+(`model.pack_tokens`) and chunked together, no pack's [P, V] logits either."""
 
 from __future__ import annotations
 
@@ -70,6 +71,20 @@ def test_chunked_equals_plain_without_the_full_logits():
     with torch.no_grad():
         lp2, _ = completion_logprobs(model, batch, chunk=5)  # without gradients, no recomputation
     torch.testing.assert_close(lp2, lp0, rtol=1e-5, atol=1e-5)
+
+
+def test_packed_and_chunked_equals_plain_without_a_packs_logits():
+    from reasonrl.engines.packing import packed_logprobs
+
+    model, batch = _setup()
+    lp0, ent0, g0, _ = _run(model, batch, completion_logprobs)
+    lp1, ent1, g1, big1 = _run(model, batch, functools.partial(packed_logprobs, pack_tokens=64, chunk=4))
+    torch.testing.assert_close(lp1, lp0, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ent1, ent0, rtol=1e-5, atol=1e-5)
+    for n in g0:
+        torch.testing.assert_close(g1[n], g0[n], rtol=1e-4, atol=1e-6, msg=n)
+    pack = 2 * (P + T) - 1  # both rows in one pack (one left-padded prompt position dropped)
+    assert big1 <= max(4 * V, V * H) < pack * V  # chunks of 4 positions, or the [V, H] weights themselves
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="torch.compile needs a C compiler on CPU")

@@ -127,7 +127,7 @@ def test_two_rank_fsdp2_steps_equal_one_process(tmp_path):
 PACK = 16  # rank 0's first micro-batch (9 + 7 tokens) fits one pack; rank 1's (9 + 9) needs two
 
 
-def _packed_rank(r: int, port: int, out):
+def _packed_rank(r: int, port: int, out, chunk: int = 0):
     import functools
 
     torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=r, world_size=2)
@@ -141,7 +141,10 @@ def _packed_rank(r: int, port: int, out):
         micro = _batch(0).select(rows).select(slice(0, 2))
         lengths = (micro.attention_mask.sum(-1)).tolist()
         engine = FSDP2Engine(
-            model, lr=1e-2, grad_clip=0.5, forward=functools.partial(packed_logprobs, pack_tokens=PACK)
+            model,
+            lr=1e-2,
+            grad_clip=0.5,
+            forward=functools.partial(packed_logprobs, pack_tokens=PACK, chunk=chunk),
         )
         metrics = _train(engine, rows)
         out.put((r, len(plan_packs(lengths, PACK)), metrics, {n: t.numpy() for n, t in _full(model).items()}))
@@ -150,10 +153,12 @@ def _packed_rank(r: int, port: int, out):
 
 
 @pytest.mark.timeout(180)
-def test_two_rank_fsdp2_with_packing_equals_one_padded_process():
+@pytest.mark.parametrize("chunk", [0, 2])
+def test_two_rank_fsdp2_with_packing_equals_one_padded_process(chunk):
     """Packed forwards on FSDP2 ranks with different pack counts (the rank with fewer runs empty ones,
-    so both stay in lock-step) give the single padded process's losses and parameters."""
-    results = run_ranks(_packed_rank, 2)
+    so both stay in lock-step) give the single padded process's losses and parameters; also with the
+    log-probs from the hidden states in chunks (the root's forward gathers the head)."""
+    results = run_ranks(_packed_rank, 2, chunk)
     assert [n for _, n, _, _ in results] == [1, 2]  # the ranks really pack differently
     torch.set_num_threads(1)
     model = _model()

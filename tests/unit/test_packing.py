@@ -63,8 +63,10 @@ SLIDING = {
 }
 
 
-@pytest.mark.parametrize("budget,extra", [(64, {}), (10, {}), (64, SLIDING)])
-def test_packed_equals_padded(budget, extra, monkeypatch):
+@pytest.mark.parametrize(
+    "budget,extra,chunk", [(64, {}, 0), (10, {}, 0), (64, SLIDING, 0), (10, {}, 3), (64, {}, 4)]
+)
+def test_packed_equals_padded(budget, extra, chunk, monkeypatch):
     model, batch, mask = _setup(**extra)
     assert model.config._attn_implementation == "sdpa"
     lp0, ent0, g0 = _run(model, batch, mask, completion_logprobs)
@@ -75,7 +77,9 @@ def test_packed_equals_padded(budget, extra, monkeypatch):
         return segment_attention(module, query, key, value, attention_mask, **kw)
 
     monkeypatch.setattr(packing, "segment_attention", counted)
-    lp1, ent1, g1 = _run(model, batch, mask, functools.partial(packed_logprobs, pack_tokens=budget))
+    lp1, ent1, g1 = _run(
+        model, batch, mask, functools.partial(packed_logprobs, pack_tokens=budget, chunk=chunk)
+    )
     packs = len(plan_packs([P + T - a - (T - c) for a, c in zip([0, 2, 4, 1], [8, 3, 5, 1])], budget))
     assert len(calls) == 2 * packs  # every layer of every pack's forward went through it
     assert [w for _, w in calls[:2]] == ([3, None] if extra else [None, None])
