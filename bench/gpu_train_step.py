@@ -16,6 +16,11 @@ stack), so it runs on a bare GPU image.
 
     python bench/gpu_train_step.py --preset qwen2.5-0.5b --seqs 2048,4096,8192 --ckpt off,on --chunk 256
     python bench/gpu_train_step.py --preset qwen2.5-1.5b --engine fsdp2 --seqs 4096 --ckpt on --chunk 256
+    python bench/gpu_train_step.py --preset qwen2.5-0.5b --seqs 4096 --chunk 256 --pack 16384
+
+`--pack N` gives the rows uneven completions (uniform from 1/8 of the completion budget to all of it,
+right-padded, as RL batches are) and times our update padded and packed (`model.pack_tokens=N`) on
+the same batch; tokens/s and MFU then count real tokens only.
 """
 
 from __future__ import annotations
@@ -50,14 +55,19 @@ def build_model(args):
     return model
 
 
-def make_batch(vocab: int, rows: int, seq: int):
+def make_batch(vocab: int, rows: int, seq: int, uneven: bool = False):
     from reasonrl.types import TrainBatch
 
     g = torch.Generator().manual_seed(0)
     prompt = seq // 4
     ids = torch.randint(0, vocab, (rows, seq), generator=g)
     attn = torch.ones_like(ids)
-    mask = torch.ones(rows, seq - prompt, dtype=torch.bool)
+    if uneven:  # completions of 1/8 to all of the budget, right-padded
+        budget = seq - prompt
+        for i, n in enumerate(torch.randint(max(1, budget // 8), budget + 1, (rows,), generator=g).tolist()):
+            attn[i, prompt + n :] = 0
+            ids[i, prompt + n :] = 0
+    mask = attn[:, prompt:].bool()
     adv = torch.randn(rows, 1, generator=g).expand(-1, seq - prompt).contiguous()
     return TrainBatch(ids, attn, mask, prompt, advantages=adv)
 
@@ -77,12 +87,17 @@ def make_engine(model, kind: str, device: str):
     return SingleDeviceEngine(model, lr=1e-6, bf16=bf16)
 
 
-def ours_step(engine, batch, micro: int, chunk: int, entropy: bool = True):
+def ours_step(engine, batch, micro: int, chunk: int, entropy: bool = True, pack: int = 0):
     from reasonrl.algorithms.losses import ppo_clip
     from reasonrl.algorithms.masked import aggregate
+    from reasonrl.engines.packing import packed_logprobs
     from reasonrl.engines.single import completion_logprobs
 
-    engine.forward = functools.partial(completion_logprobs, chunk=chunk)
+    engine.forward = (
+        functools.partial(packed_logprobs, pack_tokens=pack, chunk=chunk)
+        if pack
+        else functools.partial(completion_logprobs, chunk=chunk)
+    )
     total = batch.mask.sum()
 
     def loss_fn(m, logprobs, entropy):
@@ -206,6 +221,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--tokens-per-step", type=int, default=65536)
     ap.add_argument("--tokens-per-micro", type=int, default=16384)
     ap.add_argument("--attn", default="sdpa")
+    ap.add_argument("--pack", type=int, default=0, help="uneven rows; also time model.pack_tokens=N on them")
     ap.add_argument("--bare", action="store_true", help="also time the bare PyTorch loop per row")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument(
@@ -230,7 +246,7 @@ def main(argv=None) -> dict:
     cfg = model.config
     out = {"bench": "gpu_train_step", "device": name, "preset": args.preset, "engine": args.engine,
            "params": sum(p.numel() for p in model.parameters()), "chunk": args.chunk, "attn": args.attn,
-           "entropy": args.entropy, "compile": args.compile,
+           "entropy": args.entropy, "compile": args.compile, "pack": args.pack,
            "torch": torch.__version__, "rows": []}  # fmt: skip
     if cuda(args.device):  # bf16 logits through the compiled kernels: a GPU check
         out["fused_check"] = fused_check(cfg.vocab_size)
@@ -247,9 +263,9 @@ def main(argv=None) -> dict:
             model.gradient_checkpointing_disable()
         for seq in args.seq_list:
             rows, micro = args.tokens_per_step // seq, max(1, args.tokens_per_micro // seq)
-            batch = make_batch(cfg.vocab_size, rows, seq)
+            batch = make_batch(cfg.vocab_size, rows, seq, uneven=bool(args.pack))
             flops = train_flops_per_token(cfg, seq)
-            tokens = rows * seq
+            tokens = int(batch.attention_mask.sum())  # real tokens (all of them unless --pack)
             head = (
                 f"{args.preset} {args.engine} seq {seq} rows {rows} micro {micro} ckpt {ckpt} chunk {args.chunk} "
                 f"entropy {args.entropy}{' compiled' if args.compile else ''}"
@@ -258,6 +274,15 @@ def main(argv=None) -> dict:
             row = {"seq": seq, "rows": rows, "micro": micro, "ckpt": ckpt, "tokens_per_step": tokens,
                    "reasonrl": measure(f"{head}  reasonrl", ours_step(engine, batch, micro, args.chunk, args.entropy == "on"),
                                        args.steps, tokens, flops, peak)}  # fmt: skip
+            if args.pack:
+                row["real_token_frac"] = round(tokens / (rows * seq), 3)
+                row["reasonrl_packed"] = measure(f"{head}  reasonrl packed {args.pack}",
+                                                 ours_step(engine, batch, micro, args.chunk, args.entropy == "on", args.pack),
+                                                 args.steps, tokens, flops, peak)  # fmt: skip
+                if "sec_per_step" in row["reasonrl_packed"] and "sec_per_step" in row["reasonrl"]:
+                    row["packed_speedup"] = round(
+                        row["reasonrl"]["sec_per_step"] / row["reasonrl_packed"]["sec_per_step"], 3
+                    )
             if bare_opt is not None:
                 release(engine.optimizer, model)
                 with torch.compiler.set_stance("force_eager"):  # the bare loop is plain eager PyTorch

@@ -1,7 +1,7 @@
 """The GPU benchmark scripts' code paths run on the CPU with a tiny shape, so a GPU session (scarce
 device time) never finds them broken: `bench/gpu_train_step.py --device cpu` through the single-device
 engine with the bare loop beside it, and through the FSDP2 engine (gloo, world size 1), with activation
-checkpointing off and on; `bench/gpu_figures.sh` parses."""
+checkpointing off and on, and packed beside padded on uneven rows; `bench/gpu_figures.sh` parses."""
 
 from __future__ import annotations
 
@@ -38,6 +38,17 @@ def test_gpu_train_step_runs_on_cpu(engine, extra):
             assert row["ratio"] == round(row["bare"]["sec_per_step"] / row["reasonrl"]["sec_per_step"], 3)
         else:
             assert "bare" not in row
+
+
+def test_gpu_train_step_packed_runs_on_cpu():
+    out = _run("--pack", "128", "--chunk", "16")
+    for row in out["rows"]:
+        assert 0.1 < row["real_token_frac"] < 1  # uneven rows: real tokens only are counted
+        assert abs(row["tokens_per_step"] - row["real_token_frac"] * row["rows"] * row["seq"]) <= 1
+        assert row["reasonrl_packed"]["sec_per_step"] > 0
+        assert row["packed_speedup"] == round(
+            row["reasonrl"]["sec_per_step"] / row["reasonrl_packed"]["sec_per_step"], 3
+        )
 
 
 def test_gpu_figures_script_parses():
