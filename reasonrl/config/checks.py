@@ -71,6 +71,8 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError("model.lora: rank must be >= 0, alpha > 0 and dropout in [0, 1)")
     if cfg.model.pack_tokens < 0:
         raise ConfigError(f"model.pack_tokens must be >= 0, got {cfg.model.pack_tokens}")
+    if cfg.train.micro_tokens < 0:
+        raise ConfigError(f"train.micro_tokens must be >= 0, got {cfg.train.micro_tokens}")
     if cfg.model.compile and cfg.model.device != "cuda":
         from reasonrl.engines.compiled import cpp_compiler
         from reasonrl.models.loading import resolve_device

@@ -178,6 +178,9 @@ class TrainConfig:
     global_batch: int = 128  # sequences per step = prompts per step * rollout.n
     mini_batch: int = 128  # sequences per optimizer step (global_batch / mini_batch updates per step)
     micro_batch: int = 64  # sequences per forward/backward (gradient accumulation)
+    # > 0: a micro-batch also ends before it would hold more than this many real (prompt + completion)
+    # tokens (verl's dynamic batch size); rows run longest first; a longer row gets one of its own
+    micro_tokens: int = 0
     epochs: int = 1  # passes over each rollout batch
     lr: float = 1e-5
     weight_decay: float = 0.0

@@ -20,6 +20,7 @@ from contextlib import nullcontext
 
 import torch
 
+from reasonrl import distributed as dist
 from reasonrl.algorithms.logprobs import logprobs_and_entropy
 from reasonrl.types import TrainBatch
 
@@ -163,6 +164,7 @@ class SingleDeviceEngine:
         self.forward = forward or completion_logprobs
         self.metric_prefix = metric_prefix
         self.trim_padding = False  # cut each training micro-batch's unused padding (set by the trainer)
+        self.micro_tokens = 0  # > 0: micro-batches of at most this many real tokens (train.micro_tokens)
         self.device = next(model.parameters()).device
         self.grad_clip = grad_clip
         self.optimizer = torch.optim.AdamW(
@@ -198,9 +200,11 @@ class SingleDeviceEngine:
         was_training = model.training
         model.eval()
         out = []
-        for s in range(0, batch.size, micro_batch):
-            micro = self.to_device(batch.select(slice(s, s + micro_batch)))
-            out.append(self.forward(model, micro, autocast=self._autocast)[0].float().cpu())
+        for rows in self.micro_rows(batch, micro_batch):
+            micro = self.to_device(batch.select(rows or slice(0, 1)))
+            first = self.forward(model, micro, autocast=self._autocast)[0]
+            if rows is not None:  # (None: a filler forward that keeps FSDP2 ranks in lock-step)
+                out.append(first.float().cpu())
         model.train(was_training)
         return torch.cat(out)
 
@@ -220,11 +224,14 @@ class SingleDeviceEngine:
         self.model.train()
         totals: dict[str, torch.Tensor] = {}
         n_micro = 0
-        for s in range(0, batch.size, micro_batch):
-            micro = batch.select(slice(s, s + micro_batch))
+        for rows in self.micro_rows(batch, micro_batch):
+            micro = batch.select(rows or slice(0, 1))
             micro = self.to_device(micro.trimmed() if self.trim_padding else micro)
             outs = self.forward(self.model, micro, with_entropy=with_entropy, autocast=self._autocast,
                                 entropy_grad=entropy_grad)  # fmt: skip
+            if rows is None:  # a filler: its forward and backward run (FSDP2's collectives), adding nothing
+                (0.0 * outs[0].float().sum()).backward()
+                continue
             loss, metrics = loss_fn(micro, *(None if o is None else o.float() for o in outs))
             loss.backward()
             n_micro += 1
@@ -248,6 +255,23 @@ class SingleDeviceEngine:
         out[self.metric_prefix + "grad_norm"] = grad_norm.detach().float().cpu()
         out[self.metric_prefix + "lr"] = torch.tensor(self.scheduler.get_last_lr()[0])
         return out
+
+    def micro_rows(self, batch: TrainBatch, micro_batch: int) -> list[slice | None]:
+        """The rows of each micro-batch, in order: `micro_batch` at a time, each ending early where
+        `micro_tokens` > 0 and the next row's real tokens would pass it (a longer row runs alone). Every
+        rank gets as many as the rank with the most; the extra ones are None (a one-row forward and
+        backward that adds nothing, so FSDP2's collectives stay in lock-step)."""
+        if self.micro_tokens > 0:
+            from reasonrl.engines.packing import plan_packs
+
+            tokens = batch.attention_mask.sum(-1).tolist()
+            out = []
+            for part in plan_packs(tokens, self.micro_tokens):
+                out.extend(slice(part[s], part[min(s + micro_batch, len(part)) - 1] + 1)
+                           for s in range(0, len(part), micro_batch))  # fmt: skip
+        else:
+            out = [slice(s, min(s + micro_batch, batch.size)) for s in range(0, batch.size, micro_batch)]
+        return out + [None] * (dist.max_over_ranks(len(out)) - len(out))
 
     def clip_gradients(self) -> torch.Tensor:
         """Clip the gradients to `grad_clip` (total norm); returns the norm before clipping."""

@@ -95,7 +95,10 @@ def make_plan(cfg: RunConfig, world: int | None = None, memory_bytes: float | No
     sharded = dist.train_engine_kind(t.engine, world) == "fsdp2"
     engine_kw = dict(r.engine_kwargs)
     s = Settings(
-        dtype=m.dtype, micro_batch=t.micro_batch, seq_tokens=prompt + r.max_new_tokens,
+        dtype=m.dtype, seq_tokens=prompt + r.max_new_tokens,
+        # by tokens: as many rows of the longest length as fit (a longer row alone)
+        micro_batch=min(t.micro_batch, max(1, t.micro_tokens // (prompt + r.max_new_tokens))) if t.micro_tokens
+        else t.micro_batch,
         completion_tokens=r.max_new_tokens, gradient_checkpointing=m.gradient_checkpointing,
         logprob_chunk=m.logprob_chunk, pack_tokens=m.pack_tokens, world=world,
         sharded=sharded, cpu_offload=t.cpu_offload and sharded, reference=cfg.algo.kl.coef > 0,

@@ -98,8 +98,10 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     mini_rows = t.mini_batch // dist.world_size()  # this rank's rows of each (global) mini-batch
     # several ranks: each global mini-batch re-split by tokens (the rows one process would take); on
     # one process (model.remove_padding) the same split into one part: the mini-batch by length
-    balance = (t.balance_tokens and dist.world_size() > 1) or cfg.model.remove_padding
+    balance = (t.balance_tokens and dist.world_size() > 1) or cfg.model.remove_padding or t.micro_tokens > 0
     run.train_engine.trim_padding = balance  # length-ordered micro-batches: cut their unused padding
+    for engine in [run.train_engine] + ([critic.engine] if critic is not None else []):
+        engine.micro_tokens = t.micro_tokens  # micro-batches by tokens: rows of similar length fill each
     # (TIS with one update per step takes its weights inside the loss, from those same log-probs)
     needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl.in_reward
 

@@ -1,7 +1,8 @@
 """Balancing a step's rows across ranks by tokens (trainer/balance.py): the greedy split, the re-layout of
 every rank's rows into one batch, trimming unused padding, and 2 real gloo FSDP2 ranks whose
 mini-batches are re-split by tokens training exactly like one process (loss, gradient norm, parameters;
-rel 1e-5) while the ranks' token counts come out even."""
+rel 1e-5) while the ranks' token counts come out even. Micro-batches by tokens (`train.micro_tokens`):
+the split, one process and 2 ranks with different micro-batch counts training like row micro-batches."""
 
 from __future__ import annotations
 
@@ -143,18 +144,18 @@ def _step_batch(step: int, rank: int) -> TrainBatch:
     return _batch(RANK_ROWS[rank], seed=10 * step + rank)
 
 
-def _updates(engine, minis: list[TrainBatch]) -> list[dict]:
+def _updates(engine, minis: list[TrainBatch], micro: int = 1) -> list[dict]:
     algo = AlgoConfig(loss_agg="token_mean")
     out = []
     for mini in minis:
         counts = dist.global_normalisers(mini.mask)
         loss_fn = make_loss_fn(algo, counts["total_tokens"], counts["total_seqs"], 9)
-        m = engine.train_step(mini, loss_fn, 1)
+        m = engine.train_step(mini, loss_fn, micro)
         out.append(dist.reduce_metrics({k: float(v) for k, v in m.items() if k != "actor/entropy"}))
     return out
 
 
-def _balanced_rank(r: int, port: int, out):
+def _balanced_rank(r: int, port: int, out, micro_tokens: int = 0):
     torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=r, world_size=2)
     torch.set_num_threads(1)
     try:
@@ -162,13 +163,16 @@ def _balanced_rank(r: int, port: int, out):
 
         model = _model()
         engine = FSDP2Engine(model, lr=1e-2, grad_clip=0.5)
-        engine.trim_padding = True
+        engine.trim_padding, engine.micro_tokens = True, micro_tokens
         metrics, tokens = [], []
         for step in range(STEPS):
             whole = gather_batch(_step_batch(step, r), PAD)
             minis = balanced_minibatches(whole, MINI, torch.Generator().manual_seed(step))
-            tokens.append([int(m.attention_mask.sum()) for m in minis])
-            metrics += _updates(engine, minis)
+            if micro_tokens:  # this rank's own micro-batches (fillers left out)
+                tokens.append([sum(x is not None for x in engine.micro_rows(m, MINI)) for m in minis])
+            else:
+                tokens.append([int(m.attention_mask.sum()) for m in minis])
+            metrics += _updates(engine, minis, MINI if micro_tokens else 1)
         from torch.distributed.tensor import DTensor
 
         full = {n: (t.full_tensor() if isinstance(t, DTensor) else t).detach().numpy()
@@ -176,6 +180,66 @@ def _balanced_rank(r: int, port: int, out):
         out.put((r, metrics, tokens, full))
     finally:
         torch.distributed.destroy_process_group()
+
+
+def test_micro_rows_by_tokens():
+    engine = SingleDeviceEngine(_model(), lr=1e-3)
+    batch = _batch([(2, 10), (2, 8), (3, 6), (1, 2), (2, 1), (1, 1), (1, 1), (1, 0)])  # 12 10 9 3 3 2 2 1
+    assert engine.micro_rows(batch, 3) == [slice(0, 3), slice(3, 6), slice(6, 8)]  # rows only
+    engine.micro_tokens = 12
+    assert engine.micro_rows(batch, 3) == [slice(0, 1), slice(1, 2), slice(2, 4), slice(4, 7), slice(7, 8)]
+    engine.micro_tokens = 9  # a row over the budget runs alone; the rest fill up to it, in order
+    assert engine.micro_rows(batch, 8) == [slice(0, 1), slice(1, 2), slice(2, 3), slice(3, 6), slice(6, 8)]
+
+
+def test_one_process_micro_batches_by_tokens_train_like_row_micro_batches():
+    rows = [(3, 9), (2, 1), (3, 8), (2, 2), (1, 1), (3, 9), (2, 7), (1, 2)]
+    results = []
+    for micro_tokens in (0, 14):
+        model = _model()
+        engine = SingleDeviceEngine(model, lr=1e-2, grad_clip=0.5)
+        engine.trim_padding, engine.micro_tokens = True, micro_tokens
+        seen = []
+        forward = engine.forward
+        engine.forward = lambda m, b, **kw: (seen.append(int(b.attention_mask.sum())), forward(m, b, **kw))[1]
+        metrics = []
+        for step in range(2):
+            minis = balanced_minibatches(_batch(rows, seed=step), 4, torch.Generator().manual_seed(step))
+            metrics += _updates(engine, minis, micro=4)
+        results.append((metrics, seen, model.state_dict()))
+    (rows_m, rows_seen, rows_p), (tok_m, tok_seen, tok_p) = results
+    assert len(rows_seen) == 4 and len(tok_seen) > 4  # one micro-batch per mini-batch, or more by tokens
+    assert max(tok_seen) <= 14 < max(rows_seen)
+    for a, b in zip(rows_m, tok_m):
+        for k in ("loss/policy", "grad_norm"):
+            assert b[k] == pytest.approx(a[k], rel=1e-5, abs=1e-6), k
+    for name, a in rows_p.items():
+        if not name.endswith("k_proj.bias"):  # rounding noise, see tests/unit/test_fsdp2.py
+            assert torch.allclose(tok_p[name], a, rtol=1e-5, atol=ADAM_PARAM_ATOL), name
+
+
+@pytest.mark.timeout(180)
+def test_two_ranks_with_micro_batches_by_tokens_train_like_one_process():
+    """Ranks whose balanced parts fill different numbers of 15-token micro-batches (fillers keep their
+    collectives in lock-step) train like one process with row micro-batches."""
+    results = run_ranks(_balanced_rank, 2, 15)
+    torch.set_num_threads(1)
+    model = _model()
+    engine = SingleDeviceEngine(model, lr=1e-2, grad_clip=0.5)
+    single = []
+    for step in range(STEPS):
+        whole = concat_batches([_step_batch(step, 0), _step_batch(step, 1)], PAD)
+        single += _updates(engine, minibatches(whole, MINI, torch.Generator().manual_seed(step)))
+    (_, m0, counts0, full), (_, m1, counts1, _) = results
+    pairs = list(zip(itertools.chain(*counts0), itertools.chain(*counts1)))
+    assert any(a > b for a, b in pairs) and any(a < b for a, b in pairs)  # each rank sometimes runs fillers
+    for got in (m0, m1):
+        for g, want in zip(got, single):
+            for k in ("loss/policy", "grad_norm"):
+                assert g[k] == pytest.approx(want[k], rel=1e-5, abs=1e-6), k
+    for name, want in model.state_dict().items():
+        if not name.endswith("k_proj.bias"):
+            assert torch.allclose(torch.from_numpy(full[name]), want, rtol=1e-5, atol=ADAM_PARAM_ATOL), name
 
 
 @pytest.mark.timeout(180)

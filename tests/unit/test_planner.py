@@ -215,3 +215,11 @@ def test_a_gpu_estimate_close_to_the_memory_warns_with_the_measured_error():
     ]
     assert not [f for f in make_plan(base, memory_bytes=need * 1.2).findings if "1.02x" in f.message]
     assert [f.key for f in make_plan(base, memory_bytes=need * 0.9).errors] == ["train.micro_batch"]
+
+
+def test_micro_batches_by_tokens_hold_as_many_full_rows_as_fit():
+    demo = ("model.path=demo", "data.max_prompt_tokens=40", "rollout.max_new_tokens=64", "train.micro_batch=32")
+    rows = lambda *extra: make_plan(_cfg(*demo, *extra)).memory["activations"]  # noqa: E731
+    assert rows("train.micro_tokens=420") == rows("train.micro_batch=4")  # 4 rows of 40 + 64 tokens
+    assert rows("train.micro_tokens=50") == rows("train.micro_batch=1")  # a longer row runs alone
+    assert rows("train.micro_tokens=100000") == rows()  # the row count still caps it
