@@ -68,14 +68,13 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
     window = kwargs.get("sliding_window")
     gqa = query.shape[1] != key.shape[1]
     q, k, v = query[0].transpose(0, 1), key[0].transpose(0, 1), value[0].transpose(0, 1)  # [P, H, D]
-    outs, where = [], []
-    for idx, valid in _slot_groups(cu):  # sequences of similar length side by side, right-padded
-        (n, length), flat = idx.shape, idx.flatten().to(query.device)
+    groups, where = _slot_groups(cu, query.device)
+    outs = []
+    for n, length, flat, keep in groups:  # sequences of similar length side by side, right-padded
         mask = None
         if window and length > window:  # position j sees i when j - window < i <= j
             i = torch.arange(length, device=query.device)
             mask = (i[None, :] <= i[:, None]) & (i[None, :] > i[:, None] - window)
-
         # [P, H, D] -> [S, H, L, D]; index_select, whose backward is one index_add
         sq, sk, sv = (
             x.index_select(0, flat).view(n, length, *x.shape[1:]).transpose(1, 2) for x in (q, k, v)
@@ -83,30 +82,40 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
         out = F.scaled_dot_product_attention(  # padding comes after every real position: causal ignores it
             sq, sk, sv, attn_mask=mask, dropout_p=dropout, is_causal=mask is None, scale=scaling,
             enable_gqa=gqa)  # fmt: skip
-        keep = valid.flatten().nonzero().squeeze(1).to(query.device)
         outs.append(out.transpose(1, 2).reshape(n * length, out.shape[1], out.shape[3]).index_select(0, keep))
-        where.append(flat.index_select(0, keep))
     out = torch.cat(outs)
-    return out.new_empty(out.shape).index_copy(0, torch.cat(where), out).unsqueeze(0), None
+    return out.new_empty(out.shape).index_copy(0, where, out).unsqueeze(0), None
 
 
-def _slot_groups(cu: torch.Tensor):
-    """(idx [S, L], valid [S, L]) per group of a pack's sequences: each row a sequence's positions in
-    the pack, right-padded (with its own first position) to the group's longest. Longest first, a new
-    group where a sequence is under half the group's longest, so padded attention work stays under 4x
-    the real sum(n_i^2)."""
+def _slot_groups(cu: torch.Tensor, device) -> tuple[list, torch.Tensor]:
+    """([(rows S, length L, positions [S * L], kept [real]) per group], where [P]) for a pack whose
+    sequences start at `cu`: each group's sequences side by side, each right-padded (with its own first
+    position) to the group's longest; `kept` picks the real positions of the [S * L] slots, `where`
+    their places in the pack. Longest first, a new group where a sequence is under half the group's
+    longest, so padded attention work stays under 4x the real sum(n_i^2). Built once per pack and
+    device (every layer asks; a host-to-device copy per layer would also wait for the GPU each time)."""
+    cached = getattr(_PACK, "slots", None)
+    if cached is not None and cached[0] is cu and cached[1] == device:
+        return cached[2]
     lens = (cu[1:] - cu[:-1]).tolist()
     ranked = sorted(range(len(lens)), key=lambda j: -lens[j])
-    groups: list[list[int]] = []
+    members: list[list[int]] = []
     for j in ranked:
-        if not groups or 2 * lens[j] < lens[groups[-1][0]]:
-            groups.append([])
-        groups[-1].append(j)
-    for g in groups:
+        if not members or 2 * lens[j] < lens[members[-1][0]]:
+            members.append([])
+        members[-1].append(j)
+    groups, where = [], []
+    for g in members:
         span = torch.arange(lens[g[0]])
         starts, n = cu[g][:, None], torch.tensor([lens[j] for j in g])[:, None]
-        valid = span[None, :] < n
-        yield torch.where(valid, starts + span[None, :], starts), valid
+        valid = (span[None, :] < n).flatten()
+        flat = torch.where(valid.view(len(g), -1), starts + span[None, :], starts).flatten()
+        keep = valid.nonzero().squeeze(1)
+        groups.append((len(g), lens[g[0]], flat.to(device), keep.to(device)))
+        where.append(flat[keep])
+    out = groups, torch.cat(where).to(device)
+    _PACK.slots = (cu, device, out)
+    return out
 
 
 def _segment_mask(*args, **kwargs):
