@@ -89,7 +89,7 @@ def report(cfg, plan, measured: dict | None = None, prompt_note: str = "") -> st
     ckpt = "on" if cfg.model.gradient_checkpointing else "off"
     avail = f"{plan.device_memory / 2**30:.1f} GiB" if plan.device_memory else "unknown"
     lines += ["", f"memory per device (estimate; {cfg.model.dtype}, {plan.device} with {avail}, "
-              f"micro-batch {cfg.train.micro_batch}, checkpointing {ckpt}):"]  # fmt: skip
+              f"micro-batch {_micro(cfg, b)}, checkpointing {ckpt}):"]  # fmt: skip
     for key, label in _MEMORY_ROWS:
         if plan.memory.get(key) or key.endswith("peak"):
             lines.append(f"  {label:44s} {_size(plan.memory[key])}")
@@ -157,3 +157,14 @@ def add_plan_parser(sub) -> None:
                    help="also run one training micro-batch with random weights here and report its peak")  # fmt: skip
     p.add_argument("--json", action="store_true", help="one JSON object instead of the report")
     p.set_defaults(fn=_plan)
+
+
+def _micro(cfg, b: dict) -> str:
+    from reasonrl.planner.checks import micro_rows
+
+    rows = micro_rows(cfg, b["max_tokens_per_step"] // b["sequences_per_step"])
+    return (
+        f"{rows} rows of the longest (train.micro_tokens {cfg.train.micro_tokens})"
+        if cfg.train.micro_tokens
+        else str(rows)
+    )

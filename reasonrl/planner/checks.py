@@ -62,6 +62,13 @@ def device_memory(device: str) -> tuple[str, float | None]:
         return "cpu", None
 
 
+def micro_rows(cfg: RunConfig, seq: int) -> int:
+    """Rows in a micro-batch of `seq`-token rows: train.micro_batch, or with train.micro_tokens as many
+    as fit (a longer row alone), at most train.micro_batch."""
+    t = cfg.train
+    return min(t.micro_batch, max(1, t.micro_tokens // seq)) if t.micro_tokens else t.micro_batch
+
+
 def batch_figures(cfg: RunConfig, world: int, prompt_tokens: int) -> dict[str, int]:
     """prompt_tokens: the longest prompt (`make_plan` passes the measured one or the worst case)."""
     t, r = cfg.train, cfg.rollout
@@ -74,7 +81,8 @@ def batch_figures(cfg: RunConfig, world: int, prompt_tokens: int) -> dict[str, i
         "sequences_per_rank": t.global_batch // world,
         "optimizer_steps_per_rollout_batch": t.epochs * (t.global_batch // t.mini_batch),
         "mini_batch_per_rank": mini_rank,
-        "micro_batches_per_optimizer_step_per_rank": max(mini_rank // t.micro_batch, 1),
+        # at most, with train.micro_tokens (every row of the longest length)
+        "micro_batches_per_optimizer_step_per_rank": max(-(-mini_rank // micro_rows(cfg, seq)), 1),
         "world_size": world,
     }
 
@@ -95,10 +103,7 @@ def make_plan(cfg: RunConfig, world: int | None = None, memory_bytes: float | No
     sharded = dist.train_engine_kind(t.engine, world) == "fsdp2"
     engine_kw = dict(r.engine_kwargs)
     s = Settings(
-        dtype=m.dtype, seq_tokens=prompt + r.max_new_tokens,
-        # by tokens: as many rows of the longest length as fit (a longer row alone)
-        micro_batch=min(t.micro_batch, max(1, t.micro_tokens // (prompt + r.max_new_tokens))) if t.micro_tokens
-        else t.micro_batch,
+        dtype=m.dtype, seq_tokens=prompt + r.max_new_tokens, micro_batch=micro_rows(cfg, prompt + r.max_new_tokens),
         completion_tokens=r.max_new_tokens, gradient_checkpointing=m.gradient_checkpointing,
         logprob_chunk=m.logprob_chunk, pack_tokens=m.pack_tokens, world=world,
         sharded=sharded, cpu_offload=t.cpu_offload and sharded, reference=cfg.algo.kl.coef > 0,

@@ -223,3 +223,5 @@ def test_micro_batches_by_tokens_hold_as_many_full_rows_as_fit():
     assert rows("train.micro_tokens=420") == rows("train.micro_batch=4")  # 4 rows of 40 + 64 tokens
     assert rows("train.micro_tokens=50") == rows("train.micro_batch=1")  # a longer row runs alone
     assert rows("train.micro_tokens=100000") == rows()  # the row count still caps it
+    batch = make_plan(_cfg(*demo, "train.micro_tokens=420")).batch
+    assert batch["micro_batches_per_optimizer_step_per_rank"] == 8  # 32 rows, 4 at a time at most
