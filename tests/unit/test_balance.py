@@ -98,6 +98,23 @@ def test_trimmed_batch_gives_the_same_logprobs():
     assert narrow.trimmed() is narrow
 
 
+def _assert_trained_alike(
+    metrics, want_metrics, params, want_params, keys=("loss/policy", "grad_norm")
+) -> None:
+    """Same losses and gradient norms (rel 1e-5) step by step, same parameters (Adam's tolerance)."""
+    assert len(metrics) == len(want_metrics)
+    for got, want in zip(metrics, want_metrics):
+        for k in keys:
+            assert got[k] == pytest.approx(want[k], rel=1e-5, abs=1e-6), k
+    for name, want in want_params.items():
+        if not name.endswith("k_proj.bias"):  # rounding noise, see tests/unit/test_fsdp2.py
+            got = torch.as_tensor(params[name])
+            assert torch.allclose(got, want, rtol=1e-5, atol=ADAM_PARAM_ATOL), (
+                name,
+                (got - want).abs().max(),
+            )
+
+
 def test_one_process_length_ordered_trimmed_micro_batches_train_like_padded_ones():
     """model.remove_padding on one process: the same shuffled mini-batches, each longest first and cut
     per micro-batch, give the padded run's losses, gradient norms and parameters."""
@@ -116,12 +133,7 @@ def test_one_process_length_ordered_trimmed_micro_batches_train_like_padded_ones
         results.append((metrics, widths, model.state_dict()))
     (padded, w_padded, p_padded), (trimmed, w_trimmed, p_trimmed) = results
     assert sum(w_trimmed) < sum(w_padded)  # the short rows' micro-batches really are narrower
-    for a, b in zip(padded, trimmed):
-        for k in ("loss/policy", "grad_norm"):
-            assert b[k] == pytest.approx(a[k], rel=1e-5, abs=1e-6), k
-    for name, a in p_padded.items():
-        if not name.endswith("k_proj.bias"):  # rounding noise, see tests/unit/test_fsdp2.py
-            assert torch.allclose(p_trimmed[name], a, rtol=1e-5, atol=ADAM_PARAM_ATOL), name
+    _assert_trained_alike(trimmed, padded, p_trimmed, p_padded)
 
 
 # --------------------------------------------------------------------------------- two gloo ranks
@@ -200,8 +212,12 @@ def test_one_process_micro_batches_by_tokens_train_like_row_micro_batches():
         engine = SingleDeviceEngine(model, lr=1e-2, grad_clip=0.5)
         engine.trim_padding, engine.micro_tokens = True, micro_tokens
         seen = []
-        forward = engine.forward
-        engine.forward = lambda m, b, **kw: (seen.append(int(b.attention_mask.sum())), forward(m, b, **kw))[1]
+
+        def counted(m, b, seen=seen, forward=engine.forward, **kw):
+            seen.append(int(b.attention_mask.sum()))
+            return forward(m, b, **kw)
+
+        engine.forward = counted
         metrics = []
         for step in range(2):
             minis = balanced_minibatches(_batch(rows, seed=step), 4, torch.Generator().manual_seed(step))
@@ -210,12 +226,7 @@ def test_one_process_micro_batches_by_tokens_train_like_row_micro_batches():
     (rows_m, rows_seen, rows_p), (tok_m, tok_seen, tok_p) = results
     assert len(rows_seen) == 4 and len(tok_seen) > 4  # one micro-batch per mini-batch, or more by tokens
     assert max(tok_seen) <= 14 < max(rows_seen)
-    for a, b in zip(rows_m, tok_m):
-        for k in ("loss/policy", "grad_norm"):
-            assert b[k] == pytest.approx(a[k], rel=1e-5, abs=1e-6), k
-    for name, a in rows_p.items():
-        if not name.endswith("k_proj.bias"):  # rounding noise, see tests/unit/test_fsdp2.py
-            assert torch.allclose(tok_p[name], a, rtol=1e-5, atol=ADAM_PARAM_ATOL), name
+    _assert_trained_alike(tok_m, rows_m, tok_p, rows_p)
 
 
 @pytest.mark.timeout(180)
@@ -234,12 +245,7 @@ def test_two_ranks_with_micro_batches_by_tokens_train_like_one_process():
     pairs = list(zip(itertools.chain(*counts0), itertools.chain(*counts1)))
     assert any(a > b for a, b in pairs) and any(a < b for a, b in pairs)  # each rank sometimes runs fillers
     for got in (m0, m1):
-        for g, want in zip(got, single):
-            for k in ("loss/policy", "grad_norm"):
-                assert g[k] == pytest.approx(want[k], rel=1e-5, abs=1e-6), k
-    for name, want in model.state_dict().items():
-        if not name.endswith("k_proj.bias"):
-            assert torch.allclose(torch.from_numpy(full[name]), want, rtol=1e-5, atol=ADAM_PARAM_ATOL), name
+        _assert_trained_alike(got, single, full, model.state_dict())
 
 
 @pytest.mark.timeout(180)
@@ -253,19 +259,12 @@ def test_two_ranks_balanced_by_tokens_train_like_one_process():
         whole = concat_batches([_step_batch(step, 0), _step_batch(step, 1)], PAD)
         single += _updates(engine, minibatches(whole, MINI, torch.Generator().manual_seed(step)))
     (_, m0, tok0, full), (_, m1, tok1, _) = results
+    assert len(single) == STEPS * 2
     for got in (m0, m1):
-        assert len(got) == len(single) == STEPS * 2
-        for g, want in zip(got, single):
-            for k in ("loss/policy", "grad_norm", "lr"):
-                assert g[k] == pytest.approx(want[k], rel=1e-5, abs=1e-6), k
+        _assert_trained_alike(got, single, full, model.state_dict(), keys=("loss/policy", "grad_norm", "lr"))
     # every mini-batch's tokens are split evenly (within the longest row); unbalanced it would be 4x
     for a, b in zip(itertools.chain(*tok0), itertools.chain(*tok1)):
         assert abs(a - b) <= 12, (a, b)
-    for name, want in model.state_dict().items():
-        if name.endswith("k_proj.bias"):  # rounding noise, see tests/unit/test_fsdp2.py
-            continue
-        got = torch.from_numpy(full[name])
-        assert torch.allclose(got, want, rtol=1e-5, atol=ADAM_PARAM_ATOL), (name, (got - want).abs().max())
     assert not torch.equal(
         model.model.layers[0].mlp.up_proj.weight, _model().model.layers[0].mlp.up_proj.weight
     )

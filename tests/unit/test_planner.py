@@ -218,7 +218,12 @@ def test_a_gpu_estimate_close_to_the_memory_warns_with_the_measured_error():
 
 
 def test_micro_batches_by_tokens_hold_as_many_full_rows_as_fit():
-    demo = ("model.path=demo", "data.max_prompt_tokens=40", "rollout.max_new_tokens=64", "train.micro_batch=32")
+    demo = (
+        "model.path=demo",
+        "data.max_prompt_tokens=40",
+        "rollout.max_new_tokens=64",
+        "train.micro_batch=32",
+    )
     rows = lambda *extra: make_plan(_cfg(*demo, *extra)).memory["activations"]  # noqa: E731
     assert rows("train.micro_tokens=420") == rows("train.micro_batch=4")  # 4 rows of 40 + 64 tokens
     assert rows("train.micro_tokens=50") == rows("train.micro_batch=1")  # a longer row runs alone
