@@ -38,10 +38,7 @@ def _collective(name: str, fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except RuntimeError as e:  # gloo / NCCL timeouts and broken connections
         first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-        raise RankError(
-            f"rank {rank()} of {world_size()}: collective {name!r} failed ({first}); another rank crashed "
-            f"or hangs (train.dist_timeout_s bounds the wait)"
-        ) from None
+        raise _failed(f"{name}: {first}") from None
 
 
 _PHASE = ["start"]
@@ -64,11 +61,15 @@ def collective_errors():
     except RuntimeError as e:
         if world_size() < 2 or not _COMM.search(str(e)):
             raise
-        first = str(e).strip().splitlines()[0][:200]
-        raise RankError(
-            f"rank {rank()} of {world_size()}: a collective in phase {_PHASE[0]!r} failed ({first}); another "
-            f"rank crashed or hangs (train.dist_timeout_s bounds the wait)"
-        ) from None
+        raise _failed(str(e).strip().splitlines()[0][:200]) from None
+
+
+def _failed(what: str) -> RankError:
+    """The one error every failed collective becomes: this rank, its phase and what failed."""
+    return RankError(
+        f"rank {rank()} of {world_size()}: a collective in phase {_PHASE[0]!r} failed ({what}); another rank "
+        f"crashed or hangs (train.dist_timeout_s bounds the wait)"
+    )
 
 
 def active() -> bool:
