@@ -1,7 +1,9 @@
 """The GPU benchmark scripts' code paths run on the CPU with a tiny shape, so a GPU session (scarce
 device time) never finds them broken: `bench/gpu_train_step.py --device cpu` through the single-device
 engine with the bare loop beside it, and through the FSDP2 engine (gloo, world size 1), with activation
-checkpointing off and on, and packed beside padded on uneven rows; `bench/gpu_figures.sh` parses."""
+checkpointing off and on, and packed beside padded on uneven rows; `bench/rollout_throughput.py` with
+the HF engine and transformers' continuous batching (`gpu_figures.sh rollout`); `bench/eval_throughput.py`
+with all three sides (`gpu_figures.sh eval`); `bench/gpu_figures.sh` parses."""
 
 from __future__ import annotations
 
@@ -49,6 +51,35 @@ def test_gpu_train_step_packed_runs_on_cpu():
         assert row["packed_speedup"] == round(
             row["reasonrl"]["sec_per_step"] / row["reasonrl_packed"]["sec_per_step"], 3
         )
+
+
+def _bench(script: str, *args: str) -> dict:
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args], capture_output=True, text=True,
+                         timeout=240, cwd=ROOT)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_rollout_throughput_runs_on_cpu():
+    out = _bench("rollout_throughput.py", "--engines", "hf,cb", "--prompts", "2", "--n", "2", "--new", "4",
+                 "--prompt-len", "5", "--vocab", "128", "--hidden", "64", "--layers", "2", "--repeats", "1")  # fmt: skip
+    assert (out["device"], out["prompts"] * out["n"] * out["new"]) == ("cpu", 16)
+    for side in ("hf", "cb"):  # generate_batch returned every one of the 2 x 2 rows' 4 tokens (else it exits)
+        o, b = out[side]["ours_tok_s"], out[side]["bare_tok_s"]
+        assert o > 0 and b > 0 and out[side]["ratio"] == pytest.approx(o / b, rel=0.02, abs=1e-3)
+
+
+def test_eval_throughput_runs_on_cpu(tiny_model_dir):
+    out = _bench("eval_throughput.py", "--model", tiny_model_dir, "--problems", "8", "--max-tokens", "6",
+                 "--batch", "4")  # fmt: skip
+    assert (out["problems"], out["device"]) == (8, "cpu")
+    r, raw, lm = out["reasonrl_samples_per_s"], out["raw_engine_samples_per_s"], out["lm_eval_samples_per_s"]
+    assert r > 0 and raw > 0 and lm > 0  # lm-eval is a dev dependency: its side ran
+    assert out["reasonrl_vs_raw_engine"] == pytest.approx(r / raw, rel=0.02)
+    t = out["reasonrl_seconds"]  # reasonrl's own timing: the parts add up to its total
+    assert t["generate_s"] > 0 and t["total_s"] == pytest.approx(
+        t["generate_s"] + t["score_wait_s"] + t["other_s"], abs=0.02
+    )
 
 
 def test_gpu_figures_script_parses():
