@@ -37,8 +37,7 @@ def _collective(name: str, fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except RuntimeError as e:  # gloo / NCCL timeouts and broken connections
-        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-        raise _failed(f"{name}: {first}") from None
+        raise _failed(e, name) from None
 
 
 _PHASE = ["start"]
@@ -61,11 +60,14 @@ def collective_errors():
     except RuntimeError as e:
         if world_size() < 2 or not _COMM.search(str(e)):
             raise
-        raise _failed(str(e).strip().splitlines()[0][:200]) from None
+        raise _failed(e) from None
 
 
-def _failed(what: str) -> RankError:
-    """The one error every failed collective becomes: this rank, its phase and what failed."""
+def _failed(e: Exception, collective: str = "") -> RankError:
+    """The one error every failed collective becomes: this rank, its phase and what failed (the
+    collective's name where known, and the first line of `e`)."""
+    what = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+    what = f"{collective}: {what}" if collective else what
     return RankError(
         f"rank {rank()} of {world_size()}: a collective in phase {_PHASE[0]!r} failed ({what}); another rank "
         f"crashed or hangs (train.dist_timeout_s bounds the wait)"
