@@ -10,11 +10,11 @@ completion layout every loss expects) and the attention a pack runs with (`segme
 Attention stays within each sequence: the model's attention implementation becomes `segment_attention`
 (registered with transformers' `AttentionInterface`; `use_segment_attention`), which runs causal SDPA
 on the pack's sequences side by side, bounded by `cu_seq_lens_q` (the sequences' offsets,
-transformers' documented varlen keyword), and plain SDPA on any other forward. No attention is
+transformers' documented varlen keyword), and the model's own implementation on any other forward. No attention is
 computed across sequences: about sum(n_i^2) work instead of P^2 (transformers' own packed path, SDPA
 under a dense block-causal mask over the pack, was 1.7x slower on the demo; docs/distributed.md).
-Sliding-window layers get a window mask per sequence; logit soft-capping and attention sinks are
-refused. Under FSDP2 every rank runs the
+Sliding-window layers get a window mask per sequence; logit soft-capping (Gemma 2) and attention sinks
+(gpt-oss), which SDPA cannot do, run as explicit attention per group of sequences. Under FSDP2 every rank runs the
 same number of pack forwards (the shortest pads with empty ones). Does not own: the padded forward
 (`engines.single`).
 """
@@ -46,6 +46,7 @@ def plan_packs(lengths: list[int], budget: int) -> list[list[int]]:
 
 
 SEGMENT_ATTENTION = "reasonrl_segments"  # the name it is registered under with transformers
+BASE_ATTENTION = "_reasonrl_base_attention"  # config attribute: the implementation it replaced
 _PACK = threading.local()  # .forward: a pack's forward is running (no mask to build); .calls: attention calls
 
 
@@ -53,20 +54,13 @@ _PACK = threading.local()  # .forward: a pack's forward is running (no mask to b
 def segment_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """transformers attention function: query [1, H, P, D], key / value [1, H_kv, P, D] of a pack whose
     sequences start at `cu_seq_lens_q` (a CPU tensor, ends included) -> ([1, P, H, D], None); without
-    `cu_seq_lens_q`, SDPA with the mask transformers built."""
+    `cu_seq_lens_q`, the model's own attention implementation with the mask transformers built for it."""
     cu = kwargs.get("cu_seq_lens_q")
-    if cu is None:  # not a pack (generation, a padded batch, FSDP2's empty one-token pack): plain SDPA
-        from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
-                                      **kwargs)  # fmt: skip
-    for name in ("softcap", "s_aux"):
-        if kwargs.get(name) is not None:
-            raise NotImplementedError(f"model.pack_tokens: this model's attention uses {name}, which packed "
-                                      "attention does not implement; set model.pack_tokens=0")  # fmt: skip
+    if cu is None:  # not a pack (generation, a padded batch, FSDP2's empty one-token pack)
+        return _base_attention(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
+                                       **kwargs)  # fmt: skip
     _PACK.calls = getattr(_PACK, "calls", 0) + 1
-    window = kwargs.get("sliding_window")
-    gqa = query.shape[1] != key.shape[1]
+    window, softcap, sinks = kwargs.get("sliding_window"), kwargs.get("softcap"), kwargs.get("s_aux")
     q, k, v = query[0].transpose(0, 1), key[0].transpose(0, 1), value[0].transpose(0, 1)  # [P, H, D]
     groups, where = _slot_groups(cu, query.device)
     outs = []
@@ -79,12 +73,51 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
         sq, sk, sv = (
             x.index_select(0, flat).view(n, length, *x.shape[1:]).transpose(1, 2) for x in (q, k, v)
         )
-        out = F.scaled_dot_product_attention(  # padding comes after every real position: causal ignores it
-            sq, sk, sv, attn_mask=mask, dropout_p=dropout, is_causal=mask is None, scale=scaling,
-            enable_gqa=gqa)  # fmt: skip
+        if softcap is None and sinks is None:  # padding comes after every real position: causal ignores it
+            out = F.scaled_dot_product_attention(sq, sk, sv, attn_mask=mask, dropout_p=dropout, is_causal=mask is None,
+                                                 scale=scaling, enable_gqa=sq.shape[1] != sk.shape[1])  # fmt: skip
+        else:
+            out = _explicit_attention(sq, sk, sv, mask, scaling, dropout, softcap, sinks)
         outs.append(out.transpose(1, 2).reshape(n * length, out.shape[1], out.shape[3]).index_select(0, keep))
     out = torch.cat(outs)
     return out.new_empty(out.shape).index_copy(0, where, out).unsqueeze(0), None
+
+
+def _explicit_attention(q, k, v, mask, scaling, dropout: float, softcap, sinks):
+    """Causal attention of [S, H, L, D] written out, for what SDPA cannot do: logit soft-capping (Gemma 2)
+    and attention sinks (a per-head logit beside every row's keys that takes probability mass and
+    adds no value; gpt-oss). The same arithmetic as those models' eager attention."""
+    if k.shape[1] != q.shape[1]:
+        k, v = (x.repeat_interleave(q.shape[1] // x.shape[1], dim=1) for x in (k, v))
+    length = q.shape[2]
+    scores = q @ k.transpose(-1, -2) * (scaling if scaling is not None else q.shape[-1] ** -0.5)
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    if mask is None:
+        mask = torch.ones(length, length, dtype=torch.bool, device=q.device).tril()
+    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    if sinks is None:
+        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    else:
+        sink = sinks.reshape(1, -1, 1, 1).expand(q.shape[0], -1, length, 1).to(scores.dtype)
+        both = torch.cat([scores, sink], dim=-1)
+        probs = torch.softmax(both - both.max(dim=-1, keepdim=True).values, dim=-1, dtype=both.dtype)[
+            ..., :-1
+        ]
+    return F.dropout(probs, p=dropout, training=dropout > 0) @ v
+
+
+def _base_attention(module):
+    """The attention function `module` ran before `use_segment_attention` (its model's own eager
+    function for "eager": Gemma 2's soft-capping and gpt-oss's sinks live there, and SDPA drops them)."""
+    import sys
+
+    from transformers import AttentionInterface
+
+    base = getattr(module.config, BASE_ATTENTION, "sdpa")
+    if base == "eager":
+        return sys.modules[type(module).__module__].eager_attention_forward
+    return AttentionInterface._global_mapping[base]
 
 
 def _slot_groups(cu: torch.Tensor, device) -> tuple[list, torch.Tensor]:
@@ -121,16 +154,20 @@ def _slot_groups(cu: torch.Tensor, device) -> tuple[list, torch.Tensor]:
 def _segment_mask(*args, **kwargs):
     """transformers mask builder for segment attention: none for a pack (its bounds are passed instead;
     a dense [P, P] block mask would be built for nothing, and kept for each checkpointed layer's
-    recompute), SDPA's for any other forward."""
-    from transformers.masking_utils import sdpa_mask
+    recompute), the base implementation's for any other forward."""
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
-    return None if getattr(_PACK, "forward", False) else sdpa_mask(*args, **kwargs)
+    if getattr(_PACK, "forward", False):
+        return None
+    base = getattr(kwargs.get("config"), BASE_ATTENTION, "sdpa")
+    return ALL_MASK_ATTENTION_FUNCTIONS._global_mapping[base](*args, **kwargs)
 
 
 def use_segment_attention(model) -> None:
     """Point every config of `model` at `segment_attention` (registered with transformers on first use),
     for good: a checkpointed layer recomputed in backward must run the same attention as its forward.
-    Other forwards (generation, a padded batch) reach SDPA with its own mask, unchanged."""
+    Other forwards (generation, a padded batch) reach the implementation it replaced, with its own mask,
+    unchanged."""
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface
 
@@ -139,6 +176,7 @@ def use_segment_attention(model) -> None:
     for m in model.modules():
         config = getattr(m, "config", None)
         if hasattr(config, "_attn_implementation") and config._attn_implementation != SEGMENT_ATTENTION:
+            setattr(config, BASE_ATTENTION, config._attn_implementation or "sdpa")
             config._attn_implementation = SEGMENT_ATTENTION
 
 
@@ -159,9 +197,10 @@ def _pack_forward():
 def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, pack_tokens: int = 1024,
                     entropy_grad: bool = True, chunk: int = 0):  # fmt: skip
     """(logprobs [B, T], entropy [B, T] or None) of the completion tokens, from packed forwards. chunk > 0:
-    from the last hidden states, `chunk` completion positions at a time (`single.head_logprobs`: no
+    from the last hidden states, `chunk` completion positions at a time (`output_head.head_logprobs`: no
     [P, V] logits)."""
-    from reasonrl.engines.single import head_logprobs, last_hidden
+    from reasonrl.engines.output_head import head_logprobs
+    from reasonrl.engines.single import last_hidden
 
     ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
     B, T = ids.shape[0], ids.shape[1] - p

@@ -22,6 +22,7 @@ import torch
 
 from reasonrl import distributed as dist
 from reasonrl.algorithms.logprobs import logprobs_and_entropy
+from reasonrl.engines.output_head import head_logprobs
 from reasonrl.types import TrainBatch
 
 LossFn = Callable[
@@ -43,13 +44,6 @@ def completion_logprobs(model, batch: TrainBatch, with_entropy: bool = False, au
         logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False).logits
     logits = logits[:, p - 1 : -1]  # logits at position t predict token t + 1
     return logprobs_and_entropy(logits, ids[:, p:], with_entropy, entropy_grad)
-
-
-def _chunk_logprobs(
-    head, hidden: torch.Tensor, targets: torch.Tensor, with_entropy: bool, entropy_grad: bool
-):
-    lp, ent = logprobs_and_entropy(head(hidden), targets, with_entropy, entropy_grad)
-    return (lp, ent) if with_entropy else (lp,)
 
 
 def _fsdp_root(model) -> bool:
@@ -78,31 +72,6 @@ def last_hidden(model, autocast, **inputs) -> torch.Tensor:
             out = model(**inputs, use_cache=False, output_hidden_states=True, logits_to_keep=1)
             return out.hidden_states[-1]
         return model.get_decoder()(**inputs, use_cache=False)[0]
-
-
-def head_logprobs(
-    model, hidden, targets, with_entropy: bool, autocast, chunk: int, entropy_grad: bool = True
-):
-    """(log-probs, entropy or None) of `targets` [..., N] from `hidden` [..., N, H] through the model's
-    output head, `chunk` positions at a time, each chunk's logits recomputed in backward."""
-    from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
-
-    head = model.get_output_embeddings()
-    lps, ents = [], []
-    for s in range(0, targets.shape[-1], chunk):
-        args = (head, hidden[..., s : s + chunk, :], targets[..., s : s + chunk], with_entropy, entropy_grad)
-        # no early stop: the recomputation runs the whole chunk (a compiled log-prob function must
-        # not be interrupted half-way by checkpoint's stop signal)
-        with autocast(), set_checkpoint_early_stop(False):
-            out = (
-                checkpoint(_chunk_logprobs, *args, use_reentrant=False)
-                if torch.is_grad_enabled()
-                else _chunk_logprobs(*args)
-            )
-        lps.append(out[0])
-        if with_entropy:
-            ents.append(out[1])
-    return torch.cat(lps, -1), (torch.cat(ents, -1) if with_entropy else None)
 
 
 def training_forward(model_cfg):

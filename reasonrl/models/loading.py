@@ -1,7 +1,8 @@
 """Loading a policy: any Hugging Face causal-LM directory or hub id, or "demo" for the tiny model.
 
-Owns: device / dtype choice, the model cache directory, and `load_policy(path, ...) ->
-(model, tokenizer)` with the tokenizer padded on the left. Does not own: building the tiny demo model
+Owns: device / dtype choice, the attention implementation (`attention_kwargs`: eager where transformers'
+default SDPA would silently drop part of the model's attention), the model cache directory, and
+`load_policy(path, ...) -> (model, tokenizer)` with the tokenizer padded on the left. Does not own: building the tiny demo model
 (`models.tiny`) or saving (`engines.checkpoint` writes the Hugging Face format).
 """
 
@@ -35,6 +36,15 @@ def resolve_model_path(path: str, log=print) -> str:
     return path
 
 
+def attention_kwargs(config) -> dict:
+    """Keyword arguments for `from_pretrained` / `from_config`: eager attention for a model whose
+    attention logits are soft-capped (Gemma 2): transformers' SDPA path drops the cap without a word,
+    so generation, training and evaluation would all run another model than the checkpoint (and than
+    vLLM, which applies it). Otherwise none: transformers' default."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return {"attn_implementation": "eager"} if getattr(text, "attn_logit_softcapping", None) else {}
+
+
 DTYPE_NAMES = ("float32", "bfloat16", "float16")  # model.dtype choices: names of torch dtypes
 
 
@@ -48,7 +58,7 @@ def torch_dtype(name: str):
 
 def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=print):
     """(model, tokenizer) on the chosen device, tokenizer padded on the left for generation."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model_path(path, log=log)
     tokenizer = AutoTokenizer.from_pretrained(path)
@@ -56,7 +66,9 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     dtype_ = torch_dtype(dtype)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype_)
+    model = AutoModelForCausalLM.from_pretrained(
+        path, dtype=dtype_, **attention_kwargs(AutoConfig.from_pretrained(path))
+    )
     model.to(resolve_device(device))
     if model.generation_config is not None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id

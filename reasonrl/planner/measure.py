@@ -58,12 +58,15 @@ class LivePeak(TorchDispatchMode):
 def _model(cfg: RunConfig, device: str):
     from transformers import AutoModelForCausalLM
 
-    from reasonrl.models.loading import torch_dtype
+    from reasonrl.models.loading import attention_kwargs, torch_dtype
     from reasonrl.planner.shape import hf_config
 
     dtype = torch_dtype(cfg.model.dtype)
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(hf_config(cfg.model.path)).to(device=device, dtype=dtype)
+    config = hf_config(cfg.model.path)
+    model = AutoModelForCausalLM.from_config(config, **attention_kwargs(config)).to(
+        device=device, dtype=dtype
+    )
     if cfg.model.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     if cfg.model.lora.rank > 0:

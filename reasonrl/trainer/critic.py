@@ -85,7 +85,7 @@ def build_critic(cfg, log=print) -> Critic:
     """The critic for `cfg` (a RunConfig): value head on `algo.critic.model` or the policy's model."""
     from transformers import AutoConfig, AutoModelForTokenClassification
 
-    from reasonrl.models.loading import resolve_device, resolve_model_path
+    from reasonrl.models.loading import attention_kwargs, resolve_device, resolve_model_path
 
     path = resolve_model_path(cfg.algo.critic.model or cfg.model.path, log=log)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[cfg.model.dtype]
@@ -93,7 +93,8 @@ def build_critic(cfg, log=print) -> Critic:
     # would make training-mode values differ from the values GAE used
     config = AutoConfig.from_pretrained(path, num_labels=1)
     config.classifier_dropout = 0.0
-    model = AutoModelForTokenClassification.from_pretrained(path, config=config, dtype=dtype)
+    model = AutoModelForTokenClassification.from_pretrained(path, config=config, dtype=dtype,
+                                                            **attention_kwargs(config))  # fmt: skip
     model.to(resolve_device(cfg.model.device))
     t = cfg.train
     lr = cfg.algo.critic.lr if cfg.algo.critic.lr is not None else t.lr

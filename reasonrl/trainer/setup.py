@@ -159,6 +159,10 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     preflight(
         cfg, None if cfg.data.mixture else seen.get("longest"), model.config, log
     )  # the planner's checks
+    if cfg.model.logprob_chunk > 0:  # before LoRA, compiling or sharding: the model as loaded
+        from reasonrl.engines.output_head import check_output_head
+
+        check_output_head(model)
     if cfg.model.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     ref = None

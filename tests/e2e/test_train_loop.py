@@ -106,6 +106,21 @@ def test_chunked_logprobs_train_like_the_full_logits(tiny_model_dir, tmp_path):
             assert b[k] == pytest.approx(a[k], rel=1e-4, abs=1e-6), k
 
 
+def test_a_head_the_chunked_logprobs_would_get_wrong_is_refused_before_any_step(tiny_model_dir, tmp_path,
+                                                                              monkeypatch):  # fmt: skip
+    """With model.logprob_chunk, training checks the head path against the model's own logits first
+    (here the head path is made to scale the logits, as a model with an unknown transform would)."""
+    from reasonrl.config import ConfigError
+    from reasonrl.engines import output_head
+
+    monkeypatch.setattr(output_head, "logit_transform", lambda m: (2.0, None))
+    with pytest.raises(
+        ConfigError, match=r"model\.logprob_chunk: Qwen2ForCausalLM's forward .* of the largest"
+    ):
+        train(_cfg(tiny_model_dir, tmp_path / "a", 1, "model.logprob_chunk=3"), log=lambda *a: None)
+    assert not (tmp_path / "a" / "metrics.jsonl").exists()
+
+
 def test_entropy_metric_can_be_turned_off_without_changing_training(tiny_model_dir, tmp_path):
     """log.entropy=false skips the entropy metric's pass over the logits; with no entropy bonus the
     run is otherwise the same, and an entropy bonus still gets its entropy."""

@@ -95,6 +95,7 @@ def test_compiled_logprobs_inside_checkpointed_chunks_match_eager():
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from reasonrl.algorithms import logprobs as L
+    from reasonrl.engines import output_head as O
     from reasonrl.engines import single as S
     from reasonrl.types import TrainBatch
 
@@ -109,7 +110,7 @@ def test_compiled_logprobs_inside_checkpointed_chunks_match_eager():
         fn = (lambda z, t, w=False, g=True: L._logprobs_and_entropy(z, t, w, g, True)) if compiled else None
         with pytest.MonkeyPatch.context() as mp:
             if fn:
-                mp.setattr(S, "logprobs_and_entropy", fn)
+                mp.setattr(O, "logprobs_and_entropy", fn)  # the chunked path's
             lp, ent = S.completion_logprobs(model, batch, with_entropy=True, chunk=5, entropy_grad=False)
             lp.sum().backward()
         grads = [p.grad.clone() for p in model.parameters()]

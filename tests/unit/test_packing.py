@@ -134,3 +134,47 @@ def test_a_model_whose_attention_bypasses_the_interface_is_refused():
     _, batch, _ = _setup()
     with pytest.raises(NotImplementedError, match="model.pack_tokens"):
         packed_logprobs(OwnAttention(), batch, pack_tokens=64)
+
+
+def _eager_model(kind: str):
+    """A tiny Gemma 2 (attention logit soft-capping, every other layer sliding) or gpt-oss (attention
+    sinks, every other layer sliding) in eager attention, weights large enough that the soft-cap bends
+    the scores and the sinks take real probability mass."""
+    import transformers as tf
+
+    torch.manual_seed(0)
+    common = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, head_dim=8, max_position_embeddings=64, sliding_window=3)  # fmt: skip
+    if kind == "gemma2":
+        cfg = tf.Gemma2Config(**common, attn_logit_softcapping=2.0, final_logit_softcapping=None)
+    else:
+        cfg = tf.GptOssConfig(**common, num_local_experts=4, num_experts_per_tok=2)
+    model = tf.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float()
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for name, q in model.named_parameters():
+            if "sinks" in name:
+                q.normal_(1.0, 1.0, generator=g)
+            elif q.dim() > 1:
+                q.normal_(0.0, 0.4, generator=g)
+    return model
+
+
+@pytest.mark.parametrize("kind", ["gemma2", "gpt_oss"])
+def test_soft_capped_and_sink_attention_packs_equal_their_eager_padded_forward(kind):
+    model = _eager_model(kind)
+    _, batch, mask = _setup()
+    lp0, ent0, g0 = _run(model, batch, mask, completion_logprobs)  # the model's own eager attention
+    for budget in (64, 10):
+        lp1, ent1, g1 = _run(model, batch, mask, functools.partial(packed_logprobs, pack_tokens=budget))
+        torch.testing.assert_close(lp1, lp0, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(ent1, ent0, rtol=1e-5, atol=1e-5)
+        for n in g0:
+            torch.testing.assert_close(g1[n], g0[n], rtol=1e-4, atol=1e-5, msg=n)
+    # the padded forward after packing still runs the model's eager attention (SDPA would drop the
+    # soft-cap or the sinks: these weights make that a visible difference)
+    assert model.config._attn_implementation == packing.SEGMENT_ATTENTION
+    torch.testing.assert_close(_run(model, batch, mask, completion_logprobs)[0], lp0, rtol=1e-6, atol=1e-6)
+    setattr(model.config, packing.BASE_ATTENTION, "sdpa")
+    lp_sdpa = _run(model, batch, mask, completion_logprobs)[0]
+    assert (lp_sdpa - lp0).abs().max() > 1e-2

@@ -1,0 +1,108 @@
+"""The output head outside the model's forward: what the logits-free log-probs (`model.logprob_chunk`,
+also under packing) compute from the last hidden states, and the check that it is what the model's own
+forward computes.
+
+Owns: `head_logprobs` (log-probs and entropy of the targets, a chunk of positions at a time through the
+head, each chunk's logits recomputed in backward), `head_logits` (the head plus what some models do to
+its output inside their forward: Gemma 2/3's final logit soft-capping, Cohere's `logit_scale`,
+Granite's `logits_scaling`) and `check_output_head` (run once before training: the model's own logits
+on a short probe against `head_logits` of its last hidden states; a model whose forward changes the
+logits in any other way is refused, naming the setting, instead of training on wrong log-probs).
+Does not own: which hidden states (`engines.single.last_hidden`, `engines.packing`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from reasonrl.algorithms.logprobs import logprobs_and_entropy
+
+PROBE_TOKENS = 8
+TOLERANCE = 1e-3  # of the largest logit: the same ops on the same inputs differ by rounding only
+
+
+def _text_config(model):
+    cfg = model.config
+    return cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+
+
+def logit_transform(model) -> tuple[float, float | None]:
+    """(scale, softcap) the model's forward applies to its head's output: logits = head(h) * scale,
+    then softcap * tanh(logits / softcap) when softcap is set."""
+    cfg = _text_config(model)
+    scale = float(getattr(cfg, "logit_scale", None) or 1.0)  # Cohere, Cohere 2
+    if getattr(cfg, "logits_scaling", None):  # Granite: logits / logits_scaling
+        scale /= float(cfg.logits_scaling)
+    cap = getattr(cfg, "final_logit_softcapping", None)  # Gemma 2, Gemma 3
+    return scale, (float(cap) if cap else None)
+
+
+def head_logits(head, hidden: torch.Tensor, scale: float = 1.0, softcap: float | None = None) -> torch.Tensor:
+    logits = head(hidden)
+    if scale != 1.0:
+        logits = logits * scale
+    if softcap is not None:
+        logits = torch.tanh(logits / softcap) * softcap
+    return logits
+
+
+def _chunk_logprobs(head, hidden, targets, with_entropy: bool, entropy_grad: bool, scale: float, softcap):
+    lp, ent = logprobs_and_entropy(
+        head_logits(head, hidden, scale, softcap), targets, with_entropy, entropy_grad
+    )
+    return (lp, ent) if with_entropy else (lp,)
+
+
+def head_logprobs(
+    model, hidden, targets, with_entropy: bool, autocast, chunk: int, entropy_grad: bool = True
+):
+    """(log-probs, entropy or None) of `targets` [..., N] from `hidden` [..., N, H] through the model's
+    output head (and its logit transform), `chunk` positions at a time, each chunk's logits recomputed
+    in backward."""
+    from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+
+    head, (scale, softcap) = model.get_output_embeddings(), logit_transform(model)
+    lps, ents = [], []
+    for s in range(0, targets.shape[-1], chunk):
+        args = (head, hidden[..., s : s + chunk, :], targets[..., s : s + chunk], with_entropy, entropy_grad,
+                scale, softcap)  # fmt: skip
+        # no early stop: the recomputation runs the whole chunk (a compiled log-prob function must
+        # not be interrupted half-way by checkpoint's stop signal)
+        with autocast(), set_checkpoint_early_stop(False):
+            out = (
+                checkpoint(_chunk_logprobs, *args, use_reentrant=False)
+                if torch.is_grad_enabled()
+                else _chunk_logprobs(*args)
+            )
+        lps.append(out[0])
+        if with_entropy:
+            ents.append(out[1])
+    return torch.cat(lps, -1), (torch.cat(ents, -1) if with_entropy else None)
+
+
+def check_output_head(model, setting: str = "model.logprob_chunk") -> None:
+    """ConfigError unless `head_logits` of the model's last hidden states equals the model's own logits
+    on a short probe (eval mode, no gradients; call it before the model is sharded or compiled)."""
+    from reasonrl.config import ConfigError
+
+    head = model.get_output_embeddings()
+    ids = (torch.arange(PROBE_TOKENS) * 7919 % head.weight.shape[0]).unsqueeze(0)
+    ids = ids.to(head.weight.device)
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            want = model(input_ids=ids, use_cache=False).logits.float()
+            hidden = model.get_decoder()(input_ids=ids, use_cache=False)[0]
+            got = head_logits(head, hidden, *logit_transform(model)).float()
+    finally:
+        model.train(was)
+    if got.shape != want.shape:
+        gap = f"logits of shape {tuple(want.shape)}, the head gives {tuple(got.shape)}"
+    else:
+        err = float((got - want).abs().max()) / max(float(want.abs().max()), 1e-6)
+        if err <= TOLERANCE:
+            return
+        gap = f"logits differ from its head's output by {err:.3g} of the largest"
+    raise ConfigError(f"{setting}: {type(model).__name__}'s forward changes its output head's logits in a way the "
+                      f"log-probs from hidden states do not reproduce ({gap}); set {setting}=0")  # fmt: skip
