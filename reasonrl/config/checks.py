@@ -202,6 +202,8 @@ def _validate_async(a: AlgoConfig, r: RolloutConfig) -> None:
         raise ConfigError(f"rollout.max_staleness must be >= 0, got {r.max_staleness}")
     if r.worker_threads < 1 or r.worker_timeout_s <= 0:
         raise ConfigError("rollout.worker_threads must be >= 1 and rollout.worker_timeout_s > 0")
+    if r.warn_logprob_gap < 0:
+        raise ConfigError(f"rollout.warn_logprob_gap must be >= 0 (0: off), got {r.warn_logprob_gap}")
     if r.max_staleness and a.off_policy.tis_cap <= 0:
         raise ConfigError(
             f"rollout.max_staleness={r.max_staleness} trains on samples from older policies; set "

@@ -85,6 +85,9 @@ class RolloutConfig:
     max_staleness: int = 0
     worker_threads: int = 1  # torch threads of the rollout worker (the trainer keeps the rest)
     worker_timeout_s: float = 900.0  # a worker that delivers no batch for this long is reported hung
+    # a warning when rollout/logprob_gap_mean (|sampler log-prob - trainer's|) passes this: the engine
+    # is not sampling the policy being trained (a sync that did not take, another model); 0 = off
+    warn_logprob_gap: float = 0.25
 
 
 @dataclass

@@ -112,7 +112,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     source = rollout_source(run, cfg, needs, start, run.replay_rollouts)
     run.closers.insert(0, source.close)
     progress = Progress(cfg.train.steps, start, enabled=cfg.log.progress and main)
-    saved = None
+    saved, warned_gap = None, False
     for step in range(start + 1, t.steps + 1):
         t0 = time.perf_counter()
         watchdog.enter("generation", step)
@@ -182,6 +182,9 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             metrics.update(validate_policy(run, cfg))
         watchdog.enter("checkpoint", step)  # metrics, then the checkpoint when due
         metrics = reduce_metrics(metrics)  # averaged over ranks (maxima maxed); identity on one process
+        # (the gap is comparable only when the sampler drew from the full distribution at temperature 1)
+        plain = r.temperature == 1.0 and r.top_p >= 1.0 and r.top_k <= 0
+        warned_gap = warned_gap or (main and plain and _warn_gap(metrics, r.warn_logprob_gap, step, log))
         metrics_log.log(step, metrics)
         metrics_log.rollouts(step, sample_groups(groups, cfg.log.rollouts_per_step, step))
         progress.update(step, metrics)
@@ -204,3 +207,16 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         h = cfg.hub
         out["hub"] = push_run(run_dir, h.repo, h.private, h.with_optimizer, log=log)
     return out
+
+
+def _warn_gap(metrics: dict, limit: float, step: int, log) -> bool:
+    """Log (once per run: the caller stops asking) that the sampler's log-probs are far from the
+    trainer's; True if it did."""
+    gap = metrics.get("rollout/logprob_gap_mean")
+    if not limit or gap is None or gap <= limit:
+        return False
+    log(f"warning: step {step}: the rollout engine's log-probs differ from the trainer's by {gap:.3g} per token on "
+        f"average (rollout/logprob_gap_mean, above rollout.warn_logprob_gap={limit:g}): it is not sampling the "
+        "policy being trained (a weight sync that did not take, another dtype, or an engine computing this model "
+        "differently); see docs/rollouts.md, 'Catching a stale engine'")  # fmt: skip
+    return True

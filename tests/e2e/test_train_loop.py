@@ -121,6 +121,35 @@ def test_a_head_the_chunked_logprobs_would_get_wrong_is_refused_before_any_step(
     assert not (tmp_path / "a" / "metrics.jsonl").exists()
 
 
+def test_an_engine_off_the_trained_policy_is_warned_about_once(tiny_model_dir, tmp_path, monkeypatch):
+    """The sampler's log-probs shifted by 0.5 nats (as from an engine that missed its weight sync): a
+    warning naming the gap metric, once; a correct engine (the first run) gives none."""
+    from reasonrl.rollout.hf import HFRolloutEngine
+
+    logs = []
+    train(_cfg(tiny_model_dir, tmp_path / "a", 2), log=logs.append)
+    assert not [x for x in logs if "logprob_gap" in str(x)]
+    real = HFRolloutEngine.generate
+
+    def off(self, prompts, params):
+        groups = real(self, prompts, params)
+        for c in (c for g in groups for c in g):
+            c.sampler_logprobs = [x - 0.5 for x in c.sampler_logprobs]
+        return groups
+
+    monkeypatch.setattr(HFRolloutEngine, "generate", off)
+    logs = []
+    hist = train(_cfg(tiny_model_dir, tmp_path / "b", 2), log=logs.append)["history"]
+    assert all(r["rollout/logprob_gap_mean"] == pytest.approx(0.5, abs=1e-3) for r in hist[1:])
+    warned = [x for x in logs if "rollout/logprob_gap_mean" in str(x)]
+    assert len(warned) == 1 and warned[0].startswith("warning: step 1:") and "0.5 per token" in warned[0]
+    logs = []  # at another temperature the gap is not comparable: no warning
+    train(_cfg(tiny_model_dir, tmp_path / "t", 1, "rollout.temperature=0.7"), log=logs.append)
+    assert not [x for x in logs if "logprob_gap" in str(x)]
+    with pytest.raises(Exception, match="warn_logprob_gap must be >= 0"):
+        _cfg(tiny_model_dir, tmp_path / "c", 1, "rollout.warn_logprob_gap=-1")
+
+
 def test_entropy_metric_can_be_turned_off_without_changing_training(tiny_model_dir, tmp_path):
     """log.entropy=false skips the entropy metric's pass over the logits; with no entropy bonus the
     run is otherwise the same, and an entropy bonus still gets its entropy."""
