@@ -78,13 +78,25 @@ def _not_stored(model, pushed: dict[str, torch.Tensor]) -> list[str]:
     params = dict(model.named_parameters())
     lost = []
     for name, tensor in pushed.items():
-        target = mapper.map_name(name) if mapper is not None else name
+        target, shard = _engine_name(mapper, name)
+        if shard is not None:
+            continue  # one slice of a fused parameter (q of qkv_proj, ...)
         param = params.get(target) if target else None
         if param is None or param.shape != tensor.shape:
             continue
         if not torch.equal(param.detach(), tensor.to(device=param.device, dtype=param.dtype)):
             lost.append(name)
     return sorted(lost)
+
+
+def _engine_name(mapper, name: str):
+    """(engine parameter name or None, shard id or None) of a checkpoint name, through the model's
+    name mapping where it has one."""
+    if mapper is None:
+        return name, None
+    if hasattr(mapper, "_map_name_with_shard"):
+        return mapper._map_name_with_shard(name) or (None, None)
+    return mapper.map_name(name), None
 
 
 def _moe_on_cpu(worker) -> list[str]:
