@@ -52,9 +52,15 @@ def _per_token_layer_floats(m: ModelShape, attn_len: int, flash: bool, masked: b
     them itself) and 6666 (8) values against 6080 / 6656 here; with a mask 6922 (both) against 6912;
     bf16 adds 522 (512 here)."""
     kv = (m.heads if masked else m.kv_heads) * m.head_dim
-    floats = 7 * m.hidden + 3 * kv + 4 * m.intermediate + (m.hidden if masked else 0)
-    floats += 2 * m.hidden if low_precision else 0
-    return floats + (0 if flash else m.heads * attn_len)
+    norms = m.norms_per_layer
+    floats = (3 + 2 * norms) * m.hidden + 3 * kv + 4 * m.intermediate + (m.hidden if masked else 0)
+    floats += norms * m.hidden if low_precision else 0
+    if flash:
+        return floats
+    # eager attention keeps the softmax output (computed in fp32: in a 16-bit dtype that is two values,
+    # plus the 16-bit copy the value product reads) and, with soft-capping, the tanh output
+    probs = (3 if low_precision else 1) + (1 if m.attn_softcap else 0)
+    return floats + probs * m.heads * attn_len
 
 
 def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
@@ -73,7 +79,10 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     # SDPA (transformers' default, on CPU and CUDA alike) keeps no [heads, T, T] probabilities for padded
     # rows (measured on CPU: counting them over-estimated the demo by 10-20%); packs attend per sequence
     # (engines.packing.segment_attention: fused SDPA on slices, no mask), so no padding mask reaches it
-    per_token = _per_token_layer_floats(m, s.seq_tokens, True, s.padded and not s.pack_tokens, b < 4) * b
+    # eager attention: a padded batch through the model's own eager function; a pack through segment
+    # attention, whose SDPA is fused unless soft-capping needs the explicit product
+    flash = not m.eager_attention or bool(s.pack_tokens and not m.attn_softcap)
+    per_token = _per_token_layer_floats(m, s.seq_tokens, flash, s.padded and not s.pack_tokens, b < 4) * b
     layer = per_token * tokens
     # packs run one forward each (whole rows, first fit): a checkpointed layer is recomputed one pack at a
     # time in backward, and one pack's [P, V] head output exists at a time

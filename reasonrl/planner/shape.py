@@ -26,6 +26,9 @@ class ModelShape:
     vocab: int
     context: int  # max_position_embeddings
     largest_layer: int  # parameters of the largest decoder layer (what FSDP2 unshards at once)
+    norms_per_layer: int = 2  # hidden-sized norms in a decoder layer (Gemma 2: 4, around both sublayers)
+    eager_attention: bool = False  # the attention loads as eager (keeps [heads, T, T] probabilities)
+    attn_softcap: bool = False  # attention logits soft-capped (eager keeps the tanh output too)
 
 
 def hf_config(path: str):
@@ -53,8 +56,10 @@ def model_shape(
 
     cfg = config if config is not None else hf_config(path)
     text = getattr(cfg, "text_config", None) or cfg
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(cfg)
+    from reasonrl.models.loading import attention_kwargs
+
+    with torch.device("meta"):  # with the attention implementation training will load it with
+        model = AutoModelForCausalLM.from_config(cfg, **attention_kwargs(cfg))
     params = sum(p.numel() for p in model.parameters())
     layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
     largest = max((sum(p.numel() for p in layer.parameters()) for layer in layers), default=params)
@@ -65,6 +70,8 @@ def model_shape(
                         if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] in targets)  # fmt: skip
     heads = int(text.num_attention_heads)
     hidden = int(text.hidden_size)
+    norms = [m for m in (layers[0].modules() if layers else ()) if "Norm" in type(m).__name__
+             and getattr(getattr(m, "weight", None), "numel", lambda: 0)() == hidden]  # fmt: skip
     return ModelShape(
         name=path,
         params=params,
@@ -78,4 +85,7 @@ def model_shape(
         vocab=int(text.vocab_size),
         context=int(getattr(text, "max_position_embeddings", 0) or 0),
         largest_layer=largest,
+        norms_per_layer=len(norms) or 2,
+        eager_attention=getattr(model.config, "_attn_implementation", None) == "eager",
+        attn_softcap=bool(getattr(text, "attn_logit_softcapping", None)),
     )
