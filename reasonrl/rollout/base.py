@@ -1,7 +1,8 @@
 """The rollout engine protocol and sampling parameters.
 
 Owns: `SamplingParams`, `RolloutEngine` (the protocol every engine implements: generate, weight sync,
-and the wake / sleep / close lifecycle the trainer drives). Does not own: the engines themselves
+and the wake / sleep / close lifecycle the trainer drives), `stop_token_ids` (where every engine ends a
+completion) and `cut_at_stop`. Does not own: the engines themselves
 (`rollout.hf`, `rollout.vllm`), choosing one (`rollout.factory`) or prompt formatting (`data.prompts`).
 """
 
@@ -35,6 +36,25 @@ class SamplingParams:
         base = dict(n=rollout.n, temperature=rollout.temperature, top_p=rollout.top_p, top_k=rollout.top_k,
                     max_new_tokens=rollout.max_new_tokens, seed=seed)  # fmt: skip
         return cls(**{**base, **changes})
+
+
+def stop_token_ids(model, tokenizer) -> tuple[int, ...]:
+    """The tokens a completion ends at: the tokenizer's EOS, then every EOS the model's generation config
+    names (chat models end a turn with a token of their own: Gemma's <end_of_turn>, Llama 3's
+    <|eot_id|> / <|eom_id|>, Qwen's <|im_end|> beside <|endoftext|>; without them a completion runs on
+    past the end of its turn), those inside the vocabulary, in that order."""
+    extra = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = [tokenizer.eos_token_id, *(extra if isinstance(extra, (list, tuple)) else [extra])]
+    vocab = model.config.get_text_config().vocab_size
+    return tuple(dict.fromkeys(int(i) for i in ids if i is not None and 0 <= int(i) < vocab))
+
+
+def cut_at_stop(tokens: list[int], stop_ids) -> tuple[list[int], str]:
+    """(the tokens up to and including the first stop token, "stop"), or (all of them, "length")."""
+    for i, t in enumerate(tokens):
+        if t in stop_ids:
+            return tokens[: i + 1], "stop"
+    return tokens, "length"
 
 
 class RolloutEngine(Protocol):

@@ -78,11 +78,12 @@ def _sample(scores: torch.Tensor, rows: torch.Tensor, full_rows: int, greedy: bo
 @torch.no_grad()
 def decode(
     model, ids: torch.Tensor, attn: torch.Tensor, cache, processors, max_new_tokens: int, greedy: bool,
-    pad_id: int, eos_id: int | None,
+    pad_id: int, stop_ids=(),
 ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """Generate up to `max_new_tokens` after the left-padded `ids` / `attn` [rows, width].
-    Returns (tokens, log-probs), each [rows, steps] on the CPU: a row's tokens end at its first EOS,
-    padded with `pad_id` (log-prob 0) after it."""
+    Returns (tokens, log-probs), each [rows, steps] on the CPU: a row's tokens end at its first stop
+    token (`stop_ids`: EOS and the model's other end-of-turn tokens), padded with `pad_id` (log-prob 0)
+    after it."""
     full = ids.shape[0]
     device = ids.device
     tokens = torch.full((full, max_new_tokens), pad_id, dtype=torch.long, device=device)
@@ -95,6 +96,7 @@ def decode(
     steps = 0
     every = CHECK_EVERY.get(device.type, CHECK_EVERY_DEVICE)
     extra = _forward_kwargs(model)
+    stops = torch.tensor(list(stop_ids), dtype=torch.long, device=device) if stop_ids else None
     for t in range(max_new_tokens):
         out = model(input_ids=step_ids, attention_mask=attn, position_ids=last_pos, past_key_values=cache,
                     use_cache=True, **extra)  # fmt: skip
@@ -106,9 +108,9 @@ def decode(
         tokens[rows, t] = tok
         logps[rows, t] = torch.where(live, lp, 0.0)
         steps = t + 1
-        if eos_id is not None:
-            live = live & (tok != eos_id)
-        checked = eos_id is not None and (t + 1) % every == 0
+        if stops is not None:
+            live = live & ~torch.isin(tok, stops)
+        checked = stops is not None and (t + 1) % every == 0
         n_live = int(live.sum()) if checked else live.numel()  # the one host-device sync of a step
         if n_live == 0:
             break

@@ -22,7 +22,7 @@ from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
 from reasonrl.engines.compiled import eager
-from reasonrl.rollout.base import SamplingParams
+from reasonrl.rollout.base import SamplingParams, cut_at_stop, stop_token_ids
 from reasonrl.rollout.decode import can_shrink, decode
 from reasonrl.rollout.kv_cache import kv_cache
 from reasonrl.types import Completion
@@ -83,7 +83,7 @@ class HFRolloutEngine:
         self.tokenizer = tokenizer
         self.max_batch = max_batch
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        self.eos_id = tokenizer.eos_token_id
+        self.stop_ids = stop_token_ids(model, tokenizer)
         self.version = 0  # the policy version (updates applied) it samples from
 
     def sync_weights(self, model, version: int | None = None) -> None:
@@ -137,7 +137,7 @@ class HFRolloutEngine:
                     seqs, logps = decode(
                         self.model, ids.to(device), attn.to(device), cache,
                         LogitsProcessorList(_sampling_processors(params)), params.max_new_tokens, greedy,
-                        self.pad_id, self.eos_id,
+                        self.pad_id, self.stop_ids,
                     )  # fmt: skip
                 else:
                     seqs, logps = self._hf_generate(
@@ -148,14 +148,9 @@ class HFRolloutEngine:
                 self.model.train()
         completions = []
         for i in range(len(rows)):
-            toks = seqs[i].tolist()
-            if self.eos_id in toks:
-                cut, reason = toks.index(self.eos_id) + 1, "stop"
-            else:
-                cut, reason = len(toks), "length"
-            toks = toks[:cut]
+            toks, reason = cut_at_stop(seqs[i].tolist(), self.stop_ids)
             text = self.tokenizer.decode(toks, skip_special_tokens=True)
-            completions.append(Completion(toks, text, logps[i, :cut].tolist(), reason))
+            completions.append(Completion(toks, text, logps[i, : len(toks)].tolist(), reason))
         return completions
 
     def _hf_generate(self, ids, attn, cache, params: SamplingParams, greedy: bool, sharded: bool):
@@ -171,7 +166,7 @@ class HFRolloutEngine:
             top_p=None if greedy else 1.0,
             top_k=None if greedy else 0,
             pad_token_id=self.pad_id,
-            eos_token_id=self.eos_id,
+            eos_token_id=list(self.stop_ids) or None,
             bos_token_id=self.tokenizer.bos_token_id,
             return_dict_in_generate=True,
             use_cache=True,

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from reasonrl.engines.weights import hf_weight_groups
-from reasonrl.rollout.base import SamplingParams
+from reasonrl.rollout.base import SamplingParams, cut_at_stop, stop_token_ids
 from reasonrl.types import Completion
 
 log = logging.getLogger("reasonrl.rollout.vllm")
@@ -173,10 +173,8 @@ class VLLMRolloutEngine:
 
         self._vllm = vllm
         self.tokenizer = tokenizer
-        self.eos_id = tokenizer.eos_token_id
-        vocab = model.config.get_text_config().vocab_size
-        # vLLM refuses stop ids outside the vocabulary; such an EOS can never be drawn anyway
-        self.stop_ids = [self.eos_id] if self.eos_id is not None and self.eos_id < vocab else []
+        # vLLM refuses stop ids outside the vocabulary (such an EOS can never be drawn anyway)
+        self.stop_ids = list(stop_token_ids(model, tokenizer))
         self.tp = tensor_parallel_size
         self.version = 0  # policy updates pushed so far
         self.last_sync: dict[str, float] = {}
@@ -275,17 +273,15 @@ class VLLMRolloutEngine:
             max_tokens=params.max_new_tokens,
             seed=seed,
             logprobs=0,  # the drawn token's log-prob only
-            ignore_eos=True,  # the model config's EOS list may differ from the tokenizer's:
-            stop_token_ids=self.stop_ids,  # stop exactly where the HF engine does
+            ignore_eos=True,  # vLLM's own EOS choice aside: stop exactly where the HF engine does
+            stop_token_ids=self.stop_ids,
             detokenize=False,
         )
 
     def _completion(self, c) -> Completion:
         toks = list(c.token_ids)
         logps = [next(iter(d.values())).logprob if d else 0.0 for d in (c.logprobs or [])]
-        if self.eos_id in toks:
-            toks = toks[: toks.index(self.eos_id) + 1]
-        reason = "stop" if toks and toks[-1] == self.eos_id else "length"
+        toks, reason = cut_at_stop(toks, self.stop_ids)
         text = self.tokenizer.decode(toks, skip_special_tokens=True)
         return Completion(toks, text, [float(x) for x in logps[: len(toks)]], reason)
 

@@ -75,6 +75,7 @@ def test_architectures_match_hf_before_and_after_sync_and_lost_weights_fail(tmp_
         assert row["greedy_equal_before"] and row["greedy_equal_after"], (family, row)
         for gap in (row["gap_before"], row["gap_after"]):
             assert gap["mean"] < 1e-4 and gap["max"] < 1e-3, (family, gap)
+    assert out["turn_end_stop"] == [3, True, "stop"]  # the model's own end-of-turn token ends it, as in HF
     assert "mixture-of-experts" in out["gpt_oss_refused"] and "rollout.engine=hf" in out["gpt_oss_refused"]
     assert "model.layers.0.self_attn.sinks" in out["gpt_oss_sinks_error"]
 

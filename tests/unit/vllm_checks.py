@@ -235,7 +235,19 @@ def families(path: str) -> dict:
     for family in ("gemma2", "mistral", "cohere"):
         model, tok = build_family(f"{path}-{family}", family)
         prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in ("12+7=", "3*4-2=", "9")]
+        if (
+            family == "mistral"
+        ):  # an end-of-turn token of the model's own (generation_config), not the tokenizer's
+            turn_end = HFRolloutEngine(model, tok).generate(prompts[:1], greedy)[0][0].token_ids[2]
+            model.generation_config.eos_token_id = [tok.eos_token_id, turn_end]
         engine, hf = rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25), HFRolloutEngine(model, tok)
+        if family == "mistral":
+            first = engine.generate(prompts[:1], greedy)[0][0]
+            out["turn_end_stop"] = [
+                len(first.token_ids),
+                first.token_ids[-1] == turn_end,
+                first.finish_reason,
+            ]
         row = {
             "greedy_equal_before": tokens(engine.generate(prompts, greedy))
             == tokens(hf.generate(prompts, greedy))
