@@ -1,7 +1,10 @@
 """Shared test fixtures.
 
 Owns: `tiny_model_and_tokenizer`, a random (untrained) tiny Qwen2 and a BPE tokenizer built from the
-procedural task corpus by `reasonrl.models.tiny`, in a couple of seconds, once per test session.
+procedural task corpus by `reasonrl.models.tiny`, in a couple of seconds, once per test session; and
+`_torch_threads`, which gives every test torch's thread count back as it found it (a test that set 1
+thread once made every later test run single-threaded, and a test that holds only on one thread
+passed by the order of the files).
 Does not own: the warm-started demo model (too slow for unit tests; the e2e tests build it).
 
 The model is shared by every test of the session: tests that change its weights or its mode must work
@@ -43,3 +46,13 @@ def tiny_model_and_tokenizer():
                 p.normal_(0.0, 0.3, generator=gen)
     model.eval()
     return model, tokenizer
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads():
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)

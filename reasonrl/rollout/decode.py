@@ -8,7 +8,9 @@ work is spent on rows that already emitted EOS. This loop runs the same forward 
 finished, selects the unfinished rows out of the inputs and the cache (`Cache.batch_select_indices`),
 so the copies stay a few whole-cache copies per generation.
 
-Samples are the ones `generate` draws, bit for bit (tested against it):
+Samples are the ones `generate` draws, bit for bit on one CPU thread (tested against it; with several
+threads the GEMM splits a shrunken batch between them another way, so log-probs move by ~1e-6 and the
+tested draws stay the same):
 - every row's computation is independent of the other rows in the batch, so a row's logits do not
   change when others leave (down to `MIN_ROWS` rows: below that CPU GEMM kernels change their
   accumulation order, so the batch keeps finished rows as ballast rather than shrink further);
