@@ -12,6 +12,7 @@ import functools
 
 import pytest
 import torch
+from _spread_weights import spread_weights
 
 from reasonrl.engines.packing import packed_logprobs
 from reasonrl.engines.single import completion_logprobs
@@ -84,14 +85,7 @@ def _model(family: str):
     cfg = getattr(transformers, cls)(**settings)
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(cfg, **attention_kwargs(cfg)).eval()
-    g = torch.Generator().manual_seed(3)
-    with torch.no_grad():
-        for name, q in model.named_parameters():
-            if "sinks" in name:
-                q.normal_(1.0, 1.0, generator=g)
-            elif q.dim() > 1:
-                q.normal_(0.0, 0.3, generator=g)
-    return model
+    return spread_weights(model, 0.3)
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))

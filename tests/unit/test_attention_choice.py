@@ -5,6 +5,7 @@ another model than the checkpoint. Other models keep transformers' default (SDPA
 from __future__ import annotations
 
 import torch
+from _spread_weights import spread_weights
 
 from reasonrl.models.loading import attention_kwargs, load_policy
 
@@ -16,12 +17,7 @@ def _gemma2(vocab: int):
                        num_attention_heads=4, num_key_value_heads=2, head_dim=8, attn_logit_softcapping=2.0)  # fmt: skip
     torch.manual_seed(0)
     model = Gemma2ForCausalLM(cfg)
-    g = torch.Generator().manual_seed(3)
-    with torch.no_grad():  # scores large enough for the cap to bend them
-        for q in model.parameters():
-            if q.dim() > 1:
-                q.normal_(0.0, 0.4, generator=g)
-    return model
+    return spread_weights(model, 0.4)  # scores large enough for the cap to bend them
 
 
 def test_a_soft_capped_model_loads_with_eager_attention_and_its_real_logits(

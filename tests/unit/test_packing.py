@@ -10,6 +10,7 @@ import functools
 
 import pytest
 import torch
+from _spread_weights import spread_weights
 
 from reasonrl.engines import packing
 from reasonrl.engines.packing import packed_logprobs, plan_packs, segment_attention
@@ -150,14 +151,7 @@ def _eager_model(kind: str):
     else:
         cfg = tf.GptOssConfig(**common, num_local_experts=4, num_experts_per_tok=2)
     model = tf.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float()
-    g = torch.Generator().manual_seed(3)
-    with torch.no_grad():
-        for name, q in model.named_parameters():
-            if "sinks" in name:
-                q.normal_(1.0, 1.0, generator=g)
-            elif q.dim() > 1:
-                q.normal_(0.0, 0.4, generator=g)
-    return model
+    return spread_weights(model, 0.4)
 
 
 @pytest.mark.parametrize("kind", ["gemma2", "gpt_oss"])

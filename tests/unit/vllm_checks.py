@@ -14,6 +14,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
+from _spread_weights import spread_weights
 
 
 def build(path: str, tied: bool = False):
@@ -213,9 +214,7 @@ def build_family(path: str, family: str):
     })  # fmt: skip
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(cfg, **attention_kwargs(cfg))
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            p.normal_(1.0, 1.0) if "sinks" in name else p.normal_(0.0, 0.15) if p.dim() > 1 else None
+    spread_weights(model, 0.15)
     model.save_pretrained(path)
     tok.save_pretrained(path)
     return model.eval(), tok
