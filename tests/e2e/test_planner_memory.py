@@ -87,6 +87,12 @@ def test_estimate_matches_measured_on_gemma2(tmp_path, softcap, extra):
     cfg = load_config(None, [f"model.path={tmp_path}", "model.device=cpu", "train.global_batch=16", "train.mini_batch=16",
                              "train.micro_batch=8", "rollout.n=4", "rollout.max_new_tokens=192", *extra])  # fmt: skip
     assert 0.88 <= _ratio(cfg, 64) <= 1.12
+    from reasonrl.cli.plan import report
+
+    plan = make_plan(cfg, prompt_tokens=64)
+    assert (plan.shape.eager_attention, plan.shape.norms_per_layer) == (softcap is not None, 4)
+    shown = "attention eager (soft-capped logits, which SDPA would drop)" if softcap else "attention SDPA"
+    assert shown in report(cfg, plan).splitlines()[0]
 
 
 def test_live_peak_counts_what_is_alive():
