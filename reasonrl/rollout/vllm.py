@@ -40,9 +40,10 @@ class WeightSyncError(RuntimeError):
 SMALL_TENSOR = 1 << 16  # elements: a pushed tensor this small (norms, biases, sinks) is compared after reload
 
 
-def _reload_in_worker(worker, weights) -> tuple[list[str], list[str]]:
+def _reload_in_worker(worker, weights, check: bool = True) -> tuple[list[str], list[str]]:
     """Runs inside vLLM's worker (in-process): layerwise reload from `weights`; returns the engine
-    parameters that received nothing and the pushed tensors the engine does not hold afterwards."""
+    parameters that received nothing and (`check`) the pushed tensors the engine does not hold
+    afterwards."""
     model = worker.model_runner.get_model()
     expected = {n.replace(".base_layer.", ".") for n, _ in model.named_parameters()}
     loaded: set[str] = set()
@@ -56,7 +57,7 @@ def _reload_in_worker(worker, weights) -> tuple[list[str], list[str]]:
 
     def tapped():
         for name, tensor in weights:
-            if tensor.numel() <= SMALL_TENSOR:
+            if check and tensor.numel() <= SMALL_TENSOR:
                 small[name] = tensor
             yield name, tensor
 
@@ -167,7 +168,7 @@ class VLLMRolloutEngine:
     def __init__(self, model, tokenizer, *, dtype: str = "auto", tensor_parallel_size: int = 1,
                  kv_cache_gb: float = 1.0, gpu_memory_utilization: float = 0.5,
                  enforce_eager: bool | None = None, sleep_level: int = 1, max_model_len: int | None = None,
-                 seed: int = 0):  # fmt: skip
+                 seed: int = 0, check_sync: bool = True):  # fmt: skip
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the model must live in this process
         import vllm
 
@@ -176,6 +177,7 @@ class VLLMRolloutEngine:
         # vLLM refuses stop ids outside the vocabulary (such an EOS can never be drawn anyway)
         self.stop_ids = list(stop_token_ids(model, tokenizer))
         self.tp = tensor_parallel_size
+        self.check_sync = check_sync  # compare the small tensors after every sync (see _not_stored)
         self.version = 0  # policy updates pushed so far
         self.last_sync: dict[str, float] = {}
         self._pending = None  # a model to push at the next wake (synced while asleep)
@@ -305,7 +307,7 @@ class VLLMRolloutEngine:
                     counts["bytes"] += tensor.numel() * tensor.element_size()
                     yield name, tensor
 
-        missing, lost = self.llm.collective_rpc(_reload_in_worker, args=(flat(),))[0]
+        missing, lost = self.llm.collective_rpc(_reload_in_worker, args=(flat(), self.check_sync))[0]
         if missing:
             raise WeightSyncError(
                 f"vLLM weight sync: {len(missing)} engine parameter(s) received no weights, e.g. "
@@ -315,7 +317,8 @@ class VLLMRolloutEngine:
             raise WeightSyncError(f"vLLM weight sync: {len(lost)} tensor(s) were taken but the engine does not hold "
                                   f"their new values, e.g. {lost[:5]} (vLLM's in-place reload loses them for this "
                                   "model); the engine would sample a mix of old and new weights: use "
-                                  "rollout.engine=hf for this model")  # fmt: skip
+                                  "rollout.engine=hf for this model (rollout.engine_kwargs.check_sync=false "
+                                  "turns the check off)")  # fmt: skip
         self.llm.reset_prefix_cache()  # cached prefixes were computed with the old weights
         self.version = self.version + 1 if version is None else version
         self.last_sync = {

@@ -78,6 +78,7 @@ def test_architectures_match_hf_before_and_after_sync_and_lost_weights_fail(tmp_
     assert out["turn_end_stop"] == [3, True, "stop"]  # the model's own end-of-turn token ends it, as in HF
     assert "mixture-of-experts" in out["gpt_oss_refused"] and "rollout.engine=hf" in out["gpt_oss_refused"]
     assert "model.layers.0.self_attn.sinks" in out["gpt_oss_sinks_error"]
+    assert "check_sync=false" in out["gpt_oss_sinks_error"] and out["gpt_oss_unchecked_sync"] == 1
 
 
 def test_sync_is_layer_grouped_and_reported(checks):

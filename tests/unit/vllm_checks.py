@@ -272,6 +272,9 @@ def families(path: str) -> dict:
         engine.sync_weights(model)
     except rv.WeightSyncError as e:
         out["gpt_oss_sinks_error"] = str(e)
+    engine.check_sync = False  # rollout.engine_kwargs.check_sync=false: the same sync goes through
+    engine.sync_weights(model)
+    out["gpt_oss_unchecked_sync"] = engine.version
     engine.close()
     return out
 
