@@ -25,9 +25,27 @@ def _templated(tokenizer, problem: Problem) -> bool:
     return problem.apply_chat_template and bool(getattr(tokenizer, "chat_template", None))
 
 
+def _render(tokenizer, problem: Problem, **kwargs):
+    """apply_chat_template, whose refusal (a template that raises: Gemma 2's "System role not supported",
+    roles that do not alternate) becomes an InputError naming the prompt and its roles."""
+    from jinja2.exceptions import TemplateError
+
+    try:
+        return tokenizer.apply_chat_template(problem.prompt, add_generation_prompt=True, **kwargs)
+    except TemplateError as e:
+        roles = ", ".join(str(m.get("role")) for m in problem.prompt)
+        hint = (
+            "; fold the system message into the first user turn when preparing the data"
+            if "system" in str(e).lower()
+            else ""
+        )
+        raise InputError(f"prompt of uid {problem.uid!r} (roles: {roles}): the tokenizer's chat template refuses "
+                         f"it: {e}{hint}") from None  # fmt: skip
+
+
 def encode_prompt(tokenizer, problem: Problem) -> list[int]:
     if _templated(tokenizer, problem):
-        ids = tokenizer.apply_chat_template(problem.prompt, add_generation_prompt=True, tokenize=True)
+        ids = _render(tokenizer, problem, tokenize=True)
         if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # transformers >= 5 returns a BatchEncoding
             ids = ids["input_ids"]
         return list(ids)
@@ -37,7 +55,7 @@ def encode_prompt(tokenizer, problem: Problem) -> list[int]:
 def prompt_opens_think(tokenizer, problem: Problem) -> bool:
     """True if the rendered prompt ends inside an open `<think>` block."""
     if _templated(tokenizer, problem):
-        text = tokenizer.apply_chat_template(problem.prompt, add_generation_prompt=True, tokenize=False)
+        text = _render(tokenizer, problem, tokenize=False)
     else:
         text = plain_text(problem)
     return text.rfind("<think>") > text.rfind("</think>")

@@ -58,3 +58,25 @@ def test_tokenizer_without_chat_template_keeps_system_messages(tok):
     assert plain_text(p) == "Answer in a box.\n\nWhat is 2 + 3?"
     assert encode_prompt(tok, p) == list(tok(plain_text(p), add_special_tokens=True)["input_ids"])
     assert encode_prompt(tok, p) != list(tok("What is 2 + 3?", add_special_tokens=True)["input_ids"])
+
+
+# Gemma 2's template, in short: a system turn is refused
+GEMMA2_TEMPLATE = (
+    "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}"
+    "{% for m in messages %}<start_of_turn>{{ m['role'] }}\n{{ m['content'] }}<end_of_turn>\n{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+
+
+def test_a_prompt_the_chat_template_refuses_is_an_error_naming_it(tok):
+    from reasonrl.errors import InputError
+
+    tok.chat_template = GEMMA2_TEMPLATE
+    assert len(encode_prompt(tok, _problem())) > 5  # a user turn alone renders
+    bad = _problem(system="Think step by step.")
+    for fn in (encode_prompt, prompt_opens_think):
+        with pytest.raises(InputError, match=r"prompt of uid .* \(roles: system, user\): the tokenizer's chat "
+                           r"template refuses it: System role not supported; fold the system message"):  # fmt: skip
+            fn(tok, bad)
+    with pytest.raises(InputError, match="System role not supported"):  # at load time, before any work
+        fit_prompts(tok, [_problem(), bad], 512, "train data")
