@@ -22,13 +22,20 @@ from reasonrl.types import TrainBatch
 STEPS, B, P, T = 3, 6, 4, 5
 
 
-def _model():
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+def _model(family: str = "qwen2"):
+    from transformers import AutoModelForCausalLM, Gemma2Config, Qwen2Config
+
+    from reasonrl.models.loading import attention_kwargs
 
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=48, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                      num_key_value_heads=1, max_position_embeddings=32, tie_word_embeddings=True)  # fmt: skip
-    return Qwen2ForCausalLM(cfg).float()
+    shape = dict(vocab_size=48, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                 num_key_value_heads=1, max_position_embeddings=32, tie_word_embeddings=True)  # fmt: skip
+    if family == "gemma2":  # eager attention; caps small enough to bend these small-init scores and logits
+        cfg = Gemma2Config(**shape, head_dim=16, sliding_window=4, attn_logit_softcapping=0.05,
+                           final_logit_softcapping=0.1)  # fmt: skip
+    else:
+        cfg = Qwen2Config(**shape)
+    return AutoModelForCausalLM.from_config(cfg, **attention_kwargs(cfg)).float()
 
 
 def _batch(step: int) -> TrainBatch:
@@ -127,7 +134,7 @@ def test_two_rank_fsdp2_steps_equal_one_process(tmp_path):
 PACK = 16  # rank 0's first micro-batch (9 + 7 tokens) fits one pack; rank 1's (9 + 9) needs two
 
 
-def _packed_rank(r: int, port: int, out, chunk: int = 0):
+def _packed_rank(r: int, port: int, out, chunk: int = 0, family: str = "qwen2"):
     import functools
 
     torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=r, world_size=2)
@@ -136,7 +143,7 @@ def _packed_rank(r: int, port: int, out, chunk: int = 0):
         from reasonrl.engines.fsdp2 import FSDP2Engine
         from reasonrl.engines.packing import packed_logprobs, plan_packs
 
-        model = _model()
+        model = _model(family)
         rows = slice(0, 3) if r == 0 else slice(3, 6)
         micro = _batch(0).select(rows).select(slice(0, 2))
         lengths = (micro.attention_mask.sum(-1)).tolist()
@@ -153,24 +160,29 @@ def _packed_rank(r: int, port: int, out, chunk: int = 0):
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("chunk", [0, 2])
-def test_two_rank_fsdp2_with_packing_equals_one_padded_process(chunk):
+@pytest.mark.parametrize("chunk, family", [(0, "qwen2"), (2, "qwen2"), (2, "gemma2")])
+def test_two_rank_fsdp2_with_packing_equals_one_padded_process(chunk, family):
     """Packed forwards on FSDP2 ranks with different pack counts (the rank with fewer runs empty ones,
     so both stay in lock-step) give the single padded process's losses and parameters; also with the
-    log-probs from the hidden states in chunks (the root's forward gathers the head)."""
-    results = run_ranks(_packed_rank, 2, chunk)
+    log-probs from the hidden states in chunks (the root's forward gathers the head), and for Gemma 2
+    (soft-capped attention run explicitly per sequence, its empty forwards through its own eager
+    attention, the final soft-cap applied to the chunks' logits)."""
+    results = run_ranks(_packed_rank, 2, chunk, family)
     assert [n for _, n, _, _ in results] == [1, 2]  # the ranks really pack differently
     torch.set_num_threads(1)
-    model = _model()
+    model = _model(family)
     single = _train(SingleDeviceEngine(model, lr=1e-2, grad_clip=0.5), slice(0, B))
     for _, _, metrics, _ in results:
         for got, want in zip(metrics, single):
             for k in ("loss/policy", "grad_norm"):
                 assert got[k] == pytest.approx(want[k], rel=1e-4, abs=1e-6), k
     want = _full(model)
+    # Gemma 2's small caps squash many gradients toward zero, where Adam turns summation-order rounding
+    # into step-size differences (_tolerance.ADAM_PARAM_ATOL): measured up to 1.4e-5 after 3 steps
+    atol = 2 * ADAM_PARAM_ATOL if family == "gemma2" else 1e-5
     for name, a in results[0][3].items():
         if not name.endswith("k_proj.bias"):  # rounding noise, see the unpacked test
-            assert torch.allclose(torch.from_numpy(a), want[name], rtol=1e-4, atol=1e-5), name
+            assert torch.allclose(torch.from_numpy(a), want[name], rtol=1e-4, atol=atol), name
 
 
 def _chunked_rank(r: int, port: int, out):
