@@ -21,15 +21,12 @@ PROBE_TOKENS = 8
 TOLERANCE = 1e-3  # of the largest logit: the same ops on the same inputs differ by rounding only
 
 
-def _text_config(model):
-    cfg = model.config
-    return cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
-
-
 def logit_transform(model) -> tuple[float, float | None]:
     """(scale, softcap) the model's forward applies to its head's output: logits = head(h) * scale,
     then softcap * tanh(logits / softcap) when softcap is set."""
-    cfg = _text_config(model)
+    from reasonrl.models.loading import text_config
+
+    cfg = text_config(model.config)
     scale = float(getattr(cfg, "logit_scale", None) or 1.0)  # Cohere, Cohere 2
     if getattr(cfg, "logits_scaling", None):  # Granite: logits / logits_scaling
         scale /= float(cfg.logits_scaling)

@@ -4,7 +4,8 @@ of at most `pack_tokens` tokens, position ids restarting at 0 for each sequence,
 spent on padding.
 
 Owns: `plan_packs` (rows -> packs, first fit in row order; a row longer than the budget gets a pack of
-its own), `packed_logprobs` (the packed forward; log-probs and entropy scattered back to the [B, T]
+its own), `check_packing` (before training: a model whose attention bypasses the interface is refused
+with a one-line error naming model.pack_tokens), `packed_logprobs` (the packed forward; log-probs and entropy scattered back to the [B, T]
 completion layout every loss expects) and the attention a pack runs with (`segment_attention`).
 
 Attention stays within each sequence: the model's attention implementation becomes `segment_attention`
@@ -194,6 +195,34 @@ def _pack_forward():
                                   "attention interface, so a pack cannot be kept apart; set model.pack_tokens=0")  # fmt: skip
 
 
+def _pack_inputs(seq: torch.Tensor, lengths: list[int]) -> dict:
+    """The model's keyword arguments for a pack `seq` [1, P] of sequences of `lengths`: position ids
+    restarting per sequence, and their bounds (a CPU tensor: read per layer)."""
+    pos = torch.cat([torch.arange(n, device=seq.device) for n in lengths]).unsqueeze(0)
+    cu = torch.tensor([0, *lengths]).cumsum(0)
+    return dict(input_ids=seq, position_ids=pos, attention_mask=None, cu_seq_lens_q=cu, cu_seq_lens_k=cu,
+                max_length_q=max(lengths), max_length_k=max(lengths))  # fmt: skip
+
+
+def check_packing(model) -> None:
+    """ConfigError before training unless a pack's attention goes through segment attention: one
+    forward of a two-sequence pack (eval mode, no gradients), the check every packed forward makes."""
+    from reasonrl.config import ConfigError
+
+    use_segment_attention(model)
+    device = next(model.parameters()).device
+    inputs = _pack_inputs(torch.tensor([[1, 2, 3, 1, 2]], device=device), [3, 2])
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad(), _pack_forward():
+            model(**inputs, use_cache=False)
+    except NotImplementedError as e:
+        raise ConfigError(str(e)) from None
+    finally:
+        model.train(was)
+
+
 def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, pack_tokens: int = 1024,
                     entropy_grad: bool = True, chunk: int = 0):  # fmt: skip
     """(logprobs [B, T], entropy [B, T] or None) of the completion tokens, from packed forwards. chunk > 0:
@@ -213,11 +242,7 @@ def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autoca
     forwards = dist.max_over_ranks(len(packs))  # agreed before any forward: collectives stay in order
     for pack in packs:
         seq = torch.cat([ids[i, starts[i] : ends[i]] for i in pack]).unsqueeze(0)
-        pos = torch.cat([torch.arange(ends[i] - starts[i], device=ids.device) for i in pack]).unsqueeze(0)
-        cu = torch.tensor([0] + [ends[i] - starts[i] for i in pack]).cumsum(0)  # on the CPU: read per layer
-        longest = int((cu[1:] - cu[:-1]).max())
-        inputs = dict(input_ids=seq, position_ids=pos, attention_mask=None, cu_seq_lens_q=cu, cu_seq_lens_k=cu,
-                      max_length_q=longest, max_length_k=longest)  # fmt: skip
+        inputs = _pack_inputs(seq, [ends[i] - starts[i] for i in pack])
         with _pack_forward():
             if chunk:
                 out = last_hidden(model, autocast, **inputs)[0]

@@ -36,13 +36,21 @@ def resolve_model_path(path: str, log=print) -> str:
     return path
 
 
+def text_config(config):
+    """The language model's part of a config (a multimodal config's text_config; itself otherwise)."""
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
 def attention_kwargs(config) -> dict:
     """Keyword arguments for `from_pretrained` / `from_config`: eager attention for a model whose
     attention logits are soft-capped (Gemma 2): transformers' SDPA path drops the cap without a word,
     so generation, training and evaluation would all run another model than the checkpoint (and than
     vLLM, which applies it). Otherwise none: transformers' default."""
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    return {"attn_implementation": "eager"} if getattr(text, "attn_logit_softcapping", None) else {}
+    return (
+        {"attn_implementation": "eager"}
+        if getattr(text_config(config), "attn_logit_softcapping", None)
+        else {}
+    )
 
 
 DTYPE_NAMES = ("float32", "bfloat16", "float16")  # model.dtype choices: names of torch dtypes
@@ -66,8 +74,9 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     dtype_ = torch_dtype(dtype)
+    config = AutoConfig.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(
-        path, dtype=dtype_, **attention_kwargs(AutoConfig.from_pretrained(path))
+        path, config=config, dtype=dtype_, **attention_kwargs(config)
     )
     model.to(resolve_device(device))
     if model.generation_config is not None:

@@ -54,10 +54,10 @@ def model_shape(
     import torch
     from transformers import AutoModelForCausalLM
 
-    cfg = config if config is not None else hf_config(path)
-    text = getattr(cfg, "text_config", None) or cfg
-    from reasonrl.models.loading import attention_kwargs
+    from reasonrl.models.loading import attention_kwargs, text_config
 
+    cfg = config if config is not None else hf_config(path)
+    text = text_config(cfg)
     with torch.device("meta"):  # with the attention implementation training will load it with
         model = AutoModelForCausalLM.from_config(cfg, **attention_kwargs(cfg))
     params = sum(p.numel() for p in model.parameters())

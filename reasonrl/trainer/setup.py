@@ -163,6 +163,10 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         from reasonrl.engines.output_head import check_output_head
 
         check_output_head(model)
+    if cfg.model.pack_tokens > 0:
+        from reasonrl.engines.packing import check_packing
+
+        check_packing(model)
     if cfg.model.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     ref = None

@@ -121,6 +121,18 @@ def test_a_head_the_chunked_logprobs_would_get_wrong_is_refused_before_any_step(
     assert not (tmp_path / "a" / "metrics.jsonl").exists()
 
 
+def test_a_model_packs_cannot_keep_apart_is_refused_before_any_step(tiny_model_dir, tmp_path, monkeypatch):
+    """With model.pack_tokens, setup runs one two-sequence pack first; attention that never reaches
+    segment attention (here: the switch to it left out) is a one-line error before any generation."""
+    from reasonrl.config import ConfigError
+    from reasonrl.engines import packing
+
+    monkeypatch.setattr(packing, "use_segment_attention", lambda model: None)
+    with pytest.raises(ConfigError, match="model.pack_tokens: this model's attention does not go through"):
+        train(_cfg(tiny_model_dir, tmp_path / "a", 1, "model.pack_tokens=64"), log=lambda *a: None)
+    assert not (tmp_path / "a" / "metrics.jsonl").exists()
+
+
 def test_an_engine_off_the_trained_policy_is_warned_about_once(tiny_model_dir, tmp_path, monkeypatch):
     """The sampler's log-probs shifted by 0.5 nats (as from an engine that missed its weight sync): a
     warning naming the gap metric, once; a correct engine (the first run) gives none."""

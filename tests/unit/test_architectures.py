@@ -108,6 +108,12 @@ def test_sampler_logprobs_equal_every_training_forwards(family):
         attn[i, p - len(prompt) : p + len(c.token_ids)] = 1
         sampler[i, : len(c.token_ids)] = torch.tensor(c.sampler_logprobs)
     batch = TrainBatch(input_ids=ids, attention_mask=attn, mask=attn[:, p:].bool(), prompt_len=p)
+    if family in OWN_ATTENTION:  # refused before training, with the one-line error
+        from reasonrl.config import ConfigError
+        from reasonrl.engines.packing import check_packing
+
+        with pytest.raises(ConfigError, match=r"model\.pack_tokens: .* set model\.pack_tokens=0"):
+            check_packing(model)
     for name, forward in FORWARDS.items():
         if family in OWN_ATTENTION and name.startswith("packed"):
             with pytest.raises(
