@@ -10,7 +10,8 @@
 #   bash bench/gpu_figures.sh eval       # reasonrl eval vs the raw HF engine (and lm-eval if installed) on CUDA
 set -u
 DIR=${DIR:-gpu-figures}
-mkdir -p "$DIR"
+RUNS=${RUNS:-$DIR}  # run directories of the demo part (checkpoints): keep them out of a small $OUT
+mkdir -p "$DIR" "$RUNS"
 export PYTHONUNBUFFERED=1
 run() {  # run NAME TIMEOUT CMD...: output to $DIR/NAME.log, the last JSON line appended to $DIR/figures.jsonl
     local name=$1 limit=$2
@@ -50,9 +51,9 @@ rollout)
     run rollout_demo 240 python $R --engines hf --model demo:addsub --prompts 64 --n 8 --new 48
     ;;
 demo)
-    run demo_single 400 python -m reasonrl train recipes/demo.yaml model.device=cuda log.run_dir="$DIR/demo_single"
+    run demo_single 400 python -m reasonrl train recipes/demo.yaml model.device=cuda log.run_dir="$RUNS/demo_single"
     run demo_fsdp2 150 torchrun --nproc-per-node 1 -m reasonrl train recipes/demo.yaml model.device=cuda \
-        train.engine=fsdp2 train.steps=100 val.every=50 checkpoint.every=50 log.run_dir="$DIR/demo_fsdp2"
+        train.engine=fsdp2 train.steps=100 val.every=50 checkpoint.every=50 log.run_dir="$RUNS/demo_fsdp2"
     ;;
 eval)
     run eval_demo 300 python bench/eval_throughput.py --device cuda --problems 1024 --batch 256

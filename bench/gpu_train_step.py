@@ -75,12 +75,15 @@ def make_batch(vocab: int, rows: int, seq: int, uneven: bool = False):
 def make_engine(model, kind: str, device: str):
     bf16 = cuda(device)
     if kind == "fsdp2":
+        from reasonrl.distributed import init_from_env
         from reasonrl.engines.fsdp2 import FSDP2Engine
 
-        if not torch.distributed.is_initialized():
-            os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-            os.environ.setdefault("MASTER_PORT", "29561")
-            torch.distributed.init_process_group("nccl" if bf16 else "gloo", rank=0, world_size=1)
+        # a one-rank launch as torchrun describes it, joined the way the trainer joins it (with CUDA:
+        # NCCL for CUDA tensors and gloo for the CPU ones the engine agrees on)
+        for k, v in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29561"), ("RANK", "0"),
+                     ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1")):  # fmt: skip
+            os.environ.setdefault(k, v)
+        init_from_env(single_rank=True)
         return FSDP2Engine(model, lr=1e-6, bf16=bf16)
     from reasonrl.engines.single import SingleDeviceEngine
 

@@ -197,7 +197,14 @@ def main(argv=None) -> dict:
         sides["vllm+lp"] = (lambda: veng.generate(prompts, params),
                             lambda: veng.llm.generate(reqs, lp_sp, use_tqdm=False))  # fmt: skip
     for name, (ours, bare) in sides.items():
-        ours(), bare()  # warm-up (first call at a shape compiles / allocates)
+        for side, fn in (
+            ("ours", ours),
+            ("bare", bare),
+        ):  # warm-up (first call at a shape compiles / allocates)
+            t, _ = timed(fn, sync)
+            print(
+                f"{name}: warm-up {side} {t:.1f} s", flush=True
+            )  # a run cut short still says how far it got
         t_ours, t_bare, m_ours, m_bare, n_ours, n_bare = [], [], 0.0, 0.0, [], []
         for _ in range(args.repeats):
             t, out = timed(ours, sync)

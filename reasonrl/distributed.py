@@ -8,7 +8,7 @@ global counts, so N ranks compute the same loss and gradients as one process), `
 counts) summed). With torch.distributed not initialised (one process) every function is the identity,
 so single-process results are bit-for-bit what they were. Gloo's AVG all-reduce has had a
 silent-correctness bug (pytorch#162338): only SUM and MAX are used here.
-Also owns joining a torchrun launch (`init_from_env`: gloo on CPU, NCCL on CUDA, a collective timeout
+Also owns joining a torchrun launch (`init_from_env`: gloo on CPU, NCCL and gloo on CUDA, a collective timeout
 so a crashed or hung rank fails the others with an error instead of hanging them), the rank's share of
 a step's prompts (`shard`; `set_share` for a rank's rollout worker), `all_gather_objects` and
 `any_rank` (one decision for all ranks), and a group of helper processes, one per rank, outside the
@@ -165,15 +165,20 @@ def launched(single_rank: bool = False) -> bool:
 
 def init_from_env(timeout_s: float = 1800.0, single_rank: bool = False) -> bool:
     """Join the process group a launcher described in the environment (RANK, WORLD_SIZE, MASTER_ADDR,
-    MASTER_PORT, LOCAL_RANK); returns True if this call created it. NCCL when CUDA is available (each
-    rank on cuda:LOCAL_RANK), else gloo. single_rank: a launch of one rank gets its group too (what
-    FSDP2 on one device needs)."""
+    MASTER_PORT, LOCAL_RANK); returns True if this call created it. With CUDA: NCCL for CUDA tensors
+    (each rank on cuda:LOCAL_RANK) and gloo for CPU ones (the loss normalisers, metrics and objects this
+    module reduces live on the CPU; an NCCL-only group refuses them: "No backend type associated with
+    device type cpu", seen on an H100). Without CUDA: gloo. single_rank: a launch of one rank gets its
+    group too (what FSDP2 on one device needs)."""
     if not launched(single_rank) or active():
         return False
-    backend = "nccl" if torch.cuda.is_available() else "gloo"
-    if backend == "nccl":
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    torch.distributed.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+    timeout = datetime.timedelta(seconds=timeout_s)
+    if torch.cuda.is_available():
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+        torch.distributed.init_process_group("cpu:gloo,cuda:nccl", timeout=timeout, device_id=device)
+    else:
+        torch.distributed.init_process_group("gloo", timeout=timeout)
     return True
 
 

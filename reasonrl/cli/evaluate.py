@@ -34,6 +34,8 @@ def add_benchmark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top-p", type=float, default=None)
     p.add_argument("--limit", type=int, default=None, help="first N problems of each benchmark")
     p.add_argument("--chunk-size", type=int, default=32, help="problems per generation call (and commit)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="verifier worker processes (default: the cores but one, 2-16)")  # fmt: skip
     p.add_argument("--all-checkpoints", action="store_true",
                    help="MODEL is a run directory: evaluate every valid checkpoint, one table + a PNG")  # fmt: skip
 
@@ -81,14 +83,14 @@ def eval_benchmarks(args, model_path) -> int:
 
     benches, files = benchmarks_and_files(args.benchmarks, args.file)
     check_engine(args.engine)
-    for key in ("n", "max_new_tokens", "limit", "chunk_size"):
+    for key in ("n", "max_new_tokens", "limit", "chunk_size", "workers"):
         value = getattr(args, key)
         if value is not None and value < 1:
             raise InputError(f"--{key.replace('_', '-')} must be >= 1, got {value}")
     overrides = {"n": args.n, "temperature": args.temperature, "top_p": args.top_p,
                  "max_new_tokens": args.max_new_tokens}  # fmt: skip
     kw = dict(data_dir=args.data_dir, files=files, overrides=overrides, engine=args.engine, device=args.device,
-              seed=args.seed, limit=args.limit, chunk_size=args.chunk_size)  # fmt: skip
+              seed=args.seed, limit=args.limit, chunk_size=args.chunk_size, workers=args.workers)  # fmt: skip
     if args.all_checkpoints:
         return _all_checkpoints(args, benches, kw)
     model = model_path(args.model)

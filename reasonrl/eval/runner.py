@@ -15,7 +15,8 @@ Owns: `run_benchmarks` and the output directory's files:
   results.json / results.md   `summarize(samples)`: a row per benchmark (see `eval.metrics`).
   timing.json     where this invocation's time went: seconds in total, generating, scoring (on the
                   scoring thread), waiting for scoring, and the rest (loading the model, starting the
-                  verifier workers, files); chunks generated and samples per second. Not part of the
+                  verifier workers, files); `verifier_ready_s`: from starting the verifier workers to
+                  their first answer (their imports); chunks generated and samples per second. Not part of the
                   table (a resumed eval times only what it generated); `timing_line` prints it.
 Every input is checked before anything is generated: benchmark names, files, rows, routing.
 Does not own: the metrics (`eval.metrics`), benchmark files (`eval.benchmarks`), the engines or
@@ -82,7 +83,7 @@ def sampling_for(b: Benchmark, overrides: dict) -> SamplingParams:
 def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path, *, data_dir=None,
                    files: dict[str, str] | None = None, overrides: dict | None = None, engine: str = "hf",
                    device: str = "auto", seed: int = 0, limit: int | None = None, chunk_size: int = 32,
-                   log=print, progress=None) -> dict:  # fmt: skip
+                   log=print, progress=None, workers: int | None = None) -> dict:  # fmt: skip
     from reasonrl.rewards import check_routable
 
     files, overrides = dict(files or {}), dict(overrides or {})
@@ -94,7 +95,8 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
     out = Path(out_dir)
     timing: dict = {}
     samples = generate_samples(model, work, out / "samples.jsonl", engine=engine, device=device, seed=seed,
-                               chunk_size=chunk_size, log=log, progress=progress, timing=timing)  # fmt: skip
+                               chunk_size=chunk_size, log=log, progress=progress, timing=timing,
+                               workers=workers)  # fmt: skip
     results = summarize(samples, {b.name: b.domain for b in benchmarks})
     notes = {b.name: b.note for b in benchmarks if b.note}
     if notes:
@@ -119,13 +121,16 @@ def timing_line(out_dir: str | Path) -> str | None:
 def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], samples_path: str | Path, *,
                      engine: str = "hf", device: str = "auto", seed: int = 0, chunk_size: int = 32,
                      log=print, reward_options: dict | None = None, plugins=(), progress=None,
-                     overlap: bool | None = None, timing: dict | None = None) -> list[dict]:  # fmt: skip
+                     overlap: bool | None = None, timing: dict | None = None,
+                     workers: int | None = None) -> list[dict]:  # fmt: skip
     """Samples of every (name, problems, sampling) work item, generated and scored chunk by chunk into
     `samples_path` (resumable: committed chunks are kept, the rest generated); the one path of the
     eval suite and the pass-rate filter. `progress(done, total)` (chunks) is called as chunks commit.
     `overlap`: score each chunk beside the next one's generation (default: when the model is not on a
     CPU, where the verifier workers would take generation's cores); the samples are the same.
-    `timing`, if given, is filled with where this call's time went (see timing.json above)."""
+    `timing`, if given, is filled with where this call's time went (see timing.json above). `workers`:
+    verifier worker processes (default `rewards.runner.default_workers()`: the cores but one, 2-16);
+    the scores do not depend on it."""
     t0 = time.perf_counter()
     samples_path = Path(samples_path)
     samples_path.parent.mkdir(parents=True, exist_ok=True)
@@ -133,10 +138,10 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     samples, done = committed_samples(samples_path)
     todo = [(name, c) for name, ps, _ in work for c in range(0, len(ps), chunk_size) if (name, c) not in done]
     clock = timing if timing is not None else {}
-    clock.update(generate_s=0.0, score_s=0.0, score_wait_s=0.0, chunks=0, samples=0)
+    clock.update(generate_s=0.0, score_s=0.0, score_wait_s=0.0, verifier_ready_s=0.0, chunks=0, samples=0)
     if todo:
         _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log,
-                  reward_options or {}, tuple(plugins), progress, overlap, clock)  # fmt: skip
+                  reward_options or {}, tuple(plugins), progress, overlap, clock, workers)  # fmt: skip
     total = time.perf_counter() - t0
     clock.update(total_s=total, other_s=total - clock["generate_s"] - clock["score_wait_s"],
                  samples_per_s=clock["samples"] / total if total > 0 else 0.0)  # fmt: skip
@@ -187,16 +192,18 @@ def check_setup(samples_path: Path, setup: dict) -> None:
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,
-              reward_options, plugins, progress, overlap, clock: dict) -> None:  # fmt: skip
+              reward_options, plugins, progress, overlap, clock: dict, workers: int | None) -> None:  # fmt: skip
 
     from reasonrl.models.loading import load_policy
-    from reasonrl.rewards.runner import RewardRunner, preload_modules
+    from reasonrl.rewards.runner import RewardRunner, default_workers, preload_modules
     from reasonrl.rollout.factory import build_rollout_engine
     from reasonrl.rollout.scored import generate_groups, score_groups
 
     first = [problems[0] for _, problems, _ in work]
     # verifier workers start (and import what their verifiers preload) while the model loads
-    scorer = RewardRunner(options=reward_options, modules=plugins, preload=preload_modules(first)).start()
+    t_workers = time.perf_counter()
+    scorer = RewardRunner(workers=workers or default_workers(), options=reward_options, modules=plugins,
+                          preload=preload_modules(first)).start()  # fmt: skip
     try:
         policy, tok = load_policy(model, device=device, log=log)
         engine = build_rollout_engine(engine_name, policy, tok)
@@ -242,7 +249,11 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
         with scorer, open(samples_path, "a", encoding="utf-8") as f:
             # warm up every routed verifier (lazy imports) by scoring an empty answer to each
             # benchmark's first problem; the one scoring thread keeps it ahead of any chunk's scoring
-            warm = pool.submit(scorer.score, [""] * len(work), first)
+            def warm_up() -> None:
+                scorer.score([""] * len(work), first)
+                clock["verifier_ready_s"] = time.perf_counter() - t_workers
+
+            warm = pool.submit(warm_up)
             for name, problems, params in work:
                 for c in range(0, len(problems), chunk_size):
                     if (name, c) not in want:

@@ -153,6 +153,17 @@ class _Job:
     latency: float = math.nan
 
 
+def default_workers() -> int:
+    """Verifier workers for a job that has the machine to itself (`reasonrl eval`, the pass-rate
+    filter): every core this process may use but one, at least 2 and at most 16. On a GPU machine two
+    workers left the evaluation of a small model waiting on scoring 73% of its time (H100, 16 cores:
+    3.6 s of 5.1 s)."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+    return max(2, min(16, cores - 1))
+
+
 class RewardRunner:
     """Scores batches; create once and reuse (the process pool is long-lived). Close when done.
 

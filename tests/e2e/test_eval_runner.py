@@ -152,6 +152,7 @@ def test_a_resume_with_other_settings_is_refused_and_keeps_the_samples(tiny_mode
         (["--benchmarks", "math500"], "benchmark math500: no file matching"),
         (["--benchmarks", "gsm8k", "--file", "gsm8k"], "expected NAME=PATH"),
         (["--benchmarks", "gsm8k", "--n", "0"], "--n must be >= 1"),
+        (["--benchmarks", "gsm8k", "--workers", "0"], "--workers must be >= 1"),
     ],
 )
 def test_bad_input_fails_before_generation(tiny_model_dir, tmp_path, args, message):

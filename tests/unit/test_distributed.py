@@ -85,3 +85,26 @@ def test_one_process_is_the_identity():
     assert torch.equal(dist.global_masked_mean(logprobs, batch.mask), masked_mean(logprobs, batch.mask))
     m = {"a": 1.0, "x_max": 2.0}
     assert dist.reduce_metrics(m) is m
+
+
+@pytest.mark.parametrize("cuda", [False, True])
+def test_a_launch_on_cuda_reduces_cpu_tensors_too(monkeypatch, cuda):
+    """Under torchrun on a GPU the group must carry CPU tensors as well as CUDA ones: the normalisers and
+    metrics reduced here are CPU tensors, and an NCCL-only group refused them at the first update ("No
+    backend type associated with device type cpu", `torchrun --nproc-per-node 1 ... train.engine=fsdp2`
+    on an H100). Each rank's device is its LOCAL_RANK."""
+    calls: dict = {}
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: calls.setdefault("set_device", d))
+    monkeypatch.setattr(torch.distributed, "init_process_group",
+                        lambda backend, **kw: calls.update(backend=backend, **kw))  # fmt: skip
+    assert dist.init_from_env(timeout_s=5) is True
+    if cuda:
+        assert set(calls["backend"].split(",")) == {"cpu:gloo", "cuda:nccl"}
+        assert calls["device_id"] == torch.device("cuda", 1) == calls["set_device"]
+    else:
+        assert calls["backend"] == "gloo" and "device_id" not in calls and "set_device" not in calls
+    assert calls["timeout"].total_seconds() == 5

@@ -323,3 +323,13 @@ def test_preload_declared_by_verifiers_is_imported_when_workers_start():
         (res,), _ = r.score(["_preload_marker"], [prob(T + "preloaded")])
         assert res.score == 1.0 and res.info["pid"] != os.getpid()
         assert "_preload_marker" not in sys.modules  # preloads are for the workers only, not the caller
+
+
+@pytest.mark.parametrize("cores, want", [(1, 2), (2, 2), (4, 3), (16, 15), (64, 16)])
+def test_default_workers_take_the_cores_but_one(monkeypatch, cores, want):
+    """`reasonrl eval` scores with every core but one (2-16): with the runner's fixed 2, an H100 machine's
+    16 cores left a small model's evaluation waiting on scoring 73% of its time."""
+    from reasonrl.rewards.runner import default_workers
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cores)), raising=False)
+    assert default_workers() == want
