@@ -11,7 +11,10 @@ completion layout every loss expects) and the attention a pack runs with (`segme
 Attention stays within each sequence: the model's attention implementation becomes `segment_attention`
 (registered with transformers' `AttentionInterface`; `use_segment_attention`), which runs causal SDPA
 on the pack's sequences side by side, bounded by `cu_seq_lens_q` (the sequences' offsets,
-transformers' documented varlen keyword), and the model's own implementation on any other forward. No attention is
+transformers' documented varlen keyword), and the model's own implementation on any other forward. A
+model whose decoder layers drop those keywords on the way to attention but pass `position_ids` (StableLM)
+has the bounds read off the position ids instead (a new sequence wherever they do not count on by
+one, transformers' own rule for packed flash attention). No attention is
 computed across sequences: about sum(n_i^2) work instead of P^2 (transformers' own packed path, SDPA
 under a dense block-causal mask over the pack, was 1.7x slower on the demo; docs/distributed.md).
 Sliding-window layers get a window mask per sequence; logit soft-capping (Gemma 2) and attention sinks
@@ -23,6 +26,7 @@ same number of pack forwards (the shortest pads with empty ones). Does not own: 
 from __future__ import annotations
 
 import threading
+import weakref
 from contextlib import contextmanager, nullcontext
 
 import torch
@@ -49,6 +53,7 @@ def plan_packs(lengths: list[int], budget: int) -> list[list[int]]:
 SEGMENT_ATTENTION = "reasonrl_segments"  # the name it is registered under with transformers
 BASE_ATTENTION = "_reasonrl_base_attention"  # config attribute: the implementation it replaced
 _PACK = threading.local()  # .forward: a pack's forward is running (no mask to build); .calls: attention calls
+_BOUNDS: dict[int, torch.Tensor | None] = {}  # id(position ids) -> the pack bounds read off them
 
 
 @torch.compiler.disable  # a loop over Python ints: compiled decoder layers run it eagerly
@@ -56,7 +61,7 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
     """transformers attention function: query [1, H, P, D], key / value [1, H_kv, P, D] of a pack whose
     sequences start at `cu_seq_lens_q` (a CPU tensor, ends included) -> ([1, P, H, D], None); without
     `cu_seq_lens_q`, the model's own attention implementation with the mask transformers built for it."""
-    cu = kwargs.get("cu_seq_lens_q")
+    cu = _pack_bounds(query, key, attention_mask, kwargs)
     if cu is None:  # not a pack (generation, a padded batch, FSDP2's empty one-token pack)
         return _base_attention(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
                                        **kwargs)  # fmt: skip
@@ -82,6 +87,31 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
         outs.append(out.transpose(1, 2).reshape(n * length, out.shape[1], out.shape[3]).index_select(0, keep))
     out = torch.cat(outs)
     return out.new_empty(out.shape).index_copy(0, where, out).unsqueeze(0), None
+
+
+def _pack_bounds(query, key, attention_mask, kwargs) -> torch.Tensor | None:
+    """The pack's sequence offsets (ends included, on the CPU), or None for a forward that is not a pack.
+    `cu_seq_lens_q` where the model passes it on; else, for one row without a mask or a cache, from the
+    `position_ids` the layer passed: a new sequence wherever they do not count on by one. One sequence
+    from 0 outside a pack's forward (a one-row prefill) is not a pack: None, so it runs the model's own
+    attention. Read once per position-id tensor and kept while it lives: every layer gets the same one,
+    and so does a checkpointed layer's recompute in backward, which must take the path its forward took
+    (a one-sequence pack recomputed outside its pack's forward too)."""
+    cu = kwargs.get("cu_seq_lens_q")
+    pos = kwargs.get("position_ids")
+    if cu is not None or pos is None or attention_mask is not None:
+        return cu
+    if query.shape[0] != 1 or pos.shape != (1, query.shape[2]) or key.shape[2] != query.shape[2]:
+        return None
+    if id(pos) in _BOUNDS:
+        return _BOUNDS[id(pos)]
+    p = pos[0].cpu()
+    starts = torch.cat([torch.tensor([True]), p[1:] != p[:-1] + 1]).nonzero().squeeze(1)
+    single = len(starts) == 1 and p[0] == 0 and not getattr(_PACK, "forward", False)
+    cu = None if single else torch.cat([starts, torch.tensor([len(p)])])
+    _BOUNDS[id(pos)] = cu
+    weakref.finalize(pos, _BOUNDS.pop, id(pos), None)  # gone with its tensor, before its id is reused
+    return cu
 
 
 def _explicit_attention(q, k, v, mask, scaling, dropout: float, softcap, sinks):

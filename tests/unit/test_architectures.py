@@ -1,8 +1,8 @@
 """The RL invariant across the architectures users train: the log-prob the HF engine records for each
 sampled token equals the one every training forward recomputes for it (padded, chunked from hidden
 states, packed, packed and chunked), and dropping finished rows samples what `generate` samples.
-A family whose attention bypasses transformers' attention interface (StableLM) is refused by packing
-instead. Tiny random models of each family, with weights large enough that what sets a family apart (Gemma's
+StableLM's decoder layers drop the pack's bounds on the way to attention: its packs are read off the
+position ids. Tiny random models of each family, with weights large enough that what sets a family apart (Gemma's
 attention and final soft-caps, gpt-oss's sinks and experts, sliding windows, Cohere's and Granite's
 logit scales, experts, DeepSeek's latent attention) changes the numbers."""
 
@@ -14,7 +14,7 @@ import pytest
 import torch
 from _spread_weights import spread_weights
 
-from reasonrl.engines.packing import packed_logprobs
+from reasonrl.engines.packing import check_packing, packed_logprobs
 from reasonrl.engines.single import completion_logprobs
 from reasonrl.models.loading import attention_kwargs
 from reasonrl.rollout.base import SamplingParams
@@ -59,9 +59,8 @@ FAMILIES = {  # name: (config class, extra settings)
         },
     ),
     "gpt_neox": ("GPTNeoXConfig", {"head_dim": None}),
-    "stablelm": ("StableLmConfig", {"head_dim": None}),  # attention of its own: packing refused
+    "stablelm": ("StableLmConfig", {"head_dim": None}),  # packs bounded by position ids (kwargs dropped)
 }
-OWN_ATTENTION = {"stablelm"}
 FORWARDS = {
     "padded": completion_logprobs,
     "chunked": functools.partial(completion_logprobs, chunk=5),
@@ -108,19 +107,8 @@ def test_sampler_logprobs_equal_every_training_forwards(family):
         attn[i, p - len(prompt) : p + len(c.token_ids)] = 1
         sampler[i, : len(c.token_ids)] = torch.tensor(c.sampler_logprobs)
     batch = TrainBatch(input_ids=ids, attention_mask=attn, mask=attn[:, p:].bool(), prompt_len=p)
-    if family in OWN_ATTENTION:  # refused before training, with the one-line error
-        from reasonrl.config import ConfigError
-        from reasonrl.engines.packing import check_packing
-
-        with pytest.raises(ConfigError, match=r"model\.pack_tokens: .* set model\.pack_tokens=0"):
-            check_packing(model)
+    check_packing(model)  # every family packs (a refusal is a ConfigError)
     for name, forward in FORWARDS.items():
-        if family in OWN_ATTENTION and name.startswith("packed"):
-            with pytest.raises(
-                NotImplementedError, match="does not go through transformers' attention interface"
-            ):
-                forward(model, batch)
-            continue
         with torch.no_grad():
             lp, _ = forward(model, batch)
         gap = ((lp - sampler) * batch.mask).abs().max().item()

@@ -137,6 +137,54 @@ def test_a_model_whose_attention_bypasses_the_interface_is_refused():
         packed_logprobs(OwnAttention(), batch, pack_tokens=64)
 
 
+def _stablelm():
+    """A tiny StableLM: its decoder layers call the attention interface but drop the keywords that carry a
+    pack's bounds (`cu_seq_lens_q`), passing `position_ids` on instead."""
+    from transformers import StableLmConfig, StableLmForCausalLM
+
+    model, batch, mask = _setup()
+    torch.manual_seed(0)
+    cfg = StableLmConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)  # fmt: skip
+    return spread_weights(StableLmForCausalLM(cfg).float(), 0.3), batch, mask
+
+
+@pytest.mark.parametrize("budget", [64, 10])
+def test_packs_bounded_by_position_ids_equal_padded_with_checkpointing(budget):
+    """Budget 10 leaves some sequences alone in their pack: a one-sequence pack is still a pack in its
+    forward, and its checkpointed recompute (outside it) runs the same causal attention."""
+    model, batch, mask = _stablelm()
+    lp0, ent0, g0 = _run(model, batch, mask, completion_logprobs)
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    packing.check_packing(model)
+    lp1, ent1, g1 = _run(model, batch, mask, functools.partial(packed_logprobs, pack_tokens=budget))
+    torch.testing.assert_close(lp1, lp0, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ent1, ent0, rtol=1e-5, atol=1e-5)
+    for n in g0:  # spread weights: gradients up to ~1, measured gap 1.1e-5
+        torch.testing.assert_close(g1[n], g0[n], rtol=1e-4, atol=2e-5, msg=n)
+    assert (lp0 != 0).sum() == int(mask.sum())
+
+
+def test_position_id_bounds_leave_generation_unchanged():
+    """After packing, a StableLM generates as before: one row (a prefill with positions from 0, then a
+    cache) and a left-padded batch."""
+    model, batch, _ = _stablelm()
+    model.eval()
+    kw = dict(
+        max_new_tokens=6, do_sample=False, output_scores=True, return_dict_in_generate=True, pad_token_id=0
+    )
+    runs = [(batch.input_ids[3:4, 1:P], None), (batch.input_ids[:, :P], batch.attention_mask[:, :P])]
+    before = [model.generate(input_ids=i, attention_mask=a, **kw) for i, a in runs]
+    packing.use_segment_attention(model)
+    with torch.no_grad():
+        packed_logprobs(model, batch, pack_tokens=64)
+    for (i, a), b in zip(runs, before):
+        after = model.generate(input_ids=i, attention_mask=a, **kw)
+        assert torch.equal(after.sequences, b.sequences)
+        torch.testing.assert_close(torch.stack(after.scores), torch.stack(b.scores), rtol=0, atol=1e-6)
+
+
 def _eager_model(kind: str):
     """A tiny Gemma 2 (attention logit soft-capping, every other layer sliding) or gpt-oss (attention
     sinks, every other layer sliding) in eager attention, weights large enough that the soft-cap bends
