@@ -39,14 +39,19 @@ compile)
     run train_05b_compile 300 python $T --preset qwen2.5-0.5b --seqs 2048,4096,8192 --ckpt off --chunk 256 --bare \
         --compile
     run train_15b_compile 240 python $T --preset qwen2.5-1.5b --seqs 2048,4096 --ckpt off --chunk 256 --bare --compile
+    run train_15b_fsdp2_compile 150 python $T --preset qwen2.5-1.5b --engine fsdp2 --seqs 4096 --ckpt off,on \
+        --chunk 256 --compile
     ;;
 pack)
     run pack_05b 240 python $T --preset qwen2.5-0.5b --seqs 2048,8192 --ckpt off --chunk 256 --pack 16384
     run pack_15b 240 python $T --preset qwen2.5-1.5b --seqs 4096 --ckpt off,on --chunk 256 --pack 16384
     ;;
 rollout)
-    run rollout_05b 240 python $R --engines hf,cb --preset qwen2.5-0.5b --prompts 16 --n 8 --new 512 --repeats 2
-    run rollout_15b 240 python $R --engines hf,cb --preset qwen2.5-1.5b --prompts 16 --n 8 --new 512 --repeats 2
+    run rollout_05b 240 python $R --engines hf --preset qwen2.5-0.5b --prompts 16 --n 8 --new 512 --repeats 2
+    # continuous batching ran at 0.28x of generate (H100, transformers 5.19): 128 tokens keep it in time
+    run rollout_05b_cb 150 python $R --engines cb --preset qwen2.5-0.5b --prompts 16 --n 8 --new 128 --repeats 1
+    # 1.5B: 42 s per 128 x 512-token call, so 128 tokens
+    run rollout_15b 200 python $R --engines hf --preset qwen2.5-1.5b --prompts 16 --n 8 --new 128 --repeats 2
     # real lengths (completions end at EOS): the decode loop's dropped rows and its every-8th-step check
     run rollout_demo 240 python $R --engines hf --model demo:addsub --prompts 64 --n 8 --new 48
     ;;
