@@ -5,6 +5,7 @@
 #   bash bench/gpu_figures.sh train      # MFU grid: 0.5B / 1.5B, 2k-8k, checkpointing off / on, FSDP2 world 1
 #   bash bench/gpu_figures.sh compile    # the same with model.compile (compiled decoder layers) vs bare eager
 #   bash bench/gpu_figures.sh pack       # uneven completions: padded vs packed (model.pack_tokens), 0.5B / 1.5B
+#   bash bench/gpu_figures.sh packprofile  # why packed + compiled ran 0.89x of padded: both profiled, eager too
 #   bash bench/gpu_figures.sh rollout    # HF engine vs generate vs continuous batching, 0.5B / 1.5B
 #   bash bench/gpu_figures.sh demo       # the demo recipe on CUDA: single device, then FSDP2 under torchrun
 #   bash bench/gpu_figures.sh eval       # reasonrl eval vs the raw HF engine (and lm-eval if installed) on CUDA
@@ -45,6 +46,12 @@ compile)
 pack)
     run pack_05b 240 python $T --preset qwen2.5-0.5b --seqs 2048,8192 --ckpt off --chunk 256 --pack 16384
     run pack_15b 240 python $T --preset qwen2.5-1.5b --seqs 4096 --ckpt off,on --chunk 256 --pack 16384
+    ;;
+packprofile)
+    run pack_05b_compiled_profile 240 python $T --preset qwen2.5-0.5b --seqs 4096 --ckpt on --chunk 256 --pack 16384 \
+        --compile --profile 15
+    run pack_05b_eager_profile 150 python $T --preset qwen2.5-0.5b --seqs 4096 --ckpt on --chunk 256 --pack 16384 \
+        --profile 15
     ;;
 rollout)
     run rollout_05b 240 python $R --engines hf --preset qwen2.5-0.5b --prompts 16 --n 8 --new 512 --repeats 2

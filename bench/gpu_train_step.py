@@ -193,9 +193,28 @@ def release(optimizer, model) -> None:
         torch.cuda.empty_cache()
 
 
-def measure(label, fn, steps, tokens, flops, peak) -> dict:
+def profile(label: str, fn, top: int) -> None:
+    """One more call of `fn` under torch.profiler: its `top` operators by device time (CPU time without
+    CUDA), to see where a configuration's time goes (e.g. packed against padded with compiled layers)."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    on_gpu = torch.cuda.is_available() and torch.cuda.is_initialized()
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with torch_profile(activities=acts) as prof:
+        fn()
+        if on_gpu:
+            torch.cuda.synchronize()
+    key = "cuda_time_total" if on_gpu else "cpu_time_total"
+    print(f"profile of one step, {label}:")
+    print(prof.key_averages().table(sort_by=key, row_limit=top, max_name_column_width=60), flush=True)
+
+
+def measure(label, fn, steps, tokens, flops, peak, top: int = 0) -> dict:
     try:
         sec, mem = timed(fn, steps)
+        if top:
+            profile(label, fn, top)
     except torch.OutOfMemoryError:
         gc.collect()
         torch.cuda.empty_cache()
@@ -238,6 +257,8 @@ def main(argv=None) -> dict:
         action="store_true",
         help="model.compile: our side with compiled decoder layers (the bare loop stays eager)",
     )
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after timing each of our configurations, profile one step: its N costliest ops")  # fmt: skip
     args = ap.parse_args(argv)
     args.seq_list = [int(s) for s in args.seqs.split(",")]
     if cuda(args.device) and not torch.cuda.is_available():
@@ -276,12 +297,12 @@ def main(argv=None) -> dict:
             release(bare_opt, model)
             row = {"seq": seq, "rows": rows, "micro": micro, "ckpt": ckpt, "tokens_per_step": tokens,
                    "reasonrl": measure(f"{head}  reasonrl", ours_step(engine, batch, micro, args.chunk, args.entropy == "on"),
-                                       args.steps, tokens, flops, peak)}  # fmt: skip
+                                       args.steps, tokens, flops, peak, args.profile)}  # fmt: skip
             if args.pack:
                 row["real_token_frac"] = round(tokens / (rows * seq), 3)
                 row["reasonrl_packed"] = measure(f"{head}  reasonrl packed {args.pack}",
                                                  ours_step(engine, batch, micro, args.chunk, args.entropy == "on", args.pack),
-                                                 args.steps, tokens, flops, peak)  # fmt: skip
+                                                 args.steps, tokens, flops, peak, args.profile)  # fmt: skip
                 if "sec_per_step" in row["reasonrl_packed"] and "sec_per_step" in row["reasonrl"]:
                     row["packed_speedup"] = round(
                         row["reasonrl"]["sec_per_step"] / row["reasonrl_packed"]["sec_per_step"], 3

@@ -24,7 +24,7 @@ def _run(*extra: str) -> dict:
     res = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_train_step.py"), *TINY, *extra],
                          capture_output=True, text=True, timeout=240, cwd=ROOT)  # fmt: skip
     assert res.returncode == 0, res.stderr[-2000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return {**json.loads(res.stdout.strip().splitlines()[-1]), "stdout": res.stdout}
 
 
 @pytest.mark.parametrize("engine, extra", [("single", ["--bare", "--chunk", "16"]), ("fsdp2", [])])
@@ -43,7 +43,10 @@ def test_gpu_train_step_runs_on_cpu(engine, extra):
 
 
 def test_gpu_train_step_packed_runs_on_cpu():
-    out = _run("--pack", "128", "--chunk", "16")
+    out = _run("--pack", "128", "--chunk", "16", "--profile", "5")
+    # one profiled step per configuration (padded and packed), each with its operator table
+    assert out["stdout"].count("profile of one step") == 2 * len(out["rows"])
+    assert out["stdout"].count("Self CPU time total") == 2 * len(out["rows"])
     for row in out["rows"]:
         assert 0.1 < row["real_token_frac"] < 1  # uneven rows: real tokens only are counted
         assert abs(row["tokens_per_step"] - row["real_token_frac"] * row["rows"] * row["seq"]) <= 1
