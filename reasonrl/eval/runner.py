@@ -114,7 +114,8 @@ def timing_line(out_dir: str | Path) -> str | None:
     if not t.get("chunks"):
         return None
     return (f"time: {t['total_s']:.1f}s = generating {t['generate_s']:.1f}s + waiting for scoring "
-            f"{t['score_wait_s']:.1f}s + the rest {t['other_s']:.1f}s (scoring itself {t['score_s']:.1f}s); "
+            f"{t['score_wait_s']:.1f}s + the rest {t['other_s']:.1f}s (scoring itself {t['score_s']:.1f}s; "
+            f"verifier workers ready after {t.get('verifier_ready_s', 0.0):.1f}s); "
             f"{t['samples_per_s']:.1f} samples/s")  # fmt: skip
 
 

@@ -63,6 +63,7 @@ def test_eval_writes_samples_and_a_table_recomputable_from_them(tiny_model_dir, 
     assert t["chunks"] == 9 and t["samples"] == 18 and t["generate_s"] > 0 and t["score_s"] > 0
     assert t["other_s"] >= 0 and t["total_s"] >= t["generate_s"] + t["score_wait_s"]
     assert abs(t["other_s"] - (t["total_s"] - t["generate_s"] - t["score_wait_s"])) < 1e-3
+    assert 0 < t["verifier_ready_s"] < t["total_s"]  # the workers' first answer, timed from their start
     assert "time: " in res.stdout and "samples/s" in res.stdout  # printed after the table
 
 
