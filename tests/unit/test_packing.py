@@ -153,12 +153,18 @@ def _stablelm():
 def test_packs_bounded_by_position_ids_equal_padded_with_checkpointing(budget):
     """Budget 10 leaves some sequences alone in their pack: a one-sequence pack is still a pack in its
     forward, and its checkpointed recompute (outside it) runs the same causal attention."""
+    import gc
+
     model, batch, mask = _stablelm()
     lp0, ent0, g0 = _run(model, batch, mask, completion_logprobs)
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.train()
     packing.check_packing(model)
+    gc.collect()
+    kept = len(packing._BOUNDS)
     lp1, ent1, g1 = _run(model, batch, mask, functools.partial(packed_logprobs, pack_tokens=budget))
+    gc.collect()
+    assert len(packing._BOUNDS) == kept  # each reading went with its position ids: nothing accumulates
     torch.testing.assert_close(lp1, lp0, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(ent1, ent0, rtol=1e-5, atol=1e-5)
     for n in g0:  # spread weights: gradients up to ~1, measured gap 1.1e-5
