@@ -43,9 +43,11 @@ def stop_token_ids(model, tokenizer) -> tuple[int, ...]:
     names (chat models end a turn with a token of their own: Gemma's <end_of_turn>, Llama 3's
     <|eot_id|> / <|eom_id|>, Qwen's <|im_end|> beside <|endoftext|>; without them a completion runs on
     past the end of its turn), those inside the vocabulary, in that order."""
+    from reasonrl.models.loading import text_config
+
     extra = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     ids = [tokenizer.eos_token_id, *(extra if isinstance(extra, (list, tuple)) else [extra])]
-    vocab = model.config.get_text_config().vocab_size
+    vocab = text_config(model.config).vocab_size
     return tuple(dict.fromkeys(int(i) for i in ids if i is not None and 0 <= int(i) < vocab))
 
 

