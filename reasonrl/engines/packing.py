@@ -4,8 +4,9 @@ of at most `pack_tokens` tokens, position ids restarting at 0 for each sequence,
 spent on padding.
 
 Owns: `plan_packs` (rows -> packs, first fit in row order; a row longer than the budget gets a pack of
-its own), `check_packing` (before training: a model whose attention bypasses the interface is refused
-with a one-line error naming model.pack_tokens), `packed_logprobs` (the packed forward; log-probs and entropy scattered back to the [B, T]
+its own), `check_packing` (before training: a model whose attention bypasses the interface, or whose
+other layers carry state from one sequence into the next, is refused with a one-line error naming
+model.pack_tokens), `packed_logprobs` (the packed forward; log-probs and entropy scattered back to the [B, T]
 completion layout every loss expects) and the attention a pack runs with (`segment_attention`).
 
 Attention stays within each sequence: the model's attention implementation becomes `segment_attention`
@@ -235,22 +236,32 @@ def _pack_inputs(seq: torch.Tensor, lengths: list[int]) -> dict:
 
 
 def check_packing(model) -> None:
-    """ConfigError before training unless a pack's attention goes through segment attention: one
-    forward of a two-sequence pack (eval mode, no gradients), the check every packed forward makes."""
+    """ConfigError before training unless a pack's sequences stay apart in this model: one forward of a
+    two-sequence pack (eval mode) must go through segment attention (the check every packed forward
+    makes), and the second sequence's outputs must not depend on the first's tokens
+    (`models.isolation.dependence`). The second fails for the hybrids whose convolution, recurrence or
+    linear-attention layers run along the whole pack (LFM2, Qwen3-Next, Jamba, Falcon-H1, Bamba,
+    Granite 4, Nemotron-H, Zamba2, Kimi Linear, OLMo hybrid, MiniMax), whose log-probs it would corrupt."""
     from reasonrl.config import ConfigError
+    from reasonrl.models.isolation import LEAK, dependence
 
     use_segment_attention(model)
     device = next(model.parameters()).device
-    inputs = _pack_inputs(torch.tensor([[1, 2, 3, 1, 2]], device=device), [3, 2])
-    was = model.training
-    model.eval()
+    vocab = model.get_input_embeddings().weight.shape[0]
+    inputs = _pack_inputs(torch.tensor([[(1 + k) % vocab for k in range(11)]], device=device), [6, 5])
     try:
-        with torch.no_grad(), _pack_forward():
-            model(**inputs, use_cache=False)
+        with _pack_forward():
+            leak = dependence(
+                model, inputs, src=[(0, j) for j in range(6)], dst=[(0, j) for j in range(6, 11)]
+            )
     except NotImplementedError as e:
         raise ConfigError(str(e)) from None
-    finally:
-        model.train(was)
+    if leak > LEAK:
+        kind = getattr(model.config, "model_type", type(model).__name__)
+        raise ConfigError(f"model.pack_tokens: model {kind!r} carries state from one sequence of a pack into the next "
+                          f"(dependence {leak:.2g}: layers beside attention, such as a convolution, a recurrence or "
+                          "linear attention, run along the whole pack), so packed log-probs would be wrong; set "
+                          "model.pack_tokens=0")  # fmt: skip
 
 
 def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, pack_tokens: int = 1024,

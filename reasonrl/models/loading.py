@@ -2,7 +2,8 @@
 
 Owns: device / dtype choice, the attention implementation (`attention_kwargs`: eager where transformers'
 default SDPA would silently drop part of the model's attention), the model cache directory, and
-`load_policy(path, ...) -> (model, tokenizer)` with the tokenizer padded on the left. Does not own: building the tiny demo model
+`load_policy(path, ...) -> (model, tokenizer)` with the tokenizer padded on the left, refusing a model
+that left padding changes (`models.isolation`). Does not own: building the tiny demo model
 (`models.tiny`) or saving (`engines.checkpoint` writes the Hugging Face format).
 """
 
@@ -65,7 +66,8 @@ def torch_dtype(name: str):
 
 
 def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=print):
-    """(model, tokenizer) on the chosen device, tokenizer padded on the left for generation."""
+    """(model, tokenizer) on the chosen device, tokenizer padded on the left for generation; InputError
+    for a model whose left-padded rows depend on their padding (`models.isolation.check_padding`)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model_path(path, log=log)
@@ -81,4 +83,7 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
     model.to(resolve_device(device))
     if model.generation_config is not None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
+    from reasonrl.models.isolation import check_padding
+
+    check_padding(model, tokenizer.pad_token_id, log=log)  # every batch is left-padded
     return model, tokenizer

@@ -179,7 +179,7 @@ class HFRolloutEngine:
         try:
             res = self.model.generate(
                 input_ids=ids, attention_mask=attn, generation_config=gen_cfg, logits_processor=processors,
-                synced_gpus=sharded, past_key_values=cache,
+                synced_gpus=sharded, **({} if cache is None else {"past_key_values": cache}),
             )  # fmt: skip
         finally:
             self.model.generation_config = saved

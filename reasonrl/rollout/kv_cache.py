@@ -15,6 +15,8 @@ Does not own: generation itself (`rollout.hf`).
 
 from __future__ import annotations
 
+import inspect
+
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 
@@ -68,10 +70,23 @@ class GrowingLayer(DynamicLayer):
         super().reset()
 
 
+def takes_dynamic_cache(model) -> bool:
+    """Whether `model`'s forward takes `past_key_values` and transformers would give it a DynamicCache
+    (a peft wrapper: its base model's; the class's forward, whatever wraps the instance's)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    supports = getattr(base, "_supports_default_dynamic_cache", None)
+    if supports is not None and not supports():
+        return False
+    return "past_key_values" in inspect.signature(type(base).forward).parameters
+
+
 def kv_cache(model, capacity: int) -> DynamicCache | None:
     """transformers' DynamicCache for `model`'s config (sliding-window, hybrid or linear-attention
     layers as transformers lays them out) with each plain full-attention layer a `GrowingLayer` holding
-    `capacity` positions; None (transformers builds its own) if the config cannot be read that way."""
+    `capacity` positions; None (transformers builds its own) if the config cannot be read that way or
+    the model keeps a cache of its own kind (MiniMax's; Mamba's `cache_params`, RWKV's `state`)."""
+    if not takes_dynamic_cache(model):
+        return None
     try:
         cache = DynamicCache(config=model.config)
     except Exception:  # noqa: BLE001 - an architecture this transformers cannot lay out: its own default

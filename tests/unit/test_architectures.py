@@ -4,7 +4,12 @@ states, packed, packed and chunked), and dropping finished rows samples what `ge
 StableLM's decoder layers drop the pack's bounds on the way to attention: its packs are read off the
 position ids. Tiny random models of each family, with weights large enough that what sets a family apart (Gemma's
 attention and final soft-caps, gpt-oss's sinks and experts, sliding windows, Cohere's and Granite's
-logit scales, experts, DeepSeek's latent attention) changes the numbers."""
+logit scales, experts, DeepSeek's latent attention) changes the numbers.
+
+Hybrids (a convolution, a recurrence or linear attention beside attention, or instead of it) sample and
+train padded and chunked with the same log-probs, and are refused packing: those layers run along the
+whole pack (before, packed log-probs of LFM2, Qwen3-Next, Jamba, ... were off by 0.4-6.8 nats without an
+error). Architectures whose left-padded rows depend on their padding are refused outright."""
 
 from __future__ import annotations
 
@@ -14,8 +19,11 @@ import pytest
 import torch
 from _spread_weights import spread_weights
 
+from reasonrl.config import ConfigError
 from reasonrl.engines.packing import check_packing, packed_logprobs
 from reasonrl.engines.single import completion_logprobs
+from reasonrl.errors import InputError
+from reasonrl.models.isolation import check_padding
 from reasonrl.models.loading import attention_kwargs
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.hf import HFRolloutEngine
@@ -61,6 +69,50 @@ FAMILIES = {  # name: (config class, extra settings)
     "gpt_neox": ("GPTNeoXConfig", {"head_dim": None}),
     "stablelm": ("StableLmConfig", {"head_dim": None}),  # packs bounded by position ids (kwargs dropped)
 }
+M2 = dict(
+    mamba_n_heads=8, mamba_d_head=8, mamba_d_state=8, mamba_chunk_size=8, mamba_n_groups=1
+)  # Mamba-2 mixers
+LINEAR = ["linear_attention", "full_attention"]
+HYBRIDS = {  # name: (config class, extra settings); COMMON without head_dim
+    "lfm2": ("Lfm2Config", {"layer_types": ["conv", "full_attention"], "block_ff_dim": 64}),
+    "lfm2_moe": ("Lfm2MoeConfig", {"layer_types": ["conv", "full_attention"], "num_dense_layers": 1,
+                                   "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}),
+    "qwen3_next": ("Qwen3NextConfig", {"layer_types": LINEAR, "head_dim": 8, "linear_num_value_heads": 2,
+                                       "linear_num_key_heads": 2, "linear_key_head_dim": 8, "linear_value_head_dim": 8,
+                                       "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                                       "shared_expert_intermediate_size": 32}),
+    "falcon_h1": ("FalconH1Config", {"head_dim": 8, "mamba_d_ssm": 32, "mamba_n_heads": 4, "mamba_d_head": 8,
+                                     "mamba_d_state": 8, "mamba_chunk_size": 8}),
+    "bamba": ("BambaConfig", {"attn_layer_indices": [1], **M2}),
+    "granitemoehybrid": ("GraniteMoeHybridConfig", {"layer_types": ["mamba", "attention"], "num_local_experts": 2,
+                                                    "num_experts_per_tok": 1, "shared_intermediate_size": 32, **M2}),
+    "jamba": ("JambaConfig", {"attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 2,
+                              "expert_layer_offset": 1, "num_experts": 2, "mamba_d_state": 8}),
+    "nemotron_h": ("NemotronHConfig", {"layers_block_type": ["mamba", "attention"], "head_dim": 8, "mamba_num_heads": 8,
+                                       "mamba_head_dim": 8, "ssm_state_size": 8, "chunk_size": 8, "n_groups": 1}),
+    "zamba2": ("Zamba2Config", {"layers_block_type": ["mamba", "hybrid"], "hybrid_layer_ids": [1], "mamba_headdim": 8,
+                                "mamba_d_state": 8, "n_mamba_heads": 8, "chunk_size": 8, "attention_head_dim": 8}),
+    "kimi_linear": ("KimiLinearConfig", {"layer_types": LINEAR, "mlp_layer_types": ["dense", "sparse"], "num_experts": 4,
+                                         "num_experts_per_token": 2, "moe_intermediate_size": 32, "linear_head_dim": 8,
+                                         "linear_num_heads": 4, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8,
+                                         "v_head_dim": 8, "head_dim": 8, "num_key_value_heads": 4}),
+    "olmo_hybrid": ("OlmoHybridConfig", {"layer_types": LINEAR, "linear_num_key_heads": 4, "linear_num_value_heads": 4,
+                                         "linear_key_head_dim": 8, "linear_value_head_dim": 8}),
+    "mamba": ("MambaConfig", {"state_size": 8}),  # no attention at all (nor a DynamicCache: `cache_params`)
+    "mamba2": ("Mamba2Config", {"num_heads": 8, "head_dim": 8, "state_size": 8, "chunk_size": 8, "n_groups": 1}),
+    "falcon_mamba": ("FalconMambaConfig", {"state_size": 8}),
+}  # fmt: skip
+ATTENTION_FREE = ("mamba", "mamba2", "falcon_mamba")  # nothing reaches segment attention: a pack is refused
+# A state carried step by step (sampling) and the same scan over the whole sequence at once (training) round
+# differently: up to 3e-5 in fp32 (Qwen3-Next's gated delta rule). In these two, transformers' cached
+# Mamba-2 step and its chunked scan (the CPU reference kernels) differ by up to ~0.02 nats, with `generate`
+# as with our decode loop (one row, no padding, too). Every training forward still agrees with the others.
+SAMPLER_GAP = {"nemotron_h": 0.05, "zamba2": 0.05}
+LEFT_PADDING_BREAKS = {  # a left-padded row's outputs change with its padding (in transformers itself)
+    "rwkv": ("RwkvConfig", {"attention_hidden_size": 32, "context_length": 64}),
+    "recurrent_gemma": ("RecurrentGemmaConfig", {"block_types": ["recurrent", "attention"], "lru_width": 32,
+                                                 "head_dim": 8}),
+}  # fmt: skip
 FORWARDS = {
     "padded": completion_logprobs,
     "chunked": functools.partial(completion_logprobs, chunk=5),
@@ -79,17 +131,21 @@ class Tok:
 def _model(family: str):
     import transformers
 
-    cls, extra = FAMILIES[family]
-    settings = {k: v for k, v in {**COMMON, **extra}.items() if v is not None}
+    if family in FAMILIES:
+        cls, extra = FAMILIES[family]
+        settings = {k: v for k, v in {**COMMON, **extra}.items() if v is not None}
+    else:
+        cls, extra = {**HYBRIDS, **LEFT_PADDING_BREAKS}[family]
+        settings = {**{k: v for k, v in COMMON.items() if k != "head_dim"}, **extra}
     cfg = getattr(transformers, cls)(**settings)
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(cfg, **attention_kwargs(cfg)).eval()
     return spread_weights(model, 0.3)
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
-def test_sampler_logprobs_equal_every_training_forwards(family):
-    model = _model(family)
+def _sampled(model):
+    """(batch, sampler log-probs [B, T]) of 16 prompts of several lengths, one completion each from the
+    HF engine (checked equal to `generate`'s), prompts left-padded and completions right-padded."""
     prompts = [[2 + (i * 7 + j) % 37 for j in range(3 + i % 9)] for i in range(16)]
     params = SamplingParams(n=1, temperature=1.0, max_new_tokens=12, seed=2)
     ours = [c for g in HFRolloutEngine(model, Tok()).generate(prompts, params) for c in g]
@@ -107,10 +163,71 @@ def test_sampler_logprobs_equal_every_training_forwards(family):
         attn[i, p - len(prompt) : p + len(c.token_ids)] = 1
         sampler[i, : len(c.token_ids)] = torch.tensor(c.sampler_logprobs)
     batch = TrainBatch(input_ids=ids, attention_mask=attn, mask=attn[:, p:].bool(), prompt_len=p)
+    assert sampler[batch.mask].min() < -1.0  # real distributions, not near-certain tokens
+    return batch, sampler
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_sampler_logprobs_equal_every_training_forwards(family):
+    model = _model(family)
+    check_padding(model)
+    batch, sampler = _sampled(model)
     check_packing(model)  # every family packs (a refusal is a ConfigError)
     for name, forward in FORWARDS.items():
         with torch.no_grad():
             lp, _ = forward(model, batch)
         gap = ((lp - sampler) * batch.mask).abs().max().item()
         assert gap < 2e-5, f"{family} {name}: sampler vs recomputed log-probs differ by {gap:.2e}"
-    assert sampler[batch.mask].min() < -1.0  # real distributions, not near-certain tokens
+
+
+@pytest.mark.parametrize("family", list(HYBRIDS))
+def test_hybrids_train_on_the_sampled_logprobs_and_are_refused_packing(family):
+    model = _model(family)
+    check_padding(model)  # their left padding is masked
+    batch, sampler = _sampled(model)
+    with torch.no_grad():
+        padded, _ = FORWARDS["padded"](model, batch)
+        chunked, _ = FORWARDS["chunked"](model, batch)
+    assert ((padded - chunked) * batch.mask).abs().max() < 2e-5
+    gap = ((padded - sampler) * batch.mask).abs().max().item()
+    assert gap < SAMPLER_GAP.get(family, 1e-4), (
+        f"{family}: sampler vs recomputed log-probs differ by {gap:.2e}"
+    )
+    if family not in ATTENTION_FREE:  # what packing would have trained on: the pack's sequences run together
+        with torch.no_grad():
+            packed, _ = FORWARDS["packed"](model, batch)
+        assert ((packed - padded) * batch.mask).abs().max() > 0.1
+    with pytest.raises(ConfigError, match=r"model.pack_tokens: .*set model.pack_tokens=0"):
+        check_packing(model)
+
+
+@pytest.mark.parametrize("family", list(LEFT_PADDING_BREAKS))
+def test_a_model_that_left_padding_changes_is_refused(family):
+    model = _model(family)
+    ids = torch.tensor([[5, 6, 7, 8, 9]])
+    with torch.no_grad():  # what it would get wrong: a padded row's log-probs move with its padding
+        alone = torch.log_softmax(model(input_ids=ids).logits, -1)
+        padded = torch.log_softmax(model(input_ids=torch.cat([torch.zeros(1, 3, dtype=torch.long), ids], 1),
+                                         attention_mask=torch.tensor([[0, 0, 0, 1, 1, 1, 1, 1]])).logits, -1)  # fmt: skip
+    assert (alone - padded[:, 3:]).abs().max() > 0.5
+    with pytest.raises(
+        InputError, match=rf"model '{family}': a left-padded row's outputs depend on its padding"
+    ):
+        check_padding(model)
+
+
+def test_loading_such_a_model_fails_before_any_work(tiny_model_and_tokenizer, tmp_path):
+    import transformers
+
+    from reasonrl.models.loading import load_policy
+
+    _, tok = tiny_model_and_tokenizer
+    cls, extra = LEFT_PADDING_BREAKS["rwkv"]
+    settings = {**{k: v for k, v in COMMON.items() if k != "head_dim"}, **extra, "vocab_size": len(tok)}
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(getattr(transformers, cls)(**settings)).save_pretrained(
+        tmp_path
+    )
+    tok.save_pretrained(tmp_path)
+    with pytest.raises(InputError, match="model 'rwkv': a left-padded row's outputs depend on its padding"):
+        load_policy(str(tmp_path), device="cpu", log=lambda *a: None)

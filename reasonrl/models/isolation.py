@@ -1,0 +1,83 @@
+"""Whether a model keeps apart what batching and packing put side by side, checked on the model itself
+(its weights, dtype, device and kernels) before any work.
+
+Owns: `dependence` (how much some positions' outputs depend on other positions' inputs, relative to how
+much they depend on their own) and `check_padding` (a left-padded row's outputs must not depend on its
+padding: generation and the padded training forward pad every row on the left). Does not own: the
+packed forward or its check (`engines.packing.check_packing`, which asks `dependence` whether a pack's
+sequences stay apart).
+
+Measured by gradient, not by comparing outputs: with a scalar s, a fixed random projection of the
+outputs at positions D, it compares |ds/de| over the input embeddings e of positions S with |ds/de| over
+those of D. A model that keeps S apart from D (masked attention gives S probability 0, every other
+layer works token by token) has a gradient of exactly 0, or within rounding of it, in any dtype. A model
+that carries state along the sequence past the attention mask (a convolution, a recurrence, linear
+attention) depends on S about as much as on D. Comparing log-probs would need a tolerance wider than
+bf16 rounding, and would depend on what the check's tokens happen to be. Measured on tiny random models
+(`tests/unit/test_architectures.py`), fp32 and bf16: exactly 0 where they stay apart (15 attention
+families; the padding of 14 hybrid and state-space ones), 0.28 and more where they do not (packs of
+those hybrids, RWKV's and RecurrentGemma's padding). The limit, `LEAK`, is 1e-3.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from reasonrl.errors import InputError
+
+LEAK = 1e-3  # dependence above which positions count as mixed
+
+
+def dependence(model, inputs: dict, src: list[tuple[int, int]], dst: list[tuple[int, int]]) -> float:
+    """|d s / d e[src]| / |d s / d e[dst]| for one forward of `model(**inputs)`: `src` and `dst` are
+    (row, position) pairs, e the input embeddings (as the embedding layer returns them), s a random
+    projection (seed 0) of the logits at `dst`. Eval mode, no parameter gradients."""
+    captured = []
+
+    def leaf(module, args, out):  # the embeddings become the leaf the gradient is taken against
+        captured.append(out.detach().requires_grad_())
+        return captured[-1]
+
+    handle = model.get_input_embeddings().register_forward_hook(leaf)
+    was = model.training
+    model.eval()
+    try:
+        with torch.enable_grad():
+            logits = model(**inputs, use_cache=False).logits
+            rows, cols = (torch.tensor(x, device=logits.device) for x in zip(*dst))
+            picked = logits[rows, cols].float()
+            r = torch.randn(picked.shape, generator=torch.Generator().manual_seed(0)).to(picked.device)
+            (grad,) = torch.autograd.grad((picked * r).sum(), captured[0])
+    finally:
+        handle.remove()
+        model.train(was)
+    grad = grad.float().nan_to_num(0.0).norm(dim=-1)  # [rows, positions]
+    on = lambda pairs: grad[tuple(torch.tensor(x, device=grad.device) for x in zip(*pairs))].norm()  # noqa: E731
+    own = on(dst)
+    return float(on(src) / own) if own > 0 else float("inf")
+
+
+def check_padding(model, pad_id: int | None = 0, log=print) -> None:
+    """InputError unless a left-padded row's outputs are independent of its padding (within `LEAK`):
+    an architecture whose state runs through pad positions regardless of the attention mask (RWKV,
+    RecurrentGemma, MiniMax's linear attention in this transformers) would generate and train on
+    log-probs that change with the batch's longest prompt."""
+    try:
+        vocab = model.get_input_embeddings().weight.shape[0]
+    except (AttributeError, NotImplementedError):
+        log(f"{type(model).__name__}: no input embedding layer to check left padding against; not checked")
+        return
+    pad_id = pad_id or 0
+    real = [(pad_id + 1 + k) % vocab for k in range(5)]
+    device = next(model.parameters()).device
+    ids = torch.tensor([[pad_id] * 3 + real], device=device)
+    attn = (torch.arange(ids.shape[1], device=device) >= 3).long()[None]
+    inputs = dict(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0))
+    leak = dependence(model, inputs, src=[(0, j) for j in range(3)], dst=[(0, j) for j in range(3, 8)])
+    if leak > LEAK:
+        kind = getattr(model.config, "model_type", type(model).__name__)
+        raise InputError(
+            f"model {kind!r}: a left-padded row's outputs depend on its padding (dependence {leak:.2g}: "
+            "the architecture carries state through pad positions past the attention mask), so batched "
+            "generation and training would get wrong log-probs; reasonrl cannot use this model"
+        )
