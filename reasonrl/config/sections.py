@@ -23,9 +23,10 @@ class LoraSpec:
     rank: int = 0  # > 0: train LoRA adapters of this rank (peft) instead of all weights
     alpha: float = 16.0
     dropout: float = 0.0
-    target_modules: list[str] = field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-    )
+    # module names (the last part of each name: q_proj, qkv_proj, in_proj, ...), or ["all-linear"] (peft's:
+    # every linear layer but the output head; for Llama / Qwen-style models the same as q/k/v/o/gate/up/down
+    # _proj, and right for Phi-3's fused qkv_proj, GPT-NeoX's query_key_value, Mamba's in_proj / out_proj)
+    target_modules: list[str] = field(default_factory=lambda: ["all-linear"])
 
 
 @dataclass

@@ -118,7 +118,8 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     # generation: keys and values of every layer for every row and position, and one step's logits
     # (an engine with its own memory reservation, vLLM, keeps its KV cache inside that share instead)
     own = 0.0 if s.engine_memory_share else 1.0
-    out["kv_cache"] = own * s.generation_rows * s.seq_tokens * m.layers * 2 * m.kv_heads * m.head_dim * b
+    kv_layers = m.layers if m.kv_layers is None else m.kv_layers  # a hybrid's attention layers only
+    out["kv_cache"] = own * s.generation_rows * s.seq_tokens * kv_layers * 2 * m.kv_heads * m.head_dim * b
     out["generation_logits"] = own * s.generation_rows * m.vocab * 4 * 2
     persistent = (
         out["weights"] + out["optimizer"] + out["reference"] + (3 * m.params * b / shard if s.critic else 0)

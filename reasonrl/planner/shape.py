@@ -29,6 +29,7 @@ class ModelShape:
     norms_per_layer: int = 2  # hidden-sized norms in a decoder layer (Gemma 2: 4, around both sublayers)
     eager_attention: bool = False  # the attention loads as eager (keeps [heads, T, T] probabilities)
     attn_softcap: bool = False  # attention logits soft-capped (eager keeps the tanh output too)
+    kv_layers: int | None = None  # layers that cache keys and values while generating (None: all of them)
 
 
 def hf_config(path: str):
@@ -64,11 +65,14 @@ def model_shape(
     layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
     largest = max((sum(p.numel() for p in layer.parameters()) for layer in layers), default=params)
     trainable = params
-    if lora_rank > 0:
+    if lora_rank > 0:  # "all-linear": every linear layer but the output head (peft's meaning)
         targets = set(lora_targets or [])
+        every = targets == {"all-linear"}
+        head = model.get_output_embeddings()
         trainable = sum(lora_rank * (m.in_features + m.out_features) for name, m in model.named_modules()
-                        if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] in targets)  # fmt: skip
-    heads = int(text.num_attention_heads)
+                        if isinstance(m, torch.nn.Linear) and m is not head
+                        and (every or name.rsplit(".", 1)[-1] in targets))  # fmt: skip
+    heads = int(getattr(text, "num_attention_heads", None) or 0)  # 0: a state-space model (Mamba)
     hidden = int(text.hidden_size)
     norms = [m for m in (layers[0].modules() if layers else ()) if "Norm" in type(m).__name__
              and getattr(getattr(m, "weight", None), "numel", lambda: 0)() == hidden]  # fmt: skip
@@ -81,11 +85,25 @@ def model_shape(
         intermediate=int(getattr(text, "intermediate_size", 4 * hidden)),
         heads=heads,
         kv_heads=int(getattr(text, "num_key_value_heads", None) or heads),
-        head_dim=int(getattr(text, "head_dim", None) or hidden // heads),
+        head_dim=int(getattr(text, "head_dim", None) or (hidden // heads if heads else 0)),
         vocab=int(text.vocab_size),
         context=int(getattr(text, "max_position_embeddings", 0) or 0),
         largest_layer=largest,
         norms_per_layer=len(norms) or 2,
         eager_attention=getattr(model.config, "_attn_implementation", None) == "eager",
         attn_softcap=bool(getattr(text, "attn_logit_softcapping", None)),
+        kv_layers=_kv_layers(cfg) if heads else 0,
     )
+
+
+def _kv_layers(cfg) -> int | None:
+    """How many layers keep keys and values for every position while generating, as transformers lays
+    out the model's cache: the attention layers of a hybrid (not its convolution, recurrence or linear
+    attention layers, whose state does not grow); None (all) where it cannot say."""
+    from transformers.cache_utils import DynamicCache, DynamicLayer
+
+    try:
+        layers = DynamicCache(config=cfg).layers
+    except Exception:  # noqa: BLE001 - a layout this transformers cannot build: count every layer
+        return None
+    return sum(isinstance(x, DynamicLayer) for x in layers) if layers else None

@@ -53,6 +53,26 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     return train, val[: cfg.val.size]
 
 
+def lora_targets(model, names: list[str]) -> str | list[str]:
+    """What peft gets for `model.lora.target_modules`: "all-linear", or the names, each of which must name a
+    linear layer of the model (a name that matches none is a ConfigError listing the model's linear layers:
+    peft would adapt the others without a word, e.g. only o_proj and down_proj of Phi-3 for the Llama
+    names, or fail with its own error when none matches)."""
+    import torch
+
+    from reasonrl.config import ConfigError
+
+    if names == ["all-linear"]:
+        return "all-linear"
+    linear = {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    missing = [n for n in names if n not in linear]
+    if missing or not names:
+        raise ConfigError(f"model.lora.target_modules: {missing or names} name no linear layer of "
+                          f"{type(model).__name__} (its linear layers: {sorted(linear)}); list some of those, "
+                          "or [all-linear]")  # fmt: skip
+    return names
+
+
 def add_lora(model, spec):
     """The policy with LoRA adapters (peft): only the adapters train; the base weights stay as loaded."""
     try:
@@ -64,10 +84,16 @@ def add_lora(model, spec):
             "model.lora.rank > 0 needs the optional package: pip install 'reasonrl[peft]'"
         ) from None
     cfg = LoraConfig(r=spec.rank, lora_alpha=spec.alpha, lora_dropout=spec.dropout,
-                     target_modules=list(spec.target_modules), task_type="CAUSAL_LM")  # fmt: skip
+                     target_modules=lora_targets(model, list(spec.target_modules)), task_type="CAUSAL_LM")  # fmt: skip
     if getattr(model, "is_gradient_checkpointing", False):
         model.enable_input_require_grads()  # frozen embeddings: checkpointed blocks still get gradients
-    return get_peft_model(model, cfg)
+    try:
+        return get_peft_model(model, cfg)
+    except ValueError as e:  # e.g. Mamba's out_proj, which peft will not adapt (all-linear includes it)
+        from reasonrl.config import ConfigError
+
+        raise ConfigError(f"model.lora.target_modules: peft refuses them for {type(model).__name__}: "
+                          f"{str(e).splitlines()[0]}; list the layers to adapt") from None  # fmt: skip
 
 
 def check_parallel(cfg: RunConfig) -> str:

@@ -72,6 +72,25 @@ def test_shape_from_config_without_weights(tiny_model_and_tokenizer, tmp_path):
     assert lora.trainable == 2 * 4 * (q.in_features + q.out_features + v.in_features + v.out_features)
 
 
+def test_state_space_and_hybrid_models_cache_keys_and_values_only_in_their_attention_layers():
+    """A Mamba config has no attention heads (before, the planner, and so `reasonrl train`, stopped on
+    an AttributeError); a hybrid's convolution / linear-attention layers keep no per-position cache."""
+    import transformers
+
+    small = dict(hidden_size=64, num_hidden_layers=4, vocab_size=100)
+    mamba = model_shape("m", config=transformers.MambaConfig(**small))
+    assert (mamba.heads, mamba.kv_layers) == (0, 0)
+    s = Settings(dtype="float32", micro_batch=2, seq_tokens=10, completion_tokens=6, generation_rows=3)
+    assert estimate(mamba, s)["kv_cache"] == 0 and estimate(mamba, s)["training_peak"] > 0
+    types = ["linear_attention", "full_attention", "linear_attention", "full_attention"]
+    nxt = model_shape("q", config=transformers.Qwen3NextConfig(**small, layer_types=types))
+    assert nxt.kv_layers == 2
+    full = model_shape("l", config=transformers.LlamaConfig(**small, num_attention_heads=4))
+    assert full.kv_layers == 4
+    per_layer = estimate(full, s)["kv_cache"] / 4
+    assert estimate(ModelShape(**{**vars(full), "kv_layers": 2}), s)["kv_cache"] == 2 * per_layer
+
+
 def _keys(cfg, **kw):
     return {(f.level, f.key) for f in make_plan(cfg, **kw).findings}
 
