@@ -62,7 +62,12 @@ def model_shape(
     with torch.device("meta"):  # with the attention implementation training will load it with
         model = AutoModelForCausalLM.from_config(cfg, **attention_kwargs(cfg))
     params = sum(p.numel() for p in model.parameters())
-    layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+    from reasonrl.engines.fsdp2 import decoder_layers
+
+    try:  # the blocks FSDP2 shards one at a time (Mamba's are MambaBlocks, not *DecoderLayer)
+        layers = decoder_layers(model)
+    except ValueError:
+        layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
     largest = max((sum(p.numel() for p in layer.parameters()) for layer in layers), default=params)
     trainable = params
     if lora_rank > 0:  # "all-linear": every linear layer but the output head (peft's meaning)

@@ -80,6 +80,7 @@ def test_state_space_and_hybrid_models_cache_keys_and_values_only_in_their_atten
     small = dict(hidden_size=64, num_hidden_layers=4, vocab_size=100)
     mamba = model_shape("m", config=transformers.MambaConfig(**small))
     assert (mamba.heads, mamba.kv_layers) == (0, 0)
+    assert mamba.largest_layer < mamba.params / 4  # one MambaBlock (what FSDP2 unshards at once)
     s = Settings(dtype="float32", micro_batch=2, seq_tokens=10, completion_tokens=6, generation_rows=3)
     assert estimate(mamba, s)["kv_cache"] == 0 and estimate(mamba, s)["training_peak"] > 0
     types = ["linear_attention", "full_attention", "linear_attention", "full_attention"]
