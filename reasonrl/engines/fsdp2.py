@@ -25,9 +25,14 @@ from reasonrl.types import TrainBatch
 
 
 def decoder_layers(model) -> list[torch.nn.Module]:
-    """The model's repeated blocks: modules whose class is in HF's `_no_split_modules`."""
+    """The model's repeated blocks: the outermost modules whose class is in HF's `_no_split_modules` (Mamba
+    lists its MambaBlock and the MambaMixer inside it: sharding the mixer again would fail)."""
     names = set(getattr(model, "_no_split_modules", None) or [])
-    layers = [m for m in model.modules() if type(m).__name__ in names]
+    layers, inside = [], []
+    for name, m in model.named_modules():
+        if type(m).__name__ in names and not any(name.startswith(p) for p in inside):
+            layers.append(m)
+            inside.append(name + ".")
     if not layers:
         raise ValueError(
             f"{type(model).__name__}: no decoder layers found (_no_split_modules={sorted(names)})"

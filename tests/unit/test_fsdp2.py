@@ -38,20 +38,20 @@ def _model(family: str = "qwen2"):
     return AutoModelForCausalLM.from_config(cfg, **attention_kwargs(cfg)).float()
 
 
-def _batch(step: int) -> TrainBatch:
+def _batch(step: int, vocab: int = 48) -> TrainBatch:
     g = torch.Generator().manual_seed(step)
     attn = torch.ones(B, P + T, dtype=torch.long)
     attn[1, :2] = 0  # a left-padded prompt
     mask = torch.rand(B, T, generator=g) > 0.2
-    return TrainBatch(input_ids=torch.randint(0, 48, (B, P + T), generator=g), attention_mask=attn, mask=mask,
+    return TrainBatch(input_ids=torch.randint(0, vocab, (B, P + T), generator=g), attention_mask=attn, mask=mask,
                       prompt_len=P, advantages=torch.randn(B, T, generator=g))  # fmt: skip
 
 
-def _train(engine, rows) -> list[dict]:
+def _train(engine, rows, vocab: int = 48) -> list[dict]:
     algo = AlgoConfig(loss_agg="token_mean")
     out = []
     for step in range(STEPS):
-        batch = _batch(step).select(rows)
+        batch = _batch(step, vocab).select(rows)
         batch.old_logprobs = engine.logprobs(batch, 2)
         counts = dist.global_normalisers(batch.mask)
         m = engine.train_step(batch, make_loss_fn(algo, counts["total_tokens"], counts["total_seqs"], T), 2)
@@ -221,3 +221,53 @@ def test_two_rank_fsdp2_with_chunked_logprobs_equals_one_plain_process():
     for name, a in results[0][2].items():
         if not name.endswith("k_proj.bias"):  # rounding noise, see the unpacked test
             assert torch.allclose(torch.from_numpy(a), want[name], rtol=1e-4, atol=1e-5), name
+
+
+def _arch(family: str):
+    from test_architectures import _model as architecture
+
+    return architecture(family, spread=False).float().train()  # vocabulary 40
+
+
+def _arch_rank(r: int, port: int, out, family: str):
+    torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=r, world_size=2)
+    torch.set_num_threads(1)
+    try:
+        from reasonrl.engines.fsdp2 import FSDP2Engine
+
+        model = _arch(family)
+        metrics = _train(
+            FSDP2Engine(model, lr=1e-2, grad_clip=0.5), slice(0, 3) if r == 0 else slice(3, 6), 40
+        )
+        full = _full(model)  # every rank gathers, in lock-step
+        out.put((r, metrics, {n: t.numpy() for n, t in full.items()} if r == 0 else None))
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("family", ["qwen3_moe", "gpt_oss", "lfm2", "mamba"])
+def test_two_rank_fsdp2_equals_one_process_across_architectures(family):
+    """Experts (Qwen3-MoE; gpt-oss with its sinks), a convolution hybrid (LFM2) and a state-space model
+    whose `_no_split_modules` nests one block in another (Mamba: MambaBlock holds the MambaMixer; before,
+    sharding both failed inside `fully_shard`)."""
+    from reasonrl.engines.fsdp2 import decoder_layers
+
+    blocks = decoder_layers(_arch(family))
+    assert len(blocks) == 2 and not any(a is not b and b in a.modules() for a in blocks for b in blocks)
+    results = run_ranks(_arch_rank, 2, family)
+    torch.set_num_threads(1)
+    model = _arch(family)
+    before = {n: t.clone() for n, t in _full(model).items()}
+    single = _train(SingleDeviceEngine(model, lr=1e-2, grad_clip=0.5), slice(0, B), 40)
+    for _, metrics, _ in results:
+        for got, want in zip(metrics, single):
+            for k in ("loss/policy", "grad_norm"):
+                assert got[k] == pytest.approx(want[k], rel=1e-5, abs=1e-6), k
+    want = _full(model)
+    got = {n: torch.from_numpy(a) for n, a in results[0][2].items()}
+    assert list(got) == list(want)
+    moved = max((want[n] - before[n]).abs().max().item() for n in want)
+    assert moved > 1e-2  # three Adam steps of lr 1e-2 moved the weights; the ranks agree far closer
+    for name in want:  # gpt-oss's experts: Adam's summation-order noise up to 2.5e-5 (_tolerance)
+        assert torch.allclose(got[name], want[name], rtol=1e-4, atol=3 * ADAM_PARAM_ATOL), name
