@@ -39,6 +39,29 @@ def compile_decoder_layers(model) -> int:
     return len(layers)
 
 
+def naming_compile_failures(forward):
+    """`forward`, with a failure of torch.compile inside it (dynamo or inductor: it compiles the layers on
+    their first training forward) raised as a ConfigError naming `model.compile`: Mamba's and Jamba's
+    layers fail that way under torch 2.13 with dynamic shapes, in a trace of compiler internals."""
+    import functools
+
+    from torch._dynamo.exc import TorchDynamoException  # inductor's errors derive from it too
+
+    @functools.wraps(forward)
+    def run(*args, **kwargs):
+        try:
+            return forward(*args, **kwargs)
+        except TorchDynamoException as e:
+            from reasonrl.config import ConfigError
+
+            inner = getattr(e, "inner_exception", None) or e  # the compiler's own error, not dynamo's wrapper
+            first = next((line.strip() for line in str(inner).splitlines() if line.strip()), "")
+            raise ConfigError(f"model.compile: torch.compile failed on this model's decoder layers "
+                              f"({type(inner).__name__}: {first}); set model.compile=false") from e  # fmt: skip
+
+    return run
+
+
 def compiled_modules(model) -> list[torch.nn.Module]:
     return [m for m in model.modules() if getattr(m, "_compiled_call_impl", None) is not None]
 

@@ -76,16 +76,23 @@ def last_hidden(model, autocast, **inputs) -> torch.Tensor:
 
 def training_forward(model_cfg):
     """The log-prob forward `model.*` asks for: chunked (`logprob_chunk`), packed (`pack_tokens`, chunked
-    too when both are set) or plain (None: the engine's default, `completion_logprobs`)."""
+    too when both are set) or plain (None: the engine's default, `completion_logprobs`); with
+    `model.compile`, torch.compile's failures in it become a ConfigError naming the key."""
     if model_cfg.pack_tokens > 0:
         from reasonrl.engines.packing import packed_logprobs
 
-        return functools.partial(
+        forward = functools.partial(
             packed_logprobs, pack_tokens=model_cfg.pack_tokens, chunk=model_cfg.logprob_chunk
         )
-    if model_cfg.logprob_chunk > 0:
-        return functools.partial(completion_logprobs, chunk=model_cfg.logprob_chunk)
-    return None
+    elif model_cfg.logprob_chunk > 0:
+        forward = functools.partial(completion_logprobs, chunk=model_cfg.logprob_chunk)
+    else:
+        forward = None
+    if model_cfg.compile:
+        from reasonrl.engines.compiled import naming_compile_failures
+
+        forward = naming_compile_failures(forward or completion_logprobs)
+    return forward
 
 
 LR_SCHEDULES = ("constant", "linear", "cosine")

@@ -90,3 +90,27 @@ def test_eager_sets_the_compiled_layers_aside_and_restores_them(tiny_model_and_t
     with pytest.raises(RuntimeError), eager(model):
         raise RuntimeError("generation failed")
     assert is_compiled(model)  # restored on the way out of an error too
+
+
+def test_a_compile_failure_in_the_training_forward_names_the_key():
+    """torch.compile fails on some models' layers at their first training forward (Mamba's and Jamba's
+    under torch 2.13's dynamic shapes: "cannot determine truth value of Relational"); the forward
+    `model.compile` trains with turns it into a one-line ConfigError. Other errors pass unchanged."""
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    from reasonrl.config import ModelConfig
+    from reasonrl.engines.compiled import naming_compile_failures
+    from reasonrl.engines.single import completion_logprobs, training_forward
+
+    def failing(*args, **kwargs):
+        raise BackendCompilerFailed("inductor", RuntimeError("cannot determine truth value of Relational"), None)
+
+    with pytest.raises(ConfigError, match=r"model.compile: torch.compile failed on this model's decoder layers "
+                                          r"\(.*cannot determine truth value.*\); set model.compile=false"):  # fmt: skip
+        naming_compile_failures(failing)()
+    with pytest.raises(ValueError, match="not a compiler error"):
+        naming_compile_failures(lambda: (_ for _ in ()).throw(ValueError("not a compiler error")))()
+    wrapped = training_forward(ModelConfig(compile=True))
+    assert wrapped.__wrapped__ is completion_logprobs
+    assert training_forward(ModelConfig(compile=True, logprob_chunk=4)).__wrapped__.keywords == {"chunk": 4}
+    assert training_forward(ModelConfig()) is None
