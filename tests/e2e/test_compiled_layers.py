@@ -103,7 +103,9 @@ def test_a_compile_failure_in_the_training_forward_names_the_key():
     from reasonrl.engines.single import completion_logprobs, training_forward
 
     def failing(*args, **kwargs):
-        raise BackendCompilerFailed("inductor", RuntimeError("cannot determine truth value of Relational"), None)
+        raise BackendCompilerFailed(
+            "inductor", RuntimeError("cannot determine truth value of Relational"), None
+        )
 
     with pytest.raises(ConfigError, match=r"model.compile: torch.compile failed on this model's decoder layers "
                                           r"\(.*cannot determine truth value.*\); set model.compile=false"):  # fmt: skip
