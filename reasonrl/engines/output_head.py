@@ -2,7 +2,7 @@
 also under packing) compute from the last hidden states, and the check that it is what the model's own
 forward computes.
 
-Owns: `head_logprobs` (log-probs and entropy of the targets, a chunk of positions at a time through the
+Owns: `decoder` (the module giving the last hidden states), `head_logprobs` (log-probs and entropy of the targets, a chunk of positions at a time through the
 head, each chunk's logits recomputed in backward), `head_logits` (the head plus what some models do to
 its output inside their forward: Gemma 2/3's final logit soft-capping, Cohere's `logit_scale`,
 Granite's `logits_scaling`) and `check_output_head` (run once before training: the model's own logits
@@ -32,6 +32,17 @@ def logit_transform(model) -> tuple[float, float | None]:
         scale /= float(cfg.logits_scaling)
     cap = getattr(cfg, "final_logit_softcapping", None)  # Gemma 2, Gemma 3
     return scale, (float(cap) if cap else None)
+
+
+def decoder(model):
+    """The module whose first output is the last hidden states (after the final norm: what the head
+    reads): `get_decoder()`, or the causal LM's `model` where that returns the causal LM itself (Llama 4's
+    text model in transformers 5.19, whose base-model prefix names a module it does not have)."""
+    found = model.get_decoder()
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if found is model or found is inner:
+        found = getattr(inner, "model", found)
+    return found
 
 
 def head_logits(head, hidden: torch.Tensor, scale: float = 1.0, softcap: float | None = None) -> torch.Tensor:
@@ -90,7 +101,7 @@ def check_output_head(model, setting: str = "model.logprob_chunk") -> None:
     try:
         with torch.no_grad():
             want = model(input_ids=ids, use_cache=False).logits.float()
-            hidden = model.get_decoder()(input_ids=ids, use_cache=False)[0]
+            hidden = decoder(model)(input_ids=ids, use_cache=False)[0]
             got = head_logits(head, hidden, *logit_transform(model)).float()
     finally:
         model.train(was)

@@ -241,10 +241,23 @@ def check_packing(model) -> None:
     makes), and the second sequence's outputs must not depend on the first's tokens
     (`models.isolation.dependence`). The second fails for the hybrids whose convolution, recurrence or
     linear-attention layers run along the whole pack (LFM2, Qwen3-Next, Jamba, Falcon-H1, Bamba,
-    Granite 4, Nemotron-H, Zamba2, Kimi Linear, OLMo hybrid, MiniMax), whose log-probs it would corrupt."""
+    Granite 4, Nemotron-H, Zamba2, Kimi Linear, OLMo hybrid, MiniMax), whose log-probs it would corrupt.
+    Llama 4 is refused by its config: its chunked attention and query scaling follow the position in
+    the whole input, which no two-sequence probe shorter than its 8k chunks would show."""
     from reasonrl.config import ConfigError
     from reasonrl.models.isolation import LEAK, dependence
+    from reasonrl.models.loading import text_config
 
+    kind = getattr(model.config, "model_type", type(model).__name__)
+    absolute = [
+        k
+        for k in ("attention_chunk_size", "attn_temperature_tuning")
+        if getattr(text_config(model.config), k, None)
+    ]
+    if absolute:  # Llama 4: chunks of the whole input, queries scaled by their place in it (past 8k tokens)
+        raise ConfigError(f"model.pack_tokens: model {kind!r} attends by position in the whole input ({', '.join(absolute)}: "
+                          "chunked attention, query scaling), which a pack would apply across its sequences; set "
+                          "model.pack_tokens=0")  # fmt: skip
     use_segment_attention(model)
     device = next(model.parameters()).device
     vocab = model.get_input_embeddings().weight.shape[0]
@@ -257,7 +270,6 @@ def check_packing(model) -> None:
     except NotImplementedError as e:
         raise ConfigError(str(e)) from None
     if leak > LEAK:
-        kind = getattr(model.config, "model_type", type(model).__name__)
         raise ConfigError(f"model.pack_tokens: model {kind!r} carries state from one sequence of a pack into the next "
                           f"(dependence {leak:.2g}: layers beside attention, such as a convolution, a recurrence or "
                           "linear attention, run along the whole pack), so packed log-probs would be wrong; set "

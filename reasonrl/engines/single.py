@@ -22,7 +22,7 @@ import torch
 
 from reasonrl import distributed as dist
 from reasonrl.algorithms.logprobs import logprobs_and_entropy
-from reasonrl.engines.output_head import head_logprobs
+from reasonrl.engines.output_head import decoder, head_logprobs
 from reasonrl.types import TrainBatch
 
 LossFn = Callable[
@@ -71,7 +71,7 @@ def last_hidden(model, autocast, **inputs) -> torch.Tensor:
             # head among them: the root keeps them gathered after forward); the head runs on 1 position
             out = model(**inputs, use_cache=False, output_hidden_states=True, logits_to_keep=1)
             return out.hidden_states[-1]
-        return model.get_decoder()(**inputs, use_cache=False)[0]
+        return decoder(model)(**inputs, use_cache=False)[0]
 
 
 def training_forward(model_cfg):
