@@ -68,6 +68,50 @@ FAMILIES = {  # name: (config class, extra settings)
     ),
     "gpt_neox": ("GPTNeoXConfig", {"head_dim": None}),
     "stablelm": ("StableLmConfig", {"head_dim": None}),  # packs bounded by position ids (kwargs dropped)
+    "smollm3": ("SmolLM3Config", {"no_rope_layers": [1, 0]}),  # a layer without rotary embeddings
+    "glm4": ("Glm4Config", {}),
+    "glm4_moe": (
+        "Glm4MoeConfig",
+        {
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+            "first_k_dense_replace": 1,
+            "n_group": 1,
+            "topk_group": 1,
+        },
+    ),
+    "exaone4": (
+        "Exaone4Config",
+        {"sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"]},
+    ),
+    "ernie4_5": ("Ernie4_5Config", {}),
+    "hunyuan_v1_dense": ("HunYuanDenseV1Config", {}),
+    "seed_oss": ("SeedOssConfig", {}),
+    "qwen2_sliding": (
+        "Qwen2Config",
+        {"use_sliding_window": True, "sliding_window": 4, "max_window_layers": 1},
+    ),
+    "gemma3n": (
+        "Gemma3nTextConfig",
+        {
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+            "hidden_size_per_layer_input": 8,
+            "vocab_size_per_layer_input": 40,
+            "num_kv_shared_layers": 0,
+            "activation_sparsity_pattern": [0.0, 0.0],
+            "altup_num_inputs": 2,
+            "laurel_rank": 4,
+        },
+    ),
+    "cohere2": (
+        "Cohere2Config",
+        {"sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"]},
+    ),
+    "olmo3": ("Olmo3Config", {"sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"]}),
+    "granitemoe": ("GraniteMoeConfig", {"num_local_experts": 2, "num_experts_per_tok": 1}),
+    "phimoe": ("PhimoeConfig", {"num_local_experts": 2, "num_experts_per_tok": 2}),
 }
 M2 = dict(
     mamba_n_heads=8, mamba_d_head=8, mamba_d_state=8, mamba_chunk_size=8, mamba_n_groups=1
