@@ -67,7 +67,7 @@ def check_padding(model, pad_id: int | None = 0, log=print) -> None:
     except (AttributeError, NotImplementedError):
         log(f"{type(model).__name__}: no input embedding layer to check left padding against; not checked")
         return
-    pad_id = pad_id or 0
+    pad_id = pad_id if pad_id is not None and 0 <= pad_id < vocab else 0  # (what the batch pads with)
     real = [(pad_id + 1 + k) % vocab for k in range(5)]
     device = next(model.parameters()).device
     ids = torch.tensor([[pad_id] * 3 + real], device=device)
