@@ -8,7 +8,7 @@ logit scales, experts, DeepSeek's latent attention) changes the numbers.
 
 Hybrids (a convolution, a recurrence or linear attention beside attention, or instead of it) sample and
 train padded and chunked with the same log-probs, and are refused packing: those layers run along the
-whole pack (before, packed log-probs of LFM2, Qwen3-Next, Jamba, ... were off by 0.4-6.8 nats without an
+whole pack (before, packed log-probs of LFM2, Qwen3-Next, Jamba, ... were off by 0.85-6.8 nats without an
 error). Architectures whose left-padded rows depend on their padding are refused outright."""
 
 from __future__ import annotations
