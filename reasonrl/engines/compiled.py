@@ -19,6 +19,8 @@ from contextlib import contextmanager
 
 import torch
 
+from reasonrl.models.loading import unwrapped
+
 
 def cpp_compiler() -> str | None:
     """The C++ compiler inductor would use on a CPU ($CXX, else g++ / c++ / clang++ on PATH)."""
@@ -32,7 +34,7 @@ def compile_decoder_layers(model) -> int:
     """Compiles every decoder layer in place; returns how many."""
     from reasonrl.engines.fsdp2 import decoder_layers
 
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = unwrapped(model)
     layers = decoder_layers(inner)
     for layer in layers:
         layer.compile(dynamic=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 
 from reasonrl.engines.single import LossFn, SingleDeviceEngine
+from reasonrl.models.loading import unwrapped
 from reasonrl.types import TrainBatch
 
 
@@ -71,7 +72,7 @@ def shard_model(model, device_type: str, bf16: bool = False, cpu_offload: bool =
         fully_shard(layer, mesh=mesh, mp_policy=mp, offload_policy=offload)
     # the root is the transformers model itself, also under a peft wrapper: peft's generate calls it
     # directly, and FSDP2's root hooks (gathering embeddings, final norm and head) must run there
-    root = model.get_base_model() if hasattr(model, "get_base_model") else model
+    root = unwrapped(model)
     fully_shard(root, mesh=mesh, mp_policy=mp, offload_policy=offload)
     if torch.distributed.get_backend() == "gloo":
         for m in model.modules():

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from reasonrl.engines.weights import hf_name
+from reasonrl.models.loading import unwrapped
 
 MAX_FILE_BYTES = 5 * 1024**3  # what transformers' save_pretrained shards at by default
 
@@ -67,7 +68,7 @@ def save_hf_from_shards(model, out_dir, max_file_bytes: int = MAX_FILE_BYTES) ->
     dcp.save(state, storage_writer=writer)  # returns once rank 0 has consolidated the shards
     if is_main():
         shutil.rmtree(out / "sharded", ignore_errors=True)
-        inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+        inner = unwrapped(model)
         inner.config.architectures = [type(inner).__name__]  # as save_pretrained records it
         inner.config.save_pretrained(out)
         if getattr(inner, "generation_config", None) is not None and inner.can_generate():

@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from reasonrl.algorithms.logprobs import logprobs_and_entropy
+from reasonrl.models.loading import unwrapped
 
 PROBE_TOKENS = 8
 TOLERANCE = 1e-3  # of the largest logit: the same ops on the same inputs differ by rounding only
@@ -39,7 +40,7 @@ def decoder(model):
     reads): `get_decoder()`, or the causal LM's `model` where that returns the causal LM itself (Llama 4's
     text model in transformers 5.19, whose base-model prefix names a module it does not have)."""
     found = model.get_decoder()
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = unwrapped(model)
     if found is model or found is inner:
         found = getattr(inner, "model", found)
     return found

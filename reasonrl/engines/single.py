@@ -23,6 +23,7 @@ import torch
 from reasonrl import distributed as dist
 from reasonrl.algorithms.logprobs import logprobs_and_entropy
 from reasonrl.engines.output_head import decoder, head_logprobs
+from reasonrl.models.loading import unwrapped
 from reasonrl.types import TrainBatch
 
 LossFn = Callable[
@@ -48,7 +49,7 @@ def completion_logprobs(model, batch: TrainBatch, with_entropy: bool = False, au
 
 def _fsdp_root(model) -> bool:
     """The model (or the transformers model inside its peft wrapper) is an FSDP2 root module."""
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = unwrapped(model)
     return hasattr(inner, "reshard")
 
 

@@ -42,6 +42,11 @@ def text_config(config):
     return config.get_text_config() if hasattr(config, "get_text_config") else config
 
 
+def unwrapped(model):
+    """The transformers model itself: the one inside a peft wrapper, or `model`."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
 def attention_kwargs(config) -> dict:
     """Keyword arguments for `from_pretrained` / `from_config`: eager attention for a model whose
     attention logits are soft-capped (Gemma 2): transformers' SDPA path drops the cap without a word,

@@ -32,6 +32,7 @@ import inspect
 import torch
 from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
 
+from reasonrl.models.loading import unwrapped
 from reasonrl.rollout.kv_cache import GrowingLayer
 
 SHRINK_AT = 0.25  # drop finished rows once this fraction of the current batch has finished
@@ -60,7 +61,7 @@ def _forward_kwargs(model) -> dict:
     """Keyword arguments the model's forward takes beyond the inputs and the cache, as `generate`
     decides them: only the last position's logits where the forward can keep just those
     (`logits_to_keep`; a peft wrapper passes it on to its base model)."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = unwrapped(model)
     return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(base.forward).parameters else {}
 
 

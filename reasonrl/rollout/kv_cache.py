@@ -19,6 +19,8 @@ import inspect
 
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
+from reasonrl.models.loading import unwrapped
+
 
 class GrowingLayer(DynamicLayer):
     capacity = 0  # positions to allocate on the first update (set per generation by `kv_cache`)
@@ -73,7 +75,7 @@ class GrowingLayer(DynamicLayer):
 def takes_dynamic_cache(model) -> bool:
     """Whether `model`'s forward takes `past_key_values` and transformers would give it a DynamicCache
     (a peft wrapper: its base model's; the class's forward, whatever wraps the instance's)."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = unwrapped(model)
     supports = getattr(base, "_supports_default_dynamic_cache", None)
     if supports is not None and not supports():
         return False
