@@ -241,6 +241,9 @@ def _arch_rank(r: int, port: int, out, family: str):
         )
         full = _full(model)  # every rank gathers, in lock-step
         out.put((r, metrics, {n: t.numpy() for n, t in full.items()} if r == 0 else None))
+        # neither rank tears its group down while the other may still use it (a CI run saw a rank abort
+        # in teardown: "terminate called without an active exception")
+        torch.distributed.barrier()
     finally:
         torch.distributed.destroy_process_group()
 
