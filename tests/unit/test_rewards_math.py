@@ -254,3 +254,38 @@ def test_an_integer_gold_is_read_as_math_verify_reads_it_without_its_parser(monk
     assert gsm("40 and 2 make 42 in the end, I think", P("42", ds="openai/gsm8k")).score == 1.0
     assert gsm("40 and 1 make 41 in the end, I think", P("42", ds="openai/gsm8k")).score == 0.0
     m._parse_gold.cache_clear()
+
+
+def test_the_number_reader_builds_what_sympy_number_builds_and_leaves_the_rest_to_it():
+    """math-verify reads each number in free text with `sympy.Number(text)` (sympy's expression parser,
+    half of scoring an unmarked answer); the reader put in its place builds plain numbers directly. Each
+    must be the very object sympy builds (`srepr`: type, value and a Float's precision), and anything
+    else must reach sympy.Number itself (its result, or its error)."""
+    import math_verify.parser
+    import sympy
+
+    from reasonrl.rewards.verifiers import math as m
+
+    m._mv()
+    reader = math_verify.parser.Number
+    assert isinstance(reader, m._NumberReader) and reader.original is sympy.Number
+    plain = ["0", "7", "42", "1" * 60, "0.5", "5.", "0.", ".5", "12.340", "3.14159265358979323846264338",
+             "1" * 40 + ".25", "9" * 999]  # fmt: skip
+    for text in plain:
+        assert sympy.srepr(reader(text)) == sympy.srepr(sympy.Number(text)), text
+    seen = []
+    real = reader.original
+    reader.original = lambda *a: seen.append(a[0]) or real(*a)
+    try:
+        for text in ("1e5", "inf", "-3", "9" * 1001, " 4"):
+            assert sympy.srepr(reader(text)) == sympy.srepr(sympy.Number(text)), text
+        with pytest.raises(sympy.SympifyError):
+            reader("00012")  # sympy's own error, as before: leading zeros are not a number to it
+        reader("42")
+    finally:
+        reader.original = real
+    assert seen == ["1e5", "inf", "-3", "9" * 1001, " 4", "00012"]  # not "42": built directly
+    gsm = VERIFIERS.get("gsm8k")  # through math-verify's free-text reading, both ways
+    assert gsm("so 3 + 4 = 7, 7 + 5 = 12", P("12", ds="openai/gsm8k")).score == 1.0
+    assert gsm("so 3 + 4 = 7, 7 + 5 = 12.5", P("12.5", ds="openai/gsm8k")).score == 1.0
+    assert gsm("so 3 + 4 = 7, 7 + 5 = 13", P("12", ds="openai/gsm8k")).score == 0.0
