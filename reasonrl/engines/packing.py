@@ -235,17 +235,49 @@ def _pack_inputs(seq: torch.Tensor, lengths: list[int]) -> dict:
                 max_length_q=max(lengths), max_length_k=max(lengths))  # fmt: skip
 
 
+def _restore_attention(model) -> None:
+    """Undo `use_segment_attention`: every config back on the implementation it replaced."""
+    for m in model.modules():
+        config = getattr(m, "config", None)
+        if getattr(config, "_attn_implementation", None) == SEGMENT_ATTENTION and hasattr(
+            config, BASE_ATTENTION
+        ):
+            config._attn_implementation = getattr(config, BASE_ATTENTION)
+
+
+@torch.no_grad()
+def _plain_logits(model, ids: torch.Tensor) -> torch.Tensor:
+    """Logits of a left-padded two-row batch (eval mode): what switching to segment attention must not
+    change in a forward that is not a pack."""
+    attn = torch.ones_like(ids)
+    attn[1, :3] = 0
+    was = model.training
+    model.eval()
+    try:
+        return model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0),
+                     use_cache=False).logits.float()  # fmt: skip
+    finally:
+        model.train(was)
+
+
 def check_packing(model) -> None:
-    """ConfigError before training unless a pack's sequences stay apart in this model: one forward of a
-    two-sequence pack (eval mode) must go through segment attention (the check every packed forward
-    makes), and the second sequence's outputs must not depend on the first's tokens
-    (`models.isolation.dependence`). The second fails for the hybrids whose convolution, recurrence or
-    linear-attention layers run along the whole pack (LFM2, Qwen3-Next, Jamba, Falcon-H1, Bamba,
-    Granite 4, Nemotron-H, Zamba2, Kimi Linear, OLMo hybrid, MiniMax), whose log-probs it would corrupt.
-    Llama 4 is refused by its config: its chunked attention and query scaling follow the position in
-    the whole input, which no two-sequence probe shorter than its 8k chunks would show."""
+    """ConfigError before training unless a pack's sequences stay apart in this model, with the model's
+    attention implementation left as it was on a refusal:
+    - a padded forward must not change when the model switches to segment attention (DeepSeek-V3.2's
+      and GLM-5's sparse attention select keys only under the names "eager" and "sdpa", and would turn
+      dense: up to 7.6 nats off on a tiny model);
+    - one forward of a two-sequence pack (eval mode) must run and go through segment attention (the
+      check every packed forward makes); the first tokens' outputs must not depend on any later token
+      (attention code of the model's own that a pack leaves without a causal mask), and the second
+      sequence's must not depend on the first's tokens (`models.isolation.dependence`). The last
+      fails for the hybrids whose convolution, recurrence or linear-attention layers run along the
+      whole pack (LFM2, Qwen3-Next, Qwen3.5, Jamba, Falcon-H1, Bamba, Granite 4, Nemotron-H, Zamba2,
+      Kimi Linear, OLMo hybrid, MiniMax), whose log-probs it would corrupt.
+    Llama 4 and DeepSeek-V4 are refused by their configs: Llama 4's chunked attention and query
+    scaling follow the position in the whole input, which no probe shorter than its 8k chunks would
+    show; so do V4's compressed blocks, past its 128-token window."""
     from reasonrl.config import ConfigError
-    from reasonrl.models.isolation import LEAK, dependence
+    from reasonrl.models.isolation import LEAK, compressed_layers, dependence
     from reasonrl.models.loading import text_config
 
     kind = getattr(model.config, "model_type", type(model).__name__)
@@ -253,27 +285,51 @@ def check_packing(model) -> None:
         k
         for k in ("attention_chunk_size", "attn_temperature_tuning")
         if getattr(text_config(model.config), k, None)
-    ]
-    if absolute:  # Llama 4: chunks of the whole input, queries scaled by their place in it (past 8k tokens)
+    ] + compressed_layers(model.config)
+    if absolute:  # Llama 4: chunks of the whole input, queries scaled by their place in it (past 8k tokens);
+        # DeepSeek-V4: keys and values compressed in blocks of the whole input (past its 128-token window)
         raise ConfigError(f"model.pack_tokens: model {kind!r} attends by position in the whole input ({', '.join(absolute)}: "
-                          "chunked attention, query scaling), which a pack would apply across its sequences; set "
+                          "chunks, query scaling or compressed blocks), which a pack would apply across its sequences; set "
                           "model.pack_tokens=0")  # fmt: skip
-    use_segment_attention(model)
     device = next(model.parameters()).device
     vocab = model.get_input_embeddings().weight.shape[0]
-    inputs = _pack_inputs(torch.tensor([[(1 + k) % vocab for k in range(11)]], device=device), [6, 5])
+    tokens = torch.tensor([[(1 + k) % vocab for k in range(11)]], device=device)
+    plain = torch.cat([tokens, tokens.roll(3, -1)])
+    before = _plain_logits(model, plain)
+    use_segment_attention(model)
     try:
-        with _pack_forward():
-            leak = dependence(
-                model, inputs, src=[(0, j) for j in range(6)], dst=[(0, j) for j in range(6, 11)]
-            )
-    except NotImplementedError as e:
-        raise ConfigError(str(e)) from None
-    if leak > LEAK:
-        raise ConfigError(f"model.pack_tokens: model {kind!r} carries state from one sequence of a pack into the next "
-                          f"(dependence {leak:.2g}: layers beside attention, such as a convolution, a recurrence or "
-                          "linear attention, run along the whole pack), so packed log-probs would be wrong; set "
-                          "model.pack_tokens=0")  # fmt: skip
+        after = _plain_logits(model, plain)
+        if not torch.allclose(after, before, rtol=1e-4, atol=1e-4):
+            raise ConfigError(f"model.pack_tokens: model {kind!r} computes another forward under segment attention "
+                              f"(logits {(after - before).abs().max().item():.2g} apart on a padded batch: its code "
+                              "branches on the attention implementation's name); set model.pack_tokens=0")  # fmt: skip
+        inputs = _pack_inputs(tokens, [6, 5])
+        try:
+            with _pack_forward():  # the second sequence on the first; the first's start on all after it
+                leak = dependence(
+                    model, inputs, src=[(0, j) for j in range(6)], dst=[(0, j) for j in range(6, 11)]
+                )
+            with _pack_forward():
+                future = dependence(
+                    model, inputs, src=[(0, j) for j in range(3, 11)], dst=[(0, j) for j in range(3)]
+                )
+        except NotImplementedError as e:
+            raise ConfigError(str(e)) from None
+        except Exception as e:  # noqa: BLE001 - whatever the model's code does with a pack, named
+            raise ConfigError(f"model.pack_tokens: model {kind!r} cannot run a packed forward ({type(e).__name__}: "
+                              f"{e}); set model.pack_tokens=0") from e  # fmt: skip
+        if future > LEAK:
+            raise ConfigError(f"model.pack_tokens: model {kind!r} attends to later tokens in a pack (dependence "
+                              f"{future:.2g}: attention outside transformers' attention interface, without the causal "
+                              "mask a pack leaves out); set model.pack_tokens=0")  # fmt: skip
+        if leak > LEAK:
+            raise ConfigError(f"model.pack_tokens: model {kind!r} carries state from one sequence of a pack into the next "
+                              f"(dependence {leak:.2g}: layers beside attention, such as a convolution, a recurrence or "
+                              "linear attention, run along the whole pack), so packed log-probs would be wrong; set "
+                              "model.pack_tokens=0")  # fmt: skip
+    except BaseException:
+        _restore_attention(model)
+        raise
 
 
 def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, pack_tokens: int = 1024,

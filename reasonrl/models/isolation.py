@@ -3,7 +3,8 @@
 
 Owns: `dependence` (how much some positions' outputs depend on other positions' inputs, relative to how
 much they depend on their own) and `check_padding` (a left-padded row's outputs must not depend on its
-padding: generation and the padded training forward pad every row on the left). Does not own: the
+padding: generation and the padded training forward pad every row on the left; DeepSeek-V4's
+compressed attention is refused by its config, `compressed_layers`). Does not own: the
 packed forward or its check (`engines.packing.check_packing`, which asks `dependence` whether a pack's
 sequences stay apart).
 
@@ -13,8 +14,8 @@ those of D. A model that keeps S apart from D (masked attention gives S probabil
 layer works token by token) has no path from S to D, and the gradient is exactly 0, in any dtype. A
 model that carries state along the sequence past the attention mask (a convolution, a recurrence,
 linear attention) has one, and how much it passes on depends on the weights: on tiny random models
-(`tests/unit/test_architectures.py`, fp32 and bf16) exactly 0 for all 28 attention families and for the
-padding of 14 hybrid and state-space ones, and from 8.5e-5 (LFM2's convolution at its default init) to
+(`tests/unit/test_architectures.py`, fp32 and bf16) exactly 0 for all 43 attention families and for the
+padding of 16 hybrid and state-space ones, and from 8.5e-5 (LFM2's convolution at its default init) to
 16 where positions mix. So any dependence counts (`LEAK`, a hair above 0): comparing log-probs would
 need a tolerance wider than bf16 rounding, under which such leaks stay.
 """
@@ -57,11 +58,29 @@ def dependence(model, inputs: dict, src: list[tuple[int, int]], dst: list[tuple[
     return float(on(src) / own) if own > 0 else float("inf")
 
 
+def compressed_layers(config) -> list[str]:
+    """The layer types of `config` that compress keys and values in blocks along the whole input
+    (DeepSeek-V4's compressed sparse and heavily compressed attention), sorted."""
+    from reasonrl.models.loading import text_config
+
+    return sorted(
+        {t for t in getattr(text_config(config), "layer_types", None) or () if "compressed" in str(t)}
+    )
+
+
 def check_padding(model, pad_id: int | None = 0, log=print) -> None:
     """InputError unless a left-padded row's outputs are independent of its padding:
     an architecture whose state runs through pad positions regardless of the attention mask (RWKV and
     RecurrentGemma in transformers) would generate and train on log-probs that change with the batch's
     longest prompt."""
+    kind = getattr(model.config, "model_type", type(model).__name__)
+    blocks = compressed_layers(model.config)
+    if blocks:  # past its sliding window (128 tokens): a probe this short would not reach them
+        raise InputError(
+            f"model {kind!r}: its {', '.join(blocks)} layers compress keys and values in blocks counted from "
+            "the start of the input, pad positions included, so a left-padded row's outputs depend on its "
+            "padding and batched generation and training would get wrong log-probs; reasonrl cannot use this model"
+        )
     try:
         vocab = model.get_input_embeddings().weight.shape[0]
     except (AttributeError, NotImplementedError):
@@ -75,7 +94,6 @@ def check_padding(model, pad_id: int | None = 0, log=print) -> None:
     inputs = dict(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0))
     leak = dependence(model, inputs, src=[(0, j) for j in range(3)], dst=[(0, j) for j in range(3, 8)])
     if leak > LEAK:
-        kind = getattr(model.config, "model_type", type(model).__name__)
         raise InputError(
             f"model {kind!r}: a left-padded row's outputs depend on its padding (dependence {leak:.2g}: "
             "the architecture carries state through pad positions past the attention mask), so batched "

@@ -1,4 +1,5 @@
-"""Loading a policy: any Hugging Face causal-LM directory or hub id, or "demo" for the tiny model.
+"""Loading a policy: any Hugging Face causal-LM directory or hub id (or a multimodal one, for its text
+generation: `causal_lm_class`), or "demo" for the tiny model.
 
 Owns: device / dtype choice, the attention implementation (`attention_kwargs`: eager where transformers'
 default SDPA would silently drop part of the model's attention), the model cache directory, and
@@ -59,6 +60,23 @@ def attention_kwargs(config) -> dict:
     )
 
 
+def causal_lm_class(config):
+    """transformers' auto class that builds `config`'s model for generating text: AutoModelForCausalLM,
+    or AutoModelForImageTextToText for a multimodal model that has no causal-LM class (Mistral 3,
+    Qwen3-VL, GLM-4.5V, ...): it generates from text alone too, and trains on text prompts with the
+    vision tower unused (and saved as it was)."""
+    from transformers import AutoModelForCausalLM
+    from transformers.models.auto import modeling_auto as auto
+
+    kind = getattr(config, "model_type", None)
+    causal = auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    if kind not in causal and kind in getattr(auto, "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", {}):
+        from transformers import AutoModelForImageTextToText
+
+        return AutoModelForImageTextToText
+    return AutoModelForCausalLM
+
+
 DTYPE_NAMES = ("float32", "bfloat16", "float16")  # model.dtype choices: names of torch dtypes
 
 
@@ -73,7 +91,7 @@ def torch_dtype(name: str):
 def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=print):
     """(model, tokenizer) on the chosen device, tokenizer padded on the left for generation; InputError
     for a model whose left-padded rows depend on their padding (`models.isolation.check_padding`)."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
     path = resolve_model_path(path, log=log)
     tokenizer = AutoTokenizer.from_pretrained(path)
@@ -82,7 +100,7 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
         tokenizer.pad_token = tokenizer.eos_token
     dtype_ = torch_dtype(dtype)
     config = AutoConfig.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(
+    model = causal_lm_class(config).from_pretrained(
         path, config=config, dtype=dtype_, **attention_kwargs(config)
     )
     model.to(resolve_device(device))

@@ -56,16 +56,14 @@ class LivePeak(TorchDispatchMode):
 
 
 def _model(cfg: RunConfig, device: str):
-    from transformers import AutoModelForCausalLM
-
-    from reasonrl.models.loading import attention_kwargs, torch_dtype
+    from reasonrl.models.loading import attention_kwargs, causal_lm_class, torch_dtype
     from reasonrl.planner.shape import hf_config
 
     dtype = torch_dtype(cfg.model.dtype)
     torch.manual_seed(0)
     config = hf_config(cfg.model.path)
-    model = AutoModelForCausalLM.from_config(config, **attention_kwargs(config)).to(
-        device=device, dtype=dtype
+    model = (
+        causal_lm_class(config).from_config(config, **attention_kwargs(config)).to(device=device, dtype=dtype)
     )
     if cfg.model.gradient_checkpointing:
         model.gradient_checkpointing_enable()

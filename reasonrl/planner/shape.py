@@ -53,14 +53,13 @@ def model_shape(
 ) -> ModelShape:
     """config: the model's already-loaded config (a training run has it), instead of reading `path`'s."""
     import torch
-    from transformers import AutoModelForCausalLM
 
-    from reasonrl.models.loading import attention_kwargs, text_config
+    from reasonrl.models.loading import attention_kwargs, causal_lm_class, text_config
 
     cfg = config if config is not None else hf_config(path)
     text = text_config(cfg)
     with torch.device("meta"):  # with the attention implementation training will load it with
-        model = AutoModelForCausalLM.from_config(cfg, **attention_kwargs(cfg))
+        model = causal_lm_class(cfg).from_config(cfg, **attention_kwargs(cfg))
     params = sum(p.numel() for p in model.parameters())
     from reasonrl.engines.fsdp2 import decoder_layers
 

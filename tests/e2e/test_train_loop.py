@@ -210,3 +210,41 @@ def test_entropy_metric_can_be_turned_off_without_changing_training(tiny_model_d
     bonus = train(_cfg(tiny_model_dir, tmp_path / "c", 1, "log.entropy=false", "algo.entropy_coef=0.05"),
                   log=quiet)["history"]  # fmt: skip
     assert bonus[1]["actor/entropy"] > 0
+
+
+def test_a_multimodal_model_without_a_causal_lm_class_trains_on_text(tiny_model_dir, tmp_path):
+    """Mistral 3 (Mistral Small 3.x, Magistral) ships only as an image-text-to-text model, which
+    AutoModelForCausalLM refuses. It loads as that model and trains on text prompts, packed, on the
+    log-probs it sampled; its checkpoint is the whole multimodal model again, language weights trained,
+    vision tower as it was."""
+    import transformers
+
+    from reasonrl.models.loading import load_policy
+
+    tok = transformers.AutoTokenizer.from_pretrained(tiny_model_dir)
+    text = dict(model_type="mistral", vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=256,
+                eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)  # fmt: skip
+    vision = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, head_dim=8,
+                  patch_size=4, image_size=16)  # fmt: skip
+    torch.manual_seed(0)
+    cfg = transformers.Mistral3Config(text_config=text, vision_config=vision)
+    with pytest.raises(ValueError, match="Unrecognized configuration class"):
+        transformers.AutoModelForCausalLM.from_config(cfg)
+    transformers.Mistral3ForConditionalGeneration(cfg).save_pretrained(tmp_path / "m3")
+    tok.save_pretrained(tmp_path / "m3")
+    run = tmp_path / "run"
+    # an entropy bonus: a random model's rewards are all 0, which alone would leave its weights as they were
+    hist = train(_cfg(tmp_path / "m3", run, 2, "model.pack_tokens=64", "algo.entropy_coef=0.01"),
+                 log=lambda *a: None)["history"]  # fmt: skip
+    steps = [h for h in hist if "rollout/logprob_gap_max" in h]
+    assert len(steps) == 2 and max(h["rollout/logprob_gap_max"] for h in steps) < 1e-4
+    before, _ = load_policy(str(tmp_path / "m3"), device="cpu", log=lambda *a: None)
+    after, _ = load_policy(str(list_checkpoints(run)[-1]), device="cpu", log=lambda *a: None)
+    assert type(after).__name__ == "Mistral3ForConditionalGeneration"
+    a, b = before.state_dict(), after.state_dict()
+    assert a.keys() == b.keys()
+    vision_keys = [k for k in a if "vision_tower" in k or "multi_modal_projector" in k]
+    language = [k for k in a if "language_model" in k]
+    assert vision_keys and all(torch.equal(a[k], b[k]) for k in vision_keys)
+    assert sum(not torch.equal(a[k], b[k]) for k in language) > len(language) // 2

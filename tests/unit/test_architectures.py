@@ -32,6 +32,9 @@ from reasonrl.types import TrainBatch
 COMMON = dict(vocab_size=40, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
               num_key_value_heads=2, head_dim=8, max_position_embeddings=64, eos_token_id=1, pad_token_id=0)  # fmt: skip
 SOFTCAPS = dict(attn_logit_softcapping=2.0, final_logit_softcapping=3.0)
+MLA = dict(head_dim=None, num_key_value_heads=4, kv_lora_rank=16, q_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8,
+           v_head_dim=8)  # DeepSeek's latent attention  # fmt: skip
+MOE_GROUPS = dict(moe_intermediate_size=32, first_k_dense_replace=1, n_group=1, topk_group=1)
 FAMILIES = {  # name: (config class, extra settings)
     "llama": ("LlamaConfig", {}),
     "mistral": ("MistralConfig", {"sliding_window": 4}),
@@ -112,11 +115,32 @@ FAMILIES = {  # name: (config class, extra settings)
     "olmo3": ("Olmo3Config", {"sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"]}),
     "granitemoe": ("GraniteMoeConfig", {"num_local_experts": 2, "num_experts_per_tok": 1}),
     "phimoe": ("PhimoeConfig", {"num_local_experts": 2, "num_experts_per_tok": 2}),
-}
+    # the families transformers added through 2026 (transformers 5.19)
+    "gemma4": ("Gemma4TextConfig", {"sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"],
+                                    "hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": 40}),
+    "minimax_m2": ("MiniMaxM2Config", {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    "ministral3": ("Ministral3Config", {}),
+    "ministral": ("MinistralConfig", {"sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"]}),
+    "dots1": ("Dots1Config", {"n_shared_experts": 1, "n_routed_experts": 4, "num_experts_per_tok": 2, **MOE_GROUPS}),
+    "exaone_moe": ("ExaoneMoeConfig", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}),
+    "apertus": ("ApertusConfig", {}),  # xIELU activation, QK norm
+    "arcee": ("ArceeConfig", {}),  # ReLU^2 MLP
+    "bitnet": ("BitNetConfig", {}),
+    "olmoe": ("OlmoeConfig", {"num_experts": 4, "num_experts_per_tok": 2}),
+    "hunyuan_v1_moe": ("HunYuanMoEV1Config", {"num_experts": 4, "moe_topk": 2}),
+    "ernie4_5_moe": ("Ernie4_5_MoeConfig", {"moe_num_experts": 4, "moe_k": 2, "moe_intermediate_size": 32}),
+    "deepseek_v2": ("DeepseekV2Config", {**MLA, "n_routed_experts": 4, "num_experts_per_tok": 2, **MOE_GROUPS}),
+    "glm4_moe_lite": ("Glm4MoeLiteConfig", {**MLA, "n_routed_experts": 4, "num_experts_per_tok": 2, **MOE_GROUPS}),
+    "longcat_flash": ("LongcatFlashConfig", {**MLA, "head_dim": 8, "num_layers": 2, "ffn_hidden_size": 64, "moe_topk": 2,
+                                            "n_routed_experts": 4, "zero_expert_num": 2, "expert_ffn_hidden_size": 32}),
+}  # fmt: skip
 M2 = dict(
     mamba_n_heads=8, mamba_d_head=8, mamba_d_state=8, mamba_chunk_size=8, mamba_n_groups=1
 )  # Mamba-2 mixers
 LINEAR = ["linear_attention", "full_attention"]
+GATED_DELTA = dict(
+    linear_num_value_heads=2, linear_num_key_heads=2, linear_key_head_dim=8, linear_value_head_dim=8
+)
 HYBRIDS = {  # name: (config class, extra settings); COMMON without head_dim
     "lfm2": ("Lfm2Config", {"layer_types": ["conv", "full_attention"], "block_ff_dim": 64}),
     "lfm2_moe": ("Lfm2MoeConfig", {"layer_types": ["conv", "full_attention"], "num_dense_layers": 1,
@@ -142,9 +166,29 @@ HYBRIDS = {  # name: (config class, extra settings); COMMON without head_dim
                                          "v_head_dim": 8, "head_dim": 8, "num_key_value_heads": 4}),
     "olmo_hybrid": ("OlmoHybridConfig", {"layer_types": LINEAR, "linear_num_key_heads": 4, "linear_num_value_heads": 4,
                                          "linear_key_head_dim": 8, "linear_value_head_dim": 8}),
+    "qwen3_5": ("Qwen3_5TextConfig", {"layer_types": LINEAR, "head_dim": 8, **GATED_DELTA}),
+    "qwen3_5_moe": ("Qwen3_5MoeTextConfig", {"layer_types": LINEAR, "head_dim": 8, **GATED_DELTA, "num_experts": 4,
+                                             "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                                             "shared_expert_intermediate_size": 32}),
     "mamba": ("MambaConfig", {"state_size": 8}),  # no attention at all (nor a DynamicCache: `cache_params`)
     "mamba2": ("Mamba2Config", {"num_heads": 8, "head_dim": 8, "state_size": 8, "chunk_size": 8, "n_groups": 1}),
     "falcon_mamba": ("FalconMambaConfig", {"state_size": 8}),
+}  # fmt: skip
+# DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): an indexer picks each query's top-k keys (4 here), as
+# a mask under "eager" / "sdpa" only. 16 indexer heads: with 2, ReLU-zero index scores tie and topk breaks
+# the ties by tensor shape, so a prefix and the whole sequence pick other keys (transformers' own
+# forward, no padding: 4.8 nats apart on this tiny model).
+DSA = {"index_topk": 4, "index_head_dim": 8, "index_n_heads": 16, **MLA, "n_routed_experts": 4, "num_experts_per_tok": 2,
+       **MOE_GROUPS}  # fmt: skip
+NAMED_ATTENTION = {"deepseek_v32": ("DeepseekV32Config", DSA), "glm_moe_dsa": ("GlmMoeDsaConfig", DSA)}
+COMPRESSED = {  # DeepSeek-V4: keys and values compressed in blocks of the input beyond a sliding window
+    "deepseek_v4": ("DeepseekV4Config", {"num_key_value_heads": 1, "head_dim": 16, "q_lora_rank": 16, "num_hidden_layers": 3,
+                                         "layer_types": ["sliding_attention", "compressed_sparse_attention",
+                                                         "heavily_compressed_attention"],
+                                         "compress_rates": {"compressed_sparse_attention": 4, "heavily_compressed_attention": 8},
+                                         "mlp_layer_types": ["moe"] * 3, "num_experts_per_tok": 2, "n_routed_experts": 4,
+                                         "moe_intermediate_size": 32, "sliding_window": 4, "o_groups": 2, "o_lora_rank": 16,
+                                         "index_n_heads": 2, "index_head_dim": 8, "index_topk": 4, "hc_mult": 2}),
 }  # fmt: skip
 NO_PACKING = {  # attention by position in the whole input: chunks (here of 4 tokens), query scaling
     "llama4": ("Llama4TextConfig", {"attention_chunk_size": 4, "num_local_experts": 2, "num_experts_per_tok": 1,
@@ -179,8 +223,8 @@ class Tok:
 def _model(family: str, spread: bool = True):
     import transformers
 
-    if family in FAMILIES or family in NO_PACKING:
-        cls, extra = {**FAMILIES, **NO_PACKING}[family]
+    if family in FAMILIES or family in NO_PACKING or family in NAMED_ATTENTION or family in COMPRESSED:
+        cls, extra = {**FAMILIES, **NO_PACKING, **NAMED_ATTENTION, **COMPRESSED}[family]
         settings = {k: v for k, v in {**COMMON, **extra}.items() if v is not None}
     else:
         cls, extra = {**HYBRIDS, **LEFT_PADDING_BREAKS}[family]
@@ -251,6 +295,46 @@ def test_hybrids_train_on_the_sampled_logprobs_and_are_refused_packing(family):
         check_packing(model)
 
 
+@pytest.mark.parametrize("family", list(NAMED_ATTENTION))
+def test_a_model_whose_attention_changes_under_another_name_is_refused_packing_and_left_as_it_was(family):
+    """DeepSeek-V3.2 / GLM-5 apply their sparse key selection only under "eager" / "sdpa"; renamed to
+    segment attention they would run dense, generation included (before: 7.6 nats off the sampled
+    log-probs after the packing check, and a TypeError from a pack instead of a refusal)."""
+    model = _model(family)
+    check_padding(model)
+    batch, sampler = _sampled(model)
+    with torch.no_grad():
+        before = model(input_ids=batch.input_ids).logits
+    with pytest.raises(
+        ConfigError, match=r"model.pack_tokens: .* computes another forward under segment attention"
+    ):
+        check_packing(model)
+    for name in ("padded", "chunked"):  # after the refusal the model computes what it did before
+        with torch.no_grad():
+            lp, _ = FORWARDS[name](model, batch)
+        assert ((lp - sampler) * batch.mask).abs().max() < 2e-5, name
+    with torch.no_grad():
+        assert (model(input_ids=batch.input_ids).logits - before).abs().max() == 0
+    assert model.config._attn_implementation == "sdpa"
+
+
+def test_compressed_attention_is_refused_by_its_config():
+    """DeepSeek-V4 compresses keys and values in blocks counted from the input's start (past a 128-token
+    window in the real model, so no short probe sees it): left padding moves its blocks, and so would a
+    pack. Refused at load and for packing, by its layer types."""
+    model = _model("deepseek_v4")
+    batch, sampler = _sampled(model)
+    with torch.no_grad():  # what it would get wrong (the engine's and the trainer's padding differ)
+        lp, _ = FORWARDS["padded"](model, batch)
+    assert ((lp - sampler) * batch.mask).abs().max() > 0.1
+    with pytest.raises(
+        InputError, match="compressed_sparse_attention, heavily_compressed_attention layers compress"
+    ):
+        check_padding(model)
+    with pytest.raises(ConfigError, match=r"model.pack_tokens: .*compressed_sparse_attention"):
+        check_packing(model)
+
+
 @pytest.mark.parametrize("family", ["lfm2", "qwen3_next"])
 def test_a_small_leak_is_refused_too_and_none_is_found_where_there_is_none(family):
     """At its default init LFM2's convolution passes 8.5e-5 of a sequence's dependence on to the next
@@ -293,3 +377,68 @@ def test_loading_such_a_model_fails_before_any_work(tiny_model_and_tokenizer, tm
     tok.save_pretrained(tmp_path)
     with pytest.raises(InputError, match="model 'rwkv': a left-padded row's outputs depend on its padding"):
         load_policy(str(tmp_path), device="cpu", log=lambda *a: None)
+
+
+VISION = dict(
+    hidden_size=16,
+    intermediate_size=32,
+    num_heads=2,
+    out_hidden_size=32,
+    patch_size=4,
+    num_position_embeddings=16,
+)
+MULTIMODAL = {  # saved from the multimodal class, as the hub's are: config, text settings, vision settings, loaded as
+    "qwen3_5": ("Qwen3_5Config", HYBRIDS["qwen3_5"][1], dict(VISION, depth=1), "Qwen3_5ForCausalLM"),
+    "gemma4": ("Gemma4Config", FAMILIES["gemma4"][1], None, "Gemma4ForConditionalGeneration"),
+    # no causal-LM class in transformers: loaded as the image-text-to-text model
+    "mistral3": ("Mistral3Config", {"model_type": "mistral"}, dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                 num_attention_heads=2, head_dim=8, patch_size=4, image_size=16), "Mistral3ForConditionalGeneration"),
+    "qwen3_vl": ("Qwen3VLConfig", {}, dict(VISION, depth=1, deepstack_visual_indexes=[0]), "Qwen3VLForConditionalGeneration"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("family", list(MULTIMODAL))
+def test_a_multimodal_checkpoint_loads_as_its_language_model_and_keeps_the_invariant(family, tiny_model_and_tokenizer,
+                                                                                     tmp_path):  # fmt: skip
+    """Qwen3.5, Gemma 4, Mistral 3 and Qwen3-VL ship as multimodal checkpoints (`model.language_model.*`, a
+    vision tower): `load_policy` gives the language model saved (the same logits, not freshly initialised
+    weights; Mistral 3 and Qwen3-VL, which AutoModelForCausalLM refuses, as their image-text-to-text
+    model), which samples and trains with the same log-probs (Qwen3.5 is a hybrid: packing refused)."""
+    import transformers
+
+    from reasonrl.models.loading import load_policy
+
+    _, tok = tiny_model_and_tokenizer
+    cls, text, vision, loaded_as = MULTIMODAL[family]
+    head_dim = {} if family in HYBRIDS else {"head_dim": COMMON["head_dim"]}
+    text = {
+        **{k: v for k, v in COMMON.items() if k != "head_dim"},
+        **head_dim,
+        **text,
+    }  # vocabulary 40: EOS drawn
+    cfg = getattr(transformers, cls)(text_config=text, **({"vision_config": vision} if vision else {}))
+    torch.manual_seed(0)
+    saved = getattr(transformers, cls.replace("Config", "ForConditionalGeneration"))(cfg).eval()
+    saved.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    model, _ = load_policy(str(tmp_path), device="cpu", log=lambda *a: None)
+    assert type(model).__name__ == loaded_as
+    ids = torch.tensor([[3, 4, 5, 6, 7, 8]])
+    with torch.no_grad():
+        assert torch.equal(model(input_ids=ids).logits, saved(input_ids=ids).logits)
+    model = spread_weights(model.eval(), 0.3)
+    batch, sampler = _sampled(model)
+    forwards = dict(FORWARDS)
+    if family in HYBRIDS:
+        with pytest.raises(ConfigError, match="carries state from one sequence of a pack into the next"):
+            check_packing(model)
+        forwards = {k: v for k, v in FORWARDS.items() if "packed" not in k}
+    else:
+        check_packing(model)
+    for name, forward in forwards.items():
+        with torch.no_grad():
+            lp, _ = forward(model, batch)
+        gap = ((lp - sampler) * batch.mask).abs().max().item()
+        assert gap < (1e-4 if family in HYBRIDS else 2e-5), (
+            f"{family} {name}: sampler vs recomputed: {gap:.2e}"
+        )
