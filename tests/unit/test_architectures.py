@@ -223,16 +223,32 @@ class Tok:
 def _model(family: str, spread: bool = True):
     import transformers
 
-    if family in FAMILIES or family in NO_PACKING or family in NAMED_ATTENTION or family in COMPRESSED:
+    from reasonrl.models.loading import causal_lm_class
+
+    if family in MULTIMODAL:
+        cfg = _multimodal_config(family)
+    elif family in FAMILIES or family in NO_PACKING or family in NAMED_ATTENTION or family in COMPRESSED:
         cls, extra = {**FAMILIES, **NO_PACKING, **NAMED_ATTENTION, **COMPRESSED}[family]
-        settings = {k: v for k, v in {**COMMON, **extra}.items() if v is not None}
+        cfg = getattr(transformers, cls)(**{k: v for k, v in {**COMMON, **extra}.items() if v is not None})
     else:
         cls, extra = {**HYBRIDS, **LEFT_PADDING_BREAKS}[family]
-        settings = {**{k: v for k, v in COMMON.items() if k != "head_dim"}, **extra}
-    cfg = getattr(transformers, cls)(**settings)
+        cfg = getattr(transformers, cls)(**{k: v for k, v in COMMON.items() if k != "head_dim"}, **extra)
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(cfg, **attention_kwargs(cfg)).eval()
+    model = causal_lm_class(cfg).from_config(cfg, **attention_kwargs(cfg)).eval()  # as load_policy loads it
     return spread_weights(model, 0.3) if spread else model
+
+
+def _multimodal_config(family: str):
+    import transformers
+
+    cls, text, vision, _ = MULTIMODAL[family]
+    head_dim = {} if family in HYBRIDS else {"head_dim": COMMON["head_dim"]}
+    text = {
+        **{k: v for k, v in COMMON.items() if k != "head_dim"},
+        **head_dim,
+        **text,
+    }  # vocabulary 40: EOS drawn
+    return getattr(transformers, cls)(text_config=text, **({"vision_config": vision} if vision else {}))
 
 
 def _sampled(model):
@@ -409,16 +425,11 @@ def test_a_multimodal_checkpoint_loads_as_its_language_model_and_keeps_the_invar
     from reasonrl.models.loading import load_policy
 
     _, tok = tiny_model_and_tokenizer
-    cls, text, vision, loaded_as = MULTIMODAL[family]
-    head_dim = {} if family in HYBRIDS else {"head_dim": COMMON["head_dim"]}
-    text = {
-        **{k: v for k, v in COMMON.items() if k != "head_dim"},
-        **head_dim,
-        **text,
-    }  # vocabulary 40: EOS drawn
-    cfg = getattr(transformers, cls)(text_config=text, **({"vision_config": vision} if vision else {}))
+    cls, loaded_as = MULTIMODAL[family][0], MULTIMODAL[family][3]
     torch.manual_seed(0)
-    saved = getattr(transformers, cls.replace("Config", "ForConditionalGeneration"))(cfg).eval()
+    saved = getattr(transformers, cls.replace("Config", "ForConditionalGeneration"))(
+        _multimodal_config(family)
+    ).eval()
     saved.save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
     model, _ = load_policy(str(tmp_path), device="cpu", log=lambda *a: None)
