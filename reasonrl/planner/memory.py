@@ -119,7 +119,8 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     # (an engine with its own memory reservation, vLLM, keeps its KV cache inside that share instead)
     own = 0.0 if s.engine_memory_share else 1.0
     kv_layers = m.layers if m.kv_layers is None else m.kv_layers  # a hybrid's attention layers only
-    out["kv_cache"] = own * s.generation_rows * s.seq_tokens * kv_layers * 2 * m.kv_heads * m.head_dim * b
+    width = kv_layers * m.kv_heads * m.head_dim if m.kv_width is None else m.kv_width  # per token, k or v
+    out["kv_cache"] = own * s.generation_rows * s.seq_tokens * 2 * width * b
     out["generation_logits"] = own * s.generation_rows * m.vocab * 4 * 2
     persistent = (
         out["weights"] + out["optimizer"] + out["reference"] + (3 * m.params * b / shard if s.critic else 0)

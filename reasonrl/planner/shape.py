@@ -30,6 +30,9 @@ class ModelShape:
     eager_attention: bool = False  # the attention loads as eager (keeps [heads, T, T] probabilities)
     attn_softcap: bool = False  # attention logits soft-capped (eager keeps the tanh output too)
     kv_layers: int | None = None  # layers that cache keys and values while generating (None: all of them)
+    # sum of kv heads x head dim over those layers where it differs between them (Gemma 4: head dim 256
+    # on its sliding-window layers, 512 on its full-attention ones); None: kv_layers x kv_heads x head_dim
+    kv_width: int | None = None
 
 
 def hf_config(path: str):
@@ -88,8 +91,8 @@ def model_shape(
         hidden=hidden,
         intermediate=int(getattr(text, "intermediate_size", 4 * hidden)),
         heads=heads,
-        kv_heads=int(getattr(text, "num_key_value_heads", None) or heads),
-        head_dim=int(getattr(text, "head_dim", None) or (hidden // heads if heads else 0)),
+        kv_heads=int(_setting(text, "num_key_value_heads") or heads),
+        head_dim=int(_setting(text, "head_dim") or (hidden // heads if heads else 0)),
         vocab=int(text.vocab_size),
         context=int(getattr(text, "max_position_embeddings", 0) or 0),
         largest_layer=largest,
@@ -97,7 +100,45 @@ def model_shape(
         eager_attention=getattr(model.config, "_attn_implementation", None) == "eager",
         attn_softcap=bool(getattr(text, "attn_logit_softcapping", None)),
         kv_layers=_kv_layers(cfg) if heads else 0,
+        kv_width=_kv_width(cfg, text) if heads else None,
     )
+
+
+def _per_layer(text) -> list | None:
+    """Each layer's view of `text` (transformers' per-layer configs, where Gemma 4 sets head_dim per
+    layer), or None where this transformers has none."""
+    try:
+        return list(getattr(text, "per_layer_config", None) or []) or None
+    except (AttributeError, RuntimeError, TypeError):
+        return None
+
+
+def _setting(text, name: str):
+    """`text.<name>`, or the largest of its per-layer values where the config sets it per layer (reading
+    the global one then raises transformers' AmbiguousGlobalPerLayerAttributeError, a RuntimeError)."""
+    try:
+        return getattr(text, name, None)
+    except RuntimeError:
+        values = [getattr(c, name, None) for c in _per_layer(text) or ()]
+        return max((v for v in values if v is not None), default=None)
+
+
+def _kv_width(cfg, text) -> int | None:
+    """Sum of kv heads x head dim over the layers that cache keys and values, each read from its own
+    layer's view, where they differ between layers; None where one value holds for all."""
+    from transformers.cache_utils import DynamicCache, DynamicLayer
+
+    per = _per_layer(text)
+    if per is None:
+        return None
+    try:
+        layers = DynamicCache(config=cfg).layers
+    except Exception:  # noqa: BLE001 - a layout this transformers cannot build: every layer caches
+        layers = []
+    caching = [i for i, x in enumerate(layers) if isinstance(x, DynamicLayer)] or range(len(per))
+    widths = [(getattr(per[i], "num_key_value_heads", None) or 0) * (getattr(per[i], "head_dim", None) or 0)
+              for i in caching]  # fmt: skip
+    return sum(widths) if len(set(widths)) > 1 and all(widths) else None  # (Qwen2's views have no head_dim)
 
 
 def _kv_layers(cfg) -> int | None:

@@ -250,3 +250,19 @@ def test_micro_batches_by_tokens_hold_as_many_full_rows_as_fit():
     assert rows("train.micro_tokens=100000") == rows()  # the row count still caps it
     batch = make_plan(_cfg(*demo, "train.micro_tokens=420")).batch
     assert batch["micro_batches_per_optimizer_step_per_rank"] == 8  # 32 rows, 4 at a time at most
+
+
+def test_a_config_with_per_layer_head_dims_is_read_per_layer():
+    """Gemma 4 sets head_dim per layer (its sliding-window layers and its full-attention ones differ);
+    reading the global value raises in transformers, which stopped the planner and so `reasonrl
+    train`. The KV cache is summed layer by layer; the activation estimate takes the largest."""
+    import transformers
+
+    text = dict(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=16, global_head_dim=32, sliding_window=8,
+                layer_types=["sliding_attention", "full_attention"], hidden_size_per_layer_input=8,
+                vocab_size_per_layer_input=100)  # fmt: skip
+    shape = model_shape("g", config=transformers.Gemma4Config(text_config=text))
+    assert (shape.head_dim, shape.kv_heads, shape.kv_layers, shape.kv_width) == (32, 2, 2, 2 * 16 + 2 * 32)
+    s = Settings(dtype="float32", micro_batch=2, seq_tokens=10, completion_tokens=6, generation_rows=3)
+    assert estimate(shape, s)["kv_cache"] == 3 * 10 * 2 * (2 * 16 + 2 * 32) * 4
