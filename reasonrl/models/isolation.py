@@ -26,6 +26,12 @@ import torch
 
 from reasonrl.errors import InputError
 
+
+class NonFiniteGradient(FloatingPointError):
+    """`dependence` met NaN / inf in the backward: what it measures is undefined, and training through
+    the same forward would get such gradients too."""
+
+
 LEAK = 1e-9  # dependence above which positions count as mixed: any (where they are apart it is exactly 0)
 
 
@@ -52,7 +58,9 @@ def dependence(model, inputs: dict, src: list[tuple[int, int]], dst: list[tuple[
     finally:
         handle.remove()
         model.train(was)
-    grad = grad.float().nan_to_num(0.0).norm(dim=-1)  # [rows, positions]
+    if not torch.isfinite(grad).all():
+        raise NonFiniteGradient(f"the gradient is not finite in {next(model.parameters()).dtype}")
+    grad = grad.float().norm(dim=-1)  # [rows, positions]
     on = lambda pairs: grad[tuple(torch.tensor(x, device=grad.device) for x in zip(*pairs))].norm()  # noqa: E731
     own = on(dst)
     return float(on(src) / own) if own > 0 else float("inf")
@@ -92,7 +100,15 @@ def check_padding(model, pad_id: int | None = 0, log=print) -> None:
     ids = torch.tensor([[pad_id] * 3 + real], device=device)
     attn = (torch.arange(ids.shape[1], device=device) >= 3).long()[None]
     inputs = dict(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0))
-    leak = dependence(model, inputs, src=[(0, j) for j in range(3)], dst=[(0, j) for j in range(3, 8)])
+    try:
+        leak = dependence(model, inputs, src=[(0, j) for j in range(3)], dst=[(0, j) for j in range(3, 8)])
+    except NonFiniteGradient as e:  # Gemma 3n with a zero pad embedding: mean(h ** 2) ** 0.5 of h = 0
+        raise InputError(
+            f"model {kind!r}: the backward of a row left-padded with pad id {pad_id} is not finite ({e}; "
+            "e.g. a norm without epsilon taken of a pad position whose embedding is zero), so training on "
+            "left-padded batches would get NaN gradients; give its tokenizer a pad_token whose embedding "
+            "is not zero (e.g. its EOS token)"
+        ) from None
     if leak > LEAK:
         raise InputError(
             f"model {kind!r}: a left-padded row's outputs depend on its padding (dependence {leak:.2g}: "
