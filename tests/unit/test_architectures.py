@@ -131,6 +131,8 @@ FAMILIES = {  # name: (config class, extra settings)
     "ernie4_5_moe": ("Ernie4_5_MoeConfig", {"moe_num_experts": 4, "moe_k": 2, "moe_intermediate_size": 32}),
     "deepseek_v2": ("DeepseekV2Config", {**MLA, "n_routed_experts": 4, "num_experts_per_tok": 2, **MOE_GROUPS}),
     "glm4_moe_lite": ("Glm4MoeLiteConfig", {**MLA, "n_routed_experts": 4, "num_experts_per_tok": 2, **MOE_GROUPS}),
+    # Mistral 4's only class is in transformers' image-text-to-text mapping: loaded through it (`causal_lm_class`)
+    "mistral4": ("Mistral4Config", {**MLA, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}),
     "longcat_flash": ("LongcatFlashConfig", {**MLA, "head_dim": 8, "num_layers": 2, "ffn_hidden_size": 64, "moe_topk": 2,
                                             "n_routed_experts": 4, "zero_expert_num": 2, "expert_ffn_hidden_size": 32}),
 }  # fmt: skip
