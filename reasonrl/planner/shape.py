@@ -73,12 +73,15 @@ def model_shape(
     largest = max((sum(p.numel() for p in layer.parameters()) for layer in layers), default=params)
     trainable = params
     if lora_rank > 0:  # "all-linear": every linear layer but the output head (peft's meaning)
+        from reasonrl.trainer.setup import language_linears
+
         targets = set(lora_targets or [])
         every = targets == {"all-linear"}
+        language = set(language_linears(model) or ()) if every else set()  # a multimodal model's
         head = model.get_output_embeddings()
         trainable = sum(lora_rank * (m.in_features + m.out_features) for name, m in model.named_modules()
                         if isinstance(m, torch.nn.Linear) and m is not head
-                        and (every or name.rsplit(".", 1)[-1] in targets))  # fmt: skip
+                        and (name in language if language else every or name.rsplit(".", 1)[-1] in targets))  # fmt: skip
     heads = int(getattr(text, "num_attention_heads", None) or 0)  # 0: a state-space model (Mamba)
     hidden = int(text.hidden_size)
     norms = [m for m in (layers[0].modules() if layers else ()) if "Norm" in type(m).__name__

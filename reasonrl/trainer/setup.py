@@ -54,7 +54,8 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
 
 
 def lora_targets(model, names: list[str]) -> str | list[str]:
-    """What peft gets for `model.lora.target_modules`: "all-linear", or the names, each of which must name a
+    """What peft gets for `model.lora.target_modules`: "all-linear" (a multimodal model: its language
+    model's linear layers by full name, `language_linears`), or the names, each of which must name a
     linear layer of the model (a name that matches none is a ConfigError listing the model's linear layers:
     peft would adapt the others without a word, e.g. only o_proj and down_proj of Phi-3 for the Llama
     names, or fail with its own error when none matches)."""
@@ -63,7 +64,7 @@ def lora_targets(model, names: list[str]) -> str | list[str]:
     from reasonrl.config import ConfigError
 
     if names == ["all-linear"]:
-        return "all-linear"
+        return language_linears(model) or "all-linear"
     linear = {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
     missing = [n for n in names if n not in linear]
     if missing or not names:
@@ -71,6 +72,27 @@ def lora_targets(model, names: list[str]) -> str | list[str]:
                           f"{type(model).__name__} (its linear layers: {sorted(linear)}); list some of those, "
                           "or [all-linear]")  # fmt: skip
     return names
+
+
+def language_linears(model) -> list[str] | None:
+    """The full names of a multimodal model's language-model linear layers, where linear layers other
+    than the output head lie outside its decoder (a vision tower, a projector: "all-linear" would put
+    adapters there that text prompts never train); None where the decoder holds them all."""
+    from reasonrl.models.loading import unwrapped
+
+    base = unwrapped(model)
+    try:
+        decoder = base.get_decoder()
+    except (AttributeError, NotImplementedError):
+        return None
+    if decoder is None or decoder is base:  # (Llama 4's get_decoder returns the causal LM itself)
+        return None
+    inside = {id(m) for m in decoder.modules()}
+    head = base.get_output_embeddings()
+    linear = [(n, m) for n, m in base.named_modules() if isinstance(m, torch.nn.Linear) and m is not head]
+    if all(id(m) in inside for _, m in linear):
+        return None
+    return [n for n, m in linear if id(m) in inside]
 
 
 def add_lora(model, spec):

@@ -66,3 +66,26 @@ def test_a_hybrid_trains_lora_on_its_mixers_too():
     assert {"q_proj", "o_proj", "in_proj_qkvz", "out_proj"} <= names and "lm_head" not in names
     base = lora.get_base_model()
     assert not base.lm_head.weight.requires_grad and isinstance(base.lm_head, torch.nn.Linear)
+
+
+@pytest.mark.parametrize("family", ["mistral3", "qwen3_vl"])
+def test_all_linear_on_a_multimodal_model_adapts_its_language_model_only(family):
+    """peft's all-linear would also put adapters on the vision tower and the projector, which text
+    prompts never train; reasonrl's default adapts the language model's linear layers, and the planner
+    counts what peft trains."""
+    model = _model(family)
+    names = lora_targets(model, ["all-linear"])
+    assert isinstance(names, list) and names and all(".language_model." in n for n in names)
+    vision = [
+        n
+        for n, m in model.named_modules()
+        if isinstance(m, torch.nn.Linear) and ("visual" in n or "vision" in n)
+    ]
+    assert vision  # there is a vision tower to leave alone
+    shape = model_shape("x", lora_rank=4, lora_targets=["all-linear"], config=model.config)
+    lora = add_lora(model, LoraSpec(rank=4))
+    trained = [n for n, p in lora.named_parameters() if p.requires_grad]
+    assert trained and all(".language_model." in n and ".lora_" in n for n in trained)
+    assert _adapted(lora) == set(LLAMA_NAMES)  # every projection of every language-model layer
+    assert shape.trainable == sum(p.numel() for p in lora.parameters() if p.requires_grad)
+    assert lora_targets(_model("llama"), ["all-linear"]) == "all-linear"  # a causal LM: peft's own
