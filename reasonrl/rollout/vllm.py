@@ -211,8 +211,18 @@ class VLLMRolloutEngine:
         else:  # on CPU this is RAM; an explicit size also skips the warm-up pass
             kwargs["kv_cache_memory_bytes"] = int(kv_cache_gb * (1 << 30))
         threads = torch.get_num_threads()
-        self.llm = vllm.LLM(**kwargs)
-        torch.set_num_threads(threads)  # vLLM lowers it "for serving"; training shares this process
+        try:
+            self.llm = vllm.LLM(**kwargs)
+        except Exception as e:  # e.g. a model class this vLLM build cannot inspect: one line, not pages
+            from reasonrl.config import ConfigError
+
+            if self._tmp is not None:
+                self._tmp.cleanup()
+            names = getattr(model.config, "architectures", None) or [type(model).__name__]
+            raise ConfigError(f"rollout.engine=vllm: vLLM {vllm.__version__} could not build {', '.join(names)} "
+                              f"({type(e).__name__}: {' '.join(str(e).split())[:400]}); set rollout.engine=hf") from e  # fmt: skip
+        finally:
+            torch.set_num_threads(threads)  # vLLM lowers it "for serving"; training shares this process
         self.engine_dtype = getattr(torch, dtype)
         if not self.cuda and (moe := self.llm.collective_rpc(_moe_on_cpu)[0]):
             from reasonrl.config import ConfigError

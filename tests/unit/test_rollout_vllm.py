@@ -186,3 +186,13 @@ def test_reasonrl_eval_with_the_vllm_engine_equals_hf(tmp_path):
     assert len(samples["hf"]) == 24 and len({s[2] for s in samples["hf"]}) > 3  # varied completions
     assert samples["vllm"] == samples["hf"]
     assert samples["vllm_table"] == samples["hf_table"]
+
+
+def test_a_model_vllm_cannot_build_is_a_one_line_error_naming_the_way_out(tmp_path):
+    out = _run(tmp_path / "m", "unbuildable")
+    assert (
+        out["error"].startswith("rollout.engine=vllm: vLLM ")
+        and "could not build MistralForCausalLM" in out["error"]
+    )
+    assert "failed to be inspected" in out["error"] and out["error"].endswith("set rollout.engine=hf")
+    assert "\n" not in out["error"] and out["threads"] == 2  # torch's threads as they were

