@@ -78,16 +78,11 @@ def language_linears(model) -> list[str] | None:
     """The full names of a multimodal model's language-model linear layers, where linear layers other
     than the output head lie outside its decoder (a vision tower, a projector: "all-linear" would put
     adapters there that text prompts never train); None where the decoder holds them all."""
+    from reasonrl.engines.output_head import decoder
     from reasonrl.models.loading import unwrapped
 
     base = unwrapped(model)
-    try:
-        decoder = base.get_decoder()
-    except (AttributeError, NotImplementedError):
-        return None
-    if decoder is None or decoder is base:  # (Llama 4's get_decoder returns the causal LM itself)
-        return None
-    inside = {id(m) for m in decoder.modules()}
+    inside = {id(m) for m in decoder(base).modules()}
     head = base.get_output_embeddings()
     linear = [(n, m) for n, m in base.named_modules() if isinstance(m, torch.nn.Linear) and m is not head]
     if all(id(m) in inside for _, m in linear):
