@@ -5,7 +5,7 @@ forward computes.
 Owns: `decoder` (the module giving the last hidden states), `head_logprobs` (log-probs and entropy of the targets, a chunk of positions at a time through the
 head, each chunk's logits recomputed in backward), `head_logits` (the head plus what some models do to
 its output inside their forward: Gemma 2/3's final logit soft-capping, Cohere's `logit_scale`,
-Granite's `logits_scaling`) and `check_output_head` (run once before training: the model's own logits
+Granite's `logits_scaling`, Inkling's width multiplier and padded vocabulary) and `check_output_head` (run once before training: the model's own logits
 on a short probe against `head_logits` of its last hidden states; a model whose forward changes the
 logits in any other way is refused, naming the setting, instead of training on wrong log-probs).
 Does not own: which hidden states (`engines.single.last_hidden`, `engines.packing`).
@@ -22,9 +22,10 @@ PROBE_TOKENS = 8
 TOLERANCE = 1e-3  # of the largest logit: the same ops on the same inputs differ by rounding only
 
 
-def logit_transform(model) -> tuple[float, float | None]:
-    """(scale, softcap) the model's forward applies to its head's output: logits = head(h) * scale,
-    then softcap * tanh(logits / softcap) when softcap is set."""
+def logit_transform(model) -> tuple[float, float, float | None, int | None]:
+    """(divisor, scale, softcap, vocab): what the model's forward does around its head. logits =
+    head(h / divisor) * scale, then softcap * tanh(logits / softcap) when softcap is set, then the first
+    `vocab` logits when vocab is set (a head padded past the tokenizer's vocabulary)."""
     from reasonrl.models.loading import text_config
 
     cfg = text_config(model.config)
@@ -32,22 +33,31 @@ def logit_transform(model) -> tuple[float, float | None]:
     if getattr(cfg, "logits_scaling", None):  # Granite: logits / logits_scaling
         scale /= float(cfg.logits_scaling)
     cap = getattr(cfg, "final_logit_softcapping", None)  # Gemma 2, Gemma 3
-    return scale, (float(cap) if cap else None)
+    # Inkling: h / logits_mup_width_multiplier into the head, its output cut to unpadded_vocab_size
+    divisor = float(getattr(cfg, "logits_mup_width_multiplier", None) or 1.0)
+    vocab = getattr(cfg, "unpadded_vocab_size", None)
+    return divisor, scale, (float(cap) if cap else None), (int(vocab) if vocab else None)
 
 
 def decoder(model):
     """The module whose first output is the last hidden states (after the final norm: what the head
-    reads): `get_decoder()`, or the causal LM's `model` where that returns the causal LM itself (Llama 4's
-    text model in transformers 5.19, whose base-model prefix names a module it does not have)."""
+    reads): `get_decoder()`, or the causal LM's `model` where that returns a causal LM, whose first
+    output is logits: Llama 4's text model returns itself in transformers 5.19 (its base-model prefix
+    names a module it does not have), and Llama 4's multimodal model its language model, a causal LM."""
     found = model.get_decoder()
     inner = unwrapped(model)
     if found is model or found is inner:
         found = getattr(inner, "model", found)
+    elif hasattr(found, "get_output_embeddings") and found.get_output_embeddings() is not None:
+        found = getattr(found, "model", found)
     return found
 
 
-def head_logits(head, hidden: torch.Tensor, scale: float = 1.0, softcap: float | None = None) -> torch.Tensor:
-    logits = head(hidden)
+def head_logits(head, hidden: torch.Tensor, divisor: float = 1.0, scale: float = 1.0, softcap: float | None = None,
+                vocab: int | None = None) -> torch.Tensor:  # fmt: skip
+    logits = head(hidden / divisor if divisor != 1.0 else hidden)
+    if vocab is not None and vocab < logits.shape[-1]:
+        logits = logits[..., :vocab]
     if scale != 1.0:
         logits = logits * scale
     if softcap is not None:
@@ -55,10 +65,8 @@ def head_logits(head, hidden: torch.Tensor, scale: float = 1.0, softcap: float |
     return logits
 
 
-def _chunk_logprobs(head, hidden, targets, with_entropy: bool, entropy_grad: bool, scale: float, softcap):
-    lp, ent = logprobs_and_entropy(
-        head_logits(head, hidden, scale, softcap), targets, with_entropy, entropy_grad
-    )
+def _chunk_logprobs(head, hidden, targets, with_entropy: bool, entropy_grad: bool, *transform):
+    lp, ent = logprobs_and_entropy(head_logits(head, hidden, *transform), targets, with_entropy, entropy_grad)
     return (lp, ent) if with_entropy else (lp,)
 
 
@@ -70,11 +78,11 @@ def head_logprobs(
     in backward."""
     from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
-    head, (scale, softcap) = model.get_output_embeddings(), logit_transform(model)
+    head, transform = model.get_output_embeddings(), logit_transform(model)
     lps, ents = [], []
     for s in range(0, targets.shape[-1], chunk):
         args = (head, hidden[..., s : s + chunk, :], targets[..., s : s + chunk], with_entropy, entropy_grad,
-                scale, softcap)  # fmt: skip
+                *transform)  # fmt: skip
         # no early stop: the recomputation runs the whole chunk (a compiled log-prob function must
         # not be interrupted half-way by checkpoint's stop signal)
         with autocast(), set_checkpoint_early_stop(False):

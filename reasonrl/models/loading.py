@@ -63,14 +63,18 @@ def attention_kwargs(config) -> dict:
 def causal_lm_class(config):
     """transformers' auto class that builds `config`'s model for generating text: AutoModelForCausalLM,
     or AutoModelForImageTextToText for a multimodal model that has no causal-LM class (Mistral 3,
-    Qwen3-VL, GLM-4.5V, ...): it generates from text alone too, and trains on text prompts with the
-    vision tower unused (and saved as it was)."""
+    Qwen3-VL, GLM-4.5V, ...) or whose checkpoint was saved from its image-text-to-text class where
+    the causal-LM class is the language model alone (Qwen3.5, Llama 4): it generates from text alone
+    too, and trains on text prompts with the vision tower unused, so checkpoints and exports are the
+    whole model again, under the names it was loaded with (vision tower as it was)."""
     from transformers import AutoModelForCausalLM
     from transformers.models.auto import modeling_auto as auto
 
     kind = getattr(config, "model_type", None)
     causal = auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-    if kind not in causal and kind in getattr(auto, "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", {}):
+    multimodal = getattr(auto, "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", {})
+    saved_as = (getattr(config, "architectures", None) or [None])[0]
+    if kind in multimodal and (kind not in causal or saved_as == multimodal[kind] != causal[kind]):
         from transformers import AutoModelForImageTextToText
 
         return AutoModelForImageTextToText

@@ -113,7 +113,7 @@ def test_a_head_the_chunked_logprobs_would_get_wrong_is_refused_before_any_step(
     from reasonrl.config import ConfigError
     from reasonrl.engines import output_head
 
-    monkeypatch.setattr(output_head, "logit_transform", lambda m: (2.0, None))
+    monkeypatch.setattr(output_head, "logit_transform", lambda m: (1.0, 2.0, None, None))
     with pytest.raises(
         ConfigError, match=r"model\.logprob_chunk: Qwen2ForCausalLM's forward .* of the largest"
     ):
@@ -212,39 +212,52 @@ def test_entropy_metric_can_be_turned_off_without_changing_training(tiny_model_d
     assert bonus[1]["actor/entropy"] > 0
 
 
-def test_a_multimodal_model_without_a_causal_lm_class_trains_on_text(tiny_model_dir, tmp_path):
+@pytest.mark.parametrize("family", ["mistral3", "qwen3_5"])
+def test_a_multimodal_model_trains_on_text_and_saves_the_whole_model(family, tiny_model_dir, tmp_path):
     """Mistral 3 (Mistral Small 3.x, Magistral) ships only as an image-text-to-text model, which
-    AutoModelForCausalLM refuses. It loads as that model and trains on text prompts, packed, on the
-    log-probs it sampled; its checkpoint is the whole multimodal model again, language weights trained,
-    vision tower as it was."""
+    AutoModelForCausalLM refuses; Qwen3.5's causal-LM class is its language model alone, which would
+    drop the vision tower from every checkpoint and export. Each loads as the class it was saved from
+    and trains on text prompts (Mistral 3 packed) on the log-probs it sampled; its checkpoint is the
+    whole multimodal model again, language weights trained, vision tower as it was."""
     import transformers
 
     from reasonrl.models.loading import load_policy
 
     tok = transformers.AutoTokenizer.from_pretrained(tiny_model_dir)
-    text = dict(model_type="mistral", vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=256,
-                eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)  # fmt: skip
-    vision = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, head_dim=8,
-                  patch_size=4, image_size=16)  # fmt: skip
+    text = dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=8, max_position_embeddings=256, eos_token_id=tok.eos_token_id,
+                pad_token_id=tok.pad_token_id)  # fmt: skip
+    if family == "mistral3":
+        vision = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, head_dim=8,
+                      patch_size=4, image_size=16)  # fmt: skip
+        cfg = transformers.Mistral3Config(text_config=dict(text, model_type="mistral"), vision_config=vision)
+        with pytest.raises(ValueError, match="Unrecognized configuration class"):
+            transformers.AutoModelForCausalLM.from_config(cfg)
+        packing = ("model.pack_tokens=64",)
+    else:  # Gated DeltaNet beside attention: packing refused
+        text.update(layer_types=["linear_attention", "full_attention"], linear_num_value_heads=2, linear_num_key_heads=2,
+                    linear_key_head_dim=8, linear_value_head_dim=8)  # fmt: skip
+        vision = dict(depth=1, hidden_size=16, intermediate_size=32, num_heads=2, out_hidden_size=32, patch_size=4,
+                      num_position_embeddings=16)  # fmt: skip
+        cfg = transformers.Qwen3_5Config(text_config=text, vision_config=vision)
+        packing = ()
+    cls = getattr(transformers, type(cfg).__name__.replace("Config", "ForConditionalGeneration"))
     torch.manual_seed(0)
-    cfg = transformers.Mistral3Config(text_config=text, vision_config=vision)
-    with pytest.raises(ValueError, match="Unrecognized configuration class"):
-        transformers.AutoModelForCausalLM.from_config(cfg)
-    transformers.Mistral3ForConditionalGeneration(cfg).save_pretrained(tmp_path / "m3")
-    tok.save_pretrained(tmp_path / "m3")
+    cls(cfg).save_pretrained(tmp_path / "mm")
+    tok.save_pretrained(tmp_path / "mm")
     run = tmp_path / "run"
     # an entropy bonus: a random model's rewards are all 0, which alone would leave its weights as they were
-    hist = train(_cfg(tmp_path / "m3", run, 2, "model.pack_tokens=64", "algo.entropy_coef=0.01"),
-                 log=lambda *a: None)["history"]  # fmt: skip
+    hist = train(_cfg(tmp_path / "mm", run, 2, *packing, "algo.entropy_coef=0.01"), log=lambda *a: None)[
+        "history"
+    ]
     steps = [h for h in hist if "rollout/logprob_gap_max" in h]
     assert len(steps) == 2 and max(h["rollout/logprob_gap_max"] for h in steps) < 1e-4
-    before, _ = load_policy(str(tmp_path / "m3"), device="cpu", log=lambda *a: None)
+    before, _ = load_policy(str(tmp_path / "mm"), device="cpu", log=lambda *a: None)
     after, _ = load_policy(str(list_checkpoints(run)[-1]), device="cpu", log=lambda *a: None)
-    assert type(after).__name__ == "Mistral3ForConditionalGeneration"
+    assert type(after) is cls and type(before) is cls
     a, b = before.state_dict(), after.state_dict()
     assert a.keys() == b.keys()
-    vision_keys = [k for k in a if "vision_tower" in k or "multi_modal_projector" in k]
+    vision_keys = [k for k in a if "vision_tower" in k or "multi_modal_projector" in k or ".visual." in k]
     language = [k for k in a if "language_model" in k]
     assert vision_keys and all(torch.equal(a[k], b[k]) for k in vision_keys)
     assert sum(not torch.equal(a[k], b[k]) for k in language) > len(language) // 2

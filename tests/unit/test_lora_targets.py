@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_architectures import HYBRIDS, _model
+from _families import HYBRIDS, MULTIMODAL
+from test_architectures import _model, _multimodal_config
 
 from reasonrl.config import ConfigError, LoraSpec
 from reasonrl.planner.shape import model_shape
@@ -68,14 +69,21 @@ def test_a_hybrid_trains_lora_on_its_mixers_too():
     assert not base.lm_head.weight.requires_grad and isinstance(base.lm_head, torch.nn.Linear)
 
 
-@pytest.mark.parametrize("family", ["mistral3", "qwen3_vl"])
+@pytest.mark.parametrize("family", ["mistral3", "qwen3_vl", "qwen3_5", "llama4"])
 def test_all_linear_on_a_multimodal_model_adapts_its_language_model_only(family):
     """peft's all-linear would also put adapters on the vision tower and the projector, which text
     prompts never train; reasonrl's default adapts the language model's linear layers, and the planner
     counts what peft trains."""
-    model = _model(family)
+    from reasonrl.models.loading import causal_lm_class
+
+    cfg = _multimodal_config(family)
+    cfg.architectures = [
+        MULTIMODAL[family][3]
+    ]  # as a hub checkpoint's config names the class it was saved from
+    torch.manual_seed(0)
+    model = causal_lm_class(cfg).from_config(cfg)
     names = lora_targets(model, ["all-linear"])
-    assert isinstance(names, list) and names and all(".language_model." in n for n in names)
+    assert isinstance(names, list) and names and all("language_model." in n for n in names)
     vision = [
         n
         for n, m in model.named_modules()
@@ -85,7 +93,10 @@ def test_all_linear_on_a_multimodal_model_adapts_its_language_model_only(family)
     shape = model_shape("x", lora_rank=4, lora_targets=["all-linear"], config=model.config)
     lora = add_lora(model, LoraSpec(rank=4))
     trained = [n for n, p in lora.named_parameters() if p.requires_grad]
-    assert trained and all(".language_model." in n and ".lora_" in n for n in trained)
-    assert _adapted(lora) == set(LLAMA_NAMES)  # every projection of every language-model layer
+    assert trained and all("language_model." in n and ".lora_" in n for n in trained)
+    if family in ("mistral3", "qwen3_vl"):  # every projection of every language-model layer
+        assert _adapted(lora) == set(LLAMA_NAMES)
+    else:  # Qwen3.5's linear attention, Llama 4's experts and shared expert besides
+        assert {"q_proj", "k_proj", "v_proj", "o_proj"} < _adapted(lora)
     assert shape.trainable == sum(p.numel() for p in lora.parameters() if p.requires_grad)
     assert lora_targets(_model("llama"), ["all-linear"]) == "all-linear"  # a causal LM: peft's own

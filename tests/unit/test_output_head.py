@@ -1,6 +1,7 @@
 """The logits-free log-probs (`model.logprob_chunk`) go through the output head outside the model's
-forward, so they must apply what the forward does to the head's output: Gemma 2's final soft-capping,
-Cohere's logit_scale, Granite's logits_scaling. Without that they were silently wrong (a chunked run
+forward, so they must apply what the forward does around the head: Gemma 2's final soft-capping,
+Cohere's logit_scale, Granite's logits_scaling, Inkling's hidden states divided by its width
+multiplier and its logits cut to the unpadded vocabulary (before: refused, 23x the largest logit off). Without that they were silently wrong (a chunked run
 trained on other log-probs than the model's). Checked against the plain path (the model's own logits),
 chunked and packed; a model that changes its logits in an unknown way is refused before training."""
 
@@ -11,6 +12,7 @@ import functools
 import pytest
 import torch
 
+from reasonrl.config import ConfigError
 from reasonrl.engines.output_head import check_output_head, logit_transform
 from reasonrl.engines.packing import packed_logprobs
 from reasonrl.engines.single import completion_logprobs
@@ -30,8 +32,19 @@ def _model(kind: str):
         "cohere": lambda: tf.CohereConfig(**COMMON, logit_scale=3.0),
         "granite": lambda: tf.GraniteConfig(**COMMON, logits_scaling=4.0),
         "qwen2": lambda: tf.Qwen2Config(**COMMON),
+        # Thinking Machines' Inkling: a head 128 wider than the vocabulary it samples from
+        "inkling": lambda: tf.InklingTextConfig(
+            **{**COMMON, "vocab_size": 128},
+            head_dim=8,
+            unpadded_vocab_size=101,
+            logits_mup_width_multiplier=6.0,
+        ),
     }[kind]()
-    return tf.AutoModelForCausalLM.from_config(cfg).float()
+    model = tf.AutoModelForCausalLM.from_config(cfg).float()
+    if kind == "inkling":  # weights large enough that dividing the hidden states changes the log-probs
+        with torch.no_grad():
+            model.lm_head.weight.normal_(0.0, 1.0)
+    return model
 
 
 def _batch():
@@ -43,20 +56,26 @@ def _batch():
     return TrainBatch(input_ids=ids, attention_mask=attn, mask=attn[:, 4:].bool(), prompt_len=4)
 
 
-@pytest.mark.parametrize("kind", ["gemma2", "cohere", "granite"])
+@pytest.mark.parametrize("kind", ["gemma2", "cohere", "granite", "inkling"])
 def test_chunked_and_packed_logprobs_apply_the_models_logit_transform(kind):
     model, batch = _model(kind), _batch()
-    scale, cap = logit_transform(model)
-    assert (scale, cap) == {"gemma2": (1.0, 0.3), "cohere": (3.0, None), "granite": (0.25, None)}[kind]
+    assert logit_transform(model) == {"gemma2": (1.0, 1.0, 0.3, None), "cohere": (1.0, 3.0, None, None),
+                                      "granite": (1.0, 0.25, None, None), "inkling": (6.0, 1.0, None, 101)}[kind]  # fmt: skip
     plain, plain_ent = completion_logprobs(model, batch, with_entropy=True)  # the model's own logits
     mask = batch.mask
-    for fn in (functools.partial(completion_logprobs, chunk=3), functools.partial(packed_logprobs, chunk=3)):
+    forwards = [functools.partial(completion_logprobs, chunk=3), functools.partial(packed_logprobs, chunk=3)]
+    for fn in forwards[:1] if kind == "inkling" else forwards:  # Inkling's convolutions are refused packing
         lp, ent = fn(model, batch, with_entropy=True)
         torch.testing.assert_close(lp[mask], plain[mask], rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(ent[mask], plain_ent[mask], rtol=1e-5, atol=1e-5)
     # the transform matters here: the head's raw output gives other log-probs
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("reasonrl.engines.output_head.logit_transform", lambda m: (1.0, None))
+        mp.setattr("reasonrl.engines.output_head.logit_transform", lambda m: (1.0, 1.0, None, None))
+        if kind == "inkling":  # the whole head's output: a shape the check refuses
+            with pytest.raises(
+                ConfigError, match=r"logits of shape \(1, 8, 101\), the head gives \(1, 8, 128\)"
+            ):
+                check_output_head(model)
         raw, _ = completion_logprobs(model, batch, chunk=3)
     assert (raw[mask] - plain[mask]).abs().max() > 1e-2
     check_output_head(model)  # and the check before training passes
