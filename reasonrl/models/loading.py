@@ -81,6 +81,26 @@ def causal_lm_class(config):
     return AutoModelForCausalLM
 
 
+def unclamp_time_steps(model, log=print) -> int:
+    """Give every Mamba-2 mixer the time-step limit (0, inf) its one-token decoding step already works
+    with; returns how many mixers changed. transformers' Mamba-2 mixers clamp dt to `time_step_limit` in
+    the chunked scan (prefill, and every training forward) but not in the step that decodes one token,
+    and Nemotron-H's and Zamba2's set that limit's floor to `time_step_min` (their configs' dt_bias
+    initialisation range; Nemotron-H's own `time_step_limit` setting, (0, inf), goes unread): sampled
+    log-probs then came from another model than the trained ones (0.02 nats apart on a tiny model).
+    Unclamped, both are the model vLLM and mamba_ssm's Mamba2 (dt_limit (0, inf)) run."""
+    changed = 0
+    for module in model.modules():
+        limit = getattr(module, "time_step_limit", None)
+        if limit is not None and hasattr(module, "dt_bias") and tuple(limit) != (0.0, float("inf")):
+            module.time_step_limit = (0.0, float("inf"))
+            changed += 1
+    if changed:
+        log(f"{type(model).__name__}: {changed} Mamba-2 mixers clamped dt outside decoding only; "
+            "now unclamped everywhere, so sampled and trained log-probs come from one model")  # fmt: skip
+    return changed
+
+
 DTYPE_NAMES = ("float32", "bfloat16", "float16")  # model.dtype choices: names of torch dtypes
 
 
@@ -108,6 +128,7 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
         path, config=config, dtype=dtype_, **attention_kwargs(config)
     )
     model.to(resolve_device(device))
+    unclamp_time_steps(model, log=log)
     if model.generation_config is not None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
     from reasonrl.models.isolation import check_padding

@@ -228,11 +228,9 @@ ATTENTION_FREE = ("mamba", "mamba2", "falcon_mamba")  # nothing reaches segment 
 PACK_FAILS = (
     "qwen4_exp",
 )  # a pack stops on an error in the model's code (its indexer wants an attention mask)
-# A state carried step by step (sampling) and the same scan over the whole sequence at once (training) round
-# differently: up to 3e-5 in fp32 (Qwen3-Next's gated delta rule). In these two, transformers' cached
-# Mamba-2 step and its chunked scan (the CPU reference kernels) differ by up to ~0.02 nats, with `generate`
-# as with our decode loop (one row, no padding, too). Every training forward still agrees with the others.
-SAMPLER_GAP = {"nemotron_h": 0.05, "zamba2": 0.05}
+# Mamba-2 mixers that clamp dt outside decoding only (transformers' Nemotron-H and Zamba2): `load_policy`
+# unclamps them (`models.loading.unclamp_time_steps`); before, sampled log-probs were up to ~0.02 nats off.
+CLAMPED_TIME_STEPS = ("nemotron_h", "zamba2")
 LEFT_PADDING_BREAKS = {  # a left-padded row's outputs change with its padding (in transformers itself)
     "rwkv": ("RwkvConfig", {"attention_hidden_size": 32, "context_length": 64}),
     "recurrent_gemma": ("RecurrentGemmaConfig", {"block_types": ["recurrent", "attention"], "lru_width": 32,
