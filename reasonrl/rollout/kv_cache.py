@@ -86,9 +86,10 @@ def kv_cache(model, capacity: int) -> DynamicCache | None:
     """transformers' DynamicCache for `model`'s config (sliding-window, hybrid or linear-attention
     layers as transformers lays them out) with each plain full-attention layer a `GrowingLayer` holding
     `capacity` positions; None (transformers builds its own) if the config cannot be read that way or
-    the model keeps a cache of its own kind (MiniMax's; Mamba's `cache_params`, RWKV's `state`)."""
+    the model keeps a cache of its own kind (Mamba's `cache_params`, RWKV's `state`; MiniMax's is built
+    here, `_minimax_cache`)."""
     if not takes_dynamic_cache(model):
-        return None
+        return _minimax_cache(model)
     try:
         cache = DynamicCache(config=model.config)
     except Exception:  # noqa: BLE001 - an architecture this transformers cannot lay out: its own default
@@ -99,3 +100,29 @@ def kv_cache(model, capacity: int) -> DynamicCache | None:
     elif cache.layer_class_to_replicate is DynamicLayer:
         cache.layer_class_to_replicate = layer
     return cache
+
+
+def _minimax_cache(model):
+    """MiniMax's own cache (MiniMax-Text-01, MiniMax-M1: linear attention beside full attention) reading
+    the lengths of the cached keys off its first full-attention layer, or None for any other model.
+    transformers' MiniMaxCache keeps the linear layers' states beside empty key slots and answers the
+    mask builder's length questions from layer 0, a linear layer: every decoding step then built a mask
+    one position long, which attends to all cached keys, left padding included (3-6 nats off the full
+    forward's log-probs for a left-padded row; unpadded rows are right either way)."""
+    from reasonrl.models.loading import text_config
+
+    if getattr(model.config, "model_type", None) != "minimax":
+        return None
+    from transformers.models.minimax.modeling_minimax import MiniMaxCache
+
+    types = getattr(text_config(model.config), "layer_types", None) or []
+    first = next((i for i, t in enumerate(types) if t == "full_attention"), 0)
+
+    class Cache(MiniMaxCache):
+        def get_seq_length(self, layer_idx: int = 0) -> int:
+            return super().get_seq_length(layer_idx or first)
+
+        def get_mask_sizes(self, query_length: int, layer_idx: int = 0) -> tuple[int, int]:
+            return super().get_mask_sizes(query_length, layer_idx or first)
+
+    return Cache()

@@ -191,6 +191,9 @@ HYBRIDS = {  # name: (config class, extra settings); COMMON without head_dim
     "mamba": ("MambaConfig", {"state_size": 8}),  # no attention at all (nor a DynamicCache: `cache_params`)
     "mamba2": ("Mamba2Config", {"num_heads": 8, "head_dim": 8, "state_size": 8, "chunk_size": 8, "n_groups": 1}),
     "falcon_mamba": ("FalconMambaConfig", {"state_size": 8}),
+    # MiniMax-Text-01 / MiniMax-M1: lightning (linear) attention in blocks (of 4 here) beside full attention
+    "minimax": ("MiniMaxConfig", {"layer_types": LINEAR, "head_dim": 8, "num_local_experts": 4, "num_experts_per_tok": 2,
+                                  "block_size": 4}),
     "zaya": ("ZayaConfig", {}),  # Zyphra's ZAYA1
     "inkling": ("InklingTextConfig", {"head_dim": 8, "unpadded_vocab_size": 38}),  # Thinking Machines: a wider head
     # Qwen4-Exp: Gated DeltaNet, hyper-connections, hashed n-gram embeddings, and an indexer over compressed blocks
