@@ -32,6 +32,11 @@ class NonFiniteGradient(FloatingPointError):
     the same forward would get such gradients too."""
 
 
+class PadGradientNotFinite(InputError):
+    """`check_padding`: the backward of a row left-padded with this pad id is not finite (another pad
+    token may do: `models.loading.load_policy` tries the EOS token)."""
+
+
 LEAK = 1e-9  # dependence above which positions count as mixed: any (where they are apart it is exactly 0)
 
 
@@ -103,7 +108,7 @@ def check_padding(model, pad_id: int | None = 0, log=print) -> None:
     try:
         leak = dependence(model, inputs, src=[(0, j) for j in range(3)], dst=[(0, j) for j in range(3, 8)])
     except NonFiniteGradient as e:  # Gemma 3n with a zero pad embedding: mean(h ** 2) ** 0.5 of h = 0
-        raise InputError(
+        raise PadGradientNotFinite(
             f"model {kind!r}: the backward of a row left-padded with pad id {pad_id} is not finite ({e}; "
             "e.g. a norm without epsilon taken of a pad position whose embedding is zero), so training on "
             "left-padded batches would get NaN gradients; give its tokenizer a pad_token whose embedding "

@@ -113,8 +113,9 @@ def torch_dtype(name: str):
 
 
 def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=print):
-    """(model, tokenizer) on the chosen device, tokenizer padded on the left for generation; InputError
-    for a model whose left-padded rows depend on their padding (`models.isolation.check_padding`)."""
+    """(model, tokenizer) on the chosen device, tokenizer padded on the left for generation (with its EOS
+    token where its pad token's backward is not finite: `pad_with_a_finite_backward`); InputError for a
+    model whose left-padded rows depend on their padding (`models.isolation.check_padding`)."""
     from transformers import AutoConfig, AutoTokenizer
 
     path = resolve_model_path(path, log=log)
@@ -129,9 +130,25 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
     )
     model.to(resolve_device(device))
     unclamp_time_steps(model, log=log)
+    pad_with_a_finite_backward(model, tokenizer, log=log)  # every batch is left-padded
     if model.generation_config is not None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
-    from reasonrl.models.isolation import check_padding
-
-    check_padding(model, tokenizer.pad_token_id, log=log)  # every batch is left-padded
     return model, tokenizer
+
+
+def pad_with_a_finite_backward(model, tokenizer, log=print) -> None:
+    """`models.isolation.check_padding` with the tokenizer's pad token; where left padding with it gives
+    NaN gradients (Gemma 3n: a pad embedding of zeros, as `padding_idx` keeps it, then a norm without
+    epsilon), the EOS token pads instead if it passes, and the log says so; else the check's error."""
+    from reasonrl.models.isolation import PadGradientNotFinite, check_padding
+
+    try:
+        check_padding(model, tokenizer.pad_token_id, log=log)
+    except PadGradientNotFinite:
+        eos = tokenizer.eos_token_id
+        if eos is None or eos == tokenizer.pad_token_id:
+            raise
+        check_padding(model, eos, log=log)
+        log(f"{type(model).__name__}: left padding with pad token {tokenizer.pad_token!r} gives NaN gradients (its "
+            f"embedding is zero); padding with the EOS token {tokenizer.eos_token!r} instead")  # fmt: skip
+        tokenizer.pad_token = tokenizer.eos_token

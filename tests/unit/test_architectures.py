@@ -260,6 +260,31 @@ def test_a_non_finite_backward_under_left_padding_is_named_not_taken_for_a_leak(
         check_padding(model, pad_id=1)
 
 
+def test_loading_a_model_whose_pad_token_gives_nan_gradients_pads_with_its_eos_token(
+    tiny_model_and_tokenizer, tmp_path
+):
+    """`load_policy` falls back to the EOS token as pad where the tokenizer's own pad token gives NaN
+    gradients (Gemma 3n, pad embedding zero), and says so; it refused the model before."""
+    import transformers
+
+    from reasonrl.models.loading import load_policy
+
+    _, tok = tiny_model_and_tokenizer
+    assert (tok.pad_token_id, tok.eos_token_id) == (0, 1)
+    cls, extra = FAMILIES["gemma3n"]
+    settings = {**COMMON, **extra, "vocab_size": len(tok), "vocab_size_per_layer_input": len(tok)}
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(getattr(transformers, cls)(**settings)).save_pretrained(
+        tmp_path
+    )
+    tok.save_pretrained(tmp_path)
+    logs = []
+    model, loaded = load_policy(str(tmp_path), device="cpu", log=logs.append)
+    assert model.get_input_embeddings().weight[0].abs().max() == 0  # the pad embedding, zero as saved
+    assert loaded.pad_token_id == 1 and model.generation_config.pad_token_id == 1
+    assert any("padding with the EOS token '<|endoftext|>' instead" in line for line in logs)
+
+
 @pytest.mark.parametrize("family", list(LEFT_PADDING_BREAKS))
 def test_a_model_that_left_padding_changes_is_refused(family):
     model = _model(family)
