@@ -144,6 +144,23 @@ FAMILIES = {  # name: (config class, extra settings)
                                ("nemotron", "NemotronConfig"), ("persimmon", "PersimmonConfig"), ("helium", "HeliumConfig"),
                                ("jetmoe", "JetMoeConfig"), ("granitemoeshared", "GraniteMoeSharedConfig"),
                                ("diffllama", "DiffLlamaConfig"), ("doge", "DogeConfig")]},
+    # the GPT-2 era, under the old setting names
+    "gpt2": ("GPT2Config", {"n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64, "n_inner": 64}),
+    "gpt_bigcode": ("GPTBigCodeConfig", {"n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64, "n_inner": 64}),
+    "opt": ("OPTConfig", {"ffn_dim": 64, "word_embed_proj_dim": 32}),
+    "biogpt": ("BioGptConfig", {}),
+}  # fmt: skip
+# attention code of their own, outside transformers' attention interface: refused packing (a pack could not be
+# kept apart), padded and chunked as every family
+LEGACY_ATTENTION = {
+    "bloom": ("BloomConfig", {"n_layer": 2, "n_head": 4}),
+    "codegen": ("CodeGenConfig", {"n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64, "n_inner": 64, "n_ctx": 64,
+                                  "rotary_dim": 4}),
+    "gptj": ("GPTJConfig", {"n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64, "n_inner": 64, "rotary_dim": 4}),
+    "gpt_neo": ("GPTNeoConfig", {"num_layers": 2, "num_heads": 4, "attention_types": [[["global", "local"], 1]],
+                                 "window_size": 4}),
+    "mpt": ("MptConfig", {"d_model": 32, "max_seq_len": 64, "expansion_ratio": 2}),
+    "xglm": ("XGLMConfig", {"d_model": 32, "num_layers": 2, "ffn_dim": 64}),
 }  # fmt: skip
 FORWARD_GAP = {
     "hrm_text": 5e-5

@@ -26,6 +26,7 @@ from _families import (
     FORWARD_GAP,
     HYBRIDS,
     LEFT_PADDING_BREAKS,
+    LEGACY_ATTENTION,
     MULTIMODAL,
     NAMED_ATTENTION,
     NO_PACKING,
@@ -64,10 +65,11 @@ def _model(family: str, spread: bool = True):
 
     from reasonrl.models.loading import causal_lm_class
 
+    with_head_dim = {**FAMILIES, **NO_PACKING, **NAMED_ATTENTION, **COMPRESSED, **LEGACY_ATTENTION}
     if family in MULTIMODAL:
         cfg = _multimodal_config(family)
-    elif family in FAMILIES or family in NO_PACKING or family in NAMED_ATTENTION or family in COMPRESSED:
-        cls, extra = {**FAMILIES, **NO_PACKING, **NAMED_ATTENTION, **COMPRESSED}[family]
+    elif family in with_head_dim:
+        cls, extra = with_head_dim[family]
         cfg = getattr(transformers, cls)(**{k: v for k, v in {**COMMON, **extra}.items() if v is not None})
     else:
         cls, extra = {**HYBRIDS, **LEFT_PADDING_BREAKS}[family]
@@ -153,6 +155,22 @@ def test_hybrids_train_on_the_sampled_logprobs_and_are_refused_packing(family):
         assert ((packed - padded) * batch.mask).abs().max() > 0.1
     with pytest.raises(ConfigError, match=r"model.pack_tokens: .*set model.pack_tokens=0"):
         check_packing(model)
+
+
+@pytest.mark.parametrize("family", list(LEGACY_ATTENTION))
+def test_a_model_with_attention_of_its_own_is_refused_packing_and_trains_padded(family):
+    """BLOOM, CodeGen, GPT-J, GPT-Neo, MPT and XGLM attend in code of their own, which segment attention
+    cannot reach: a pack would attend across its sequences, so packing is refused with a one-line error;
+    padded and chunked forwards keep the invariant."""
+    model = _model(family)
+    check_padding(model)
+    batch, sampler = _sampled(model)
+    with pytest.raises(ConfigError, match=r"model.pack_tokens: .*set model.pack_tokens=0"):
+        check_packing(model)
+    for name in ("padded", "chunked"):
+        with torch.no_grad():
+            lp, _ = FORWARDS[name](model, batch)
+        assert ((lp - sampler) * batch.mask).abs().max() < 2e-5, name
 
 
 @pytest.mark.parametrize("family", CLAMPED_TIME_STEPS)
