@@ -14,8 +14,8 @@ those of D. A model that keeps S apart from D (masked attention gives S probabil
 layer works token by token) has no path from S to D, and the gradient is exactly 0, in any dtype. A
 model that carries state along the sequence past the attention mask (a convolution, a recurrence,
 linear attention) has one, and how much it passes on depends on the weights: on tiny random models
-(`tests/unit/test_architectures.py`, fp32 and bf16) exactly 0 for all 79 attention families and for the
-padding of 19 hybrid and state-space ones, and from 8.5e-5 (LFM2's convolution at its default init) to
+(`tests/unit/test_architectures.py`, fp32 and bf16) exactly 0 for all 83 attention families that pack and for the
+padding of 6 more (attention of their own) and of 20 hybrid and state-space ones, and from 8.5e-5 (LFM2's convolution at its default init) to
 16 where positions mix. So any dependence counts (`LEAK`, a hair above 0): comparing log-probs would
 need a tolerance wider than bf16 rounding, under which such leaks stay.
 """
