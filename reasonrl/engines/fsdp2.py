@@ -27,11 +27,17 @@ from reasonrl.types import TrainBatch
 
 def decoder_layers(model) -> list[torch.nn.Module]:
     """The model's repeated blocks: the outermost modules whose class is in HF's `_no_split_modules` (Mamba
-    lists its MambaBlock and the MambaMixer inside it: sharding the mixer again would fail)."""
+    lists its MambaBlock and the MambaMixer inside it: sharding the mixer again would fail), or whose
+    class name ends in "DecoderLayer" where the model lists none (BioGPT)."""
     names = set(getattr(model, "_no_split_modules", None) or [])
+    is_layer = (
+        (lambda m: type(m).__name__ in names)
+        if names
+        else (lambda m: type(m).__name__.endswith("DecoderLayer"))
+    )
     layers, inside = [], []
     for name, m in model.named_modules():
-        if type(m).__name__ in names and not any(name.startswith(p) for p in inside):
+        if is_layer(m) and not any(name.startswith(p) for p in inside):
             layers.append(m)
             inside.append(name + ".")
     if not layers:

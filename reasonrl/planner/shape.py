@@ -69,7 +69,7 @@ def model_shape(
     try:  # the blocks FSDP2 shards one at a time (Mamba's are MambaBlocks, not *DecoderLayer)
         layers = decoder_layers(model)
     except ValueError:
-        layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+        layers = []
     largest = max((sum(p.numel() for p in layer.parameters()) for layer in layers), default=params)
     trainable = params
     if lora_rank > 0:  # "all-linear": every linear layer but the output head (peft's meaning)
@@ -92,7 +92,7 @@ def model_shape(
         trainable=trainable,
         layers=int(text.num_hidden_layers),
         hidden=hidden,
-        intermediate=int(getattr(text, "intermediate_size", 4 * hidden)),
+        intermediate=int(_setting(text, "intermediate_size") or 4 * hidden),
         heads=heads,
         kv_heads=int(_setting(text, "num_key_value_heads") or heads),
         head_dim=int(_setting(text, "head_dim") or (hidden // heads if heads else 0)),
@@ -117,13 +117,17 @@ def _per_layer(text) -> list | None:
 
 
 def _setting(text, name: str):
-    """`text.<name>`, or the largest of its per-layer values where the config sets it per layer (reading
-    the global one then raises transformers' AmbiguousGlobalPerLayerAttributeError, a RuntimeError)."""
+    """`text.<name>`, or the largest of its per-layer values where the config sets it per layer (as a list,
+    or in per-layer configs, where reading the global one raises transformers'
+    AmbiguousGlobalPerLayerAttributeError, a RuntimeError)."""
     try:
-        return getattr(text, name, None)
+        value = getattr(text, name, None)
     except RuntimeError:
         values = [getattr(c, name, None) for c in _per_layer(text) or ()]
         return max((v for v in values if v is not None), default=None)
+    if isinstance(value, (list, tuple)):  # one per layer in the config itself (Gemma 3n's intermediate_size)
+        return max(value, default=None)
+    return value
 
 
 def _kv_width(cfg, text) -> int | None:
