@@ -258,6 +258,18 @@ LEFT_PADDING_BREAKS = {  # a left-padded row's outputs change with its padding (
     "xlstm": ("xLSTMConfig", {}),  # NX-AI's xLSTM-7b: its mLSTM state runs through pad positions
 }  # fmt: skip
 
+MROPE = {
+    "rope_type": "default",
+    "mrope_section": [2, 1, 1],
+}  # rotary halves per time / height / width: head_dim 8
+SIGLIP = dict(
+    hidden_size=16,
+    intermediate_size=32,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    image_size=16,
+    patch_size=4,
+)
 VISION = dict(
     hidden_size=16,
     intermediate_size=32,
@@ -276,4 +288,18 @@ MULTIMODAL = {  # saved from the multimodal class, as the hub's are: config, tex
     "llama4": ("Llama4Config", NO_PACKING["llama4"][1], dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                num_attention_heads=2, image_size=16, patch_size=4, vision_output_dim=32, projector_input_dim=32,
                projector_output_dim=32), "Llama4ForConditionalGeneration"),
+    # the vision-language models people RL-train on text too (multimodal rotary position ids: mrope)
+    "qwen2_5_vl": ("Qwen2_5_VLConfig", {"rope_parameters": MROPE}, dict(VISION, depth=1, fullatt_block_indexes=[0]),
+                   "Qwen2_5_VLForConditionalGeneration"),
+    "qwen3_vl_moe": ("Qwen3VLMoeConfig", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
+                     dict(VISION, depth=1, deepstack_visual_indexes=[0]), "Qwen3VLMoeForConditionalGeneration"),
+    "glm4v": ("Glm4vConfig", {"rope_parameters": MROPE}, dict(VISION, depth=1, image_size=16), "Glm4vForConditionalGeneration"),
+    "glm4v_moe": ("Glm4vMoeConfig", {"rope_parameters": {"rope_type": "default", "mrope_section": [1, 0, 1],
+                                                         "partial_rotary_factor": 0.5}, **MOE, **MOE_GROUPS},
+                  dict(VISION, depth=1, image_size=16), "Glm4vMoeForConditionalGeneration"),
+    "gemma3": ("Gemma3Config", {"sliding_window": 4}, SIGLIP, "Gemma3ForConditionalGeneration"),
+    "llava": ("LlavaConfig", {"model_type": "llama"}, dict(SIGLIP, model_type="clip_vision_model"),
+              "LlavaForConditionalGeneration"),
+    "internvl": ("InternVLConfig", {"model_type": "qwen2"}, dict(SIGLIP, image_size=[16, 16], patch_size=[4, 4]),
+                 "InternVLForConditionalGeneration"),
 }  # fmt: skip

@@ -362,7 +362,10 @@ def test_a_multimodal_checkpoint_loads_as_its_language_model_and_keeps_the_invar
     assert type(model).__name__ == loaded_as
     ids = torch.tensor([[3, 4, 5, 6, 7, 8]])
     with torch.no_grad():
-        assert torch.equal(model(input_ids=ids).logits, saved(input_ids=ids).logits)
+        # (Qwen3-VL-MoE: weights identical, logits 3e-8 apart, its experts summed in another order)
+        torch.testing.assert_close(
+            model(input_ids=ids).logits, saved(input_ids=ids).logits, rtol=0, atol=1e-6
+        )
     model = spread_weights(model.eval(), 0.3)
     batch, sampler = _sampled(model)
     forwards = dict(FORWARDS)
