@@ -114,26 +114,17 @@ FAMILIES = {  # name: (config class, extra settings)
     # late 2026 (transformers 5.19): MiMo-V2-Flash, nanochat, Meta's CWM, Trinity (AFMoE), Solar Open, Laguna,
     # Hunyuan V3, A.X K1, Youtu, HyperCLOVA X, Jais 2, Mellum, FlexOlmo, Granite SWA, Cohere 2 MoE, HRM,
     # MiniMax-M3's text model, Gemma 4 Unified, VaultGemma, and the older families not swept before
-    "mimo_v2_flash": ("MiMoV2FlashConfig", {}),
-    "nanochat": ("NanoChatConfig", {}),
-    "cwm": ("CwmConfig", {}),
-    "afmoe": ("AfmoeConfig", {}),
-    "solar_open": ("SolarOpenConfig", {}),
-    "laguna": ("LagunaConfig", {}),
-    "hy_v3": ("HYV3Config", {}),
+    **{k: (c, {}) for k, c in [("mimo_v2_flash", "MiMoV2FlashConfig"), ("nanochat", "NanoChatConfig"),
+                                ("cwm", "CwmConfig"), ("afmoe", "AfmoeConfig"), ("solar_open", "SolarOpenConfig"),
+                                ("laguna", "LagunaConfig"), ("hy_v3", "HYV3Config"),
+                                ("hyperclovax", "HyperCLOVAXConfig"), ("jais2", "Jais2Config"),
+                                ("mellum", "MellumConfig"), ("flex_olmo", "FlexOlmoConfig"),
+                                ("granite_swa", "GraniteSWAConfig"), ("granitemoe_swa", "GraniteMoeSWAConfig"),
+                                ("cohere2_moe", "Cohere2MoeConfig"), ("hrm_text", "HrmTextConfig"),
+                                ("minimax_m3_vl_text", "MiniMaxM3VLTextConfig"),
+                                ("gemma4_unified", "Gemma4UnifiedTextConfig"), ("vaultgemma", "VaultGemmaConfig")]},
     "axk1": ("AXK1Config", {**MLA, **MOE, **MOE_GROUPS}),
     "youtu": ("YoutuConfig", MLA),
-    "hyperclovax": ("HyperCLOVAXConfig", {}),
-    "jais2": ("Jais2Config", {}),
-    "mellum": ("MellumConfig", {}),
-    "flex_olmo": ("FlexOlmoConfig", {}),
-    "granite_swa": ("GraniteSWAConfig", {}),
-    "granitemoe_swa": ("GraniteMoeSWAConfig", {}),
-    "cohere2_moe": ("Cohere2MoeConfig", {}),
-    "hrm_text": ("HrmTextConfig", {}),
-    "minimax_m3_vl_text": ("MiniMaxM3VLTextConfig", {}),
-    "gemma4_unified": ("Gemma4UnifiedTextConfig", {}),
-    "vaultgemma": ("VaultGemmaConfig", {}),
     "minicpm3": ("MiniCPM3Config", {**MLA, "dim_model_base": 16}),
     "dbrx": ("DbrxConfig", {"d_model": 32, "n_heads": 4, "n_layers": 2, "max_seq_len": 64, "ffn_config": {"ffn_hidden_size": 64,
              "moe_num_experts": 4, "moe_top_k": 2}, "attn_config": {"kv_n_heads": 2, "clip_qkv": 8.0, "rope_theta": 1e4},
@@ -262,31 +253,16 @@ MROPE = {
     "rope_type": "default",
     "mrope_section": [2, 1, 1],
 }  # rotary halves per time / height / width: head_dim 8
-SIGLIP = dict(
-    hidden_size=16,
-    intermediate_size=32,
-    num_hidden_layers=1,
-    num_attention_heads=2,
-    image_size=16,
-    patch_size=4,
-)
-VISION = dict(
-    hidden_size=16,
-    intermediate_size=32,
-    num_heads=2,
-    out_hidden_size=32,
-    patch_size=4,
-    num_position_embeddings=16,
-)
+# vision towers: ViT-style (SigLIP, CLIP, Pixtral, ...) and Qwen-style (depth, merged patches)
+SIGLIP = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2, image_size=16, patch_size=4)  # fmt: skip
+VISION = dict(hidden_size=16, intermediate_size=32, num_heads=2, out_hidden_size=32, patch_size=4, num_position_embeddings=16)  # fmt: skip
 MULTIMODAL = {  # saved from the multimodal class, as the hub's are: config, text settings, vision settings, loaded as
     "qwen3_5": ("Qwen3_5Config", HYBRIDS["qwen3_5"][1], dict(VISION, depth=1), "Qwen3_5ForConditionalGeneration"),
     "gemma4": ("Gemma4Config", FAMILIES["gemma4"][1], None, "Gemma4ForConditionalGeneration"),
     # no causal-LM class in transformers: loaded as the image-text-to-text model
-    "mistral3": ("Mistral3Config", {"model_type": "mistral"}, dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                 num_attention_heads=2, head_dim=8, patch_size=4, image_size=16), "Mistral3ForConditionalGeneration"),
+    "mistral3": ("Mistral3Config", {"model_type": "mistral"}, dict(SIGLIP, head_dim=8), "Mistral3ForConditionalGeneration"),
     "qwen3_vl": ("Qwen3VLConfig", {}, dict(VISION, depth=1, deepstack_visual_indexes=[0]), "Qwen3VLForConditionalGeneration"),
-    "llama4": ("Llama4Config", NO_PACKING["llama4"][1], dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-               num_attention_heads=2, image_size=16, patch_size=4, vision_output_dim=32, projector_input_dim=32,
+    "llama4": ("Llama4Config", NO_PACKING["llama4"][1], dict(SIGLIP, vision_output_dim=32, projector_input_dim=32,
                projector_output_dim=32), "Llama4ForConditionalGeneration"),
     # the vision-language models people RL-train on text too (multimodal rotary position ids: mrope)
     "qwen2_5_vl": ("Qwen2_5_VLConfig", {"rope_parameters": MROPE}, dict(VISION, depth=1, fullatt_block_indexes=[0]),
