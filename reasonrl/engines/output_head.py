@@ -2,13 +2,15 @@
 also under packing) compute from the last hidden states, and the check that it is what the model's own
 forward computes.
 
-Owns: `decoder` (the module giving the last hidden states), `head_logprobs` (log-probs and entropy of the targets, a chunk of positions at a time through the
-head, each chunk's logits recomputed in backward), `head_logits` (the head plus what some models do to
-its output inside their forward: Gemma 2/3's final logit soft-capping, Cohere's `logit_scale`,
-Granite's `logits_scaling`, Inkling's width multiplier and padded vocabulary) and `check_output_head` (run once before training: the model's own logits
-on a short probe against `head_logits` of its last hidden states; a model whose forward changes the
-logits in any other way is refused, naming the setting, instead of training on wrong log-probs).
-Does not own: which hidden states (`engines.single.last_hidden`, `engines.packing`).
+Owns: `decoder` (the module giving the last hidden states), `head_logprobs` (log-probs and entropy
+of the targets, a chunk of positions at a time through the head, each chunk's logits recomputed in
+backward), `head_logits` (the head plus what some models do to its output inside their forward:
+Gemma 2/3's final logit soft-capping, Cohere's `logit_scale`, Granite's `logits_scaling`, Inkling's
+width multiplier and padded vocabulary) and `check_output_head` (run once before training: the
+model's own logits on a short probe against `head_logits` of its last hidden states; a model whose
+forward changes the logits in any other way is refused, naming the setting, instead of training on
+wrong log-probs). Does not own: which hidden states (`engines.single.last_hidden`,
+`engines.packing`).
 """
 
 from __future__ import annotations

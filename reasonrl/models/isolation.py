@@ -9,15 +9,16 @@ packed forward or its check (`engines.packing.check_packing`, which asks `depend
 sequences stay apart).
 
 Measured by gradient, not by comparing outputs: with a scalar s, a fixed random projection of the
-outputs at positions D, it compares |ds/de| over the input embeddings e of positions S with |ds/de| over
-those of D. A model that keeps S apart from D (masked attention gives S probability 0, every other
-layer works token by token) has no path from S to D, and the gradient is exactly 0, in any dtype. A
-model that carries state along the sequence past the attention mask (a convolution, a recurrence,
-linear attention) has one, and how much it passes on depends on the weights: on tiny random models
-(`tests/unit/test_architectures.py`, fp32 and bf16) exactly 0 for all 83 attention families that pack and for the
-padding of 6 more (attention of their own) and of 20 hybrid and state-space ones, and from 8.5e-5 (LFM2's convolution at its default init) to
-16 where positions mix. So any dependence counts (`LEAK`, a hair above 0): comparing log-probs would
-need a tolerance wider than bf16 rounding, under which such leaks stay.
+outputs at positions D, it compares |ds/de| over the input embeddings e of positions S with |ds/de|
+over those of D. A model that keeps S apart from D (masked attention gives S probability 0, every
+other layer works token by token) has no path from S to D, and the gradient is exactly 0, in any
+dtype. A model that carries state along the sequence past the attention mask (a convolution, a
+recurrence, linear attention) has one, and how much it passes on depends on the weights: on tiny
+random models (`tests/unit/test_architectures.py`, fp32 and bf16) exactly 0 for all 83 attention
+families that pack and for the padding of 6 more (attention of their own) and of 20 hybrid and
+state-space ones, and from 8.5e-5 (LFM2's convolution at its default init) to 16 where positions
+mix. So any dependence counts (`LEAK`, a hair above 0): comparing log-probs would need a tolerance
+wider than bf16 rounding, under which such leaks stay.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """Loading a policy: any Hugging Face causal-LM directory or hub id (or a multimodal one, for its text
 generation: `causal_lm_class`), or "demo" for the tiny model.
 
-Owns: device / dtype choice, the attention implementation (`attention_kwargs`: eager where transformers'
-default SDPA would silently drop part of the model's attention), the model cache directory, and
-`load_policy(path, ...) -> (model, tokenizer)` with the tokenizer padded on the left, refusing a model
-that left padding changes (`models.isolation`; padding with the EOS token where the pad token's
-backward is not finite, `pad_with_a_finite_backward`), and the corrections that make a model decode
-what it trains (`unclamp_time_steps`: Mamba-2 mixers clamping dt outside decoding only). Does not own: building the tiny demo model
-(`models.tiny`) or saving (`engines.checkpoint` writes the Hugging Face format).
+Owns: device / dtype choice, the attention implementation (`attention_kwargs`: eager where
+transformers' default SDPA would silently drop part of the model's attention), the model cache
+directory, and `load_policy(path, ...) -> (model, tokenizer)` with the tokenizer padded on the left,
+refusing a model that left padding changes (`models.isolation`; padding with the EOS token where the
+pad token's backward is not finite, `pad_with_a_finite_backward`), and the corrections that make a
+model decode what it trains (`unclamp_time_steps`: Mamba-2 mixers clamping dt outside decoding
+only). Does not own: building the tiny demo model (`models.tiny`) or saving (`engines.checkpoint`
+writes the Hugging Face format).
 """
 
 from __future__ import annotations
