@@ -18,7 +18,10 @@ random models (`tests/unit/test_architectures.py`, fp32 and bf16) exactly 0 for 
 families that pack and for the padding of 6 more (attention of their own) and of 20 hybrid and
 state-space ones, and from 8.5e-5 (LFM2's convolution at its default init) to 16 where positions
 mix. So any dependence counts (`LEAK`, a hair above 0): comparing log-probs would need a tolerance
-wider than bf16 rounding, under which such leaks stay.
+wider than bf16 rounding, under which such leaks stay. What the gradient cannot see: a path that
+reads token ids rather than embeddings (Qwen4-Exp's hashed n-gram embeddings of the preceding ids;
+transformers gives its pad positions the EOS id, so a padded row and the same row alone agree, checked
+by hand to 1.4e-6).
 """
 
 from __future__ import annotations
