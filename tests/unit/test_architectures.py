@@ -157,6 +157,24 @@ def test_hybrids_train_on_the_sampled_logprobs_and_are_refused_packing(family):
         check_packing(model)
 
 
+def test_qwen4_exp_reads_token_ids_past_its_embeddings_and_its_padding_still_does_not_matter():
+    """Qwen4-Exp's hashed n-gram embeddings read the preceding token ids, a path the gradient check
+    cannot see; transformers gives pad positions the EOS id, so a left-padded row's log-probs are the
+    row's alone (pad id 0 is not its EOS id 1: an n-gram reading the pad ids would change them)."""
+    model = _model("qwen4_exp")
+    ids = torch.tensor([[5, 9, 13, 17, 21]])
+
+    def logprobs(x, attn=None):
+        with torch.no_grad():
+            return torch.log_softmax(model(input_ids=x, attention_mask=attn, use_cache=False).logits, -1)
+
+    alone = logprobs(ids)
+    padded = logprobs(
+        torch.cat([torch.zeros(1, 3, dtype=torch.long), ids], 1), torch.tensor([[0, 0, 0, 1, 1, 1, 1, 1]])
+    )
+    assert (padded[:, 3:] - alone).abs().max() < 1e-5
+
+
 @pytest.mark.parametrize("family", list(LEGACY_ATTENTION))
 def test_a_model_with_attention_of_its_own_is_refused_packing_and_trains_padded(family):
     """BLOOM, CodeGen, GPT-J, GPT-Neo, MPT and XGLM attend in code of their own, which segment attention
