@@ -36,9 +36,17 @@ class StandIn:
                     action = outer.script.pop(0) if len(outer.script) > 1 else outer.script[0]
                     outer.inflight += 1
                     outer.max_inflight = max(outer.max_inflight, outer.inflight)
+                self.counted = True
                 try:
                     self._act(action)
                 finally:
+                    self._leave()
+
+            def _leave(self):
+                """Out of the in-flight count, once: before the reply is written (a client that has its
+                reply may send its next request before this thread would get past the write)."""
+                if self.counted:
+                    self.counted = False
                     with outer.lock:
                         outer.inflight -= 1
 
@@ -70,6 +78,7 @@ class StandIn:
                         {"choices": [{"message": {"role": "assistant", "content": text}}]}
                     ).encode()
                 )
+                self._leave()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(raw)))
