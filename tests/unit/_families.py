@@ -276,6 +276,9 @@ MULTIMODAL = {  # saved from the multimodal class, as the hub's are: config, tex
     "gemma3": ("Gemma3Config", {"sliding_window": 4}, SIGLIP, "Gemma3ForConditionalGeneration"),
     "llava": ("LlavaConfig", {"model_type": "llama"}, dict(SIGLIP, model_type="clip_vision_model"),
               "LlavaForConditionalGeneration"),
+    # Llama 3.2 Vision: cross-attention layers, which text prompts skip
+    "mllama": ("MllamaConfig", {"cross_attention_layers": [1]}, dict(SIGLIP, num_global_layers=1, attention_heads=2,
+               vision_output_dim=32, intermediate_layers_indices=[0]), "MllamaForConditionalGeneration"),
     "internvl": ("InternVLConfig", {"model_type": "qwen2"}, dict(SIGLIP, image_size=[16, 16], patch_size=[4, 4]),
                  "InternVLForConditionalGeneration"),
 }  # fmt: skip

@@ -83,14 +83,16 @@ def _model(family: str, spread: bool = True):
 def _multimodal_config(family: str):
     import transformers
 
-    cls, text, vision, _ = MULTIMODAL[family]
+    cls, text, vision, saved_as = MULTIMODAL[family]
     head_dim = {} if family in HYBRIDS else {"head_dim": COMMON["head_dim"]}
     text = {
         **{k: v for k, v in COMMON.items() if k != "head_dim"},
         **head_dim,
         **text,
     }  # vocabulary 40: EOS drawn
-    return getattr(transformers, cls)(text_config=text, **({"vision_config": vision} if vision else {}))
+    cfg = getattr(transformers, cls)(text_config=text, **({"vision_config": vision} if vision else {}))
+    cfg.architectures = [saved_as]  # as a hub checkpoint's config names the class it was saved from
+    return cfg
 
 
 def _sampled(model):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _families import HYBRIDS, MULTIMODAL
+from _families import HYBRIDS
 from test_architectures import _model, _multimodal_config
 
 from reasonrl.config import ConfigError, LoraSpec
@@ -77,9 +77,6 @@ def test_all_linear_on_a_multimodal_model_adapts_its_language_model_only(family)
     from reasonrl.models.loading import causal_lm_class
 
     cfg = _multimodal_config(family)
-    cfg.architectures = [
-        MULTIMODAL[family][3]
-    ]  # as a hub checkpoint's config names the class it was saved from
     torch.manual_seed(0)
     model = causal_lm_class(cfg).from_config(cfg)
     names = lora_targets(model, ["all-linear"])
