@@ -276,6 +276,16 @@ MULTIMODAL = {  # saved from the multimodal class, as the hub's are: config, tex
     "gemma3": ("Gemma3Config", {"sliding_window": 4}, SIGLIP, "Gemma3ForConditionalGeneration"),
     "llava": ("LlavaConfig", {"model_type": "llama"}, dict(SIGLIP, model_type="clip_vision_model"),
               "LlavaForConditionalGeneration"),
+    # Kimi K2.5 (DeepSeek-V3's text model), Step 3.7, GLM-5-Next (linear attention and sparse attention: refused packing)
+    "kimi_k25": ("Kimi_K25Config", {"model_type": "deepseek_v3", **MLA, **MOE, **MOE_GROUPS}, dict(SIGLIP, pos_emb_height=4,
+                 pos_emb_width=4), "Kimi_K25ForConditionalGeneration"),
+    "step3p7": ("Step3p7Config", {"sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"],
+                                  "num_local_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
+                SIGLIP, "Step3p7ForConditionalGeneration"),
+    "glm5_next": ("Glm5NextConfig", {**MLA, **MOE, **MOE_GROUPS, "layer_types": LINEAR, "index_topk": 4, "index_kpool": 2,
+                                     "qk_rope_head_dim": 0, "qk_nope_head_dim": 16, "index_head_dim": 8, "index_n_heads": 16, "head_dim": 8,
+                                     "linear_head_dim": 8, "linear_num_heads": 4},
+                  dict(VISION, depth=1, image_size=16), "Glm5NextForConditionalGeneration"),
     # Llama 3.2 Vision: cross-attention layers, which text prompts skip
     "mllama": ("MllamaConfig", {"cross_attention_layers": [1]}, dict(SIGLIP, num_global_layers=1, attention_heads=2,
                vision_output_dim=32, intermediate_layers_indices=[0]), "MllamaForConditionalGeneration"),
