@@ -20,8 +20,8 @@ state-space ones, and from 8.5e-5 (LFM2's convolution at its default init) to 16
 mix. So any dependence counts (`LEAK`, a hair above 0): comparing log-probs would need a tolerance
 wider than bf16 rounding, under which such leaks stay. What the gradient cannot see: a path that
 reads token ids rather than embeddings (Qwen4-Exp's hashed n-gram embeddings of the preceding ids;
-transformers gives its pad positions the EOS id, so a padded row and the same row alone agree, checked
-by hand to 1.4e-6).
+transformers gives its pad positions the EOS id, so a padded row and the same row alone agree, as a
+test checks).
 """
 
 from __future__ import annotations
