@@ -165,6 +165,18 @@ def _keeping_default_group():
         torch.distributed.destroy_process_group = real
 
 
+def _keep_transformers_classes() -> None:
+    """Stop vLLM's Transformers modeling backend (the architectures vLLM runs through transformers'
+    own code: nanochat, OLMo 3, CWM, ... in vLLM 0.32) from decorating transformers' model classes for
+    torch.compile. The decoration rewrites the class itself (a new base, `__init__` and `__call__`), so
+    in a process that also trains, the policy's own decoder, an instance of that class, stopped on
+    "'Olmo3Model' object has no attribute 'do_not_compile'" at its next forward, and a model built
+    after it would take vLLM's constructor. Such architectures run eager in the engine instead."""
+    from vllm.model_executor.models.transformers.base import Base
+
+    Base._decorate_cls_for_torch_compile = lambda self, cls, *args, **kwargs: None
+
+
 class VLLMRolloutEngine:
     def __init__(self, model, tokenizer, *, dtype: str = "auto", tensor_parallel_size: int = 1,
                  kv_cache_gb: float = 1.0, gpu_memory_utilization: float = 0.5,
@@ -211,6 +223,7 @@ class VLLMRolloutEngine:
         else:  # on CPU this is RAM; an explicit size also skips the warm-up pass
             kwargs["kv_cache_memory_bytes"] = int(kv_cache_gb * (1 << 30))
         threads = torch.get_num_threads()
+        _keep_transformers_classes()
         try:
             self.llm = vllm.LLM(**kwargs)
         except Exception as e:  # e.g. a model class this vLLM build cannot inspect: one line, not pages

@@ -195,6 +195,9 @@ FAMILIES = {  # transformers config class, its particulars (a tied head where th
     "mistral": ("MistralConfig", dict(sliding_window=8)),
     "cohere": ("CohereConfig", dict(logit_scale=2.0, tie_word_embeddings=True)),
     "gpt_oss": ("GptOssConfig", dict(sliding_window=8, num_local_experts=4, num_experts_per_tok=2)),
+    # vLLM 0.32 runs OLMo 3 through its Transformers modeling backend, which rewrote transformers' own
+    # Olmo3Model class for torch.compile: the policy's next forward stopped (`_keep_transformers_classes`)
+    "olmo3": ("Olmo3Config", dict(sliding_window=8, layer_types=["sliding_attention", "full_attention"])),
 }
 
 
@@ -231,7 +234,7 @@ def families(path: str) -> dict:
     greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=16)
     sample = SamplingParams(n=4, temperature=1.0, max_new_tokens=16, seed=5)
     out = {}
-    for family in ("gemma2", "mistral", "cohere"):
+    for family in ("gemma2", "mistral", "cohere", "olmo3"):
         model, tok = build_family(f"{path}-{family}", family)
         prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in ("12+7=", "3*4-2=", "9")]
         if (
