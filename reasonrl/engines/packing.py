@@ -4,8 +4,8 @@ of at most `pack_tokens` tokens, position ids restarting at 0 for each sequence,
 spent on padding.
 
 Owns: `plan_packs` (rows -> packs, first fit in row order; a row longer than the budget gets a pack of
-its own), `check_packing` (before training: a model whose attention bypasses the interface, or whose
-other layers carry state from one sequence into the next, is refused with a one-line error naming
+its own), `check_packing` (before training: a model whose pack's sequences do not stay apart, as when
+its other layers carry state from one sequence into the next, is refused with a one-line error naming
 model.pack_tokens), `packed_logprobs` (the packed forward; log-probs and entropy scattered back to the [B, T]
 completion layout every loss expects) and the attention a pack runs with (`segment_attention`).
 
@@ -19,7 +19,9 @@ one, transformers' own rule for packed flash attention). No attention is
 computed across sequences: about sum(n_i^2) work instead of P^2 (transformers' own packed path, SDPA
 under a dense block-causal mask over the pack, was 1.7x slower on the demo; docs/distributed.md).
 Sliding-window layers get a window mask per sequence; logit soft-capping (Gemma 2) and attention sinks
-(gpt-oss), which SDPA cannot do, run as explicit attention per group of sequences. Under FSDP2 every rank runs the
+(gpt-oss), which SDPA cannot do, run as explicit attention per group of sequences. A model whose attention is
+code of its own (BLOOM, GPT-J, ...) runs it under a block mask instead (`PACK_MASK`: transformers' mask for
+its implementation, made causal within each sequence). Under FSDP2 every rank runs the
 same number of pack forwards (the shortest pads with empty ones). Does not own: the padded forward
 (`engines.single`).
 """
@@ -53,6 +55,9 @@ def plan_packs(lengths: list[int], budget: int) -> list[list[int]]:
 
 SEGMENT_ATTENTION = "reasonrl_segments"  # the name it is registered under with transformers
 BASE_ATTENTION = "_reasonrl_base_attention"  # config attribute: the implementation it replaced
+PACK_MASK = (
+    "_reasonrl_pack_mask"  # config attribute: attention of the model's own, given a block mask per pack
+)
 _PACK = threading.local()  # .forward: a pack's forward is running (no mask to build); .calls: attention calls
 _BOUNDS: dict[int, torch.Tensor | None] = {}  # id(position ids) -> the pack bounds read off them
 
@@ -186,12 +191,23 @@ def _slot_groups(cu: torch.Tensor, device) -> tuple[list, torch.Tensor]:
 def _segment_mask(*args, **kwargs):
     """transformers mask builder for segment attention: none for a pack (its bounds are passed instead;
     a dense [P, P] block mask would be built for nothing, and kept for each checkpointed layer's
-    recompute), the base implementation's for any other forward."""
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+    recompute) unless the model attends in code of its own (`PACK_MASK`: then the base implementation's
+    mask, causal within each of the pack's sequences), the base implementation's for any other forward."""
+    from transformers.masking_utils import (
+        ALL_MASK_ATTENTION_FUNCTIONS,
+        and_masks,
+        packed_sequence_mask_function,
+    )
 
+    config = kwargs.get("config")
     if getattr(_PACK, "forward", False):
-        return None
-    base = getattr(kwargs.get("config"), BASE_ATTENTION, "sdpa")
+        segments = getattr(_PACK, "segments", None)
+        if not getattr(config, PACK_MASK, False) or segments is None:
+            return None
+        kwargs["mask_function"] = and_masks(kwargs["mask_function"], packed_sequence_mask_function(segments))
+        kwargs["allow_is_causal_skip"] = False
+        _PACK.masks += 1
+    base = getattr(config, BASE_ATTENTION, "sdpa")
     return ALL_MASK_ATTENTION_FUNCTIONS._global_mapping[base](*args, **kwargs)
 
 
@@ -213,15 +229,19 @@ def use_segment_attention(model) -> None:
 
 
 @contextmanager
-def _pack_forward():
-    """Within: a pack's forward; raises after it if no attention layer went through segment attention
-    (a model whose attention bypasses transformers' attention interface would attend across the pack)."""
-    _PACK.forward, _PACK.calls = True, 0
+def _pack_forward(lengths: list[int], device):
+    """Within: the forward of a pack of sequences of `lengths`; raises after it if no attention layer went
+    through segment attention and no block mask was built (a model whose attention bypasses
+    transformers' attention interface would attend across the pack)."""
+    _PACK.forward, _PACK.calls, _PACK.masks = True, 0, 0
+    _PACK.segments = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))[None].to(
+        device
+    )
     try:
         yield
     finally:
-        _PACK.forward = False
-    if not _PACK.calls:
+        _PACK.forward, _PACK.segments = False, None
+    if not _PACK.calls and not _PACK.masks:
         raise NotImplementedError("model.pack_tokens: this model's attention does not go through transformers' "
                                   "attention interface, so a pack cannot be kept apart; set model.pack_tokens=0")  # fmt: skip
 
@@ -243,6 +263,7 @@ def _restore_attention(model) -> None:
             config, BASE_ATTENTION
         ):
             config._attn_implementation = getattr(config, BASE_ATTENTION)
+    _set_pack_mask(model, False)
 
 
 @torch.no_grad()
@@ -266,8 +287,11 @@ def check_packing(model) -> None:
     - a padded forward must not change when the model switches to segment attention (DeepSeek-V3.2's
       and GLM-5's sparse attention select keys only under the names "eager" and "sdpa", and would turn
       dense: up to 7.6 nats off on a tiny model);
-    - one forward of a two-sequence pack (eval mode) must run and go through segment attention (the
-      check every packed forward makes); the first tokens' outputs must not depend on any later token
+    - one forward of a two-sequence pack (eval mode) must run and go through segment attention, or else
+      (attention of the model's own) its own attention under a block mask per pack (the check every
+      packed forward makes); each sequence's logits must equal those of the sequence run alone (a
+      model that drops the pack's position ids counts them along the pack, which no dependence shows);
+      the first tokens' outputs must not depend on any later token
       (attention code of the model's own that a pack leaves without a causal mask), and the second
       sequence's must not depend on the first's tokens (`models.isolation.dependence`). The last
       fails for the hybrids whose convolution, recurrence or linear-attention layers run along the
@@ -277,7 +301,7 @@ def check_packing(model) -> None:
     scaling follow the position in the whole input, which no probe shorter than its 8k chunks would
     show; so do V4's compressed blocks, past its 128-token window."""
     from reasonrl.config import ConfigError
-    from reasonrl.models.isolation import LEAK, compressed_layers, dependence
+    from reasonrl.models.isolation import LEAK, compressed_layers
     from reasonrl.models.loading import text_config
 
     kind = getattr(model.config, "model_type", type(model).__name__)
@@ -305,14 +329,13 @@ def check_packing(model) -> None:
                               "branches on the attention implementation's name); set model.pack_tokens=0")  # fmt: skip
         inputs = _pack_inputs(tokens, [6, 5])
         try:
-            with _pack_forward():  # the second sequence on the first; the first's start on all after it
-                leak = dependence(
-                    model, inputs, src=[(0, j) for j in range(6)], dst=[(0, j) for j in range(6, 11)]
-                )
-            with _pack_forward():
-                future = dependence(
-                    model, inputs, src=[(0, j) for j in range(3, 11)], dst=[(0, j) for j in range(3)]
-                )
+            try:
+                leak, future = _pack_dependence(model, inputs, [6, 5])
+            except Exception:  # noqa: BLE001 - attention of its own (BLOOM, GPT-J, ...; MPT stops on the
+                # mask segment attention leaves out): its own attention with a block mask per pack instead
+                _set_pack_mask(model, True)
+                leak, future = _pack_dependence(model, inputs, [6, 5])
+            gap = _solo_gap(model, tokens, [6, 5])
         except NotImplementedError as e:
             raise ConfigError(str(e)) from None
         except Exception as e:  # noqa: BLE001 - whatever the model's code does with a pack, named
@@ -327,9 +350,54 @@ def check_packing(model) -> None:
                               f"(dependence {leak:.2g}: layers beside attention, such as a convolution, a recurrence or "
                               "linear attention, run along the whole pack), so packed log-probs would be wrong; set "
                               "model.pack_tokens=0")  # fmt: skip
+        if gap > (1e-3 if next(model.parameters()).dtype == torch.float32 else 5e-2):
+            raise ConfigError(f"model.pack_tokens: model {kind!r} computes a pack's sequences otherwise than each alone "
+                              f"(logits {gap:.2g} of their spread apart: e.g. positions counted along the whole pack); "
+                              "set model.pack_tokens=0")  # fmt: skip
     except BaseException:
         _restore_attention(model)
         raise
+
+
+def _pack_dependence(model, inputs: dict, lengths: list[int]) -> tuple[float, float]:
+    """(the second sequence's outputs on the first's tokens, the first tokens' outputs on all after them)
+    in a two-sequence pack, by gradient (`models.isolation.dependence`)."""
+    from reasonrl.models.isolation import dependence
+
+    device, (a, b) = inputs["input_ids"].device, lengths
+    with _pack_forward(lengths, device):
+        leak = dependence(
+            model, inputs, src=[(0, j) for j in range(a)], dst=[(0, j) for j in range(a, a + b)]
+        )
+    with _pack_forward(lengths, device):
+        future = dependence(
+            model, inputs, src=[(0, j) for j in range(3, a + b)], dst=[(0, j) for j in range(3)]
+        )
+    return leak, future
+
+
+@torch.no_grad()
+def _solo_gap(model, tokens: torch.Tensor, lengths: list[int]) -> float:
+    """Largest difference between a pack's logits and those of each of its sequences run alone (eval
+    mode), over the spread of the latter."""
+    was = model.training
+    model.eval()
+    try:
+        with _pack_forward(lengths, tokens.device):
+            packed = model(**_pack_inputs(tokens, lengths), use_cache=False).logits[0].float()
+        solo = torch.cat([model(input_ids=part, use_cache=False).logits[0].float()
+                          for part in tokens.split(lengths, dim=1)])  # fmt: skip
+    finally:
+        model.train(was)
+    return ((packed - solo).abs().max() / solo.std().clamp_min(1e-6)).item()
+
+
+def _set_pack_mask(model, on: bool) -> None:
+    """Give (or stop giving) every config of `model` a block mask per pack (`PACK_MASK`)."""
+    for m in model.modules():
+        config = getattr(m, "config", None)
+        if hasattr(config, "_attn_implementation"):
+            setattr(config, PACK_MASK, on)
 
 
 def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, pack_tokens: int = 1024,
@@ -351,8 +419,9 @@ def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autoca
     forwards = dist.max_over_ranks(len(packs))  # agreed before any forward: collectives stay in order
     for pack in packs:
         seq = torch.cat([ids[i, starts[i] : ends[i]] for i in pack]).unsqueeze(0)
-        inputs = _pack_inputs(seq, [ends[i] - starts[i] for i in pack])
-        with _pack_forward():
+        lengths = [ends[i] - starts[i] for i in pack]
+        inputs = _pack_inputs(seq, lengths)
+        with _pack_forward(lengths, ids.device):
             if chunk:
                 out = last_hidden(model, autocast, **inputs)[0]
             else:

@@ -141,8 +141,8 @@ FAMILIES = {  # name: (config class, extra settings)
     "opt": ("OPTConfig", {"ffn_dim": 64, "word_embed_proj_dim": 32}),
     "biogpt": ("BioGptConfig", {}),
 }  # fmt: skip
-# attention code of their own, outside transformers' attention interface: refused packing (a pack could not be
-# kept apart), padded and chunked as every family
+# attention code of their own, outside transformers' attention interface: packed under a block mask, every forward
+# as every family
 LEGACY_ATTENTION = {
     "bloom": ("BloomConfig", {"n_layer": 2, "n_head": 4}),
     "codegen": ("CodeGenConfig", {"n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64, "n_inner": 64, "n_ctx": 64,

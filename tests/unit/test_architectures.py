@@ -119,7 +119,7 @@ def _sampled(model):
     return batch, sampler
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("family", [*FAMILIES, *LEGACY_ATTENTION])
 def test_sampler_logprobs_equal_every_training_forwards(family):
     model = _model(family)
     check_padding(model)
@@ -178,19 +178,29 @@ def test_qwen4_exp_reads_token_ids_past_its_embeddings_and_its_padding_still_doe
 
 
 @pytest.mark.parametrize("family", list(LEGACY_ATTENTION))
-def test_a_model_with_attention_of_its_own_is_refused_packing_and_trains_padded(family):
+def test_a_model_with_attention_of_its_own_packs_with_a_block_mask(family, monkeypatch):
     """BLOOM, CodeGen, GPT-J, GPT-Neo, MPT and XGLM attend in code of their own, which segment attention
-    cannot reach: a pack would attend across its sequences, so packing is refused with a one-line error;
-    padded and chunked forwards keep the invariant."""
+    cannot reach: their packs run their own attention with transformers' mask made causal within each
+    sequence, and keep the invariant in every forward. Without that mask, packed log-probs are off."""
+    from transformers import masking_utils
+
+    from reasonrl.engines.packing import PACK_MASK
+
     model = _model(family)
-    check_padding(model)
     batch, sampler = _sampled(model)
-    with pytest.raises(ConfigError, match=r"model.pack_tokens: .*set model.pack_tokens=0"):
-        check_packing(model)
-    for name in ("padded", "chunked"):
+    check_packing(model)
+    assert getattr(model.config, PACK_MASK) is True
+    for name, forward in FORWARDS.items():
         with torch.no_grad():
-            lp, _ = FORWARDS[name](model, batch)
+            lp, _ = forward(model, batch)
         assert ((lp - sampler) * batch.mask).abs().max() < 2e-5, name
+    # with transformers' plain causal mask over the whole pack instead, sequences attend to each other
+    monkeypatch.setattr(
+        masking_utils, "packed_sequence_mask_function", lambda segments: lambda b, h, q, k: q >= 0
+    )
+    with torch.no_grad():
+        lp, _ = FORWARDS["packed"](model, batch)
+    assert ((lp - sampler) * batch.mask).abs().max() > 0.1
 
 
 @pytest.mark.parametrize("family", CLAMPED_TIME_STEPS)

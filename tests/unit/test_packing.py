@@ -137,6 +137,25 @@ def test_a_model_whose_attention_bypasses_the_interface_is_refused():
         packed_logprobs(OwnAttention(), batch, pack_tokens=64)
 
 
+def test_a_model_that_counts_positions_along_the_whole_pack_is_refused():
+    """A model that drops the pack's position ids (here GPT-2, learned absolute positions) would give a
+    pack's later sequences the positions of their place in the pack: no token dependence shows it, the
+    comparison with each sequence run alone does."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from reasonrl.config import ConfigError
+
+    class CountsAlong(GPT2LMHeadModel):
+        def forward(self, *args, position_ids=None, **kwargs):
+            return super().forward(*args, **kwargs)
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4, n_positions=64)
+    with pytest.raises(ConfigError, match=r"otherwise than each alone .*set model.pack_tokens=0"):
+        packing.check_packing(CountsAlong(cfg).eval())
+    packing.check_packing(GPT2LMHeadModel(cfg).eval())  # given the position ids, it packs
+
+
 def _stablelm():
     """A tiny StableLM: its decoder layers call the attention interface but drop the keywords that carry a
     pack's bounds (`cu_seq_lens_q`), passing `position_ids` on instead."""
