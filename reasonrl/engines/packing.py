@@ -301,7 +301,7 @@ def check_packing(model) -> None:
     scaling follow the position in the whole input, which no probe shorter than its 8k chunks would
     show; so do V4's compressed blocks, past its 128-token window."""
     from reasonrl.config import ConfigError
-    from reasonrl.models.isolation import LEAK, compressed_layers
+    from reasonrl.models.isolation import LEAK, compressed_layers, tolerance
     from reasonrl.models.loading import text_config
 
     kind = getattr(model.config, "model_type", type(model).__name__)
@@ -316,7 +316,7 @@ def check_packing(model) -> None:
                           "chunks, query scaling or compressed blocks), which a pack would apply across its sequences; set "
                           "model.pack_tokens=0")  # fmt: skip
     device = next(model.parameters()).device
-    vocab = model.get_input_embeddings().weight.shape[0]
+    vocab = text_config(model.config).vocab_size  # (no input embeddings: named by the pack's check)
     tokens = torch.tensor([[(1 + k) % vocab for k in range(11)]], device=device)
     plain = torch.cat([tokens, tokens.roll(3, -1)])
     before = _plain_logits(model, plain)
@@ -350,7 +350,7 @@ def check_packing(model) -> None:
                               f"(dependence {leak:.2g}: layers beside attention, such as a convolution, a recurrence or "
                               "linear attention, run along the whole pack), so packed log-probs would be wrong; set "
                               "model.pack_tokens=0")  # fmt: skip
-        if gap > (1e-3 if next(model.parameters()).dtype == torch.float32 else 5e-2):
+        if gap > tolerance(model):
             raise ConfigError(f"model.pack_tokens: model {kind!r} computes a pack's sequences otherwise than each alone "
                               f"(logits {gap:.2g} of their spread apart: e.g. positions counted along the whole pack); "
                               "set model.pack_tokens=0")  # fmt: skip
@@ -378,18 +378,21 @@ def _pack_dependence(model, inputs: dict, lengths: list[int]) -> tuple[float, fl
 
 @torch.no_grad()
 def _solo_gap(model, tokens: torch.Tensor, lengths: list[int]) -> float:
-    """Largest difference between a pack's logits and those of each of its sequences run alone (eval
-    mode), over the spread of the latter."""
+    """`models.isolation.relative_gap` between a pack's logits and those of each of its sequences run
+    alone (eval mode)."""
+    from reasonrl.models.isolation import relative_gap
+
     was = model.training
     model.eval()
     try:
         with _pack_forward(lengths, tokens.device):
-            packed = model(**_pack_inputs(tokens, lengths), use_cache=False).logits[0].float()
-        solo = torch.cat([model(input_ids=part, use_cache=False).logits[0].float()
-                          for part in tokens.split(lengths, dim=1)])  # fmt: skip
+            packed = model(**_pack_inputs(tokens, lengths), use_cache=False).logits[0]
+        solo = torch.cat(
+            [model(input_ids=part, use_cache=False).logits[0] for part in tokens.split(lengths, dim=1)]
+        )
     finally:
         model.train(was)
-    return ((packed - solo).abs().max() / solo.std().clamp_min(1e-6)).item()
+    return relative_gap(packed, solo)
 
 
 def _set_pack_mask(model, on: bool) -> None:

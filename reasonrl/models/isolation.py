@@ -21,7 +21,8 @@ mix. So any dependence counts (`LEAK`, a hair above 0): comparing log-probs woul
 wider than bf16 rounding, under which such leaks stay. What the gradient cannot see: a path that
 reads token ids rather than embeddings (Qwen4-Exp's hashed n-gram embeddings of the preceding ids;
 transformers gives its pad positions the EOS id, so a padded row and the same row alone agree, as a
-test checks).
+test checks). A model with no input embedding layer has a left-padded row's logits compared with the
+row's alone instead (`padding_gap`, within `tolerance` of their spread).
 """
 
 from __future__ import annotations
@@ -99,15 +100,20 @@ def check_padding(model, pad_id: int | None = 0, log=print) -> None:
             "padding and batched generation and training would get wrong log-probs; reasonrl cannot use this model"
         )
     try:
-        vocab = model.get_input_embeddings().weight.shape[0]
+        _ = model.get_input_embeddings().weight  # what `dependence` takes the gradient against
     except (AttributeError, NotImplementedError):
-        log(f"{type(model).__name__}: no input embedding layer to check left padding against; not checked")
+        gap = padding_gap(model, pad_id)
+        if gap > tolerance(model):
+            raise InputError(
+                f"model {kind!r}: a left-padded row's logits differ from the row's alone by {gap:.2g} of their "
+                "spread (no input embedding layer to check it by gradient), so batched generation and "
+                "training would get wrong log-probs; reasonrl cannot use this model"
+            ) from None
+        log(
+            f"{type(model).__name__}: no input embedding layer; left padding checked by its outputs ({gap:.2g} apart)"
+        )
         return
-    pad_id = pad_id if pad_id is not None and 0 <= pad_id < vocab else 0  # (what the batch pads with)
-    real = [(pad_id + 1 + k) % vocab for k in range(5)]
-    device = next(model.parameters()).device
-    ids = torch.tensor([[pad_id] * 3 + real], device=device)
-    attn = (torch.arange(ids.shape[1], device=device) >= 3).long()[None]
+    ids, attn = _padded_row(model, pad_id)
     inputs = dict(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0))
     try:
         leak = dependence(model, inputs, src=[(0, j) for j in range(3)], dst=[(0, j) for j in range(3, 8)])
@@ -124,3 +130,43 @@ def check_padding(model, pad_id: int | None = 0, log=print) -> None:
             "the architecture carries state through pad positions past the attention mask), so batched "
             "generation and training would get wrong log-probs; reasonrl cannot use this model"
         )
+
+
+def tolerance(model) -> float:
+    """How far apart, relative to their spread, two computations of the same logits may be: 1e-3 in fp32,
+    5e-2 in lower precision (where the same sum in another order rounds differently)."""
+    return 1e-3 if next(model.parameters()).dtype == torch.float32 else 5e-2
+
+
+def relative_gap(a: torch.Tensor, b: torch.Tensor) -> float:
+    """max |a - b| over the spread (standard deviation) of b."""
+    a, b = a.float(), b.float()
+    return ((a - b).abs().max() / b.std().clamp_min(1e-6)).item()
+
+
+def _padded_row(model, pad_id: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids [1, 8], attention mask) of five real tokens left-padded with three of `pad_id` (what the batch
+    pads with; 0 where it is none or out of the vocabulary)."""
+    from reasonrl.models.loading import text_config
+
+    vocab = text_config(model.config).vocab_size
+    pad_id = pad_id if pad_id is not None and 0 <= pad_id < vocab else 0
+    real = [(pad_id + 1 + k) % vocab for k in range(5)]
+    device = next(model.parameters()).device
+    ids = torch.tensor([[pad_id] * 3 + real], device=device)
+    return ids, (torch.arange(ids.shape[1], device=device) >= 3).long()[None]
+
+
+@torch.no_grad()
+def padding_gap(model, pad_id: int | None) -> float:
+    """`relative_gap` between a left-padded row's logits (eval mode) and those of the row alone."""
+    ids, attn = _padded_row(model, pad_id)
+    was = model.training
+    model.eval()
+    try:
+        padded = model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0),
+                       use_cache=False).logits[0, 3:]  # fmt: skip
+        alone = model(input_ids=ids[:, 3:], use_cache=False).logits[0]
+    finally:
+        model.train(was)
+    return relative_gap(padded, alone)

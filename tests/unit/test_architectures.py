@@ -333,6 +333,25 @@ def test_loading_a_model_whose_pad_token_gives_nan_gradients_pads_with_its_eos_t
     assert any("padding with the EOS token '<|endoftext|>' instead" in line for line in logs)
 
 
+@pytest.mark.parametrize("family", ["llama", "rwkv", "recurrent_gemma"])
+def test_without_input_embeddings_left_padding_is_checked_by_the_outputs(family):
+    """A model with no input embedding layer to take the gradient against has a left-padded row's logits
+    compared with the row's alone: RWKV and RecurrentGemma are refused all the same, Llama passes."""
+    model = _model(family)
+
+    def no_embeddings():
+        raise NotImplementedError
+
+    model.get_input_embeddings = no_embeddings
+    logs = []
+    if family in LEFT_PADDING_BREAKS:
+        with pytest.raises(InputError, match=r"left-padded row's logits differ from the row's alone by"):
+            check_padding(model, log=logs.append)
+    else:
+        check_padding(model, log=logs.append)
+        assert logs and "left padding checked by its outputs" in logs[0]
+
+
 @pytest.mark.parametrize("family", list(LEFT_PADDING_BREAKS))
 def test_a_model_that_left_padding_changes_is_refused(family):
     model = _model(family)
