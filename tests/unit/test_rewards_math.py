@@ -289,3 +289,52 @@ def test_the_number_reader_builds_what_sympy_number_builds_and_leaves_the_rest_t
     assert gsm("so 3 + 4 = 7, 7 + 5 = 12", P("12", ds="openai/gsm8k")).score == 1.0
     assert gsm("so 3 + 4 = 7, 7 + 5 = 12.5", P("12.5", ds="openai/gsm8k")).score == 1.0
     assert gsm("so 3 + 4 = 7, 7 + 5 = 13", P("12", ds="openai/gsm8k")).score == 0.0
+
+
+def test_two_integers_are_compared_as_math_verify_compares_them():
+    """Free-text answers to integer golds parse to sympy Integers on both sides; their comparison skips
+    math-verify's `verify` (a timeout and `simplify` per pair) and must answer what it answers, pair by
+    pair, signs, zero, one and huge values included; anything else still goes to `verify`."""
+    import random
+
+    import math_verify
+    import sympy
+
+    from reasonrl.rewards.verifiers import math as m
+
+    random.seed(1)
+    values = [
+        0,
+        1,
+        -1,
+        2,
+        7,
+        42,
+        -42,
+        10**20,
+        10**20 + 1,
+        *(random.randint(-(10**9), 10**9) for _ in range(40)),
+    ]
+    texts = [str(v) for v in values] + ["+7", "007", " 42", "42 "]
+    pairs = [(a, b) for a in texts for b in random.sample(texts, 12)] + [(t, t) for t in texts]
+    compared = agreed = 0
+    for gold, pred in pairs:
+        g, p = math_verify.parse(gold, parsing_timeout=None), math_verify.parse(pred, parsing_timeout=None)
+        if g and p and isinstance(g[0], sympy.Integer) and isinstance(p[0], sympy.Integer):  # ("+7": none)
+            assert m._integers_verify(g, p) == math_verify.verify(g, p), (gold, pred)
+            compared, agreed = compared + 1, agreed + math_verify.verify(g, p)
+    assert compared > 500 and 40 < agreed < compared  # both answers seen many times
+    assert m._integers_verify([sympy.Integer(1), "1"], [sympy.Rational(1, 2), "1/2"]) is None
+    assert m._integers_verify([sympy.Integer(5), "5"], [sympy.Float(5.0), "5.0"]) is None
+    assert m._integers_verify(["x"], ["x"]) is None  # strings alone: math-verify's own comparison
+    calls = []
+    real = math_verify.verify
+    try:
+        math_verify.verify = lambda *a, **k: calls.append(a) or real(*a, **k)
+        assert m.symbolic_compare("so 3 + 4 = 7, 7 + 5 = 12", "12") == (True, "12")
+        assert m.symbolic_compare("so 3 + 4 = 7, 7 + 5 = 13", "12") == (False, "13")
+        assert not calls  # decided here
+        assert m.symbolic_compare("so it is 0.5 in the end", "1/2")[0] is True
+        assert len(calls) == 1  # a fraction: math-verify's
+    finally:
+        math_verify.verify = real
