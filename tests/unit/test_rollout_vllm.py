@@ -69,9 +69,11 @@ def test_architectures_match_hf_before_and_after_sync_and_lost_weights_fail(tmp_
     """Gemma 2 (soft-caps, sliding window, tied head: the HF side must load it with eager attention to
     match vLLM), Mistral (sliding window), Cohere (logit scale, tied head), OLMo 3 (run by vLLM's
     Transformers modeling backend, which used to rewrite the policy's own class: its HF forwards then
-    stopped); gpt-oss's experts are refused on CPU, and sinks the reload loses fail the sync by name."""
+    stopped), Nemotron-H (a Mamba-2 hybrid whose `A_log` the engine holds as -exp(A_log): its sync was
+    refused as losing it); gpt-oss's experts are refused on CPU, and sinks the reload loses fail the
+    sync by name."""
     out = _run(tmp_path / "m", "families")
-    for family in ("gemma2", "mistral", "cohere", "olmo3"):
+    for family in ("gemma2", "mistral", "cohere", "olmo3", "nemotron_h"):
         row = out[family]
         assert row["greedy_equal_before"] and row["greedy_equal_after"], (family, row)
         for gap in (row["gap_before"], row["gap_after"]):

@@ -198,6 +198,19 @@ FAMILIES = {  # transformers config class, its particulars (a tied head where th
     # vLLM 0.32 runs OLMo 3 through its Transformers modeling backend, which rewrote transformers' own
     # Olmo3Model class for torch.compile: the policy's next forward stopped (`_keep_transformers_classes`)
     "olmo3": ("Olmo3Config", dict(sliding_window=8, layer_types=["sliding_attention", "full_attention"])),
+    # a Mamba-2 hybrid: vLLM loads `A_log` as A = -exp(A_log), which the sync's check took for a lost
+    # weight (it compared the pushed values with the parameter itself, not with what its loader makes)
+    "nemotron_h": (
+        "NemotronHConfig",
+        dict(
+            layers_block_type=["mamba", "attention"],
+            mamba_num_heads=8,
+            mamba_head_dim=8,
+            ssm_state_size=8,
+            chunk_size=8,
+            n_groups=1,
+        ),
+    ),
 }
 
 
@@ -205,7 +218,7 @@ def build_family(path: str, family: str):
     import transformers
 
     from reasonrl.data.tasks import generate
-    from reasonrl.models.loading import attention_kwargs
+    from reasonrl.models.loading import attention_kwargs, unclamp_time_steps
     from reasonrl.models.tiny import build_tokenizer, corpus
 
     tok = build_tokenizer(corpus(generate("arithmetic", 100, seed=0, difficulty=2)), 96)
@@ -217,6 +230,7 @@ def build_family(path: str, family: str):
     })  # fmt: skip
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(cfg, **attention_kwargs(cfg))
+    unclamp_time_steps(model, log=lambda *a: None)  # as load_policy leaves Nemotron-H (vLLM has no clamp)
     spread_weights(model, 0.15)
     model.save_pretrained(path)
     tok.save_pretrained(path)
@@ -234,7 +248,7 @@ def families(path: str) -> dict:
     greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=16)
     sample = SamplingParams(n=4, temperature=1.0, max_new_tokens=16, seed=5)
     out = {}
-    for family in ("gemma2", "mistral", "cohere", "olmo3"):
+    for family in ("gemma2", "mistral", "cohere", "olmo3", "nemotron_h"):
         model, tok = build_family(f"{path}-{family}", family)
         prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in ("12+7=", "3*4-2=", "9")]
         if (
