@@ -81,6 +81,7 @@ def report(cfg, plan, measured: dict | None = None, prompt_note: str = "") -> st
     lines = [f"model {sh.name}: {sh.params / 1e6:.2f}M parameters ({sh.trainable / 1e6:.2f}M trained), "
              f"{sh.layers} layers, hidden {sh.hidden}, vocab {sh.vocab}, context {sh.context}, attention "
              + ("eager (soft-capped logits, which SDPA would drop)" if sh.attn_softcap and sh.eager_attention
+                else "the model's own (eager; a pack runs it under a block mask)" if sh.own_attention
                 else "eager" if sh.eager_attention else "SDPA"),
              f"engines: rollout {cfg.rollout.engine} {dict(cfg.rollout.engine_kwargs) or ''}".rstrip()
              + f", train {train_engine_kind(cfg.train.engine, b['world_size'])}",

@@ -102,6 +102,10 @@ def measure_train_step(cfg: RunConfig, prompt_tokens: int, device: str = "cpu") 
     from reasonrl.trainer.step import make_loss_fn
 
     model = _model(cfg, device)
+    if cfg.model.pack_tokens > 0:  # as trainer.setup: a model that attends in code of its own packs under
+        from reasonrl.engines.packing import check_packing  # a block mask; one that cannot pack is named
+
+        check_packing(model)
     forward = training_forward(cfg.model)  # as trainer.setup picks it
     engine = SingleDeviceEngine(model, lr=1e-6, bf16=cfg.model.dtype == "bfloat16", forward=forward)
     rows, tc = cfg.train.micro_batch, cfg.rollout.max_new_tokens

@@ -81,8 +81,11 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     # (engines.packing.segment_attention: fused SDPA on slices, no mask), so no padding mask reaches it
     # eager attention: a padded batch through the model's own eager function; a pack through segment
     # attention, whose SDPA is fused unless soft-capping needs the explicit product
-    flash = not m.eager_attention or bool(s.pack_tokens and not m.attn_softcap)
-    per_token = _per_token_layer_floats(m, s.seq_tokens, flash, s.padded and not s.pack_tokens, b < 4) * b
+    # attention of the model's own: eager, and a pack's probabilities span the whole pack
+    own_pack = bool(s.pack_tokens and m.own_attention)
+    flash = not m.eager_attention or bool(s.pack_tokens and not m.attn_softcap and not own_pack)
+    attn_len = max(s.pack_tokens, s.seq_tokens) if own_pack else s.seq_tokens
+    per_token = _per_token_layer_floats(m, attn_len, flash, s.padded and not s.pack_tokens, b < 4) * b
     layer = per_token * tokens
     # packs run one forward each (whole rows, first fit): a checkpointed layer is recomputed one pack at a
     # time in backward, and one pack's [P, V] head output exists at a time

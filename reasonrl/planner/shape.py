@@ -29,6 +29,9 @@ class ModelShape:
     norms_per_layer: int = 2  # hidden-sized norms in a decoder layer (Gemma 2: 4, around both sublayers)
     eager_attention: bool = False  # the attention loads as eager (keeps [heads, T, T] probabilities)
     attn_softcap: bool = False  # attention logits soft-capped (eager keeps the tanh output too)
+    # attention in code of the model's own, outside transformers' interface (BLOOM, GPT-J, ...): a pack
+    # runs it under a [P, P] block mask (engines.packing), keeping [heads, P, P] probabilities
+    own_attention: bool = False
     kv_layers: int | None = None  # layers that cache keys and values while generating (None: all of them)
     # sum of kv heads x head dim over those layers where it differs between them (Gemma 4: head dim 256
     # on its sliding-window layers, 512 on its full-attention ones); None: kv_layers x kv_heads x head_dim
@@ -102,6 +105,9 @@ def model_shape(
         norms_per_layer=len(norms) or 2,
         eager_attention=getattr(model.config, "_attn_implementation", None) == "eager",
         attn_softcap=bool(getattr(text, "attn_logit_softcapping", None)),
+        own_attention=not (
+            getattr(model, "_supports_attention_backend", True) or getattr(model, "_supports_sdpa", True)
+        ),
         kv_layers=_kv_layers(cfg) if heads else 0,
         kv_width=_kv_width(cfg, text) if heads else None,
     )

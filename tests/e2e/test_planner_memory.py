@@ -7,8 +7,9 @@ micro-batch 16, 1.00 with checkpointing, 1.00 longer completions, 0.98 chunked l
 0.94, 0.96 with checkpointing, 0.94 chunked), within 12% for a 32k-vocabulary model whose logits
 dominate (0.96 plain, 1.08 chunked, 0.98 bf16, 1.04 packed; packed and chunked 0.87, held to 15%) and
 for a grouped-query-attention model (2 of 8 heads for k / v; 1.05 fp32, 1.10 bf16, 1.03 bf16 chunked;
-packed 0.98, 1.08 bf16, 0.96 bf16 chunked), and for Gemma 2 (four norms per layer, eager attention
-when soft-capped: 0.99 fp32, 0.99 bf16, packed 0.92; without soft-capping 0.97, 0.97 bf16)."""
+packed 0.98, 1.08 bf16, 0.96 bf16 chunked), for Gemma 2 (four norms per layer, eager attention
+when soft-capped: 0.99 fp32, 0.99 bf16, packed 0.92; without soft-capping 0.97, 0.97 bf16) and for GPT-J
+(attention of its own: 1.02 padded, packed 1.00 and 0.90)."""
 
 from __future__ import annotations
 
@@ -93,6 +94,29 @@ def test_estimate_matches_measured_on_gemma2(tmp_path, softcap, extra):
     assert (plan.shape.eager_attention, plan.shape.norms_per_layer) == (softcap is not None, 4)
     shown = "attention eager (soft-capped logits, which SDPA would drop)" if softcap else "attention SDPA"
     assert shown in report(cfg, plan).splitlines()[0]
+
+
+@pytest.mark.parametrize("pack", [0, 1024, 2048])
+def test_estimate_matches_measured_on_a_model_with_attention_of_its_own(tmp_path, pack):
+    """GPT-J attends in code of its own: eager, and a pack runs it under a [P, P] block mask, so its
+    probabilities span the whole pack (before the estimate counted them per sequence, as for segment
+    attention: 0.56 and 0.38 of the measured peak packed; now 1.00 and 0.90, 1.02 padded)."""
+    from transformers import GPTJConfig
+
+    GPTJConfig(vocab_size=4096, n_embd=256, n_layer=4, n_head=8, n_positions=1024, rotary_dim=16, n_inner=1024,
+               tie_word_embeddings=True).save_pretrained(tmp_path)  # fmt: skip
+    cfg = load_config(None, [f"model.path={tmp_path}", "model.device=cpu", "train.global_batch=16", "train.mini_batch=16",
+                             "train.micro_batch=8", "rollout.n=4", "rollout.max_new_tokens=192",
+                             f"model.pack_tokens={pack}"])  # fmt: skip
+    from reasonrl.cli.plan import report
+
+    plan = make_plan(cfg, prompt_tokens=64)
+    assert plan.shape.own_attention is True
+    assert (
+        "attention the model's own (eager; a pack runs it under a block mask)"
+        in report(cfg, plan).splitlines()[0]
+    )
+    assert 0.88 <= _ratio(cfg, 64) <= 1.12
 
 
 def test_live_peak_counts_what_is_alive():
