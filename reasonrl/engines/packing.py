@@ -55,9 +55,8 @@ def plan_packs(lengths: list[int], budget: int) -> list[list[int]]:
 
 SEGMENT_ATTENTION = "reasonrl_segments"  # the name it is registered under with transformers
 BASE_ATTENTION = "_reasonrl_base_attention"  # config attribute: the implementation it replaced
-PACK_MASK = (
-    "_reasonrl_pack_mask"  # config attribute: attention of the model's own, given a block mask per pack
-)
+# config attribute: the model attends in code of its own, and a pack gets a block mask instead
+PACK_MASK = "_reasonrl_pack_mask"
 _PACK = threading.local()  # .forward: a pack's forward is running (no mask to build); .calls: attention calls
 _BOUNDS: dict[int, torch.Tensor | None] = {}  # id(position ids) -> the pack bounds read off them
 
