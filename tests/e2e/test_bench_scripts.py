@@ -74,8 +74,9 @@ def test_rollout_throughput_runs_on_cpu():
 
 def test_eval_throughput_runs_on_cpu(tiny_model_dir):
     out = _bench("eval_throughput.py", "--model", tiny_model_dir, "--problems", "8", "--max-tokens", "6",
-                 "--batch", "4")  # fmt: skip
+                 "--batch", "4", "--repeats", "2")  # fmt: skip
     assert (out["problems"], out["device"]) == (8, "cpu")
+    assert len(out["reasonrl_vs_raw_engine_each"]) == 2 and min(out["reasonrl_vs_raw_engine_each"]) > 0
     r, raw, lm = out["reasonrl_samples_per_s"], out["raw_engine_samples_per_s"], out["lm_eval_samples_per_s"]
     assert r > 0 and raw > 0 and lm > 0  # lm-eval is a dev dependency: its side ran
     assert out["reasonrl_vs_raw_engine"] == pytest.approx(r / raw, rel=0.02)
