@@ -351,7 +351,7 @@ def check_packing(model) -> None:
                               "model.pack_tokens=0")  # fmt: skip
         if gap > tolerance(model):
             raise ConfigError(f"model.pack_tokens: model {kind!r} computes a pack's sequences otherwise than each alone "
-                              f"(logits {gap:.2g} of their spread apart: e.g. positions counted along the whole pack); "
+                              f"(logits {gap:.2g} of their spread apart on average: e.g. positions counted along the whole pack); "
                               "set model.pack_tokens=0")  # fmt: skip
     except BaseException:
         _restore_attention(model)

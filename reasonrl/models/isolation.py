@@ -106,7 +106,7 @@ def check_padding(model, pad_id: int | None = 0, log=print) -> None:
         if gap > tolerance(model):
             raise InputError(
                 f"model {kind!r}: a left-padded row's logits differ from the row's alone by {gap:.2g} of their "
-                "spread (no input embedding layer to check it by gradient), so batched generation and "
+                "spread on average (no input embedding layer to check it by gradient), so batched generation and "
                 "training would get wrong log-probs; reasonrl cannot use this model"
             ) from None
         log(
@@ -139,9 +139,11 @@ def tolerance(model) -> float:
 
 
 def relative_gap(a: torch.Tensor, b: torch.Tensor) -> float:
-    """max |a - b| over the spread (standard deviation) of b."""
+    """mean |a - b| over the spread (standard deviation) of b: what a wrong computation moves everywhere
+    (positions counted along a pack, state through padding), and rounding in 16 bits only here and
+    there (the largest of a million differences would need a wider tolerance)."""
     a, b = a.float(), b.float()
-    return ((a - b).abs().max() / b.std().clamp_min(1e-6)).item()
+    return ((a - b).abs().mean() / b.std().clamp_min(1e-6)).item()
 
 
 def _padded_row(model, pad_id: int | None) -> tuple[torch.Tensor, torch.Tensor]:
