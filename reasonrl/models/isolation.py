@@ -21,8 +21,9 @@ mix. So any dependence counts (`LEAK`, a hair above 0): comparing log-probs woul
 wider than bf16 rounding, under which such leaks stay. What the gradient cannot see: a path that
 reads token ids rather than embeddings (Qwen4-Exp's hashed n-gram embeddings of the preceding ids;
 transformers gives its pad positions the EOS id, so a padded row and the same row alone agree, as a
-test checks). A model with no input embedding layer has a left-padded row's logits compared with the
-row's alone instead (`padding_gap`, within `tolerance` of their spread).
+test checks). So a left-padded row's logits are also compared with the row's alone (`padding_gap`,
+on average within `tolerance` of their spread): the check that remains for a model with no input
+embedding layer, and the one that sees a path reading token ids.
 """
 
 from __future__ import annotations
@@ -102,33 +103,35 @@ def check_padding(model, pad_id: int | None = 0, log=print) -> None:
     try:
         _ = model.get_input_embeddings().weight  # what `dependence` takes the gradient against
     except (AttributeError, NotImplementedError):
-        gap = padding_gap(model, pad_id)
-        if gap > tolerance(model):
-            raise InputError(
-                f"model {kind!r}: a left-padded row's logits differ from the row's alone by {gap:.2g} of their "
-                "spread on average (no input embedding layer to check it by gradient), so batched generation and "
-                "training would get wrong log-probs; reasonrl cannot use this model"
+        log(f"{type(model).__name__}: no input embedding layer; left padding checked by its outputs only")
+    else:
+        ids, attn = _padded_row(model, pad_id)
+        inputs = dict(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0))
+        try:
+            leak = dependence(
+                model, inputs, src=[(0, j) for j in range(3)], dst=[(0, j) for j in range(3, 8)]
+            )
+        except NonFiniteGradient as e:  # Gemma 3n with a zero pad embedding: mean(h ** 2) ** 0.5 of h = 0
+            raise PadGradientNotFinite(
+                f"model {kind!r}: the backward of a row left-padded with pad id {pad_id} is not finite ({e}; "
+                "e.g. a norm without epsilon taken of a pad position whose embedding is zero), so training on "
+                "left-padded batches would get NaN gradients; give its tokenizer a pad_token whose embedding "
+                "is not zero (e.g. its EOS token)"
             ) from None
-        log(
-            f"{type(model).__name__}: no input embedding layer; left padding checked by its outputs ({gap:.2g} apart)"
-        )
-        return
-    ids, attn = _padded_row(model, pad_id)
-    inputs = dict(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0))
-    try:
-        leak = dependence(model, inputs, src=[(0, j) for j in range(3)], dst=[(0, j) for j in range(3, 8)])
-    except NonFiniteGradient as e:  # Gemma 3n with a zero pad embedding: mean(h ** 2) ** 0.5 of h = 0
-        raise PadGradientNotFinite(
-            f"model {kind!r}: the backward of a row left-padded with pad id {pad_id} is not finite ({e}; "
-            "e.g. a norm without epsilon taken of a pad position whose embedding is zero), so training on "
-            "left-padded batches would get NaN gradients; give its tokenizer a pad_token whose embedding "
-            "is not zero (e.g. its EOS token)"
-        ) from None
-    if leak > LEAK:
+        if leak > LEAK:
+            raise InputError(
+                f"model {kind!r}: a left-padded row's outputs depend on its padding (dependence {leak:.2g}: "
+                "the architecture carries state through pad positions past the attention mask), so batched "
+                "generation and training would get wrong log-probs; reasonrl cannot use this model"
+            )
+    # and by the outputs: a path that reads the token ids themselves, which no gradient shows
+    gap = padding_gap(model, pad_id)
+    if gap > tolerance(model):
         raise InputError(
-            f"model {kind!r}: a left-padded row's outputs depend on its padding (dependence {leak:.2g}: "
-            "the architecture carries state through pad positions past the attention mask), so batched "
-            "generation and training would get wrong log-probs; reasonrl cannot use this model"
+            f"model {kind!r}: a left-padded row's logits differ from the row's alone by {gap:.2g} of their "
+            "spread on average (through a path the gradient check cannot see, e.g. one that reads the pad "
+            "token ids), so batched generation and training would get wrong log-probs; reasonrl cannot use "
+            "this model"
         )
 
 

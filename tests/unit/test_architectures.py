@@ -352,6 +352,33 @@ def test_without_input_embeddings_left_padding_is_checked_by_the_outputs(family)
         assert logs and "left padding checked by its outputs" in logs[0]
 
 
+def test_a_path_that_reads_the_pad_ids_is_refused_by_the_outputs():
+    """A model whose logits read the preceding token's id (as hashed n-gram embeddings do) past its
+    embedding layer: no gradient reaches the embeddings from there, so only the comparison of a padded
+    row with the row alone shows that the pad ids change its log-probs."""
+    import transformers
+
+    from reasonrl.models.isolation import dependence
+
+    class ReadsIds(transformers.LlamaForCausalLM):
+        def forward(self, input_ids=None, **kwargs):
+            out = super().forward(input_ids=input_ids, **kwargs)
+            previous = torch.cat([torch.full_like(input_ids[:, :1], 2), input_ids[:, :-1]], dim=1)
+            out.logits = out.logits + self.by_previous_id(previous)  # a table of its own: no embeddings
+            return out
+
+    cls, extra = FAMILIES["llama"]
+    torch.manual_seed(0)
+    model = ReadsIds(getattr(transformers, cls)(**{**COMMON, **extra})).eval()
+    model.by_previous_id = torch.nn.Embedding(COMMON["vocab_size"], COMMON["vocab_size"])
+    ids, attn = torch.tensor([[0, 0, 0, 5, 6, 7, 8, 9]]), torch.tensor([[0, 0, 0, 1, 1, 1, 1, 1]])
+    inputs = dict(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0))
+    assert dependence(model, inputs, src=[(0, j) for j in range(3)], dst=[(0, j) for j in range(3, 8)]) == 0
+    with pytest.raises(InputError, match=r"cannot see, e.g. one that reads the pad token ids"):
+        check_padding(model)
+    check_padding(transformers.LlamaForCausalLM(model.config).eval())  # the same without the table passes
+
+
 @pytest.mark.parametrize("family", list(LEFT_PADDING_BREAKS))
 def test_a_model_that_left_padding_changes_is_refused(family):
     model = _model(family)
