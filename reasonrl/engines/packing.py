@@ -218,6 +218,9 @@ def use_segment_attention(model) -> None:
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface
 
+    from reasonrl.engines.packed_conv import install
+
+    install(model)  # short convolutions kept within each sequence (LFM2)
     AttentionInterface.register(SEGMENT_ATTENTION, segment_attention)
     AttentionMaskInterface.register(SEGMENT_ATTENTION, _segment_mask)
     for m in model.modules():
@@ -245,13 +248,16 @@ def _pack_forward(lengths: list[int], device):
                                   "attention interface, so a pack cannot be kept apart; set model.pack_tokens=0")  # fmt: skip
 
 
-def _pack_inputs(seq: torch.Tensor, lengths: list[int]) -> dict:
-    """The model's keyword arguments for a pack `seq` [1, P] of sequences of `lengths`: position ids
-    restarting per sequence, and their bounds (a CPU tensor: read per layer)."""
+def _pack_inputs(model, seq: torch.Tensor, lengths: list[int]) -> dict:
+    """`model`'s keyword arguments for a pack `seq` [1, P] of sequences of `lengths`: position ids
+    restarting per sequence, their bounds (a CPU tensor: read per layer), and for short convolutions
+    the sequence index per position (`engines.packed_conv`)."""
+    from reasonrl.engines.packed_conv import pack_kwargs
+
     pos = torch.cat([torch.arange(n, device=seq.device) for n in lengths]).unsqueeze(0)
     cu = torch.tensor([0, *lengths]).cumsum(0)
     return dict(input_ids=seq, position_ids=pos, attention_mask=None, cu_seq_lens_q=cu, cu_seq_lens_k=cu,
-                max_length_q=max(lengths), max_length_k=max(lengths))  # fmt: skip
+                max_length_q=max(lengths), max_length_k=max(lengths), **pack_kwargs(model, lengths, seq.device))  # fmt: skip
 
 
 def _restore_attention(model) -> None:
@@ -294,7 +300,7 @@ def check_packing(model) -> None:
       (attention code of the model's own that a pack leaves without a causal mask), and the second
       sequence's must not depend on the first's tokens (`models.isolation.dependence`). The last
       fails for the hybrids whose convolution, recurrence or linear-attention layers run along the
-      whole pack (LFM2, Qwen3-Next, Qwen3.5, Jamba, Falcon-H1, Bamba, Granite 4, Nemotron-H, Zamba2,
+      whole pack (Qwen3-Next, Qwen3.5, Jamba, Falcon-H1, Bamba, Granite 4, Nemotron-H, Zamba2,
       Kimi Linear, OLMo hybrid, MiniMax), whose log-probs it would corrupt.
     Llama 4 and DeepSeek-V4 are refused by their configs: Llama 4's chunked attention and query
     scaling follow the position in the whole input, which no probe shorter than its 8k chunks would
@@ -326,7 +332,7 @@ def check_packing(model) -> None:
             raise ConfigError(f"model.pack_tokens: model {kind!r} computes another forward under segment attention "
                               f"(logits {(after - before).abs().max().item():.2g} apart on a padded batch: its code "
                               "branches on the attention implementation's name); set model.pack_tokens=0")  # fmt: skip
-        inputs = _pack_inputs(tokens, [6, 5])
+        inputs = _pack_inputs(model, tokens, [6, 5])
         try:
             try:
                 leak, future = _pack_dependence(model, inputs, [6, 5])
@@ -385,7 +391,7 @@ def _solo_gap(model, tokens: torch.Tensor, lengths: list[int]) -> float:
     model.eval()
     try:
         with _pack_forward(lengths, tokens.device):
-            packed = model(**_pack_inputs(tokens, lengths), use_cache=False).logits[0]
+            packed = model(**_pack_inputs(model, tokens, lengths), use_cache=False).logits[0]
         solo = torch.cat(
             [model(input_ids=part, use_cache=False).logits[0] for part in tokens.split(lengths, dim=1)]
         )
@@ -422,7 +428,7 @@ def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autoca
     for pack in packs:
         seq = torch.cat([ids[i, starts[i] : ends[i]] for i in pack]).unsqueeze(0)
         lengths = [ends[i] - starts[i] for i in pack]
-        inputs = _pack_inputs(seq, lengths)
+        inputs = _pack_inputs(model, seq, lengths)
         with _pack_forward(lengths, ids.device):
             if chunk:
                 out = last_hidden(model, autocast, **inputs)[0]

@@ -167,6 +167,10 @@ LINEAR = ["linear_attention", "full_attention"]
 GATED_DELTA = dict(
     linear_num_value_heads=2, linear_num_key_heads=2, linear_key_head_dim=8, linear_value_head_dim=8
 )
+SHORT_CONV = [
+    "lfm2",
+    "lfm2_moe",
+]  # hybrids whose only state is a short convolution: they pack (engines.packed_conv)
 HYBRIDS = {  # name: (config class, extra settings); COMMON without head_dim
     "lfm2": ("Lfm2Config", {"layer_types": ["conv", "full_attention"], "block_ff_dim": 64}),
     "lfm2_moe": ("Lfm2MoeConfig", {"layer_types": ["conv", "full_attention"], "num_dense_layers": 1,

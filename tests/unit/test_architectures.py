@@ -31,6 +31,7 @@ from _families import (
     NAMED_ATTENTION,
     NO_PACKING,
     PACK_FAILS,
+    SHORT_CONV,
     SPREAD_SEED,
 )
 from _spread_weights import spread_weights
@@ -134,7 +135,30 @@ def test_sampler_logprobs_equal_every_training_forwards(family):
         )
 
 
-@pytest.mark.parametrize("family", [*HYBRIDS, *NO_PACKING])
+@pytest.mark.parametrize("family", SHORT_CONV)
+def test_short_convolution_hybrids_pack_with_each_sequence_convolved_alone(family, monkeypatch):
+    """LFM2's and LFM2-MoE's only state is a short causal convolution; transformers' PyTorch fallback
+    of it ignores the pack's `seq_idx` and convolved across the pack (refused before). With the
+    convolution kept within each sequence, every forward keeps the invariant; without `seq_idx` the
+    packed log-probs are off."""
+    from reasonrl.engines import packed_conv
+
+    model = _model(family)
+    check_padding(model)
+    batch, sampler = _sampled(model)
+    check_packing(model)
+    for name, forward in FORWARDS.items():
+        with torch.no_grad():
+            lp, _ = forward(model, batch)
+        gap = ((lp - sampler) * batch.mask).abs().max().item()
+        assert gap < 1e-4, f"{family} {name}: sampler vs recomputed log-probs differ by {gap:.2e}"
+    monkeypatch.setattr(packed_conv, "pack_kwargs", lambda *a: {})  # the fallback's own convolution
+    with torch.no_grad():
+        lp, _ = FORWARDS["packed"](model, batch)
+    assert ((lp - sampler) * batch.mask).abs().max() > 0.1
+
+
+@pytest.mark.parametrize("family", [*(f for f in HYBRIDS if f not in SHORT_CONV), *NO_PACKING])
 def test_hybrids_train_on_the_sampled_logprobs_and_are_refused_packing(family):
     """Also Llama 4 (chunked attention, query scaling by position: packing gave log-probs 11 nats off;
     its chunked log-probs stopped on a shape error: `get_decoder()` returns the causal LM itself)."""
@@ -280,10 +304,11 @@ def test_compressed_attention_is_refused_by_its_config():
         check_packing(model)
 
 
-@pytest.mark.parametrize("family", ["lfm2", "qwen3_next"])
+@pytest.mark.parametrize("family", ["qwen3_next", "inkling"])
 def test_a_small_leak_is_refused_too_and_none_is_found_where_there_is_none(family):
-    """At its default init LFM2's convolution passes 8.5e-5 of a sequence's dependence on to the next
-    one in a pack: still refused. Attention families at their default init show exactly none."""
+    """At their default init, hybrids pass a little of a sequence's dependence on to the next one in a
+    pack (LFM2's convolution passed 8.5e-5, before it packed): still refused. Attention families at
+    their default init show exactly none."""
     with pytest.raises(ConfigError, match="carries state from one sequence of a pack into the next"):
         check_packing(_model(family, spread=False))
     for clean in ("llama", "gemma2", "gpt_oss", "deepseek_v3"):

@@ -1,0 +1,84 @@
+"""Short causal convolutions kept within each sequence of a pack (LFM2's, LFM2-MoE's, ... `*ShortConv`
+layers), so that these hybrids can pack.
+
+transformers gives these layers a `seq_idx` (the pack's sequence index per position) where the model's
+forward receives one, and hands it to `causal_conv1d_fn`; the hub kernel honours it, the PyTorch
+fallback (what runs on a CPU, or on a GPU without the `kernels` package) ignores it and convolves across
+the pack: the first positions of each sequence read the end of the one before (`check_packing` saw
+that leak and refused packing). `install` puts a function in the fallback's place, in the modules of
+the model's short-convolution layers, that computes the same depthwise causal convolution with the
+taps that would reach into another sequence dropped, which is what each sequence alone gets (zeros on
+its left); without `seq_idx` (generation, padded forwards) it calls the function it replaced.
+`pack_kwargs` gives a pack's forward the `seq_idx` for a model that has such layers.
+
+Owns: `install`, `pack_kwargs`. Does not own: the pack itself (`engines.packing`).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+_MARK = "_reasonrl_bounded"  # on the function put in place: installed once per module
+_HAS = "_reasonrl_short_conv"  # on the model: whether it has short-convolution layers
+
+
+def _conv_modules(model) -> list:
+    """The Python modules of `model`'s short-convolution layers that call a `causal_conv1d_fn`."""
+    found = {}
+    for m in model.modules():
+        if type(m).__name__.endswith("ShortConv"):
+            mod = sys.modules.get(type(m).__module__)
+            if mod is not None and callable(getattr(mod, "causal_conv1d_fn", None)):
+                found[mod.__name__] = mod
+    return list(found.values())
+
+
+def install(model) -> bool:
+    """Make the short convolutions of `model` (if any) honour `seq_idx`; True if it has any."""
+    modules = _conv_modules(model)
+    for mod in modules:
+        if not getattr(mod.causal_conv1d_fn, _MARK, False):
+            mod.causal_conv1d_fn = _bounded(mod.causal_conv1d_fn)
+    return bool(modules)
+
+
+def pack_kwargs(model, lengths: list[int], device) -> dict:
+    """{"seq_idx": [1, P] int32} for a pack of sequences of `lengths` where `model` has short
+    convolutions; {} otherwise (other models' forwards never see the keyword)."""
+    has = getattr(model, _HAS, None)
+    if has is None:  # asked per pack: looked up once
+        has = bool(_conv_modules(model))
+        setattr(model, _HAS, has)
+    if not has:
+        return {}
+    idx = torch.repeat_interleave(torch.arange(len(lengths), dtype=torch.int32), torch.tensor(lengths))
+    return {"seq_idx": idx[None].to(device)}
+
+
+def _bounded(original):
+    def causal_conv1d_fn(hidden_states, weight, bias=None, activation=None, seq_idx=None, **kwargs):
+        """hidden_states [B, C, L], weight [C, K]: out[j] = bias + sum_s weight[K - 1 - s] * x[j - s] over
+        the shifts s whose position j - s is in j's sequence (F.conv1d's left zero padding, per sequence)."""
+        if seq_idx is None:
+            return original(hidden_states, weight, bias, activation=activation, **kwargs)
+        from transformers.activations import ACT2FN
+
+        x = hidden_states.to(weight.dtype)
+        length, taps = x.shape[-1], weight.shape[-1]
+        seq = seq_idx.to(x.device)
+        out = x * weight[:, taps - 1, None]
+        for s in range(1, min(taps, length)):
+            same = torch.zeros_like(seq, dtype=torch.bool)
+            same[:, s:] = seq[:, s:] == seq[:, :-s]
+            shifted = torch.nn.functional.pad(x, (s, 0))[..., :length]
+            out = out + shifted * same[:, None, :].to(x.dtype) * weight[:, taps - 1 - s, None]
+        if bias is not None:
+            out = out + bias[:, None]
+        if activation is not None:
+            out = ACT2FN[activation](out)
+        return out.to(hidden_states.dtype)
+
+    setattr(causal_conv1d_fn, _MARK, True)
+    return causal_conv1d_fn
