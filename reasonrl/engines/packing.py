@@ -218,9 +218,9 @@ def use_segment_attention(model) -> None:
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface
 
-    from reasonrl.engines.packed_conv import install
+    from reasonrl.engines.pack_layers import install
 
-    install(model)  # short convolutions kept within each sequence (LFM2)
+    install(model)  # short convolutions (LFM2) and ALiBi (BLOOM) kept within each sequence
     AttentionInterface.register(SEGMENT_ATTENTION, segment_attention)
     AttentionMaskInterface.register(SEGMENT_ATTENTION, _segment_mask)
     for m in model.modules():
@@ -228,6 +228,11 @@ def use_segment_attention(model) -> None:
         if hasattr(config, "_attn_implementation") and config._attn_implementation != SEGMENT_ATTENTION:
             setattr(config, BASE_ATTENTION, config._attn_implementation or "sdpa")
             config._attn_implementation = SEGMENT_ATTENTION
+
+
+def pack_segments() -> torch.Tensor | None:
+    """Within a pack's forward, its sequence index per position [1, P]; None outside one."""
+    return getattr(_PACK, "segments", None) if getattr(_PACK, "forward", False) else None
 
 
 @contextmanager
@@ -251,8 +256,8 @@ def _pack_forward(lengths: list[int], device):
 def _pack_inputs(model, seq: torch.Tensor, lengths: list[int]) -> dict:
     """`model`'s keyword arguments for a pack `seq` [1, P] of sequences of `lengths`: position ids
     restarting per sequence, their bounds (a CPU tensor: read per layer), and for short convolutions
-    the sequence index per position (`engines.packed_conv`)."""
-    from reasonrl.engines.packed_conv import pack_kwargs
+    the sequence index per position (`engines.pack_layers`)."""
+    from reasonrl.engines.pack_layers import pack_kwargs
 
     pos = torch.cat([torch.arange(n, device=seq.device) for n in lengths]).unsqueeze(0)
     cu = torch.tensor([0, *lengths]).cumsum(0)

@@ -170,7 +170,7 @@ GATED_DELTA = dict(
 SHORT_CONV = [
     "lfm2",
     "lfm2_moe",
-]  # hybrids whose only state is a short convolution: they pack (engines.packed_conv)
+]  # hybrids whose only state is a short convolution: they pack (engines.pack_layers)
 HYBRIDS = {  # name: (config class, extra settings); COMMON without head_dim
     "lfm2": ("Lfm2Config", {"layer_types": ["conv", "full_attention"], "block_ff_dim": 64}),
     "lfm2_moe": ("Lfm2MoeConfig", {"layer_types": ["conv", "full_attention"], "num_dense_layers": 1,

@@ -141,7 +141,7 @@ def test_short_convolution_hybrids_pack_with_each_sequence_convolved_alone(famil
     of it ignores the pack's `seq_idx` and convolved across the pack (refused before). With the
     convolution kept within each sequence, every forward keeps the invariant; without `seq_idx` the
     packed log-probs are off."""
-    from reasonrl.engines import packed_conv
+    from reasonrl.engines import pack_layers
 
     model = _model(family)
     check_padding(model)
@@ -152,7 +152,7 @@ def test_short_convolution_hybrids_pack_with_each_sequence_convolved_alone(famil
             lp, _ = forward(model, batch)
         gap = ((lp - sampler) * batch.mask).abs().max().item()
         assert gap < 1e-4, f"{family} {name}: sampler vs recomputed log-probs differ by {gap:.2e}"
-    monkeypatch.setattr(packed_conv, "pack_kwargs", lambda *a: {})  # the fallback's own convolution
+    monkeypatch.setattr(pack_layers, "pack_kwargs", lambda *a: {})  # the fallback's own convolution
     with torch.no_grad():
         lp, _ = FORWARDS["packed"](model, batch)
     assert ((lp - sampler) * batch.mask).abs().max() > 0.1
@@ -225,6 +225,20 @@ def test_a_model_with_attention_of_its_own_packs_with_a_block_mask(family, monke
     with torch.no_grad():
         lp, _ = FORWARDS["packed"](model, batch)
     assert ((lp - sampler) * batch.mask).abs().max() > 0.1
+
+
+@pytest.mark.parametrize("family", list(LEGACY_ATTENTION))
+def test_packs_of_models_with_attention_of_their_own_equal_their_padded_forward_in_bf16(family):
+    """In 16 bits too, as each sequence alone: BLOOM's ALiBi, built from the mask, counted positions
+    along the pack, and its larger biases rounded coarser (0.07 off its padded forward)."""
+    model = _model(family)
+    batch, _ = _sampled(model)
+    model = model.to(torch.bfloat16)
+    check_packing(model)
+    with torch.no_grad():
+        padded, _ = FORWARDS["padded"](model, batch)
+        packed, _ = FORWARDS["packed"](model, batch)
+    assert ((packed - padded) * batch.mask).abs().max() == 0
 
 
 @pytest.mark.parametrize("family", CLAMPED_TIME_STEPS)
