@@ -152,20 +152,28 @@ def _hybrid_dir(path, kind: str, tok_dir: str) -> str:
     return str(path)
 
 
-def test_hybrid_and_state_space_models_train_and_a_hybrid_is_refused_packing(tiny_model_dir, tmp_path):
+def test_hybrid_and_state_space_models_train_and_a_state_space_model_is_refused_packing(
+    tiny_model_dir, tmp_path
+):
     """Mamba trains end to end (before: the planner stopped on its missing attention heads, and the
-    engine handed it a cache it does not take), on the log-probs it sampled; LFM2's convolution would
-    run across a pack, so packing it is refused before any step, naming the model and the key."""
+    engine handed it a cache it does not take), on the log-probs it sampled; its scan would run across
+    a pack, so packing it is refused before any step, naming the key. LFM2, whose convolution is kept
+    within each sequence of a pack (it was refused before), trains packed on the log-probs it sampled."""
     from reasonrl.config import ConfigError
 
     mamba = _hybrid_dir(tmp_path / "mamba", "mamba", tiny_model_dir)
     hist = train(_cfg(mamba, tmp_path / "m", 2, "checkpoint.every=0"), log=lambda *a: None)["history"]
     steps = [h for h in hist if "rollout/logprob_gap_max" in h]
     assert len(steps) == 2 and max(h["rollout/logprob_gap_max"] for h in steps) < 1e-4
-    lfm2 = _hybrid_dir(tmp_path / "lfm2", "lfm2", tiny_model_dir)
-    with pytest.raises(ConfigError, match="model.pack_tokens: model 'lfm2' carries state from one sequence"):
-        train(_cfg(lfm2, tmp_path / "a", 1, "model.pack_tokens=64"), log=lambda *a: None)
+    with pytest.raises(ConfigError, match="model.pack_tokens: .*set model.pack_tokens=0"):
+        train(_cfg(mamba, tmp_path / "a", 1, "model.pack_tokens=64"), log=lambda *a: None)
     assert not (tmp_path / "a" / "metrics.jsonl").exists()
+    lfm2 = _hybrid_dir(tmp_path / "lfm2", "lfm2", tiny_model_dir)
+    hist = train(
+        _cfg(lfm2, tmp_path / "l", 2, "checkpoint.every=0", "model.pack_tokens=64"), log=lambda *a: None
+    )["history"]
+    steps = [h for h in hist if "rollout/logprob_gap_max" in h]
+    assert len(steps) == 2 and max(h["rollout/logprob_gap_max"] for h in steps) < 1e-4
 
 
 def test_an_engine_off_the_trained_policy_is_warned_about_once(tiny_model_dir, tmp_path, monkeypatch):
