@@ -280,15 +280,13 @@ def _restore_attention(model) -> None:
 def _plain_logits(model, ids: torch.Tensor) -> torch.Tensor:
     """Logits of a left-padded two-row batch (eval mode): what switching to segment attention must not
     change in a forward that is not a pack."""
+    from reasonrl.models.isolation import evaluating
+
     attn = torch.ones_like(ids)
     attn[1, :3] = 0
-    was = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         return model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0),
                      use_cache=False).logits.float()  # fmt: skip
-    finally:
-        model.train(was)
 
 
 def check_packing(model) -> None:
@@ -390,18 +388,14 @@ def _pack_dependence(model, inputs: dict, lengths: list[int]) -> tuple[float, fl
 def _solo_gap(model, tokens: torch.Tensor, lengths: list[int]) -> float:
     """`models.isolation.relative_gap` between a pack's logits and those of each of its sequences run
     alone (eval mode)."""
-    from reasonrl.models.isolation import relative_gap
+    from reasonrl.models.isolation import evaluating, relative_gap
 
-    was = model.training
-    model.eval()
-    try:
+    with evaluating(model):
         with _pack_forward(lengths, tokens.device):
             packed = model(**_pack_inputs(model, tokens, lengths), use_cache=False).logits[0]
         solo = torch.cat(
             [model(input_ids=part, use_cache=False).logits[0] for part in tokens.split(lengths, dim=1)]
         )
-    finally:
-        model.train(was)
     return relative_gap(packed, solo)
 
 

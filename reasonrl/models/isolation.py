@@ -28,6 +28,8 @@ embedding layer, and the one that sees a path reading token ids.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 
 from reasonrl.errors import InputError
@@ -41,6 +43,17 @@ class NonFiniteGradient(FloatingPointError):
 class PadGradientNotFinite(InputError):
     """`check_padding`: the backward of a row left-padded with this pad id is not finite (another pad
     token may do: `models.loading.load_policy` tries the EOS token)."""
+
+
+@contextmanager
+def evaluating(model):
+    """Within: `model` in eval mode (no dropout); its mode as it was afterwards."""
+    was = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was)
 
 
 LEAK = 1e-9  # dependence above which positions count as mixed: any (where they are apart it is exactly 0)
@@ -57,10 +70,8 @@ def dependence(model, inputs: dict, src: list[tuple[int, int]], dst: list[tuple[
         return captured[-1]
 
     handle = model.get_input_embeddings().register_forward_hook(leaf)
-    was = model.training
-    model.eval()
     try:
-        with torch.enable_grad():
+        with evaluating(model), torch.enable_grad():
             logits = model(**inputs, use_cache=False).logits
             rows, cols = (torch.tensor(x, device=logits.device) for x in zip(*dst))
             picked = logits[rows, cols].float()
@@ -68,7 +79,6 @@ def dependence(model, inputs: dict, src: list[tuple[int, int]], dst: list[tuple[
             (grad,) = torch.autograd.grad((picked * r).sum(), captured[0])
     finally:
         handle.remove()
-        model.train(was)
     if not torch.isfinite(grad).all():
         raise NonFiniteGradient(f"the gradient is not finite in {next(model.parameters()).dtype}")
     grad = grad.float().norm(dim=-1)  # [rows, positions]
@@ -105,8 +115,7 @@ def check_padding(model, pad_id: int | None = 0, log=print) -> None:
     except (AttributeError, NotImplementedError):
         log(f"{type(model).__name__}: no input embedding layer; left padding checked by its outputs only")
     else:
-        ids, attn = _padded_row(model, pad_id)
-        inputs = dict(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0))
+        inputs = _padded_row(model, pad_id)
         try:
             leak = dependence(
                 model, inputs, src=[(0, j) for j in range(3)], dst=[(0, j) for j in range(3, 8)]
@@ -149,9 +158,9 @@ def relative_gap(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a - b).abs().mean() / b.std().clamp_min(1e-6)).item()
 
 
-def _padded_row(model, pad_id: int | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(ids [1, 8], attention mask) of five real tokens left-padded with three of `pad_id` (what the batch
-    pads with; 0 where it is none or out of the vocabulary)."""
+def _padded_row(model, pad_id: int | None) -> dict:
+    """The inputs of five real tokens left-padded with three of `pad_id` (what the batch pads with; 0
+    where it is none or out of the vocabulary): ids [1, 8], attention mask, position ids."""
     from reasonrl.models.loading import text_config
 
     vocab = text_config(model.config).vocab_size
@@ -159,19 +168,15 @@ def _padded_row(model, pad_id: int | None) -> tuple[torch.Tensor, torch.Tensor]:
     real = [(pad_id + 1 + k) % vocab for k in range(5)]
     device = next(model.parameters()).device
     ids = torch.tensor([[pad_id] * 3 + real], device=device)
-    return ids, (torch.arange(ids.shape[1], device=device) >= 3).long()[None]
+    attn = (torch.arange(ids.shape[1], device=device) >= 3).long()[None]
+    return dict(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0))
 
 
 @torch.no_grad()
 def padding_gap(model, pad_id: int | None) -> float:
     """`relative_gap` between a left-padded row's logits (eval mode) and those of the row alone."""
-    ids, attn = _padded_row(model, pad_id)
-    was = model.training
-    model.eval()
-    try:
-        padded = model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0),
-                       use_cache=False).logits[0, 3:]  # fmt: skip
-        alone = model(input_ids=ids[:, 3:], use_cache=False).logits[0]
-    finally:
-        model.train(was)
+    inputs = _padded_row(model, pad_id)
+    with evaluating(model):
+        padded = model(**inputs, use_cache=False).logits[0, 3:]
+        alone = model(input_ids=inputs["input_ids"][:, 3:], use_cache=False).logits[0]
     return relative_gap(padded, alone)
