@@ -114,6 +114,24 @@ def _flat_rotary_on_cpu() -> None:
     RotaryEmbedding.forward_cpu = forward_cpu
 
 
+def _xielu_in_model_dtype() -> None:
+    """vLLM 0.32 builds Apertus's xIELU activation with bf16 parameters whatever the model's dtype, so an
+    fp32 engine rounded the trained alphas to bf16 (sampler gap ~1e-3 instead of ~1e-6). Built in the
+    dtype vLLM constructs the model in (torch's default dtype meanwhile) instead."""
+    from vllm.model_executor.layers.activation import XIELU
+
+    init = XIELU.__init__
+    if getattr(init, "model_dtype", False):
+        return
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("dtype", torch.get_default_dtype())
+        init(self, *args, **kwargs)
+
+    __init__.model_dtype = True
+    XIELU.__init__ = __init__
+
+
 def _config_overrides(config) -> dict:
     """Settings vLLM 0.32 reads that configs saved by transformers 5 no longer write: LFM2's `conv_dim`
     and `block_dim` (both the hidden size in LiquidAI's own configs; transformers now derives them)."""
@@ -171,6 +189,7 @@ class VLLMRolloutEngine:
             kwargs["kv_cache_memory_bytes"] = int(kv_cache_gb * (1 << 30))
         threads = torch.get_num_threads()
         _keep_transformers_classes()
+        _xielu_in_model_dtype()
         if not self.cuda:
             _flat_rotary_on_cpu()
             # vLLM compiles its sampler's log-prob ranking; for some shapes inductor's C++

@@ -217,6 +217,8 @@ FAMILIES = {  # transformers config class, its particulars (a tied head where th
     # short convolutions beside attention; vLLM always ties its head, and its rotary kernel on CPU misread
     # the [tokens, heads, head_dim] queries LFM2 passes (`_flat_rotary_on_cpu`)
     "lfm2": ("Lfm2Config", dict(layer_types=["conv", "full_attention"], tie_word_embeddings=True)),
+    # xIELU activations, whose trained parameters vLLM 0.32 held in bf16 in an fp32 engine (`_xielu_in_model_dtype`)
+    "apertus": ("ApertusConfig", {}),
     # Mamba-2 layers and a shared attention block; Zyphra's layout (tied head, as many key-value heads as
     # query heads: vLLM 0.32 cannot build one with fewer)
     "zamba2": (
@@ -272,7 +274,7 @@ def families(path: str) -> dict:
     greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=16)
     sample = SamplingParams(n=4, temperature=1.0, max_new_tokens=16, seed=5)
     out = {}
-    for family in ("gemma2", "mistral", "cohere", "olmo3", "nemotron_h", "zamba2", "lfm2"):
+    for family in ("gemma2", "mistral", "cohere", "olmo3", "apertus", "nemotron_h", "zamba2", "lfm2"):
         model, tok = build_family(f"{path}-{family}", family)
         prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in ("12+7=", "3*4-2=", "9")]
         if (
