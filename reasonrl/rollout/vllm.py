@@ -133,10 +133,15 @@ def _xielu_in_model_dtype() -> None:
 
 
 def _config_overrides(config) -> dict:
-    """Settings vLLM 0.32 reads that configs saved by transformers 5 no longer write: LFM2's `conv_dim`
-    and `block_dim` (both the hidden size in LiquidAI's own configs; transformers now derives them)."""
-    if getattr(config, "model_type", None) == "lfm2":
+    """Settings that make vLLM 0.32 build the model transformers runs: LFM2's `conv_dim` and `block_dim`,
+    which configs saved by transformers 5 no longer write (both the hidden size in LiquidAI's own
+    configs); Cohere 2's window, which vLLM widens by one token (its reading of Cohere's convention)
+    where transformers, which trains the policy, does not."""
+    kind = getattr(config, "model_type", None)
+    if kind == "lfm2":
         return {k: config.hidden_size for k in ("conv_dim", "block_dim") if not hasattr(config, k)}
+    if kind == "cohere2" and getattr(config, "sliding_window", None):
+        return {"sliding_window": config.sliding_window - 1}
     return {}
 
 
@@ -232,11 +237,13 @@ class VLLMRolloutEngine:
             logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(
                 _TiedHeadNotice()
             )
-        self.sync_weights(model, version=0)  # the policy may differ from the files (resume, warm start)
-        if check_model:
-            self._check_same_model(
-                model, tokenizer, names[0] if (names := model.config.architectures) else "it"
-            )
+        try:
+            self.sync_weights(model, version=0)  # the policy may differ from the files (resume, warm start)
+            if check_model:
+                self._check_same_model(model, tokenizer, (model.config.architectures or ["it"])[0])
+        except Exception:
+            self.close()
+            raise
 
     def _check_same_model(self, model, tokenizer, name: str) -> None:
         """Refuse an engine that computes another model than the policy: its log-probs of a few of its
@@ -267,7 +274,6 @@ class VLLMRolloutEngine:
         limit = 1e-3 if full else 0.1  # fp32 engines agree within ~1e-5; bf16 rounding ~1e-2
         log.info("vLLM engine: log-probs of its samples %.3g nats from the policy's (limit %g)", gap, limit)
         if gap > limit:
-            self.close()
             raise ConfigError(f"rollout.engine=vllm: vLLM {self._vllm.__version__} computes another model than the "
                               f"policy for {name}: its log-probs of its own samples are {gap:.3g} nats from the "
                               f"policy's on average (limit {limit:g}); use rollout.engine=hf "
@@ -355,7 +361,12 @@ class VLLMRolloutEngine:
                     counts["bytes"] += tensor.numel() * tensor.element_size()
                     yield name, tensor
 
-        missing, lost = self.llm.collective_rpc(reload_in_worker, args=(flat(), self.check_sync))[0]
+        try:
+            missing, lost = self.llm.collective_rpc(reload_in_worker, args=(flat(), self.check_sync))[0]
+        except (ValueError, KeyError, RuntimeError) as e:  # vLLM's loader refusing a name or a shape
+            raise WeightSyncError(f"vLLM weight sync: vLLM {self._vllm.__version__} could not load this policy's "
+                                  f"weights ({type(e).__name__}: {' '.join(str(e).split())[:300]}); use "
+                                  "rollout.engine=hf") from e  # fmt: skip
         if missing:
             raise WeightSyncError(
                 f"vLLM weight sync: {len(missing)} engine parameter(s) received no weights, e.g. "
