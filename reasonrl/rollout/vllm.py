@@ -210,6 +210,10 @@ class VLLMRolloutEngine:
 
             if self._tmp is not None:
                 self._tmp.cleanup()
+            if not self._joined:  # vLLM's half-built process group would pass for a torchrun launch next time
+                from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+                cleanup_dist_env_and_memory()
             names = getattr(model.config, "architectures", None) or [type(model).__name__]
             raise ConfigError(f"rollout.engine=vllm: vLLM {vllm.__version__} could not build {', '.join(names)} "
                               f"({type(e).__name__}: {' '.join(str(e).split())[:400]}); set rollout.engine=hf") from e  # fmt: skip

@@ -214,3 +214,7 @@ def test_a_model_vllm_cannot_build_is_a_one_line_error_naming_the_way_out(tmp_pa
     )
     assert "failed to be inspected" in out["error"] and out["error"].endswith("set rollout.engine=hf")
     assert "\n" not in out["error"] and out["threads"] == 2  # torch's threads as they were
+    # vLLM giving up half-way through a build (an untied Gemma 2: its class has no lm_head), then a
+    # working engine in the same process (before: "KeyError: 'RANK'", the leftover group taken for torchrun)
+    assert "could not build Gemma2ForCausalLM" in out["half_built"] and "lm_head" in out["half_built"]
+    assert out["next_build_equal"] is True

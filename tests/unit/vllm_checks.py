@@ -401,12 +401,33 @@ def unbuildable(path: str) -> dict:
         raise ValueError("1 validation error for ModelConfig\n  Value error, Model architectures "
                          "['MistralForCausalLM'] failed to be inspected.\n    For further information visit ...")  # fmt: skip
 
-    vllm.LLM = refuse
+    real, vllm.LLM = vllm.LLM, refuse
+    out: dict = {"error": None}
     try:
         rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
     except ConfigError as e:
-        return {"error": str(e), "threads": torch.get_num_threads()}
-    return {"error": None}
+        out = {"error": str(e), "threads": torch.get_num_threads()}
+    vllm.LLM = real
+    # a build vLLM gives up half-way (its process group up, then no `lm_head` in its Gemma 2), then a
+    # working one in the same process: the first left a group that passed for a torchrun launch
+    untied, tok2 = build_family(f"{path}-gemma2-untied", "gemma2", tie_word_embeddings=False)
+    try:
+        rv.VLLMRolloutEngine(untied, tok2, kv_cache_gb=0.25)
+    except ConfigError as e:
+        out["half_built"] = str(e)
+    from reasonrl.rollout.base import SamplingParams
+    from reasonrl.rollout.hf import HFRolloutEngine
+
+    engine, greedy = (
+        rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25),
+        SamplingParams(n=1, max_new_tokens=8, temperature=0.0),
+    )
+    prompts = [tok("12+7=", add_special_tokens=False)["input_ids"]]
+    out["next_build_equal"] = tokens(engine.generate(prompts, greedy)) == tokens(
+        HFRolloutEngine(model, tok).generate(prompts, greedy)
+    )
+    engine.close()
+    return out
 
 
 if __name__ == "__main__":
