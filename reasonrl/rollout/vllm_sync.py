@@ -24,7 +24,7 @@ def reload_in_worker(worker, weights, check: bool = True) -> tuple[list[str], li
     parameters that received nothing and (`check`) the pushed tensors the engine does not hold
     afterwards."""
     model = worker.model_runner.get_model()
-    expected = {n.replace(".base_layer.", ".") for n, _ in model.named_parameters()}
+    expected = {n.replace(".base_layer.", ".") for n, _ in model.named_parameters()} - _derived(model)
     loaded: set[str] = set()
     small: dict[str, torch.Tensor] = {}
     original = model.load_weights
@@ -47,6 +47,19 @@ def reload_in_worker(worker, weights, check: bool = True) -> tuple[list[str], li
         del model.load_weights
     repack_tied_lm_head(model)
     return sorted(expected - loaded), _not_stored(model, small)
+
+
+def _derived(model) -> set[str]:
+    """Parameters a layer makes from others after loading, which no checkpoint holds: vLLM's latent
+    attention (DeepSeek-V2/V3, Kimi, MiniCPM3, Youtu, ...) splits `kv_b_proj` into `W_UK_T`, `W_UV`
+    (or their quantized `W_K`, `W_V`, ...) and makes them again after every reload."""
+    return {
+        f"{prefix}.{name}"
+        for prefix, module in model.named_modules()
+        if hasattr(module, "kv_b_proj")
+        for name, _ in module.named_parameters(recurse=False)
+        if name.startswith("W_")
+    }
 
 
 def _not_stored(model, pushed: dict[str, torch.Tensor]) -> list[str]:

