@@ -132,6 +132,15 @@ def _xielu_in_model_dtype() -> None:
     XIELU.__init__ = __init__
 
 
+# architectures vLLM 0.32 builds and runs as another model than transformers', in a way the start-up
+# check cannot see at a fresh initialisation (the part it leaves out starts at zero)
+KNOWN_WRONG = {
+    "Gemma3nForCausalLM": "its text-only Gemma 3n leaves out the per-layer token embeddings (only its "
+    "multimodal class computes them; load the checkpoint as Gemma3nForConditionalGeneration)",
+    "DogeForCausalLM": "its Transformers backend drops Doge's dynamic attention mask",
+}
+
+
 def _config_overrides(config) -> dict:
     """Settings that make vLLM 0.32 build the model transformers runs: LFM2's `conv_dim` and `block_dim`,
     which configs saved by transformers 5 no longer write (both the hidden size in LiquidAI's own
@@ -152,6 +161,13 @@ class VLLMRolloutEngine:
                  seed: int = 0, check_sync: bool = True, check_model: bool = True):  # fmt: skip
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the model must live in this process
         import vllm
+
+        for name in [*(getattr(model.config, "architectures", None) or []), type(model).__name__]:
+            if name in KNOWN_WRONG:
+                from reasonrl.config import ConfigError
+
+                raise ConfigError(f"rollout.engine=vllm: vLLM {vllm.__version__} runs {name} as another model: "
+                                  f"{KNOWN_WRONG[name]}; use rollout.engine=hf")  # fmt: skip
 
         self._vllm = vllm
         self.tokenizer = tokenizer

@@ -219,3 +219,7 @@ def test_a_model_vllm_cannot_build_is_a_one_line_error_naming_the_way_out(tmp_pa
     # working engine in the same process (before: "KeyError: 'RANK'", the leftover group taken for torchrun)
     assert "could not build Gemma2ForCausalLM" in out["half_built"] and "lm_head" in out["half_built"]
     assert out["next_build_equal"] is True
+    assert (
+        "runs DogeForCausalLM as another model" in out["known_wrong"]
+        and "dynamic attention mask" in out["known_wrong"]
+    )

@@ -428,6 +428,16 @@ def unbuildable(path: str) -> dict:
     except ConfigError as e:
         out = {"error": str(e), "threads": torch.get_num_threads()}
     vllm.LLM = real
+    # an architecture vLLM builds and runs as another model (here: drops its dynamic attention mask)
+    import transformers
+
+    doge = transformers.AutoModelForCausalLM.from_config(transformers.DogeConfig(
+        vocab_size=len(tok), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2))  # fmt: skip
+    try:
+        rv.VLLMRolloutEngine(doge, tok, kv_cache_gb=0.25)
+    except ConfigError as e:
+        out["known_wrong"] = str(e)
     # a build vLLM gives up half-way (its process group up, then no `lm_head` in its Gemma 2), then a
     # working one in the same process: the first left a group that passed for a torchrun launch
     untied, tok2 = build_family(f"{path}-gemma2-untied", "gemma2", tie_word_embeddings=False)
