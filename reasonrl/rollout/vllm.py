@@ -255,6 +255,7 @@ class VLLMRolloutEngine:
         """Refuse an engine that computes another model than the policy: its log-probs of a few of its
         own samples against the policy's (found so: LFM2 before `_flat_rotary_on_cpu`; a config naming
         fewer key-value heads than the model's code uses). One forward on every rank, so FSDP2 keeps step."""
+        from reasonrl.algorithms.logprobs import token_logprobs
         from reasonrl.config import ConfigError
         from reasonrl.models.isolation import evaluating
 
@@ -272,8 +273,9 @@ class VLLMRolloutEngine:
             logits = model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits.float().cpu()
         gaps = []
         for i, (p, c) in enumerate(rows):
-            lp = torch.log_softmax(logits[i, len(p) - 1 : len(p) + len(c.token_ids) - 1], -1)
-            drawn = lp.gather(-1, torch.tensor(c.token_ids)[:, None]).squeeze(-1)
+            drawn = token_logprobs(
+                logits[i, len(p) - 1 : len(p) + len(c.token_ids) - 1], torch.tensor(c.token_ids)
+            )
             gaps.append((drawn - torch.tensor(c.sampler_logprobs)).abs())
         gap = torch.cat(gaps).mean().item() if gaps else 0.0
         full = self.engine_dtype == torch.float32 and next(model.parameters()).dtype == torch.float32
