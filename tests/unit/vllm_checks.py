@@ -294,10 +294,30 @@ def build_family(path: str, family: str, **changes):
     return model.eval(), tok
 
 
+def sync_row(model, prompts, engine, hf) -> dict:
+    """Greedy tokens against the HF engine's and the sampler gap, before and after a sync of changed
+    weights."""
+    from reasonrl.rollout.base import SamplingParams
+
+    greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=16)
+    sample = SamplingParams(n=4, temperature=1.0, max_new_tokens=16, seed=5)
+    row = {
+        "greedy_equal_before": tokens(engine.generate(prompts, greedy))
+        == tokens(hf.generate(prompts, greedy))
+    }
+    row["gap_before"] = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
+    perturb(list(model.parameters()), 0.05, seed=2)
+    engine.sync_weights(model)
+    row["greedy_equal_after"] = tokens(engine.generate(prompts, greedy)) == tokens(
+        hf.generate(prompts, greedy)
+    )
+    row["gap_after"] = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
+    return row
+
+
 def families(path: str) -> dict:
     """Per architecture: greedy equal to the HF engine and the sampler gap, before and after a sync of
-    changed weights. gpt-oss: refused on CPU (its experts are packed once); with that refusal lifted,
-    a sync that changes its attention sinks fails (the reload loses them) instead of sampling a mix."""
+    changed weights (`sync_row`); LFM2's controls."""
     import reasonrl.rollout.vllm as rv
     from reasonrl.config import ConfigError
     from reasonrl.rollout.base import SamplingParams
@@ -323,19 +343,8 @@ def families(path: str) -> dict:
                 first.token_ids[-1] == turn_end,
                 first.finish_reason,
             ]
-        row = {
-            "greedy_equal_before": tokens(engine.generate(prompts, greedy))
-            == tokens(hf.generate(prompts, greedy))
-        }
-        row["gap_before"] = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
-        perturb(list(model.parameters()), 0.05, seed=2)
-        engine.sync_weights(model)
-        row["greedy_equal_after"] = tokens(engine.generate(prompts, greedy)) == tokens(
-            hf.generate(prompts, greedy)
-        )
-        row["gap_after"] = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
+        out[family] = sync_row(model, prompts, engine, hf)
         engine.close()
-        out[family] = row
     out["lfm2_saved_conv_dim"] = "conv_dim" in (Path(f"{path}-lfm2") / "config.json").read_text()
     out["lfm2_unflattened"] = _unflattened(model, tok, prompts, sample)
     model, tok = build_family(f"{path}-lfm2-untied", "lfm2", tie_word_embeddings=False)
@@ -343,22 +352,6 @@ def families(path: str) -> dict:
         rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25).close()
     except ConfigError as e:
         out["lfm2_untied_refused"] = str(e)
-    model, tok = build_family(f"{path}-gpt_oss", "gpt_oss")
-    try:
-        rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
-    except ConfigError as e:  # a one-line error naming the setting, before any work
-        out["gpt_oss_refused"] = str(e)
-    rv.moe_on_cpu = lambda worker: []
-    engine = rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
-    perturb([p for n, p in model.named_parameters() if "sinks" in n], 0.3, seed=2)
-    try:
-        engine.sync_weights(model)
-    except rv.WeightSyncError as e:
-        out["gpt_oss_sinks_error"] = str(e)
-    engine.check_sync = False  # rollout.engine_kwargs.check_sync=false: the same sync goes through
-    engine.sync_weights(model)
-    out["gpt_oss_unchecked_sync"] = engine.version
-    engine.close()
     return out
 
 
@@ -471,6 +464,10 @@ if __name__ == "__main__":
         print(json.dumps(families(sys.argv[1])))
     elif sys.argv[2:3] == ["tied"]:
         print(json.dumps(tied(sys.argv[1])))
+    elif sys.argv[2:3] == ["moe"]:
+        from vllm_moe_checks import moe
+
+        print(json.dumps(moe(sys.argv[1])))
     elif sys.argv[2:3] == ["train"]:
         build(sys.argv[1])
         print(json.dumps(train_gaps(sys.argv[1], sys.argv[3], skip_sync=sys.argv[4] == "skip")))
