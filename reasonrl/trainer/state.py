@@ -51,10 +51,17 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
     from reasonrl.engines.fsdp2 import is_sharded
 
     sharded_model = is_sharded(run.model)  # FSDP2, also on one rank
-    from_shards = sharded and sharded_model and not hasattr(run.model, "peft_config")
-    if from_shards:  # the weights' HF files too, written from the shards (no rank gathers the model)
-        from reasonrl.engines.hf_shards import save_hf_from_shards
+    from reasonrl.engines.hf_shards import save_hf_from_shards, writable_from_shards
 
+    # the weights' HF files too, written from the shards (no rank gathers the model), unless they are
+    # saved in another layout than the model holds (then gathered, below)
+    from_shards = (
+        sharded
+        and sharded_model
+        and not hasattr(run.model, "peft_config")
+        and writable_from_shards(run.model)
+    )
+    if from_shards:
         save_hf_from_shards(run.model, tmp)
     elif sharded_model:  # full tensors of a sharded model, gathered one at a time on every rank
         from reasonrl.engines.weights import full_weights

