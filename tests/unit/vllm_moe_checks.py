@@ -17,6 +17,9 @@ counted them as never loaded).
 
 from __future__ import annotations
 
+import contextlib
+from unittest import mock
+
 import torch
 import vllm_checks as vc
 
@@ -53,6 +56,14 @@ def _engine_error(model, tok, **kwargs) -> str:
     return ""
 
 
+def _without(model, tok, *patches) -> str:
+    """The engine's build error with each (owner, attribute, value) patched in."""
+    with contextlib.ExitStack() as stack:
+        for owner, name, value in patches:
+            stack.enter_context(mock.patch.object(owner, name, value))
+        return _engine_error(model, tok)
+
+
 def moe(path: str) -> dict:
     from vllm.model_executor.layers.fused_moe.router.cpu_router import CPURouter
     from vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method import UnquantizedFusedMoEMethod
@@ -75,34 +86,17 @@ def moe(path: str) -> dict:
         out[family] = vc.sync_row(model, prompts, engine, HFRolloutEngine(model, tok))
         engine.close()
 
-    model, tok = built["mixtral"]
-    patched, install = UnquantizedFusedMoEMethod._setup_kernel, rv._experts_packed_on_update
-    UnquantizedFusedMoEMethod._setup_kernel, rv._experts_packed_on_update = patched.original, lambda: None
-    try:
-        out["mixtral_unpacked"] = _engine_error(model, tok)
-    finally:
-        UnquantizedFusedMoEMethod._setup_kernel, rv._experts_packed_on_update = patched, install
-    model, tok = built["deepseek_v3"]
-    overrides = rv._config_overrides
-    rv._config_overrides = lambda config: {}
-    try:
-        out["deepseek_v3_unnamed_router"] = _engine_error(model, tok)
-    finally:
-        rv._config_overrides = overrides
-    model, tok = built["ernie4_5_moe"]
-    routing, install = CPURouter._compute_routing, rv._ungrouped_routing_on_cpu
-    CPURouter._compute_routing, rv._ungrouped_routing_on_cpu = routing.original, lambda: None
-    try:
-        out["ernie_unbiased_routing"] = _engine_error(model, tok)
-    finally:
-        CPURouter._compute_routing, rv._ungrouped_routing_on_cpu = routing, install
-    model, tok = built["mixtral"]
-    saved = rv.in_saved_layout
-    rv.in_saved_layout = lambda model, groups: groups
-    try:
-        out["mixtral_in_memory_layout"] = _engine_error(model, tok)
-    finally:
-        rv.in_saved_layout = saved
+    # each fix taken away (the vLLM patches are installed once the first engine is built)
+    out["mixtral_unpacked"] = _without(*built["mixtral"], (rv, "_experts_packed_on_update", lambda: None),
+                                       (UnquantizedFusedMoEMethod, "_setup_kernel", UnquantizedFusedMoEMethod._setup_kernel.original))  # fmt: skip
+    out["deepseek_v3_unnamed_router"] = _without(
+        *built["deepseek_v3"], (rv, "_config_overrides", lambda config: {})
+    )
+    out["ernie_unbiased_routing"] = _without(*built["ernie4_5_moe"], (rv, "_ungrouped_routing_on_cpu", lambda: None),
+                                             (CPURouter, "_compute_routing", CPURouter._compute_routing.original))  # fmt: skip
+    out["mixtral_in_memory_layout"] = _without(
+        *built["mixtral"], (rv, "in_saved_layout", lambda model, groups: groups)
+    )
 
     model, tok = built["gpt_oss"]
     prompts = [tok(t, add_special_tokens=False)["input_ids"] for t in PROMPTS]
