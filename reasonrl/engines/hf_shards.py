@@ -10,7 +10,8 @@ checkpoint. Used by checkpoints with `checkpoint.sharded` on several ranks (`tra
 `FSDP2Engine.export_hf(from_shards=True)`.
 Not for a LoRA policy: its exported weights are W + scale * B @ A, computed from gathered adapters
 (`engines.weights.hf_weight_groups`); nor for a model transformers saves in another layout than it
-holds (Mixtral's fused experts: `writable_from_shards`), which the callers then write gathered. Does not own: the gathered path (`engines.weights`).
+holds (Mixtral's fused experts: `writable_from_shards`), which the callers then write gathered.
+Does not own: the gathered path (`engines.weights`).
 """
 
 from __future__ import annotations

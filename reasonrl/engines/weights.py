@@ -100,9 +100,10 @@ def in_saved_layout(model, groups) -> Iterator[list[tuple[str, torch.Tensor]]]:
     converts nothing."""
     from transformers.core_model_loading import revert_weight_conversion
 
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    from reasonrl.models.loading import unwrapped
+
     for group in groups:
-        saved = revert_weight_conversion(inner, dict(group))
+        saved = revert_weight_conversion(unwrapped(model), dict(group))
         # a group with nothing converted keeps its order: the reversal sorts names, and vLLM 0.32's
         # Qwen3-Next then left its head unloaded (lm_head sorted before model.norm)
         yield group if saved.keys() == {n for n, _ in group} else list(saved.items())

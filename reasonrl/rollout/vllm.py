@@ -325,9 +325,7 @@ class VLLMRolloutEngine:
         prompts = [tokenizer(t, add_special_tokens=False)["input_ids"] or [0] for t in PROBE_PROMPTS]
         try:
             samples = self._generate(prompts, SamplingParams(n=2, temperature=1.0, max_new_tokens=8, seed=0))
-        except (
-            Exception
-        ) as e:  # vLLM's forward failing on the model (PhiMoE through its Transformers backend)
+        except Exception as e:  # vLLM's forward failing (PhiMoE, through its Transformers backend)
             raise ConfigError(f"rollout.engine=vllm: vLLM {self._vllm.__version__} could not run {name} "
                               f"({type(e).__name__}: {' '.join(str(e).split())[:300]}); use rollout.engine=hf") from e  # fmt: skip
         rows = [(p, c) for p, cs in zip(prompts, samples) for c in cs]

@@ -1,7 +1,8 @@
 """The vLLM engine's weight sync, the side that runs inside vLLM's worker (passed to `collective_rpc`):
-the layerwise reload, and the checks of what it loaded (every engine parameter received a tensor; the
-small pushed tensors are held as pushed; a tied lm_head packed again). Imports no vLLM: it works on the worker's torch modules (vllm.py stays the one module importing
-vllm).
+the layerwise reload (tensors a model's loader copies past it loaded after it), and the checks of what
+it loaded (every engine parameter received a tensor; the small pushed tensors are held as pushed; a
+tied lm_head packed again). Imports no vLLM: it works on the worker's torch modules (vllm.py stays the
+one module importing vllm).
 Owns: `reload_in_worker`, `WeightSyncError`, the checks above and the `head_tied` probe.
 Does not own: building the engine or pushing the policy (`rollout.vllm`).
 """
