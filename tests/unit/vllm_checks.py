@@ -205,7 +205,7 @@ FAMILIES = {  # transformers config class, its particulars (a tied head where th
     "cohere": ("CohereConfig", dict(logit_scale=2.0, tie_word_embeddings=True)),
     "gpt_oss": ("GptOssConfig", dict(sliding_window=8, num_local_experts=4, num_experts_per_tok=2)),
     # vLLM 0.32 runs OLMo 3 through its Transformers modeling backend, which rewrote transformers' own
-    # Olmo3Model class for torch.compile: the policy's next forward stopped (`_keep_transformers_classes`)
+    # Olmo3Model class for torch.compile: the policy's next forward stopped (`vllm_fixes.keep_transformers_classes`)
     "olmo3": ("Olmo3Config", dict(sliding_window=8, layer_types=["sliding_attention", "full_attention"])),
     # a Mamba-2 hybrid: vLLM loads `A_log` as A = -exp(A_log), which the sync's check took for a lost
     # weight (it compared the pushed values with the parameter itself, not with what its loader makes)
@@ -221,9 +221,9 @@ FAMILIES = {  # transformers config class, its particulars (a tied head where th
         ),
     ),
     # short convolutions beside attention; vLLM always ties its head, and its rotary kernel on CPU misread
-    # the [tokens, heads, head_dim] queries LFM2 passes (`_flat_rotary_on_cpu`)
+    # the [tokens, heads, head_dim] queries LFM2 passes (`vllm_fixes.flat_rotary_on_cpu`)
     "lfm2": ("Lfm2Config", dict(layer_types=["conv", "full_attention"], tie_word_embeddings=True)),
-    # sliding layers whose window vLLM 0.32 widens by one token (`_config_overrides` narrows it back)
+    # sliding layers whose window vLLM 0.32 widens by one token (`vllm_fixes.config_overrides` narrows it back)
     "cohere2": (
         "Cohere2Config",
         dict(sliding_window=4, layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=True),
@@ -249,7 +249,7 @@ FAMILIES = {  # transformers config class, its particulars (a tied head where th
             topk_group=1,
         ),  # fmt: skip
     ),
-    # xIELU activations, whose trained parameters vLLM 0.32 held in bf16 in an fp32 engine (`_xielu_in_model_dtype`)
+    # xIELU activations, whose trained parameters vLLM 0.32 held in bf16 in an fp32 engine (`vllm_fixes.xielu_in_model_dtype`)
     "apertus": ("ApertusConfig", {}),
     # Mamba-2 layers and a shared attention block; Zyphra's layout (tied head, as many key-value heads as
     # query heads: vLLM 0.32 cannot build one with fewer)
@@ -362,9 +362,10 @@ def _unflattened(model, tok, prompts, sample) -> dict:
 
     import reasonrl.rollout.vllm as rv
     from reasonrl.config import ConfigError
+    from reasonrl.rollout import vllm_fixes
 
-    fixed, fix = RotaryEmbedding.forward_cpu, rv._flat_rotary_on_cpu
-    RotaryEmbedding.forward_cpu, rv._flat_rotary_on_cpu = fixed.kernel, lambda: None
+    fixed, fix = RotaryEmbedding.forward_cpu, vllm_fixes.flat_rotary_on_cpu
+    RotaryEmbedding.forward_cpu, vllm_fixes.flat_rotary_on_cpu = fixed.kernel, lambda cls: None
     out = {}
     try:
         try:
@@ -375,7 +376,7 @@ def _unflattened(model, tok, prompts, sample) -> dict:
         out["gap"] = recompute_gap(model, prompts, engine.generate(prompts, sample), 1.0)
         engine.close()
     finally:
-        RotaryEmbedding.forward_cpu, rv._flat_rotary_on_cpu = fixed, fix
+        RotaryEmbedding.forward_cpu, vllm_fixes.flat_rotary_on_cpu = fixed, fix
     return out
 
 

