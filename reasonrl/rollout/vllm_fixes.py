@@ -116,14 +116,23 @@ KNOWN_WRONG = {
 def config_overrides(config) -> dict:
     """Settings that make vLLM 0.32 build the model transformers runs: LFM2's `conv_dim` and `block_dim`,
     which configs saved by transformers 5 no longer write (both the hidden size in LiquidAI's own
-    configs); DeepSeek-V3's and MiniMax-M2's routers, which transformers 5's config classes no longer name
-    (their code always chooses experts by sigmoid scores plus a correction bias; without the keys vLLM
-    built a softmax router with no bias parameter and could not load the checkpoint), and MiniMax-M2's
-    rotary width; Cohere 2's window, which vLLM widens by one token (its reading of Cohere's convention)
-    where transformers, which trains the policy, does not."""
+    configs); the routers of DeepSeek-V3, MiniMax-M2 and Trinity (AFMoE), which transformers 5's config
+    classes no longer name (their code always chooses experts by sigmoid scores plus a correction bias;
+    without the keys vLLM built a softmax router with no bias parameter and could not load the
+    checkpoint, or could not build at all), and MiniMax-M2's rotary width; Cohere 2's window, which vLLM
+    widens by one token (its reading of Cohere's convention) where transformers, which trains the
+    policy, does not."""
     kind = getattr(config, "model_type", None)
     if kind == "deepseek_v3" and not hasattr(config, "topk_method"):
         return {"topk_method": "noaux_tc", "scoring_func": "sigmoid"}
+    types = getattr(config, "mlp_layer_types", None) or []
+    if kind == "hy_v3" and not hasattr(config, "first_k_dense_replace") and "sparse" in types:
+        dense = types.index("sparse")  # Hunyuan V3 (vLLM counts the leading dense layers)
+        if set(types[dense:]) == {"sparse"}:  # and its settings transformers' code fixes
+            return {"first_k_dense_replace": dense, "expert_hidden_dim": config.moe_intermediate_size,
+                    "qk_norm": True, "route_norm": True}  # fmt: skip
+    if kind == "afmoe" and not hasattr(config, "score_func"):  # Trinity: sigmoid, bias, renormalised
+        return {"score_func": "sigmoid", "route_norm": True, "n_group": 1, "topk_group": 1}
     if kind == "minimax_m2" and not hasattr(config, "rotary_dim"):
         share = (getattr(config, "rope_parameters", None) or {}).get("partial_rotary_factor", 1.0)
         return {
