@@ -1,4 +1,5 @@
-"""By-hand sweep of the vLLM engine over the architectures `tests/unit/_families.py` lists: for each, a
+"""By-hand sweep of the vLLM engine over the architectures `tests/unit/_families.py` lists (its dense,
+legacy-attention and hybrid tables; mixture-of-experts families among them): for each, a
 tiny random model (`vllm_checks.build_family`: hidden 128, head dim 32, fp32) through the vLLM engine
 and the HF engine, greedy tokens compared and the sampler gap measured before and after a sync of
 changed weights. A family refused untied (many vLLM classes have no separate head) is retried tied. Each family runs in its own
