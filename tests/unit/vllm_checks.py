@@ -365,7 +365,7 @@ def _unflattened(model, tok, prompts, sample) -> dict:
     from reasonrl.rollout import vllm_fixes
 
     fixed, fix = RotaryEmbedding.forward_cpu, vllm_fixes.flat_rotary_on_cpu
-    RotaryEmbedding.forward_cpu, vllm_fixes.flat_rotary_on_cpu = fixed.kernel, lambda cls: None
+    RotaryEmbedding.forward_cpu, vllm_fixes.flat_rotary_on_cpu = fixed.original, lambda cls: None
     out = {}
     try:
         try:
