@@ -12,6 +12,16 @@ another sequence dropped, which is what each sequence alone gets (zeros on its l
 `seq_idx` (generation, padded forwards) it calls the function it replaced. `pack_kwargs` gives a pack's
 forward the `seq_idx` for a model that has such layers.
 
+Delta-rule layers (Gated DeltaNet: Qwen3-Next's, Qwen3.5's, Qwen3.5-MoE's, OLMo hybrid's; Kimi Delta
+Attention: Kimi Linear's): a short causal convolution as above, then a delta rule, a recurrence along
+the sequence. transformers hands the rule the pack's bounds (`cu_seqlens` from `cu_seq_lens_q`, or the
+pack's keywords as they are); flash-linear-attention's kernels honour them, the PyTorch fallbacks
+(`torch_chunk_gated_delta_rule`, `chunk_kimi_delta_attention`: what runs on a CPU or without `fla`)
+drop them and carried the state from each sequence into the next (`check_packing` refused packing,
+1.9-2.2 nats off). `install` puts a function in its place that runs the rule on each sequence of a pack
+alone, from a zero state, as each sequence alone gets it, and passes the bounds (on the inputs' device)
+to an implementation that takes them.
+
 ALiBi built from the attention mask (BLOOM's `build_alibi_tensor`): without a mask a pack's positions
 count along the whole pack. Softmax ignores the constant that adds per row within a sequence, but in
 16 bits the larger biases round coarser (0.07 off the padded forward in bf16 on a tiny BLOOM). Within
@@ -31,23 +41,51 @@ _MARK = "_reasonrl_bounded"  # on the function put in place: installed once per 
 _HAS = "_reasonrl_short_conv"  # on the model: whether it has short-convolution layers
 
 
-def _conv_modules(model) -> list:
-    """The Python modules of `model`'s short-convolution layers that call a `causal_conv1d_fn`."""
+# layers with a short convolution, then a delta-rule recurrence: class name ending -> the rule their
+# forward calls (a module-level function, behind transformers' kernel wrapper)
+RECURRENT = {"GatedDeltaNet": "torch_chunk_gated_delta_rule", "DeltaAttention": "chunk_kimi_delta_attention"}
+CONVOLVING = ("ShortConv", *RECURRENT)  # layer class name endings that call a `causal_conv1d_fn`
+MIXERS = (
+    "Mixer",
+    "MambaLayer",
+)  # Mamba-2 mixers: forward(hidden_states, cache_params, attention_mask, **kwargs)
+PACK_KEYWORDS = ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k", "seq_idx")
+
+
+def _layer_modules(model, endings: tuple[str, ...], function: str) -> list:
+    """The Python modules of `model`'s layers whose class name ends with one of `endings` and whose module
+    defines `function` (the name the layer's forward calls)."""
     found = {}
     for m in model.modules():
-        if type(m).__name__.endswith("ShortConv"):
+        if type(m).__name__.endswith(endings):
             mod = sys.modules.get(type(m).__module__)
-            if mod is not None and callable(getattr(mod, "causal_conv1d_fn", None)):
+            if mod is not None and callable(getattr(mod, function, None)):
                 found[mod.__name__] = mod
     return list(found.values())
 
 
+def _conv_modules(model) -> list:
+    return _layer_modules(model, CONVOLVING, "causal_conv1d_fn")
+
+
 def install(model) -> None:
-    """Make the short convolutions of `model` (if any) honour `seq_idx`, and its mask-built ALiBi (if
-    any) restart per sequence within a pack's forward."""
+    """Make the short convolutions of `model` (if any) honour `seq_idx`, its gated delta rules (if any) the
+    pack's bounds, and its mask-built ALiBi (if any) restart per sequence within a pack's forward."""
     for mod in _conv_modules(model):
         if not getattr(mod.causal_conv1d_fn, _MARK, False):
             mod.causal_conv1d_fn = _bounded(mod.causal_conv1d_fn)
+    for ending, rule in RECURRENT.items():
+        for mod in _layer_modules(model, (ending,), rule):
+            if not getattr(getattr(mod, rule), _MARK, False):
+                setattr(mod, rule, _per_sequence(getattr(mod, rule)))
+    for m in model.modules():
+        cls = type(m)
+        if (
+            cls.__name__.endswith(MIXERS)
+            and not getattr(cls.forward, _MARK, False)
+            and _mixer_like(cls.forward)
+        ):
+            cls.forward = _mixer_per_sequence(cls.forward)
     for m in model.modules():
         build = getattr(m, "build_alibi_tensor", None)
         if callable(build) and not getattr(build, _MARK, False):
@@ -75,7 +113,7 @@ def _local_alibi(original):
 
 def pack_kwargs(model, lengths: list[int], device) -> dict:
     """{"seq_idx": [1, P] int32} for a pack of sequences of `lengths` where `model` has short
-    convolutions; {} otherwise (other models' forwards never see the keyword)."""
+    convolutions (Gated DeltaNet layers' included); {} otherwise (other models' forwards never see the keyword)."""
     has = getattr(model, _HAS, None)
     if has is None:  # asked per pack: looked up once
         has = bool(_conv_modules(model))
@@ -111,3 +149,89 @@ def _bounded(original):
 
     setattr(causal_conv1d_fn, _MARK, True)
     return causal_conv1d_fn
+
+
+def _takes_bounds(rule) -> bool:
+    """Whether the implementation behind transformers' kernel wrapper takes `cu_seqlens` (fla's does; the
+    wrapper drops keywords its implementation lacks). False when it cannot be told: splitting is right
+    for every implementation, only slower."""
+    import inspect
+
+    try:
+        params = inspect.getclosurevars(rule).nonlocals.get("applicable_params")
+    except (TypeError, ValueError):
+        return False
+    return params is not None and "cu_seqlens" in params
+
+
+def _per_sequence(original):
+    takes_bounds = _takes_bounds(original)
+
+    @torch.compiler.disable  # a loop over Python ints, as segment attention
+    def chunk_delta_rule(query, key, value, g, beta, *args, cu_seqlens=None, **kwargs):
+        """The delta rule over [1, P, heads, dim] inputs of a pack whose sequences start at `cu_seqlens`
+        (Gated DeltaNet layers pass it) or `cu_seq_lens_q` (Kimi's pass the pack's keywords on), ends
+        included: each sequence from a zero state, outputs side by side; the function it replaced
+        without bounds (generation, padded forwards) or with one sequence."""
+        if cu_seqlens is None:
+            cu_seqlens = kwargs.get("cu_seq_lens_q")
+        if cu_seqlens is None or len(cu_seqlens) <= 2:
+            return original(query, key, value, g, beta, *args, **kwargs)
+        if takes_bounds:
+            return original(
+                query, key, value, g, beta, *args, cu_seqlens=cu_seqlens.to(query.device), **kwargs
+            )
+        if query.shape[0] != 1 or kwargs.get("initial_state") is not None or kwargs.get("output_final_state"):
+            raise NotImplementedError("model.pack_tokens: a delta rule over a pack with a batch of "
+                                      f"{query.shape[0]} rows or a carried state; set model.pack_tokens=0")  # fmt: skip
+        bounds = cu_seqlens.tolist()
+        outs = [
+            original(*(x[:, a:b] for x in (query, key, value, g, beta)), *args, **kwargs)[0]
+            for a, b in zip(bounds[:-1], bounds[1:])
+        ]
+        return torch.cat(outs, dim=1), None
+
+    setattr(chunk_delta_rule, _MARK, True)
+    chunk_delta_rule.original = original
+    return chunk_delta_rule
+
+
+def _mixer_like(forward) -> bool:
+    """A forward(self, hidden_states, cache_params, attention_mask, **kwargs), as transformers' Mamba-2
+    mixers have: the pack's keywords reach it where its decoder layer passes them on."""
+    import inspect
+
+    params = list(inspect.signature(forward).parameters.values())
+    names = [p.name for p in params[:4]]
+    return (
+        names == ["self", "hidden_states", "cache_params", "attention_mask"]
+        and params[-1].kind is params[-1].VAR_KEYWORD
+    )
+
+
+def _mixer_per_sequence(forward):
+    @torch.compiler.disable  # a loop over Python ints, as segment attention
+    def mixer_forward(self, hidden_states, cache_params=None, attention_mask=None, **kwargs):
+        """The mixer over each sequence of a pack alone (bounds `cu_seq_lens_q`, ends included, which the
+        decoder layer passes on, also when a checkpointed layer is recomputed), outputs side by side;
+        the forward it replaced without bounds (generation, padded forwards), with one sequence or a
+        cache."""
+        cu = kwargs.get("cu_seq_lens_q")
+        if cu is None or len(cu) <= 2 or cache_params is not None or hidden_states.shape[0] != 1:
+            return forward(
+                self, hidden_states, cache_params=cache_params, attention_mask=attention_mask, **kwargs
+            )
+        rest = {k: v for k, v in kwargs.items() if k not in PACK_KEYWORDS}
+        bounds, length = cu.tolist(), hidden_states.shape[1]
+
+        def part(a, b):
+            mask = attention_mask
+            if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.shape[-1] == length:
+                mask = mask[:, a:b]
+            return forward(self, hidden_states[:, a:b], cache_params=None, attention_mask=mask, **rest)
+
+        return torch.cat([part(a, b) for a, b in zip(bounds[:-1], bounds[1:])], dim=1)
+
+    setattr(mixer_forward, _MARK, True)
+    mixer_forward.original = forward
+    return mixer_forward

@@ -220,7 +220,7 @@ def use_segment_attention(model) -> None:
 
     from reasonrl.engines.pack_layers import install
 
-    install(model)  # short convolutions (LFM2) and ALiBi (BLOOM) kept within each sequence
+    install(model)  # convolutions, delta rules, Mamba-2 mixers and ALiBi kept within each sequence
     AttentionInterface.register(SEGMENT_ATTENTION, segment_attention)
     AttentionMaskInterface.register(SEGMENT_ATTENTION, _segment_mask)
     for m in model.modules():
@@ -302,9 +302,9 @@ def check_packing(model) -> None:
       the first tokens' outputs must not depend on any later token
       (attention code of the model's own that a pack leaves without a causal mask), and the second
       sequence's must not depend on the first's tokens (`models.isolation.dependence`). The last
-      fails for the hybrids whose convolution, recurrence or linear-attention layers run along the
-      whole pack (Qwen3-Next, Qwen3.5, Jamba, Falcon-H1, Bamba, Granite 4, Nemotron-H, Zamba2,
-      Kimi Linear, OLMo hybrid, MiniMax), whose log-probs it would corrupt.
+      fails for the hybrids whose recurrence or linear-attention layers run along the whole pack
+      (Jamba, MiniMax, ZAYA1, Inkling), whose log-probs it would corrupt; the others' convolutions,
+      delta rules and Mamba-2 mixers run per sequence (`engines.pack_layers`).
     Llama 4 and DeepSeek-V4 are refused by their configs: Llama 4's chunked attention and query
     scaling follow the position in the whole input, which no probe shorter than its 8k chunks would
     show; so do V4's compressed blocks, past its 128-token window."""

@@ -144,6 +144,11 @@ def _hybrid_dir(path, kind: str, tok_dir: str) -> str:
     if kind == "lfm2":
         cfg = transformers.Lfm2Config(**common, num_attention_heads=4, num_key_value_heads=2, block_ff_dim=64,
                                       layer_types=["conv", "full_attention"], max_position_embeddings=256)  # fmt: skip
+    elif kind == "qwen3_5":
+        cfg = transformers.Qwen3_5TextConfig(**common, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                                             layer_types=["linear_attention", "full_attention"],
+                                             linear_num_value_heads=2, linear_num_key_heads=2, linear_key_head_dim=8,
+                                             linear_value_head_dim=8, max_position_embeddings=256)  # fmt: skip
     else:
         cfg = transformers.MambaConfig(**common, state_size=8)
     torch.manual_seed(0)
@@ -174,6 +179,25 @@ def test_hybrid_and_state_space_models_train_and_a_state_space_model_is_refused_
     )["history"]
     steps = [h for h in hist if "rollout/logprob_gap_max" in h]
     assert len(steps) == 2 and max(h["rollout/logprob_gap_max"] for h in steps) < 1e-4
+
+
+def test_a_gated_deltanet_hybrid_trains_packed_with_recomputed_layers(tiny_model_dir, tmp_path):
+    """Qwen3.5 (Gated DeltaNet beside attention; refused packing before) trains packed, its layers
+    recomputed in the backward (gradient checkpointing: the per-sequence rule and convolution must see the
+    pack's bounds there too), on the log-probs it sampled; its parameters move as the padded run's do."""
+    qwen = _hybrid_dir(tmp_path / "qwen3_5", "qwen3_5", tiny_model_dir)
+    runs = {}
+    for name, extra in (
+        ("packed", ["model.pack_tokens=64", "model.gradient_checkpointing=true"]),
+        ("padded", []),
+    ):
+        out = train(_cfg(qwen, tmp_path / name, 2, "checkpoint.every=0", *extra), log=lambda *a: None)
+        steps = [h for h in out["history"] if "rollout/logprob_gap_max" in h]
+        assert len(steps) == 2 and max(h["rollout/logprob_gap_max"] for h in steps) < 1e-4, name
+        runs[name] = steps
+    for a, b in zip(runs["packed"], runs["padded"]):  # the same samples, the same update
+        assert a["loss/total"] == pytest.approx(b["loss/total"], abs=1e-5)
+        assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=1e-4)
 
 
 def test_an_engine_off_the_trained_policy_is_warned_about_once(tiny_model_dir, tmp_path, monkeypatch):

@@ -171,6 +171,11 @@ SHORT_CONV = [
     "lfm2",
     "lfm2_moe",
 ]  # hybrids whose only state is a short convolution: they pack (engines.pack_layers)
+# hybrids with a short convolution and a delta-rule recurrence (Gated DeltaNet, Kimi Delta Attention), and
+# with Mamba-2 mixers: they pack too, each sequence of a pack run alone through those layers
+DELTA_RULE = ["qwen3_next", "qwen3_5", "qwen3_5_moe", "olmo_hybrid", "kimi_linear"]
+MAMBA2_MIXERS = ["falcon_h1", "bamba", "granitemoehybrid", "nemotron_h", "zamba2"]
+PACKING_HYBRIDS = [*SHORT_CONV, *DELTA_RULE, *MAMBA2_MIXERS]
 HYBRIDS = {  # name: (config class, extra settings); COMMON without head_dim
     "lfm2": ("Lfm2Config", {"layer_types": ["conv", "full_attention"], "block_ff_dim": 64}),
     "lfm2_moe": ("Lfm2MoeConfig", {"layer_types": ["conv", "full_attention"], "num_dense_layers": 1,

@@ -236,8 +236,9 @@ def test_soft_capped_and_sink_attention_packs_equal_their_eager_padded_forward(k
         lp1, ent1, g1 = _run(model, batch, mask, functools.partial(packed_logprobs, pack_tokens=budget))
         torch.testing.assert_close(lp1, lp0, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(ent1, ent0, rtol=1e-5, atol=1e-5)
-        for n in g0:
-            torch.testing.assert_close(g1[n], g0[n], rtol=1e-4, atol=1e-5, msg=n)
+        for n in g0:  # fp32 summation order: 3.6e-5 apart in an embedding gradient whose entries reach 41
+            scale = g0[n].abs().max().clamp_min(1.0).item()
+            torch.testing.assert_close(g1[n], g0[n], rtol=1e-4, atol=1e-5 * scale, msg=n)
     # the padded forward after packing still runs the model's eager attention (SDPA would drop the
     # soft-cap or the sinks: these weights make that a visible difference)
     assert model.config._attn_implementation == packing.SEGMENT_ATTENTION
