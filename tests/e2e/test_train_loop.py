@@ -191,12 +191,15 @@ def test_a_gated_deltanet_hybrid_trains_packed_with_recomputed_layers(tiny_model
         ("packed", ["model.pack_tokens=64", "model.gradient_checkpointing=true"]),
         ("padded", []),
     ):
-        out = train(_cfg(qwen, tmp_path / name, 2, "checkpoint.every=0", *extra), log=lambda *a: None)
+        # an entropy bonus: a gradient on every token even when the random model's rewards are all 0
+        cfg = _cfg(qwen, tmp_path / name, 2, "checkpoint.every=0", "algo.entropy_coef=1.0", *extra)
+        out = train(cfg, log=lambda *a: None)
         steps = [h for h in out["history"] if "rollout/logprob_gap_max" in h]
         assert len(steps) == 2 and max(h["rollout/logprob_gap_max"] for h in steps) < 1e-4, name
         runs[name] = steps
     for a, b in zip(runs["packed"], runs["padded"]):  # the same samples, the same update
-        assert a["loss/total"] == pytest.approx(b["loss/total"], abs=1e-5)
+        assert a["grad_norm"] > 1e-3
+        assert a["loss/total"] == pytest.approx(b["loss/total"], abs=1e-6)
         assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=1e-4)
 
 
