@@ -77,10 +77,14 @@ def _train(model, batch, micro, loss_fn, **engine_kwargs):
     return grads, weights, metrics
 
 
-def _close(a: dict, b: dict, rtol=1e-5, atol=1e-8):
+def _close(a: dict, b: dict, rtol=1e-5, atol=1e-8, scaled=0.0):
+    """Every tensor of `a` close to `b`'s; `scaled` adds that fraction of the tensor's largest entry to
+    atol (gradients summed in another order: 3e-8 to 9e-8 apart in entries up to 0.42 on an AMD EPYC,
+    which elementwise rtol cannot take for the entries near 0)."""
     assert a.keys() == b.keys()
     for k in a:
-        torch.testing.assert_close(a[k], b[k], rtol=rtol, atol=atol, msg=k)
+        tol = max(atol, scaled * b[k].abs().max().item())
+        torch.testing.assert_close(a[k], b[k], rtol=rtol, atol=tol, msg=k)
 
 
 def test_micro_batch_split_gives_the_same_gradient_and_update(tiny_model_and_tokenizer, batch):
@@ -90,8 +94,8 @@ def test_micro_batch_split_gives_the_same_gradient_and_update(tiny_model_and_tok
     g2, w2, m2 = _train(model, batch, 2, loss_fn)
     g1, w1, m1 = _train(model, batch, 1, loss_fn)
     assert max(g.abs().max().item() for g in g4.values()) > 1e-3  # a real gradient
-    _close(g2, g4)
-    _close(g1, g4)
+    _close(g2, g4, scaled=1e-6)
+    _close(g1, g4, scaled=1e-6)
     _close(w2, w4, atol=1e-7)
     _close(w1, w4, atol=1e-7)
     # loss terms add up over micro-batches; the weights moved

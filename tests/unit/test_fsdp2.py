@@ -178,8 +178,9 @@ def test_two_rank_fsdp2_with_packing_equals_one_padded_process(chunk, family):
                 assert got[k] == pytest.approx(want[k], rel=1e-4, abs=1e-6), k
     want = _full(model)
     # Gemma 2's small caps squash many gradients toward zero, where Adam turns summation-order rounding
-    # into step-size differences (_tolerance.ADAM_PARAM_ATOL): measured up to 1.4e-5 after 3 steps
-    atol = 2 * ADAM_PARAM_ATOL if family == "gemma2" else 1e-5
+    # into step-size differences (_tolerance.ADAM_PARAM_ATOL): measured up to 1.4e-5 after 3 steps on an
+    # Intel Xeon, 2.2e-5 on an AMD EPYC (a wrong update moves them by about the learning rate, 1e-2)
+    atol = 4 * ADAM_PARAM_ATOL if family == "gemma2" else 1e-5
     for name, a in results[0][3].items():
         if not name.endswith("k_proj.bias"):  # rounding noise, see the unpacked test
             assert torch.allclose(torch.from_numpy(a), want[name], rtol=1e-4, atol=atol), name

@@ -131,7 +131,7 @@ def test_a_growing_layer_keeps_the_selected_rows_and_goes_on_growing():
     assert layer.get_seq_length() == 5
 
 
-def test_sliding_window_layers_shrink_too_and_match_generate():
+def test_sliding_window_layers_shrink_too_and_match_generate(one_thread):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)

@@ -57,6 +57,7 @@ def test_engine_stops_at_the_models_own_end_of_turn_token(tiny_model_and_tokeniz
     for b, a in zip(before, after):  # the same draws, each cut at its first stop token
         want, reason = cut_at_stop(b.token_ids, (tok.eos_token_id, turn_end))
         assert a.token_ids == want and a.finish_reason == reason
-        assert a.sampler_logprobs == pytest.approx(b.sampler_logprobs[: len(want)], abs=1e-6)
+        # rows leave the batch at other steps: two threads round differently (1.4e-6 seen on an AMD EPYC)
+        assert a.sampler_logprobs == pytest.approx(b.sampler_logprobs[: len(want)], abs=1e-5)
         cut += len(want) < len(b.token_ids)
     assert cut >= 5  # the new stop token ended many completions early
