@@ -22,13 +22,20 @@ drop them and carried the state from each sequence into the next (`check_packing
 alone, from a zero state, as each sequence alone gets it, and passes the bounds (on the inputs' device)
 to an implementation that takes them.
 
+Mamba-2 mixers (Falcon-H1's, Bamba's, Granite 4's, Nemotron-H's, Zamba2's): their PyTorch paths scan
+along the whole pack. Within a pack the mixer's class forward (wrapped once) runs each sequence alone,
+bounded by the `cu_seq_lens_q` the decoder layer passes on, so a checkpointed layer recomputed in the
+backward splits the same way (a thread-local flag would not reach the recompute). Mixers whose decoder
+layers do not pass the pack's keywords on (Jamba's, Mamba's) keep running along the pack, and
+`check_packing` refuses those models.
+
 ALiBi built from the attention mask (BLOOM's `build_alibi_tensor`): without a mask a pack's positions
 count along the whole pack. Softmax ignores the constant that adds per row within a sequence, but in
 16 bits the larger biases round coarser (0.07 off the padded forward in bf16 on a tiny BLOOM). Within
 a pack's forward the bias is the one for the positions restarting per sequence, as each sequence alone
 gets it.
 
-Owns: `install`, `pack_kwargs`. Does not own: the pack itself (`engines.packing`).
+Owns: `install` (all of the above), `pack_kwargs`. Does not own: the pack itself (`engines.packing`).
 """
 
 from __future__ import annotations
@@ -45,10 +52,9 @@ _HAS = "_reasonrl_short_conv"  # on the model: whether it has short-convolution 
 # forward calls (a module-level function, behind transformers' kernel wrapper)
 RECURRENT = {"GatedDeltaNet": "torch_chunk_gated_delta_rule", "DeltaAttention": "chunk_kimi_delta_attention"}
 CONVOLVING = ("ShortConv", *RECURRENT)  # layer class name endings that call a `causal_conv1d_fn`
-MIXERS = (
-    "Mixer",
-    "MambaLayer",
-)  # Mamba-2 mixers: forward(hidden_states, cache_params, attention_mask, **kwargs)
+# Mamba-2 mixer class name endings (Falcon-H1's, Bamba's, Granite 4's, Nemotron-H's, Zamba2's), with
+# forward(hidden_states, cache_params, attention_mask, **kwargs)
+MIXERS = ("Mixer", "MambaLayer")
 PACK_KEYWORDS = ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k", "seq_idx")
 
 
@@ -69,8 +75,8 @@ def _conv_modules(model) -> list:
 
 
 def install(model) -> None:
-    """Make the short convolutions of `model` (if any) honour `seq_idx`, its gated delta rules (if any) the
-    pack's bounds, and its mask-built ALiBi (if any) restart per sequence within a pack's forward."""
+    """Within a pack's forward, keep `model`'s short convolutions, delta rules and Mamba-2 mixers (if any)
+    within each sequence, and restart its mask-built ALiBi (if any) per sequence."""
     for mod in _conv_modules(model):
         if not getattr(mod.causal_conv1d_fn, _MARK, False):
             mod.causal_conv1d_fn = _bounded(mod.causal_conv1d_fn)
@@ -151,6 +157,13 @@ def _bounded(original):
     return causal_conv1d_fn
 
 
+def _side_by_side(cu: torch.Tensor, part) -> torch.Tensor:
+    """`part(a, b)` for each sequence [a, b) of a pack whose sequences start at `cu` (ends included),
+    concatenated along the sequence (dim 1)."""
+    bounds = cu.tolist()
+    return torch.cat([part(a, b) for a, b in zip(bounds[:-1], bounds[1:])], dim=1)
+
+
 def _takes_bounds(rule) -> bool:
     """Whether the implementation behind transformers' kernel wrapper takes `cu_seqlens` (fla's does; the
     wrapper drops keywords its implementation lacks). False when it cannot be told: splitting is right
@@ -184,12 +197,11 @@ def _per_sequence(original):
         if query.shape[0] != 1 or kwargs.get("initial_state") is not None or kwargs.get("output_final_state"):
             raise NotImplementedError("model.pack_tokens: a delta rule over a pack with a batch of "
                                       f"{query.shape[0]} rows or a carried state; set model.pack_tokens=0")  # fmt: skip
-        bounds = cu_seqlens.tolist()
-        outs = [
-            original(*(x[:, a:b] for x in (query, key, value, g, beta)), *args, **kwargs)[0]
-            for a, b in zip(bounds[:-1], bounds[1:])
-        ]
-        return torch.cat(outs, dim=1), None
+
+        def part(a, b):
+            return original(*(x[:, a:b] for x in (query, key, value, g, beta)), *args, **kwargs)[0]
+
+        return _side_by_side(cu_seqlens, part), None
 
     setattr(chunk_delta_rule, _MARK, True)
     chunk_delta_rule.original = original
@@ -222,7 +234,7 @@ def _mixer_per_sequence(forward):
                 self, hidden_states, cache_params=cache_params, attention_mask=attention_mask, **kwargs
             )
         rest = {k: v for k, v in kwargs.items() if k not in PACK_KEYWORDS}
-        bounds, length = cu.tolist(), hidden_states.shape[1]
+        length = hidden_states.shape[1]
 
         def part(a, b):
             mask = attention_mask
@@ -230,7 +242,7 @@ def _mixer_per_sequence(forward):
                 mask = mask[:, a:b]
             return forward(self, hidden_states[:, a:b], cache_params=None, attention_mask=mask, **rest)
 
-        return torch.cat([part(a, b) for a, b in zip(bounds[:-1], bounds[1:])], dim=1)
+        return _side_by_side(cu, part)
 
     setattr(mixer_forward, _MARK, True)
     mixer_forward.original = forward
