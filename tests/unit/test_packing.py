@@ -246,3 +246,38 @@ def test_soft_capped_and_sink_attention_packs_equal_their_eager_padded_forward(k
     setattr(model.config, packing.BASE_ATTENTION, "sdpa")
     lp_sdpa = _run(model, batch, mask, completion_logprobs)[0]
     assert (lp_sdpa - lp0).abs().max() > 1e-2
+
+
+def _kernel_wrapped_rule(params: tuple[str, ...], calls: list):
+    """A delta rule as transformers' kernel wrapper presents it: keywords its implementation lacks
+    (`applicable_params`) are dropped; the implementation doubles the values and records its calls."""
+    applicable_params = params
+
+    def wrapped(query, key, value, g, beta, **kwargs):
+        kwargs = {k: v for k, v in kwargs.items() if k in applicable_params}
+        calls.append((query.shape[1], kwargs.get("cu_seqlens")))
+        return value * 2, None
+
+    return wrapped
+
+
+def test_a_delta_rule_that_takes_a_packs_bounds_gets_them_and_any_other_runs_per_sequence():
+    """flash-linear-attention's rule takes `cu_seqlens`: it gets the pack's bounds in one call; the
+    PyTorch fallback does not: it runs once per sequence (`engines.pack_layers`). Without bounds, or
+    with one sequence, either runs once, unchanged."""
+    from reasonrl.engines.pack_layers import _per_sequence
+
+    x, cu = torch.randn(1, 7, 2, 4), torch.tensor([0, 3, 7])
+    for params, want in (
+        (("query", "key", "value", "g", "beta", "cu_seqlens"), [(7, [0, 3, 7])]),
+        (("query", "key", "value", "g", "beta", "initial_state"), [(3, None), (4, None)]),
+    ):
+        calls = []
+        rule = _per_sequence(_kernel_wrapped_rule(params, calls))
+        out, state = rule(x, x, x, x[..., 0], x[..., 0], cu_seqlens=cu)
+        assert torch.equal(out, x * 2) and state is None
+        assert [(n, None if c is None else c.tolist()) for n, c in calls] == want
+        calls.clear()
+        rule(x, x, x, x[..., 0], x[..., 0], cu_seqlens=None)
+        rule(x, x, x, x[..., 0], x[..., 0], cu_seqlens=torch.tensor([0, 7]))
+        assert [n for n, _ in calls] == [7, 7]
