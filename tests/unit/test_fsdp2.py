@@ -225,7 +225,7 @@ def test_two_rank_fsdp2_with_chunked_logprobs_equals_one_plain_process():
 
 
 def _arch(family: str):
-    from test_architectures import _model as architecture
+    from _architecture_models import _model as architecture
 
     return architecture(family, spread=False).float().train()  # vocabulary 40
 

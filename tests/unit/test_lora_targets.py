@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _architecture_models import _model, _multimodal_config
 from _families import HYBRIDS
-from test_architectures import _model, _multimodal_config
 
 from reasonrl.config import ConfigError, LoraSpec
 from reasonrl.planner.shape import model_shape

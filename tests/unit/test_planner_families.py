@@ -7,6 +7,7 @@ BioGPT, which lists no `_no_split_modules`, had no decoder layers for FSDP2."""
 from __future__ import annotations
 
 import pytest
+from _architecture_models import _model
 from _families import (
     FAMILIES,
     HYBRIDS,
@@ -15,7 +16,6 @@ from _families import (
     NAMED_ATTENTION,
     NO_PACKING,
 )
-from test_architectures import _model
 
 from reasonrl.engines.fsdp2 import decoder_layers
 from reasonrl.planner.shape import model_shape
