@@ -22,12 +22,15 @@ drop them and carried the state from each sequence into the next (`check_packing
 alone, from a zero state, as each sequence alone gets it, and passes the bounds (on the inputs' device)
 to an implementation that takes them.
 
-Mamba-2 mixers (Falcon-H1's, Bamba's, Granite 4's, Nemotron-H's, Zamba2's): their PyTorch paths scan
-along the whole pack. Within a pack the mixer's class forward (wrapped once) runs each sequence alone,
-bounded by the `cu_seq_lens_q` the decoder layer passes on, so a checkpointed layer recomputed in the
-backward splits the same way (a thread-local flag would not reach the recompute). Mixers whose decoder
-layers do not pass the pack's keywords on (Jamba's, Mamba's) keep running along the pack, and
-`check_packing` refuses those models.
+Mamba mixers (the Mamba-2 mixers of Falcon-H1, Bamba, Granite 4, Nemotron-H, Zamba2 and Mamba-2
+itself; the Mamba-1 mixers of Jamba, Mamba and Falcon-Mamba): their scans (PyTorch's or the kernels')
+run along the whole pack. Within a pack the mixer's class forward (wrapped once) runs each sequence
+alone, bounded by the `cu_seq_lens_q` the decoder layer passes on. Where the layer does not pass it
+(Jamba's takes it and drops it; Mamba's and Falcon-Mamba's blocks never get it), the layer holding
+the mixer (its class forward wrapped once too) hands the mixer its own `cu_seq_lens_q`, or, without
+one, the bounds of the pack whose forward is running, which it also keeps on its input tensor: a
+checkpointed layer recomputed in the backward gets that same tensor, after the pack's forward is over,
+and splits the same way (a thread-local flag alone would not reach the recompute).
 
 ALiBi built from the attention mask (BLOOM's `build_alibi_tensor`): without a mask a pack's positions
 count along the whole pack. Softmax ignores the constant that adds per row within a sequence, but in
@@ -41,6 +44,7 @@ Owns: `install` (all of the above), `pack_kwargs`. Does not own: the pack itself
 from __future__ import annotations
 
 import sys
+import threading
 
 import torch
 
@@ -52,9 +56,12 @@ _HAS = "_reasonrl_short_conv"  # on the model: whether it has short-convolution 
 # forward calls (a module-level function, behind transformers' kernel wrapper)
 RECURRENT = {"GatedDeltaNet": "torch_chunk_gated_delta_rule", "DeltaAttention": "chunk_kimi_delta_attention"}
 CONVOLVING = ("ShortConv", *RECURRENT)  # layer class name endings that call a `causal_conv1d_fn`
-# Mamba-2 mixer class name endings (Falcon-H1's, Bamba's, Granite 4's, Nemotron-H's, Zamba2's), with
-# forward(hidden_states, cache_params, attention_mask, **kwargs)
+# Mamba mixer class name endings (Falcon-H1's, Bamba's, Granite 4's, Nemotron-H's, Zamba2's, Mamba-2's,
+# Jamba's, Mamba's, Falcon-Mamba's), with forward(hidden_states, cache_params, attention_mask, **kwargs)
 MIXERS = ("Mixer", "MambaLayer")
+_LAYER = threading.local()  # .bounds: the pack bounds the layer holding a mixer runs with, if any
+_MIXER = "_reasonrl_mixer"  # on a mixer's forward put in place
+_KEPT = "_reasonrl_pack_bounds"  # on a mixer layer's input tensor: the bounds its forward ran with
 PACK_KEYWORDS = ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k", "seq_idx")
 
 
@@ -75,7 +82,7 @@ def _conv_modules(model) -> list:
 
 
 def install(model) -> None:
-    """Within a pack's forward, keep `model`'s short convolutions, delta rules and Mamba-2 mixers (if any)
+    """Within a pack's forward, keep `model`'s short convolutions, delta rules and Mamba mixers (if any)
     within each sequence, and restart its mask-built ALiBi (if any) per sequence."""
     for mod in _conv_modules(model):
         if not getattr(mod.causal_conv1d_fn, _MARK, False):
@@ -86,12 +93,13 @@ def install(model) -> None:
                 setattr(mod, rule, _per_sequence(getattr(mod, rule)))
     for m in model.modules():
         cls = type(m)
-        if (
-            cls.__name__.endswith(MIXERS)
-            and not getattr(cls.forward, _MARK, False)
-            and _mixer_like(cls.forward)
-        ):
-            cls.forward = _mixer_per_sequence(cls.forward)
+        if cls.__name__.endswith(MIXERS) and _mixer_like(getattr(cls.forward, "original", cls.forward)):
+            if not getattr(cls.forward, _MARK, False):
+                cls.forward = _mixer_per_sequence(cls.forward)
+    for m in model.modules():  # the layers holding them
+        holds = any(getattr(type(c).forward, _MIXER, False) for c in m.children())
+        if holds and not getattr(type(m).forward, _MARK, False):
+            type(m).forward = _handing_bounds(type(m).forward)
     for m in model.modules():
         build = getattr(m, "build_alibi_tensor", None)
         if callable(build) and not getattr(build, _MARK, False):
@@ -229,6 +237,12 @@ def _mixer_per_sequence(forward):
         the forward it replaced without bounds (generation, padded forwards), with one sequence or a
         cache."""
         cu = kwargs.get("cu_seq_lens_q")
+        if cu is None:
+            cu = getattr(_LAYER, "bounds", None)
+        if cu is not None:
+            from reasonrl.engines.packing import kept_apart
+
+            kept_apart()
         if cu is None or len(cu) <= 2 or cache_params is not None or hidden_states.shape[0] != 1:
             return forward(
                 self, hidden_states, cache_params=cache_params, attention_mask=attention_mask, **kwargs
@@ -245,5 +259,44 @@ def _mixer_per_sequence(forward):
         return _side_by_side(cu, part)
 
     setattr(mixer_forward, _MARK, True)
+    setattr(mixer_forward, _MIXER, True)
     mixer_forward.original = forward
     return mixer_forward
+
+
+def _handing_bounds(forward):
+    def layer_forward(self, *args, **kwargs):
+        """The forward it replaced, with the layer's mixer handed the pack's bounds: this layer's
+        `cu_seq_lens_q`, else those of the pack whose forward runs, kept on the input tensor for a
+        checkpointed layer's recompute, else those kept there."""
+        if torch.compiler.is_compiling():  # compiled layers pass the keywords on (Mamba's do not compile)
+            return forward(self, *args, **kwargs)
+        from reasonrl.engines.packing import pack_bounds
+
+        hidden = args[0] if args else kwargs.get("hidden_states")
+        cu = kwargs.get("cu_seq_lens_q")
+        if cu is None and isinstance(hidden, torch.Tensor):
+            cu = next((getattr(t, _KEPT) for t in (hidden, hidden._base) if hasattr(t, _KEPT)), None)
+            if cu is None and (cu := pack_bounds()) is not None:
+                cu = _keep(hidden, cu)
+        before, _LAYER.bounds = getattr(_LAYER, "bounds", None), cu
+        try:
+            return forward(self, *args, **kwargs)
+        finally:
+            _LAYER.bounds = before
+
+    setattr(layer_forward, _MARK, True)
+    layer_forward.original = forward
+    return layer_forward
+
+
+def _keep(hidden: torch.Tensor, cu: torch.Tensor) -> torch.Tensor | None:
+    """`cu`, kept on `hidden` [1, P, ...] (a pack's hidden states) for its layer's recompute, and on the
+    tensor it is a view of: FSDP2's hook before a sharded layer's forward hands it a new view of its
+    input each time, the checkpoint's recompute too; None for another tensor."""
+    if hidden.dim() != 3 or hidden.shape[:2] != (1, int(cu[-1])):
+        return None
+    for t in (hidden, hidden._base):
+        if t is not None:
+            setattr(t, _KEPT, cu)
+    return cu

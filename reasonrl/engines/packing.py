@@ -220,7 +220,7 @@ def use_segment_attention(model) -> None:
 
     from reasonrl.engines.pack_layers import install
 
-    install(model)  # convolutions, delta rules, Mamba-2 mixers and ALiBi kept within each sequence
+    install(model)  # convolutions, delta rules, Mamba mixers and ALiBi kept within each sequence
     AttentionInterface.register(SEGMENT_ATTENTION, segment_attention)
     AttentionMaskInterface.register(SEGMENT_ATTENTION, _segment_mask)
     for m in model.modules():
@@ -228,6 +228,17 @@ def use_segment_attention(model) -> None:
         if hasattr(config, "_attn_implementation") and config._attn_implementation != SEGMENT_ATTENTION:
             setattr(config, BASE_ATTENTION, config._attn_implementation or "sdpa")
             config._attn_implementation = SEGMENT_ATTENTION
+
+
+def pack_bounds() -> torch.Tensor | None:
+    """Within a pack's forward, its sequences' offsets (ends included, on the CPU); None outside one."""
+    return getattr(_PACK, "bounds", None) if getattr(_PACK, "forward", False) else None
+
+
+def kept_apart() -> None:
+    """A layer other than attention ran a pack's sequences apart (`engines.pack_layers`' Mamba mixers):
+    what a pack's forward needs where the model has no attention at all (Mamba)."""
+    _PACK.kept = getattr(_PACK, "kept", 0) + 1
 
 
 def pack_segments() -> torch.Tensor | None:
@@ -238,17 +249,19 @@ def pack_segments() -> torch.Tensor | None:
 @contextmanager
 def _pack_forward(lengths: list[int], device):
     """Within: the forward of a pack of sequences of `lengths`; raises after it if no attention layer went
-    through segment attention and no block mask was built (a model whose attention bypasses
-    transformers' attention interface would attend across the pack)."""
-    _PACK.forward, _PACK.calls, _PACK.masks = True, 0, 0
+    through segment attention, no block mask was built and no Mamba mixer ran per sequence (a model
+    whose attention bypasses transformers' attention interface would attend across the pack; a model
+    without attention has only its mixers to keep it apart)."""
+    _PACK.forward, _PACK.calls, _PACK.masks, _PACK.kept = True, 0, 0, 0
     _PACK.segments = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))[None].to(
         device
     )
+    _PACK.bounds = torch.tensor([0, *lengths]).cumsum(0)
     try:
         yield
     finally:
-        _PACK.forward, _PACK.segments = False, None
-    if not _PACK.calls and not _PACK.masks:
+        _PACK.forward, _PACK.segments, _PACK.bounds = False, None, None
+    if not _PACK.calls and not _PACK.masks and not _PACK.kept:
         raise NotImplementedError("model.pack_tokens: this model's attention does not go through transformers' "
                                   "attention interface, so a pack cannot be kept apart; set model.pack_tokens=0")  # fmt: skip
 
@@ -296,15 +309,15 @@ def check_packing(model) -> None:
       and GLM-5's sparse attention select keys only under the names "eager" and "sdpa", and would turn
       dense: up to 7.6 nats off on a tiny model);
     - one forward of a two-sequence pack (eval mode) must run and go through segment attention, or else
-      (attention of the model's own) its own attention under a block mask per pack (the check every
-      packed forward makes); each sequence's logits must equal those of the sequence run alone (a
+      (attention of the model's own) its own attention under a block mask per pack, or (no attention:
+      Mamba) Mamba mixers per sequence (the check every packed forward makes); each sequence's logits must equal those of the sequence run alone (a
       model that drops the pack's position ids counts them along the pack, which no dependence shows);
       the first tokens' outputs must not depend on any later token
       (attention code of the model's own that a pack leaves without a causal mask), and the second
       sequence's must not depend on the first's tokens (`models.isolation.dependence`). The last
       fails for the hybrids whose recurrence or linear-attention layers run along the whole pack
-      (Jamba, MiniMax, ZAYA1, Inkling), whose log-probs it would corrupt; the others' convolutions,
-      delta rules and Mamba-2 mixers run per sequence (`engines.pack_layers`).
+      (MiniMax, ZAYA1, Inkling), whose log-probs it would corrupt; the others' convolutions,
+      delta rules and Mamba mixers run per sequence (`engines.pack_layers`).
     Llama 4 and DeepSeek-V4 are refused by their configs: Llama 4's chunked attention and query
     scaling follow the position in the whole input, which no probe shorter than its 8k chunks would
     show; so do V4's compressed blocks, past its 128-token window."""

@@ -134,8 +134,8 @@ def test_a_model_packs_cannot_keep_apart_is_refused_before_any_step(tiny_model_d
 
 
 def _hybrid_dir(path, kind: str, tok_dir: str) -> str:
-    """A tiny random LFM2 (a convolution beside attention) or Mamba (no attention), saved with the tiny
-    model's tokenizer."""
+    """A tiny random LFM2 (a convolution beside attention), Qwen3.5 (Gated DeltaNet beside attention) or
+    Mamba (no attention), saved with the tiny model's tokenizer."""
     import transformers
 
     tok = transformers.AutoTokenizer.from_pretrained(tok_dir)
@@ -157,22 +157,9 @@ def _hybrid_dir(path, kind: str, tok_dir: str) -> str:
     return str(path)
 
 
-def test_hybrid_and_state_space_models_train_and_a_state_space_model_is_refused_packing(
-    tiny_model_dir, tmp_path
-):
-    """Mamba trains end to end (before: the planner stopped on its missing attention heads, and the
-    engine handed it a cache it does not take), on the log-probs it sampled; its scan would run across
-    a pack, so packing it is refused before any step, naming the key. LFM2, whose convolution is kept
-    within each sequence of a pack (it was refused before), trains packed on the log-probs it sampled."""
-    from reasonrl.config import ConfigError
-
-    mamba = _hybrid_dir(tmp_path / "mamba", "mamba", tiny_model_dir)
-    hist = train(_cfg(mamba, tmp_path / "m", 2, "checkpoint.every=0"), log=lambda *a: None)["history"]
-    steps = [h for h in hist if "rollout/logprob_gap_max" in h]
-    assert len(steps) == 2 and max(h["rollout/logprob_gap_max"] for h in steps) < 1e-4
-    with pytest.raises(ConfigError, match="model.pack_tokens: .*set model.pack_tokens=0"):
-        train(_cfg(mamba, tmp_path / "a", 1, "model.pack_tokens=64"), log=lambda *a: None)
-    assert not (tmp_path / "a" / "metrics.jsonl").exists()
+def test_a_convolution_hybrid_trains_packed(tiny_model_dir, tmp_path):
+    """LFM2, whose convolution is kept within each sequence of a pack (it was refused before), trains
+    packed on the log-probs it sampled."""
     lfm2 = _hybrid_dir(tmp_path / "lfm2", "lfm2", tiny_model_dir)
     hist = train(
         _cfg(lfm2, tmp_path / "l", 2, "checkpoint.every=0", "model.pack_tokens=64"), log=lambda *a: None
@@ -181,18 +168,22 @@ def test_hybrid_and_state_space_models_train_and_a_state_space_model_is_refused_
     assert len(steps) == 2 and max(h["rollout/logprob_gap_max"] for h in steps) < 1e-4
 
 
-def test_a_gated_deltanet_hybrid_trains_packed_with_recomputed_layers(tiny_model_dir, tmp_path):
-    """Qwen3.5 (Gated DeltaNet beside attention; refused packing before) trains packed, its layers
-    recomputed in the backward (gradient checkpointing: the per-sequence rule and convolution must see the
-    pack's bounds there too), on the log-probs it sampled; its parameters move as the padded run's do."""
-    qwen = _hybrid_dir(tmp_path / "qwen3_5", "qwen3_5", tiny_model_dir)
+@pytest.mark.parametrize("kind", ["qwen3_5", "mamba"])
+def test_recurrent_models_train_packed_with_recomputed_layers(kind, tiny_model_dir, tmp_path):
+    """Qwen3.5 (Gated DeltaNet beside attention) and Mamba (no attention at all; before, the planner stopped
+    on its missing attention heads and the engine handed it a cache it does not take), both refused
+    packing before, train padded and packed, their layers recomputed in the backward (gradient
+    checkpointing: the per-sequence rule, convolution and scan must see the pack's bounds there too,
+    which Mamba's blocks are never given), on the log-probs they sampled; the packed run's update
+    equals the padded one's."""
+    path = _hybrid_dir(tmp_path / kind, kind, tiny_model_dir)
     runs = {}
     for name, extra in (
         ("packed", ["model.pack_tokens=64", "model.gradient_checkpointing=true"]),
         ("padded", []),
     ):
         # an entropy bonus: a gradient on every token even when the random model's rewards are all 0
-        cfg = _cfg(qwen, tmp_path / name, 2, "checkpoint.every=0", "algo.entropy_coef=1.0", *extra)
+        cfg = _cfg(path, tmp_path / name, 2, "checkpoint.every=0", "algo.entropy_coef=1.0", *extra)
         out = train(cfg, log=lambda *a: None)
         steps = [h for h in out["history"] if "rollout/logprob_gap_max" in h]
         assert len(steps) == 2 and max(h["rollout/logprob_gap_max"] for h in steps) < 1e-4, name

@@ -172,10 +172,14 @@ SHORT_CONV = [
     "lfm2_moe",
 ]  # hybrids whose only state is a short convolution: they pack (engines.pack_layers)
 # hybrids with a short convolution and a delta-rule recurrence (Gated DeltaNet, Kimi Delta Attention), and
-# with Mamba-2 mixers: they pack too, each sequence of a pack run alone through those layers
+# models with Mamba mixers: they pack too, each sequence of a pack run alone through those layers
 DELTA_RULE = ["qwen3_next", "qwen3_5", "qwen3_5_moe", "olmo_hybrid", "kimi_linear"]
 MAMBA2_MIXERS = ["falcon_h1", "bamba", "granitemoehybrid", "nemotron_h", "zamba2"]
-PACKING_HYBRIDS = [*SHORT_CONV, *DELTA_RULE, *MAMBA2_MIXERS]
+ATTENTION_FREE = ["mamba", "mamba2", "falcon_mamba"]  # no attention: only their mixers keep a pack apart
+# mixers whose layers do not pass the pack's keywords on to them (Jamba's drop them; Mamba's and
+# Falcon-Mamba's blocks never get them): the layer holding the mixer hands them the pack's bounds
+BOUNDS_HANDED = ["jamba", "mamba", "falcon_mamba"]
+PACKING_HYBRIDS = [*SHORT_CONV, *DELTA_RULE, *MAMBA2_MIXERS, "jamba", *ATTENTION_FREE]
 HYBRIDS = {  # name: (config class, extra settings); COMMON without head_dim
     "lfm2": ("Lfm2Config", {"layer_types": ["conv", "full_attention"], "block_ff_dim": 64}),
     "lfm2_moe": ("Lfm2MoeConfig", {"layer_types": ["conv", "full_attention"], "num_dense_layers": 1,
@@ -244,7 +248,6 @@ NO_PACKING = {  # attention by position in the whole input: chunks (here of 4 to
     "llama4": ("Llama4TextConfig", {"attention_chunk_size": 4, "num_local_experts": 2, "num_experts_per_tok": 1,
                                     "intermediate_size_mlp": 64, "no_rope_layers": [1, 0], "interleave_moe_layer_step": 1}),
 }  # fmt: skip
-ATTENTION_FREE = ("mamba", "mamba2", "falcon_mamba")  # nothing reaches segment attention: a pack is refused
 PACK_FAILS = (
     "qwen4_exp",
 )  # a pack stops on an error in the model's code (its indexer wants an attention mask)
