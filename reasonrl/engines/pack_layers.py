@@ -30,7 +30,9 @@ alone, bounded by the `cu_seq_lens_q` the decoder layer passes on. Where the lay
 the mixer (its class forward wrapped once too) hands the mixer its own `cu_seq_lens_q`, or, without
 one, the bounds of the pack whose forward is running, which it also keeps on its input tensor: a
 checkpointed layer recomputed in the backward gets that same tensor, after the pack's forward is over,
-and splits the same way (a thread-local flag alone would not reach the recompute).
+and splits the same way (a thread-local flag alone would not reach the recompute). MiniMax's lightning
+attention (linear attention in blocks, its state carried from block to block) runs per sequence the
+same way, its rotary cos / sin cut per sequence.
 
 ALiBi built from the attention mask (BLOOM's `build_alibi_tensor`): without a mask a pack's positions
 count along the whole pack. Softmax ignores the constant that adds per row within a sequence, but in
@@ -58,7 +60,13 @@ RECURRENT = {"GatedDeltaNet": "torch_chunk_gated_delta_rule", "DeltaAttention": 
 CONVOLVING = ("ShortConv", *RECURRENT)  # layer class name endings that call a `causal_conv1d_fn`
 # Mamba mixer class name endings (Falcon-H1's, Bamba's, Granite 4's, Nemotron-H's, Zamba2's, Mamba-2's,
 # Jamba's, Mamba's, Falcon-Mamba's), with forward(hidden_states, cache_params, attention_mask, **kwargs)
-MIXERS = ("Mixer", "MambaLayer")
+MIXERS = ("Mixer", "MambaLayer", "LightningAttention")
+# the parameters (after self) their forwards start with: Mamba mixers', MiniMax's lightning attention's
+SEQUENCE_LAYERS = (
+    ("hidden_states", "cache_params", "attention_mask"),
+    ("hidden_states", "position_embeddings", "attention_mask", "past_key_values"),
+)
+CACHES = ("cache_params", "past_key_values")  # with one given, the layer runs as it is
 _LAYER = threading.local()  # .bounds: the pack bounds the layer holding a mixer runs with, if any
 _MIXER = "_reasonrl_mixer"  # on a mixer's forward put in place
 _KEPT = "_reasonrl_pack_bounds"  # on a mixer layer's input tensor: the bounds its forward ran with
@@ -82,8 +90,8 @@ def _conv_modules(model) -> list:
 
 
 def install(model) -> None:
-    """Within a pack's forward, keep `model`'s short convolutions, delta rules and Mamba mixers (if any)
-    within each sequence, and restart its mask-built ALiBi (if any) per sequence."""
+    """Within a pack's forward, keep `model`'s short convolutions, delta rules, Mamba mixers and lightning
+    attention (if any) within each sequence, and restart its mask-built ALiBi (if any) per sequence."""
     for mod in _conv_modules(model):
         if not getattr(mod.causal_conv1d_fn, _MARK, False):
             mod.causal_conv1d_fn = _bounded(mod.causal_conv1d_fn)
@@ -217,46 +225,70 @@ def _per_sequence(original):
 
 
 def _mixer_like(forward) -> bool:
-    """A forward(self, hidden_states, cache_params, attention_mask, **kwargs), as transformers' Mamba-2
-    mixers have: the pack's keywords reach it where its decoder layer passes them on."""
+    """A forward(self, <one of SEQUENCE_LAYERS' parameter lists>, ..., **kwargs), as transformers' Mamba
+    mixers and MiniMax's lightning attention have: the pack's keywords reach it where its decoder layer
+    passes them on."""
     import inspect
 
     params = list(inspect.signature(forward).parameters.values())
-    names = [p.name for p in params[:4]]
-    return (
-        names == ["self", "hidden_states", "cache_params", "attention_mask"]
-        and params[-1].kind is params[-1].VAR_KEYWORD
+    names = tuple(p.name for p in params[1:])
+    return params[-1].kind is params[-1].VAR_KEYWORD and any(
+        names[: len(start)] == start for start in SEQUENCE_LAYERS
     )
 
 
+def _cut(x, length: int, a: int, b: int):
+    """Positions [a, b) of a [1, length, ...] tensor (or a tuple of them: rotary cos / sin); anything else
+    as it is."""
+    if isinstance(x, tuple):
+        return tuple(_cut(t, length, a, b) for t in x)
+    if isinstance(x, torch.Tensor) and x.dim() >= 2 and x.shape[:2] == (1, length):
+        return x[:, a:b]
+    return x
+
+
 def _mixer_per_sequence(forward):
+    import inspect
+
+    signature = inspect.signature(forward)
+    var_keyword = list(signature.parameters)[-1]
+
     @torch.compiler.disable  # a loop over Python ints, as segment attention
-    def mixer_forward(self, hidden_states, cache_params=None, attention_mask=None, **kwargs):
-        """The mixer over each sequence of a pack alone (bounds `cu_seq_lens_q`, ends included, which the
-        decoder layer passes on, also when a checkpointed layer is recomputed), outputs side by side;
-        the forward it replaced without bounds (generation, padded forwards), with one sequence or a
-        cache."""
-        cu = kwargs.get("cu_seq_lens_q")
+    def mixer_forward(self, *args, **kwargs):
+        """The layer over each sequence of a pack alone (bounds `cu_seq_lens_q`, ends included, which the
+        decoder layer passes on, also when a checkpointed layer is recomputed, or which the layer
+        holding it hands it), its per-position inputs cut per sequence, outputs side by side (a tuple's
+        first; its recurrent state None); the forward it replaced without bounds (generation, padded
+        forwards), with one sequence or a cache."""
+        given = signature.bind(self, *args, **kwargs).arguments
+        extra = given.pop(var_keyword, {})
+        hidden = given["hidden_states"]
+        cu = extra.get("cu_seq_lens_q")
         if cu is None:
             cu = getattr(_LAYER, "bounds", None)
         if cu is not None:
             from reasonrl.engines.packing import kept_apart
 
             kept_apart()
-        if cu is None or len(cu) <= 2 or cache_params is not None or hidden_states.shape[0] != 1:
-            return forward(
-                self, hidden_states, cache_params=cache_params, attention_mask=attention_mask, **kwargs
-            )
-        rest = {k: v for k, v in kwargs.items() if k not in PACK_KEYWORDS}
-        length = hidden_states.shape[1]
+        if (
+            cu is None
+            or len(cu) <= 2
+            or any(given.get(c) is not None for c in CACHES)
+            or hidden.shape[0] != 1
+        ):
+            return forward(self, *args, **kwargs)
+        rest = {k: v for k, v in extra.items() if k not in PACK_KEYWORDS}
+        length = hidden.shape[1]
+        outputs = []
 
         def part(a, b):
-            mask = attention_mask
-            if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.shape[-1] == length:
-                mask = mask[:, a:b]
-            return forward(self, hidden_states[:, a:b], cache_params=None, attention_mask=mask, **rest)
+            cut = {k: _cut(v, length, a, b) for k, v in given.items() if k != "self"}
+            out = forward(self, **cut, **rest)
+            outputs.append(out)
+            return out[0] if isinstance(out, tuple) else out
 
-        return _side_by_side(cu, part)
+        joined = _side_by_side(cu, part)
+        return (joined, *(None for _ in outputs[0][1:])) if isinstance(outputs[0], tuple) else joined
 
     setattr(mixer_forward, _MARK, True)
     setattr(mixer_forward, _MIXER, True)
