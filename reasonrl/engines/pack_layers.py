@@ -32,7 +32,9 @@ one, the bounds of the pack whose forward is running, which it also keeps on its
 checkpointed layer recomputed in the backward gets that same tensor, after the pack's forward is over,
 and splits the same way (a thread-local flag alone would not reach the recompute). MiniMax's lightning
 attention (linear attention in blocks, its state carried from block to block) runs per sequence the
-same way, its rotary cos / sin cut per sequence.
+same way, its rotary cos / sin cut per sequence, and so do ZAYA1's convolved attention projections (a
+causal convolution over queries and keys, values delayed by one token), handed the bounds by the
+attention holding them (`SEQUENCE_LAYERS`).
 
 ALiBi built from the attention mask (BLOOM's `build_alibi_tensor`): without a mask a pack's positions
 count along the whole pack. Softmax ignores the constant that adds per row within a sequence, but in
@@ -58,14 +60,21 @@ _HAS = "_reasonrl_short_conv"  # on the model: whether it has short-convolution 
 # forward calls (a module-level function, behind transformers' kernel wrapper)
 RECURRENT = {"GatedDeltaNet": "torch_chunk_gated_delta_rule", "DeltaAttention": "chunk_kimi_delta_attention"}
 CONVOLVING = ("ShortConv", *RECURRENT)  # layer class name endings that call a `causal_conv1d_fn`
-# Mamba mixer class name endings (Falcon-H1's, Bamba's, Granite 4's, Nemotron-H's, Zamba2's, Mamba-2's,
-# Jamba's, Mamba's, Falcon-Mamba's), with forward(hidden_states, cache_params, attention_mask, **kwargs)
-MIXERS = ("Mixer", "MambaLayer", "LightningAttention")
-# the parameters (after self) their forwards start with: Mamba mixers', MiniMax's lightning attention's
-SEQUENCE_LAYERS = (
-    ("hidden_states", "cache_params", "attention_mask"),
-    ("hidden_states", "position_embeddings", "attention_mask", "past_key_values"),
-)
+# layers run per sequence within a pack: class name ending -> the parameters (after self) their forward
+# starts with, and how many of its outputs (a tuple's first ones) are per position; the others (a
+# recurrent state) are None in a pack
+_MAMBA = ("hidden_states", "cache_params", "attention_mask")
+SEQUENCE_LAYERS = {
+    "Mixer": (
+        _MAMBA,
+        1,
+    ),  # Mamba mixers: Falcon-H1's, Bamba's, Granite 4's, Nemotron-H's, Zamba2's, Mamba-2's,
+    "MambaLayer": (_MAMBA, 1),  # Jamba's, Mamba's, Falcon-Mamba's
+    # MiniMax-Text-01's / M1's linear attention in blocks: (output, state)
+    "LightningAttention": (("hidden_states", "position_embeddings", "attention_mask", "past_key_values"), 1),
+    # ZAYA1's q / k convolution and values delayed by one token: (query, key, value)
+    "CCAProjection": (("hidden_states", "past_key_values", "conv_mask"), 3),
+}
 CACHES = ("cache_params", "past_key_values")  # with one given, the layer runs as it is
 _LAYER = threading.local()  # .bounds: the pack bounds the layer holding a mixer runs with, if any
 _MIXER = "_reasonrl_mixer"  # on a mixer's forward put in place
@@ -90,8 +99,8 @@ def _conv_modules(model) -> list:
 
 
 def install(model) -> None:
-    """Within a pack's forward, keep `model`'s short convolutions, delta rules, Mamba mixers and lightning
-    attention (if any) within each sequence, and restart its mask-built ALiBi (if any) per sequence."""
+    """Within a pack's forward, keep `model`'s short convolutions, delta rules and SEQUENCE_LAYERS (if any)
+    within each sequence, and restart its mask-built ALiBi (if any) per sequence."""
     for mod in _conv_modules(model):
         if not getattr(mod.causal_conv1d_fn, _MARK, False):
             mod.causal_conv1d_fn = _bounded(mod.causal_conv1d_fn)
@@ -101,9 +110,8 @@ def install(model) -> None:
                 setattr(mod, rule, _per_sequence(getattr(mod, rule)))
     for m in model.modules():
         cls = type(m)
-        if cls.__name__.endswith(MIXERS) and _mixer_like(getattr(cls.forward, "original", cls.forward)):
-            if not getattr(cls.forward, _MARK, False):
-                cls.forward = _mixer_per_sequence(cls.forward)
+        if not getattr(cls.forward, _MARK, False) and (joined := _sequence_layer(cls)):
+            cls.forward = _mixer_per_sequence(cls.forward, joined)
     for m in model.modules():  # the layers holding them
         holds = any(getattr(type(c).forward, _MIXER, False) for c in m.children())
         if holds and not getattr(type(m).forward, _MARK, False):
@@ -224,17 +232,17 @@ def _per_sequence(original):
     return chunk_delta_rule
 
 
-def _mixer_like(forward) -> bool:
-    """A forward(self, <one of SEQUENCE_LAYERS' parameter lists>, ..., **kwargs), as transformers' Mamba
-    mixers and MiniMax's lightning attention have: the pack's keywords reach it where its decoder layer
-    passes them on."""
+def _sequence_layer(cls) -> int:
+    """How many outputs of `cls`'s forward are per position, if it is one of SEQUENCE_LAYERS (its name and
+    its forward's parameters); 0 otherwise."""
     import inspect
 
-    params = list(inspect.signature(forward).parameters.values())
-    names = tuple(p.name for p in params[1:])
-    return params[-1].kind is params[-1].VAR_KEYWORD and any(
-        names[: len(start)] == start for start in SEQUENCE_LAYERS
-    )
+    forward = getattr(cls.forward, "original", cls.forward)
+    names = tuple(list(inspect.signature(forward).parameters)[1:])
+    for ending, (start, joined) in SEQUENCE_LAYERS.items():
+        if cls.__name__.endswith(ending) and names[: len(start)] == start:
+            return joined
+    return 0
 
 
 def _cut(x, length: int, a: int, b: int):
@@ -247,21 +255,21 @@ def _cut(x, length: int, a: int, b: int):
     return x
 
 
-def _mixer_per_sequence(forward):
+def _mixer_per_sequence(forward, joined: int):
     import inspect
 
     signature = inspect.signature(forward)
-    var_keyword = list(signature.parameters)[-1]
+    var_keyword = next((p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD), None)
 
     @torch.compiler.disable  # a loop over Python ints, as segment attention
     def mixer_forward(self, *args, **kwargs):
         """The layer over each sequence of a pack alone (bounds `cu_seq_lens_q`, ends included, which the
         decoder layer passes on, also when a checkpointed layer is recomputed, or which the layer
-        holding it hands it), its per-position inputs cut per sequence, outputs side by side (a tuple's
-        first; its recurrent state None); the forward it replaced without bounds (generation, padded
-        forwards), with one sequence or a cache."""
+        holding it hands it), its per-position inputs cut per sequence, outputs side by side (of a
+        tuple, the first `joined`; the others, a recurrent state, None); the forward it replaced
+        without bounds (generation, padded forwards), with one sequence or a cache."""
         given = signature.bind(self, *args, **kwargs).arguments
-        extra = given.pop(var_keyword, {})
+        extra = given.pop(var_keyword, {}) if var_keyword else {}
         hidden = given["hidden_states"]
         cu = extra.get("cu_seq_lens_q")
         if cu is None:
@@ -278,17 +286,16 @@ def _mixer_per_sequence(forward):
         ):
             return forward(self, *args, **kwargs)
         rest = {k: v for k, v in extra.items() if k not in PACK_KEYWORDS}
-        length = hidden.shape[1]
-        outputs = []
-
-        def part(a, b):
-            cut = {k: _cut(v, length, a, b) for k, v in given.items() if k != "self"}
-            out = forward(self, **cut, **rest)
-            outputs.append(out)
-            return out[0] if isinstance(out, tuple) else out
-
-        joined = _side_by_side(cu, part)
-        return (joined, *(None for _ in outputs[0][1:])) if isinstance(outputs[0], tuple) else joined
+        length, bounds = hidden.shape[1], cu.tolist()
+        outs = [
+            forward(self, **{k: _cut(v, length, a, b) for k, v in given.items() if k != "self"}, **rest)
+            for a, b in zip(bounds[:-1], bounds[1:])
+        ]
+        if not isinstance(outs[0], tuple):
+            return torch.cat(outs, dim=1)
+        return tuple(
+            torch.cat([o[i] for o in outs], dim=1) if i < joined else None for i in range(len(outs[0]))
+        )
 
     setattr(mixer_forward, _MARK, True)
     setattr(mixer_forward, _MIXER, True)

@@ -316,8 +316,9 @@ def check_packing(model) -> None:
       (attention code of the model's own that a pack leaves without a causal mask), and the second
       sequence's must not depend on the first's tokens (`models.isolation.dependence`). The last
       fails for the hybrids whose recurrence or linear-attention layers run along the whole pack
-      (ZAYA1, Inkling), whose log-probs it would corrupt; the others' convolutions, delta rules,
-      Mamba mixers and lightning attention run per sequence (`engines.pack_layers`).
+      (Inkling), whose log-probs it would corrupt; the others' convolutions, delta rules, Mamba
+      mixers, lightning attention and convolved attention projections run per sequence
+      (`engines.pack_layers`).
     Llama 4 and DeepSeek-V4 are refused by their configs: Llama 4's chunked attention and query
     scaling follow the position in the whole input, which no probe shorter than its 8k chunks would
     show; so do V4's compressed blocks, past its 128-token window."""

@@ -36,7 +36,7 @@ def _without_pack_layers(model, monkeypatch, rules_only: bool = False) -> None:
     monkeypatch.setattr(pack_layers, "RECURRENT", {})
     if not rules_only:
         monkeypatch.setattr(pack_layers, "pack_kwargs", lambda *a: {})  # no seq_idx: the fallback's own
-        monkeypatch.setattr(pack_layers, "MIXERS", ())
+        monkeypatch.setattr(pack_layers, "SEQUENCE_LAYERS", {})
     for m in model.modules():
         forward = type(m).forward
         if getattr(forward, "original", None) is not None and not rules_only:
@@ -51,9 +51,10 @@ def _without_pack_layers(model, monkeypatch, rules_only: bool = False) -> None:
 def test_hybrids_pack_with_each_sequence_alone_through_their_stateful_layers(family, monkeypatch):
     """LFM2's short convolutions, the Gated DeltaNet / Kimi Delta Attention layers of Qwen3-Next, Qwen3.5,
     Qwen3.5-MoE, OLMo hybrid and Kimi Linear, the Mamba-2 mixers of Falcon-H1, Bamba, Granite 4,
-    Nemotron-H, Zamba2 and Mamba-2, the Mamba mixers of Jamba, Mamba and Falcon-Mamba, and MiniMax's
-    lightning attention: transformers' PyTorch paths ignore a pack's bounds and carried state from one
-    sequence into the next (all refused before, 0.85-6.8 nats off). With each sequence run alone through them, every forward keeps
+    Nemotron-H, Zamba2 and Mamba-2, the Mamba mixers of Jamba, Mamba and Falcon-Mamba, MiniMax's
+    lightning attention and ZAYA1's convolved attention projections: transformers' PyTorch paths ignore
+    a pack's bounds and carried state from one sequence into the next (all refused before, 0.85-6.8
+    nats off). With each sequence run alone through them, every forward keeps
     the invariant; with that taken away the packed log-probs are off (for the delta-rule layers with
     only the rule taken away too, the convolution kept), and a model without attention has nothing left
     that keeps the pack apart: its pack's forward stops."""
@@ -77,13 +78,14 @@ def test_hybrids_pack_with_each_sequence_alone_through_their_stateful_layers(fam
         assert ((lp - sampler) * batch.mask).abs().max() > 1e-2, rules_only  # 100x the tolerance
 
 
-@pytest.mark.parametrize("family", [*BOUNDS_HANDED, "minimax"])
+@pytest.mark.parametrize("family", [*BOUNDS_HANDED, "minimax", "zaya"])
 def test_layers_run_per_sequence_split_the_same_way_when_recomputed(family, monkeypatch):
     """Jamba's, Mamba's and Falcon-Mamba's mixers do not get the pack's keywords from their layers: the
     layer holding each hands them the bounds, which for Mamba and Falcon-Mamba (whose blocks get no
     keywords either) come from the pack's forward and are kept on the layer's input tensor, where a
     checkpointed layer's recompute, after that forward, finds them (MiniMax's lightning attention gets
-    them from its layer, with its rotary cos / sin cut per sequence). Packed with gradient checkpointing
+    them from its layer, with its rotary cos / sin cut per sequence; ZAYA1's convolved q / k / v
+    projections from the attention holding them, which gets them from its layer). Packed with gradient checkpointing
     equals padded (log-probs, entropy, every gradient); without the bounds kept, Mamba's recompute scans
     along the whole pack and torch's checkpoint stops on the mismatch."""
     import functools
@@ -108,10 +110,10 @@ def test_layers_run_per_sequence_split_the_same_way_when_recomputed(family, monk
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     packed = functools.partial(packed_logprobs, pack_tokens=64)
     lp1, ent1, g1 = run(packed)
-    torch.testing.assert_close(lp1, lp0, rtol=0, atol=2e-5)  # measured 1.4e-6 to 5.5e-6
+    torch.testing.assert_close(lp1, lp0, rtol=0, atol=2e-5)  # measured 1.4e-6 to 9.3e-6
     torch.testing.assert_close(ent1, ent0, rtol=0, atol=2e-5)
     assert len(g1) == len(g0) > 20
-    for n in g0:  # measured within 3.5e-6 of each gradient's largest entry
+    for n in g0:  # measured within 1.5e-5 of each gradient's largest entry
         torch.testing.assert_close(g1[n], g0[n], rtol=0, atol=1e-4 * g0[n].abs().max().item(), msg=n)
     if family == "mamba":
         monkeypatch.setattr(pack_layers, "_keep", lambda hidden, cu: cu)  # bounds used, not kept
