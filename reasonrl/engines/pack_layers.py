@@ -65,11 +65,10 @@ CONVOLVING = ("ShortConv", *RECURRENT)  # layer class name endings that call a `
 # recurrent state) are None in a pack
 _MAMBA = ("hidden_states", "cache_params", "attention_mask")
 SEQUENCE_LAYERS = {
-    "Mixer": (
-        _MAMBA,
-        1,
-    ),  # Mamba mixers: Falcon-H1's, Bamba's, Granite 4's, Nemotron-H's, Zamba2's, Mamba-2's,
-    "MambaLayer": (_MAMBA, 1),  # Jamba's, Mamba's, Falcon-Mamba's
+    # Mamba mixers: Falcon-H1's, Bamba's, Granite 4's, Nemotron-H's, Zamba2's, Mamba-2's; Jamba's, Mamba's,
+    # Falcon-Mamba's
+    "Mixer": (_MAMBA, 1),
+    "MambaLayer": (_MAMBA, 1),
     # MiniMax-Text-01's / M1's linear attention in blocks: (output, state)
     "LightningAttention": (("hidden_states", "position_embeddings", "attention_mask", "past_key_values"), 1),
     # ZAYA1's q / k convolution and values delayed by one token: (query, key, value)
@@ -308,25 +307,35 @@ def _handing_bounds(forward):
         """The forward it replaced, with the layer's mixer handed the pack's bounds: this layer's
         `cu_seq_lens_q`, else those of the pack whose forward runs, kept on the input tensor for a
         checkpointed layer's recompute, else those kept there."""
-        if torch.compiler.is_compiling():  # compiled layers pass the keywords on (Mamba's do not compile)
-            return forward(self, *args, **kwargs)
-        from reasonrl.engines.packing import pack_bounds
-
-        hidden = args[0] if args else kwargs.get("hidden_states")
-        cu = kwargs.get("cu_seq_lens_q")
-        if cu is None and isinstance(hidden, torch.Tensor):
-            cu = next((getattr(t, _KEPT) for t in (hidden, hidden._base) if hasattr(t, _KEPT)), None)
-            if cu is None and (cu := pack_bounds()) is not None:
-                cu = _keep(hidden, cu)
-        before, _LAYER.bounds = getattr(_LAYER, "bounds", None), cu
+        before = _hand(args[0] if args else kwargs.get("hidden_states"), kwargs.get("cu_seq_lens_q"))
         try:
             return forward(self, *args, **kwargs)
         finally:
-            _LAYER.bounds = before
+            _hand_back(before)
 
     setattr(layer_forward, _MARK, True)
     layer_forward.original = forward
     return layer_forward
+
+
+@torch.compiler.disable  # Python state: where the layer is compiled, a graph break before and after it
+def _hand(hidden, cu: torch.Tensor | None) -> torch.Tensor | None:
+    """Give the mixers of the layer about to run `cu`, or without it the bounds kept on `hidden` (a
+    recompute) or those of the pack whose forward runs (then kept on `hidden`); returns the bounds
+    given before."""
+    from reasonrl.engines.packing import pack_bounds
+
+    if cu is None and isinstance(hidden, torch.Tensor):
+        cu = next((getattr(t, _KEPT) for t in (hidden, hidden._base) if hasattr(t, _KEPT)), None)
+        if cu is None and (cu := pack_bounds()) is not None:
+            cu = _keep(hidden, cu)
+    before, _LAYER.bounds = getattr(_LAYER, "bounds", None), cu
+    return before
+
+
+@torch.compiler.disable
+def _hand_back(before: torch.Tensor | None) -> None:
+    _LAYER.bounds = before
 
 
 def _keep(hidden: torch.Tensor, cu: torch.Tensor) -> torch.Tensor | None:
