@@ -220,7 +220,7 @@ def use_segment_attention(model) -> None:
 
     from reasonrl.engines.pack_layers import install
 
-    install(model)  # convolutions, delta rules, Mamba mixers, lightning attention and ALiBi per sequence
+    install(model)  # convolutions, delta rules, Mamba mixers, ... and ALiBi kept within each sequence
     AttentionInterface.register(SEGMENT_ATTENTION, segment_attention)
     AttentionMaskInterface.register(SEGMENT_ATTENTION, _segment_mask)
     for m in model.modules():
@@ -236,8 +236,8 @@ def pack_bounds() -> torch.Tensor | None:
 
 
 def kept_apart() -> None:
-    """A layer other than attention ran a pack's sequences apart (`engines.pack_layers`' Mamba mixers):
-    what a pack's forward needs where the model has no attention at all (Mamba)."""
+    """A layer other than attention ran a pack's sequences apart (`engines.pack_layers.SEQUENCE_LAYERS`:
+    Mamba mixers, ...): what a pack's forward needs where the model has no attention at all (Mamba)."""
     _PACK.kept = getattr(_PACK, "kept", 0) + 1
 
 
@@ -310,8 +310,9 @@ def check_packing(model) -> None:
       dense: up to 7.6 nats off on a tiny model);
     - one forward of a two-sequence pack (eval mode) must run and go through segment attention, or else
       (attention of the model's own) its own attention under a block mask per pack, or (no attention:
-      Mamba) Mamba mixers per sequence (the check every packed forward makes); each sequence's logits must equal those of the sequence run alone (a
-      model that drops the pack's position ids counts them along the pack, which no dependence shows);
+      Mamba) Mamba mixers per sequence (the check every packed forward makes); each sequence's logits
+      must equal those of the sequence run alone (a model that drops the pack's position ids counts
+      them along the pack, which no dependence shows);
       the first tokens' outputs must not depend on any later token
       (attention code of the model's own that a pack leaves without a causal mask), and the second
       sequence's must not depend on the first's tokens (`models.isolation.dependence`). The last
