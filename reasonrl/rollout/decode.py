@@ -48,12 +48,17 @@ CHECK_EVERY_DEVICE = 8
 
 def can_shrink(cache) -> bool:
     """Whether every layer of `cache` holds plain per-row keys and values that `batch_select_indices`
-    selects (full-attention, growing or sliding-window layers)."""
-    ok = (GrowingLayer, DynamicSlidingWindowLayer)
+    selects (full-attention, growing or sliding-window layers). Subclasses that carry more per-row
+    state do not (transformers' `LinearAttentionAndSlidingWindowAttentionLayer`, Inkling's, is a
+    sliding-window layer whose convolution states `batch_select_indices` leaves as they are: shrinking
+    the batch stopped its next step on a shape error)."""
     return (
         isinstance(cache, DynamicCache)
         and bool(cache.layers)
-        and all(type(x) is DynamicLayer or isinstance(x, ok) for x in cache.layers)
+        and all(
+            type(x) in (DynamicLayer, DynamicSlidingWindowLayer) or isinstance(x, GrowingLayer)
+            for x in cache.layers
+        )
     )
 
 

@@ -169,6 +169,29 @@ def test_a_cache_it_cannot_shrink_goes_through_generate():
     assert not decode_mod.can_shrink(cache)
 
 
+def test_sliding_window_layers_with_convolution_states_are_not_shrunk():
+    """An Inkling whose layers all slide: its cache layers are sliding-window layers that also hold the
+    short convolutions' states, which `batch_select_indices` does not select. Shrinking the batch
+    stopped generation on a shape error; it now goes through `generate`, with the completions and
+    log-probs of the engine that never drops rows."""
+    from _architecture_models import Tok
+    from _families import COMMON
+    from transformers import InklingForCausalLM, InklingTextConfig
+
+    cfg = InklingTextConfig(**COMMON, unpadded_vocab_size=38, local_layer_ids=[0, 1])
+    assert cfg.layer_types == ["hybrid_sliding", "hybrid_sliding"]
+    torch.manual_seed(0)
+    model = InklingForCausalLM(cfg).eval()
+    prompts = [[2 + (i * 7 + j) % 37 for j in range(3 + i % 9)] for i in range(16)]
+    params = SamplingParams(n=2, temperature=1.0, max_new_tokens=12, seed=2)
+    ours = _flat(HFRolloutEngine(model, Tok()).generate(prompts, params))
+    theirs = _flat(HFRolloutEngine(model, Tok(), drop_finished=False).generate(prompts, params))
+    assert [c.token_ids for c in ours] == [c.token_ids for c in theirs]
+    assert len({len(c.token_ids) for c in ours}) > 1  # rows finished at different steps
+    for a, b in zip(ours, theirs):
+        assert torch.equal(torch.tensor(a.sampler_logprobs), torch.tensor(b.sampler_logprobs))
+
+
 def test_checking_every_few_steps_gives_the_same_completions(
     tiny_model_and_tokenizer, monkeypatch, one_thread
 ):
