@@ -72,6 +72,7 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
                                        **kwargs)  # fmt: skip
     _PACK.calls = getattr(_PACK, "calls", 0) + 1
     window, softcap, sinks = kwargs.get("sliding_window"), kwargs.get("softcap"), kwargs.get("s_aux")
+    bias = kwargs.get("position_bias")  # Inkling's [1, H, P, P] relative-position bias
     q, k, v = query[0].transpose(0, 1), key[0].transpose(0, 1), value[0].transpose(0, 1)  # [P, H, D]
     groups, where = _slot_groups(cu, query.device)
     outs = []
@@ -84,11 +85,13 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
         sq, sk, sv = (
             x.index_select(0, flat).view(n, length, *x.shape[1:]).transpose(1, 2) for x in (q, k, v)
         )
-        if softcap is None and sinks is None:  # padding comes after every real position: causal ignores it
+        if softcap is None and sinks is None and bias is None:  # padding comes after every real position
             out = F.scaled_dot_product_attention(sq, sk, sv, attn_mask=mask, dropout_p=dropout, is_causal=mask is None,
                                                  scale=scaling, enable_gqa=sq.shape[1] != sk.shape[1])  # fmt: skip
-        else:
-            out = _explicit_attention(sq, sk, sv, mask, scaling, dropout, softcap, sinks)
+        else:  # each sequence's block of the bias: [H, S, L, L] -> [S, H, L, L]
+            at = flat.view(n, length)
+            part = None if bias is None else bias[0][:, at[:, :, None], at[:, None, :]].transpose(0, 1)
+            out = _explicit_attention(sq, sk, sv, mask, scaling, dropout, softcap, sinks, part)
         outs.append(out.transpose(1, 2).reshape(n * length, out.shape[1], out.shape[3]).index_select(0, keep))
     out = torch.cat(outs)
     return out.new_empty(out.shape).index_copy(0, where, out).unsqueeze(0), None
@@ -119,16 +122,19 @@ def _pack_bounds(query, key, attention_mask, kwargs) -> torch.Tensor | None:
     return cu
 
 
-def _explicit_attention(q, k, v, mask, scaling, dropout: float, softcap, sinks):
-    """Causal attention of [S, H, L, D] written out, for what SDPA cannot do: logit soft-capping (Gemma 2)
-    and attention sinks (a per-head logit beside every row's keys that takes probability mass and
-    adds no value; gpt-oss). The same arithmetic as those models' eager attention."""
+def _explicit_attention(q, k, v, mask, scaling, dropout: float, softcap, sinks, bias=None):
+    """Causal attention of [S, H, L, D] written out, for what SDPA cannot do: logit soft-capping (Gemma 2),
+    attention sinks (a per-head logit beside every row's keys that takes probability mass and adds no
+    value; gpt-oss) and a bias [S, H, L, L] added to the scores (Inkling's relative positions). The same
+    arithmetic as those models' eager attention."""
     if k.shape[1] != q.shape[1]:
         k, v = (x.repeat_interleave(q.shape[1] // x.shape[1], dim=1) for x in (k, v))
     length = q.shape[2]
     scores = q @ k.transpose(-1, -2) * (scaling if scaling is not None else q.shape[-1] ** -0.5)
     if softcap is not None:
         scores = torch.tanh(scores / softcap) * softcap
+    if bias is not None:
+        scores = scores + bias
     if mask is None:
         mask = torch.ones(length, length, dtype=torch.bool, device=q.device).tril()
     scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
@@ -317,12 +323,13 @@ def check_packing(model) -> None:
       (attention code of the model's own that a pack leaves without a causal mask), and the second
       sequence's must not depend on the first's tokens (`models.isolation.dependence`). The last
       fails for the hybrids whose recurrence or linear-attention layers run along the whole pack
-      (Inkling), whose log-probs it would corrupt; the others' convolutions, delta rules, Mamba
-      mixers, lightning attention and convolved attention projections run per sequence
-      (`engines.pack_layers`).
-    Llama 4 and DeepSeek-V4 are refused by their configs: Llama 4's chunked attention and query
-    scaling follow the position in the whole input, which no probe shorter than its 8k chunks would
-    show; so do V4's compressed blocks, past its 128-token window."""
+      (none of the families tested now), whose log-probs it would corrupt; the tested hybrids'
+      convolutions, delta rules, Mamba mixers, lightning attention and convolved attention projections
+      run per sequence (`engines.pack_layers`).
+    Llama 4, DeepSeek-V4 and Inkling with logit scaling are refused by their configs: Llama 4's chunked
+    attention and query scaling (and Inkling's `log_scaling_n_floor`) follow the position in the whole
+    input, which no probe shorter than its 8k chunks would show; so do V4's compressed blocks, past its
+    128-token window."""
     from reasonrl.config import ConfigError
     from reasonrl.models.isolation import LEAK, compressed_layers, tolerance
     from reasonrl.models.loading import text_config
@@ -330,7 +337,7 @@ def check_packing(model) -> None:
     kind = getattr(model.config, "model_type", type(model).__name__)
     absolute = [
         k
-        for k in ("attention_chunk_size", "attn_temperature_tuning")
+        for k in ("attention_chunk_size", "attn_temperature_tuning", "log_scaling_n_floor")
         if getattr(text_config(model.config), k, None)
     ] + compressed_layers(model.config)
     if absolute:  # Llama 4: chunks of the whole input, queries scaled by their place in it (past 8k tokens);

@@ -179,9 +179,19 @@ ATTENTION_FREE = ["mamba", "mamba2", "falcon_mamba"]  # no attention: only their
 # mixers whose layers do not pass the pack's keywords on to them (Jamba's drop them; Mamba's and
 # Falcon-Mamba's blocks never get them): the layer holding the mixer hands them the pack's bounds
 BOUNDS_HANDED = ["jamba", "mamba", "falcon_mamba"]
-# MiniMax-Text-01 / MiniMax-M1's lightning attention (linear attention in blocks) and ZAYA1's convolved
-# attention projections (a q / k convolution, values delayed by one token) run per sequence too
-PACKING_HYBRIDS = [*SHORT_CONV, *DELTA_RULE, *MAMBA2_MIXERS, "jamba", *ATTENTION_FREE, "minimax", "zaya"]
+# MiniMax-Text-01 / MiniMax-M1's lightning attention (linear attention in blocks), ZAYA1's convolved
+# attention projections (a q / k convolution, values delayed by one token) and Inkling's short
+# convolutions run per sequence too (Inkling's relative-position bias is cut per sequence)
+PACKING_HYBRIDS = [
+    *SHORT_CONV,
+    *DELTA_RULE,
+    *MAMBA2_MIXERS,
+    "jamba",
+    *ATTENTION_FREE,
+    "minimax",
+    "zaya",
+    "inkling",
+]
 HYBRIDS = {  # name: (config class, extra settings); COMMON without head_dim
     "lfm2": ("Lfm2Config", {"layer_types": ["conv", "full_attention"], "block_ff_dim": 64}),
     "lfm2_moe": ("Lfm2MoeConfig", {"layer_types": ["conv", "full_attention"], "num_dense_layers": 1,

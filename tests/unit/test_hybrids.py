@@ -52,9 +52,9 @@ def test_hybrids_pack_with_each_sequence_alone_through_their_stateful_layers(fam
     """LFM2's short convolutions, the Gated DeltaNet / Kimi Delta Attention layers of Qwen3-Next, Qwen3.5,
     Qwen3.5-MoE, OLMo hybrid and Kimi Linear, the Mamba-2 mixers of Falcon-H1, Bamba, Granite 4,
     Nemotron-H, Zamba2 and Mamba-2, the Mamba mixers of Jamba, Mamba and Falcon-Mamba, MiniMax's
-    lightning attention and ZAYA1's convolved attention projections: transformers' PyTorch paths ignore
-    a pack's bounds and carried state from one sequence into the next (all refused before, 0.85-6.8
-    nats off). With each sequence run alone through them, every forward keeps
+    lightning attention, ZAYA1's convolved attention projections and Inkling's short convolutions:
+    transformers' PyTorch paths ignore a pack's bounds and carried state from one sequence into the next
+    (all refused before, 0.85-6.8 nats off). With each sequence run alone through them, every forward keeps
     the invariant; with that taken away the packed log-probs are off (for the delta-rule layers with
     only the rule taken away too, the convolution kept), and a model without attention has nothing left
     that keeps the pack apart: its pack's forward stops."""
@@ -162,13 +162,17 @@ def test_qwen4_exp_reads_token_ids_past_its_embeddings_and_its_padding_still_doe
     assert (padded[:, 3:] - alone).abs().max() < 1e-5
 
 
-def test_a_small_leak_is_refused_too_and_none_is_found_where_there_is_none():
+def test_a_small_leak_is_refused_too_and_none_is_found_where_there_is_none(monkeypatch):
     """At their default init, hybrids pass a little of a sequence's dependence on to the next one in a
-    pack (Inkling 6.5e-3; LFM2's convolution passed 8.5e-5, Jamba's Mamba mixers 1e-3, MiniMax's
-    lightning attention 0.049 and Qwen3-Next's layers more, before they packed): still refused.
+    pack where their stateful layers run along it (LFM2's convolution passed 8.5e-5, Jamba's Mamba mixers
+    1e-3, Inkling's convolutions 6.5e-3, MiniMax's lightning attention 0.049 and Qwen3-Next's layers
+    more, before they packed): Jamba with its mixers left running along the pack is still refused.
     Attention families at their default init show exactly none."""
-    with pytest.raises(ConfigError, match="carries state from one sequence of a pack into the next"):
-        check_packing(_model("inkling", spread=False))
+    jamba = _model("jamba", spread=False)
+    with monkeypatch.context() as patch:
+        _without_pack_layers(jamba, patch)
+        with pytest.raises(ConfigError, match="carries state from one sequence of a pack into the next"):
+            check_packing(jamba)
     for clean in ("llama", "gemma2", "gpt_oss", "deepseek_v3"):
         model = _model(clean, spread=False).to(torch.bfloat16)
         check_packing(model)
@@ -195,3 +199,23 @@ def test_compiled_layers_still_hand_their_mixers_a_packs_bounds():
         lp, _ = FORWARDS["packed"](model, batch)
     assert counters["stats"]["unique_graphs"] >= 2  # the layers ran traced code
     assert ((lp - sampler) * batch.mask).abs().max() < 1e-4
+
+
+def test_inklings_relative_position_bias_is_cut_per_sequence_and_log_scaling_is_refused(monkeypatch):
+    """Inkling adds a [1, H, P, P] relative-position bias to its attention scores; segment attention cuts
+    each sequence's block of it (dropped, the packed log-probs are more than 0.1 off). Its optional
+    logit scaling by position (`log_scaling_n_floor`) follows the position in the whole input, which a
+    pack would apply across its sequences: refused, as Llama 4's query scaling."""
+    from reasonrl.engines import packing
+
+    model = _model("inkling")
+    batch, sampler = _sampled(model)
+    check_packing(model)
+    real = packing._explicit_attention
+    monkeypatch.setattr(packing, "_explicit_attention", lambda *args: real(*args[:8]))  # no bias
+    with torch.no_grad():
+        lp, _ = FORWARDS["packed"](model, batch)
+    assert ((lp - sampler) * batch.mask).abs().max() > 0.1
+    monkeypatch.setattr(model.config, "log_scaling_n_floor", 4)
+    with pytest.raises(ConfigError, match=r"attends by position in the whole input \(log_scaling_n_floor"):
+        check_packing(model)

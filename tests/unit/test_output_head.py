@@ -64,7 +64,7 @@ def test_chunked_and_packed_logprobs_apply_the_models_logit_transform(kind):
     plain, plain_ent = completion_logprobs(model, batch, with_entropy=True)  # the model's own logits
     mask = batch.mask
     forwards = [functools.partial(completion_logprobs, chunk=3), functools.partial(packed_logprobs, chunk=3)]
-    for fn in forwards[:1] if kind == "inkling" else forwards:  # Inkling's convolutions are refused packing
+    for fn in forwards:
         lp, ent = fn(model, batch, with_entropy=True)
         torch.testing.assert_close(lp[mask], plain[mask], rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(ent[mask], plain_ent[mask], rtol=1e-5, atol=1e-5)
