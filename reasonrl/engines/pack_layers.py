@@ -183,11 +183,15 @@ def _bounded(original):
     return causal_conv1d_fn
 
 
-def _side_by_side(cu: torch.Tensor, part) -> torch.Tensor:
+def _side_by_side(cu: torch.Tensor, part, joined: int = 1):
     """`part(a, b)` for each sequence [a, b) of a pack whose sequences start at `cu` (ends included),
-    concatenated along the sequence (dim 1)."""
+    concatenated along the sequence (dim 1); of tuples, the first `joined` outputs, the others (a
+    recurrent state) None."""
     bounds = cu.tolist()
-    return torch.cat([part(a, b) for a, b in zip(bounds[:-1], bounds[1:])], dim=1)
+    outs = [part(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+    if not isinstance(outs[0], tuple):
+        return torch.cat(outs, dim=1)
+    return tuple(torch.cat([o[i] for o in outs], dim=1) if i < joined else None for i in range(len(outs[0])))
 
 
 def _takes_bounds(rule) -> bool:
@@ -225,9 +229,9 @@ def _per_sequence(original):
                                       f"{query.shape[0]} rows or a carried state; set model.pack_tokens=0")  # fmt: skip
 
         def part(a, b):
-            return original(*(x[:, a:b] for x in (query, key, value, g, beta)), *args, **kwargs)[0]
+            return original(*(x[:, a:b] for x in (query, key, value, g, beta)), *args, **kwargs)
 
-        return _side_by_side(cu_seqlens, part), None
+        return _side_by_side(cu_seqlens, part)
 
     setattr(chunk_delta_rule, _MARK, True)
     chunk_delta_rule.original = original
@@ -288,16 +292,14 @@ def _mixer_per_sequence(forward, joined: int):
         ):
             return forward(self, *args, **kwargs)
         rest = {k: v for k, v in extra.items() if k not in PACK_KEYWORDS}
-        length, bounds = hidden.shape[1], cu.tolist()
-        outs = [
-            forward(self, **{k: _cut(v, length, a, b) for k, v in given.items() if k != "self"}, **rest)
-            for a, b in zip(bounds[:-1], bounds[1:])
-        ]
-        if not isinstance(outs[0], tuple):
-            return torch.cat(outs, dim=1)
-        return tuple(
-            torch.cat([o[i] for o in outs], dim=1) if i < joined else None for i in range(len(outs[0]))
-        )
+        length = hidden.shape[1]
+
+        def part(a, b):
+            return forward(
+                self, **{k: _cut(v, length, a, b) for k, v in given.items() if k != "self"}, **rest
+            )
+
+        return _side_by_side(cu, part, joined)
 
     setattr(mixer_forward, _MARK, True)
     setattr(mixer_forward, _MIXER, True)

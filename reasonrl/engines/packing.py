@@ -262,7 +262,7 @@ def _pack_forward(lengths: list[int], device):
     _PACK.segments = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))[None].to(
         device
     )
-    _PACK.bounds = torch.tensor([0, *lengths]).cumsum(0)
+    _PACK.bounds = _offsets(lengths)
     try:
         yield
     finally:
@@ -272,6 +272,11 @@ def _pack_forward(lengths: list[int], device):
                                   "attention interface, so a pack cannot be kept apart; set model.pack_tokens=0")  # fmt: skip
 
 
+def _offsets(lengths: list[int]) -> torch.Tensor:
+    """The offsets of a pack's sequences of `lengths`, ends included (a CPU tensor: read per layer)."""
+    return torch.tensor([0, *lengths]).cumsum(0)
+
+
 def _pack_inputs(model, seq: torch.Tensor, lengths: list[int]) -> dict:
     """`model`'s keyword arguments for a pack `seq` [1, P] of sequences of `lengths`: position ids
     restarting per sequence, their bounds (a CPU tensor: read per layer), and for short convolutions
@@ -279,7 +284,7 @@ def _pack_inputs(model, seq: torch.Tensor, lengths: list[int]) -> dict:
     from reasonrl.engines.pack_layers import pack_kwargs
 
     pos = torch.cat([torch.arange(n, device=seq.device) for n in lengths]).unsqueeze(0)
-    cu = torch.tensor([0, *lengths]).cumsum(0)
+    cu = _offsets(lengths)
     return dict(input_ids=seq, position_ids=pos, attention_mask=None, cu_seq_lens_q=cu, cu_seq_lens_k=cu,
                 max_length_q=max(lengths), max_length_k=max(lengths), **pack_kwargs(model, lengths, seq.device))  # fmt: skip
 
