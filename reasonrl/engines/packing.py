@@ -37,6 +37,7 @@ import torch.nn.functional as F
 
 from reasonrl import distributed as dist
 from reasonrl.algorithms.logprobs import logprobs_and_entropy
+from reasonrl.engines.pack_attention import explicit_attention, selected_keys, slot_groups
 from reasonrl.types import TrainBatch
 
 
@@ -65,7 +66,18 @@ _BOUNDS: dict[int, torch.Tensor | None] = {}  # id(position ids) -> the pack bou
 def segment_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """transformers attention function: query [1, H, P, D], key / value [1, H_kv, P, D] of a pack whose
     sequences start at `cu_seq_lens_q` (a CPU tensor, ends included) -> ([1, P, H, D], None); without
-    `cu_seq_lens_q`, the model's own attention implementation with the mask transformers built for it."""
+    `cu_seq_lens_q`, the model's own attention implementation with the mask transformers built for it.
+    Given `indices` (DeepSeek Sparse Attention: each query's keys as its indexer picked them), the model's
+    own attention over those keys (`pack_attention.selected_keys`), under the mask transformers built:
+    in a pack, causal within each sequence (`PACK_MASK`), which the indexer needs as well."""
+    indices = kwargs.pop("indices", None)
+    if indices is not None:
+        if attention_mask is None:
+            raise NotImplementedError("model.pack_tokens: this model's sparse attention picks its keys without a "
+                                      "mask in a pack; set model.pack_tokens=0")  # fmt: skip
+        attention_mask = selected_keys(attention_mask, indices, key.shape[2], query.dtype)
+        return _base_attention(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
+                                       **kwargs)  # fmt: skip
     cu = _pack_bounds(query, key, attention_mask, kwargs)
     if cu is None:  # not a pack (generation, a padded batch, FSDP2's empty one-token pack)
         return _base_attention(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
@@ -74,7 +86,7 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
     window, softcap, sinks = kwargs.get("sliding_window"), kwargs.get("softcap"), kwargs.get("s_aux")
     bias = kwargs.get("position_bias")  # Inkling's [1, H, P, P] relative-position bias
     q, k, v = query[0].transpose(0, 1), key[0].transpose(0, 1), value[0].transpose(0, 1)  # [P, H, D]
-    groups, where = _slot_groups(cu, query.device)
+    groups, where = slot_groups(cu, query.device)
     outs = []
     for n, length, flat, keep in groups:  # sequences of similar length side by side, right-padded
         mask = None
@@ -91,7 +103,7 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
         else:  # each sequence's block of the bias: [H, S, L, L] -> [S, H, L, L]
             at = flat.view(n, length)
             part = None if bias is None else bias[0][:, at[:, :, None], at[:, None, :]].transpose(0, 1)
-            out = _explicit_attention(sq, sk, sv, mask, scaling, dropout, softcap, sinks, part)
+            out = explicit_attention(sq, sk, sv, mask, scaling, dropout, softcap, sinks, part)
         outs.append(out.transpose(1, 2).reshape(n * length, out.shape[1], out.shape[3]).index_select(0, keep))
     out = torch.cat(outs)
     return out.new_empty(out.shape).index_copy(0, where, out).unsqueeze(0), None
@@ -122,33 +134,6 @@ def _pack_bounds(query, key, attention_mask, kwargs) -> torch.Tensor | None:
     return cu
 
 
-def _explicit_attention(q, k, v, mask, scaling, dropout: float, softcap, sinks, bias=None):
-    """Causal attention of [S, H, L, D] written out, for what SDPA cannot do: logit soft-capping (Gemma 2),
-    attention sinks (a per-head logit beside every row's keys that takes probability mass and adds no
-    value; gpt-oss) and a bias [S, H, L, L] added to the scores (Inkling's relative positions). The same
-    arithmetic as those models' eager attention."""
-    if k.shape[1] != q.shape[1]:
-        k, v = (x.repeat_interleave(q.shape[1] // x.shape[1], dim=1) for x in (k, v))
-    length = q.shape[2]
-    scores = q @ k.transpose(-1, -2) * (scaling if scaling is not None else q.shape[-1] ** -0.5)
-    if softcap is not None:
-        scores = torch.tanh(scores / softcap) * softcap
-    if bias is not None:
-        scores = scores + bias
-    if mask is None:
-        mask = torch.ones(length, length, dtype=torch.bool, device=q.device).tril()
-    scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    if sinks is None:
-        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
-    else:
-        sink = sinks.reshape(1, -1, 1, 1).expand(q.shape[0], -1, length, 1).to(scores.dtype)
-        both = torch.cat([scores, sink], dim=-1)
-        probs = torch.softmax(both - both.max(dim=-1, keepdim=True).values, dim=-1, dtype=both.dtype)[
-            ..., :-1
-        ]
-    return F.dropout(probs, p=dropout, training=dropout > 0) @ v
-
-
 def _base_attention(module):
     """The attention function `module` ran before `use_segment_attention` (its model's own eager
     function for "eager": Gemma 2's soft-capping and gpt-oss's sinks live there, and SDPA drops them)."""
@@ -160,37 +145,6 @@ def _base_attention(module):
     if base == "eager":
         return sys.modules[type(module).__module__].eager_attention_forward
     return AttentionInterface._global_mapping[base]
-
-
-def _slot_groups(cu: torch.Tensor, device) -> tuple[list, torch.Tensor]:
-    """([(rows S, length L, positions [S * L], kept [real]) per group], where [P]) for a pack whose
-    sequences start at `cu`: each group's sequences side by side, each right-padded (with its own first
-    position) to the group's longest; `kept` picks the real positions of the [S * L] slots, `where`
-    their places in the pack. Longest first, a new group where a sequence is under half the group's
-    longest, so padded attention work stays under 4x the real sum(n_i^2). Built once per pack and
-    device (every layer asks; a host-to-device copy per layer would also wait for the GPU each time)."""
-    cached = getattr(_PACK, "slots", None)
-    if cached is not None and cached[0] is cu and cached[1] == device:
-        return cached[2]
-    lens = (cu[1:] - cu[:-1]).tolist()
-    ranked = sorted(range(len(lens)), key=lambda j: -lens[j])
-    members: list[list[int]] = []
-    for j in ranked:
-        if not members or 2 * lens[j] < lens[members[-1][0]]:
-            members.append([])
-        members[-1].append(j)
-    groups, where = [], []
-    for g in members:
-        span = torch.arange(lens[g[0]])
-        starts, n = cu[g][:, None], torch.tensor([lens[j] for j in g])[:, None]
-        valid = (span[None, :] < n).flatten()
-        flat = torch.where(valid.view(len(g), -1), starts + span[None, :], starts).flatten()
-        keep = valid.nonzero().squeeze(1)
-        groups.append((len(g), lens[g[0]], flat.to(device), keep.to(device)))
-        where.append(flat[keep])
-    out = groups, torch.cat(where).to(device)
-    _PACK.slots = (cu, device, out)
-    return out
 
 
 def _segment_mask(*args, **kwargs):
@@ -316,9 +270,10 @@ def _plain_logits(model, ids: torch.Tensor) -> torch.Tensor:
 def check_packing(model) -> None:
     """ConfigError before training unless a pack's sequences stay apart in this model, with the model's
     attention implementation left as it was on a refusal:
-    - a padded forward must not change when the model switches to segment attention (DeepSeek-V3.2's
-      and GLM-5's sparse attention select keys only under the names "eager" and "sdpa", and would turn
-      dense: up to 7.6 nats off on a tiny model);
+    - a padded forward must not change when the model switches to segment attention (a model whose
+      code branches on the implementation's name, as GLM-5-Next's does; DeepSeek-V3.2's and GLM-5's
+      sparse attention pass their picked keys on as `indices` under another name, which segment
+      attention reads);
     - one forward of a two-sequence pack (eval mode) must run and go through segment attention, or else
       (attention of the model's own) its own attention under a block mask per pack, or (no attention:
       Mamba) Mamba mixers per sequence (the check every packed forward makes); each sequence's logits

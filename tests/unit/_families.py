@@ -239,7 +239,7 @@ HYBRIDS = {  # name: (config class, extra settings); COMMON without head_dim
                                          "indexer_compress_ratio": 2}),
 }  # fmt: skip
 # DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): an indexer picks each query's top-k keys (4 here), as
-# a mask under "eager" / "sdpa" only. 16 indexer heads: with 2, ReLU-zero index scores tie and topk breaks
+# a mask under "eager" / "sdpa" only, as `indices` under another name (segment attention reads them). 16 indexer heads: with 2, ReLU-zero index scores tie and topk breaks
 # the ties by tensor shape, so a prefix and the whole sequence pick other keys (transformers' own
 # forward, no padding: 4.8 nats apart on this tiny model).
 DSA = {"index_topk": 4, "index_head_dim": 8, "index_n_heads": 16, **MLA, "n_routed_experts": 4, "num_experts_per_tok": 2,

@@ -128,27 +128,62 @@ def test_mamba2_mixers_that_clamp_dt_outside_decoding_only_are_unclamped(
 
 
 @pytest.mark.parametrize("family", list(NAMED_ATTENTION))
-def test_a_model_whose_attention_changes_under_another_name_is_refused_packing_and_left_as_it_was(family):
-    """DeepSeek-V3.2 / GLM-5 apply their sparse key selection only under "eager" / "sdpa"; renamed to
-    segment attention they would run dense, generation included (before: 7.6 nats off the sampled
-    log-probs after the packing check, and a TypeError from a pack instead of a refusal)."""
+def test_sparse_attention_packs_over_the_keys_its_indexer_picks(family, monkeypatch):
+    """DeepSeek-V3.2, GLM-5, A.X K2 and Hunyuan V4 turn their indexer's top-k keys into a mask under
+    "eager" / "sdpa" only, and pass them on as `indices` under any other name: segment attention reads
+    them (before: refused packing, the keys unread turned their attention dense, 7.6 nats off). In a
+    pack the indexer and the attention get the block mask, causal within each sequence. Every forward
+    keeps the invariant, gradients with checkpointing too; with the picked keys unread, the packing
+    check refuses and a pack's log-probs are far off."""
+    import functools
+
+    from reasonrl.engines import packing
+    from reasonrl.engines.packing import PACK_MASK, SEGMENT_ATTENTION
+
     model = _model(family)
     check_padding(model)
     batch, sampler = _sampled(model)
+    assert batch.input_ids.shape[1] > 2 * 4  # longer than the 4 keys each query picks: the choice matters
+    check_packing(model)
+    assert model.config._attn_implementation == SEGMENT_ATTENTION and getattr(model.config, PACK_MASK) is True
+    for name, forward in FORWARDS.items():
+        with torch.no_grad():
+            lp, _ = forward(model, batch)
+        assert ((lp - sampler) * batch.mask).abs().max() < 2e-5, name  # measured 2.1e-6 to 4.1e-6
+    again, resampled = _sampled(model)  # generation (with its cache) under segment attention: the same
+    assert torch.equal(again.input_ids, batch.input_ids)
+    torch.testing.assert_close(resampled, sampler, rtol=0, atol=1e-5)
+    model.train()
+
+    def run(forward):
+        model.zero_grad()
+        lp, _ = forward(model, batch)
+        (lp * batch.mask).sum().backward()
+        return (lp * batch.mask).detach(), {
+            n: q.grad.clone() for n, q in model.named_parameters() if q.grad is not None
+        }
+
+    lp0, g0 = run(FORWARDS["padded"])
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    lp1, g1 = run(functools.partial(packing.packed_logprobs, pack_tokens=64))
+    torch.testing.assert_close(lp1, lp0, rtol=0, atol=2e-5)
+    assert len(g1) == len(g0) > 20
+    for n in g0:
+        torch.testing.assert_close(g1[n], g0[n], rtol=0, atol=1e-4 * g0[n].abs().max().item(), msg=n)
+    model.eval()
+    monkeypatch.setattr(
+        packing, "selected_keys", lambda mask, *rest: mask
+    )  # every key, as under a kernel's name
     with torch.no_grad():
-        before = model(input_ids=batch.input_ids).logits
-    implementation = model.config._attn_implementation  # (Hunyuan V4 loads with eager attention)
+        lp, _ = FORWARDS["packed"](model, batch)
+    assert ((lp - sampler) * batch.mask).abs().max() > 1e-2
+    fresh = _model(family)
+    implementation = fresh.config._attn_implementation  # (Hunyuan V4 loads with eager attention)
     with pytest.raises(
         ConfigError, match=r"model.pack_tokens: .* computes another forward under segment attention"
     ):
-        check_packing(model)
-    for name in ("padded", "chunked"):  # after the refusal the model computes what it did before
-        with torch.no_grad():
-            lp, _ = FORWARDS[name](model, batch)
-        assert ((lp - sampler) * batch.mask).abs().max() < 2e-5, name
-    with torch.no_grad():
-        assert (model(input_ids=batch.input_ids).logits - before).abs().max() == 0
-    assert model.config._attn_implementation == implementation
+        check_packing(fresh)
+    assert fresh.config._attn_implementation == implementation  # left as it was
 
 
 def test_compressed_attention_is_refused_by_its_config():

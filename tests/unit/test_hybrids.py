@@ -211,8 +211,8 @@ def test_inklings_relative_position_bias_is_cut_per_sequence_and_log_scaling_is_
     model = _model("inkling")
     batch, sampler = _sampled(model)
     check_packing(model)
-    real = packing._explicit_attention
-    monkeypatch.setattr(packing, "_explicit_attention", lambda *args: real(*args[:8]))  # no bias
+    real = packing.explicit_attention
+    monkeypatch.setattr(packing, "explicit_attention", lambda *args: real(*args[:8]))  # no bias
     with torch.no_grad():
         lp, _ = FORWARDS["packed"](model, batch)
     assert ((lp - sampler) * batch.mask).abs().max() > 0.1
