@@ -34,8 +34,9 @@ and splits the same way (a thread-local flag alone would not reach the recompute
 attention (linear attention in blocks, its state carried from block to block) runs per sequence the
 same way, its rotary cos / sin cut per sequence, and so do ZAYA1's convolved attention projections (a
 causal convolution over queries and keys, values delayed by one token), handed the bounds by the
-attention holding them, and Inkling's short convolutions, which its layers call without the pack's
-keywords (`SEQUENCE_LAYERS`).
+attention holding them, Inkling's short convolutions, which its layers call without the pack's
+keywords, and Qwen4-Exp's n-gram layers (hashed embeddings of the preceding token ids, then a dilated
+convolution), which start each sequence from the EOS history it gets alone (`SEQUENCE_LAYERS`).
 
 ALiBi built from the attention mask (BLOOM's `build_alibi_tensor`): without a mask a pack's positions
 count along the whole pack. Softmax ignores the constant that adds per row within a sequence, but in
@@ -76,6 +77,8 @@ SEQUENCE_LAYERS = {
     "CCAProjection": (("hidden_states", "past_key_values", "conv_mask"), 3),
     # Inkling's short convolutions, which its layers call without the pack's keywords
     "ShortConvolution": (("hidden_states", "past_key_values", "conv_mask"), 1),
+    # Qwen4-Exp's hashed n-gram embeddings of the preceding token ids, then a dilated convolution
+    "PLELayer": (("hidden_states", "input_ids", "past_key_values", "conv_mask"), 1),
 }
 CACHES = ("cache_params", "past_key_values")  # with one given, the layer runs as it is
 _LAYER = threading.local()  # .bounds: the pack bounds the layer holding a mixer runs with, if any

@@ -69,13 +69,15 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
     `cu_seq_lens_q`, the model's own attention implementation with the mask transformers built for it.
     Given `indices` (DeepSeek Sparse Attention: each query's keys as its indexer picked them), the model's
     own attention over those keys (`pack_attention.selected_keys`), under the mask transformers built:
-    in a pack, causal within each sequence (`PACK_MASK`), which the indexer needs as well."""
+    in a pack, causal within each sequence (`PACK_MASK`), which the indexer needs as well; so too any
+    call under that block mask (`_under_block_mask`)."""
     indices = kwargs.pop("indices", None)
     if indices is not None:
         if attention_mask is None:
             raise NotImplementedError("model.pack_tokens: this model's sparse attention picks its keys without a "
                                       "mask in a pack; set model.pack_tokens=0")  # fmt: skip
         attention_mask = selected_keys(attention_mask, indices, key.shape[2], query.dtype)
+    if indices is not None or _under_block_mask(module, attention_mask):
         return _base_attention(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
                                        **kwargs)  # fmt: skip
     cu = _pack_bounds(query, key, attention_mask, kwargs)
@@ -107,6 +109,13 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
         outs.append(out.transpose(1, 2).reshape(n * length, out.shape[1], out.shape[3]).index_select(0, keep))
     out = torch.cat(outs)
     return out.new_empty(out.shape).index_copy(0, where, out).unsqueeze(0), None
+
+
+def _under_block_mask(module, attention_mask) -> bool:
+    """Whether an attention call carries the block mask its model was given for packs (`PACK_MASK`), which
+    the model's own code may have narrowed (Qwen4-Exp's indexer picks keys within it): then it runs the
+    model's own attention under that mask."""
+    return attention_mask is not None and getattr(module.config, PACK_MASK, False)
 
 
 def _pack_bounds(query, key, attention_mask, kwargs) -> torch.Tensor | None:

@@ -181,7 +181,9 @@ ATTENTION_FREE = ["mamba", "mamba2", "falcon_mamba"]  # no attention: only their
 BOUNDS_HANDED = ["jamba", "mamba", "falcon_mamba"]
 # MiniMax-Text-01 / MiniMax-M1's lightning attention (linear attention in blocks), ZAYA1's convolved
 # attention projections (a q / k convolution, values delayed by one token) and Inkling's short
-# convolutions run per sequence too (Inkling's relative-position bias is cut per sequence)
+# convolutions run per sequence too (Inkling's relative-position bias is cut per sequence), and so do
+# Qwen4-Exp's hashed n-gram embeddings with their dilated convolution (its indexer picks keys under the
+# pack's block mask)
 PACKING_HYBRIDS = [
     *SHORT_CONV,
     *DELTA_RULE,
@@ -191,6 +193,7 @@ PACKING_HYBRIDS = [
     "minimax",
     "zaya",
     "inkling",
+    "qwen4_exp",
 ]
 HYBRIDS = {  # name: (config class, extra settings); COMMON without head_dim
     "lfm2": ("Lfm2Config", {"layer_types": ["conv", "full_attention"], "block_ff_dim": 64}),
@@ -260,9 +263,6 @@ NO_PACKING = {  # attention by position in the whole input: chunks (here of 4 to
     "llama4": ("Llama4TextConfig", {"attention_chunk_size": 4, "num_local_experts": 2, "num_experts_per_tok": 1,
                                     "intermediate_size_mlp": 64, "no_rope_layers": [1, 0], "interleave_moe_layer_step": 1}),
 }  # fmt: skip
-PACK_FAILS = (
-    "qwen4_exp",
-)  # a pack stops on an error in the model's code (its indexer wants an attention mask)
 # Mamba-2 mixers that clamp dt outside decoding only (transformers' Nemotron-H and Zamba2): `load_policy`
 # unclamps them (`models.loading.unclamp_time_steps`); before, sampled log-probs were up to ~0.02 nats off.
 CLAMPED_TIME_STEPS = ("nemotron_h", "zamba2")

@@ -15,7 +15,6 @@ from _families import (
     DELTA_RULE,
     HYBRIDS,
     NO_PACKING,
-    PACK_FAILS,
     PACKING_HYBRIDS,
 )
 
@@ -78,14 +77,15 @@ def test_hybrids_pack_with_each_sequence_alone_through_their_stateful_layers(fam
         assert ((lp - sampler) * batch.mask).abs().max() > 1e-2, rules_only  # 100x the tolerance
 
 
-@pytest.mark.parametrize("family", [*BOUNDS_HANDED, "minimax", "zaya"])
+@pytest.mark.parametrize("family", [*BOUNDS_HANDED, "minimax", "zaya", "qwen4_exp"])
 def test_layers_run_per_sequence_split_the_same_way_when_recomputed(family, monkeypatch):
     """Jamba's, Mamba's and Falcon-Mamba's mixers do not get the pack's keywords from their layers: the
     layer holding each hands them the bounds, which for Mamba and Falcon-Mamba (whose blocks get no
     keywords either) come from the pack's forward and are kept on the layer's input tensor, where a
     checkpointed layer's recompute, after that forward, finds them (MiniMax's lightning attention gets
     them from its layer, with its rotary cos / sin cut per sequence; ZAYA1's convolved q / k / v
-    projections from the attention holding them, which gets them from its layer). Packed with gradient checkpointing
+    projections from the attention holding them, which gets them from its layer; Qwen4-Exp's n-gram
+    layers from their decoder layer). Packed with gradient checkpointing
     equals padded (log-probs, entropy, every gradient); without the bounds kept, Mamba's recompute scans
     along the whole pack and torch's checkpoint stops on the mismatch."""
     import functools
@@ -136,18 +136,24 @@ def test_hybrids_train_on_the_sampled_logprobs_and_are_refused_packing(family):
     # a state carried step by step (sampling) and the same scan over the whole sequence at once (training)
     # round differently: up to 3e-5 in fp32 (Qwen3-Next's gated delta rule)
     assert gap < 1e-4, f"{family}: sampler vs recomputed log-probs differ by {gap:.2e}"
-    if family not in PACK_FAILS:  # what packing would have trained on: the pack's sequences run together
-        with torch.no_grad():
-            packed, _ = FORWARDS["packed"](model, batch)
-        assert ((packed - padded) * batch.mask).abs().max() > 0.1
+    with torch.no_grad():  # what packing would have trained on: the pack's sequences run together
+        packed, _ = FORWARDS["packed"](model, batch)
+    assert ((packed - padded) * batch.mask).abs().max() > 0.1
     with pytest.raises(ConfigError, match=r"model.pack_tokens: .*set model.pack_tokens=0"):
         check_packing(model)
 
 
-def test_qwen4_exp_reads_token_ids_past_its_embeddings_and_its_padding_still_does_not_matter():
-    """Qwen4-Exp's hashed n-gram embeddings read the preceding token ids, a path the gradient check
-    cannot see; transformers gives pad positions the EOS id, so a left-padded row's log-probs are the
-    row's alone (pad id 0 is not its EOS id 1: an n-gram reading the pad ids would change them)."""
+def test_qwen4_exp_packs_its_n_grams_and_sparse_keys_per_sequence(monkeypatch):
+    """Qwen4-Exp's hashed n-gram embeddings read the preceding token ids (a path the gradient check
+    cannot see) and feed a dilated convolution; its indexer picks each query's keys from blocks of the
+    keys its mask shows it. transformers gives pad positions the EOS id, so a left-padded row's
+    log-probs are the row's alone (pad id 0 is not its EOS id 1: an n-gram reading the pad ids would
+    change them). In a pack the n-gram layers run per sequence (`SEQUENCE_LAYERS`) and the indexer and
+    attention run under the pack's block mask (before: refused, its indexer stopped on a missing mask).
+    With the n-gram layers along the whole pack the check refuses (their convolution leaks); with the
+    attention run per sequence without the indexer's mask, the packed log-probs are 2.4 nats off."""
+    from reasonrl.engines import pack_layers, packing
+
     model = _model("qwen4_exp")
     ids = torch.tensor([[5, 9, 13, 17, 21]])
 
@@ -160,6 +166,24 @@ def test_qwen4_exp_reads_token_ids_past_its_embeddings_and_its_padding_still_doe
         torch.cat([torch.zeros(1, 3, dtype=torch.long), ids], 1), torch.tensor([[0, 0, 0, 1, 1, 1, 1, 1]])
     )
     assert (padded[:, 3:] - alone).abs().max() < 1e-5
+    batch, sampler = _sampled(model)
+    assert batch.input_ids.shape[1] > 2 * 4  # past the indexer's budget of 4 keys: its choice matters
+    check_packing(model)
+    with monkeypatch.context() as patch, torch.no_grad():
+        patch.setattr(packing, "_under_block_mask", lambda *a: False)
+        lp, _ = FORWARDS["packed"](model, batch)
+    assert ((lp - sampler) * batch.mask).abs().max() > 0.5
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            pack_layers,
+            "SEQUENCE_LAYERS",
+            {k: v for k, v in pack_layers.SEQUENCE_LAYERS.items() if k != "PLELayer"},
+        )
+        fresh = _model("qwen4_exp")
+        ple = next(type(m) for m in fresh.modules() if type(m).__name__.endswith("PLELayer"))
+        patch.setattr(ple, "forward", ple.forward.original)  # (wrapped once per class)
+        with pytest.raises(ConfigError, match="carries state from one sequence of a pack into the next"):
+            check_packing(fresh)
 
 
 def test_a_small_leak_is_refused_too_and_none_is_found_where_there_is_none(monkeypatch):
