@@ -265,15 +265,16 @@ def _restore_attention(model) -> None:
 
 @torch.no_grad()
 def _plain_logits(model, ids: torch.Tensor) -> torch.Tensor:
-    """Logits of a left-padded two-row batch (eval mode): what switching to segment attention must not
-    change in a forward that is not a pack."""
+    """Logits of a left-padded two-row batch (eval mode) at its real positions [real, V]: what switching to
+    segment attention must not change in a forward that is not a pack (the pad positions' logits are
+    never read; GLM-5-Next's pad queries, which see no key, come out otherwise under another name)."""
     from reasonrl.models.isolation import evaluating
 
     attn = torch.ones_like(ids)
     attn[1, :3] = 0
     with evaluating(model):
         return model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0),
-                     use_cache=False).logits.float()  # fmt: skip
+                     use_cache=False).logits.float()[attn.bool()]  # fmt: skip
 
 
 def check_packing(model) -> None:
