@@ -18,8 +18,9 @@ has the bounds read off the position ids instead (a new sequence wherever they d
 one, transformers' own rule for packed flash attention). No attention is
 computed across sequences: about sum(n_i^2) work instead of P^2 (transformers' own packed path, SDPA
 under a dense block-causal mask over the pack, was 1.7x slower on the demo; docs/distributed.md).
-Sliding-window layers get a window mask per sequence; logit soft-capping (Gemma 2) and attention sinks
-(gpt-oss), which SDPA cannot do, run as explicit attention per group of sequences. A model whose attention is
+Sliding-window layers get a window mask per sequence; attention sinks (gpt-oss) run through SDPA with one
+extra key (`pack_attention.sink_attention`); logit soft-capping (Gemma 2) and a score bias (Inkling), which
+SDPA cannot do, run as explicit attention per group of sequences. A model whose attention is
 code of its own (BLOOM, GPT-J, ...) runs it under a block mask instead (`PACK_MASK`: transformers' mask for
 its implementation, made causal within each sequence). Under FSDP2 every rank runs the
 same number of pack forwards (the shortest pads with empty ones). Does not own: the padded forward
@@ -33,11 +34,16 @@ import weakref
 from contextlib import contextmanager, nullcontext
 
 import torch
-import torch.nn.functional as F
 
 from reasonrl import distributed as dist
 from reasonrl.algorithms.logprobs import logprobs_and_entropy
-from reasonrl.engines.pack_attention import explicit_attention, selected_keys, slot_groups
+from reasonrl.engines.pack_attention import (
+    causal_sdpa,
+    explicit_attention,
+    selected_keys,
+    sink_attention,
+    slot_groups,
+)
 from reasonrl.types import TrainBatch
 
 
@@ -100,8 +106,9 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
             x.index_select(0, flat).view(n, length, *x.shape[1:]).transpose(1, 2) for x in (q, k, v)
         )
         if softcap is None and sinks is None and bias is None:  # padding comes after every real position
-            out = F.scaled_dot_product_attention(sq, sk, sv, attn_mask=mask, dropout_p=dropout, is_causal=mask is None,
-                                                 scale=scaling, enable_gqa=sq.shape[1] != sk.shape[1])  # fmt: skip
+            out = causal_sdpa(sq, sk, sv, mask, scaling, dropout)
+        elif softcap is None and bias is None:  # sinks, through SDPA too
+            out = sink_attention(sq, sk, sv, mask, scaling, dropout, sinks)
         else:  # each sequence's block of the bias: [H, S, L, L] -> [S, H, L, L]
             at = flat.view(n, length)
             part = None if bias is None else bias[0][:, at[:, :, None], at[:, None, :]].transpose(0, 1)

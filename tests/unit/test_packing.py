@@ -228,9 +228,12 @@ def _eager_model(kind: str):
 
 
 @pytest.mark.parametrize("kind", ["gemma2", "gpt_oss"])
-def test_soft_capped_and_sink_attention_packs_equal_their_eager_padded_forward(kind):
+def test_soft_capped_and_sink_attention_packs_equal_their_eager_padded_forward(kind, monkeypatch):
+    """(gpt-oss's sinks go through SDPA, `sink_attention`: no scores written out for them)"""
     model = _eager_model(kind)
     _, batch, mask = _setup()
+    if kind == "gpt_oss":
+        monkeypatch.setattr(packing, "explicit_attention", None)  # not called for sinks
     lp0, ent0, g0 = _run(model, batch, mask, completion_logprobs)  # the model's own eager attention
     for budget in (64, 10):
         lp1, ent1, g1 = _run(model, batch, mask, functools.partial(packed_logprobs, pack_tokens=budget))
@@ -246,6 +249,82 @@ def test_soft_capped_and_sink_attention_packs_equal_their_eager_padded_forward(k
     setattr(model.config, packing.BASE_ATTENTION, "sdpa")
     lp_sdpa = _run(model, batch, mask, completion_logprobs)[0]
     assert (lp_sdpa - lp0).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("heads, kv_heads, dim, window", [(4, 2, 8, None), (4, 4, 12, 3), (6, 2, 16, 5)])
+def test_sinks_through_sdpa_equal_them_written_out(heads, kv_heads, dim, window):
+    """Attention sinks as one extra key (value 0, score the head's sink, carried by an extra head
+    dimension) behind a dummy query, through SDPA: outputs and the gradients of queries, keys, values
+    and sinks equal the explicit softmax over [scores, sink], with grouped-query heads, head dims that
+    are and are not multiples of 8, and sliding windows."""
+    from reasonrl.engines.pack_attention import explicit_attention, sink_attention
+
+    torch.manual_seed(0)
+    n, length = 3, 11
+    q = torch.randn(n, heads, length, dim, requires_grad=True)
+    k, v = (torch.randn(n, kv_heads, length, dim, requires_grad=True) for _ in range(2))
+    sinks = (2 * torch.randn(heads)).requires_grad_()
+    mask = None
+    if window:
+        i = torch.arange(length)
+        mask = (i[None, :] <= i[:, None]) & (i[None, :] > i[:, None] - window)
+    weights = torch.randn(n, heads, length, dim)
+    outs, grads = [], []
+    for attend in (lambda: sink_attention(q, k, v, mask, 0.3, 0.0, sinks),
+                   lambda: explicit_attention(q, k, v, mask, 0.3, 0.0, None, sinks)):  # fmt: skip
+        out = attend()
+        outs.append(out)
+        grads.append(torch.autograd.grad((out * weights).sum(), (q, k, v, sinks)))
+    torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=2e-6)
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, rtol=0, atol=2e-5)
+    assert (
+        outs[1] - explicit_attention(q, k, v, mask, 0.3, 0.0, None, None)
+    ).abs().max() > 1e-2  # sinks matter
+
+
+def test_pack_attention_writes_no_scores_out_for_sinks_or_narrower_values():
+    """Sinks (gpt-oss) and values narrower than the queries (multi-head latent attention: DeepSeek-V3,
+    Kimi K2) go through SDPA's fused kernel: no tensor of the [S, H, L, L] scores is created, forward or
+    backward (before: sinks written out as explicit attention, and SDPA's math path for narrower
+    values; `bench/sink_attention.py`: 2.2x faster, largest tensor 132 -> 16 MiB at 4 x 1024 tokens),
+    and the values' padding changes nothing."""
+    import torch.nn.functional as F
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from reasonrl.engines.pack_attention import causal_sdpa, sink_attention
+
+    class Largest(TorchDispatchMode):
+        size = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(t, torch.Tensor):
+                    Largest.size = max(Largest.size, t.numel())
+            return out
+
+    torch.manual_seed(0)
+    n, heads, length = 2, 4, 128
+    q, k = (torch.randn(n, heads, length, 24, requires_grad=True) for _ in range(2))
+    v = torch.randn(n, heads, length, 16, requires_grad=True)
+    sinks = torch.randn(heads, requires_grad=True)
+    for attend in (
+        lambda: causal_sdpa(q, k, v, None, 0.2, 0.0),
+        lambda: sink_attention(q, k, v, None, 0.2, 0.0, sinks),
+    ):
+        Largest.size = 0
+        with Largest():
+            attend().sum().backward()
+        assert Largest.size < n * heads * length * length, Largest.size
+    out = causal_sdpa(q, k, v, None, 0.2, 0.0)
+    grads = torch.autograd.grad(out.pow(2).sum(), (q, k, v))
+    plain = F.scaled_dot_product_attention(
+        q, k, v, is_causal=True, scale=0.2
+    )  # (math path: scores written out)
+    torch.testing.assert_close(out, plain, rtol=0, atol=2e-6)
+    for a, b in zip(grads, torch.autograd.grad(plain.pow(2).sum(), (q, k, v))):
+        torch.testing.assert_close(a, b, rtol=0, atol=2e-5)
 
 
 def _kernel_wrapped_rule(params: tuple[str, ...], calls: list):
