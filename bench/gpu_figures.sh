@@ -9,6 +9,7 @@
 #   bash bench/gpu_figures.sh rollout    # HF engine vs generate vs continuous batching, 0.5B / 1.5B
 #   bash bench/gpu_figures.sh demo       # the demo recipe on CUDA: single device, then FSDP2 under torchrun
 #   bash bench/gpu_figures.sh eval       # reasonrl eval vs the raw HF engine (and lm-eval if installed) on CUDA
+#   bash bench/gpu_figures.sh sinks      # attention sinks through SDPA vs written out / eager, packed and padded
 set -u
 DIR=${DIR:-gpu-figures}
 RUNS=${RUNS:-$DIR}  # run directories of the demo part (checkpoints): keep them out of a small $OUT
@@ -20,7 +21,7 @@ run() {  # run NAME TIMEOUT CMD...: output to $DIR/NAME.log, the last JSON line 
     echo "== $name: $*"
     timeout "$limit" "$@" > "$DIR/$name.log" 2>&1
     echo "   exit $? ($name)"
-    grep -v '^\s*$' "$DIR/$name.log" | grep -E '^(.*: [0-9.]+ s/step|hf |cb |step [0-9]+/|.*out of memory|log-probs|reasonrl eval|.*Error)' | tail -20
+    grep -v '^\s*$' "$DIR/$name.log" | grep -E '^(.*: [0-9.]+ s/step|hf |cb |step [0-9]+/|.*out of memory|log-probs|reasonrl eval|packed |padded |.*Error)' | tail -20
     grep '^{' "$DIR/$name.log" | tail -1 >> "$DIR/figures.jsonl"
 }
 T=bench/gpu_train_step.py
@@ -69,5 +70,8 @@ demo)
     ;;
 eval)
     run eval_demo 300 python bench/eval_throughput.py --device cuda --problems 1024 --batch 256
+    ;;
+sinks)
+    run sinks_4k 300 python bench/sink_attention.py --device cuda --rows 8 --length 4096
     ;;
 esac

@@ -1,9 +1,10 @@
-"""Packed training forward / backward of a model with attention sinks (a tiny gpt-oss: every other layer
-sliding, grouped-query heads), its sinks through SDPA with one extra key (`pack_attention.sink_attention`,
-what packs run) vs written out as explicit attention (the softmax over [scores, sink] per group of
-sequences, what they ran before), side by side in one run: seconds per forward + backward, the largest
-tensor either creates (a dispatch probe; SDPA's fused kernels keep their blocks out of sight, as they
-keep them out of memory), on CUDA the peak memory too, and the largest log-prob gap between the two.
+"""Training forward / backward of a model with attention sinks (a tiny gpt-oss: every other layer
+sliding, grouped-query heads), its sinks through SDPA with one extra key vs written out, side by side in
+one run: packed (`pack_attention.sink_attention` vs explicit attention per group of sequences, what
+packs ran before) and padded (`models.sinks`, what `load_policy` now loads such a model with, vs
+transformers' eager attention, the only one it runs them with). Seconds per forward + backward, the
+largest tensor each creates (a dispatch probe; SDPA's fused kernels keep their blocks out of sight, as
+they keep them out of memory), on CUDA the peak memory too, and the largest log-prob gap.
 
   .venv/bin/python bench/sink_attention.py [--rows 4] [--length 1024] [--reps 3] [--device cpu]
 """
@@ -61,21 +62,31 @@ def main(argv=None) -> dict:
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args(argv)
     from reasonrl.engines import packing
+    from reasonrl.engines.single import completion_logprobs
+    from reasonrl.models.sinks import SINK_SDPA, use_sink_sdpa
 
     model, batch = model_and_batch(args.rows, args.length, args.device)
     budget = batch.input_ids.shape[1] * args.rows
-
-    def step():
-        model.zero_grad()
-        lp, _ = packing.packed_logprobs(model, batch, pack_tokens=budget)
-        (lp * batch.mask).sum().backward()
-        return lp.detach()
-
+    assert use_sink_sdpa(model)
+    configs = [c for m in model.modules() if hasattr(c := getattr(m, "config", None), "_attn_implementation")]
     sdpa_sinks, written_out = packing.sink_attention, packing.explicit_attention
 
-    def use(name: str) -> None:  # what a pack runs for its sinks
-        packing.sink_attention = sdpa_sinks if name == "sdpa" else (
+    def use(name: str) -> None:  # packed: what a pack runs for its sinks; padded: the model's attention
+        packing.sink_attention = sdpa_sinks if name == "packed, SDPA" else (
             lambda q, k, v, mask, scaling, dropout, sinks: written_out(q, k, v, mask, scaling, dropout, None, sinks))  # fmt: skip
+        for c in configs:
+            c._attn_implementation = "eager" if name == "padded, eager" else SINK_SDPA
+            setattr(c, packing.BASE_ATTENTION, c._attn_implementation)
+
+    def step(name: str):
+        use(name)
+        model.zero_grad()
+        if name.startswith("packed"):
+            lp, _ = packing.packed_logprobs(model, batch, pack_tokens=budget)
+        else:
+            lp, _ = completion_logprobs(model, batch)
+        (lp * batch.mask).sum().backward()
+        return lp.detach()
 
     report: dict = {
         "bench": "sink_attention",
@@ -83,35 +94,40 @@ def main(argv=None) -> dict:
         "length": args.length,
         "device": args.device,
     }
+    names = ("packed, written out", "packed, SDPA", "padded, eager", "padded, SDPA")
     results: dict = {}
     try:
-        for name in ("explicit", "sdpa", "explicit", "sdpa"):  # alternating; the later run of each kept
-            use(name)
+        for name in names + names:  # alternating; the later run of each kept
             if args.device == "cuda":
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
-            lp = step()
+            lp = step(name)
             t0 = time.perf_counter()
             for _ in range(args.reps):
-                step()
+                step(name)
             if args.device == "cuda":
                 torch.cuda.synchronize()
             results[name] = {"seconds": (time.perf_counter() - t0) / args.reps, "logprobs": lp}
             if args.device == "cuda":
                 results[name]["peak_mib"] = torch.cuda.max_memory_allocated() / 2**20
-        for name in ("explicit", "sdpa"):
-            use(name)
-            results[name]["largest_mib"] = largest_tensor(step) / 2**20
+        for name in names:
+            results[name]["largest_mib"] = largest_tensor(lambda: step(name)) / 2**20  # noqa: B023
     finally:
         packing.sink_attention = sdpa_sinks
-    gap = (results["sdpa"]["logprobs"] - results["explicit"]["logprobs"]).abs().max().item()
     for name, r in results.items():
         report[name] = {k: round(v, 4) for k, v in r.items() if k != "logprobs"}
-    report["speedup"] = round(results["explicit"]["seconds"] / results["sdpa"]["seconds"], 3)
-    report["logprob_gap"] = gap
-    print(f"{args.rows} x {args.length} tokens, forward + backward: written out {report['explicit']['seconds']:.3f} s "
-          f"(largest tensor {report['explicit']['largest_mib']:.1f} MiB), SDPA {report['sdpa']['seconds']:.3f} s "
-          f"({report['sdpa']['largest_mib']:.1f} MiB): {report['speedup']}x; log-probs {gap:.1e} apart")  # fmt: skip
+    for kind, before, after in (
+        ("packed", "packed, written out", "packed, SDPA"),
+        ("padded", "padded, eager", "padded, SDPA"),
+    ):
+        report[f"{kind}_speedup"] = round(results[before]["seconds"] / results[after]["seconds"], 3)
+        report[f"{kind}_logprob_gap"] = (
+            (results[after]["logprobs"] - results[before]["logprobs"]).abs().max().item()
+        )
+        print(f"{kind} {args.rows} x {args.length} tokens, forward + backward: {before} {report[before]['seconds']:.3f} s "
+              f"(largest tensor {report[before]['largest_mib']:.1f} MiB), SDPA {report[after]['seconds']:.3f} s "
+              f"({report[after]['largest_mib']:.1f} MiB): {report[kind + '_speedup']}x; log-probs "
+              f"{report[kind + '_logprob_gap']:.1e} apart")  # fmt: skip
     print(json.dumps(report))
     return report
 

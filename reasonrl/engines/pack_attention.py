@@ -89,32 +89,23 @@ def selected_keys(mask: torch.Tensor, indices: torch.Tensor, keys: int, dtype) -
 
 
 def sink_attention(q, k, v, mask, scaling, dropout: float, sinks) -> torch.Tensor:
-    """Causal attention of [S, H, L, D] (keys and values [S, H_kv, L, D]) with attention sinks (a
-    per-head logit beside every row's keys that takes probability mass and adds no value: gpt-oss,
-    MiMo-V2-Flash, Granite SWA, ...) through SDPA, so no [S, H, L, L] scores are kept: one key before
-    the sequence that every query sees, with value 0, whose score is the head's sink. An extra head
-    dimension carries it: queries [q, sink / scale, 0 ...], keys [k, 0 ...] and [0 ..., 1, 0 ...] for
-    the sink key (padded to a multiple of 8, as fused kernels want; values padded to the same size by
-    `causal_sdpa`). One query of zeros goes before the
-    sequence as well, so SDPA's causal mask (or `mask` [L, L], a sliding window) lines up: query j sees
-    the sink and keys 0..j. The same arithmetic as `explicit_attention` with sinks, up to rounding."""
-    S, H, L, D = q.shape
-    scale = scaling if scaling is not None else D**-0.5
-    extra = 8 - D % 8 if D % 8 else 8
-    sink = (sinks.to(q.dtype) / scale).reshape(1, H, 1, 1).expand(S, H, L, 1)
-    q2 = torch.cat([q, sink, q.new_zeros(S, H, L, extra - 1)], dim=-1)
-    q2 = torch.cat([q2.new_zeros(S, H, 1, D + extra), q2], dim=2)
-    k2 = torch.cat([k, k.new_zeros(*k.shape[:-1], extra)], dim=-1)
-    sink_key = k.new_zeros(S, k.shape[1], 1, D + extra)
-    sink_key[..., D] = 1
-    k2 = torch.cat([sink_key, k2], dim=2)
-    v2 = torch.cat([v.new_zeros(S, v.shape[1], 1, v.shape[-1]), v], dim=2)
+    """Causal attention of [S, H, L, D] (keys and values [S, H_kv, L, D]) with attention sinks through
+    SDPA, so no [S, H, L, L] scores are kept: the sink key first (`models.sinks.with_sink_key`), and one
+    query of zeros before the sequence, so SDPA's causal mask (or `mask` [L, L], a sliding window, with
+    the sink's column seen by every query) lines up: query j sees the sink and keys 0..j. The same
+    arithmetic as `explicit_attention` with sinks, up to rounding."""
+    from reasonrl.models.sinks import with_sink_key
+
+    S, H, L, _ = q.shape
+    scale = scaling if scaling is not None else q.shape[-1] ** -0.5
+    q2, k2, v2 = with_sink_key(q, k, v, sinks, scale)
+    q2 = torch.cat([q2.new_zeros(S, H, 1, q2.shape[-1]), q2], dim=2)
     full = None
-    if mask is not None:  # the window, with the sink's column seen by every query
+    if mask is not None:
         full = torch.zeros(L + 1, L + 1, dtype=torch.bool, device=q.device)
         full[:, 0] = True
         full[1:, 1:] = mask
-    return causal_sdpa(q2, k2, v2, full, scale, dropout)[:, :, 1:, : v.shape[-1]]
+    return causal_sdpa(q2, k2, v2, full, scale, dropout)[:, :, 1:]
 
 
 def causal_sdpa(q, k, v, mask, scaling, dropout: float) -> torch.Tensor:

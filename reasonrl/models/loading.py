@@ -2,7 +2,8 @@
 generation: `causal_lm_class`), or "demo" for the tiny model.
 
 Owns: device / dtype choice, the attention implementation (`attention_kwargs`: eager where
-transformers' default SDPA would silently drop part of the model's attention), the model cache
+transformers' default SDPA would silently drop part of the model's attention; attention sinks through
+SDPA instead of eager, `models.sinks`), the model cache
 directory, and `load_policy(path, ...) -> (model, tokenizer)` with the tokenizer padded on the left,
 refusing a model that left padding changes (`models.isolation`; padding with the EOS token where the
 pad token's backward is not finite, `pad_with_a_finite_backward`), and the corrections that make a
@@ -121,6 +122,8 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
     model whose left-padded rows depend on their padding (`models.isolation.check_padding`)."""
     from transformers import AutoConfig, AutoTokenizer
 
+    from reasonrl.models.sinks import use_sink_sdpa
+
     path = resolve_model_path(path, log=log)
     tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.padding_side = "left"
@@ -132,6 +135,10 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
         path, config=config, dtype=dtype_, **attention_kwargs(config)
     )
     model.to(resolve_device(device))
+    if use_sink_sdpa(model):
+        log(
+            f"{type(model).__name__}: attention sinks through SDPA (models/sinks.py) instead of eager attention"
+        )
     unclamp_time_steps(model, log=log)
     pad_with_a_finite_backward(model, tokenizer, log=log)  # every batch is left-padded
     if model.generation_config is not None:

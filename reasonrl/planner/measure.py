@@ -57,6 +57,7 @@ class LivePeak(TorchDispatchMode):
 
 def _model(cfg: RunConfig, device: str):
     from reasonrl.models.loading import attention_kwargs, causal_lm_class, torch_dtype
+    from reasonrl.models.sinks import use_sink_sdpa
     from reasonrl.planner.shape import hf_config
 
     dtype = torch_dtype(cfg.model.dtype)
@@ -65,6 +66,7 @@ def _model(cfg: RunConfig, device: str):
     model = (
         causal_lm_class(config).from_config(config, **attention_kwargs(config)).to(device=device, dtype=dtype)
     )
+    use_sink_sdpa(model)  # the attention training loads it with (`load_policy`)
     if cfg.model.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     if cfg.model.lora.rank > 0:
