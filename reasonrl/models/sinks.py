@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import torch
 
-SINK_SDPA = "reasonrl_sink_sdpa"  # the name it is registered under with transformers
+SINK_SDPA = (
+    "reasonrl_sinks"  # its name with transformers (no "sdpa" in it: transformers would check SDPA support)
+)
 
 
 def with_sink_key(q, k, v, sinks, scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -11,6 +11,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from reasonrl.models.loading import load_policy
 from reasonrl.models.sinks import SINK_SDPA, sink_sdpa_attention
+from reasonrl.planner.shape import model_shape
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.hf import HFRolloutEngine
 
@@ -58,6 +59,9 @@ def test_a_model_with_sinks_loads_on_sdpa_and_computes_what_eager_does(
     logs = []
     model, tok = load_policy(str(tmp_path), device="cpu", log=logs.append)
     assert model.config._attn_implementation == SINK_SDPA and any("sinks through SDPA" in x for x in logs)
+    # the run's preflight builds the model's shape from this config (its first name held "sdpa", which
+    # transformers took for SDPA, unsupported by these models: `reasonrl train` stopped there)
+    assert model_shape(str(tmp_path), 0, [], config=model.config).params == eager.num_parameters()
     ids = torch.randint(3, len(tok), (3, 24), generator=torch.Generator().manual_seed(1))
     attn = torch.ones_like(ids)
     attn[1, :5], attn[2, :17] = 0, 0  # left padding; the last row's 7 tokens are past the window of 4
