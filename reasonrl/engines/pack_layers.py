@@ -37,6 +37,10 @@ causal convolution over queries and keys, values delayed by one token), handed t
 attention holding them, Inkling's short convolutions, which its layers call without the pack's
 keywords, and Qwen4-Exp's n-gram layers (hashed embeddings of the preceding token ids, then a dilated
 convolution), which start each sequence from the EOS history it gets alone (`SEQUENCE_LAYERS`).
+GLM-5-Next's indexer (keys pooled along its input, causality from positions) runs per sequence the same
+way, its picks shifted by the sequence's start to the pack's keys; the attention holding it builds
+its mask from them and is marked (`OWN_MASKS`) so that segment attention runs under that mask
+(`INDEXERS`).
 
 ALiBi built from the attention mask (BLOOM's `build_alibi_tensor`): without a mask a pack's positions
 count along the whole pack. Softmax ignores the constant that adds per row within a sequence, but in
@@ -60,7 +64,11 @@ _HAS = "_reasonrl_short_conv"  # on the model: whether it has short-convolution 
 
 # layers with a short convolution, then a delta-rule recurrence: class name ending -> the rule their
 # forward calls (a module-level function, behind transformers' kernel wrapper)
-RECURRENT = {"GatedDeltaNet": "torch_chunk_gated_delta_rule", "DeltaAttention": "chunk_kimi_delta_attention"}
+RECURRENT = {
+    "GatedDeltaNet": "torch_chunk_gated_delta_rule",
+    "DeltaAttention": "chunk_kimi_delta_attention",
+    "TextLinearAttention": "chunk_kimi_delta_attention",
+}  # (GLM-5-Next's Kimi Delta Attention)
 CONVOLVING = ("ShortConv", *RECURRENT)  # layer class name endings that call a `causal_conv1d_fn`
 # layers run per sequence within a pack: class name ending -> the parameters (after self) their forward
 # starts with, and how many of its outputs (a tuple's first ones) are per position; the others (a
@@ -80,6 +88,11 @@ SEQUENCE_LAYERS = {
     # Qwen4-Exp's hashed n-gram embeddings of the preceding token ids, then a dilated convolution
     "PLELayer": (("hidden_states", "input_ids", "past_key_values", "conv_mask"), 1),
 }
+# indexers run per sequence too, their one output the key each query picks (-1: none), shifted by the
+# sequence's start: GLM-5-Next's (keys pooled along its input, causality worked out from positions);
+# the attention holding one builds its mask from the picks (`OWN_MASKS`)
+INDEXERS = {"TextIndexer": ("hidden_states", "q_resid", "attention_mask", "past_key_values")}
+OWN_MASKS = "_reasonrl_own_masks"  # on an attention class: in a pack it attends under the mask it builds
 CACHES = ("cache_params", "past_key_values")  # with one given, the layer runs as it is
 _LAYER = threading.local()  # .bounds: the pack bounds the layer holding a mixer runs with, if any
 _MIXER = "_reasonrl_mixer"  # on a mixer's forward put in place
@@ -115,12 +128,14 @@ def install(model) -> None:
                 setattr(mod, rule, _per_sequence(getattr(mod, rule)))
     for m in model.modules():
         cls = type(m)
-        if not getattr(cls.forward, _MARK, False) and (joined := _sequence_layer(cls)):
-            cls.forward = _mixer_per_sequence(cls.forward, joined)
+        if not getattr(cls.forward, _MARK, False) and (kind := _sequence_layer(cls)):
+            cls.forward = _mixer_per_sequence(cls.forward, *kind)
     for m in model.modules():  # the layers holding them
-        holds = any(getattr(type(c).forward, _MIXER, False) for c in m.children())
-        if holds and not getattr(type(m).forward, _MARK, False):
+        holds = [getattr(type(c).forward, _MIXER, False) for c in m.children()]
+        if any(holds) and not getattr(type(m).forward, _MARK, False):
             type(m).forward = _handing_bounds(type(m).forward)
+        if "indices" in holds:
+            setattr(type(m), OWN_MASKS, True)
     for m in model.modules():
         build = getattr(m, "build_alibi_tensor", None)
         if callable(build) and not getattr(build, _MARK, False):
@@ -241,17 +256,18 @@ def _per_sequence(original):
     return chunk_delta_rule
 
 
-def _sequence_layer(cls) -> int:
-    """How many outputs of `cls`'s forward are per position, if it is one of SEQUENCE_LAYERS (its name and
-    its forward's parameters); 0 otherwise."""
+def _sequence_layer(cls) -> tuple[int, bool] | None:
+    """(how many outputs of `cls`'s forward are per position, whether it is an indexer) if it is one of
+    SEQUENCE_LAYERS or INDEXERS (its name and its forward's parameters); None otherwise."""
     import inspect
 
     forward = getattr(cls.forward, "original", cls.forward)
     names = tuple(list(inspect.signature(forward).parameters)[1:])
-    for ending, (start, joined) in SEQUENCE_LAYERS.items():
+    kinds = [(e, start, joined, False) for e, (start, joined) in SEQUENCE_LAYERS.items()]
+    for ending, start, joined, indexer in kinds + [(e, start, 1, True) for e, start in INDEXERS.items()]:
         if cls.__name__.endswith(ending) and names[: len(start)] == start:
-            return joined
-    return 0
+            return joined, indexer
+    return None
 
 
 def _cut(x, length: int, a: int, b: int):
@@ -264,7 +280,7 @@ def _cut(x, length: int, a: int, b: int):
     return x
 
 
-def _mixer_per_sequence(forward, joined: int):
+def _mixer_per_sequence(forward, joined: int, indexer: bool = False):
     import inspect
 
     signature = inspect.signature(forward)
@@ -298,14 +314,13 @@ def _mixer_per_sequence(forward, joined: int):
         length = hidden.shape[1]
 
         def part(a, b):
-            return forward(
-                self, **{k: _cut(v, length, a, b) for k, v in given.items() if k != "self"}, **rest
-            )
+            out = forward(self, **{k: _cut(v, length, a, b) for k, v in given.items() if k != "self"}, **rest)
+            return torch.where(out >= 0, out + a, out) if indexer else out  # keys of the pack
 
         return _side_by_side(cu, part, joined)
 
     setattr(mixer_forward, _MARK, True)
-    setattr(mixer_forward, _MIXER, True)
+    setattr(mixer_forward, _MIXER, "indices" if indexer else True)
     mixer_forward.original = forward
     return mixer_forward
 

@@ -84,6 +84,7 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
                                       "mask in a pack; set model.pack_tokens=0")  # fmt: skip
         attention_mask = selected_keys(attention_mask, indices, key.shape[2], query.dtype)
     if indices is not None or _under_block_mask(module, attention_mask):
+        _PACK.calls = getattr(_PACK, "calls", 0) + getattr(_PACK, "forward", False)
         return _base_attention(module)(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
                                        **kwargs)  # fmt: skip
     cu = _pack_bounds(query, key, attention_mask, kwargs)
@@ -120,9 +121,13 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
 
 def _under_block_mask(module, attention_mask) -> bool:
     """Whether an attention call carries the block mask its model was given for packs (`PACK_MASK`), which
-    the model's own code may have narrowed (Qwen4-Exp's indexer picks keys within it): then it runs the
-    model's own attention under that mask."""
-    return attention_mask is not None and getattr(module.config, PACK_MASK, False)
+    the model's own code may have narrowed (Qwen4-Exp's indexer picks keys within it), or a mask its
+    attention builds from its indexer's picks, each sequence's picked alone (GLM-5-Next:
+    `pack_layers.INDEXERS`): then it runs the model's own attention under that mask."""
+    from reasonrl.engines.pack_layers import OWN_MASKS
+
+    own = getattr(module.config, PACK_MASK, False) or getattr(type(module), OWN_MASKS, False)
+    return attention_mask is not None and own
 
 
 def _pack_bounds(query, key, attention_mask, kwargs) -> torch.Tensor | None:
@@ -288,7 +293,7 @@ def check_packing(model) -> None:
     """ConfigError before training unless a pack's sequences stay apart in this model, with the model's
     attention implementation left as it was on a refusal:
     - a padded forward must not change when the model switches to segment attention (a model whose
-      code branches on the implementation's name, as GLM-5-Next's does; DeepSeek-V3.2's and GLM-5's
+      code branches on the implementation's name; DeepSeek-V3.2's and GLM-5's
       sparse attention pass their picked keys on as `indices` under another name, which segment
       attention reads);
     - one forward of a two-sequence pack (eval mode) must run and go through segment attention, or else

@@ -300,7 +300,7 @@ MULTIMODAL = {  # saved from the multimodal class, as the hub's are: config, tex
     "gemma3": ("Gemma3Config", {"sliding_window": 4}, SIGLIP, "Gemma3ForConditionalGeneration"),
     "llava": ("LlavaConfig", {"model_type": "llama"}, dict(SIGLIP, model_type="clip_vision_model"),
               "LlavaForConditionalGeneration"),
-    # Kimi K2.5 (DeepSeek-V3's text model), Step 3.7, GLM-5-Next (linear attention and sparse attention: refused packing)
+    # Kimi K2.5 (DeepSeek-V3's text model), Step 3.7, GLM-5-Next (linear attention and sparse attention)
     "kimi_k25": ("Kimi_K25Config", {"model_type": "deepseek_v3", **MLA, **MOE, **MOE_GROUPS}, dict(SIGLIP, pos_emb_height=4,
                  pos_emb_width=4), "Kimi_K25ForConditionalGeneration"),
     "step3p7": ("Step3p7Config", {"sliding_window": 4, "layer_types": ["sliding_attention", "full_attention"],

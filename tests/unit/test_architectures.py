@@ -357,10 +357,8 @@ def test_a_multimodal_checkpoint_loads_as_its_language_model_and_keeps_the_invar
     batch, sampler = _sampled(model)
     forwards = dict(FORWARDS)
     refused = (family in HYBRIDS and family not in PACKING_HYBRIDS) or family in NO_PACKING
-    if refused or family == "glm5_next":
+    if refused:
         refusals = "carries state from one sequence|attends by position in the whole"
-        # GLM-5-Next: its linear attention (and an indexer that pools keys along the whole input); its pad
-        # queries, which see no key, come out otherwise under another attention name, which is no refusal
         with pytest.raises(ConfigError, match=refusals):
             check_packing(model)
         forwards = {k: v for k, v in FORWARDS.items() if "packed" not in k}

@@ -238,11 +238,12 @@ def _arch_rank(r: int, port: int, out, family: str, packed: bool = False):
     torch.set_num_threads(1)
     try:
         from reasonrl.engines.fsdp2 import FSDP2Engine
-        from reasonrl.engines.packing import packed_logprobs
+        from reasonrl.engines.packing import check_packing, packed_logprobs
 
         model = _arch(family)
         kw = {}
         if packed:
+            check_packing(model)  # (DeepSeek-V3.2: its packs get the block mask its indexer needs)
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             kw["forward"] = functools.partial(packed_logprobs, pack_tokens=PACK)
         metrics = _train(
@@ -273,12 +274,15 @@ def test_two_rank_fsdp2_equals_one_process_across_architectures(family):
 
 
 @pytest.mark.timeout(180)
-def test_two_rank_fsdp2_packs_a_state_space_model_recomputing_its_blocks():
-    """Mamba packed on 2 FSDP2 ranks, its blocks checkpointed: the blocks get no pack keywords, so each
-    keeps the pack's bounds on its input for the recompute, and FSDP2's hook hands a sharded block a new
-    view of that input each time; kept on the tensor viewed, the bounds reach the recompute (on the view
-    alone, torch's checkpoint stopped on the mismatch). Equals the single padded process."""
-    _equal_to_one_process(run_ranks(_arch_rank, 2, "mamba", True), "mamba")
+@pytest.mark.parametrize("family", ["mamba", "deepseek_v32", "gpt_oss"])
+def test_two_rank_fsdp2_packs_recomputing_its_blocks(family):
+    """Packed on 2 FSDP2 ranks, the blocks checkpointed, equal to the single padded process. Mamba: the
+    blocks get no pack keywords, so each keeps the pack's bounds on its input for the recompute, and
+    FSDP2's hook hands a sharded block a new view of that input each time; kept on the tensor viewed,
+    the bounds reach the recompute (on the view alone, torch's checkpoint stopped on the mismatch).
+    DeepSeek-V3.2: its sparse attention over the keys its indexer picks under the pack's block mask
+    (the ranks' empty packs included). gpt-oss: its sinks through SDPA."""
+    _equal_to_one_process(run_ranks(_arch_rank, 2, family, True), family)
 
 
 def _equal_to_one_process(results, family: str) -> None:

@@ -186,6 +186,33 @@ def test_qwen4_exp_packs_its_n_grams_and_sparse_keys_per_sequence(monkeypatch):
             check_packing(fresh)
 
 
+def test_glm5_next_packs_its_indexer_and_linear_attention_per_sequence(monkeypatch):
+    """GLM-5-Next (loaded as its image-text-to-text class): Kimi Delta Attention layers, and an indexer that
+    pools keys along its whole input and works out causality from positions, whose picks the attention
+    turns into its own mask. In a pack the delta rule and the indexer run per sequence, the picks shifted
+    to the pack's keys, and the attention runs under the mask built from them (before: refused, once as
+    computing another forward, for logits at pad positions that are never read). With the picks left
+    unshifted, or the indexer run along the whole pack, the packing check refuses."""
+    from _architecture_models import _model as build
+
+    from reasonrl.engines import pack_layers
+
+    model = build("glm5_next")
+    batch, sampler = _sampled(model)
+    check_packing(model)
+    with torch.no_grad():
+        lp, _ = FORWARDS["packed"](model, batch)
+    assert ((lp - sampler) * batch.mask).abs().max() < 2e-5  # measured 8.1e-6
+    indexer = next(type(m) for m in model.modules() if type(m).__name__.endswith("TextIndexer"))
+    original = indexer.forward.original
+    for wrong in (pack_layers._mixer_per_sequence(original, 1, False), original):  # unshifted; along the pack
+        with monkeypatch.context() as patch:
+            patch.setattr(indexer, "forward", wrong)
+            patch.setattr(pack_layers, "INDEXERS", {})  # (the pack's set-up would wrap it again)
+            with pytest.raises(ConfigError, match="carries state from one sequence of a pack into the next"):
+                check_packing(model)
+
+
 def test_a_small_leak_is_refused_too_and_none_is_found_where_there_is_none(monkeypatch):
     """At their default init, hybrids pass a little of a sequence's dependence on to the next one in a
     pack where their stateful layers run along it (LFM2's convolution passed 8.5e-5, Jamba's Mamba mixers
