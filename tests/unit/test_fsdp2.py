@@ -301,8 +301,13 @@ def _equal_to_one_process(results, family: str) -> None:
     assert list(got) == list(want)
     moved = max((want[n] - before[n]).abs().max().item() for n in want)
     assert moved > 1e-2  # three Adam steps of lr 1e-2 moved the weights; the ranks agree far closer
-    for name in want:  # gpt-oss's experts: Adam's summation-order noise up to 2.5e-5 (_tolerance)
-        assert torch.allclose(got[name], want[name], rtol=1e-4, atol=3 * ADAM_PARAM_ATOL), name
+    # gpt-oss's experts: Adam's summation-order noise up to 2.5e-5 (_tolerance), 3.7e-5 packed
+    atol = (5 if family == "gpt_oss" else 3) * ADAM_PARAM_ATOL
+    for name in want:
+        assert torch.allclose(got[name], want[name], rtol=1e-4, atol=atol), (
+            name,
+            (got[name] - want[name]).abs().max().item(),
+        )
 
 
 def _mixtral():
