@@ -48,25 +48,23 @@ def sink_sdpa_attention(
     ([B, Q, H, D_v], None); without sinks, transformers' SDPA."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    from reasonrl.engines.pack_attention import causal_sdpa
+    from reasonrl.engines.pack_attention import causal_sdpa, sink_attention
 
     if s_aux is None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
                                       **kwargs)  # fmt: skip
-    B, _, Q, D = query.shape
+    Q, D = query.shape[2:]
     scale = scaling if scaling is not None else D**-0.5
-    q2, k2, v2 = with_sink_key(query, key, value, s_aux, scale)
-    if attention_mask is None and Q > 1:  # causal, as many queries as keys: a query of zeros first
-        q2 = torch.cat([q2.new_zeros(B, q2.shape[1], 1, q2.shape[-1]), q2], dim=2)
-        out = causal_sdpa(q2, k2, v2, None, scale, dropout)[:, :, 1:]
-    else:
-        mask = None  # (one query without a mask sees every key)
-        if attention_mask is not None:
+    if attention_mask is None and Q > 1:  # causal, as many queries as keys: as a pack's sequence runs it
+        out = sink_attention(query, key, value, None, scale, dropout, s_aux)
+    else:  # under the mask, the sink's column seen by every query (one query without a mask sees every key)
+        q2, k2, v2 = with_sink_key(query, key, value, s_aux, scale)
+        if attention_mask is None:
+            mask = torch.ones(1, 1, Q, k2.shape[2], dtype=torch.bool, device=query.device)
+        else:
             mask = attention_mask[:, :, :, : key.shape[2]]
             first = mask.new_ones if mask.dtype == torch.bool else mask.new_zeros
             mask = torch.cat([first(*mask.shape[:-1], 1), mask], dim=-1)
-        else:
-            mask = torch.ones(1, 1, Q, k2.shape[2], dtype=torch.bool, device=query.device)
         out = causal_sdpa(q2, k2, v2, mask, scale, dropout)
     return out.transpose(1, 2).contiguous(), None
 
