@@ -76,8 +76,9 @@ def main(argv=None) -> dict:
     warm_ids = encode_prompts(warm_tok, load_benchmark(BENCHMARKS.get("gsm8k"), tmp)[: args.batch])
     HFRolloutEngine(warm_policy, warm_tok).generate(warm_ids, SamplingParams.greedy(args.max_tokens))
     del warm_policy
-    # and the verifier workers' server: it imports math-verify (sympy) once per process (4.1 s on the
-    # H100 machine's cold disk), which a long eval or a training run pays once; timed here on its own
+    # and the verifier workers' server: it imports math-verify (sympy) and warms its parser once per
+    # process (rewards.warm_up; 4.1 s for the import alone on the H100 machine's cold disk), which a
+    # long eval or a training run pays once, beside loading the model; timed here on its own
     from reasonrl.rewards.runner import RewardRunner, preload_modules
 
     warm_problems = load_benchmark(BENCHMARKS.get("gsm8k"), tmp)[:1]

@@ -29,7 +29,8 @@ verifiers); `preload=` only in workers, when they start: heavy libraries (e.g. "
 import then runs outside any call's time limit, so the first call after a kill is not charged for
 importing sympy, and the calling process (which may never need them) does not pay for it either. A
 verifier declares its own with `fn.preload = ("math_verify",)`; `preload_modules(problems)` collects
-them for the verifiers a dataset routes to.
+them for the verifiers a dataset routes to. A verifier's `fn.warm_up` (a bounded function that fills
+its libraries' caches) runs once per process, in the forkserver after the preloads (`rewards.warm_up`).
 `start()` starts the workers now (their imports overlap whatever the caller does next, e.g. loading
 a model) instead of at the first call. `max_tasks_per_worker=N` recycles each worker after
 N tasks, bounding memory that verifier libraries cache (sympy) at the cost of a re-import.
@@ -276,8 +277,11 @@ class RewardRunner:
             if self.start_method == "forkserver":
                 # workers fork from a server that imported these once (sympy: ~0.3 s each), so neither
                 # the workers' start nor a replacement after a kill pays for the imports again; it
-                # takes effect when the server starts (once per process)
-                context.set_forkserver_preload(["reasonrl.rewards", *self.modules, *self.preload])
+                # takes effect when the server starts (once per process); its last preload warms the
+                # verifiers whose libraries it imported (rewards.warm_up), so workers fork warm too
+                context.set_forkserver_preload(
+                    ["reasonrl.rewards", *self.modules, *self.preload, "reasonrl.rewards.warm_up"]
+                )
             self._pool = ProcessPool(
                 max_workers=self.workers,
                 max_tasks=self.max_tasks_per_worker,

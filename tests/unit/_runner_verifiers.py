@@ -113,3 +113,39 @@ def echo_or_die(response: str, problem) -> RewardResult:
     if response == "exit":
         os._exit(3)
     return echo(response, problem)
+
+
+WARMED_IN: list[int] = []  # the processes this module's warm-up ran in (a forked worker inherits it)
+
+
+def _record_warm_up() -> None:
+    WARMED_IN.append(os.getpid())
+
+
+def _failing_warm_up() -> None:
+    raise RuntimeError("a warm-up that fails must not break the pool")
+
+
+@VERIFIERS.register(P + "warm_state")
+def warm_state(response: str, problem) -> RewardResult:
+    """Where the warm-ups of this module and of the math verifiers ran, as seen from the worker; a
+    response "exit" kills the worker first (its replacement must fork warm too)."""
+    if response == "exit":
+        os._exit(3)
+    from reasonrl.rewards import warm_up
+    from reasonrl.rewards.verifiers import math_warm_up
+
+    info = {"pid": os.getpid(), "warmed_in": list(WARMED_IN), "math": math_warm_up.warm_up in warm_up._warmed}
+    return RewardResult(1.0, {"reason": "ok", **info})
+
+
+warm_state.preload = ("_preload_marker",)
+warm_state.warm_up = _record_warm_up
+
+
+@VERIFIERS.register(P + "warm_fails")
+def warm_fails(response: str, problem) -> RewardResult:
+    return RewardResult(1.0, {"reason": "ok"})
+
+
+warm_fails.warm_up = _failing_warm_up

@@ -338,3 +338,16 @@ def test_two_integers_are_compared_as_math_verify_compares_them():
         assert len(calls) == 1  # a fraction: math-verify's
     finally:
         math_verify.verify = real
+
+
+def test_the_warm_up_corpus_reads_as_written_through_the_symbolic_path():
+    """The warm-up (run once per process in the verifier pool's forkserver, where its failures are
+    ignored) must really exercise math-verify: every answer in it is scored without error, most of them
+    through the symbolic path, and the ones written as equal to their gold score 1."""
+    from reasonrl.rewards.verifiers.math import score_math
+    from reasonrl.rewards.verifiers.math_warm_up import CORPUS
+
+    results = [score_math(r, P(g)) for r, g in CORPUS]
+    assert not [r.info for r in results if r.info["reason"].startswith("error")]
+    assert sum(r.info.get("path") == "symbolic" for r in results) >= 20
+    assert sum(r.score for r in results) >= 22

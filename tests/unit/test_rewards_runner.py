@@ -333,3 +333,60 @@ def test_default_workers_take_the_cores_but_one(monkeypatch, cores, want):
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cores)), raising=False)
     assert default_workers() == want
+
+
+def test_warm_ups_run_once_where_their_libraries_are_imported(monkeypatch):
+    from reasonrl.rewards import warm_up
+
+    monkeypatch.setattr(warm_up, "_warmed", set())
+    monkeypatch.setattr(H, "WARMED_IN", [])
+    monkeypatch.delitem(sys.modules, "_preload_marker", raising=False)
+    done = warm_up.warm_up_verifiers()
+    assert T + "warm_state" not in done and H.WARMED_IN == []  # its preload is not imported here
+    assert T + "warm_fails" not in done  # no preload, so it ran, but it failed
+    import _preload_marker  # noqa: F401
+
+    assert T + "warm_state" in warm_up.warm_up_verifiers() and H.WARMED_IN == [os.getpid()]
+    assert warm_up.warm_up_verifiers() == [] and H.WARMED_IN == [os.getpid()]  # once per process
+
+
+WARM_POOL = """
+import os
+import _runner_verifiers as H
+from reasonrl.rewards.runner import RewardRunner
+from reasonrl.types import Problem
+
+def prob(v):
+    return Problem(prompt=[{"role": "user", "content": "q"}], ground_truth="a", data_source="t", verifier=v)
+
+if __name__ == "__main__":
+    with RewardRunner(workers=1, timeout_s=30, modules=[H.__name__], preload=["math_verify", "_preload_marker"]) as r:
+        (a, b, c), _ = r.score(["", "exit", ""], [prob(H.P + "warm_state")] * 2 + [prob(H.P + "warm_fails")])
+        (d,), _ = r.score([""], [prob(H.P + "warm_state")])
+    print(a.info["pid"], d.info["pid"], a.info["warmed_in"], d.info["warmed_in"], a.info["math"], d.info["math"],
+          b.info["reason"].split(":")[0], c.score, os.getpid())
+"""
+
+
+def test_pool_workers_and_their_replacements_fork_warm(tmp_path):
+    """The verifiers' warm-ups run once, in the pool's forkserver (a fresh process here: a forkserver
+    starts once per process, with the first pool's preloads); the worker and the one that replaces it
+    after it died both inherit them, math-verify's among them, and a failing warm-up breaks nothing."""
+    import ast
+    import subprocess
+
+    script = tmp_path / "warm_pool.py"
+    script.write_text(WARM_POOL)
+    # on the PYTHONPATH: a forkserver imports its preloads before it reads the parent's sys.path (3.11)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]),
+    }
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    first, second, warmed_a, warmed_d, math_a, math_d, died, other, caller = out.stdout.split(maxsplit=8)
+    assert died == "error" and first != second  # the worker died, the second call ran in its replacement
+    server = ast.literal_eval(warmed_a)  # one warm-up, in one process: neither a worker nor the caller
+    assert len(server) == 1 and str(server[0]) not in (first, second, caller.strip())
+    assert ast.literal_eval(warmed_d) == server and math_a == math_d == "True"
+    assert other == "1.0"

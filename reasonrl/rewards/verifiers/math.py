@@ -38,6 +38,7 @@ from typing import Any
 from reasonrl.rewards.base import VERIFIERS, RewardResult, result
 from reasonrl.rewards.extract import answer_region, boxed_all, extract
 from reasonrl.rewards.ground_truth import single
+from reasonrl.rewards.verifiers import math_warm_up
 from reasonrl.types import Problem
 
 MATH_MODES = ("boxed", "answer_tag", "gsm8k", "answer_colon")
@@ -488,3 +489,4 @@ def gsm8k(response: str, problem: Problem, float_rounding: int = 6) -> RewardRes
 
 # what pool workers should import when they start (sympy is slow to import: not inside a call's limit)
 math.preload = gsm8k.preload = ("math_verify",)
+math.warm_up = gsm8k.warm_up = math_warm_up.warm_up  # its parser's tables, built once (rewards.warm_up)
