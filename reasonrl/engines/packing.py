@@ -19,8 +19,9 @@ one, transformers' own rule for packed flash attention). No attention is
 computed across sequences: about sum(n_i^2) work instead of P^2 (transformers' own packed path, SDPA
 under a dense block-causal mask over the pack, was 1.7x slower on the demo; docs/distributed.md).
 Sliding-window layers get a window mask per sequence; attention sinks (gpt-oss) run through SDPA with one
-extra key (`pack_attention.sink_attention`); logit soft-capping (Gemma 2) and a score bias (Inkling), which
-SDPA cannot do, run as explicit attention per group of sequences. A model whose attention is
+extra key (`pack_attention.sink_attention`); logit soft-capping (Gemma 2) in blocks of queries that keep no
+scores (`models.softcap`); a score bias (Inkling), which SDPA cannot do, as explicit attention per group of
+sequences. A model whose attention is
 code of its own (BLOOM, GPT-J, ...) runs it under a block mask instead (`PACK_MASK`: transformers' mask for
 its implementation, made causal within each sequence). Under FSDP2 every rank runs the
 same number of pack forwards (the shortest pads with empty ones). Does not own: the padded forward
@@ -44,6 +45,7 @@ from reasonrl.engines.pack_attention import (
     sink_attention,
     slot_groups,
 )
+from reasonrl.models.softcap import softcap_attention
 from reasonrl.types import TrainBatch
 
 
@@ -110,6 +112,8 @@ def segment_attention(module, query, key, value, attention_mask, scaling=None, d
             out = causal_sdpa(sq, sk, sv, mask, scaling, dropout)
         elif softcap is None and bias is None:  # sinks, through SDPA too
             out = sink_attention(sq, sk, sv, mask, scaling, dropout, sinks)
+        elif sinks is None and bias is None and not (dropout and module.training):  # soft-capped, in blocks
+            out = softcap_attention(sq, sk, sv, mask, scaling or sq.shape[-1] ** -0.5, softcap)
         else:  # each sequence's block of the bias: [H, S, L, L] -> [S, H, L, L]
             at = flat.view(n, length)
             part = None if bias is None else bias[0][:, at[:, :, None], at[:, None, :]].transpose(0, 1)

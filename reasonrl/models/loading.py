@@ -122,8 +122,6 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
     model whose left-padded rows depend on their padding (`models.isolation.check_padding`)."""
     from transformers import AutoConfig, AutoTokenizer
 
-    from reasonrl.models.sinks import use_sink_sdpa
-
     path = resolve_model_path(path, log=log)
     tokenizer = AutoTokenizer.from_pretrained(path)
     tokenizer.padding_side = "left"
@@ -135,15 +133,26 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
         path, config=config, dtype=dtype_, **attention_kwargs(config)
     )
     model.to(resolve_device(device))
-    if use_sink_sdpa(model):
-        log(
-            f"{type(model).__name__}: attention sinks through SDPA (models/sinks.py) instead of eager attention"
-        )
+    lean_attention(model, log=log)
     unclamp_time_steps(model, log=log)
     pad_with_a_finite_backward(model, tokenizer, log=log)  # every batch is left-padded
     if model.generation_config is not None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model, tokenizer
+
+
+def lean_attention(model, log=None) -> None:
+    """Replace eager attention where transformers runs a model with it only because SDPA cannot do its
+    arithmetic, which writes out every layer's [B, H, Q, K] scores: attention sinks through SDPA
+    (`models.sinks`), soft-capped scores in blocks of queries (`models.softcap`). Training, generation
+    and the planner's measurements all run the model this way."""
+    from reasonrl.models.sinks import use_sink_sdpa
+    from reasonrl.models.softcap import use_softcap_attention
+
+    for switch, what in ((use_sink_sdpa, "attention sinks through SDPA (models/sinks.py)"),
+                         (use_softcap_attention, "soft-capped attention in blocks (models/softcap.py)")):  # fmt: skip
+        if switch(model) and log is not None:
+            log(f"{type(model).__name__}: {what} instead of eager attention")
 
 
 def pad_with_a_finite_backward(model, tokenizer, log=print) -> None:

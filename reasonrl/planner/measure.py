@@ -56,8 +56,7 @@ class LivePeak(TorchDispatchMode):
 
 
 def _model(cfg: RunConfig, device: str):
-    from reasonrl.models.loading import attention_kwargs, causal_lm_class, torch_dtype
-    from reasonrl.models.sinks import use_sink_sdpa
+    from reasonrl.models.loading import attention_kwargs, causal_lm_class, lean_attention, torch_dtype
     from reasonrl.planner.shape import hf_config
 
     dtype = torch_dtype(cfg.model.dtype)
@@ -66,7 +65,7 @@ def _model(cfg: RunConfig, device: str):
     model = (
         causal_lm_class(config).from_config(config, **attention_kwargs(config)).to(device=device, dtype=dtype)
     )
-    use_sink_sdpa(model)  # the attention training loads it with (`load_policy`)
+    lean_attention(model)  # the attention training loads it with (`load_policy`)
     if cfg.model.gradient_checkpointing:
         model.gradient_checkpointing_enable()
     if cfg.model.lora.rank > 0:

@@ -1,6 +1,7 @@
 """A model whose attention logits are soft-capped (Gemma 2) loads with eager attention: transformers'
 default SDPA path drops the cap without a word, so generation, training and evaluation would run
-another model than the checkpoint. Other models keep transformers' default (SDPA)."""
+another model than the checkpoint. Once loaded, its eager attention is switched to the same arithmetic
+in blocks of queries (`models.softcap`). Other models keep transformers' default (SDPA)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def test_a_soft_capped_model_loads_with_eager_attention_and_its_real_logits(
     tok.save_pretrained(tmp_path / "gemma2")
     assert attention_kwargs(model.config) == {"attn_implementation": "eager"}
     loaded, _ = load_policy(str(tmp_path / "gemma2"), device="cpu", log=lambda *a: None)
-    assert loaded.config._attn_implementation == "eager"
+    assert loaded.config._attn_implementation == "reasonrl_softcap"  # eager's arithmetic, no scores kept
     ids = torch.tensor([[5, 9, 17, 3, 30, 12, 8]])
     eager, sdpa = (AutoModelForCausalLM.from_pretrained(tmp_path / "gemma2", attn_implementation=a).eval()
                    for a in ("eager", "sdpa"))  # fmt: skip
