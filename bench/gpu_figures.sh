@@ -72,6 +72,7 @@ eval)
     run eval_demo 300 python bench/eval_throughput.py --device cuda --problems 1024 --batch 256
     ;;
 sinks)
-    run sinks_4k 300 python bench/sink_attention.py --device cuda --rows 8 --length 4096
+    run sinks_4k 300 python bench/lean_attention.py --kind sinks --device cuda --rows 8 --length 4096
+    run softcap_4k 300 python bench/lean_attention.py --kind softcap --device cuda --rows 8 --length 4096
     ;;
 esac

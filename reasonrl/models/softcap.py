@@ -33,25 +33,35 @@ def _spans(q: torch.Tensor, keys: int) -> list[tuple[int, int]]:
     return [(start, min(start + step, Q)) for start in range(0, Q, step)]
 
 
-def _visible(mask, start: int, end: int, Q: int, K: int, device) -> torch.Tensor | None:
-    """Which keys queries start..end see: `mask` [B, 1|H, Q, K] or [Q, K] rows, or causal (aligned at the
-    end: the last query sees every key) without one; None when every key is seen."""
-    if mask is not None:
-        return mask[..., start:end, :]
-    if Q == 1:
-        return None
-    i = torch.arange(start, end, device=device)[:, None] + (K - Q)
-    return torch.arange(K, device=device)[None, :] <= i
+def _seen(mask, start: int, end: int, Q: int, K: int, device) -> tuple[torch.Tensor | None, int, int]:
+    """(which of keys lo..hi queries start..end see, lo, hi): under `mask` [B, 1|H, Q, K] or [Q, K], the
+    keys from the first to the last that any of them sees (a causal mask's later keys, a sliding
+    window's earlier ones: work skipped), all of them where a query sees none (eager averages every
+    value there); causal without a mask (aligned at the end: the last query sees every key), the keys
+    up to the block's last query's. None when every key is seen."""
+    if mask is None:
+        if Q == 1:
+            return None, 0, K
+        hi = min(K, end + K - Q)
+        i = torch.arange(start, end, device=device)[:, None] + (K - Q)
+        return torch.arange(hi, device=device)[None, :] <= i, 0, hi
+    seen = mask[..., start:end, :]
+    if not bool(seen.any(-1).all()):
+        return seen, 0, K
+    cols = seen.reshape(-1, K).any(0).nonzero()
+    lo, hi = int(cols[0]), int(cols[-1]) + 1
+    return seen[..., lo:hi], lo, hi
 
 
 def _capped(q, k, mask, scale: float, cap: float, start: int, end: int):
-    """(tanh(scores / cap), the capped and masked scores in float32) of queries start..end."""
-    t = torch.tanh((q[:, :, start:end] @ k.transpose(-1, -2)) * scale / cap)
+    """(tanh(scores / cap), the capped and masked scores in the softmax's dtype, the mask, the keys
+    lo..hi they are of) of queries start..end."""
+    seen, lo, hi = _seen(mask, start, end, q.shape[2], k.shape[2], q.device)
+    t = (q[:, :, start:end] @ k[:, :, lo:hi].transpose(-1, -2)).mul_(scale / cap).tanh_()
     capped = (t * cap).to(_ACC.get(q.dtype, torch.float32))
-    seen = _visible(mask, start, end, q.shape[2], k.shape[2], q.device)
     if seen is not None:
-        capped = capped.masked_fill(~seen, torch.finfo(capped.dtype).min)
-    return t, capped, seen
+        capped.masked_fill_(~seen, torch.finfo(capped.dtype).min)
+    return t, capped, seen, slice(lo, hi)
 
 
 class _SoftcapAttention(torch.autograd.Function):
@@ -63,11 +73,11 @@ class _SoftcapAttention(torch.autograd.Function):
         top = torch.empty(*q.shape[:3], 1, dtype=_ACC.get(q.dtype, torch.float32), device=q.device)
         total = torch.empty_like(top)
         for start, end in _spans(q, k.shape[2]):
-            _, capped, _ = _capped(q, k, mask, scale, cap, start, end)
-            top[:, :, start:end] = capped.amax(dim=-1, keepdim=True)
-            e = torch.exp(capped - top[:, :, start:end])
+            _, e, _, keys = _capped(q, k, mask, scale, cap, start, end)
+            top[:, :, start:end] = e.amax(dim=-1, keepdim=True)
+            e.sub_(top[:, :, start:end]).exp_()
             total[:, :, start:end] = e.sum(dim=-1, keepdim=True)
-            out[:, :, start:end] = (e / total[:, :, start:end]).to(q.dtype) @ v
+            out[:, :, start:end] = e.div_(total[:, :, start:end]).to(q.dtype) @ v[:, :, keys]
         ctx.save_for_backward(q, k, v, out, top, total, mask)
         ctx.scale, ctx.cap = scale, cap
         return out
@@ -80,18 +90,19 @@ class _SoftcapAttention(torch.autograd.Function):
         acc = top.dtype
         dk = torch.zeros(k.shape, dtype=acc, device=k.device)
         dv = torch.zeros(v.shape, dtype=acc, device=v.device)
-        delta = (dout.to(acc) * out.to(acc)).sum(-1)  # [B, H, Q]: sum_j p_ij * dp_ij
+        delta = (dout.to(acc) * out.to(acc)).sum(-1, keepdim=True)  # [B, H, Q, 1]: sum_j p_ij * dp_ij
         for start, end in _spans(q, k.shape[2]):
-            t, capped, seen = _capped(q, k, mask, scale, cap, start, end)
-            p = torch.exp(capped - top[:, :, start:end]) / total[:, :, start:end]
+            t, p, seen, keys = _capped(q, k, mask, scale, cap, start, end)
+            p.sub_(top[:, :, start:end]).exp_().div_(total[:, :, start:end])
             d = dout[:, :, start:end]
-            dv += p.to(q.dtype).transpose(-1, -2) @ d
-            ds = p * ((d @ v.transpose(-1, -2)).to(acc) - delta[:, :, start:end, None])
+            dv[:, :, keys] += p.to(q.dtype).transpose(-1, -2) @ d
+            ds = (d @ v[:, :, keys].transpose(-1, -2)).to(acc).sub_(delta[:, :, start:end]).mul_(p)
             if seen is not None:
-                ds = ds.masked_fill(~seen, 0.0)
-            draw = (ds * (1 - t.to(acc) ** 2) * scale).to(q.dtype)  # through cap * tanh(x / cap)
-            dq[:, :, start:end] = draw @ k
-            dk += draw.transpose(-1, -2) @ q[:, :, start:end]
+                ds.masked_fill_(~seen, 0.0)
+            # through cap * tanh(x / cap): times 1 - tanh^2
+            draw = ds.mul_(t.to(acc).square_().neg_().add_(1)).mul_(scale).to(q.dtype)
+            dq[:, :, start:end] = draw @ k[:, :, keys]
+            dk[:, :, keys] += draw.transpose(-1, -2) @ q[:, :, start:end]
         return dq, dk.to(k.dtype), dv.to(v.dtype), None, None, None
 
 

@@ -287,7 +287,7 @@ def test_pack_attention_writes_no_scores_out_for_sinks_or_narrower_values():
     """Sinks (gpt-oss) and values narrower than the queries (multi-head latent attention: DeepSeek-V3,
     Kimi K2) go through SDPA's fused kernel: no tensor of the [S, H, L, L] scores is created, forward or
     backward (before: sinks written out as explicit attention, and SDPA's math path for narrower
-    values; `bench/sink_attention.py`: 2.2x faster, largest tensor 132 -> 16 MiB at 4 x 1024 tokens),
+    values; `bench/lean_attention.py --kind sinks`: 2.2x faster, largest tensor 132 -> 16 MiB at 4 x 1024 tokens),
     and the values' padding changes nothing."""
     import torch.nn.functional as F
     from torch.utils._python_dispatch import TorchDispatchMode
