@@ -30,6 +30,13 @@ _MEMORY_ROWS = [
 ]
 
 
+# reasonrl's attention functions in place of eager attention (`models.loading.lean_attention`)
+_ATTENTION = {
+    "reasonrl_softcap": "soft-capped in blocks of queries (eager's arithmetic, no scores kept; SDPA would drop the cap)",
+    "reasonrl_sinks": "sinks through SDPA (one extra key; eager's arithmetic)",
+}
+
+
 def _size(n: float) -> str:
     return f"{n / 2**30:8.2f} GiB" if n >= 2**30 else f"{n / MIB:8.1f} MiB"
 
@@ -80,9 +87,8 @@ def report(cfg, plan, measured: dict | None = None, prompt_note: str = "") -> st
     sh, b = plan.shape, plan.batch
     lines = [f"model {sh.name}: {sh.params / 1e6:.2f}M parameters ({sh.trainable / 1e6:.2f}M trained), "
              f"{sh.layers} layers, hidden {sh.hidden}, vocab {sh.vocab}, context {sh.context}, attention "
-             + ("eager (soft-capped logits, which SDPA would drop)" if sh.attn_softcap and sh.eager_attention
-                else "the model's own (eager; a pack runs it under a block mask)" if sh.own_attention
-                else "eager" if sh.eager_attention else "SDPA"),
+             + (_ATTENTION.get(sh.attention) or ("the model's own (eager; a pack runs it under a block mask)"
+                if sh.own_attention else "eager" if sh.eager_attention else "SDPA")),
              f"engines: rollout {cfg.rollout.engine} {dict(cfg.rollout.engine_kwargs) or ''}".rstrip()
              + f", train {train_engine_kind(cfg.train.engine, b['world_size'])}",
              f"prompt: {prompt_note}", "", f"batch (world size {b['world_size']}):"]  # fmt: skip

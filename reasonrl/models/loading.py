@@ -155,6 +155,22 @@ def lean_attention(model, log=None) -> None:
             log(f"{type(model).__name__}: {what} instead of eager attention")
 
 
+def switch_eager_attention(model, name: str, function) -> bool:
+    """Run `model` with the attention function `function`, registered with transformers as `name`
+    (SDPA's boolean masks), where every config of it runs eager attention; returns whether it did."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    configs = [c for m in model.modules() if hasattr(c := getattr(m, "config", None), "_attn_implementation")]
+    if any(c._attn_implementation != "eager" for c in configs):
+        return False
+    AttentionInterface.register(name, function)
+    AttentionMaskInterface.register(name, sdpa_mask)
+    for c in configs:
+        c._attn_implementation = name
+    return True
+
+
 def pad_with_a_finite_backward(model, tokenizer, log=print) -> None:
     """`models.isolation.check_padding` with the tokenizer's pad token; where left padding with it gives
     NaN gradients (Gemma 3n: a pad embedding of zeros, as `padding_idx` keeps it, then a norm without

@@ -72,19 +72,9 @@ def sink_sdpa_attention(
 def use_sink_sdpa(model) -> bool:
     """Switch `model` from eager attention to `sink_sdpa_attention` where its attention has sinks (a
     `sinks` parameter) and nothing else that SDPA drops (soft-capping); returns whether it did."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
-    from reasonrl.models.loading import text_config
+    from reasonrl.models.loading import switch_eager_attention, text_config
 
     has_sinks = any(isinstance(getattr(m, "sinks", None), torch.nn.Parameter) for m in model.modules())
     if not has_sinks or getattr(text_config(model.config), "attn_logit_softcapping", None):
         return False
-    configs = [c for m in model.modules() if hasattr(c := getattr(m, "config", None), "_attn_implementation")]
-    if any(c._attn_implementation != "eager" for c in configs):
-        return False
-    AttentionInterface.register(SINK_SDPA, sink_sdpa_attention)
-    AttentionMaskInterface.register(SINK_SDPA, sdpa_mask)
-    for c in configs:
-        c._attn_implementation = SINK_SDPA
-    return True
+    return switch_eager_attention(model, SINK_SDPA, sink_sdpa_attention)

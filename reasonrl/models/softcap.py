@@ -53,31 +53,41 @@ def _seen(mask, start: int, end: int, Q: int, K: int, device) -> tuple[torch.Ten
     return seen[..., lo:hi], lo, hi
 
 
+def _heads(x: torch.Tensor, groups: int) -> torch.Tensor:
+    """Keys or values [B, H_kv, ...] for H = H_kv * groups query heads (query head h reads kv head h // groups)."""
+    return x if groups == 1 else x.repeat_interleave(groups, dim=1)
+
+
 def _capped(q, k, mask, scale: float, cap: float, start: int, end: int):
     """(tanh(scores / cap), the capped and masked scores in the softmax's dtype, the mask, the keys
-    lo..hi they are of) of queries start..end."""
+    lo..hi they are of, those keys for every query head) of queries start..end."""
     seen, lo, hi = _seen(mask, start, end, q.shape[2], k.shape[2], q.device)
-    t = (q[:, :, start:end] @ k[:, :, lo:hi].transpose(-1, -2)).mul_(scale / cap).tanh_()
+    keys = _heads(k[:, :, lo:hi], q.shape[1] // k.shape[1])
+    t = (q[:, :, start:end] @ keys.transpose(-1, -2)).mul_(scale / cap).tanh_()
     capped = (t * cap).to(_ACC.get(q.dtype, torch.float32))
     if seen is not None:
         capped.masked_fill_(~seen, torch.finfo(capped.dtype).min)
-    return t, capped, seen, slice(lo, hi)
+    return t, capped, seen, slice(lo, hi), keys
 
 
 class _SoftcapAttention(torch.autograd.Function):
+    """Keys and values are kept with their own heads (grouped-query: fewer than the queries'), and read
+    for every query head one block at a time."""
+
     @staticmethod
     def forward(ctx, q, k, v, mask, scale: float, cap: float):
+        groups = q.shape[1] // k.shape[1]
         out = q.new_empty(*q.shape[:3], v.shape[-1])
         # each row's max and sum of exp(score - max): a row that sees no key (all at the mask's most
         # negative value) then averages every value, as eager's softmax does; a log-sum-exp would round
         top = torch.empty(*q.shape[:3], 1, dtype=_ACC.get(q.dtype, torch.float32), device=q.device)
         total = torch.empty_like(top)
         for start, end in _spans(q, k.shape[2]):
-            _, e, _, keys = _capped(q, k, mask, scale, cap, start, end)
+            _, e, _, keys, _ = _capped(q, k, mask, scale, cap, start, end)
             top[:, :, start:end] = e.amax(dim=-1, keepdim=True)
             e.sub_(top[:, :, start:end]).exp_()
             total[:, :, start:end] = e.sum(dim=-1, keepdim=True)
-            out[:, :, start:end] = e.div_(total[:, :, start:end]).to(q.dtype) @ v[:, :, keys]
+            out[:, :, start:end] = e.div_(total[:, :, start:end]).to(q.dtype) @ _heads(v[:, :, keys], groups)
         ctx.save_for_backward(q, k, v, out, top, total, mask)
         ctx.scale, ctx.cap = scale, cap
         return out
@@ -86,23 +96,28 @@ class _SoftcapAttention(torch.autograd.Function):
     def backward(ctx, dout):
         q, k, v, out, top, total, mask = ctx.saved_tensors
         scale, cap = ctx.scale, ctx.cap
+        B, H, _, _ = q.shape
+        groups = H // k.shape[1]
         dq = torch.empty_like(q)
         acc = top.dtype
-        dk = torch.zeros(k.shape, dtype=acc, device=k.device)
-        dv = torch.zeros(v.shape, dtype=acc, device=v.device)
+        dk = torch.zeros(B, H, *k.shape[2:], dtype=acc, device=k.device)  # per query head, summed at the end
+        dv = torch.zeros(B, H, *v.shape[2:], dtype=acc, device=v.device)
         delta = (dout.to(acc) * out.to(acc)).sum(-1, keepdim=True)  # [B, H, Q, 1]: sum_j p_ij * dp_ij
         for start, end in _spans(q, k.shape[2]):
-            t, p, seen, keys = _capped(q, k, mask, scale, cap, start, end)
+            t, p, seen, keys, k_heads = _capped(q, k, mask, scale, cap, start, end)
             p.sub_(top[:, :, start:end]).exp_().div_(total[:, :, start:end])
             d = dout[:, :, start:end]
             dv[:, :, keys] += p.to(q.dtype).transpose(-1, -2) @ d
-            ds = (d @ v[:, :, keys].transpose(-1, -2)).to(acc).sub_(delta[:, :, start:end]).mul_(p)
+            v_heads = _heads(v[:, :, keys], groups)
+            ds = (d @ v_heads.transpose(-1, -2)).to(acc).sub_(delta[:, :, start:end]).mul_(p)
             if seen is not None:
                 ds.masked_fill_(~seen, 0.0)
             # through cap * tanh(x / cap): times 1 - tanh^2
             draw = ds.mul_(t.to(acc).square_().neg_().add_(1)).mul_(scale).to(q.dtype)
-            dq[:, :, start:end] = draw @ k[:, :, keys]
+            dq[:, :, start:end] = draw @ k_heads
             dk[:, :, keys] += draw.transpose(-1, -2) @ q[:, :, start:end]
+        if groups > 1:
+            dk, dv = (x.view(B, H // groups, groups, *x.shape[2:]).sum(2) for x in (dk, dv))
         return dq, dk.to(k.dtype), dv.to(v.dtype), None, None, None
 
 
@@ -111,8 +126,6 @@ def softcap_attention(q, k, v, mask, scale: float, cap: float) -> torch.Tensor:
     soft-capped at `cap`, under `mask` (boolean [B, 1|H, Q, K] or [Q, K], True where a query sees a key) or
     causal without one (the last query sees every key) -> [B, H, Q, D_v]; a row that sees no key
     averages every value, as the models' eager attention does under its most negative mask."""
-    if k.shape[1] != q.shape[1]:
-        k, v = (x.repeat_interleave(q.shape[1] // x.shape[1], dim=1) for x in (k, v))
     return _SoftcapAttention.apply(q, k, v, mask, float(scale), float(cap))
 
 
@@ -140,19 +153,9 @@ def softcap_attention_forward(module, query, key, value, attention_mask, scaling
 def use_softcap_attention(model) -> bool:
     """Switch `model` from eager attention to `softcap_attention_forward` where its attention soft-caps
     its scores (`attn_logit_softcapping`) and has no sinks; returns whether it did."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
-    from reasonrl.models.loading import text_config
+    from reasonrl.models.loading import switch_eager_attention, text_config
 
     has_sinks = any(isinstance(getattr(m, "sinks", None), torch.nn.Parameter) for m in model.modules())
     if has_sinks or not getattr(text_config(model.config), "attn_logit_softcapping", None):
         return False
-    configs = [c for m in model.modules() if hasattr(c := getattr(m, "config", None), "_attn_implementation")]
-    if any(c._attn_implementation != "eager" for c in configs):
-        return False
-    AttentionInterface.register(SOFTCAP, softcap_attention_forward)
-    AttentionMaskInterface.register(SOFTCAP, sdpa_mask)
-    for c in configs:
-        c._attn_implementation = SOFTCAP
-    return True
+    return switch_eager_attention(model, SOFTCAP, softcap_attention_forward)

@@ -80,10 +80,10 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     # rows (measured on CPU: counting them over-estimated the demo by 10-20%); packs attend per sequence
     # (engines.packing.segment_attention: fused SDPA on slices, no mask), so no padding mask reaches it
     # eager attention: a padded batch through the model's own eager function; a pack through segment
-    # attention, whose SDPA is fused unless soft-capping needs the explicit product
+    # attention, which keeps no probabilities (SDPA; soft-capping in blocks, models.softcap)
     # attention of the model's own: eager, and a pack's probabilities span the whole pack
     own_pack = bool(s.pack_tokens and m.own_attention)
-    flash = not m.eager_attention or bool(s.pack_tokens and not m.attn_softcap and not own_pack)
+    flash = not m.eager_attention or bool(s.pack_tokens and not own_pack)
     attn_len = max(s.pack_tokens, s.seq_tokens) if own_pack else s.seq_tokens
     per_token = _per_token_layer_floats(m, attn_len, flash, s.padded and not s.pack_tokens, b < 4) * b
     layer = per_token * tokens
@@ -106,16 +106,27 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     # in 16 bits the upcast's backward also holds the 16-bit gradient of the completion positions
     # while the slice's backward builds the full one (measured: the 32k-vocabulary bf16 case was 11% low)
     low = b != 4
+    kept_logits = 0.0  # what of them lives through the layers' backward
     if s.pack_tokens and s.logprob_chunk:  # one chunk of a pack's completion positions at a time
         out["logits"] = m.vocab * s.logprob_chunk * (2 * b + (2 + low) * 4 + low * b)
     elif s.pack_tokens:  # kept for backward: every row's fp32 log-softmax (and upcast); the rest one pack's
         pack_rows = pack / max(s.seq_tokens, 1)
-        out["logits"] = m.vocab * (rows * comp * 4 * (1 + low) + pack_rows * comp * (4 * (1 + low) + low * b)
-                                   + 2 * pack * b)  # fmt: skip
+        kept_logits = m.vocab * rows * comp * 4 * (1 + low)
+        out["logits"] = kept_logits + m.vocab * (pack_rows * comp * (4 * (1 + low) + low * b) + 2 * pack * b)
     else:
         out["logits"] = (
             rows * m.vocab * (2 * head_positions * b + (2 + (b != 4)) * comp * 4 + (b != 4) * comp * b)
         )
+    # soft-capped attention in blocks (models.softcap): one block of scores at a time in one layer's
+    # backward, as tanh, probabilities and their gradient in fp32 (in 16 bits also the 16-bit copies the
+    # products read); the padded batch's rows, or one pack, per call. Not at once with the logits but
+    # what packs keep of them: the head's backward has freed the rest when the layers' begins
+    out["attention_blocks"] = 0.0
+    if m.attention == "reasonrl_softcap":
+        from reasonrl.models.softcap import BLOCK_ELEMENTS
+
+        block = min(BLOCK_ELEMENTS, m.heads * (pack if s.pack_tokens else tokens) * s.seq_tokens)
+        out["attention_blocks"] = block * (3 * 4 + 2 * low * b)
     if s.critic:  # its activations (no vocabulary head)
         out["critic"] += out["activations"]
     # generation: keys and values of every layer for every row and position, and one step's logits
@@ -129,7 +140,8 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
         out["weights"] + out["optimizer"] + out["reference"] + (3 * m.params * b / shard if s.critic else 0)
     )
     out["training_peak"] = (out["weights"] + out["gradients"] + out["optimizer"] + out["reference"]
-                            + out["critic"] + out["activations"] + out["logits"])  # fmt: skip
+                            + out["critic"] + out["activations"] + kept_logits
+                            + max(out["logits"] - kept_logits, out["attention_blocks"]))  # fmt: skip
     out["generation_peak"] = persistent + out["kv_cache"] + out["generation_logits"]
     out["peak"] = max(out["training_peak"], out["generation_peak"])
     return out

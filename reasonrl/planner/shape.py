@@ -27,7 +27,8 @@ class ModelShape:
     context: int  # max_position_embeddings
     largest_layer: int  # parameters of the largest decoder layer (what FSDP2 unshards at once)
     norms_per_layer: int = 2  # hidden-sized norms in a decoder layer (Gemma 2: 4, around both sublayers)
-    eager_attention: bool = False  # the attention loads as eager (keeps [heads, T, T] probabilities)
+    eager_attention: bool = False  # the attention runs eager (keeps [heads, T, T] probabilities)
+    attention: str = "sdpa"  # the attention implementation training runs (after `lean_attention`)
     attn_softcap: bool = False  # attention logits soft-capped (eager keeps the tanh output too)
     # attention in code of the model's own, outside transformers' interface (BLOOM, GPT-J, ...): a pack
     # runs it under a [P, P] block mask (engines.packing), keeping [heads, P, P] probabilities
@@ -60,12 +61,13 @@ def model_shape(
     """config: the model's already-loaded config (a training run has it), instead of reading `path`'s."""
     import torch
 
-    from reasonrl.models.loading import attention_kwargs, causal_lm_class, text_config
+    from reasonrl.models.loading import attention_kwargs, causal_lm_class, lean_attention, text_config
 
     cfg = config if config is not None else hf_config(path)
     text = text_config(cfg)
     with torch.device("meta"):  # with the attention implementation training will load it with
         model = causal_lm_class(cfg).from_config(cfg, **attention_kwargs(cfg))
+    lean_attention(model)  # sinks and soft-caps run without eager's kept scores (`load_policy`)
     params = sum(p.numel() for p in model.parameters())
     from reasonrl.engines.fsdp2 import decoder_layers
 
@@ -104,6 +106,7 @@ def model_shape(
         largest_layer=largest,
         norms_per_layer=len(norms) or 2,
         eager_attention=getattr(model.config, "_attn_implementation", None) == "eager",
+        attention=str(getattr(model.config, "_attn_implementation", None) or "sdpa"),
         attn_softcap=bool(getattr(text, "attn_logit_softcapping", None)),
         own_attention=not (
             getattr(model, "_supports_attention_backend", True) or getattr(model, "_supports_sdpa", True)
