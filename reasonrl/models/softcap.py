@@ -46,7 +46,7 @@ def _seen(mask, start: int, end: int, Q: int, K: int, device) -> tuple[torch.Ten
         i = torch.arange(start, end, device=device)[:, None] + (K - Q)
         return torch.arange(hi, device=device)[None, :] <= i, 0, hi
     seen = mask[..., start:end, :]
-    if not bool(seen.any(-1).all()):
+    if torch.compiler.is_compiling() or not bool(seen.any(-1).all()):  # (compiled: no data-dependent sizes)
         return seen, 0, K
     cols = seen.reshape(-1, K).any(0).nonzero()
     lo, hi = int(cols[0]), int(cols[-1]) + 1

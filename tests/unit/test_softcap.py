@@ -146,3 +146,21 @@ def test_attention_dropout_in_training_keeps_eager_arithmetic(monkeypatch):
     assert called == [0.1] and out.shape == (2, 23, 4, 8)
     softcap.softcap_attention_forward(module.eval(), q, k, v, None, scaling=0.35, dropout=0.1, softcap=2.0)
     assert called == [0.1]  # evaluation: the blocks
+
+
+@pytest.mark.skipif(
+    __import__("reasonrl.engines.compiled", fromlist=["cpp_compiler"]).cpp_compiler() is None,
+    reason="torch.compile on CPU needs a C++ compiler",
+)
+def test_soft_capped_blocks_compile_in_one_graph():
+    """`model.compile` compiles the decoder layers: under a mask, the blocks skip no keys there (the keys
+    a block sees are data, and would break the graph), and give the same values and gradients."""
+    q, k, v = _inputs(torch.float32, length=16)
+    mask = _masks(16)["4d"]
+    compiled = torch.compile(lambda q, k, v: softcap_attention(q, k, v, mask, 0.35, 2.0), fullgraph=True)
+    out = compiled(q, k, v)
+    grads = torch.autograd.grad(out.sum(), (q, k, v))
+    ref = softcap_attention(q, k, v, mask, 0.35, 2.0)
+    torch.testing.assert_close(out, ref, rtol=0, atol=1e-5)
+    for a, b in zip(grads, torch.autograd.grad(ref.sum(), (q, k, v))):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
