@@ -3,7 +3,8 @@ device time) never finds them broken: `bench/gpu_train_step.py --device cpu` thr
 engine with the bare loop beside it, and through the FSDP2 engine (gloo, world size 1), with activation
 checkpointing off and on, and packed beside padded on uneven rows; `bench/rollout_throughput.py` with
 the HF engine and transformers' continuous batching (`gpu_figures.sh rollout`); `bench/eval_throughput.py`
-with all three sides (`gpu_figures.sh eval`); `bench/gpu_figures.sh` parses."""
+with all three sides (`gpu_figures.sh eval`); `bench/lean_attention.py` for sinks and soft-caps
+(`gpu_figures.sh sinks`); `bench/gpu_figures.sh` parses."""
 
 from __future__ import annotations
 
@@ -84,6 +85,20 @@ def test_eval_throughput_runs_on_cpu(tiny_model_dir):
     assert t["generate_s"] > 0 and t["total_s"] == pytest.approx(
         t["generate_s"] + t["score_wait_s"] + t["other_s"], abs=0.02
     )
+
+
+@pytest.mark.parametrize("kind", ["sinks", "softcap"])
+def test_lean_attention_runs_on_cpu(kind):
+    """`gpu_figures.sh sinks`: reasonrl's attention for sinks and soft-caps beside the scores written out."""
+    out = _bench("lean_attention.py", "--kind", kind, "--rows", "2", "--length", "48", "--reps", "1")
+    ours = {"sinks": "SDPA", "softcap": "blocks"}[kind]
+    for side in ("packed", "padded"):
+        before, after = (
+            out[f"{side}, written out" if side == "packed" else "padded, eager"],
+            out[f"{side}, {ours}"],
+        )
+        assert before["seconds"] > 0 and after["seconds"] > 0 and out[f"{side}_logprob_gap"] < 1e-4
+        assert after["kept_mib"] < before["kept_mib"]  # no scores kept for the backward
 
 
 def test_gpu_figures_script_parses():
