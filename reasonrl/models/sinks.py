@@ -69,12 +69,16 @@ def sink_sdpa_attention(
     return out.transpose(1, 2).contiguous(), None
 
 
+def has_sinks(model) -> bool:
+    """Whether any attention of `model` has sinks (a `sinks` parameter)."""
+    return any(isinstance(getattr(m, "sinks", None), torch.nn.Parameter) for m in model.modules())
+
+
 def use_sink_sdpa(model) -> bool:
     """Switch `model` from eager attention to `sink_sdpa_attention` where its attention has sinks (a
     `sinks` parameter) and nothing else that SDPA drops (soft-capping); returns whether it did."""
     from reasonrl.models.loading import switch_eager_attention, text_config
 
-    has_sinks = any(isinstance(getattr(m, "sinks", None), torch.nn.Parameter) for m in model.modules())
-    if not has_sinks or getattr(text_config(model.config), "attn_logit_softcapping", None):
+    if not has_sinks(model) or getattr(text_config(model.config), "attn_logit_softcapping", None):
         return False
     return switch_eager_attention(model, SINK_SDPA, sink_sdpa_attention)

@@ -138,15 +138,14 @@ def softcap_attention_forward(module, query, key, value, attention_mask, scaling
     if softcap is None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout,
                                       **kwargs)  # fmt: skip
+    mask = None if attention_mask is None else attention_mask[:, :, :, : key.shape[2]]
     if dropout and module.training:
         from reasonrl.engines.pack_attention import explicit_attention
 
-        mask = None if attention_mask is None else attention_mask[:, :, :, : key.shape[2]]
         out = explicit_attention(query, key, value, mask, scaling, dropout, softcap, None)
-        return out.transpose(1, 2).contiguous(), None
-    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    mask = None if attention_mask is None else attention_mask[:, :, :, : key.shape[2]]
-    out = softcap_attention(query, key, value, mask, scale, softcap)
+    else:
+        scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+        out = softcap_attention(query, key, value, mask, scale, softcap)
     return out.transpose(1, 2).contiguous(), None
 
 
@@ -154,8 +153,8 @@ def use_softcap_attention(model) -> bool:
     """Switch `model` from eager attention to `softcap_attention_forward` where its attention soft-caps
     its scores (`attn_logit_softcapping`) and has no sinks; returns whether it did."""
     from reasonrl.models.loading import switch_eager_attention, text_config
+    from reasonrl.models.sinks import has_sinks
 
-    has_sinks = any(isinstance(getattr(m, "sinks", None), torch.nn.Parameter) for m in model.modules())
-    if has_sinks or not getattr(text_config(model.config), "attn_logit_softcapping", None):
+    if has_sinks(model) or not getattr(text_config(model.config), "attn_logit_softcapping", None):
         return False
     return switch_eager_attention(model, SOFTCAP, softcap_attention_forward)
