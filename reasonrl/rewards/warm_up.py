@@ -3,8 +3,9 @@
 Owns: `warm_up_verifiers()`, which runs the `warm_up` function of each registered verifier whose
 `preload` modules this process has imported, once per process. Importing this module runs it: the
 verifier pool's forkserver imports it as its last preload, so every worker, and every replacement of a
-killed worker, forks with warm caches instead of building them itself; workers started otherwise
-(spawn, fork) run it from their initializer (`rewards.runner`). Does not own: what a warm-up does (the
+killed worker, forks with warm caches instead of building them itself. Workers started otherwise
+(spawn, fork), or from a forkserver that an earlier pool started without these libraries, are not
+warmed: their verifiers warm on their first calls, as before. Does not own: what a warm-up does (the
 verifier's module) or which modules a pool preloads (`rewards.runner.preload_modules`).
 
 Why: math-verify's LaTeX parser (ANTLR) builds its prediction tables lazily, on the first input of
