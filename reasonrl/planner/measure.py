@@ -7,7 +7,10 @@ allocator statistics) `LivePeak`, a dispatch mode that counts the bytes of every
 (released through weak references) on top of the parameters, optimizer state and batch already there.
 torch's own MemTracker does the same accounting but refuses a module called twice in one step (the
 chunked logits head, recomputed checkpointed layers). The optimizer state is created by a first step
-outside the measurement, as it is by every step after the first in a run.
+outside the measurement, as it is by every step after the first in a run. On a CPU, half-precision
+matrix products run in fp32 inside the dispatch (`_Fp32Products`; same result tensors, none of the
+fp32 temporaries counted): CPUs without bf16 instructions take seconds per product (15x more in some
+layouts), and the peak is about which tensors live, not how they are computed.
 """
 
 from __future__ import annotations
@@ -21,8 +24,31 @@ from reasonrl.config import RunConfig
 from reasonrl.types import TrainBatch
 
 
+_PRODUCTS = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default,
+             torch.ops.aten.baddbmm.default}  # fmt: skip
+_HALF = (torch.bfloat16, torch.float16)
+
+
+def _dispatch(func, args, kwargs):
+    """func(*args, **kwargs); a CPU matrix product of half-precision tensors computed in fp32 and cast
+    back to its dtype (a tensor of the same dtype and shape as the op's own)."""
+    half = [a for a in args if isinstance(a, torch.Tensor) and a.dtype in _HALF and a.device.type == "cpu"]
+    if func not in _PRODUCTS or not half:
+        return func(*args, **kwargs)
+    up = [a.float() if isinstance(a, torch.Tensor) and a.dtype in _HALF else a for a in args]
+    return func(*up, **kwargs).to(half[0].dtype)
+
+
+class _Fp32Products(TorchDispatchMode):
+    """While active, CPU half-precision matrix products run in fp32 (`_dispatch`); counts nothing."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return _dispatch(func, args, kwargs or {})
+
+
 class LivePeak(TorchDispatchMode):
-    """Peak bytes of live CPU tensor storages while active; `hold(tensors)` counts existing ones."""
+    """Peak bytes of live CPU tensor storages while active; `hold(tensors)` counts existing ones.
+    Half-precision matrix products run in fp32 inside (`_dispatch`), their temporaries uncounted."""
 
     def __init__(self):
         super().__init__()
@@ -48,7 +74,7 @@ class LivePeak(TorchDispatchMode):
                 self._add(t.untyped_storage(), release=False)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
+        out = _dispatch(func, args, kwargs or {})
         for t in out if isinstance(out, (tuple, list)) else [out]:
             if isinstance(t, torch.Tensor) and t.device.type == "cpu":
                 self._add(t.untyped_storage(), release=True)
@@ -114,13 +140,15 @@ def measure_train_step(cfg: RunConfig, prompt_tokens: int, device: str = "cpu") 
     tokens = torch.tensor(float(rows * tc))
     loss_fn = make_loss_fn(cfg.algo, tokens, torch.tensor(float(rows)), tc)
     step = functools.partial(engine.train_step, entropy_grad=cfg.algo.entropy_coef > 0)  # as the trainer does
-    step(batch, loss_fn, rows)  # creates the optimizer state, as a run's first step does
     if device.startswith("cuda"):
+        step(batch, loss_fn, rows)  # creates the optimizer state, as a run's first step does
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         step(batch, loss_fn, rows)
         torch.cuda.synchronize()
         return {"peak": float(torch.cuda.max_memory_allocated())}
+    with _Fp32Products():
+        step(batch, loss_fn, rows)  # creates the optimizer state, as a run's first step does
     probe = LivePeak()
     state = [v for st in engine.optimizer.state.values() for v in st.values()]
     fields = [getattr(batch, k) for k in batch.__dataclass_fields__]
