@@ -23,7 +23,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from reasonrl.config import RunConfig
 from reasonrl.types import TrainBatch
 
-
 _PRODUCTS = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default,
              torch.ops.aten.baddbmm.default}  # fmt: skip
 _HALF = (torch.bfloat16, torch.float16)
