@@ -25,16 +25,17 @@ HERE = Path(__file__).parent
 
 
 @pytest.fixture(scope="module")
-def demo_cache(tmp_path_factory):
-    """The demo model, built once into a private cache (about 30 s)."""
-    cache = tmp_path_factory.mktemp("cache")
+def demo_cache():
+    """The demo model's cache: the default one, which every other test uses (built there on first use,
+    once per machine, in a subprocess as the commands below build it)."""
+    from reasonrl.models.loading import cache_root
+
     code = (
         "from reasonrl.models.loading import resolve_model_path; resolve_model_path('demo:addsub', log=print)"
     )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "REASONRL_CACHE": str(cache)})  # fmt: skip
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
-    return str(cache)
+    return str(cache_root())
 
 
 def _env(cache=None):

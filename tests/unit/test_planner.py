@@ -121,6 +121,27 @@ def test_each_mistake_names_its_key():
     assert ("error", "rollout.engine_kwargs.max_batch") in {(x.level, x.key) for x in gen.findings}
 
 
+def test_half_precision_on_a_cpu_without_its_instructions_warns(monkeypatch):
+    import torch
+
+    from reasonrl.planner import checks
+
+    demo = ("model.path=demo", "data.max_prompt_tokens=40", "rollout.max_new_tokens=64", "model.device=cpu")
+    for dtype, check in (("bfloat16", "_is_mkldnn_bf16_supported"), ("float16", "_is_mkldnn_fp16_supported")):
+        monkeypatch.setattr(torch.ops.mkldnn, check, lambda: False)  # an AVX2 CPU (this machine's kind)
+        (f,) = [
+            f
+            for f in make_plan(_cfg(*demo, f"model.dtype={dtype}"), world=1).findings
+            if f.key == "model.dtype"
+        ]
+        assert f.level == "warn" and "17x slower" in f.message and "model.dtype=float32" in f.message
+        assert f"without {dtype} instructions" in f.message
+        assert _keys(_cfg(*demo, "model.dtype=float32"), world=1) == set()
+        monkeypatch.setattr(torch.ops.mkldnn, check, lambda: True)  # AVX-512 bf16 / AMX
+        assert _keys(_cfg(*demo, f"model.dtype={dtype}"), world=1) == set()
+    assert checks.cpu_computes("bfloat16") is True
+
+
 def test_large_logits_suggest_chunking(tmp_path):
     from transformers import Qwen2Config
 
