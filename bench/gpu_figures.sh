@@ -2,6 +2,9 @@
 # The GPU figures recorded in docs/distributed.md, docs/rollouts.md and docs/design.md, one part at a
 # time (each part stays under ten minutes on one H100). Logs and JSON lines go to $DIR (default
 # gpu-figures/). Needs CUDA, torch, transformers and reasonrl importable (PYTHONPATH=. works).
+# With 15 minutes of device time (machine start included), run `next` first: the open GPU questions.
+#   bash bench/gpu_figures.sh next       # ~8 min: packed + compiled profiled, 0.5B MFU without the entropy
+#                                        # metric, soft-capped blocks and sinks on CUDA
 #   bash bench/gpu_figures.sh train      # MFU grid: 0.5B / 1.5B, 2k-8k, checkpointing off / on, FSDP2 world 1
 #   bash bench/gpu_figures.sh compile    # the same with model.compile (compiled decoder layers) vs bare eager
 #   bash bench/gpu_figures.sh pack       # uneven completions: padded vs packed (model.pack_tokens), 0.5B / 1.5B
@@ -27,6 +30,16 @@ run() {  # run NAME TIMEOUT CMD...: output to $DIR/NAME.log, the last JSON line 
 T=bench/gpu_train_step.py
 R=bench/rollout_throughput.py
 case "${1:-train}" in
+next)
+    # why packed + compiled ran 0.89x of padded (0.5B, 4k, checkpointing): both profiled, 2 steps
+    run pack_05b_compiled_profile 200 python $T --preset qwen2.5-0.5b --seqs 4096 --ckpt on --chunk 256 --pack 16384 \
+        --compile --profile 15 --steps 2
+    # 0.5B compiled reached 31.1% MFU at 2k with the entropy metric (7% of the step eager): without it?
+    run train_05b_compile_noentropy 150 python $T --preset qwen2.5-0.5b --seqs 2048 --ckpt off --chunk 256 --compile \
+        --entropy off
+    run softcap_4k 90 python bench/lean_attention.py --kind softcap --device cuda --rows 8 --length 4096 --reps 2
+    run sinks_4k 90 python bench/lean_attention.py --kind sinks --device cuda --rows 8 --length 4096 --reps 2
+    ;;
 train)
     run train_05b 150 python $T --preset qwen2.5-0.5b --seqs 2048,4096,8192 --ckpt off,on --chunk 256 --bare
     run train_05b_logits 90 python $T --preset qwen2.5-0.5b --seqs 2048,4096 --ckpt off --chunk 0
