@@ -197,9 +197,9 @@ def _findings(cfg: RunConfig, plan: Plan, s: Settings, prompt: int, measured_pro
         and not cpu_computes(cfg.model.dtype)
     ):
         out.append(Finding("warn", "model.dtype", f"{cfg.model.dtype} on a CPU without {cfg.model.dtype} instructions "
-                           f"(this one: {_cpu_capability()}): its matrix products run emulated, a training step "
-                           "measured 17x slower than in float32 on such a CPU; model.dtype=float32 trains faster "
-                           "here"))  # fmt: skip
+                           f"(this one: {_cpu_capability()}): its matrix products run emulated, 8-100x slower than "
+                           "float32 ones on such a CPU (a bfloat16 training step measured 17x slower); "
+                           "model.dtype=float32 trains faster here"))  # fmt: skip
     if not s.logprob_chunk and mem["logits"] > 0.3 * mem["training_peak"] \
             and mem["logits"] > GIB:  # fmt: skip
         out.append(Finding("warn", "model.logprob_chunk", f"the logits [B, T, V] take an estimated "
