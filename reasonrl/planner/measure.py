@@ -28,26 +28,24 @@ _PRODUCTS = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.
 _HALF = (torch.bfloat16, torch.float16)
 
 
-def _dispatch(func, args, kwargs):
-    """func(*args, **kwargs); a CPU matrix product of half-precision tensors computed in fp32 and cast
-    back to its dtype (a tensor of the same dtype and shape as the op's own)."""
-    half = [a for a in args if isinstance(a, torch.Tensor) and a.dtype in _HALF and a.device.type == "cpu"]
-    if func not in _PRODUCTS or not half:
-        return func(*args, **kwargs)
-    up = [a.float() if isinstance(a, torch.Tensor) and a.dtype in _HALF else a for a in args]
-    return func(*up, **kwargs).to(half[0].dtype)
-
-
 class _Fp32Products(TorchDispatchMode):
-    """While active, CPU half-precision matrix products run in fp32 (`_dispatch`); counts nothing."""
+    """While active, a CPU matrix product of half-precision tensors is computed in fp32 and cast back
+    to its dtype (a tensor of the same dtype and shape as the op's own); every other op runs as is."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return _dispatch(func, args, kwargs or {})
+        kwargs = kwargs or {}
+        half = [
+            a for a in args if isinstance(a, torch.Tensor) and a.dtype in _HALF and a.device.type == "cpu"
+        ]
+        if func not in _PRODUCTS or not half:
+            return func(*args, **kwargs)
+        up = [a.float() if isinstance(a, torch.Tensor) and a.dtype in _HALF else a for a in args]
+        return func(*up, **kwargs).to(half[0].dtype)
 
 
-class LivePeak(TorchDispatchMode):
+class LivePeak(_Fp32Products):
     """Peak bytes of live CPU tensor storages while active; `hold(tensors)` counts existing ones.
-    Half-precision matrix products run in fp32 inside (`_dispatch`), their temporaries uncounted."""
+    Half-precision matrix products run in fp32 inside (`_Fp32Products`), their temporaries uncounted."""
 
     def __init__(self):
         super().__init__()
@@ -73,7 +71,7 @@ class LivePeak(TorchDispatchMode):
                 self._add(t.untyped_storage(), release=False)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = _dispatch(func, args, kwargs or {})
+        out = super().__torch_dispatch__(func, types, args, kwargs)
         for t in out if isinstance(out, (tuple, list)) else [out]:
             if isinstance(t, torch.Tensor) and t.device.type == "cpu":
                 self._add(t.untyped_storage(), release=True)

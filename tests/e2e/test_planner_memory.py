@@ -140,11 +140,11 @@ def test_live_peak_runs_half_precision_products_in_fp32_and_counts_only_their_re
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    class Seen(TorchDispatchMode):  # below the probe: sees the ops the probe runs
-        ops: list = []
+    ops = []
 
+    class Seen(TorchDispatchMode):  # below the probe: sees the ops the probe runs
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.ops.append((str(func), [a.dtype for a in args if isinstance(a, torch.Tensor)]))
+            ops.append((str(func), [a.dtype for a in args if isinstance(a, torch.Tensor)]))
             return func(*args, **(kwargs or {}))
 
     g = torch.Generator().manual_seed(0)
@@ -154,8 +154,8 @@ def test_live_peak_runs_half_precision_products_in_fp32_and_counts_only_their_re
     with Seen(), probe:
         out = a @ w.T  # aten.mm: computed from fp32 copies (8 KiB, 6 KiB, 12 KiB fp32 scratch uncounted)
         nn = a @ w[:32].T.contiguous()  # the layout that takes bf16 CPUs the longest
-    assert ("aten.mm.default", [torch.float32, torch.float32]) in Seen.ops
-    assert all(op != "aten.mm.default" or dtypes == [torch.float32] * 2 for op, dtypes in Seen.ops)
+    assert ("aten.mm.default", [torch.float32, torch.float32]) in ops
+    assert all(op != "aten.mm.default" or dtypes == [torch.float32] * 2 for op, dtypes in ops)
     assert out.dtype == nn.dtype == torch.bfloat16 and out.shape == (64, 48)
     assert torch.equal(out, (a.float() @ w.float().T).bfloat16())  # the product in fp32, rounded once
     # held a, w; then out, w[:32].T's contiguous copy (freed after its product) and nn
