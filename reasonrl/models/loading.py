@@ -4,7 +4,9 @@ generation: `causal_lm_class`), or "demo" for the tiny model.
 Owns: device / dtype choice, the attention implementation (`attention_kwargs`: eager where
 transformers' default SDPA would silently drop part of the model's attention; attention sinks through
 SDPA instead of eager, `models.sinks`), the model cache
-directory, and `load_policy(path, ...) -> (model, tokenizer)` with the tokenizer padded on the left,
+directory, and `load_policy(path, ...) -> (model, tokenizer)` with the tokenizer padded on the left
+(in two halves for runs that check settings before loading weights: `load_tokenizer_and_config`,
+`load_model`),
 refusing a model that left padding changes (`models.isolation`; padding with the EOS token where the
 pad token's backward is not finite, `pad_with_a_finite_backward`), and the corrections that make a
 model decode what it trains (`unclamp_time_steps`: Mamba-2 mixers clamping dt outside decoding
@@ -120,6 +122,13 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
     """(model, tokenizer) on the chosen device, tokenizer padded on the left for generation (with its EOS
     token where its pad token's backward is not finite: `pad_with_a_finite_backward`); InputError for a
     model whose left-padded rows depend on their padding (`models.isolation.check_padding`)."""
+    path, tokenizer, config = load_tokenizer_and_config(path, log=log)
+    return load_model(path, config, tokenizer, dtype, device, log=log), tokenizer
+
+
+def load_tokenizer_and_config(path: str, log=print):
+    """(resolved path, tokenizer padded on the left, config): what checks before the weights need (a
+    training run's prompt lengths and the planner's checks), read without loading the weights."""
     from transformers import AutoConfig, AutoTokenizer
 
     path = resolve_model_path(path, log=log)
@@ -127,10 +136,14 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    dtype_ = torch_dtype(dtype)
-    config = AutoConfig.from_pretrained(path)
+    return path, tokenizer, AutoConfig.from_pretrained(path)
+
+
+def load_model(path: str, config, tokenizer, dtype: str = "float32", device: str = "auto", log=print):
+    """The weights of `load_tokenizer_and_config`'s model on the chosen device (the second half of
+    `load_policy`; may change the tokenizer's pad token, see there)."""
     model = causal_lm_class(config).from_pretrained(
-        path, config=config, dtype=dtype_, **attention_kwargs(config)
+        path, config=config, dtype=torch_dtype(dtype), **attention_kwargs(config)
     )
     model.to(resolve_device(device))
     lean_attention(model, log=log)
@@ -138,7 +151,7 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
     pad_with_a_finite_backward(model, tokenizer, log=log)  # every batch is left-padded
     if model.generation_config is not None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
-    return model, tokenizer
+    return model
 
 
 def lean_attention(model, log=None) -> None:

@@ -22,7 +22,7 @@ from reasonrl.data.schema import load_problems
 from reasonrl.data.tasks import generate
 from reasonrl.engines.single import SingleDeviceEngine, training_forward
 from reasonrl.eval.accuracy import evaluate
-from reasonrl.models.loading import load_policy
+from reasonrl.models.loading import load_model, load_tokenizer_and_config
 from reasonrl.rewards import check_routable
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.factory import build_rollout_engine
@@ -188,20 +188,23 @@ def preflight(cfg: RunConfig, longest_prompt: int | None, model_config=None, log
 
 
 def build_run(cfg: RunConfig, log=print) -> Run:
-    import_plugins(cfg.plugins)
+    import_plugins(cfg.plugins)  # (plugins may register the engines named)
+    # settings this launch cannot run, the data, the prompts' lengths and the planner's checks: all
+    # before the weights load (minutes for a large model), so that a mistake costs seconds
+    kind = check_parallel(cfg)
     random.seed(cfg.train.seed)
     torch.manual_seed(cfg.train.seed)
     train, val = load_data(cfg)
-    model, tokenizer = load_policy(cfg.model.path, cfg.model.dtype, cfg.model.device, log=log)
+    path, tokenizer, config = load_tokenizer_and_config(cfg.model.path, log=log)
     budget, drop = cfg.data.max_prompt_tokens, cfg.data.drop_overlong_prompts
     seen: dict = {}
     train = fit_prompts(tokenizer, train, budget, "train data", drop, log, stats=seen)
     val = fit_prompts(tokenizer, val, budget, "validation data", drop, log, stats=seen)
     if not train and not cfg.data.mixture:
         raise ValueError(f"no training prompt fits data.max_prompt_tokens={budget}")
-    preflight(
-        cfg, None if cfg.data.mixture else seen.get("longest"), model.config, log
-    )  # the planner's checks
+    # the planner's checks, on a copy (building its meta model sets the attention on the config it gets)
+    preflight(cfg, None if cfg.data.mixture else seen.get("longest"), copy.deepcopy(config), log)
+    model = load_model(path, config, tokenizer, cfg.model.dtype, cfg.model.device, log=log)
     if cfg.model.logprob_chunk > 0:  # before LoRA, compiling or sharding: the model as loaded
         from reasonrl.engines.output_head import check_output_head
 
@@ -222,7 +225,6 @@ def build_run(cfg: RunConfig, log=print) -> Run:
 
         log(f"model.compile: {compile_decoder_layers(model)} decoder layers compiled for training")
     t = cfg.train
-    kind = check_parallel(cfg)
     kw = dict(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), warmup_steps=t.warmup_steps,
               lr_schedule=t.lr_schedule, total_steps=t.steps * t.epochs * (t.global_batch // t.mini_batch),
               min_lr_ratio=t.min_lr_ratio, grad_clip=t.grad_clip, bf16=cfg.model.dtype == "bfloat16", ref_model=ref)  # fmt: skip

@@ -163,14 +163,30 @@ def test_live_peak_runs_half_precision_products_in_fp32_and_counts_only_their_re
     assert probe.current == (64 * 32 + 48 * 32 + 64 * 48 + 64 * 32) * 2
 
 
-def test_train_stops_on_the_planners_errors(tiny_model_dir, tmp_path):
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        ("rollout.max_new_tokens=126", r"rollout.max_new_tokens: the longest prompt \(\d+\) \+ rollout.max_new_tokens "
+         r"\(126\) = \d+ exceeds the model's context \(max_position_embeddings 128\)"),
+        ("train.engine=fsdp2", r"train.engine=fsdp2 needs a process group: launch with torchrun"),
+    ],
+)  # fmt: skip
+def test_train_stops_on_the_planners_errors_before_loading_the_weights(tiny_model_dir, tmp_path, monkeypatch,
+                                                                      bad, error):  # fmt: skip
+    """The planner's errors and settings this launch cannot run stop `train` before the weights load
+    (minutes for a large model; before, both came after loading them, the ref copy and compiling)."""
+    from reasonrl.trainer import setup
     from reasonrl.trainer.loop import train
 
+    loaded = []
+    monkeypatch.setattr(
+        setup, "load_model", lambda *a, **k: loaded.append(a) or pytest.fail("weights loaded")
+    )
     cfg = load_config(None, [f"model.path={tiny_model_dir}", "model.device=cpu", f"log.run_dir={tmp_path / 'r'}",
                              "train.steps=1", "train.global_batch=8", "rollout.n=4", "train.mini_batch=8",
-                             "train.micro_batch=4", "rollout.max_new_tokens=126", "data.train_size=16", "val.size=4",
+                             "train.micro_batch=4", bad, "data.train_size=16", "val.size=4",
                              "log.tensorboard=false", "log.progress=false"])  # fmt: skip
-    with pytest.raises(ConfigError, match=r"rollout.max_new_tokens: the longest prompt \(\d+\) \+ rollout.max_new_tokens "
-                       r"\(126\) = \d+ exceeds the model's context \(max_position_embeddings 128\)"):  # fmt: skip
+    with pytest.raises(ConfigError, match=error):
         train(cfg, log=lambda *a: None)
+    assert loaded == []
     assert not (tmp_path / "r" / "metrics.jsonl").exists()  # nothing ran
