@@ -101,7 +101,7 @@ def cmd_generate(args) -> int:
             raise InputError("generate reasoning_gym needs --tasks 'name:weight,...'")
         problems = generate(args.tasks, args.size, args.seed, args.config)
     else:
-        from reasonrl.data.tasks import generate
+        from reasonrl.data.tasks import TASKS, generate
 
         if args.tasks or args.config:
             raise InputError("--tasks / --config are for reasoning_gym")
@@ -110,7 +110,10 @@ def cmd_generate(args) -> int:
                 args.task, args.size, seed=args.seed, difficulty=args.difficulty, split=args.split
             )
         except ValueError as e:
-            raise InputError(str(e)) from None
+            from reasonrl.data.gym import task_hint
+
+            way = f"reasonrl data generate reasoning_gym --tasks '{args.task}:1'"
+            raise InputError(f"{e}{task_hint(args.task, way) if args.task not in TASKS else ''}") from None
     write_problems(out, problems)
     _print({"task": args.task, "rows": len(problems), "out": str(out)})
     return 0

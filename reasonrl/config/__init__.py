@@ -70,8 +70,19 @@ __all__ = [
 _ = MISSING  # re-exported for recipes that want required fields
 
 
-def _fail(e: OmegaConfBaseException, source: str) -> ConfigError:
-    key = getattr(e, "full_key", None) or ""
+def _failing_override(cfg, overrides: list[str]) -> str | None:
+    """The key of the first override that does not merge into `cfg` on its own (OmegaConf names no key
+    for a list item of the wrong type, e.g. a string where data.mixture holds mappings)."""
+    for o in overrides:
+        try:
+            OmegaConf.merge(cfg, OmegaConf.from_dotlist([o]))
+        except OmegaConfBaseException:
+            return o.partition("=")[0]
+    return None
+
+
+def _fail(e: OmegaConfBaseException, source: str, key: str | None = None) -> ConfigError:
+    key = getattr(e, "full_key", None) or key or ""
     msg = str(e).split("\n")[0]
     if not key:  # a merge error on a whole section names only its class, e.g. "... of TrainConfig"
         for f in fields(RunConfig):
@@ -103,7 +114,9 @@ def load_config(recipe: str | Path | None = None, overrides: list[str] | None = 
         if overrides:
             cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
     except OmegaConfBaseException as e:
-        raise _fail(e, source) from None
+        raise _fail(
+            e, source, _failing_override(cfg, overrides or []) if source != str(recipe) else None
+        ) from None
     run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
     validate(run)
     return run

@@ -45,7 +45,6 @@ def validate(cfg: RunConfig) -> None:
     from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
     from reasonrl.algorithms.kl import KL_ESTIMATORS
     from reasonrl.algorithms.masked import AGG_MODES
-    from reasonrl.data.tasks import TASKS
     from reasonrl.engines.single import LR_SCHEDULES
     from reasonrl.models.loading import DTYPE_NAMES
     from reasonrl.registry import RegistryError
@@ -88,7 +87,10 @@ def validate(cfg: RunConfig) -> None:
     _choice("algo.adv_estimator", a.adv_estimator, ADVANTAGES.names())
     _choice("algo.policy_loss", a.policy_loss, POLICY_LOSSES.names())
     if not cfg.data.train_files and not cfg.data.mixture:
-        _choice("data.task", cfg.data.task, sorted(TASKS))
+        from reasonrl.data.mixture import check_task
+
+        check_task("data.task", cfg.data.task,
+                   f"data.mixture=[{{name: gym, weight: 1, reasoning_gym: '{cfg.data.task}:1'}}]")  # fmt: skip
     from reasonrl.data.mixture import check_data_config
 
     check_data_config(cfg.data)

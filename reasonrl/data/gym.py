@@ -13,6 +13,7 @@ during training (`data.curriculum`). reasoning-gym is the optional extra `gym`, 
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Any
 
@@ -44,31 +45,43 @@ def _gym():
     return reasoning_gym
 
 
-def parse_mix(spec: str) -> list[tuple[str, float]]:
-    """'a:2,b:1,c' -> [(a, 2.0), (b, 1.0), (c, 1.0)]; names checked against reasoning-gym's registry."""
-    from reasoning_gym.factory import DATASETS  # noqa: F401 - registers the datasets
+def task_hint(name: str, way: str) -> str:
+    """ "" or, where `name` is a reasoning-gym dataset (not a built-in task), "; NAME is a reasoning-gym
+    dataset: <way>" (`way`: how the caller's setting asks for one); "" without reasoning-gym too."""
+    try:
+        from reasoning_gym.factory import DATASETS
+    except ImportError:
+        return ""
+    return f"; {name!r} is a reasoning-gym dataset: {way}" if name in DATASETS and name != "composite" else ""
 
+
+def parse_mix(spec: str, where: str = "--tasks") -> list[tuple[str, float]]:
+    """'a:2,b:1,c' -> [(a, 2.0), (b, 1.0), (c, 1.0)]; names checked against reasoning-gym's registry.
+    `where`: the setting's name in errors (the CLI's --tasks, a mixture entry's reasoning_gym key)."""
     _gym()
+    from reasoning_gym.factory import DATASETS  # registers the datasets
+
+    known = sorted(set(DATASETS) - {"composite"})
     out: list[tuple[str, float]] = []
     for part in filter(None, (p.strip() for p in spec.split(","))):
         name, _, weight = part.partition(":")
         try:
             w = float(weight) if weight else 1.0
         except ValueError:
-            raise InputError(f"--tasks {part!r}: weight {weight!r} is not a number") from None
+            raise InputError(f"{where} {part!r}: weight {weight!r} is not a number") from None
         if w <= 0:
-            raise InputError(f"--tasks {part!r}: weight must be > 0")
-        if name not in DATASETS or name == "composite":
-            raise InputError(
-                f"--tasks: unknown reasoning-gym dataset {name!r}; known: {', '.join(sorted(DATASETS))}"
-            )
+            raise InputError(f"{where} {part!r}: weight must be > 0")
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            raise InputError(f"{where}: unknown reasoning-gym dataset {name!r}"
+                             f"{f' (did you mean {close[0]!r}?)' if close else ''}; known: {', '.join(known)}")  # fmt: skip
         out.append((name, w))
     if not out:
         raise InputError(
-            "--tasks: give at least one reasoning-gym dataset, e.g. 'basic_arithmetic:2,leg_counting:1'"
+            f"{where}: give at least one reasoning-gym dataset, e.g. 'basic_arithmetic:2,leg_counting:1'"
         )
     if len({n for n, _ in out}) != len(out):
-        raise InputError(f"--tasks {spec!r}: a dataset is named twice")
+        raise InputError(f"{where} {spec!r}: a dataset is named twice")
     return out
 
 
@@ -79,9 +92,10 @@ def _value(text: str) -> Any:
         return text
 
 
-def task_configs(mix: list[tuple[str, float]], settings: list[str]) -> dict[str, dict[str, Any]]:
+def task_configs(mix: list[tuple[str, float]], settings: list[str], where: str = "--config"
+                 ) -> dict[str, dict[str, Any]]:  # fmt: skip
     """'task.field=value' settings -> {task: {field: value}}; `task.level=L` expands through the task's
-    curriculum (every attribute at level L)."""
+    curriculum (every attribute at level L). `where`: the settings' name in errors."""
     gym = _gym()
     names = {n for n, _ in mix}
     out: dict[str, dict[str, Any]] = {n: {} for n in names}
@@ -89,19 +103,19 @@ def task_configs(mix: list[tuple[str, float]], settings: list[str]) -> dict[str,
         key, eq, raw = s.partition("=")
         task, dot, fld = key.partition(".")
         if not eq or not dot or task not in names:
-            raise InputError(f"--config {s!r}: expected TASK.FIELD=VALUE with TASK one of {sorted(names)}")
+            raise InputError(f"{where} {s!r}: expected TASK.FIELD=VALUE with TASK one of {sorted(names)}")
         if fld == "level":
             try:
                 out[task].update(level_config(task, int(raw)))
             except (ValueError, IndexError, KeyError) as e:
-                raise InputError(f"--config {s!r}: {e}") from None
+                raise InputError(f"{where} {s!r}: {e}") from None
         else:
             out[task][fld] = _value(raw)
     for task, cfg in out.items():  # validate now, naming the task, before anything is written
         try:
             gym.create_dataset(task, size=1, seed=0, **cfg)
         except (TypeError, AssertionError, ValueError) as e:
-            raise InputError(f"--config for {task}: {e}") from None
+            raise InputError(f"{where} for {task}: {e}") from None
     return out
 
 

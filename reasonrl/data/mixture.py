@@ -51,6 +51,10 @@ def check_data_config(d) -> None:
         w = m.get("weight", 1.0)
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0:
             raise ConfigError(f"{where}.weight must be a number > 0, got {w!r}")
+        if m.get("task"):
+            check_task(
+                f"{where}.task", str(m["task"]), f"{where}.reasoning_gym: '{m['task']}:1' instead of task"
+            )
     if d.mixture and d.train_files:
         raise ConfigError("data.mixture and data.train_files both set; put the files in the mixture")
     c = d.curriculum
@@ -105,14 +109,22 @@ class FileSource:
         return {**self.__dict__, "_order": None}
 
 
+def check_task(key: str, task: str, gym_way: str) -> None:
+    """ConfigError unless `task` is a built-in task (naming the reasoning-gym way for a gym dataset)."""
+    from reasonrl.config import ConfigError
+    from reasonrl.data.gym import task_hint
+    from reasonrl.data.tasks import TASKS
+
+    if task not in TASKS:
+        raise ConfigError(f"{key}={task!r} is not a valid choice; valid: {', '.join(sorted(TASKS))}"
+                          f"{task_hint(task, gym_way)}")  # fmt: skip
+
+
 class TaskSource:
     """A built-in procedural task at the curriculum's level (difficulty = level)."""
 
     def __init__(self, name: str, task: str, difficulty: int, seed: int):
-        from reasonrl.data.tasks import TASKS
-
-        if task not in TASKS:
-            raise InputError(f"data.mixture {name}: unknown task {task!r}; known: {', '.join(sorted(TASKS))}")
+        check_task(f"data.mixture {name}: task", task, f"reasoning_gym: '{task}:1' instead of task")
         self.name, self.task, self.difficulty, self.seed, self.index = name, task, difficulty, seed, 0
 
     def tasks(self) -> list[tuple[str, int, int, int | None]]:
@@ -151,8 +163,9 @@ class GymSource:
         from reasonrl.data.gym import parse_mix, task_configs
 
         self.name, self.seed = name, seed
-        self.mix = parse_mix(spec)
-        self.fixed = task_configs(self.mix, list(settings or []))  # validated now, before training
+        self.mix = parse_mix(spec, f"data.mixture {name}: reasoning_gym")
+        # validated now, before training
+        self.fixed = task_configs(self.mix, list(settings or []), f"data.mixture {name}: config")
         self.counters = {t: 0 for t, _ in self.mix}
         self.draws = 0
         self._cache: dict[tuple[str, int | None], Any] = {}

@@ -258,9 +258,9 @@ def resolve(names: list[str]) -> list[Benchmark]:
                 from reasonrl.data.gym import parse_mix
 
                 try:
-                    parse_mix(m[3:])
+                    parse_mix(m[3:], where="")
                 except InputError as e:
-                    raise InputError(f"unknown benchmark {m!r}: {str(e).removeprefix('--tasks: ')}") from None
+                    raise InputError(f"unknown benchmark {m!r}: {str(e).lstrip(': ')}") from None
                 _add(gym_benchmark(m[3:]))
             if m not in BENCHMARKS:
                 raise InputError(
@@ -272,9 +272,10 @@ def resolve(names: list[str]) -> list[Benchmark]:
 
 
 def load_benchmark(b: Benchmark, data_dir: str | Path | None = None, path: str | Path | None = None,
-                   limit: int | None = None) -> list[Problem]:  # fmt: skip
+                   limit: int | None = None, dir_key: str = "--data-dir") -> list[Problem]:  # fmt: skip
     """The benchmark's problems from `path`, or its standard file under `data_dir` (generated
-    benchmarks: generated, seeded)."""
+    benchmarks: generated, seeded). `dir_key`: how the caller sets `data_dir`, for the errors (a
+    training run's val.data_dir; `reasonrl eval`'s --data-dir, beside which --file names a path)."""
     from reasonrl.data.files import read_rows
 
     if b.generate is not None:
@@ -285,10 +286,11 @@ def load_benchmark(b: Benchmark, data_dir: str | Path | None = None, path: str |
         if found is None:
             raise InputError(
                 f"benchmark {b.name}: no file matching {' or '.join(b.files)} in "
-                f"{data_dir if data_dir is not None else '(no --data-dir given)'}; expected {b.source}. "
-                f"Download it (e.g. datasets.load_dataset(...).to_json / to_parquet) into --data-dir, "
-                f"or pass --file {b.name}=PATH (a file, a datasets directory or hf:ORG/NAME)"
-            )
+                f"{data_dir if data_dir is not None else f'(no {dir_key} given)'}; expected {b.source}. "
+                f"Download it (e.g. datasets.load_dataset(...).to_json / to_parquet) into {dir_key}"
+                + (f", or pass --file {b.name}=PATH (a file, a datasets directory or hf:ORG/NAME)"
+                   if dir_key == "--data-dir" else "")
+            )  # fmt: skip
         path = found
     path = Path(path)
     problems = b.convert(read_rows(path), path)

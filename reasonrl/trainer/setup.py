@@ -189,8 +189,9 @@ def preflight(cfg: RunConfig, longest_prompt: int | None, model_config=None, log
 
 def build_run(cfg: RunConfig, log=print) -> Run:
     import_plugins(cfg.plugins)  # (plugins may register the engines named)
-    # settings this launch cannot run, the data, the prompts' lengths and the planner's checks: all
-    # before the weights load (minutes for a large model), so that a mistake costs seconds
+    # settings this launch cannot run, the data (files of a mixture and of val.benchmarks too), the
+    # prompts' lengths and the planner's checks: all before the weights load (minutes for a large
+    # model), so that a mistake costs seconds
     kind = check_parallel(cfg)
     random.seed(cfg.train.seed)
     torch.manual_seed(cfg.train.seed)
@@ -204,6 +205,9 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         raise ValueError(f"no training prompt fits data.max_prompt_tokens={budget}")
     # the planner's checks, on a copy (building its meta model sets the attention on the config it gets)
     preflight(cfg, None if cfg.data.mixture else seen.get("longest"), copy.deepcopy(config), log)
+    options = {k: dict(v) for k, v in cfg.reward.options.items()}  # (a mixture's files load here)
+    sampler = build_sampler(cfg.data, cfg.train.global_batch // cfg.rollout.n, train, tokenizer, options, log)
+    benchmarks = load_val_benchmarks(cfg, tokenizer, log, train)  # val.benchmarks: files, rows, routing
     model = load_model(path, config, tokenizer, cfg.model.dtype, cfg.model.device, log=log)
     if cfg.model.logprob_chunk > 0:  # before LoRA, compiling or sharding: the model as loaded
         from reasonrl.engines.output_head import check_output_head
@@ -239,8 +243,6 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     from reasonrl.trainer.rollouts import make_scorer
 
     scorer = make_scorer(cfg, train)
-    options = {k: dict(v) for k, v in cfg.reward.options.items()}
-    sampler = build_sampler(cfg.data, t.global_batch // cfg.rollout.n, train, tokenizer, options, log)
     run = Run(
         model,
         tokenizer,
@@ -253,7 +255,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         cfg.data.max_prompt_tokens,
         think_from_prompt=cfg.reward.think_from_prompt,
     )
-    run.benchmarks = load_val_benchmarks(cfg, tokenizer, log, train)
+    run.benchmarks = benchmarks
     if hasattr(scorer, "close"):
         run.closers.append(scorer.close)
     run.closers.append(run.rollout_engine.close)
@@ -269,7 +271,7 @@ def load_val_benchmarks(cfg: RunConfig, tokenizer, log=print, train: list[Proble
 
     out = []
     for b in resolve(list(cfg.val.benchmarks)):
-        problems = load_benchmark(b, cfg.val.data_dir, limit=cfg.val.benchmark_limit)
+        problems = load_benchmark(b, cfg.val.data_dir, limit=cfg.val.benchmark_limit, dir_key="val.data_dir")
         check_routable(
             problems, f"val benchmark {b.name}", {k: dict(v) for k, v in cfg.reward.options.items()}
         )

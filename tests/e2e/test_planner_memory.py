@@ -169,12 +169,20 @@ def test_live_peak_runs_half_precision_products_in_fp32_and_counts_only_their_re
         ("rollout.max_new_tokens=126", r"rollout.max_new_tokens: the longest prompt \(\d+\) \+ rollout.max_new_tokens "
          r"\(126\) = \d+ exceeds the model's context \(max_position_embeddings 128\)"),
         ("train.engine=fsdp2", r"train.engine=fsdp2 needs a process group: launch with torchrun"),
+        ("data.mixture=[{name: f, weight: 1, files: [MISSING]}]", r"data file not found: .*none.parquet"),
+        ("data.mixture=[{name: g, weight: 1, reasoning_gym: 'leg_countin:1'}]",
+         r"data.mixture g: reasoning_gym: unknown reasoning-gym dataset 'leg_countin' \(did you mean 'leg_counting'\?\)"),
+        ("val.benchmarks=[gsm8k]", r"benchmark gsm8k: no file matching .* in \(no val.data_dir given\);.* into "
+                                   r"val.data_dir$"),
     ],
 )  # fmt: skip
-def test_train_stops_on_the_planners_errors_before_loading_the_weights(tiny_model_dir, tmp_path, monkeypatch,
-                                                                      bad, error):  # fmt: skip
-    """The planner's errors and settings this launch cannot run stop `train` before the weights load
-    (minutes for a large model; before, both came after loading them, the ref copy and compiling)."""
+def test_train_stops_on_mistakes_before_loading_the_weights(
+    tiny_model_dir, tmp_path, monkeypatch, bad, error
+):
+    """The planner's errors, settings this launch cannot run and data that cannot load (a mixture's
+    files and reasoning-gym names, val.benchmarks' files) stop `train` before the weights load (minutes
+    for a large model; before, all came after loading them, the reference copy and compiling)."""
+    from reasonrl.errors import InputError
     from reasonrl.trainer import setup
     from reasonrl.trainer.loop import train
 
@@ -184,9 +192,9 @@ def test_train_stops_on_the_planners_errors_before_loading_the_weights(tiny_mode
     )
     cfg = load_config(None, [f"model.path={tiny_model_dir}", "model.device=cpu", f"log.run_dir={tmp_path / 'r'}",
                              "train.steps=1", "train.global_batch=8", "rollout.n=4", "train.mini_batch=8",
-                             "train.micro_batch=4", bad, "data.train_size=16", "val.size=4",
-                             "log.tensorboard=false", "log.progress=false"])  # fmt: skip
-    with pytest.raises(ConfigError, match=error):
+                             "train.micro_batch=4", bad.replace("MISSING", str(tmp_path / "none.parquet")),
+                             "data.train_size=16", "val.size=4", "log.tensorboard=false", "log.progress=false"])  # fmt: skip
+    with pytest.raises((ConfigError, InputError, FileNotFoundError), match=error):
         train(cfg, log=lambda *a: None)
     assert loaded == []
     assert not (tmp_path / "r" / "metrics.jsonl").exists()  # nothing ran

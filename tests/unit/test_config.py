@@ -307,3 +307,41 @@ def test_configs_stored_by_earlier_releases_are_migrated():
     assert a.off_policy.tis_cap == 2.0 and a.critic.value_clip is None
     current = to_dict(load_config(None, ["algo.kl.coef=0.05"]))
     assert migrate(current) == current  # a current config passes through unchanged
+
+
+@pytest.mark.parametrize(
+    "mixture, error",
+    [
+        # (OmegaConf's own error named no key: "invalid config key ''")
+        (["a"], r"invalid config key 'data.mixture': Cannot assign str to Dict"),
+        ([{"name": "a", "task": "addsub", "size": 3}], r"data.mixture\[0\]: unknown key\(s\) \['size'\]"),
+        ([{"name": "a", "task": "addsub", "files": ["x.parquet"]}], r"data.mixture\[0\]: give exactly one of"),
+        ([{"name": "a", "task": "addsub"}, {"name": "a", "task": "countdown"}],
+         r"data.mixture\[1\].name must be a unique non-empty string"),
+        ([{"name": "a", "task": "addsub", "weight": 0}], r"data.mixture\[0\].weight must be a number > 0, got 0"),
+        ([{"name": "a", "task": "addsub", "weight": True}], r"data.mixture\[0\].weight must be a number > 0"),
+        # before: a mixture's unknown task passed the config and crashed in the data loading with a traceback
+        ([{"name": "a", "task": "nope"}], r"data.mixture\[0\].task='nope' is not a valid choice; valid: addsub, "
+                                          r"arithmetic, countdown$"),
+        ([{"name": "a", "task": "leg_counting"}], r"data.mixture\[0\].task='leg_counting' is not a valid choice; .*; "
+                                                  r"'leg_counting' is a reasoning-gym dataset: data.mixture\[0\]."
+                                                  r"reasoning_gym: 'leg_counting:1' instead of task$"),
+    ],
+)  # fmt: skip
+def test_a_bad_mixture_entry_is_a_config_error_naming_it(mixture, error):
+    import json
+
+    with pytest.raises(ConfigError, match=error):
+        load_config(None, [f"data.mixture={json.dumps(mixture)}"])
+
+
+def test_a_reasoning_gym_name_as_data_task_names_the_mixture_that_generates_it():
+    with pytest.raises(ConfigError, match=r"'leg_counting' is a reasoning-gym dataset: data.mixture=\[\{name: gym, "
+                                          r"weight: 1, reasoning_gym: 'leg_counting:1'\}\]$"):  # fmt: skip
+        load_config(None, ["data.task=leg_counting"])
+    with pytest.raises(
+        ConfigError, match=r"data.task='nope' is not a valid choice; valid: addsub, arithmetic, countdown$"
+    ):
+        load_config(None, ["data.task=nope"])
+    with pytest.raises(ConfigError, match="data.mixture and data.train_files both set"):
+        load_config(None, ['data.mixture=[{"name": "a", "task": "addsub"}]', "data.train_files=[x.parquet]"])
