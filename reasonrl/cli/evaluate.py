@@ -199,6 +199,9 @@ def eval_problems(args, model_path) -> int:
         from reasonrl.trainer.setup import load_data
 
         _, problems = load_data(cfg)
+        if not problems:  # (before: "problems": 0 and a mean score of 0.0)
+            raise InputError(f"{args.model}: its run has no validation problems (no data.val_files, and no built-in "
+                             "task in its data); evaluate it with --data FILE, --task NAME or --benchmarks NAMES")  # fmt: skip
         model, tok = load_policy(args.model, device=args.device)
         problems = fit_prompts(tok, problems, cfg.data.max_prompt_tokens, "validation data",
                                cfg.data.drop_overlong_prompts, lambda *a: None)  # fmt: skip

@@ -70,15 +70,27 @@ __all__ = [
 _ = MISSING  # re-exported for recipes that want required fields
 
 
-def _failing_override(cfg, overrides: list[str]) -> str | None:
-    """The key of the first override that does not merge into `cfg` on its own (OmegaConf names no key
-    for a list item of the wrong type, e.g. a string where data.mixture holds mappings)."""
-    for o in overrides:
+def _failing_key(cfg, parts: list[tuple[str, object]]) -> str | None:
+    """The key of the first (key, part) whose part does not merge into `cfg` on its own (OmegaConf names
+    no key for a list item of the wrong type, e.g. a string where data.mixture holds mappings)."""
+    for key, part in parts:
         try:
-            OmegaConf.merge(cfg, OmegaConf.from_dotlist([o]))
+            OmegaConf.merge(cfg, part)
         except OmegaConfBaseException:
-            return o.partition("=")[0]
+            return key
     return None
+
+
+def _parts(recipe: Path | None, overrides: list[str]) -> list[tuple[str, object]]:
+    """Each override, or each `section.key` of the recipe, as (key, a config holding only it)."""
+    if recipe is None:
+        return [(o.partition("=")[0], OmegaConf.from_dotlist([o])) for o in overrides]
+    out = []
+    for section, body in OmegaConf.to_container(OmegaConf.load(recipe)).items():
+        items = body.items() if isinstance(body, dict) else [(None, body)]
+        out += [(f"{section}.{k}" if k is not None else str(section),
+                 OmegaConf.create({section: {k: v} if k is not None else v})) for k, v in items]  # fmt: skip
+    return out
 
 
 def _fail(e: OmegaConfBaseException, source: str, key: str | None = None) -> ConfigError:
@@ -106,17 +118,15 @@ def load_config(recipe: str | Path | None = None, overrides: list[str] | None = 
         bad = [o for o in overrides if "=" not in o]
         if bad:
             raise ConfigError(f"override {bad[0]!r} must look like section.key=value")
-    source = str(recipe)
+    source, part = str(recipe), Path(recipe) if recipe is not None else None
     try:
         if recipe is not None:
             cfg = OmegaConf.merge(cfg, OmegaConf.load(Path(recipe)))
-        source = "command-line override"
+        source, part = "command-line override", None
         if overrides:
             cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
     except OmegaConfBaseException as e:
-        raise _fail(
-            e, source, _failing_override(cfg, overrides or []) if source != str(recipe) else None
-        ) from None
+        raise _fail(e, source, _failing_key(cfg, _parts(part, list(overrides or [])))) from None
     run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
     validate(run)
     return run

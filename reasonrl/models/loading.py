@@ -131,20 +131,39 @@ def load_tokenizer_and_config(path: str, log=print):
     training run's prompt lengths and the planner's checks), read without loading the weights."""
     from transformers import AutoConfig, AutoTokenizer
 
+    from reasonrl.errors import InputError
+
     path = resolve_model_path(path, log=log)
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    local = Path(path).expanduser()
+    if path.startswith((".", "/", "~")) and not local.exists():
+        raise InputError(f"model path not found: {path}")
+    if local.is_dir() and not (local / "config.json").is_file():
+        raise InputError(f"model directory {path} has no config.json (a Hugging Face model directory holds "
+                         "config.json, the weights and the tokenizer's files)")  # fmt: skip
+    try:
+        config = AutoConfig.from_pretrained(path)  # first: its error names a missing config.json
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as e:  # not a model directory, an unknown hub id, no network, ...
+        raise InputError(
+            f"model {path}: cannot load its tokenizer and config ({str(e).splitlines()[0]})"
+        ) from None
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    return path, tokenizer, AutoConfig.from_pretrained(path)
+    return path, tokenizer, config
 
 
 def load_model(path: str, config, tokenizer, dtype: str = "float32", device: str = "auto", log=print):
     """The weights of `load_tokenizer_and_config`'s model on the chosen device (the second half of
     `load_policy`; may change the tokenizer's pad token, see there)."""
-    model = causal_lm_class(config).from_pretrained(
-        path, config=config, dtype=torch_dtype(dtype), **attention_kwargs(config)
-    )
+    from reasonrl.errors import InputError
+
+    try:
+        model = causal_lm_class(config).from_pretrained(
+            path, config=config, dtype=torch_dtype(dtype), **attention_kwargs(config)
+        )
+    except OSError as e:  # no weight files, an unreadable one, no network for a hub id
+        raise InputError(f"model {path}: cannot load its weights ({str(e).splitlines()[0]})") from None
     model.to(resolve_device(device))
     lean_attention(model, log=log)
     unclamp_time_steps(model, log=log)

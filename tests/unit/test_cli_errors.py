@@ -31,6 +31,42 @@ def test_expected_errors_are_one_line_with_exit_2(capsys, argv, needle):
     assert "Traceback" not in err
 
 
+def test_train_on_a_model_that_does_not_load_is_one_line(tmp_path, capsys, tiny_model_and_tokenizer):
+    """Before: transformers' OSError as a traceback, for the weights after everything else loaded."""
+    runs = f"log.run_dir={tmp_path / 'run'}"
+    assert cli.main(["train", f"model.path={tmp_path / 'none'}", runs]) == 2
+    assert f"model path not found: {tmp_path / 'none'}" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["train", f"model.path={tmp_path / 'empty'}", runs]) == 2
+    assert f"model directory {tmp_path / 'empty'} has no config.json" in capsys.readouterr().err
+    model, tok = tiny_model_and_tokenizer
+    model.config.save_pretrained(tmp_path / "no_weights")
+    tok.save_pretrained(tmp_path / "no_weights")
+    assert cli.main(["train", f"model.path={tmp_path / 'no_weights'}", runs, "train.steps=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"reasonrl: error: model {tmp_path / 'no_weights'}: cannot load its weights ("
+    ) and ("model.safetensors" in err and "Traceback" not in err and err.count("\n") == 1), err
+
+
+def test_eval_of_a_run_without_validation_problems_is_an_error_not_a_zero_score(tmp_path, capsys,
+                                                                                tiny_model_and_tokenizer):  # fmt: skip
+    """A run trained on a reasoning-gym mixture has no held-out set of its own (before: "problems": 0,
+    "mean_score": 0.0)."""
+    import json
+
+    from reasonrl.config import load_config, to_dict
+
+    model, tok = tiny_model_and_tokenizer
+    ckpt = tmp_path / "checkpoints" / "step_000001"
+    model.save_pretrained(ckpt)
+    tok.save_pretrained(ckpt)
+    cfg = load_config(None, ["data.mixture=[{name: g, weight: 1, reasoning_gym: 'leg_counting:1'}]"])
+    (ckpt / "state.json").write_text(json.dumps({"step": 1, "config": to_dict(cfg)}))
+    assert cli.main(["eval", str(ckpt)]) == 2
+    assert "its run has no validation problems" in capsys.readouterr().err
+
+
 def test_eval_directories_without_model_or_tokenizer_are_named(tmp_path, capsys):
     assert cli.main(["eval", str(tmp_path)]) == 2
     assert f"{tmp_path} is not a Hugging Face model directory (no config.json)" in capsys.readouterr().err

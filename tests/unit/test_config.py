@@ -345,3 +345,15 @@ def test_a_reasoning_gym_name_as_data_task_names_the_mixture_that_generates_it()
         load_config(None, ["data.task=nope"])
     with pytest.raises(ConfigError, match="data.mixture and data.train_files both set"):
         load_config(None, ['data.mixture=[{"name": "a", "task": "addsub"}]', "data.train_files=[x.parquet]"])
+
+
+def test_a_list_item_of_the_wrong_type_names_its_key_in_a_recipe_and_an_override(tmp_path):
+    """OmegaConf names no key for it (before: "invalid config key ''")."""
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("train:\n  steps: 3\ndata:\n  task: addsub\n  mixture:\n    - a\n")
+    with pytest.raises(ConfigError, match=r"r.yaml: invalid config key 'data.mixture': Cannot assign str"):
+        load_config(recipe)
+    with pytest.raises(
+        ConfigError, match=r"command-line override: invalid config key 'data.mixture': Cannot"
+    ):
+        load_config(None, ["train.steps=3", 'data.mixture=["a"]'])
