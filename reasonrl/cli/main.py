@@ -114,8 +114,17 @@ def _demo(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """No abbreviated flags, in every subcommand (`add_subparsers` makes parsers of this class): with them
+    `data filter F --max 100` was `--max-prompt-tokens 100`, a filter nobody asked for."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="reasonrl", description=__doc__.splitlines()[0])
+    p = _Parser(prog="reasonrl", description=__doc__.splitlines()[0])
     p.add_argument("--debug", action="store_true", help="show tracebacks of expected errors too")
     sub = p.add_subparsers(dest="command", required=True)
 

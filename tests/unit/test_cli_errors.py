@@ -126,3 +126,21 @@ def test_real_bugs_keep_their_traceback(monkeypatch):
     monkeypatch.setattr(data_cli, "cmd_generate", bug)
     with pytest.raises(KeyError):
         cli.main(["data", "generate", "addsub", "--out", "out.jsonl"])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["data", "filter", "x.parquet", "--out", "y.parquet", "--max", "100"],  # was --max-prompt-tokens 100
+        ["train", "--resum"],  # was --resume
+        ["eval", "demo", "--temp", "0.7"],  # was --temperature 0.7
+    ],
+)
+def test_abbreviated_flags_are_refused_in_every_subcommand(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert (
+        e.value.code == 2
+        and f"unrecognized arguments: {' '.join(argv[-2:] if argv[-1][0] != '-' else argv[-1:])}"
+        in (capsys.readouterr().err)
+    )
