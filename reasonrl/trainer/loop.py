@@ -29,7 +29,7 @@ from reasonrl.trainer.plot import plot_run
 from reasonrl.trainer.progress import Progress
 from reasonrl.trainer.rollout_source import rollout_source
 from reasonrl.trainer.rollouts import rollout_metrics, sample_groups
-from reasonrl.trainer.rundir import claim
+from reasonrl.trainer.rundir import claim, refuse_config_change_early
 from reasonrl.trainer.setup import build_run, step_seed, validate_policy
 from reasonrl.trainer.shaping import shape_batch
 from reasonrl.trainer.signals import Interrupted, StopOnSignal
@@ -63,6 +63,8 @@ def train(cfg: RunConfig, resume: bool = False, log=print, overwrite: bool = Fal
 
 
 def _train(cfg: RunConfig, resume: bool, log, allow_config_change: bool, stop: StopOnSignal) -> dict:
+    if resume:  # a changed config is refused before the model loads
+        refuse_config_change_early(cfg.log.run_dir, to_dict(cfg), allow_config_change)
     run = build_run(cfg, log=log)  # model, tokenizer, engines, data, sampler, reward scorer
     try:
         # a rank that crashed or hangs: an error naming rank and phase; a stalled phase: stacks, exit 70

@@ -95,19 +95,47 @@ def config_changes(saved: dict, current: dict) -> dict[str, tuple]:
             if old.get(k) != new.get(k) and not k.startswith(free)}  # fmt: skip
 
 
+def _shown(changes: dict[str, tuple]) -> str:
+    return "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in list(changes.items())[:6])
+
+
+def _refuse(changes: dict[str, tuple]) -> RunDirError:
+    more = f" (and {len(changes) - 6} more)" if len(changes) > 6 else ""
+    return RunDirError(
+        f"the config differs from the checkpoint's, which breaks an exact resume: {_shown(changes)}{more}. "
+        "Resume with the checkpoint's settings, or pass --allow-config-change to apply the new ones"
+    )
+
+
+def refuse_config_change_early(run_dir: str | Path, current: dict, allow: bool) -> None:
+    """Before anything loads (the model: minutes for a large one), the refusal `check_resume_config`
+    makes: against the config in the newest checkpoint's state.json. Not verified here; a checkpoint
+    that turns out bad is passed over by the resume, which checks the one it takes again."""
+    from reasonrl.config import migrate
+    from reasonrl.engines.checkpoint import list_checkpoints
+
+    if allow:
+        return
+    for ckpt in reversed(list_checkpoints(run_dir)):
+        try:
+            saved = json.loads((ckpt / "state.json").read_text()).get("config", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        changes = config_changes(migrate(saved), current)
+        if changes:
+            raise _refuse(changes)
+        return
+
+
 def check_resume_config(saved: dict, current: dict, allow: bool, run_dir: Path, step: int, log=print) -> bool:
     """Refuse a config that differs from the checkpoint's unless `allow`; with `allow`, record the
     change in `config_changes.jsonl` and return True (the caller applies the new values)."""
     changes = config_changes(saved, current)
     if not changes:
         return False
-    shown = "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in list(changes.items())[:6])
+    shown = _shown(changes)
     if not allow:
-        more = f" (and {len(changes) - 6} more)" if len(changes) > 6 else ""
-        raise RunDirError(
-            f"the config differs from the checkpoint's, which breaks an exact resume: {shown}{more}. "
-            "Resume with the checkpoint's settings, or pass --allow-config-change to apply the new ones"
-        )
+        raise _refuse(changes)
     log(f"resuming with a changed config (applied from step {step + 1}): {shown}")
     record = {
         "time": time.time(),

@@ -119,11 +119,21 @@ def test_new_run_over_old_checkpoints_is_refused_unless_overwrite(tiny_model_dir
     assert _steps(tmp_path / "metrics.jsonl") == [0, 1, 2] and len(out["history"]) == 3
 
 
-def test_config_change_on_resume_is_refused_or_applied_and_recorded(tiny_model_dir, tmp_path):
-    train(_cfg(tiny_model_dir, tmp_path, 2))
+def test_config_change_on_resume_is_refused_or_applied_and_recorded(tiny_model_dir, tmp_path, monkeypatch):
+    from reasonrl.trainer import setup
+
+    train(_cfg(tiny_model_dir, tmp_path, 2, "checkpoint.every=1"))
     changed = _cfg(tiny_model_dir, tmp_path, 4, "train.lr=5e-4")
-    with pytest.raises(RunDirError, match=r"train.lr: 0.001 -> 0.0005.*--allow-config-change"):
-        train(changed, resume=True)
+    with monkeypatch.context() as m:  # refused before the model loads
+        m.setattr(setup, "load_model", lambda *a, **k: pytest.fail("weights loaded"))
+        with pytest.raises(RunDirError, match=r"train.lr: 0.001 -> 0.0005.*--allow-config-change"):
+            train(changed, resume=True)
+        newest = tmp_path / "checkpoints" / "step_000002" / "state.json"
+        kept = newest.read_text()
+        newest.write_text(kept[:10])  # torn: the early check reads the one before
+        with pytest.raises(RunDirError, match=r"train.lr: 0.001 -> 0.0005"):
+            train(changed, resume=True)
+        newest.write_text(kept)
     out = train(changed, resume=True, allow_config_change=True)
     assert [round(r["lr"], 10) for r in out["history"] if r["step"] > 2] == [5e-4, 5e-4]
     record = json.loads((tmp_path / "config_changes.jsonl").read_text().splitlines()[-1])
