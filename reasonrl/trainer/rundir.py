@@ -101,9 +101,12 @@ def _shown(changes: dict[str, tuple]) -> str:
 
 def _refuse(changes: dict[str, tuple]) -> RunDirError:
     more = f" (and {len(changes) - 6} more)" if len(changes) > 6 else ""
+    # the usual one: a run extended with more steps, whose learning rate decays over all of them
+    steps = ("; train.steps sets where the learning rate's schedule ends (train.lr_schedule="
+             "constant leaves it free)") if "train.steps" in changes else ""  # fmt: skip
     return RunDirError(
-        f"the config differs from the checkpoint's, which breaks an exact resume: {_shown(changes)}{more}. "
-        "Resume with the checkpoint's settings, or pass --allow-config-change to apply the new ones"
+        f"the config differs from the checkpoint's, which breaks an exact resume: {_shown(changes)}{more}"
+        f"{steps}. Resume with the checkpoint's settings, or pass --allow-config-change to apply the new ones"
     )
 
 

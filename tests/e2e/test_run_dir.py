@@ -140,6 +140,24 @@ def test_config_change_on_resume_is_refused_or_applied_and_recorded(tiny_model_d
     assert record["resumed_from_step"] == 2 and record["changes"]["train.lr"] == [1e-3, 5e-4]
 
 
+def test_more_steps_are_refused_with_a_decaying_learning_rate_and_say_why(tmp_path):
+    from reasonrl.config import load_config, to_dict
+    from reasonrl.trainer.rundir import check_resume_config
+
+    def cfg(*extra):
+        return to_dict(load_config(None, list(extra)))
+
+    saved = cfg("train.steps=2", "train.lr_schedule=cosine")
+    with pytest.raises(RunDirError, match=r"train.steps: 2 -> 3; train.steps sets where the learning rate's schedule "
+                                          r"ends \(train.lr_schedule=constant leaves it free\)"):  # fmt: skip
+        check_resume_config(saved, cfg("train.steps=3", "train.lr_schedule=cosine"), False, tmp_path, 2)
+    constant = cfg("train.steps=2", "train.lr_schedule=constant")
+    assert (
+        check_resume_config(constant, cfg("train.steps=3", "train.lr_schedule=constant"), False, tmp_path, 2)
+        is False
+    )
+
+
 def test_sigterm_finishes_the_step_checkpoints_and_exits_without_traceback(tiny_model_dir, tmp_path):
     proc = _spawn(_overrides(tiny_model_dir, tmp_path, 500, "checkpoint.every=0"))
     _wait_for(
