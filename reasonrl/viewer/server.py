@@ -132,8 +132,16 @@ class Viewer:
     """A started viewer server (port 0 picks a free port); `url` is its address, `close()` stops it."""
 
     def __init__(self, paths: list[str | Path], host: str = "127.0.0.1", port: int = 0):
+        from reasonrl.errors import InputError
+
         self.app = ViewerApp(paths)
-        self.httpd = ThreadingHTTPServer((host, port), _handler(self.app))
+        if not 0 <= port <= 65535:
+            raise InputError(f"--port {port}: a port is 0-65535 (0 picks a free one)")
+        try:
+            self.httpd = ThreadingHTTPServer((host, port), _handler(self.app))
+        except OSError as e:  # the port taken (another viewer?), an address not of this machine, ...
+            raise InputError(f"cannot serve on {host}:{port}: {e.strerror or e}; choose another --port (0 picks "
+                             "a free one) or --host") from None  # fmt: skip
         self.httpd.daemon_threads = True
         self.url = f"http://{host}:{self.httpd.server_address[1]}/"
         self._thread: threading.Thread | None = None

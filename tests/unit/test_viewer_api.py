@@ -159,3 +159,17 @@ def test_view_command_serves_and_stops_on_ctrl_c(tmp_path):
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert bad.returncode == 2 and bad.stderr.strip() == f"reasonrl: error: {tmp_path / 'nope'}: not a directory " \
         "(expected a run directory or a directory of runs)"  # fmt: skip
+
+
+def test_a_taken_port_or_one_out_of_range_is_a_clear_error(two_runs):
+    """Before: OSError "Address already in use" / OverflowError as tracebacks."""
+    first = Viewer([two_runs]).start()
+    try:
+        port = int(first.url.rsplit(":", 1)[1].strip("/"))
+        with pytest.raises(InputError, match=rf"cannot serve on 127.0.0.1:{port}: Address already in use; choose "
+                                             r"another --port \(0 picks a free one\)"):  # fmt: skip
+            Viewer([two_runs], port=port)
+    finally:
+        first.close()
+    with pytest.raises(InputError, match=r"--port 70000: a port is 0-65535"):
+        Viewer([two_runs], port=70000)
