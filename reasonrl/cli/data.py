@@ -93,6 +93,8 @@ def cmd_generate(args) -> int:
     from reasonrl.data.files import check_output
     from reasonrl.data.schema import write_problems
 
+    if args.size < 1:
+        raise InputError(f"--size must be >= 1, got {args.size}")
     out = check_output(args.out, [])
     if args.task == "reasoning_gym":
         from reasonrl.data.gym import generate

@@ -120,6 +120,8 @@ def _plan(args) -> int:
     cfg = load_cli(args.recipe, args.overrides)
     if args.world_size is not None and args.world_size < 1:
         raise InputError(f"--world-size must be >= 1, got {args.world_size}")
+    if args.device_memory is not None and not args.device_memory > 0:
+        raise InputError(f"--device-memory must be > 0 (GiB), got {args.device_memory}")
     mem = args.device_memory * 2**30 if args.device_memory else None
     prompt = args.prompt_tokens
     if prompt is not None:

@@ -127,6 +127,16 @@ def cpu_computes(dtype: str) -> bool:
         return True
 
 
+def rank_split(cfg: RunConfig, world: int) -> tuple[str, str] | None:
+    """(key, message) where the batches do not divide over `world` ranks (what a torchrun launch of that
+    many refuses, `trainer.setup.check_parallel`), else None."""
+    t, prompts = cfg.train, cfg.train.global_batch // cfg.rollout.n
+    if world > 1 and (prompts % world or t.mini_batch % world):
+        return ("train.global_batch", f"train.global_batch / rollout.n = {prompts} prompts and train.mini_batch = "
+                f"{t.mini_batch} must both divide evenly over {world} ranks")  # fmt: skip
+    return None
+
+
 def _cpu_capability() -> str:
     import torch
 
@@ -155,6 +165,8 @@ def _findings(cfg: RunConfig, plan: Plan, s: Settings, prompt: int, measured_pro
     if prompts < plan.batch["world_size"]:
         out.append(Finding("error", "train.global_batch", f"{prompts} prompts per step (train.global_batch / "
                            f"rollout.n) for {plan.batch['world_size']} ranks: some ranks would get no group"))  # fmt: skip
+    elif (split := rank_split(cfg, plan.batch["world_size"])) is not None:
+        out.append(Finding("error", *split))
     elif prompts < 4:
         out.append(Finding("warn", "rollout.n", f"only {prompts} prompt(s) per step (train.global_batch="
                            f"{t.global_batch} / rollout.n={r.n}): each update sees very few problems; raise "

@@ -131,10 +131,10 @@ def check_parallel(cfg: RunConfig) -> str:
         raise ConfigError(f"rollout.engine_kwargs.tensor_parallel_size={tp} needs a multiple of that many torchrun "
                           f"ranks (this run has {world}): each group of {tp} consecutive ranks shares an engine")  # fmt: skip
     if world > 1:
-        prompts = t.global_batch // cfg.rollout.n
-        if prompts % world or t.mini_batch % world:
-            raise ConfigError(f"train.global_batch / rollout.n = {prompts} prompts and train.mini_batch = "
-                              f"{t.mini_batch} must both divide evenly over {world} ranks")  # fmt: skip
+        from reasonrl.planner.checks import rank_split
+
+        if (split := rank_split(cfg, world)) is not None:
+            raise ConfigError(split[1])
         if not getattr(ROLLOUT_ENGINES.get(cfg.rollout.engine), "data_parallel", False):
             raise ConfigError(f"with several ranks, rollout.engine={cfg.rollout.engine} (an engine without "
                               "data_parallel) is not supported yet")  # fmt: skip

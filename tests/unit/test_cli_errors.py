@@ -22,6 +22,11 @@ from reasonrl.cli import main as cli
         (["train", "train.grad_clip=-1"], "train.grad_clip must be > 0"),
         (["train", "train.lr=nan"], "train.lr=nan is not a finite number"),
         (["train", "log.run_dir=/dev/null/x"], "/dev/null"),
+        (["plan", "model.path=demo", "--device-memory", "-1"], "--device-memory must be > 0 (GiB), got -1.0"),
+        (
+            ["data", "generate", "countdown", "--out", "x.parquet", "--size", "0"],
+            "--size must be >= 1, got 0",
+        ),
     ],
 )
 def test_expected_errors_are_one_line_with_exit_2(capsys, argv, needle):

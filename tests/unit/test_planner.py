@@ -107,6 +107,14 @@ def test_each_mistake_names_its_key():
     assert ("error", "train.global_batch") in _keys(
         _cfg(*demo, "train.global_batch=16", "train.mini_batch=16"), world=4
     )
+    # batches that do not divide over the ranks (what a torchrun launch of 3 refuses; before, the plan was clean)
+    split = make_plan(_cfg(*demo, "train.global_batch=128", "train.mini_batch=128"), world=3)
+    assert [(f.key, f.message) for f in split.findings if f.level == "error"] == [
+        ("train.global_batch", "train.global_batch / rollout.n = 16 prompts and train.mini_batch = 128 must both "
+                               "divide evenly over 3 ranks")]  # fmt: skip
+    assert not [
+        f for f in make_plan(_cfg(*demo, "train.global_batch=128"), world=2).findings if f.level == "error"
+    ]
     assert ("warn", "rollout.n") in _keys(_cfg(*demo, "train.global_batch=16", "train.mini_batch=16"))
     assert ("warn", "train.mini_batch") in _keys(_cfg(*demo, "rollout.n=16", "train.mini_batch=8"))
     plan = make_plan(_cfg(*demo, "train.micro_batch=32"), memory_bytes=2**27)  # 128 MiB per device
