@@ -157,6 +157,8 @@ def cmd_dedup(args) -> int:
     from reasonrl.data.dedup import exact_duplicates, near_duplicates, row_text, template_group
 
     _check_share(args.template_share)
+    if not 0 < args.threshold <= 1:  # (2 was "exact only" without a word, 0 an error inside datasketch)
+        raise InputError(f"--threshold must be in (0, 1] (1: exact duplicates only), got {args.threshold}")
     rows, problems, names, _ = _rows_and_problems(args.files)
     texts = [row_text(r, n) for r, n in zip(rows, names)]
     removed = exact_duplicates(texts, names)
@@ -222,10 +224,12 @@ def cmd_passrate(args) -> int:
         from reasonrl.config import import_plugins
 
         import_plugins(args.plugins)
-    rows, problems, _, _ = _rows_and_problems([args.file])
-    check_routable(problems, args.file)
     if args.n < 1 or args.max_new_tokens < 1:
         raise InputError("--n and --max-new-tokens must be >= 1")
+    if not 0 < args.correct_threshold <= 1:  # scores are in [0, 1]: 0 solves everything, above 1 nothing
+        raise InputError(f"--correct-threshold must be in (0, 1], got {args.correct_threshold}")
+    rows, problems, _, _ = _rows_and_problems([args.file])
+    check_routable(problems, args.file)
     model = _eval_model_path(args.model)
     column = args.column or column_name(args.model)
     params = SamplingParams(

@@ -27,6 +27,28 @@ from reasonrl.cli import main as cli
             ["data", "generate", "countdown", "--out", "x.parquet", "--size", "0"],
             "--size must be >= 1, got 0",
         ),
+        (
+            ["data", "dedup", "x.parquet", "--out", "y.parquet", "--threshold", "2"],
+            "--threshold must be in (0, 1]",
+        ),
+        (
+            ["data", "dedup", "x.parquet", "--out", "y.parquet", "--threshold", "0"],
+            "--threshold must be in (0, 1]",
+        ),
+        (
+            [
+                "data",
+                "passrate",
+                "x.parquet",
+                "--model",
+                "demo",
+                "--out",
+                "y.parquet",
+                "--correct-threshold",
+                "1.5",
+            ],
+            "--correct-threshold must be in (0, 1], got 1.5",
+        ),
     ],
 )
 def test_expected_errors_are_one_line_with_exit_2(capsys, argv, needle):
