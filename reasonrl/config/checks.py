@@ -83,6 +83,10 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"model.logprob_chunk must be >= 0, got {cfg.model.logprob_chunk}")
     if not 0.0 <= t.min_lr_ratio <= 1.0:
         raise ConfigError(f"train.min_lr_ratio must be in [0, 1], got {t.min_lr_ratio}")
+    if len(t.betas) != 2 or not all(0 <= b < 1 for b in t.betas):  # (before: AdamW's error, after loading)
+        raise ConfigError(
+            f"train.betas must be two numbers in [0, 1) (Adam's beta1, beta2), got {list(t.betas)}"
+        )
     _choice("algo.kl.estimator", a.kl.estimator, KL_ESTIMATORS)
     _choice("algo.adv_estimator", a.adv_estimator, ADVANTAGES.names())
     _choice("algo.policy_loss", a.policy_loss, POLICY_LOSSES.names())

@@ -155,6 +155,8 @@ BAD_OVERRIDES = [
     ),
     (["train.grad_clip=-1"], ["train.grad_clip must be > 0"]),
     (["train.grad_clip=0"], ["train.grad_clip must be > 0"]),
+    (["train.betas=[1.5,0.9]"], ["train.betas must be two numbers in [0, 1)"]),
+    (["train.betas=[0.9]"], ["train.betas must be two numbers in [0, 1)"]),
     (["train.lr=nan"], ["train.lr=nan is not a finite number"]),
     (["algo.clip_high=inf"], ["algo.clip_high=inf is not a finite number"]),
     (["reward.timeout_s=-inf"], ["reward.timeout_s=-inf is not a finite number"]),
