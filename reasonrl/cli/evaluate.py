@@ -213,6 +213,9 @@ def eval_problems(args, model_path) -> int:
             problems = load_problems(args.data)
         else:
             task = args.task or "arithmetic"
+            from reasonrl.data.mixture import check_task
+
+            check_task("--task", task, f"--benchmarks rg_{task}")
             problems = generate(task, args.size, seed=args.seed, difficulty=args.difficulty, split="test")
         check_routable(problems, "eval data")
         model, tok = load_policy(args.model, device=args.device)

@@ -21,12 +21,20 @@ from pathlib import Path
 
 
 def resolve_device(device: str) -> str:
+    """ "auto" -> cuda where there is one, else cpu; InputError for a device this machine does not have."""
     import torch
+
+    from reasonrl.errors import InputError
 
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("model.device=cuda but no CUDA device is available")
+    try:
+        kind = torch.device(device).type
+    except RuntimeError:
+        raise InputError(f"device {device!r}: not a torch device (auto, cpu, cuda, cuda:N, ...)") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise InputError(f"device {device!r} asked for (model.device / --device), but torch {torch.__version__} "
+                         "sees no CUDA device here; use cpu or auto")  # fmt: skip
     return device
 
 
@@ -158,13 +166,14 @@ def load_model(path: str, config, tokenizer, dtype: str = "float32", device: str
     `load_policy`; may change the tokenizer's pad token, see there)."""
     from reasonrl.errors import InputError
 
+    device = resolve_device(device)  # a device this machine lacks: before the weights load
     try:
         model = causal_lm_class(config).from_pretrained(
             path, config=config, dtype=torch_dtype(dtype), **attention_kwargs(config)
         )
     except OSError as e:  # no weight files, an unreadable one, no network for a hub id
         raise InputError(f"model {path}: cannot load its weights ({str(e).splitlines()[0]})") from None
-    model.to(resolve_device(device))
+    model.to(device)
     lean_attention(model, log=log)
     unclamp_time_steps(model, log=log)
     pad_with_a_finite_backward(model, tokenizer, log=log)  # every batch is left-padded

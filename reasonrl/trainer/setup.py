@@ -22,7 +22,7 @@ from reasonrl.data.schema import load_problems
 from reasonrl.data.tasks import generate
 from reasonrl.engines.single import SingleDeviceEngine, training_forward
 from reasonrl.eval.accuracy import evaluate
-from reasonrl.models.loading import load_model, load_tokenizer_and_config
+from reasonrl.models.loading import load_model, load_tokenizer_and_config, resolve_device
 from reasonrl.rewards import check_routable
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.factory import build_rollout_engine
@@ -193,6 +193,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     # prompts' lengths and the planner's checks: all before the weights load (minutes for a large
     # model), so that a mistake costs seconds
     kind = check_parallel(cfg)
+    resolve_device(cfg.model.device)  # model.device=cuda on a machine without one
     random.seed(cfg.train.seed)
     torch.manual_seed(cfg.train.seed)
     train, val = load_data(cfg)

@@ -15,6 +15,12 @@ from reasonrl.cli import main as cli
     [
         (["eval", "/nonexistent/model"], "model path not found: /nonexistent/model"),
         (["eval", "demo", "--n", "0"], "--n must be >= 1, got 0"),
+        # before: ValueError / RuntimeError tracebacks
+        (
+            ["eval", "demo", "--task", "nope"],
+            "--task='nope' is not a valid choice; valid: addsub, arithmetic",
+        ),
+        (["eval", "demo", "--size", "4", "--device", "tpu"], "device 'tpu': not a torch device"),
         (["eval", "demo", "--data"], "--data needs at least one parquet / jsonl / json file"),
         (["eval"], "eval needs a MODEL"),
         (["eval", "compare", "a/results.json"], "eval compare needs two results.json files"),
@@ -153,6 +159,14 @@ def test_real_bugs_keep_their_traceback(monkeypatch):
     monkeypatch.setattr(data_cli, "cmd_generate", bug)
     with pytest.raises(KeyError):
         cli.main(["data", "generate", "addsub", "--out", "out.jsonl"])
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="asks for CUDA where there is none")
+def test_cuda_asked_for_without_one_is_one_line(capsys, tmp_path):
+    for argv in (["eval", "demo", "--size", "4", "--device", "cuda"],
+                 ["train", "model.device=cuda", f"log.run_dir={tmp_path}"]):  # fmt: skip
+        assert cli.main(argv) == 2
+        assert "device 'cuda' asked for (model.device / --device), but torch" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
