@@ -22,9 +22,13 @@ def _export(args) -> int:
         args.source, args.out, log=lambda m: print(m, file=sys.stderr), with_optimizer=args.with_optimizer
     )
     if args.push_to_hub:
-        from reasonrl.publish.hub import push_folder
+        from reasonrl.publish.hub import push_folder, upload_failed
 
-        out["hub"] = push_folder(args.out, args.push_to_hub, private=not args.public)
+        try:
+            out["hub"] = push_folder(args.out, args.push_to_hub, private=not args.public)
+        except Exception as e:  # (before: the network's traceback, the export written)
+            raise upload_failed(e, "--push-to-hub", args.out, args.push_to_hub, f"the export is in {args.out}; "
+                                f"retry with: huggingface-cli upload {args.push_to_hub} {args.out}") from e  # fmt: skip
     print(json.dumps(out))
     return 0
 

@@ -35,6 +35,12 @@ def push_folder(folder: str | Path, repo: str, private: bool = True, message: st
     return {"repo": repo, "url": str(repo_url), "commit": str(commit)}
 
 
+def upload_failed(e: Exception, setting: str, folder: str | Path, repo: str, kept: str) -> InputError:
+    """The one-line error of a failed upload (network, auth, quota): what failed, why, what is kept."""
+    why = f"{type(e).__name__}: {str(e).splitlines()[0]}" if str(e) else type(e).__name__
+    return InputError(f"{setting}: upload of {folder} to {repo} failed ({why}); {kept}")
+
+
 def push_run(run_dir: str | Path, repo: str, private: bool, with_optimizer: bool, log=print) -> dict:
     """The end of training with `hub.push`: export the run's newest valid checkpoint to
     RUN_DIR/hub_export/<checkpoint> (kept: it is what was uploaded) and upload it. A failed upload is
@@ -51,9 +57,7 @@ def push_run(run_dir: str | Path, repo: str, private: bool, with_optimizer: bool
     try:
         result = push_folder(out, repo, private=private, message=f"reasonrl: {ckpt.name}")
     except Exception as e:  # network, auth, quota: the run itself is complete and saved
-        raise InputError(
-            f"hub.push: upload of {out} to {repo} failed ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
-            f"the run and its checkpoints are saved; retry with: reasonrl export {ckpt} NEW_DIR --push-to-hub {repo}"
-        ) from e
+        raise upload_failed(e, "hub.push", out, repo, "the run and its checkpoints are saved; retry with: "
+                            f"reasonrl export {ckpt} NEW_DIR --push-to-hub {repo}") from e  # fmt: skip
     log(f"hub: uploaded {ckpt.name} to {result['url']}")
     return result

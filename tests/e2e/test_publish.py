@@ -93,7 +93,7 @@ def test_export_card_optimizer_and_push(tiny_model_dir, tmp_path, hub, capsys):
     assert [r["step"] for r in hist if r["step"] >= 3] == [3]
 
 
-def test_push_at_the_end_of_training_and_a_failed_upload(tiny_model_dir, tmp_path, hub, monkeypatch):
+def test_push_at_the_end_of_training_and_a_failed_upload(tiny_model_dir, tmp_path, hub, monkeypatch, capsys):
     run = tmp_path / "run"
     out = train(_cfg(tiny_model_dir, run, 2, "hub.push=true", "hub.repo=org/final"), log=lambda *a: None)
     assert out["hub"]["repo"] == "org/final"
@@ -112,3 +112,12 @@ def test_push_at_the_end_of_training_and_a_failed_upload(tiny_model_dir, tmp_pat
             log=lambda *a: None,
         )
     assert verify_checkpoint(list_checkpoints(tmp_path / "r3")[-1]) is None
+    # `reasonrl export --push-to-hub` with the upload failing: one line, the export kept (before: a traceback)
+    capsys.readouterr()
+    assert main(["export", str(tmp_path / "r3"), str(tmp_path / "exp"), "--push-to-hub", "org/final"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"reasonrl: error: --push-to-hub: upload of {tmp_path / 'exp'} to org/final failed ("
+    )
+    assert err.strip().endswith(f"the export is in {tmp_path / 'exp'}; retry with: huggingface-cli upload org/final "
+                                f"{tmp_path / 'exp'}") and (tmp_path / "exp" / "config.json").is_file()  # fmt: skip
