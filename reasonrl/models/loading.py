@@ -149,7 +149,7 @@ def load_tokenizer_and_config(path: str, log=print):
         raise InputError(f"model directory {path} has no config.json (a Hugging Face model directory holds "
                          "config.json, the weights and the tokenizer's files)")  # fmt: skip
     try:
-        config = AutoConfig.from_pretrained(path)  # first: its error names a missing config.json
+        config = AutoConfig.from_pretrained(path)  # (a hub id: its error says what the hub lacks)
         tokenizer = AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError) as e:  # not a model directory, an unknown hub id, no network, ...
         raise InputError(
