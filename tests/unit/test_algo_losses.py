@@ -79,6 +79,23 @@ def test_ppo_dual_clip():
         fn(lp, torch.zeros(1, 3), T([[-1.0, -1.0, 1.0]]), mask, clip_c=1.0)
 
 
+def test_ppo_clip_and_dual_clip_with_fractional_advantages():
+    # A = +-0.5 (GRPO's advantages are rarely +-1), clip .2 / .28, clip_c = 3:
+    #  a: r 4,  A +.5: max(-2, -.5*1.28 = -.64) = -.64; clipped high; never dual-clipped (A > 0)
+    #  b: r 4,  A -.5: max(2, .64) = 2 > bound -A*c = 1.5 -> 1.5 (dual)
+    #  c: r .5, A -.5: max(.25, .5*.8 = .4) = .4, clipped low; under the bound
+    #  d: r .5, A +.5: max(-.25, -.4) = -.25; r < .8 but A > 0: not clipped
+    lp = leaf([[LN(4.0), LN(4.0), LN(0.5), LN(0.5)]])
+    mask = T([[True, True, True, True]])
+    adv = T([[0.5, -0.5, -0.5, 0.5]])
+    loss, m = POLICY_LOSSES.get("ppo_clip")(lp, torch.zeros(1, 4), adv, mask, clip_low=0.2, clip_high=0.28,
+                                            clip_c=3.0)  # fmt: skip
+    close(loss, [[-0.64, 1.5, 0.4, -0.25]])
+    close(m["clipfrac_high"], 1 / 4)
+    close(m["clipfrac_low"], 1 / 4)
+    close(m["clipfrac_dual"], 1 / 4)
+
+
 # ---- gspo --------------------------------------------------------------------------------------
 # row 0: log ratios [.1, .3, pad 5] -> mean .2, s0 = e^.2 = 1.221403, A = +1
 # row 1: log ratios [-.1, -.2, -.3]  -> mean -.2, s1 = e^-.2 = .818731, A = -1

@@ -46,6 +46,17 @@ def test_value_loss_unclipped():
     close(m["vf_clipfrac"], 0.0)
 
 
+def test_value_clip_holds_a_value_moving_down():
+    # v .2, old .8, R .1: v_clip = .8 + clip(-.6, +-.2) = .6; unclipped .01, clipped .25 -> L = .125, the
+    # clipped branch wins, so no gradient (the value may not move more than .2 below its old value)
+    v = T([[0.2]], requires_grad=True)
+    loss, m = value_loss(v, T([[0.8]]), T([[0.1]]), torch.ones(1, 1, dtype=torch.bool), clip_range=0.2)
+    close(loss, [[0.125]])
+    loss.sum().backward()
+    close(v.grad, [[0.0]])
+    close(m["vf_clipfrac"], 1.0)
+
+
 def test_perfect_critic_explains_everything():
     r = T([[1.0, 2.0, 4.0]])
     _, m = value_loss(r.clone(), r.clone(), r, torch.ones(1, 3, dtype=torch.bool))

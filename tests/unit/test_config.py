@@ -153,6 +153,16 @@ BAD_OVERRIDES = [
         ],
         ["rollout.n=1", "algo.adv_estimator=rloo"],
     ),
+    (
+        [
+            "rollout.n=1",
+            "algo.adv_estimator=reinforce_pp_baseline",
+            "train.global_batch=8",
+            "train.mini_batch=8",
+            "train.micro_batch=8",
+        ],
+        ["rollout.n=1", "algo.adv_estimator=reinforce_pp_baseline"],
+    ),  # fmt: skip
     (["train.grad_clip=-1"], ["train.grad_clip must be > 0"]),
     (["train.grad_clip=0"], ["train.grad_clip must be > 0"]),
     (["train.betas=[1.5,0.9]"], ["train.betas must be two numbers in [0, 1)"]),

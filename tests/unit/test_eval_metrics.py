@@ -78,6 +78,7 @@ def test_maj_at_k_votes_with_normalised_answers_and_breaks_ties_by_first_appeara
     # the tie rule, the other way round: the wrong answer appears first
     assert maj_at_k([answer_key(a) for a in ("2", "3", "3.0", "2")], [0.0, 1.0, 1.0, 0.0], 4) == 0.0
     assert maj_at_k([None, None], [0.0, 0.0], 2) == 0.0
+    assert maj_at_k(keys, scores, 1) == 1.0 and maj_at_k(keys[1:], scores[1:], 1) == 0.0  # maj@1: the first
     with pytest.raises(ValueError, match="maj@k"):
         maj_at_k(keys, scores, 7)
 
@@ -86,6 +87,7 @@ def test_standard_error_by_hand():
     # values 0, 1, 1, 0: mean 0.5, sample variance 1/3, SE = sqrt(1/3 / 4)
     assert standard_error([0.0, 1.0, 1.0, 0.0]) == pytest.approx(math.sqrt(1 / 12))
     assert standard_error([0.7]) == 0.0
+    assert standard_error([0.0, 1.0]) == pytest.approx(0.5)  # sqrt(1/2 / 2): two values are enough
 
 
 def test_intervals_cover_the_true_mean_close_to_nominal():
@@ -103,6 +105,18 @@ def test_intervals_cover_the_true_mean_close_to_nominal():
             hits_boot += lo <= 0.3 <= hi
     assert 0.91 <= hits_se / trials <= 0.98
     assert 0.85 <= hits_boot / 100 <= 1.0
+
+
+def test_bootstrap_ends_are_the_percentiles_of_the_resampled_means():
+    # for 400 Bernoulli(0.3) problems the 2.5% / 97.5% percentiles of the resampled means are close to
+    # mean -+ 1.96 SE (measured within 0.15 SE: the means move in steps of 1/400); a wrong percentile
+    # index (the 10% point, the smallest mean) is 0.7 SE or more away
+    rng = random.Random(1)
+    for _ in range(5):
+        values = [1.0 if rng.random() < 0.3 else 0.0 for _ in range(400)]
+        mean, se = sum(values) / len(values), standard_error(values)
+        lo, hi = bootstrap_ci(values)
+        assert abs(lo - (mean - 1.96 * se)) < 0.25 * se and abs(hi - (mean + 1.96 * se)) < 0.25 * se
 
 
 def test_bootstrap_is_seeded_and_brackets_the_mean():
