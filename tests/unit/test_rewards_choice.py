@@ -80,6 +80,7 @@ def test_no_answer_is_deterministic_zero():
 def test_gold_forms_and_option_count():
     assert score("Answer: B", gt="(B)").score == 1.0
     assert score("Answer: B", gt=1).score == 1.0  # index 1 -> B
+    assert score("Answer: A", gt=0).score == 1.0  # index 0 -> A (not a missing gold)
     assert score("Answer: E", gt="E", choices=["a", "b", "c", "d"]).reason == "no_answer"  # only A-D
     assert score("Answer: E", gt="E").score == 1.0
     with pytest.raises(ValueError, match="not an option letter"):

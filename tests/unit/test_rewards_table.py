@@ -26,6 +26,10 @@ def score(response, gt, **opts):
         ("12.5%", "12.5", True),  # literal number with a percent sign
         ("12.5%", "0.125", True),  # value of the percentage
         ("0.125", "12.5", False),  # bare gold/100 refused
+        ("0.125", "12.5%", True),  # the percent sign on the gold's side: its value ...
+        ("12.5", "12.5%", True),  # ... or its literal number
+        ("0.0125", "12.5%", False),
+        ("1250", "12.5%", False),
         ("1250", "12.5", False),  # bare gold*100 refused
         ("3:4", "0.75", True),
         (r"\frac{3}{4}", "0.75", True),
@@ -84,6 +88,10 @@ def test_rel_tol_option():
         ("12.5 million", "\\boxed{12.5}", 1.0),
         ("1.2 billion", "\\boxed{1200 million}", 1.0),
         ("5000", "\\boxed{5 thousand}", 1.0),
+        ("3000000", "\\boxed{3 mn}", 1.0),  # the abbreviations and the largest magnitude
+        ("1500000000", "\\boxed{1.5 bn}", 1.0),
+        ("2000 billion", "\\boxed{2 trillion}", 1.0),
+        ("2000000000", "\\boxed{2 trillion}", 0.0),
         ("3.2", "\\boxed{3.2 percentage points}", 1.0),
         ("12.5", "\\boxed{\\text{\\$}12.5}", 1.0),
         ("12.5", "\\boxed{12.5} so the answer is \\boxed{12.5}", 1.0),  # the same box twice is one answer
