@@ -27,6 +27,8 @@ pytestmark = pytest.mark.timeout(60)
         (r"\boxed{\{1, 2\}} and \fbox{3}", [r"\{1, 2\}", "3"]),
         (r"\boxed{a^{2}+\sqrt{b_{1}}}", [r"a^{2}+\sqrt{b_{1}}"]),
         (r"\boxed 7 then \boxed{8}", ["7", "8"]),
+        (r"\boxed 123456789 then \boxed{8}", ["123456789", "8"]),  # a token longer than the command
+        (r"the answer is \boxed", []),  # adversarial: the command at the very end
         (r"\boxed{1} \boxed{2} \boxed{3}", ["1", "2", "3"]),
         (r"\boxed{unclosed", []),  # adversarial: unbalanced brace
         (r"\boxed{1} \boxed{2", ["1"]),
