@@ -30,6 +30,7 @@ pytestmark = pytest.mark.timeout(60)
         (r"\boxed 123456789 then \boxed{8}", ["123456789", "8"]),  # a token longer than the command
         (r"the answer is \boxed", []),  # adversarial: the command at the very end
         (r"\boxed{1} \boxed{2} \boxed{3}", ["1", "2", "3"]),
+        (r"\boxed{1}\boxed{2}", ["1", "2"]),  # adjacent boxes: a hedge must see both
         (r"\boxed{unclosed", []),  # adversarial: unbalanced brace
         (r"\boxed{1} \boxed{2", ["1"]),
         (r"\boxed{}", [""]),
