@@ -52,7 +52,7 @@ pins=(-c scripts/constraints.txt)
 # lm-eval (in the dev extra, for the test that runs it on our checkpoints) requires scikit-learn but
 # imports it only inside its f1 / mcc metrics; transformers, though, imports it in every process where it
 # is installed (assisted generation's ROC curve, which reasonrl never uses), with pandas and scipy.stats:
-# 1.4-2.5 s of every process's start, and the tests start a few hundred (ranks, workers, CLI runs).
+# 1.3-3 s of every process's start, and the tests start over 120 (ranks, workers, CLI runs, benches).
 # `pip install scikit-learn` brings it back for lm-eval's f1 / mcc tasks.
 .venv/bin/python -m pip uninstall -y -q scikit-learn >/dev/null 2>&1 || true
 .venv/bin/python -c "import torch, transformers, reasonrl; print('setup: torch', torch.__version__, '| transformers', transformers.__version__)"

@@ -134,6 +134,8 @@ def test_math_verifier(response, gold, expected):
 
 def test_percent_accepted_when_problem_asks_for_percent():
     assert score(r"\boxed{0.28}", "28", prompt="What percent of the class passed?").score == 1.0
+    assert score(r"\boxed{28}", "0.28", prompt="What percent of the class passed?").score == 1.0  # either way
+    assert score(r"\boxed{2.8}", "0.28", prompt="What percent of the class passed?").score == 0.0
     assert score(r"\boxed{0.28}", "28", prompt="How many apples?").score == 0.0
 
 
@@ -223,6 +225,23 @@ def test_a_rows_tolerance_accepts_numbers_within_it_and_nothing_else():
         assert tol_score(r"\boxed{9.8}", bad) == 0.0
         assert tol_score(r"\boxed{9.81}", bad) == 1.0
     assert tol_score(r"\boxed{9.8} \boxed{9.9}", 0.05) == 0.0  # a hedge stays a hedge
+
+
+def test_a_tolerance_over_a_list_of_answers_pairs_them_and_refuses_extra_ones():
+    def tol_score(response, gold):
+        p = P(gold)
+        p.extra_info["tolerance"] = 0.05
+        return VERIFIERS.get("math")(response, p).score
+
+    assert tol_score(r"\boxed{-1, 3.04}", "3, -1") == 1.0  # any order, each within the tolerance
+    assert tol_score(r"\boxed{-1, 3.0505}", "3, -1") == 1.0  # |a - b| <= 0.05 * 1.01, at the edge
+    assert tol_score(r"\boxed{-1, 3.06}", "3, -1") == 0.0
+    assert tol_score(r"\boxed{1.04, 2}", "1, 2") == 1.0
+    # adversarial: an extra answer is a hedge, a missing one is wrong
+    assert tol_score(r"\boxed{-1, 3.04, 7}", "3, -1") == 0.0
+    assert tol_score(r"\boxed{1.04, 2, 3}", "1, 2") == 0.0
+    assert tol_score(r"\boxed{3.04}", "3, -1") == 0.0
+    assert tol_score(r"\boxed{-1, x}", "3, -1") == 0.0  # not a list of numbers: math-verify decides
 
 
 def test_an_integer_gold_is_read_as_math_verify_reads_it_without_its_parser(monkeypatch):
