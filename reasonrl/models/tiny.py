@@ -8,6 +8,7 @@ Does not own: loading arbitrary HF models (`models.loading`) or RL training.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import random
@@ -164,14 +165,24 @@ def warm_start(model, tokenizer, spec: TinySpec, train: list[Problem], val: list
 
 def ensure_demo_model(spec: TinySpec, root: Path, log=print) -> Path:
     """Path of the cached demo model for `spec`, building it (tokenizer, model, warm start) if absent.
-    Built in a temporary directory and renamed into place, so an interrupted build leaves nothing."""
+    Built in a temporary directory and renamed into place, so an interrupted build leaves nothing; one
+    process builds at a time (a lock file beside it): the others wait and reuse its model."""
+    target = Path(root) / f"demo-{spec.task}-{spec.key()}"
+    if (target / "config.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when its process dies
+        if not (target / "config.json").is_file():
+            _build_demo_model(spec, target, log)
+    return target
+
+
+def _build_demo_model(spec: TinySpec, target: Path, log) -> None:
     import torch
 
     from reasonrl.data.tasks import generate
 
-    target = Path(root) / f"demo-{spec.task}-{spec.key()}"
-    if (target / "config.json").is_file():
-        return target
     log(f"building the tiny demo model in {target} (once; later runs reuse it)")
     torch.manual_seed(spec.seed)
     train = generate(spec.task, spec.sft_examples, seed=spec.seed, difficulty=spec.difficulty, split="train")
@@ -179,17 +190,12 @@ def ensure_demo_model(spec: TinySpec, root: Path, log=print) -> Path:
     tokenizer = build_tokenizer(corpus(train), spec.vocab_size)
     model = build_model(spec, tokenizer)
     stats = warm_start(model, tokenizer, spec, train, val, log=log)
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".demo-", dir=target.parent))
     try:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         (tmp / "reasonrl_demo.json").write_text(json.dumps({"spec": asdict(spec), **stats}, indent=1))
-        if target.exists():  # another process won the race
-            shutil.rmtree(tmp)
-        else:
-            os.replace(tmp, target)
+        os.replace(tmp, target)
     finally:
-        if tmp.exists() and tmp != target:
+        if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    return target

@@ -5,6 +5,7 @@ metrics) and train on complementary shares of exactly the groups one process wou
 from __future__ import annotations
 
 from types import SimpleNamespace
+from unittest.mock import patch
 
 import pytest
 from gloo_ranks import run_ranks
@@ -39,11 +40,13 @@ def _fake_rollouts(run, problems, params):
 def _collect() -> tuple[list[str], dict, dict]:
     import reasonrl.trainer.sampling as sampling
 
-    sampling.collect_rollouts = _fake_rollouts
     run = SimpleNamespace(sampler=PromptSampler(_problems(), PROMPTS, seed=0))
     algo = AlgoConfig()
     algo.dynamic_sampling.enabled, algo.dynamic_sampling.max_rounds = True, 6
-    groups, metrics = sampling.collect_step(run, SamplingParams(n=N, seed=1), algo)
+    # patched for this call only: the single-process reference runs in pytest's own process, where a
+    # lasting patch made every later training test in it sample from these fakes
+    with patch.object(sampling, "collect_rollouts", _fake_rollouts):
+        groups, metrics = sampling.collect_step(run, SamplingParams(n=N, seed=1), algo)
     return [g.problem.uid for g in groups], metrics, run.sampler.state_dict()
 
 

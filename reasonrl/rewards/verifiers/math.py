@@ -262,7 +262,6 @@ def _timeout() -> int | None:
 # ---------------------------------------------------------------- symbolic path: math-verify
 
 
-@functools.lru_cache(maxsize=1)
 @functools.cache
 def _mv():
     import math_verify  # heavy (sympy): imported on first symbolic comparison only
