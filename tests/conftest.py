@@ -4,7 +4,9 @@ Owns: `tiny_model_and_tokenizer`, a random (untrained) tiny Qwen2 and a BPE toke
 procedural task corpus by `reasonrl.models.tiny`, in a couple of seconds, once per test session; and
 `_torch_threads`, which gives every test torch's thread count back as it found it (a test that set 1
 thread once made every later test run single-threaded, and a test that holds only on one thread
-passed by the order of the files).
+passed by the order of the files); and the order of the modules: the few that take minutes go first,
+so that `make test`'s parallel workers (pytest-xdist, one module per worker at a time) start them at
+once and finish together, rather than one worker running the longest module alone at the end.
 Does not own: the warm-started demo model (too slow for unit tests; the e2e tests build it).
 
 The model is shared by every test of the session: tests that change its weights or its mode must work
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import pytest
 
+# the modules that take minutes (`--durations`), longest first; every other module keeps its place
+_LONGEST_FIRST = ("tests/e2e/test_fsdp2_train.py", "tests/unit/test_rollout_vllm.py")
 # plain words beside the task corpus so the vocabulary exceeds 50 tokens (transformers' historical
 # default top_k) and a hidden top-k filter would show up in the sampler log-probabilities
 _EXTRA_TEXT = [
@@ -56,3 +60,11 @@ def _torch_threads():
     yield
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return _LONGEST_FIRST.index(path) if path in _LONGEST_FIRST else len(_LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the other modules keep their order
