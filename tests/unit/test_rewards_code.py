@@ -120,7 +120,11 @@ def test_parse_tests_joins_list_valued_stdio():
         ({"inputs": ["1"], "outputs": []}, "1 inputs vs 0 outputs"),
         ({"inputs": [], "outputs": []}, "0 inputs"),
         ({"pytest": "def test_x(): pass"}, "unsupported test format with keys pytest"),
-        ({}, "unsupported"),
+        ({}, "unsupported test format with keys [(]none[)]"),
+        ({"inputs": ["1"]}, "unsupported test format with keys inputs$"),  # stdin with nothing to compare
+        ({"test": "def check(c):\n    assert c() == 1"}, "keys test$"),  # HumanEval without entry_point
+        ({"test_list": "assert f(1) == 1"}, "keys test_list$"),  # a string, not a list of asserts
+        ({"test_list": []}, "keys test_list$"),
     ],
 )
 def test_parse_tests_rejects(gt, message):
@@ -155,6 +159,11 @@ ADD_STDIN = "a, b = map(int, input().split())\nprint(a + b)"
          "fraction", 0.5, "wrong"),
         ("class Solution:\n    def add(self, a, b):\n        return [a + b]",
          {"inputs": [[1, 2]], "outputs": [[3]], "fn_name": "add"}, "all_pass", 1.0, "correct"),
+        # a top-level function is the one called, beside a class Solution or not defined by `def`
+        ("class Solution:\n    def add(self, a, b):\n        return 0\ndef add(a, b):\n    return a + b",
+         {"inputs": [[1, 2]], "outputs": [3], "fn_name": "add"}, "all_pass", 1.0, "correct"),
+        ("add = lambda a, b: a + b", {"inputs": [[1, 2]], "outputs": [3], "fn_name": "add"}, "all_pass", 1.0,
+         "correct"),
         ("def half(x):\n    return x / 3", {"inputs": [[1]], "outputs": [0.3333333], "fn_name": "half"},
          "all_pass", 1.0, "correct"),  # float tolerance in call-based tests
         ("def f():\n    return 1", {"functional": "assert f() == 1"}, "all_pass", 1.0, "correct"),
