@@ -239,3 +239,11 @@ def test_bad_options_raise():
         code(fenced("print(1)"), problem(STDIO), score_mode="partial")
     with pytest.raises(ValueError, match="backend"):
         code(fenced("print(1)"), problem(STDIO), backend="docker")
+
+
+def test_call_based_tests_share_a_time_budget_of_timeout_s_per_test():
+    """Three calls of 0.8 s each run as one job: 2.4 s, past one test's 2 s but within 3 x 2 s."""
+    program = "import time\ndef f(x):\n    time.sleep(0.8)\n    return x"
+    res = code(fenced(program), problem({"inputs": [[1], [2], [3]], "outputs": [1, 2, 3], "fn_name": "f"}),
+               timeout_s=2)  # fmt: skip
+    assert (res.score, res.reason, res.info["passed"]) == (1.0, "correct", 3)
