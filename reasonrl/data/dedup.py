@@ -123,7 +123,7 @@ def template_group(p: Problem) -> str:
 
 
 def frequent(sets: list[set], groups: list[str], share: float) -> set:
-    """The items in more than `share` of one group's sets (and in at least TEMPLATE_MIN_ROWS): the
+    """The items in at least `share` of one group's sets (and in at least TEMPLATE_MIN_ROWS): the
     template a generated or templated source repeats in every row (`share` >= 1: none)."""
     from collections import Counter, defaultdict
 

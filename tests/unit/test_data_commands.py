@@ -134,6 +134,29 @@ def test_dedup_compares_templated_rows_by_what_differs(tmp_path, capsys):
     assert got["near"] > 20
 
 
+def test_a_template_is_what_a_group_repeats_in_at_least_three_rows_and_its_share():
+    from reasonrl.data.dedup import TEMPLATE_MIN_ROWS, frequent
+
+    assert TEMPLATE_MIN_ROWS == 3
+    sets = [{"t", "x"}, {"t", "x"}, {"t"}, {"u"}]  # "t" in 3 rows of the group, "x" in 2
+    assert frequent(sets, ["g"] * 4, share=0.05) == {"t"}  # the floor is 3 rows (0.05 x 4 is less)
+    assert frequent(sets, ["g"] * 4, share=0.75) == {"t"}  # exactly the share (3 of 4) counts
+    assert frequent(sets, ["g"] * 4, share=0.8) == set()
+    assert frequent(sets, ["g", "g", "h", "h"], share=0.05) == set()  # counted within each group
+    assert frequent(sets, ["g"] * 4, share=1.0) == set()
+
+
+def test_an_ngram_counts_only_with_more_than_half_its_words_outside_the_template():
+    from reasonrl.data.dedup import content_ngrams, ngrams
+
+    text = "alpha beta gamma delta eps zeta eta theta"  # the template covers its first four words
+    template = ngrams("alpha beta gamma delta", 4)
+    kept = content_ngrams(text, 4, template)
+    # "gamma delta eps zeta" has 2 of 4 words outside: not more than half; "delta eps zeta eta" has 3
+    assert kept == ngrams("delta eps zeta eta theta", 4) | ngrams(text, 99)  # plus the whole text's hash
+    assert content_ngrams(text, 4, frozenset()) == ngrams(text, 4) | ngrams(text, 99)  # no template
+
+
 def test_decontamination_removes_planted_overlaps_only(tmp_path, capsys):
     from reasonrl.data.prepare import convert_files
 
