@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +31,7 @@ def test_processes_asking_at_once_build_the_demo_model_once(tmp_path):
     paths = {json.loads(lines[-1])["path"] for lines in logs}
     assert len(paths) == 1
     (path,) = paths
-    assert json.loads((tmp_path / path / "reasonrl_demo.json").read_text())["spec"]["hidden_size"] == 16
+    assert json.loads((Path(path) / "reasonrl_demo.json").read_text())["spec"]["hidden_size"] == 16
     from transformers import AutoModelForCausalLM
 
     assert AutoModelForCausalLM.from_pretrained(path).config.hidden_size == 16
