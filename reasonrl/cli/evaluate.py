@@ -180,6 +180,10 @@ def eval_problems(args, model_path) -> int:
     if args.temperature is not None and args.temperature < 0:
         raise InputError(f"--temperature must be >= 0, got {args.temperature}")
     check_engine(args.engine)
+    if args.task is not None:
+        from reasonrl.data.mixture import check_task
+
+        check_task("--task", args.task, f"--benchmarks rg_{args.task}")
     args.model = model_path(args.model)
     from reasonrl.data.tasks import generate
     from reasonrl.eval.accuracy import evaluate
@@ -213,9 +217,6 @@ def eval_problems(args, model_path) -> int:
             problems = load_problems(args.data)
         else:
             task = args.task or "arithmetic"
-            from reasonrl.data.mixture import check_task
-
-            check_task("--task", task, f"--benchmarks rg_{task}")
             problems = generate(task, args.size, seed=args.seed, difficulty=args.difficulty, split="test")
         check_routable(problems, "eval data")
         model, tok = load_policy(args.model, device=args.device)

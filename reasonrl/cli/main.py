@@ -98,6 +98,9 @@ def _eval(args) -> int:
         return 0
     if args.rest:
         raise InputError(f"unexpected arguments: {' '.join(args.rest)}")
+    from reasonrl.models.loading import resolve_device
+
+    resolve_device(args.device)  # a device this machine lacks fails before a model is resolved or built
     if args.benchmarks:
         from reasonrl.cli.evaluate import eval_benchmarks
 

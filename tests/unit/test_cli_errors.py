@@ -57,11 +57,15 @@ from reasonrl.cli import main as cli
         ),
     ],
 )
-def test_expected_errors_are_one_line_with_exit_2(capsys, argv, needle):
+def test_expected_errors_are_one_line_with_exit_2(capsys, argv, needle, tmp_path, monkeypatch):
+    """With an empty model cache: no model is built or loaded before the error (before: `eval demo --device
+    tpu` and `eval demo --task nope` built the demo model first, its progress bar ahead of the error)."""
+    monkeypatch.setenv("REASONRL_CACHE", str(tmp_path / "cache"))
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("reasonrl: error: ") and err.count("\n") == 1 and needle in err, err
     assert "Traceback" not in err
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
 
 
 def test_train_on_a_model_that_does_not_load_is_one_line(tmp_path, capsys, tiny_model_and_tokenizer):
