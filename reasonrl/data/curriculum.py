@@ -52,7 +52,6 @@ class Curriculum:
     windows: dict[str, list[float]] = field(default_factory=dict)  # task -> last group means
     record: dict[str, list[float]] = field(default_factory=dict)  # prompt key -> last group means
     skipped: dict[str, str] = field(default_factory=dict)  # prompt key -> "solved" | "unsolved"
-    changes: int = 0
 
     def add_task(self, task: str, level: int, lowest: int = 0, highest: int | None = None) -> None:
         """A task with a difficulty knob, starting at `level`, moving within its own [lowest, highest]
@@ -82,10 +81,8 @@ class Curriculum:
                 lo, hi = self.bounds[task]
                 if acc >= c.success_threshold and lvl < hi:
                     self.levels[task], self.windows[task] = lvl + 1, []
-                    self.changes += 1
                 elif acc <= c.failure_threshold and lvl > lo:
                     self.levels[task], self.windows[task] = lvl - 1, []
-                    self.changes += 1
                 else:
                     del win[: len(win) - c.last_k]
         keep = max(c.skip_solved_after, c.skip_unsolved_after)

@@ -40,6 +40,27 @@ def test_levels_move_with_the_window_and_stay_in_bounds():
     assert m["curriculum/t/level"] == 1.0 and m["curriculum/t/acc"] == 0.0
 
 
+def test_level_moves_at_exactly_each_threshold_one_level_at_a_time_and_holds_between():
+    cfg = CurriculumConfig(enabled=True, last_k=2, success_threshold=0.75, failure_threshold=0.25)
+    c = Curriculum(cfg)
+    c.add_task("t", level=5)
+    p = Problem([{"role": "user", "content": "q"}], "1", "x", extra_info={"task": "t"})
+    c.observe(p, [])  # no rewards: nothing observed
+    assert c.windows == {} and c.level("t") == 5
+    for rewards in ([1, 0], [1, 1, 0, 0], [0, 1]):  # window means 0.5: between the thresholds
+        c.observe(p, rewards)
+    assert c.level("t") == 5 and c.windows["t"] == [0.5, 0.5]  # held; the window keeps its last 2
+    assert c.metrics() == {"curriculum/t/level": 5.0, "curriculum/t/acc": 0.5}  # no skip counts: rules off
+    c.observe(p, [1, 1])  # window (0.5, 1.0): exactly the success threshold
+    assert c.level("t") == 6 and c.metrics() == {"curriculum/t/level": 6.0}  # empty window: no acc
+    c.observe(p, [0, 0, 0, 0])
+    c.observe(p, [1, 0])  # window (0.0, 0.5): exactly the failure threshold
+    assert c.level("t") == 5  # one level down
+    c.observe(p, [1, 0, 0, 0])
+    assert c.metrics()["curriculum/t/acc"] == 0.25
+    assert c.record == {} and c.skipped == {}  # skip rules off: no per-prompt record kept
+
+
 def test_prompts_always_or_never_solved_are_skipped():
     c = Curriculum(CurriculumConfig(enabled=True, skip_solved_after=2, skip_unsolved_after=3))
     easy, hard, mixed = (
@@ -52,6 +73,13 @@ def test_prompts_always_or_never_solved_are_skipped():
     assert c.skips(easy) and not c.skips(hard) and not c.skips(mixed)
     c.observe(hard, [0, 0])
     assert c.skips(hard) and c.metrics()["curriculum/skipped_unsolved"] == 1.0
+    for _ in range(3):
+        c.observe(mixed, [1, 0, 1])
+    assert not c.skips(mixed)  # solved sometimes: neither rule
+    assert len(c.record[prompt_key(mixed)]) == 3  # the longest rule's groups (3), no more
+    one_rule = Curriculum(CurriculumConfig(enabled=True, skip_solved_after=1))
+    one_rule.observe(easy, [1])
+    assert one_rule.metrics() == {"curriculum/skipped_solved": 1.0, "curriculum/skipped_unsolved": 0.0}
     same_text = Problem([{"role": "user", "content": "easy"}], "2", "x", uid="other")
     assert prompt_key(same_text) == prompt_key(easy) and c.skips(same_text)
 
@@ -83,6 +111,7 @@ def test_mixture_draws_by_weight_deterministically_and_resumes_exactly():
 
 
 def test_curriculum_changes_what_a_task_source_generates():
+    assert _sampler(CurriculumConfig()).curriculum is None  # opt-in: off by default
     s = _sampler(CurriculumConfig(enabled=True, last_k=2, failure_threshold=0.1, success_threshold=0.5))
     assert s.curriculum.level("arithmetic") == 2
     for _ in range(40):
