@@ -347,6 +347,28 @@ def test_a_bad_mixture_entry_is_a_config_error_naming_it(mixture, error):
         load_config(None, [f"data.mixture={json.dumps(mixture)}"])
 
 
+@pytest.mark.parametrize(
+    "settings, ok",
+    [
+        ({"last_k": 1}, True), ({"last_k": 0}, False),
+        ({"failure_threshold": 0.0}, True), ({"failure_threshold": -0.1}, False),
+        ({"success_threshold": 1.0}, True), ({"success_threshold": 1.1}, False),
+        ({"failure_threshold": 0.5, "success_threshold": 0.5}, False),
+        ({"failure_threshold": 0.6, "success_threshold": 0.5}, False),
+        ({"skip_solved_after": -1}, False), ({"skip_unsolved_after": -1}, False),
+        ({"min_level": 0, "max_level": 0}, True), ({"min_level": -1}, False),
+        ({"min_level": 3, "max_level": 2}, False),
+    ],
+)  # fmt: skip
+def test_curriculum_settings_are_checked_at_their_edges(settings, ok):
+    overrides = [f"data.curriculum.{k}={v}" for k, v in settings.items()]
+    if ok:
+        load_config(None, overrides)
+    else:
+        with pytest.raises(ConfigError, match=r"^data.curriculum: "):
+            load_config(None, overrides)
+
+
 def test_a_reasoning_gym_name_as_data_task_names_the_mixture_that_generates_it():
     with pytest.raises(ConfigError, match=r"'leg_counting' is a reasoning-gym dataset: data.mixture=\[\{name: gym, "
                                           r"weight: 1, reasoning_gym: 'leg_counting:1'\}\]$"):  # fmt: skip

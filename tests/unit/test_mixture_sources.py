@@ -85,6 +85,8 @@ def test_a_gym_source_counts_each_task_and_resumes_from_its_state():
         idx = [int(p.uid.split("/")[3]) for p in drawn if p.extra_info["task"] == task]
         assert idx == list(range(len(idx))) and idx  # each task's own running index, from 0
     assert src.draws == 8 and sum(src.counters.values()) == 8
+    # (task, start level, lowest, highest) for tasks with a curriculum only (gsm_symbolic has none)
+    assert GymSource("g", "gsm_symbolic:1,leg_counting:1", 0).tasks() == [("leg_counting", 0, 0, 35)]
     state = pickle.loads(pickle.dumps(src.state_dict()))
     follow = _texts(src.draw(None) for _ in range(4))
     again = pickle.loads(pickle.dumps(GymSource("gym", "basic_arithmetic:1,leg_counting:1", seed=0)))
@@ -104,6 +106,9 @@ def test_generated_prompts_over_the_budget_are_skipped_counted_and_a_source_of_o
     before = s.overlong
     s.next()
     assert s.overlong == before
+    exact = MixtureSampler([(TaskSource("arith", "arithmetic", 2, 0), 1.0)], 4, 0, max_prompt_tokens=6)
+    exact.bind(Chars())
+    assert len(exact.next()) == 4 and exact.overlong == 0  # 6 characters each: exactly the budget fits
     tight = MixtureSampler([(TaskSource("arith", "arithmetic", 2, 0), 1.0)], 1, 0, max_prompt_tokens=1)
     tight.bind(Chars())
     with pytest.raises(InputError, match="data.mixture arith: 100 generated prompts in a row exceed"):
@@ -118,9 +123,12 @@ def test_sampler_metrics_observe_and_state_without_a_curriculum():
     with pytest.raises(InputError, match="data.mixture: no sources"):
         MixtureSampler([], 2, 0)
     s = MixtureSampler(
-        [(FileSource("a", _problems(3), 0), 1.0), (FileSource("b", _problems(3), 0), 3.0)], 4, 0
+        [(FileSource("a", _problems(3), 0), 1.0), (FileSource("b", _problems(3), 0), 3.0)], 1, 0
     )
     assert s.metrics() == {"data/a/share": 0.0, "data/b/share": 0.0}
+    s.next()
+    assert sorted(s.metrics().values()) == [0.0, 1.0]  # one prompt drawn: its source has all of it
+    s.batch_size = 3
     s.next()
     s.observe([RolloutGroup(p, [], [], rewards=[1.0]) for p in _problems(2)])  # no curriculum: nothing to do
     m = s.metrics()
