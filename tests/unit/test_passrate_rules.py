@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_mixture_sources import Chars
 
 from reasonrl.data import passrate
 from reasonrl.errors import InputError
@@ -88,12 +89,6 @@ def test_filter_keeps_rows_inside_every_range_bounds_included_and_counts_the_fir
 
 
 def test_length_filter_keeps_prompts_at_exactly_the_limit():
-    class Chars:
-        chat_template = None
-
-        def __call__(self, text, add_special_tokens=True):
-            return {"input_ids": list(range(len(text)))}
-
     problems = [Problem([{"role": "user", "content": "x" * n}], "1", "math") for n in (3, 4, 5)]
     rows = [{"n": 3}, {"n": 4}, {"n": 5}]
     assert passrate.length_filter(rows, problems, Chars(), 4) == ([{"n": 3}, {"n": 4}], 1)
