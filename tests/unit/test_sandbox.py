@@ -5,12 +5,15 @@ Hostile programs live in tests/security/; this file checks ordinary behaviour an
 
 from __future__ import annotations
 
+import ast
+import math
 import os
+import re
 import sys
 
 import pytest
 
-from reasonrl.rewards.sandbox import SandboxResult, SandboxUnavailable, run_python
+from reasonrl.rewards.sandbox import SandboxResult, SandboxUnavailable, launch, run_python
 from reasonrl.rewards.sandbox import process as sandbox
 
 pytestmark = [
@@ -89,12 +92,13 @@ def test_output_cap_truncates_and_stops():
 
 def test_extra_files_and_argv():
     res = run_python(
-        "import sys, helper; print(helper.X, open('data/in.txt').read(), sys.argv[1:])",
+        "import sys, helper; open('data/out.txt', 'w').write('w')\n"
+        "print(helper.X, open('data/in.txt').read(), sys.argv[1:], open('data/out.txt').read())",
         files={"helper.py": "X = 41 + 1", "data/in.txt": b"bytes-ok"},
         argv=["a", "b"],
     )
     assert res.status == "success", res.stderr
-    assert res.stdout == "42 bytes-ok ['a', 'b']\n"
+    assert res.stdout == "42 bytes-ok ['a', 'b'] w\n"  # the program may write beside its files
 
 
 @pytest.mark.parametrize("name", ["/etc/x", "../x", "a/../../x", "main.py", ""])
@@ -103,7 +107,9 @@ def test_bad_file_names_are_rejected(name):
         run_python("pass", files={name: "x"})
 
 
-@pytest.mark.parametrize("kwargs", [{"timeout_s": 0}, {"memory_mb": -1}, {"isolation": "docker"}])
+@pytest.mark.parametrize(
+    "kwargs", [{"timeout_s": 0}, {"memory_mb": 0}, {"memory_mb": -1}, {"isolation": "docker"}]
+)
 def test_bad_arguments(kwargs):
     with pytest.raises(ValueError):
         run_python("pass", **kwargs)
@@ -171,3 +177,149 @@ def test_default_interpreter_is_base_python_without_venv_packages():
     res = run_python("import sys; print(sys.version_info[:2]); import reasonrl")
     assert res.stdout.strip() == str(tuple(sys.version_info[:2]))
     assert "ModuleNotFoundError" in res.stderr
+
+
+_RLIMITS = "CPU AS NPROC NOFILE FSIZE CORE".split()
+_SHOW_LIMITS = ("import os, resource\n"
+                f"print([resource.getrlimit(getattr(resource, 'RLIMIT_' + n)) for n in {_RLIMITS!r}])\n"
+                "st = os.statvfs('/tmp'); print(st.f_blocks * st.f_frsize >> 20)")  # fmt: skip
+
+
+def _limits_seen(**kwargs) -> tuple[list, int]:
+    res = run_python(_SHOW_LIMITS, **kwargs)
+    assert res.status == "success", res.stderr
+    limits, tmp_mb = res.stdout.splitlines()
+    return [tuple(x) for x in ast.literal_eval(limits)], int(tmp_mb)
+
+
+@pytest.mark.parametrize("isolation", ["bwrap", "unisolated"])
+def test_the_program_runs_under_the_limits_asked_for(isolation):
+    limits, tmp_mb = _limits_seen(timeout_s=2.5, memory_mb=300, nproc=9, nofile=33, fsize_mb=5, tmp_mb=7,
+                                  isolation=isolation)  # fmt: skip
+    # CPU seconds: ceil(timeout) + 1 soft, one more hard (a busy child is killed by the kernel even
+    # where the wall clock is late); address space, processes, open files, file size; no core dumps
+    assert limits == [(4, 5), (300 << 20, 300 << 20), (9, 9), (33, 33), (5 << 20, 5 << 20), (0, 0)]
+    if isolation == "bwrap":
+        assert tmp_mb == 7  # the private /tmp is a tmpfs of that size
+
+
+def test_the_defaults_are_the_documented_limits():
+    limits, tmp_mb = _limits_seen()
+    cpu = math.ceil(sandbox.DEFAULT_TIMEOUT_S) + 1
+    mem, fsize = sandbox.DEFAULT_MEMORY_MB << 20, sandbox.DEFAULT_FSIZE_MB << 20
+    assert limits == [(cpu, cpu + 1), (mem, mem), (sandbox.DEFAULT_NPROC, sandbox.DEFAULT_NPROC),
+                      (sandbox.DEFAULT_NOFILE, sandbox.DEFAULT_NOFILE), (fsize, fsize), (0, 0)]  # fmt: skip
+    assert tmp_mb == sandbox.DEFAULT_TMP_MB
+
+
+def test_stdin_may_be_bytes():
+    res = run_python("import sys; print(sys.stdin.buffer.read()[::-1])", stdin=b"\x01ab")
+    assert res.stdout == "b'ba\\x01'\n"
+
+
+@pytest.mark.parametrize(
+    "python, problem",
+    [
+        ("/bin/false", "a test run failed (failed: no output)"),
+        # runs, but says something else than the probe's "ok": the last line of what it said
+        ("/bin/echo", "a test run failed (success: -s -B /tmp/main.py)"),
+    ],
+)
+def test_an_interpreter_that_cannot_run_the_probe_is_refused_before_any_code(python, problem):
+    assert sandbox.bwrap_problem(python) == problem
+    with pytest.raises(SandboxUnavailable, match=re.escape(problem)):
+        run_python("print(1)", python=python)
+
+
+@pytest.mark.parametrize(
+    "platform, missing, problem",
+    [
+        ("darwin", None, "bubblewrap needs Linux (this is darwin)"),
+        ("linux", "bwrap", "the `bwrap` executable is not on PATH"),
+        ("linux", "prlimit", "`prlimit` (util-linux) is not installed"),
+        pytest.param("linux", "setpriv", "`setpriv` (util-linux) is not installed",
+                     marks=pytest.mark.skipif(os.geteuid() != 0, reason="setpriv is needed as root only")),
+    ],
+)  # fmt: skip
+def test_the_probe_names_what_is_missing(monkeypatch, platform, missing, problem):
+    real_which = sandbox.shutil.which
+    monkeypatch.setattr(
+        sandbox.shutil, "which", lambda name, **kw: None if name == missing else real_which(name, **kw)
+    )
+    monkeypatch.setattr(sandbox.sys, "platform", platform)
+    assert sandbox._probe(sandbox.interpreter()) == problem
+
+
+def test_extra_read_only_paths_are_visible_and_read_only(tmp_path):
+    shared = tmp_path / "deep" / "shared"  # under the host's /tmp, which the sandbox's own /tmp hides
+    shared.mkdir(parents=True)
+    (shared / "helper_mod.py").write_text("X = 42\n")
+    program = (f"import sys; sys.path.insert(0, {str(shared)!r}); import helper_mod; print(helper_mod.X)\n"
+               f"try:\n    open({str(shared / 'new.txt')!r}, 'w')\nexcept OSError as e:\n    print(type(e).__name__)\n"
+               "open('mine.txt', 'w').write('ok'); print(open('mine.txt').read())")  # fmt: skip
+    res = run_python(program, extra_ro_paths=[str(shared)])
+    assert res.stdout == "42\nOSError\nok\n", res.stderr
+    assert not (shared / "new.txt").exists()
+    with pytest.raises(ValueError, match="no-such-dir' does not exist"):
+        run_python("pass", extra_ro_paths=[str(tmp_path / "no-such-dir")])
+    for own in ("/", "/tmp", "/proc"):
+        with pytest.raises(ValueError, match=f"replace the sandbox's own {own}$"):
+            run_python("pass", extra_ro_paths=[own])
+
+
+def test_an_interpreter_whose_prefix_is_the_root_is_refused(tmp_path):
+    # /opt/python would need / bound for its stdlib (/lib/python3.x): the whole host, read-only
+    assert sandbox.bwrap_problem("/nonexistent") == "the interpreter /nonexistent has / as its prefix (binding it would show the whole host)"  # fmt: skip
+    with pytest.raises(SandboxUnavailable, match="has / as its prefix"):
+        run_python("print(1)", python="/nonexistent")
+    with pytest.raises(ValueError, match="whole host filesystem"):
+        sandbox.bwrap_command(
+            "/nonexistent", {"main.py": b""}, (), sandbox.Limits(5.0, 256, 16, 64, 1, 1, 1 << 16), (), []
+        )
+
+
+def test_sandbox_errors_are_told_apart_from_program_failures():
+    limits = sandbox.Limits(5.0, 256, 16, 64, 1, 1, 1 << 16)
+    res = sandbox._run_bwrap("/nonexistent/bin/python", {"main.py": b"pass"}, b"", (), limits, ())
+    assert (res.status, res.exit_code) == ("sandbox_error", 127)
+    assert res.stderr.startswith("prlimit: failed to execute /nonexistent/bin/python")
+    res = launch.execute(
+        ["/nonexistent-launcher"], b"", 5.0, 1 << 16, pass_fds=(), cwd="/", isolation="bwrap"
+    )
+    assert (res.status, res.exit_code, res.isolation) == ("sandbox_error", None, "bwrap")
+    assert res.stderr.startswith("could not start sandbox: ")
+    # a program that only pretends is still a failure: its own exit code is not the launcher's
+    fake = run_python("import sys; sys.stderr.write('bwrap: oops'); sys.exit(2)")
+    assert (fake.status, fake.exit_code) == ("failed", 2)
+
+
+def test_each_run_gets_its_own_uid():
+    assert len({sandbox._next_uid() for _ in range(100)}) == 100
+
+
+def _traversable_python() -> str | None:
+    """An interpreter every uid can reach: this one's base, else the system's (None: neither)."""
+    for python in (sandbox.interpreter(), "/usr/bin/python3"):
+        if os.path.exists(python) and sandbox._world_traversable(python):
+            return python
+    return None
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or _traversable_python() is None, reason="needs root and a python every uid reaches"
+)
+def test_unisolated_as_root_runs_as_its_own_uid_in_a_writable_dir(monkeypatch):
+    monkeypatch.setenv(sandbox.ENV_VAR, "unisolated")
+    res = run_python("import os; open('out.txt', 'w').write('x'); print(os.getuid(), open('out.txt').read())",
+                     python=_traversable_python())  # fmt: skip
+    assert res.status == "success", res.stderr
+    uid, text = res.stdout.split()
+    assert int(uid) >= sandbox._UID_BASE and text == "x"  # a per-run uid owns the run's directory
+
+
+def test_a_background_process_holding_the_pipes_does_not_hold_the_run(monkeypatch):
+    # unisolated, nothing kills the leftover when the program exits; the run ends half a second after
+    # the program does, not at the deadline
+    monkeypatch.setenv(sandbox.ENV_VAR, "unisolated")
+    res = run_python("import subprocess; subprocess.Popen(['sleep', '8']); print('done')", timeout_s=6)
+    assert (res.status, res.stdout, res.timed_out) == ("success", "done\n", False)

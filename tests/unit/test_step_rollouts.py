@@ -50,7 +50,9 @@ def _fake_rollouts(calls: list):
         for p in problems:
             i = int(p.uid[1:])
             rewards = [1.0, 0.0] if (i + params.seed) % 2 == 0 else [0.0, 0.0]
-            comps = [Completion(text=f"{p.uid}/{k}", token_ids=[i, k], sampler_logprobs=None) for k in range(N)]
+            comps = [
+                Completion(text=f"{p.uid}/{k}", token_ids=[i, k], sampler_logprobs=None) for k in range(N)
+            ]
             groups.append(RolloutGroup(p, [7, i], comps, rewards=rewards))
         return groups, {"reward/mean": float(params.seed)}
 
@@ -141,7 +143,9 @@ def test_greedy_baseline_is_shaped_like_the_rewards():
     torch.testing.assert_close(base, torch.tensor([0.5, -1.5, -1.5]))
 
 
-@pytest.mark.parametrize("needs, has_baseline", [(frozenset(), False), (frozenset({"baseline_rewards"}), True)])
+@pytest.mark.parametrize(
+    "needs, has_baseline", [(frozenset(), False), (frozenset({"baseline_rewards"}), True)]
+)
 @pytest.mark.parametrize("step", [0, 5])
 def test_step_rollouts_seed_metrics_state_and_baseline(step, needs, has_baseline):
     cfg = RunConfig()

@@ -2,6 +2,7 @@
 
 Owns, by module:
   process.py  one program in a throw-away bubblewrap sandbox (`run_python`), the isolation itself
+  launch.py   running one launched command to its end: stdin, capped output, deadline, group kill
   harness.py  the trusted test driver that runs INSIDE the sandbox: the candidate's code runs in a
               forked child, the tests run in the driver, and the verdict never passes through the child
   server.py   host side of the harness: a pool of long-lived sandboxed drivers (`run_tests`)

@@ -28,17 +28,16 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import selectors
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from reasonrl.rewards.sandbox.launch import LAUNCH_ENV, SandboxResult, execute
 
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_MEMORY_MB = 1024
@@ -60,39 +59,11 @@ SANDBOX_ENV = {
     "OPENBLAS_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
 }
-# Environment of the bwrap / prlimit processes themselves (visible in /proc/<pid>/environ).
-LAUNCH_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 _UID_BASE, _UID_SPAN = 2_000_000_000, 1_000_000  # per-run uids when we start as root
-_SETUP_PREFIXES = ("bwrap: ", "setpriv: ", "prlimit: ")
 
 
 class SandboxUnavailable(RuntimeError):
     """The requested isolation cannot be used here (bwrap missing or not working)."""
-
-
-@dataclass(frozen=True)
-class SandboxResult:
-    """Outcome of one run.
-
-    status:     "success" (exit 0), "failed" (non-zero exit or killed by a signal), "timeout"
-                (wall-clock deadline hit), "output_limit" (stdout/stderr over the cap; killed),
-                "sandbox_error" (the sandbox itself could not start the program)
-    exit_code:  process exit status (negative = killed by that signal; None if never collected)
-    stdout, stderr: decoded UTF-8 (invalid bytes replaced), each at most `max_output_bytes`
-    """
-
-    status: str
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    truncated: bool = False
-    duration_s: float = 0.0
-    isolation: str = "bwrap"
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "success"
 
 
 @dataclass(frozen=True)
@@ -136,7 +107,7 @@ def run_python(
     isolation:      "bwrap" or "unisolated"; None reads env REASONRL_SANDBOX (default "bwrap")
     allow_unisolated: fall back to "unisolated" (with a warning) when bwrap is unavailable
     python:         interpreter to run (default: this interpreter's base installation, no venv)
-    extra_ro_paths: host paths bound read-only at the same place (e.g. a site-packages dir)
+    extra_ro_paths: existing host paths bound read-only at the same place (e.g. a site-packages dir)
     Raises SandboxUnavailable if the isolation cannot be used, ValueError on bad arguments."""
     if timeout_s <= 0 or memory_mb <= 0:
         raise ValueError("timeout_s and memory_mb must be positive")
@@ -144,6 +115,13 @@ def run_python(
         float(timeout_s), int(memory_mb), int(nproc), int(nofile), int(fsize_mb), int(tmp_mb),
         int(max_output_bytes),
     )  # fmt: skip
+    for path in extra_ro_paths:
+        if not os.path.exists(path):
+            raise ValueError(f"extra_ro_paths: {path!r} does not exist")
+        if os.path.realpath(path) in ("/", "/tmp", "/dev", "/dev/shm", "/proc"):
+            raise ValueError(
+                f"extra_ro_paths: {path!r} would replace the sandbox's own {os.path.realpath(path)}"
+            )
     payload = {"main.py": code.encode("utf-8")}
     for name, content in (files or {}).items():
         if not name or name.startswith("/") or ".." in name.split("/") or name == "main.py":
@@ -199,6 +177,8 @@ def _probe(interp: str) -> str | None:
     for tool in ("prlimit",) + (("setpriv",) if os.geteuid() == 0 else ()):
         if shutil.which(tool, path="/usr/bin:/bin") is None:
             return f"`{tool}` (util-linux) is not installed"
+    if _interp_prefix(interp) == "/":
+        return f"the interpreter {interp} has / as its prefix (binding it would show the whole host)"
     limits = Limits(20.0, 512, 16, 64, 1, 1, 1 << 16)
     res = _run_bwrap(interp, {"main.py": b"print('ok')"}, b"", (), limits, ())
     if res.status != "success" or res.stdout.strip() != "ok":
@@ -265,6 +245,8 @@ def _ro_bind_with_parents(path: str, made: set[str]) -> list[str]:
     path = os.path.realpath(path)
     if path == "/usr" or path.startswith("/usr/") or not os.path.exists(path):
         return []
+    if path == "/":
+        raise ValueError("refusing to bind / into the sandbox: it would see the whole host filesystem")
     args: list[str] = []
     parts = path.strip("/").split("/")
     for i in range(1, len(parts)):
@@ -285,7 +267,8 @@ def _run_bwrap(interp, payload, stdin_bytes, argv, limits, extra_ro_paths) -> Sa
     fds: list[int] = []
     try:
         cmd = bwrap_command(interp, payload, argv, limits, extra_ro_paths, fds)
-        return _execute(cmd, stdin_bytes, limits, pass_fds=fds, cwd="/", isolation="bwrap")
+        return execute(cmd, stdin_bytes, limits.timeout_s, limits.max_output_bytes, pass_fds=fds, cwd="/",
+                       isolation="bwrap")  # fmt: skip
     finally:
         for fd in fds:
             os.close(fd)
@@ -317,12 +300,12 @@ def bwrap_command(interp, payload, argv, limits, extra_ro_paths, fds: list[int],
     else:  # unprivileged bwrap runs in a user namespace mapping our own uid
         cmd += ["--unshare-user", "--disable-userns"]
     cmd += _system_binds()
-    made: set[str] = set()
-    for path in (_interp_prefix(interp), *extra_ro_paths):
-        cmd += _ro_bind_with_parents(path, made)
     cmd += ["--proc", "/proc", "--dev", "/dev"]
     for tmp in ("/tmp", "/dev/shm"):  # the only writable places, each a size-capped tmpfs
         cmd += ["--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", tmp]
+    made: set[str] = set()  # bound after the tmpfs mounts, so a host path under /tmp stays visible
+    for path in (_interp_prefix(interp), *extra_ro_paths):
+        cmd += _ro_bind_with_parents(path, made)
     cmd += ["--remount-ro", "/dev", "--remount-ro", "/"]
     for name, content in payload.items():
         fd = os.memfd_create("reasonrl-sandbox", 0)
@@ -363,7 +346,8 @@ def _run_unisolated(interp, payload, stdin_bytes, argv, limits) -> SandboxResult
         cmd = (_setpriv_argv(uid) if uid is not None else []) + _prlimit_argv(limits)
         cmd += _python_argv(interp, os.path.join(workdir, "main.py"), argv)
         env = {**SANDBOX_ENV, "HOME": workdir, "TMPDIR": workdir}
-        res = _execute(cmd, stdin_bytes, limits, pass_fds=(), cwd=workdir, isolation="unisolated", env=env)
+        res = execute(cmd, stdin_bytes, limits.timeout_s, limits.max_output_bytes, pass_fds=(), cwd=workdir,
+                      isolation="unisolated", env=env)  # fmt: skip
         if uid is not None:  # kill whatever escaped the process group (same per-run uid)
             _kill_uid(uid)
         return res
@@ -381,116 +365,3 @@ def _kill_uid(uid: int) -> None:  # SIGKILL every process of `uid` (a helper run
     code = "import os, signal\ntry: os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError: pass"
     killer = _setpriv_argv(uid) + [os.path.realpath(sys.executable), "-S", "-c", code]
     subprocess.run(killer, env=LAUNCH_ENV, cwd="/", timeout=30, capture_output=True, check=False)
-
-
-def _execute(cmd, stdin_bytes, limits, *, pass_fds, cwd, isolation, env=None) -> SandboxResult:
-    start = time.monotonic()
-    deadline = start + limits.timeout_s
-    try:
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env or LAUNCH_ENV,
-            cwd=cwd,
-            pass_fds=tuple(pass_fds),
-            process_group=0,
-        )
-    except OSError as e:
-        return SandboxResult("sandbox_error", None, "", f"could not start sandbox: {e}", isolation=isolation)
-    out, err, timed_out, truncated = _communicate(proc, stdin_bytes, deadline, limits.max_output_bytes)
-    code = proc.returncode
-    stdout = out.decode("utf-8", errors="replace")
-    stderr = err.decode("utf-8", errors="replace")
-    if timed_out:
-        status = "timeout"
-    elif truncated:
-        status = "output_limit"
-    elif code == 0:
-        status = "success"
-    elif code == 1 and not stdout and stderr.startswith(_SETUP_PREFIXES):
-        status = "sandbox_error"
-    else:
-        status = "failed"
-    return SandboxResult(
-        status, code, stdout, stderr, timed_out, truncated, time.monotonic() - start, isolation
-    )
-
-
-def kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.kill()
-    except ProcessLookupError:
-        pass
-
-
-def _communicate(proc, stdin_bytes: bytes, deadline: float, cap: int):
-    """Feed stdin and read stdout/stderr until exit, the deadline, or the output cap.
-
-    Returns (stdout, stderr, timed_out, truncated). Always reaps the process."""
-    out_fd, err_fd, in_fd = proc.stdout.fileno(), proc.stderr.fileno(), proc.stdin.fileno()
-    bufs = {out_fd: bytearray(), err_fd: bytearray()}
-    timed_out = truncated = False
-    sel = selectors.DefaultSelector()
-    for f in (proc.stdout, proc.stderr):
-        os.set_blocking(f.fileno(), False)
-        sel.register(f.fileno(), selectors.EVENT_READ)
-    pending = memoryview(stdin_bytes)
-    if pending:
-        os.set_blocking(in_fd, False)
-        sel.register(in_fd, selectors.EVENT_WRITE)
-    else:
-        proc.stdin.close()
-    exited_at = None
-    try:
-        while sel.get_map():
-            now = time.monotonic()
-            if now >= deadline:
-                timed_out = True
-                break
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            if exited_at is not None and now - exited_at > 0.5:
-                break  # main process is gone; something it left behind still holds the pipes
-            wait = min(deadline - now, 0.05 if exited_at is not None else 0.25)
-            for key, _ in sel.select(wait):
-                fd = key.fd
-                if fd == in_fd:
-                    try:
-                        n = os.write(fd, pending[:65536])
-                        pending = pending[n:]
-                    except (BrokenPipeError, OSError):
-                        pending = pending[:0]
-                    if not pending:
-                        sel.unregister(fd)
-                        proc.stdin.close()
-                    continue
-                try:
-                    chunk = os.read(fd, 65536)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    sel.unregister(fd)
-                    continue
-                buf = bufs[fd]
-                room = cap - len(buf)
-                buf += chunk[: max(room, 0)]
-                if len(chunk) > room:
-                    truncated = True
-            if truncated:
-                break
-    finally:
-        sel.close()
-        kill_group(proc)  # also after a normal exit: nothing of its process group may linger
-        for f in (proc.stdin, proc.stdout, proc.stderr):
-            try:
-                f.close()
-            except OSError:
-                pass
-        proc.wait()
-    return bytes(bufs[out_fd]), bytes(bufs[err_fd]), timed_out, truncated

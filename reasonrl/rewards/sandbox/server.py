@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reasonrl.rewards.sandbox import process
+from reasonrl.rewards.sandbox import launch, process
 from reasonrl.rewards.sandbox.child import recv_msg, send_msg
 
 START_TIMEOUT_S = 30.0
@@ -62,7 +62,7 @@ class _Server:
             cmd = process.bwrap_command(interp, {"main.py": harness_program()}, ["--serve", "--sweep"], limits,
                                         (), fds, cpu=False)  # fmt: skip
             self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, env=process.LAUNCH_ENV, cwd="/",
+                                         stderr=subprocess.DEVNULL, env=launch.LAUNCH_ENV, cwd="/",
                                          pass_fds=fds, process_group=0)  # fmt: skip
         finally:
             for fd in fds:
@@ -84,7 +84,7 @@ class _Server:
         return json.loads(recv_msg(self.proc.stdout.fileno(), deadline))
 
     def kill(self) -> None:
-        process.kill_group(self.proc)
+        launch.kill_group(self.proc)
         for f in (self.proc.stdin, self.proc.stdout):
             try:
                 f.close()
