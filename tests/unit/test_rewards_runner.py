@@ -155,6 +155,27 @@ def test_weighted_terms_sum_and_are_recorded(runner):
     assert f"verifier/{T}has_answer/extract_fail_rate" not in metrics  # term reports no extraction
 
 
+def test_terms_without_correctness_score_only_those_terms():
+    weights = {T + "has_answer": 0.5, T + "length_penalty": 1.0}
+    with RewardRunner(workers=1, timeout_s=TIMEOUT, weights=weights, modules=[H.__name__]) as r:
+        (res,), _ = r.score(["<answer>5</answer>"], [prob("arithmetic", "7")])  # wrong, but not scored
+    assert res.score == pytest.approx(0.5 - 0.18)  # 18 characters
+    assert res.info == {"terms": pytest.approx({T + "has_answer": 1.0, T + "length_penalty": -0.18})}
+
+
+def test_correctness_alone_reports_no_terms(runner):
+    (res,), _ = runner.score(["<answer>5</answer>"], [prob("arithmetic", "5")])
+    assert res.score == 1.0 and res.info["correctness"] == 1.0 and res.info["verifier"] == "arithmetic"
+    assert "terms" not in res.info and "term_reasons" not in res.info
+    assert runner.restarts == 0  # nothing wedged so far in this module
+
+
+@pytest.mark.parametrize("bad", [{"workers": 0}, {"timeout_s": 0}, {"timeout_s": -1.0}, {"threads": 0}])
+def test_bad_runner_arguments_fail_when_it_is_built(bad):
+    with pytest.raises(ValueError, match="workers and threads must be >= 1 and timeout_s > 0"):
+        RewardRunner(**bad)
+
+
 def test_failed_term_scores_zero_with_reason():
     weights = {"correctness": 1.0, T + "raise": 0.3}
     with RewardRunner(workers=1, timeout_s=TIMEOUT, weights=weights, modules=[H.__name__]) as r:
