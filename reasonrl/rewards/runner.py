@@ -102,11 +102,27 @@ def _noop() -> None:
 
 def _die_with_parent() -> None:
     """Linux: SIGKILL this worker when its parent process dies (the trainer, or the forkserver that
-    dies with it), so no verifier worker outlives a killed trainer."""
+    dies with it), so no verifier worker outlives a killed trainer.
+
+    A forkserver exits when every holder of its "alive" pipe has closed it, and CPython hands each
+    process it forks a copy (so that one could ask the server for more). A worker keeping that copy
+    kept the forkserver alive after the trainer was SIGKILLed, and the forkserver kept the worker
+    alive: one stuck in a long call (pebble's time limit died with the trainer) ran on. Workers never
+    start processes through the forkserver, so they close it."""
+    import os
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    alive = getattr(server, "_forkserver_alive_fd", None)
+    if alive is not None:
+        try:
+            os.close(alive)
+        except OSError:
+            pass
+        server._forkserver_alive_fd = None
     if not sys.platform.startswith("linux"):
         return
     import ctypes
-    import os
     import signal
 
     try:

@@ -411,3 +411,71 @@ def test_pool_workers_and_their_replacements_fork_warm(tmp_path):
     assert len(server) == 1 and str(server[0]) not in (first, second, caller.strip())
     assert ast.literal_eval(warmed_d) == server and math_a == math_d == "True"
     assert other == "1.0"
+
+
+HANGING = """
+import os, time
+from reasonrl.rewards.base import VERIFIERS
+
+@VERIFIERS.register("_orphan/hang")
+def hang(response, problem):
+    open(os.path.join(os.environ["ORPHAN_DIR"], str(os.getpid())), "w").close()
+    time.sleep(300)  # busy in a call: only the kernel's parent-death signal ends it early
+"""
+
+ORPHANS = """
+import hanging_verifier
+from reasonrl.rewards.runner import RewardRunner
+from reasonrl.types import Problem
+
+if __name__ == "__main__":
+    r = RewardRunner(workers=2, timeout_s=300, modules=["hanging_verifier"])
+    p = Problem(prompt=[{"role": "user", "content": "q"}], ground_truth="a", data_source="t", verifier="_orphan/hang")
+    r.score(["a"] * 2, [p] * 2)
+"""
+
+
+def test_workers_busy_in_a_call_die_with_a_killed_caller(tmp_path):
+    """A trainer killed with SIGKILL runs no cleanup: its verifier workers, even one in the middle
+    of a long call, must go with it (each is armed to die with its parent, the forkserver, which
+    exits when the trainer is gone)."""
+    import signal
+    import subprocess
+    import time
+
+    (tmp_path / "hanging_verifier.py").write_text(HANGING)
+    (tmp_path / "orphans.py").write_text(ORPHANS)
+    pid_dir = tmp_path / "pids"
+    pid_dir.mkdir()
+    env = {**os.environ, "ORPHAN_DIR": str(pid_dir),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "orphans.py")], env=env)
+    pids: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while len(pids) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+            pids = [int(x.name) for x in pid_dir.iterdir()]
+        assert len(pids) == 2 and all(_alive(p) for p in pids)  # both workers are in their calls
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.1)
+        assert not any(_alive(p) for p in pids), "verifier workers outlived their killed caller"
+    finally:
+        proc.kill()
+        proc.wait()
+        for p in pids:  # never leave one behind, even when the test fails
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
