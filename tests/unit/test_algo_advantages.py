@@ -171,3 +171,34 @@ def test_gae_whiten_and_empty_row():
 def test_gae_needs_values_and_mask():
     with pytest.raises(ValueError, match="values"):
         gae(T([1.0]), T([0]))
+    with pytest.raises(ValueError, match="values"):
+        gae(T([1.0]), T([0]), values=torch.zeros(1, 2))  # the mask missing alone is refused too
+    with pytest.raises(ValueError, match="values"):
+        gae(T([1.0]), T([0]), mask=torch.ones(1, 2, dtype=torch.bool))
+
+
+@pytest.mark.parametrize(
+    "name, needs, token_level, group_relative",
+    [
+        ("grpo", set(), False, True),
+        ("rloo", set(), False, True),
+        ("reinforce_pp", set(), False, False),  # batch whitening: one completion per prompt is fine
+        ("reinforce_pp_baseline", set(), False, True),
+        ("remax", {"baseline_rewards"}, False, False),
+        ("gae", {"values", "mask", "token_rewards"}, True, False),
+    ],
+)
+def test_each_estimator_declares_what_the_trainer_reads(name, needs, token_level, group_relative):
+    fn = ADVANTAGES.get(name)
+    assert (set(fn.needs), fn.token_level, fn.group_relative) == (needs, token_level, group_relative)
+
+
+def test_declare_returns_the_function_and_refuses_unknown_inputs():
+    from reasonrl.algorithms.advantages import declare
+
+    def est(rewards, group_ids):
+        return rewards
+
+    assert declare(est, needs=("mask",)) is est and est.needs == frozenset({"mask"})
+    with pytest.raises(ValueError, match=r"est: unknown trainer inputs \['critic'\]"):
+        declare(est, needs=("critic",))
