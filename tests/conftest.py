@@ -2,7 +2,8 @@
 
 Owns: `tiny_model_and_tokenizer`, a random (untrained) tiny Qwen2 and a BPE tokenizer built from the
 procedural task corpus by `reasonrl.models.tiny`, in a couple of seconds, once per test session; and
-`_torch_threads`, which gives every test torch's thread count back as it found it (a test that set 1
+`python_every_uid_reaches` (unisolated sandbox runs as root drop to a per-run uid, which must reach
+the interpreter); `_torch_threads`, which gives every test torch's thread count back as it found it (a test that set 1
 thread once made every later test run single-threaded, and a test that holds only on one thread
 passed by the order of the files); and the order of the modules: the few that take minutes go first,
 so that `make test`'s parallel workers (pytest-xdist, one module per worker at a time) start them at
@@ -50,6 +51,21 @@ def tiny_model_and_tokenizer():
                 p.normal_(0.0, 0.3, generator=gen)
     model.eval()
     return model, tokenizer
+
+
+@pytest.fixture
+def python_every_uid_reaches() -> str:
+    """As root, an interpreter every uid can reach: this one's base, else the system's; else skip."""
+    import os
+
+    from reasonrl.rewards.sandbox import process as sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("unisolated runs get a uid of their own only as root")
+    for python in (sandbox.interpreter(), "/usr/bin/python3"):
+        if os.path.exists(python) and sandbox._world_traversable(python):
+            return python
+    pytest.skip("no interpreter every uid can reach")
 
 
 @pytest.fixture(autouse=True)

@@ -95,16 +95,12 @@ print('spawned')
     assert_no_survivors(marker)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="unisolated runs get a uid of their own only as root")
-def test_unisolated_daemons_are_killed_by_their_uid(marker, monkeypatch):
+def test_unisolated_daemons_are_killed_by_their_uid(marker, monkeypatch, python_every_uid_reaches):
     # no pid namespace here: the setsid daemon leaves the process group, and only the per-run uid
     # (every process of which is killed after the run) finds it
-    python = next((p for p in (sandbox.interpreter(), "/usr/bin/python3") if os.path.exists(p) and sandbox._world_traversable(p)), None)  # fmt: skip
-    if python is None:
-        pytest.skip("no interpreter every uid can reach")
     monkeypatch.setenv(sandbox.ENV_VAR, "unisolated")
     program = f"import os, sys, time\nif os.fork() == 0:\n    os.setsid(); os.execv(sys.executable, {_sleeper_argv(marker)})\ntime.sleep(0.3); print('spawned')"  # fmt: skip
-    res = run_python(program, timeout_s=10, python=python)
+    res = run_python(program, timeout_s=10, python=python_every_uid_reaches)
     assert (res.status, res.stdout, res.isolation) == ("success", "spawned\n", "unisolated"), res.stderr
     assert_no_survivors(marker)
 

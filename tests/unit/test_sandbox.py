@@ -297,21 +297,10 @@ def test_each_run_gets_its_own_uid():
     assert len({sandbox._next_uid() for _ in range(100)}) == 100
 
 
-def _traversable_python() -> str | None:
-    """An interpreter every uid can reach: this one's base, else the system's (None: neither)."""
-    for python in (sandbox.interpreter(), "/usr/bin/python3"):
-        if os.path.exists(python) and sandbox._world_traversable(python):
-            return python
-    return None
-
-
-@pytest.mark.skipif(
-    os.geteuid() != 0 or _traversable_python() is None, reason="needs root and a python every uid reaches"
-)
-def test_unisolated_as_root_runs_as_its_own_uid_in_a_writable_dir(monkeypatch):
+def test_unisolated_as_root_runs_as_its_own_uid_in_a_writable_dir(monkeypatch, python_every_uid_reaches):
     monkeypatch.setenv(sandbox.ENV_VAR, "unisolated")
     res = run_python("import os; open('out.txt', 'w').write('x'); print(os.getuid(), open('out.txt').read())",
-                     python=_traversable_python())  # fmt: skip
+                     python=python_every_uid_reaches)  # fmt: skip
     assert res.status == "success", res.stderr
     uid, text = res.stdout.split()
     assert int(uid) >= sandbox._UID_BASE and text == "x"  # a per-run uid owns the run's directory
