@@ -3,6 +3,9 @@
 Owns: `compare_results` (per benchmark present in both: each side's mean@n, the difference B - A,
 the combined 95% interval half-width 1.96 * sqrt(se_A^2 + se_B^2), and whether the difference
 exceeds it) and its markdown table. Benchmarks found in only one file are listed, not compared.
+results.json holds the standard error of mean@n only: compared on another metric (pass@k, maj@n),
+the rows carry no interval (`ci95` None, `significant` None, "n/a" in the table) rather than borrow
+mean@n's.
 Does not own: computing the results (`eval.runner.summarize`).
 """
 
@@ -49,9 +52,11 @@ def compare_results(a: dict, b: dict, metric: str = "mean@n") -> dict:
         if metric not in x or metric not in y:
             continue
         diff = y[metric] - x[metric]
-        half = 1.96 * math.sqrt(x.get("se", 0.0) ** 2 + y.get("se", 0.0) ** 2)
-        rows[name] = {"a": x[metric], "b": y[metric], "diff": diff, "ci95": half,
-                      "significant": abs(diff) > half}  # fmt: skip
+        half = significant = None
+        if metric == "mean@n":
+            half = 1.96 * math.sqrt(x.get("se", 0.0) ** 2 + y.get("se", 0.0) ** 2)
+            significant = abs(diff) > half
+        rows[name] = {"a": x[metric], "b": y[metric], "diff": diff, "ci95": half, "significant": significant}
     only = sorted(set(ra) ^ set(rb))
     return {"metric": metric, "rows": rows, "only_in_one": only}
 
@@ -62,8 +67,10 @@ def comparison_markdown(c: dict) -> str:
         "|---" * 6 + "|",
     ]
     for name, r in c["rows"].items():
-        lines.append(f"| {name} | {r['a']:.4f} | {r['b']:.4f} | {r['diff']:+.4f} | {r['ci95']:.4f} | "
-                     f"{'yes' if r['significant'] else 'no'} |")  # fmt: skip
+        half, beyond = (
+            ("n/a", "n/a") if r["ci95"] is None else (f"{r['ci95']:.4f}", "yes" if r["significant"] else "no")
+        )
+        lines.append(f"| {name} | {r['a']:.4f} | {r['b']:.4f} | {r['diff']:+.4f} | {half} | {beyond} |")
     if c["only_in_one"]:
         lines += ["", "only in one file: " + ", ".join(c["only_in_one"])]
     return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ Owns:
       carrying the winning key. No answer at all scores 0.
   `standard_error` (of a mean over problems), `bootstrap_ci` (percentile interval, seeded) and
       `macro_average` (mean per domain, then over domains).
-Does not own: running a benchmark (`eval.runner`, later), or extracting answers (the verifiers).
+Does not own: running a benchmark (`eval.runner`), or extracting answers (the verifiers).
 """
 
 from __future__ import annotations

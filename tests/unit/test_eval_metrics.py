@@ -159,3 +159,18 @@ def test_compare_flags_differences_beyond_the_combined_interval(tmp_path):
         load_results(tmp_path / "bad.json")
     with pytest.raises(InputError, match="results file not found"):
         load_results(tmp_path / "missing")
+
+
+def test_compare_on_a_metric_without_a_standard_error_gives_no_interval():
+    from reasonrl.eval.compare import compare_results, comparison_markdown
+
+    # results.json's se is mean@n's; a pass@4 comparison must not borrow it (0.1 would pass as
+    # "beyond" mean@n's 0.0554)
+    a = {"benchmarks": {"aime24": {"mean@n": 0.30, "pass@4": 0.50, "se": 0.02}}}
+    b = {"benchmarks": {"aime24": {"mean@n": 0.31, "pass@4": 0.60, "se": 0.02}}}
+    c = compare_results(a, b, metric="pass@4")
+    assert c["rows"]["aime24"]["diff"] == pytest.approx(0.10)
+    assert (c["rows"]["aime24"]["ci95"], c["rows"]["aime24"]["significant"]) == (None, None)
+    assert "| aime24 | 0.5000 | 0.6000 | +0.1000 | n/a | n/a |" in comparison_markdown(c)
+    # a benchmark lacking the metric on one side is left out of the rows
+    assert compare_results(a, {"benchmarks": {"aime24": {"mean@n": 0.3}}}, metric="pass@4")["rows"] == {}
