@@ -112,6 +112,7 @@ def _all_checkpoints(args, benches, kw) -> int:
     import json
     from pathlib import Path
 
+    from reasonrl.data.files import write_text
     from reasonrl.engines.checkpoint import list_checkpoints, verify_checkpoint
     from reasonrl.errors import InputError
     from reasonrl.eval.runner import run_benchmarks
@@ -130,8 +131,8 @@ def _all_checkpoints(args, benches, kw) -> int:
     lines = ["| step | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     lines += [f"| {s} | " + " | ".join(f"{row.get(n, float('nan')):.4f}" for n in names) + " |"
               for s, row in table.items()]  # fmt: skip
-    (out / "checkpoints.md").write_text("\n".join(lines) + "\n")
-    (out / "checkpoints.json").write_text(json.dumps(table, indent=1))
+    write_text(out / "checkpoints.md", "\n".join(lines) + "\n")
+    write_text(out / "checkpoints.json", json.dumps(table, indent=1))
     import matplotlib
 
     matplotlib.use("Agg")

@@ -2,8 +2,9 @@
 
 Owns: `read_rows(path)` (.parquet, .jsonl, .json (array or lines), .csv, a Hugging Face `datasets`
 directory written by `save_to_disk`, and `hf:ORG/NAME[:CONFIG][@SPLIT]` hub ids through `datasets`,
-which is imported only for those), `write_rows(path, rows)` (temp file in the target directory,
-fsync, rename, fsync of the directory: a crash never leaves a half-written file) and
+which is imported only for those), `write_rows(path, rows)` and `write_text(path, text)` (temp file in
+the target directory, fsync, rename, fsync of the directory: a crash never leaves a half-written
+file; the package's atomic writes of single files go through them) and
 `check_output(out, inputs)` (an output must not be one of the inputs). Errors are `InputError`s that
 name the file and the line or row. Does not own: what a row means (`data.schema`, `types.Problem`).
 
@@ -265,11 +266,8 @@ def write_rows(path: str | Path, rows: list[dict]) -> None:
     if path.suffix not in (".parquet", ".jsonl", ".json"):
         raise InputError(f"{path}: unsupported extension (use .parquet or .jsonl)")
     table = parquet_table(rows) if path.suffix == ".parquet" else None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+
+    def write(tmp: Path) -> None:
         if table is not None:
             import pyarrow.parquet as pq
 
@@ -278,6 +276,25 @@ def write_rows(path: str | Path, rows: list[dict]) -> None:
             with open(tmp, "w", encoding="utf-8") as f:
                 for r in rows:
                     f.write(json.dumps(r, default=_json_default, ensure_ascii=False) + "\n")
+
+    _replace_atomically(path, write)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Replace `path` with `text` (UTF-8) atomically: a reader or a crash sees the old file or the new
+    one, never a part (temp file beside it, fsync, rename, fsync the directory)."""
+    _replace_atomically(Path(path), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _replace_atomically(path: Path, write) -> None:
+    """`write(tmp)` a temp file in path's directory, fsync it, rename it over path, fsync the directory;
+    the temp file is removed if anything fails."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)

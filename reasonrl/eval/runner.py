@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from reasonrl.data.files import write_text
 from reasonrl.eval.benchmarks import Benchmark, load_benchmark
 from reasonrl.eval.metrics import answer_key, macro_average, maj_at_k, pass_at_k, standard_error
 from reasonrl.rollout.base import SamplingParams
@@ -60,18 +61,8 @@ def committed_samples(path: Path) -> tuple[list[dict], set[tuple[str, int]]]:
             pending = []
         else:
             pending.append(line)
-    _write_atomic(path, "".join(x + "\n" for x in kept_lines))
+    write_text(path, "".join(x + "\n" for x in kept_lines))
     return samples, done
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` all at once (written and fsynced beside it, then renamed)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def sampling_for(b: Benchmark, overrides: dict) -> SamplingParams:
@@ -101,9 +92,9 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
     notes = {b.name: b.note for b in benchmarks if b.note}
     if notes:
         results["notes"] = notes
-    _write_atomic(out / "results.json", json.dumps(results, indent=1))
-    _write_atomic(out / "results.md", results_markdown(results))
-    _write_atomic(out / "timing.json", json.dumps(timing, indent=1))
+    write_text(out / "results.json", json.dumps(results, indent=1))
+    write_text(out / "results.md", results_markdown(results))
+    write_text(out / "timing.json", json.dumps(timing, indent=1))
     return results
 
 
@@ -189,7 +180,7 @@ def check_setup(samples_path: Path, setup: dict) -> None:
             raise InputError(f"{samples_path}: holds samples of another setup ({'; '.join(diffs)}); resume with "
                              "the same settings, or write to a new output directory")  # fmt: skip
         setup = {**setup, "benchmarks": {**theirs, **setup["benchmarks"]}}  # benchmarks added to an eval
-    _write_atomic(path, json.dumps(setup, indent=1))
+    write_text(path, json.dumps(setup, indent=1))
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,

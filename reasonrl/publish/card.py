@@ -16,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from reasonrl.data.files import write_text
+
 CURVES = "training_curves.png"
 
 
@@ -125,4 +127,4 @@ def write_card(ckpt: Path, out: Path, with_optimizer: bool = False) -> None:
         plot_run(history, out / CURVES, title=str((state.get("config") or {}).get("name", "")))
         curves = True
     text = card_text(ckpt, curves=curves, with_optimizer=with_optimizer, history=history)
-    (out / "README.md").write_text(text, encoding="utf-8")
+    write_text(out / "README.md", text)

@@ -19,6 +19,7 @@ import yaml
 
 from reasonrl import distributed as dist
 from reasonrl.config import RunConfig, to_dict
+from reasonrl.data.files import write_text
 from reasonrl.distributed import global_normalisers, is_main, reduce_metrics
 from reasonrl.trainer import watchdog
 from reasonrl.trainer.balance import balanced_minibatches, gather_batch
@@ -89,7 +90,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         run_dir, lg.tensorboard, resume_step=start if start else None, write=main, wandb=wandb
     )
     if main:
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+        write_text(run_dir / "config.yaml", yaml.safe_dump(to_dict(cfg), sort_keys=False))
     t, r, algo = cfg.train, cfg.rollout, cfg.algo
     # old log-probs: for off-policy updates, KL-in-reward and TIS (otherwise old == current, exactly)
     # rows with zero advantage contribute nothing unless the loss has other per-token terms

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Iterator
 from pathlib import Path
+
+from reasonrl.data.files import write_text
 
 
 def mean_metrics(items: list[dict]) -> dict[str, float]:
@@ -57,12 +58,7 @@ def _truncate_jsonl(path: Path, max_step: int) -> int:
             torn += 1
         elif line.endswith("\n") and row.get("step", 0) <= max_step:
             keep.append(line)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as f:
-        f.write("".join(keep))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_text(path, "".join(keep))
     return torn
 
 

@@ -104,14 +104,10 @@ def is_new_best(run, cfg: RunConfig, step: int, metrics: dict) -> bool:
 
 def _write_best(root: Path, best: dict) -> None:
     import json
-    import os
 
-    tmp = root / ".best.json.tmp"
-    with open(tmp, "w") as f:
-        f.write(json.dumps({**best, "checkpoint": f"step_{best['step']:06d}"}))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, root / "best.json")
+    from reasonrl.data.files import write_text
+
+    write_text(root / "best.json", json.dumps({**best, "checkpoint": f"step_{best['step']:06d}"}))
 
 
 def restore_state(run, critic, cfg: RunConfig, allow_config_change: bool = False, log=print) -> int:

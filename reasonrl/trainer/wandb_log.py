@@ -9,8 +9,9 @@ imports wandb. Does not own: the metric values or names (`trainer.metrics`); jso
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from reasonrl.data.files import write_text
 
 
 class WandbLog:
@@ -24,9 +25,7 @@ class WandbLog:
                               resume="allow" if run_id else None, dir=str(run_dir), config=config)  # fmt: skip
         self.run.define_metric("step")
         self.run.define_metric("*", step_metric="step")
-        tmp = id_file.with_suffix(".tmp")
-        tmp.write_text(self.run.id + "\n")
-        os.replace(tmp, id_file)
+        write_text(id_file, self.run.id + "\n")
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         self.run.log({"step": step, **metrics})

@@ -111,3 +111,29 @@ def test_skip_bad_rows_reports_file_row_and_field(tmp_path):
     report: list = []
     assert len(read_problems(path, skip_bad=True, report=report)) == 2
     assert report == [(1, f"{path} row 1: field 'reward_model' has no 'ground_truth'")]
+
+
+def test_atomic_writes_keep_the_old_file_when_writing_fails_and_fsync_before_and_after_the_rename(
+    tmp_path, monkeypatch
+):
+    import os
+
+    from reasonrl.data import files
+
+    path = tmp_path / "out.jsonl"
+    write_rows(path, [{"a": 1}])
+    with pytest.raises(TypeError):  # a value JSON cannot hold, found mid-write
+        write_rows(path, [{"a": 2}, {"a": object()}])
+    assert read_rows(path) == [{"a": 1}]  # the old file, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]  # no temp file left behind
+
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(files.os, "fsync", lambda fd: (events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"))), real_fsync(fd))[1])  # fmt: skip
+    monkeypatch.setattr(files.os, "replace", lambda a, b: (events.append(("replace", str(b))), real_replace(a, b))[1])  # fmt: skip
+    files.write_text(tmp_path / "sub" / "notes.md", "héllo\n")
+    assert (tmp_path / "sub" / "notes.md").read_text(encoding="utf-8") == "héllo\n"
+    kinds = [e[0] for e in events]
+    assert kinds == ["fsync", "replace", "fsync"], events  # the data, then the rename, then the directory
+    assert events[0][1].startswith(str(tmp_path / "sub" / ".notes.md."))  # a temp file beside the target
+    assert events[2][1] == str(tmp_path / "sub")
