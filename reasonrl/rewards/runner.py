@@ -184,6 +184,10 @@ def default_workers() -> int:
 class RewardRunner:
     """Scores batches; create once and reuse (the process pool is long-lived). Close when done.
 
+    A batch's pool calls that have not come back by `timeout_s * (rounds + 2) + wedge_grace_s`
+    (rounds: calls per worker) mean the pool machinery itself wedged: they score 0 ("timeout") and the
+    pool is rebuilt on the next call (`restarts`).
+
     >>> with RewardRunner(workers=2, timeout_s=10) as r:        # doctest: +SKIP
     ...     results, metrics = r.score(responses, problems)
     """
@@ -209,6 +213,7 @@ class RewardRunner:
             raise ValueError("workers and threads must be >= 1 and timeout_s > 0")
         self.workers, self.timeout_s, self.threads = workers, float(timeout_s), threads
         self.thread_timeout_s = float(thread_timeout_s)
+        self.wedge_grace_s = 30.0  # beyond the calls' own limits, before the pool counts as wedged
         self.max_tasks_per_worker = int(max_tasks_per_worker)
         self.modules = tuple(modules)
         for m in self.modules:  # same registrations here as in the workers
@@ -428,7 +433,7 @@ class RewardRunner:
         if not pending:
             return []
         n_pool = sum(js[0].mode == "pool" for js in pending.values())
-        pool_deadline = self.timeout_s * (math.ceil(n_pool / self.workers) + 2) + 30.0
+        pool_deadline = self.timeout_s * (math.ceil(n_pool / self.workers) + 2) + self.wedge_grace_s
         deadline = max(pool_deadline, self.thread_timeout_s)
         t0 = time.monotonic()
         done, not_done = cf.wait(list(pending), timeout=deadline)
