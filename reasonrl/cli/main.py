@@ -90,11 +90,12 @@ def _eval(args) -> int:
     if args.model is None:
         raise InputError("eval needs a MODEL (a HF directory, a run directory, a hub id or 'demo')")
     if args.model == "compare":  # reasonrl eval compare A/results.json B/results.json
-        from reasonrl.eval.compare import compare_results, comparison_markdown, load_results
+        from reasonrl.eval.compare import compare_results, comparison_markdown, load_results, load_setup
 
         if len(args.rest) != 2:
             raise InputError("eval compare needs two results.json files (or output directories)")
-        print(comparison_markdown(compare_results(*(load_results(p) for p in args.rest))))
+        results = [load_results(p) for p in args.rest]
+        print(comparison_markdown(compare_results(*results, setups=tuple(load_setup(p) for p in args.rest))))
         return 0
     if args.rest:
         raise InputError(f"unexpected arguments: {' '.join(args.rest)}")

@@ -5,7 +5,10 @@ the combined 95% interval half-width 1.96 * sqrt(se_A^2 + se_B^2), and whether t
 exceeds it) and its markdown table. Benchmarks found in only one file are listed, not compared.
 results.json holds the standard error of mean@n only: compared on another metric (pass@k, maj@n),
 the rows carry no interval (`ci95` None, `significant` None, "n/a" in the table) rather than borrow
-mean@n's.
+mean@n's. Where the evaluations' `samples.setup.json` files sit beside their results, a benchmark
+evaluated on different problems (the problems' fingerprint) or with different sampling settings on the
+two sides is named under the table ("not like for like"): its difference measures the setup as much as
+the model.
 Does not own: computing the results (`eval.runner.summarize`).
 """
 
@@ -44,7 +47,37 @@ def load_results(path: str | Path) -> dict:
     return data
 
 
-def compare_results(a: dict, b: dict, metric: str = "mean@n") -> dict:
+def load_setup(path: str | Path) -> dict | None:
+    """The `samples.setup.json` beside a results file (or in an output directory); None when absent
+    or unreadable (results copied without their samples)."""
+    p = Path(path)
+    setup = (p if p.is_dir() else p.parent) / "samples.setup.json"
+    try:
+        data = json.loads(setup.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("benchmarks"), dict) else None
+
+
+def setup_differences(sa: dict | None, sb: dict | None, name: str) -> list[str]:
+    """How benchmark `name` was evaluated differently on the two sides: "problems" (another problem
+    set), "KEY A vs B" per sampling setting; [] when alike or when either side's setup is unknown."""
+    x = (sa or {}).get("benchmarks", {}).get(name)
+    y = (sb or {}).get("benchmarks", {}).get(name)
+    if not isinstance(x, dict) or not isinstance(y, dict):
+        return []
+    out = ["problems"] if x.get("fingerprint") != y.get("fingerprint") else []
+    px, py = x.get("sampling") or {}, y.get("sampling") or {}
+    out += [
+        f"{k} {px.get(k)!r} vs {py.get(k)!r}"
+        for k in sorted(set(px) | set(py))
+        if px.get(k) != py.get(k)
+    ]
+    return out
+
+
+def compare_results(a: dict, b: dict, metric: str = "mean@n", setups: tuple = (None, None)) -> dict:
+    """`setups`: the two sides' samples.setup.json contents (`load_setup`), where known."""
     ra, rb = a["benchmarks"], b["benchmarks"]
     rows = {}
     for name in [n for n in ra if n in rb]:
@@ -56,7 +89,8 @@ def compare_results(a: dict, b: dict, metric: str = "mean@n") -> dict:
         if metric == "mean@n":
             half = 1.96 * math.sqrt(x.get("se", 0.0) ** 2 + y.get("se", 0.0) ** 2)
             significant = abs(diff) > half
-        rows[name] = {"a": x[metric], "b": y[metric], "diff": diff, "ci95": half, "significant": significant}
+        rows[name] = {"a": x[metric], "b": y[metric], "diff": diff, "ci95": half, "significant": significant,
+                      "differs": setup_differences(*setups, name)}  # fmt: skip
     only = sorted(set(ra) ^ set(rb))
     return {"metric": metric, "rows": rows, "only_in_one": only}
 
@@ -71,6 +105,9 @@ def comparison_markdown(c: dict) -> str:
             ("n/a", "n/a") if r["ci95"] is None else (f"{r['ci95']:.4f}", "yes" if r["significant"] else "no")
         )
         lines.append(f"| {name} | {r['a']:.4f} | {r['b']:.4f} | {r['diff']:+.4f} | {half} | {beyond} |")
+    unlike = {name: r["differs"] for name, r in c["rows"].items() if r.get("differs")}
+    if unlike:
+        lines += ["", "not like for like: " + "; ".join(f"{n} ({', '.join(d)})" for n, d in unlike.items())]
     if c["only_in_one"]:
         lines += ["", "only in one file: " + ", ".join(c["only_in_one"])]
     return "\n".join(lines) + "\n"

@@ -174,3 +174,38 @@ def test_compare_on_a_metric_without_a_standard_error_gives_no_interval():
     assert "| aime24 | 0.5000 | 0.6000 | +0.1000 | n/a | n/a |" in comparison_markdown(c)
     # a benchmark lacking the metric on one side is left out of the rows
     assert compare_results(a, {"benchmarks": {"aime24": {"mean@n": 0.3}}}, metric="pass@4")["rows"] == {}
+
+
+def test_compare_names_benchmarks_evaluated_on_other_problems_or_settings(tmp_path, capsys):
+    import json
+
+    from reasonrl.cli import main as cli
+
+    sampling = {"n": 4, "temperature": 0.6, "top_p": 0.95, "max_new_tokens": 512}
+    res = {"benchmarks": {"aime24": {"mean@n": 0.3, "se": 0.02}, "gsm8k": {"mean@n": 0.5, "se": 0.02},
+                          "math500": {"mean@n": 0.4, "se": 0.02}}}  # fmt: skip
+    sides = {
+        "a": {"aime24": ("f1", sampling), "gsm8k": ("f2", sampling), "math500": ("f3", sampling)},
+        "b": {
+            "aime24": ("f1", sampling),
+            "gsm8k": ("f9", sampling),
+            "math500": ("f3", {**sampling, "temperature": 1.0, "n": 8}),
+        },  # fmt: skip
+    }
+    for side, benches in sides.items():
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "results.json").write_text(json.dumps(res))
+        setup = {"model": side, "benchmarks": {k: {"problems": 30, "fingerprint": f, "sampling": s}
+                                               for k, (f, s) in benches.items()}}  # fmt: skip
+        (tmp_path / side / "samples.setup.json").write_text(json.dumps(setup))
+    assert cli.main(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b" / "results.json")]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "not like for like: gsm8k (problems); math500 (n 4 vs 8, temperature 0.6 vs 1.0)"
+        in out
+    )
+    assert "aime24 (" not in out  # the same problems and settings
+    # without the setup files (results copied alone) nothing is claimed either way
+    (tmp_path / "b" / "samples.setup.json").unlink()
+    assert cli.main(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert "not like for like" not in capsys.readouterr().out
