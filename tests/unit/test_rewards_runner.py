@@ -176,6 +176,12 @@ def test_bad_runner_arguments_fail_when_it_is_built(bad):
         RewardRunner(**bad)
 
 
+def test_the_smallest_valid_runner_scores():
+    with RewardRunner(workers=1, threads=1, timeout_s=0.5, modules=[H.__name__]) as r:
+        res, _ = r.score(["a", "t"], [prob(T + "echo"), prob(T + "threaded")])
+    assert [(x.score, x.reason) for x in res] == [(1.0, "ok"), (1.0, "ok")]
+
+
 def test_failed_term_scores_zero_with_reason():
     weights = {"correctness": 1.0, T + "raise": 0.3}
     with RewardRunner(workers=1, timeout_s=TIMEOUT, weights=weights, modules=[H.__name__]) as r:
