@@ -505,6 +505,7 @@ def test_a_wedged_pool_times_out_its_calls_and_is_rebuilt(monkeypatch):
         monkeypatch.undo()
         res, _ = r.score(["a"], [prob(T + "echo")])
         assert res[0].score == 1.0 and r._pool is not None and r._pool is not pool  # ...and rebuilt
+
         # a thread call past its backstop times out, but the process pool is not to blame
         class Stuck:
             def submit(self, *args):
@@ -515,3 +516,27 @@ def test_a_wedged_pool_times_out_its_calls_and_is_rebuilt(monkeypatch):
         assert [x.reason for x in res] == ["timeout", "ok"] and r.restarts == 1
     finally:
         r.close()
+
+
+def test_batch_sizes_come_from_a_running_mean_of_measured_call_seconds():
+    r = RewardRunner(workers=2, timeout_s=10.0)  # nothing scored: no pool is started
+
+    def jobs(name, seconds, reason="ok"):
+        return [_Job(item=i, term="correctness", name=name, result=RewardResult(1.0, {"reason": reason}),
+                     latency=s) for i, s in enumerate(seconds)]  # fmt: skip
+
+    r._learn_latency(jobs("v", [0.002, 0.004]) + jobs("w", [math.nan, 0.5]), failed=[])
+    assert r._latency == pytest.approx({"v": 0.003, "w": 0.5})  # an unmeasured call does not count
+    # the next measurement averages with the last (not replaces it); timeouts and errors do not count
+    r._learn_latency(jobs("v", [0.001]) + jobs("v", [9.0], "timeout") + jobs("v", [9.0], "error: x"), [])
+    assert r._latency["v"] == pytest.approx(0.002)
+    # 0.02 x 10 s / 0.002 s = 100 calls a task, capped at 64 and at two tasks per worker
+    sizes = [len(b) for b in r._pool_batches(jobs("v", [0.0] * 600))]
+    assert sizes == [64] * 9 + [24]
+    assert [len(b) for b in r._pool_batches(jobs("v", [0.0] * 40))] == [10] * 4
+    # 0.02 x 10 s / 0.5 s = 0.4: slow calls go one to a task; so do a verifier's never measured
+    assert [len(b) for b in r._pool_batches(jobs("w", [0.0] * 3) + jobs("u", [0.0] * 2))] == [1] * 5
+    # a batch of "v" failed as a whole: one call per task until it is measured again
+    r._learn_latency([], failed=jobs("v", [0.0]))
+    assert "v" not in r._latency and [len(b) for b in r._pool_batches(jobs("v", [0.0] * 4))] == [1] * 4
+    r.close()
