@@ -69,9 +69,7 @@ def setup_differences(sa: dict | None, sb: dict | None, name: str) -> list[str]:
     out = ["problems"] if x.get("fingerprint") != y.get("fingerprint") else []
     px, py = x.get("sampling") or {}, y.get("sampling") or {}
     out += [
-        f"{k} {px.get(k)!r} vs {py.get(k)!r}"
-        for k in sorted(set(px) | set(py))
-        if px.get(k) != py.get(k)
+        f"{k} {px.get(k)!r} vs {py.get(k)!r}" for k in sorted(set(px) | set(py)) if px.get(k) != py.get(k)
     ]
     return out
 

@@ -432,11 +432,15 @@ class RewardRunner:
 
         if not pending:
             return []
-        n_pool = sum(js[0].mode == "pool" for js in pending.values())
-        pool_deadline = self.timeout_s * (math.ceil(n_pool / self.workers) + 2) + self.wedge_grace_s
-        deadline = max(pool_deadline, self.thread_timeout_s)
+        pool = {f for f, js in pending.items() if js[0].mode == "pool"}
+        pool_deadline = self.timeout_s * (math.ceil(len(pool) / self.workers) + 2) + self.wedge_grace_s
         t0 = time.monotonic()
-        done, not_done = cf.wait(list(pending), timeout=deadline)
+        done, not_done = set(), set()
+        # each kind against its own deadline from t0: a wedged pool is not held to the threads' backstop
+        for futures, limit in ((pool, pool_deadline), (pending.keys() - pool, self.thread_timeout_s)):
+            d, nd = cf.wait(futures, timeout=max(0.0, t0 + limit - time.monotonic()))
+            done |= d
+            not_done |= nd
         retry: list[_Job] = []
         for fut in done:
             batch = pending[fut]

@@ -489,18 +489,21 @@ def _alive(pid: int) -> bool:
 
 def test_a_wedged_pool_times_out_its_calls_and_is_rebuilt(monkeypatch):
     import concurrent.futures as cf
+    import time
 
-    r = RewardRunner(workers=2, timeout_s=0.2, thread_timeout_s=0.1, modules=[H.__name__])
+    r = RewardRunner(workers=2, timeout_s=0.2, thread_timeout_s=20.0, modules=[H.__name__])
     r.wedge_grace_s = 0.0  # the outer deadline: 0.2 s x (1 round + 2) instead of 30 s more
     try:
         r.score(["a"], [prob(T + "echo")])  # a real pool, started
         pool = r._pool
         # the pool machinery stops answering: its tasks never complete (pebble's own limit never fires)
         monkeypatch.setattr(r, "_schedule", lambda batch, call_args: cf.Future())
-        res, _ = r.score(
-            ["a", "<answer>3</answer>", "b"], [prob(T + "echo"), prob("arithmetic", "3"), prob(T + "echo")]
-        )
-        assert [(x.score, x.reason) for x in res] == [(0.0, "timeout"), (1.0, "correct"), (0.0, "timeout")]
+        t0 = time.monotonic()
+        res, _ = r.score(["a", "<answer>3</answer>", "b", "t"],
+                         [prob(T + "echo"), prob("arithmetic", "3"), prob(T + "echo"), prob(T + "threaded")])  # fmt: skip
+        # given up at the pool's own deadline (0.6 s), not at the thread calls' 20 s backstop
+        assert time.monotonic() - t0 < 10.0
+        assert [(x.score, x.reason) for x in res] == [(0.0, "timeout"), (1.0, "correct"), (0.0, "timeout"), (1.0, "ok")]  # fmt: skip
         assert (r.restarts, r._pool) == (1, None)  # the wedged pool is dropped...
         monkeypatch.undo()
         res, _ = r.score(["a"], [prob(T + "echo")])
@@ -512,6 +515,7 @@ def test_a_wedged_pool_times_out_its_calls_and_is_rebuilt(monkeypatch):
                 return cf.Future()
 
         monkeypatch.setattr(r, "_thread_pool", lambda name: Stuck())
+        r.thread_timeout_s = 0.1
         res, _ = r.score(["t", "a"], [prob(T + "threaded"), prob(T + "echo")])
         assert [x.reason for x in res] == ["timeout", "ok"] and r.restarts == 1
     finally:
