@@ -115,6 +115,15 @@ def echo_or_die(response: str, problem) -> RewardResult:
     return echo(response, problem)
 
 
+@VERIFIERS.register(P + "as_number")
+def as_number(response: str, problem) -> RewardResult:
+    """Score = float(response), whatever its range (a verifier scoring outside [0, 1])."""
+    return RewardResult(float(response), {"reason": "ok"})
+
+
+as_number.run_mode = "inline"
+
+
 WARMED_IN: list[int] = []  # the processes this module's warm-up ran in (a forked worker inherits it)
 
 

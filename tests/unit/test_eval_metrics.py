@@ -200,10 +200,7 @@ def test_compare_names_benchmarks_evaluated_on_other_problems_or_settings(tmp_pa
         (tmp_path / side / "samples.setup.json").write_text(json.dumps(setup))
     assert cli.main(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b" / "results.json")]) == 0
     out = capsys.readouterr().out
-    assert (
-        "not like for like: gsm8k (problems); math500 (n 4 vs 8, temperature 0.6 vs 1.0)"
-        in out
-    )
+    assert "not like for like: gsm8k (problems); math500 (n 4 vs 8, temperature 0.6 vs 1.0)" in out
     assert "aime24 (" not in out  # the same problems and settings
     # without the setup files (results copied alone) nothing is claimed either way
     (tmp_path / "b" / "samples.setup.json").unlink()

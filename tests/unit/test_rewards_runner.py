@@ -499,10 +499,11 @@ def test_a_wedged_pool_times_out_its_calls_and_is_rebuilt(monkeypatch):
         # the pool machinery stops answering: its tasks never complete (pebble's own limit never fires)
         monkeypatch.setattr(r, "_schedule", lambda batch, call_args: cf.Future())
         t0 = time.monotonic()
-        res, _ = r.score(["a", "<answer>3</answer>", "b", "t"],
+        res, m = r.score(["a", "<answer>3</answer>", "b", "t"],
                          [prob(T + "echo"), prob("arithmetic", "3"), prob(T + "echo"), prob(T + "threaded")])  # fmt: skip
         # given up at the pool's own deadline (0.6 s), not at the thread calls' 20 s backstop
         assert time.monotonic() - t0 < 10.0
+        assert 0.5 < m["verifier/latency_p95_s"] < 10.0  # the timed-out calls waited that long
         assert [(x.score, x.reason) for x in res] == [(0.0, "timeout"), (1.0, "correct"), (0.0, "timeout"), (1.0, "ok")]  # fmt: skip
         assert (r.restarts, r._pool) == (1, None)  # the wedged pool is dropped...
         monkeypatch.undo()
@@ -544,3 +545,32 @@ def test_batch_sizes_come_from_a_running_mean_of_measured_call_seconds():
     r._learn_latency([], failed=jobs("v", [0.0]))
     assert "v" not in r._latency and [len(b) for b in r._pool_batches(jobs("v", [0.0] * 4))] == [1] * 4
     r.close()
+
+
+def test_correctness_is_the_score_clamped_to_0_1_while_the_reward_keeps_it(runner):
+    res, _ = runner.score(["-0.5", "0.3", "1.5"], [prob(T + "as_number")] * 3)
+    assert [x.score for x in res] == [-0.5, 0.3, 1.5]
+    assert [x.info["correctness"] for x in res] == [0.0, 0.3, 1.0]
+
+
+def test_a_failure_reason_is_cut_to_500_characters():
+    from reasonrl.rewards.runner import _failure
+
+    assert _failure("x" * 600).info == {"extracted": None, "reason": "x" * 500}
+
+
+def test_a_batch_of_two_that_fails_is_rerun_call_by_call():
+    with RewardRunner(workers=2, timeout_s=TIMEOUT, modules=[H.__name__]) as r:
+        r.score(["a"] * 8, [prob(T + "echo_or_die")] * 8)  # measured quick
+        tasks = r.tasks_scheduled
+        responses = ["a", "hang", "a", "a", "b", "a", "a", "a"]  # 8 calls: 4 tasks of two
+        res, _ = r.score(responses, [prob(T + "echo_or_die")] * 8)
+    assert r.tasks_scheduled - tasks == 4 + 2  # the failed pair again, one call each
+    assert [x.reason for x in res] == ["ok", "timeout"] + ["ok"] * 6  # the hang, not its partner
+    assert [x.score for x in res] == [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0]
+
+
+def test_a_call_that_cannot_be_sent_to_a_worker_scores_0_with_the_reason(runner):
+    (res,), _ = runner.score(["a"], [prob(T + "echo", gt=lambda: "a")])  # a ground truth pickle refuses
+    assert res.score == 0.0 and res.reason.startswith("error: ") and "worker died" not in res.reason
+    assert "pickle" in res.reason.lower()
