@@ -75,6 +75,9 @@ def test_maj_at_k_votes_with_normalised_answers_and_breaks_ties_by_first_appeara
     assert maj_at_k(keys, scores, 5) == 1.0
     # first 6: 1/3 wins 3 to 2
     assert maj_at_k(keys, scores, 6) == 0.0
+    # samples without an answer never vote, however many they are; with no answer at all, 0
+    assert maj_at_k([None, None, None, answer_key("7")], [0.0, 0.0, 0.0, 1.0], 4) == 1.0
+    assert maj_at_k([None, None], [1.0, 1.0], 2) == 0.0
     # the tie rule, the other way round: the wrong answer appears first
     assert maj_at_k([answer_key(a) for a in ("2", "3", "3.0", "2")], [0.0, 1.0, 1.0, 0.0], 4) == 0.0
     assert maj_at_k([None, None], [0.0, 0.0], 2) == 0.0
@@ -119,6 +122,25 @@ def test_bootstrap_ends_are_the_percentiles_of_the_resampled_means():
         assert abs(lo - (mean - 1.96 * se)) < 0.25 * se and abs(hi - (mean + 1.96 * se)) < 0.25 * se
 
 
+def test_bootstrap_ends_are_exactly_the_2_5_and_97_5_percent_points_of_the_resampled_means():
+    # white-box: the same seeded resampling as bootstrap_ci (problems drawn with replacement, in order),
+    # on continuous values so no two means tie: 50 of the 2000 means lie below the low end and 1950 at
+    # or below the high end (an index one off, or the 1.7% point, would count otherwise)
+    draw = random.Random(5)
+    values = [draw.random() for _ in range(30)]
+    lo, hi = bootstrap_ci(values, seed=9)
+    rng, n = random.Random(9), len(values)
+    means = [sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(2000)]
+    assert len(set(means)) == 2000
+    assert sum(m < lo for m in means) == 50 and sum(m <= hi for m in means) == 1950
+    lo, hi = bootstrap_ci(values, level=0.5, iters=100, seed=9)
+    rng = random.Random(9)
+    means = [sum(values[rng.randrange(n)] for _ in range(n)) / n for _ in range(100)]
+    assert sum(m < lo for m in means) == 25 and sum(m <= hi for m in means) == 75
+    with pytest.raises(ValueError, match="bootstrap_ci of no values"):
+        bootstrap_ci([])
+
+
 def test_bootstrap_is_seeded_and_brackets_the_mean():
     values = [0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0]
     a, b = bootstrap_ci(values, seed=3), bootstrap_ci(values, seed=3)
@@ -130,6 +152,7 @@ def test_macro_average_means_domains_then_domains():
     domains = {"aime": "math", "math500": "math", "humaneval": "code", "gpqa": "stem"}
     out = macro_average(values, domains)
     assert out == pytest.approx({"code": 0.5, "math": 0.4, "stem": 0.3, "macro": 0.4})
+    assert macro_average({}, domains) == {}  # nothing evaluated: no macro either
 
 
 def test_compare_flags_differences_beyond_the_combined_interval(tmp_path):
