@@ -229,3 +229,38 @@ def test_compare_names_benchmarks_evaluated_on_other_problems_or_settings(tmp_pa
     (tmp_path / "b" / "samples.setup.json").unlink()
     assert cli.main(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     assert "not like for like" not in capsys.readouterr().out
+
+
+def test_result_files_are_found_down_to_the_depth_and_sorted(tmp_path):
+    from reasonrl.eval.compare import find_result_files
+
+    made = []
+    for d in range(6):
+        folder = tmp_path.joinpath(*[f"d{i}" for i in range(d)])
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ("results.json", "checkpoints.json", "other.json"):
+            (folder / name).write_text("{}")
+        made += [folder / "checkpoints.json", folder / "results.json"]
+    found = find_result_files(tmp_path)
+    assert found == sorted(made[:10])  # depths 0..4, both names, not other.json, not depth 5
+    assert find_result_files(tmp_path, depth=0) == sorted(made[:2])
+
+
+def test_compare_lists_benchmarks_found_on_one_side_only_and_ignores_a_broken_setup(tmp_path):
+    from reasonrl.eval.compare import compare_results, comparison_markdown, load_setup
+
+    a = {"benchmarks": {"aime24": {"mean@n": 0.3, "se": 0.0}, "gsm8k": {"mean@n": 0.5, "se": 0.0}}}
+    b = {"benchmarks": {"aime24": {"mean@n": 0.3, "se": 0.0}, "math500": {"mean@n": 0.5, "se": 0.0}}}
+    c = compare_results(a, b)
+    assert c["only_in_one"] == ["gsm8k", "math500"]
+    text = comparison_markdown(c)
+    assert text.splitlines()[:2] == [
+        "| benchmark | A mean@n | B mean@n | B - A | ±ci95 | beyond ci |",
+        "|---|---|---|---|---|---|",
+    ]
+    assert "| aime24 | 0.3000 | 0.3000 | +0.0000 | 0.0000 | no |" in text  # equal is not beyond a zero CI
+    assert text.endswith("only in one file: gsm8k, math500\n")
+    assert "only in one" not in comparison_markdown(compare_results(a, a))
+    for broken in ("not json", '{"benchmarks": []}', "[1]"):
+        (tmp_path / "samples.setup.json").write_text(broken)
+        assert load_setup(tmp_path / "results.json") is None
