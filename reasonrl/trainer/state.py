@@ -10,6 +10,7 @@ own: the checkpoint files' layout and integrity (`engines.checkpoint`).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from reasonrl.config import ConfigError, RunConfig, migrate, to_dict
@@ -94,6 +95,8 @@ def is_new_best(run, cfg: RunConfig, step: int, metrics: dict) -> bool:
     if key is None or step == 0 or metrics.get(key) is None:
         return False
     value, best = float(metrics[key]), run.best
+    if math.isnan(value):  # no measurement (a first NaN would otherwise stay "best" for good)
+        return False
     better = best is None or (
         value > best["value"] if cfg.checkpoint.best_mode == "max" else value < best["value"]
     )

@@ -166,3 +166,32 @@ def test_latest_ignores_non_numeric_step_dirs(tmp_path, tiny_model_and_tokenizer
     backup.mkdir()
     (backup / "state.json").write_text(json.dumps({"step": 4}))
     assert latest_checkpoint(tmp_path).name == "step_000004"
+
+
+@pytest.mark.parametrize("mode", ["max", "min"])
+def test_keep_best_records_each_strict_improvement_and_nothing_else(mode):
+    from types import SimpleNamespace
+
+    from reasonrl.trainer.state import is_new_best
+
+    cfg = SimpleNamespace(checkpoint=SimpleNamespace(keep_best="eval/acc", best_mode=mode))
+    run = SimpleNamespace(best=None)
+    sign = 1 if mode == "max" else -1
+    seen = []
+    for step, value in [
+        (0, 9.0),
+        (1, float("nan")),
+        (2, 0.5),
+        (3, 0.5),
+        (4, 0.4),
+        (5, 0.7),
+        (6, None),
+        (7, 0.6),
+    ]:
+        metrics = {} if value is None else {"eval/acc": value if value != value else sign * value}
+        seen.append(is_new_best(run, cfg, step, metrics))
+    # step 0 (before training) and a NaN never count; equal is not better; a missing metric is skipped
+    assert seen == [False, False, True, False, False, True, False, False]
+    assert run.best == {"metric": "eval/acc", "step": 5, "value": sign * 0.7}
+    cfg.checkpoint.keep_best = None
+    assert is_new_best(run, cfg, 9, {"eval/acc": sign * 5.0}) is False
