@@ -22,7 +22,10 @@ Where a verifier runs (its *run mode*), chosen per verifier name:
               past it or loses its worker is run again call by call, so each call still gets its
               own limit and its own result (a hang costs at most twice the limit).
 
-The runner's `inline=` / `threaded=` arguments override the declarations by name.
+The runner's `inline=` / `threaded=` arguments override the declarations by name. Wherever it runs,
+a call that raises, returns something other than a `RewardResult`, or a score that is not a finite
+number (NaN would make its group's advantages NaN and the step's gradient with them) scores 0 with
+reason "error: ...", counted in the error rate.
 
 Options worth knowing: `modules=` are imported here and in every worker (plugins that register
 verifiers); `preload=` only in workers, when they start: heavy libraries (e.g. "math_verify") whose
@@ -53,6 +56,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import math
 import multiprocessing
+import numbers
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -142,6 +146,10 @@ def _call(
         res = VERIFIERS.get(name)(response, problem, **(options or {}))
         if not isinstance(res, RewardResult):
             raise TypeError(f"verifier returned {type(res).__name__}, not RewardResult")
+        if not isinstance(res.score, numbers.Real):  # a str or None score broke the whole batch later
+            raise TypeError(f"verifier returned a score of type {type(res.score).__name__}, not a number")
+        if not math.isfinite(res.score):  # a NaN reward makes its group's advantages NaN, and the step's
+            raise ValueError(f"verifier returned a non-finite score ({res.score})")
     except Exception as e:  # noqa: BLE001 - a verifier bug must not kill the batch
         res = _failure(f"error: {type(e).__name__}: {e}")
     return res, time.perf_counter() - t0

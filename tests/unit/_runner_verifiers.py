@@ -8,6 +8,7 @@ module (`RewardRunner(modules=[__name__])`). Not part of the library.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import time
 
@@ -158,3 +159,10 @@ def warm_fails(response: str, problem) -> RewardResult:
 
 
 warm_fails.warm_up = _failing_warm_up
+
+
+@VERIFIERS.register(P + "bad_score")
+def bad_score(response: str, problem) -> RewardResult:
+    """A verifier bug: the score is whatever the response names (nan, inf, a string, None)."""
+    return RewardResult({"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "str": "1", "none": None,
+                         "int": 1, "bool": True}[response], {"reason": "ok"})  # fmt: skip

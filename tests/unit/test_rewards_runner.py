@@ -574,3 +574,20 @@ def test_a_call_that_cannot_be_sent_to_a_worker_scores_0_with_the_reason(runner)
     (res,), _ = runner.score(["a"], [prob(T + "echo", gt=lambda: "a")])  # a ground truth pickle refuses
     assert res.score == 0.0 and res.reason.startswith("error: ") and "worker died" not in res.reason
     assert "pickle" in res.reason.lower()
+
+
+@pytest.mark.parametrize("mode", ["pool", "inline"])
+def test_a_score_that_is_not_a_finite_number_is_a_verifier_error(mode):
+    kw = {"inline": [T + "bad_score"]} if mode == "inline" else {}
+    with RewardRunner(workers=1, timeout_s=TIMEOUT, modules=[H.__name__], **kw) as r:
+        responses = ["nan", "inf", "-inf", "str", "none", "int", "bool"]
+        res, m = r.score(responses, [prob(T + "bad_score")] * 7)
+    assert [x.score for x in res] == [0.0] * 5 + [1.0, 1.0]
+    assert [x.reason for x in res[:5]] == [
+        "error: ValueError: verifier returned a non-finite score (nan)",
+        "error: ValueError: verifier returned a non-finite score (inf)",
+        "error: ValueError: verifier returned a non-finite score (-inf)",
+        "error: TypeError: verifier returned a score of type str, not a number",
+        "error: TypeError: verifier returned a score of type NoneType, not a number",
+    ]
+    assert m["verifier/error_rate"] == pytest.approx(5 / 7)
