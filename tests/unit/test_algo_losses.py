@@ -232,3 +232,23 @@ def test_api_example():
     # r = [1, e^.1 = 1.105171] (< 1.28, unclipped) -> L = -.5 r = [-.5, -.552585]
     close(loss, [[-0.5, -0.552585]])
     close(metrics["ratio_mean"], (1 + 1.105171) / 2)
+
+
+def test_clip_fractions_count_only_tokens_strictly_past_a_bound_with_an_advantage_pushing_past_it():
+    # float64, ratios exactly 0.5 and 2.0 = the bounds for clip_low 0.5 / clip_high 1.0: at a bound
+    # the clipped and unclipped terms are equal, so the clip is not active there (verl counts
+    # pg_losses2 > pg_losses1, strictly); a zero advantage never makes a token clipped
+    r = T([[0.5, 2.0, 0.25, 4.0, 0.25, 4.0, 0.25, 4.0]], dtype=torch.float64)
+    adv = T([[-1.0, 1.0, -1.0, 1.0, 0.0, 0.0, 1.0, -1.0]], dtype=torch.float64)
+    mask = torch.ones_like(r, dtype=torch.bool)
+    _, m = POLICY_LOSSES.get("ppo_clip")(r.log(), torch.zeros_like(r), adv, mask, clip_low=0.5, clip_high=1.0)
+    assert m["clipfrac_low"].item() == pytest.approx(1 / 8)  # only token 2 (0.25 < 0.5, A < 0)
+    assert m["clipfrac_high"].item() == pytest.approx(1 / 8)  # only token 3 (4 > 2, A > 0)
+    # cispo clips the weight whatever the sign of A, but not at the bounds themselves
+    _, m = POLICY_LOSSES.get("cispo")(r.log(), torch.zeros_like(r), adv, mask, clip_low=0.5, clip_high=1.0)
+    assert m["clipfrac_low"].item() == pytest.approx(3 / 8) and m["clipfrac_high"].item() == pytest.approx(
+        3 / 8
+    )
+    # the dual clip accepts any c > 1
+    _, m = POLICY_LOSSES.get("ppo_clip")(r.log(), torch.zeros_like(r), adv, mask, clip_c=1.5)
+    assert m["clipfrac_dual"].item() > 0
