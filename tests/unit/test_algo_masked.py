@@ -110,3 +110,16 @@ def test_last_token_values():
     mask = torch.cat([MASK, T([[True, False, True, False]])])
     out = last_token_values(T([1.0, -2.0, 9.0, 0.5]), mask)
     close(out, [[0, 0, 1.0, 0], [-2.0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0.5, 0]])
+
+
+def test_smallest_counts_divide_by_themselves():
+    # two entries: Bessel's n - 1 = 1, var = ((1-2)^2 + (3-2)^2) / 1 = 2 -> [-1, 1] / sqrt 2
+    x, two = T([[1.0, 3.0, 9.0]]), T([[True, True, False]])
+    close(masked_whiten(x, two, eps=0.0), [[-(0.5**0.5), 0.5**0.5, 0.0]])
+    # one trainable token in one row: every mode's normaliser is 1 (T = 3 for the Dr.GRPO one)
+    one = T([[False, True, False]])
+    for mode, expected in [("token_mean", 3.0), ("seq_mean_token_mean", 3.0), ("seq_mean_token_sum", 3.0),
+                           ("seq_mean_token_sum_norm", 1.0)]:  # fmt: skip
+        close(aggregate(x, one, mode), expected)
+    close(aggregate(x, two, "token_mean", total_tokens=1), 4.0)  # a given normaliser of 1 is used as is
+    close(aggregate(x, two, "seq_mean_token_sum", total_seqs=T(1.0)), 4.0)
