@@ -57,6 +57,14 @@ def test_value_clip_holds_a_value_moving_down():
     close(m["vf_clipfrac"], 1.0)
 
 
+def test_a_value_moving_within_the_clip_range_is_not_clipped():
+    # v .9, old .8 (moved .1 < .2): v_clip = v, both branches equal: loss .5 * (.9 - 1)^2, full gradient
+    v = T([[0.9]], requires_grad=True)
+    loss, m = value_loss(v, T([[0.8]]), T([[1.0]]), torch.ones(1, 1, dtype=torch.bool), clip_range=0.2)
+    close(loss, [[0.005]])
+    close(m["vf_clipfrac"], 0.0)
+
+
 def test_perfect_critic_explains_everything():
     r = T([[1.0, 2.0, 4.0]])
     _, m = value_loss(r.clone(), r.clone(), r, torch.ones(1, 3, dtype=torch.bool))
@@ -86,5 +94,9 @@ def test_tis_identical_logprobs_give_unit_weights():
     w, m = tis_weights(lp, lp.clone(), torch.ones(3, 4, dtype=torch.bool), cap=1.0)
     close(w, torch.ones(3, 4))
     close(m["mismatch_kl"], 0.0)
+    close(m["is_capped_frac"], 0.0)  # a weight exactly at the cap is not cut by it
+    assert (
+        tis_weights(lp, lp - 3.0, torch.ones(3, 4, dtype=torch.bool))[0].max().item() == 2.0
+    )  # default cap 2
     with pytest.raises(ValueError, match="cap"):
         tis_weights(lp, lp, torch.ones(3, 4, dtype=torch.bool), cap=0.0)
