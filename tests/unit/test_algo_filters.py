@@ -66,6 +66,7 @@ EARLY = [
     (1.02, 0.01, None, None, False),
     (5.5, 0.01, 5.0, None, True),
     (5.0, 0.01, 5.0, None, False),  # strictly greater, like RLinf
+    (1.0, 0.25, None, 0.25, False),  # the KL too
     (1.0, 0.2, 5.0, 0.1, True),
     (1.0, 0.05, 5.0, 0.1, False),
     (9.0, 0.5, None, None, False),  # no thresholds: never stop
@@ -77,3 +78,8 @@ def test_minibatch_early_stop(ratio, kl, max_ratio, max_kl, stop):
     out = minibatch_early_stop(T(ratio), T(kl), max_ratio=max_ratio, max_kl=max_kl)
     assert out.dtype == torch.bool and out.dim() == 0
     assert bool(out) is stop
+
+
+def test_overlong_penalty_with_a_one_token_buffer():
+    # max_len 4, buffer 1: no penalty up to 3 tokens, the full factor at 4 (the buffer's one token) and past
+    close(overlong_penalty(T([3, 4, 5]), max_len=4, buffer=1, penalty_factor=0.5), [0.0, -0.5, -0.5])

@@ -75,3 +75,58 @@ def test_fused_logprob_and_entropy_maths_equal_the_reference_with_gradients():
     lp, ent = L.logprobs_and_entropy(z, t, with_entropy=True, entropy_grad=False)
     assert torch.equal(lp, L.token_logprobs(z, t)) and lp.requires_grad and not ent.requires_grad
     assert L.logprobs_and_entropy(z, t)[1] is None
+
+
+def test_the_compiled_path_its_fallback_and_its_cache(monkeypatch):
+    """The CUDA path's control flow, on CPU with the fused functions standing in for compiled ones:
+    used when given, entropy without a graph when it is only a metric; a first failure warns once and
+    falls back to the eager path for good; a failure after a success is raised, not hidden."""
+    import warnings
+
+    from reasonrl.algorithms import logprobs as L
+
+    z = torch.randn(2, 3, 11, generator=torch.Generator().manual_seed(1)).requires_grad_()
+    t = torch.randint(0, 11, (2, 3), generator=torch.Generator().manual_seed(2))
+    calls = []
+
+    def lp_fn(logits, targets):
+        calls.append("lp")
+        return L._fused_logprobs(logits, targets)
+
+    def ent_fn(logits):
+        calls.append("ent")
+        return L._fused_entropy(logits)
+
+    monkeypatch.setattr(L, "_compiled", {"fns": (lp_fn, ent_fn)})
+    lp, ent = L._logprobs_and_entropy(z, t, True, True, compiled=True)
+    assert calls == ["lp", "ent"] and L._compiled["ok"] is True
+    assert torch.allclose(lp, L.token_logprobs(z, t)) and ent.requires_grad
+    _, ent = L._logprobs_and_entropy(z, t, True, False, compiled=True)
+    assert not ent.requires_grad and torch.allclose(ent, L.entropy_from_logits(z))
+    assert L._logprobs_and_entropy(z, t, False, True, compiled=True)[1] is None
+    assert calls == ["lp", "ent", "lp", "ent", "lp"]
+    assert L._logprobs_and_entropy(z, t, True, True, compiled=False)[0] is not None and len(calls) == 5
+
+    def broken(*args):
+        raise RuntimeError("no compiler")
+
+    with pytest.raises(RuntimeError, match="no compiler"):  # it worked before: a real error
+        monkeypatch.setattr(L, "_compiled", {"fns": (broken, broken), "ok": True})
+        L._logprobs_and_entropy(z, t, False, True, compiled=True)
+    monkeypatch.setattr(L, "_compiled", {"fns": (broken, broken)})
+    with pytest.warns(
+        UserWarning, match="fused log-probs not compiled .RuntimeError: no compiler.; using the eager"
+    ):
+        lp, _ = L._logprobs_and_entropy(z, t, False, True, compiled=True)
+    assert torch.equal(lp, L.token_logprobs(z, t)) and L._compiled["fns"] is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once: the eager path from now on, silently
+        assert torch.equal(L._logprobs_and_entropy(z, t, False, True, compiled=True)[0], lp)
+
+    compiled = []
+    monkeypatch.setattr(torch, "compile", lambda fn, dynamic: compiled.append((fn, dynamic)) or fn)
+    monkeypatch.setattr(L, "_compiled", {})
+    assert (
+        L._compiled_fns() == (L._fused_logprobs, L._fused_entropy) and L._compiled_fns() is L._compiled_fns()
+    )
+    assert compiled == [(L._fused_logprobs, True), (L._fused_entropy, True)]  # once, dynamic shapes
