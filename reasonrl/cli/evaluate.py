@@ -23,6 +23,24 @@ def check_engine(name: str) -> None:
         )
 
 
+def check_counts(args, counts: tuple[str, ...]) -> None:
+    """The given counts >= 1, and the sampling options in range (temperature >= 0, top-p in (0, 1],
+    both finite): an InputError naming the option before any model is loaded."""
+    import math
+
+    from reasonrl.errors import InputError
+
+    for key in counts:
+        value = getattr(args, key)
+        if value is not None and value < 1:
+            raise InputError(f"--{key.replace('_', '-')} must be >= 1, got {value}")
+    t, top_p = args.temperature, getattr(args, "top_p", None)
+    if t is not None and not (math.isfinite(t) and t >= 0):
+        raise InputError(f"--temperature must be a number >= 0 (0: greedy), got {t}")
+    if top_p is not None and not 0 < top_p <= 1:  # NaN fails this too
+        raise InputError(f"--top-p must be in (0, 1], got {top_p}")
+
+
 def add_benchmark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmarks", default=None,
                    help="comma list of benchmarks or suites (reasoning360, r1); see --list-benchmarks")  # fmt: skip
@@ -47,7 +65,10 @@ def benchmarks_and_files(names: str, file_args: list[str]) -> tuple[list, dict[s
     from reasonrl.errors import InputError
     from reasonrl.eval.benchmarks import resolve
 
-    benches = resolve([b.strip() for b in names.split(",") if b.strip()])
+    wanted = [b.strip() for b in names.split(",") if b.strip()]
+    if not wanted:
+        raise InputError("--benchmarks names no benchmark (see --list-benchmarks)")
+    benches = resolve(wanted)
     files = {}
     for item in file_args:
         name, sep, path = item.partition("=")
@@ -78,15 +99,11 @@ def default_out(given: str, model: str) -> str:
 def eval_benchmarks(args, model_path) -> int:
     import json
 
-    from reasonrl.errors import InputError
     from reasonrl.eval.runner import results_markdown, run_benchmarks, timing_line
 
     benches, files = benchmarks_and_files(args.benchmarks, args.file)
     check_engine(args.engine)
-    for key in ("n", "max_new_tokens", "limit", "chunk_size", "workers"):
-        value = getattr(args, key)
-        if value is not None and value < 1:
-            raise InputError(f"--{key.replace('_', '-')} must be >= 1, got {value}")
+    check_counts(args, ("n", "max_new_tokens", "limit", "chunk_size", "workers"))
     overrides = {"n": args.n, "temperature": args.temperature, "top_p": args.top_p,
                  "max_new_tokens": args.max_new_tokens}  # fmt: skip
     kw = dict(data_dir=args.data_dir, files=files, overrides=overrides, engine=args.engine, device=args.device,
@@ -175,11 +192,7 @@ def eval_problems(args, model_path) -> int:
 
     if args.data is not None and not args.data:
         raise InputError("--data needs at least one parquet / jsonl / json file")
-    for key, value in (("n", args.n), ("size", args.size), ("max-new-tokens", args.max_new_tokens)):
-        if value is not None and value < 1:
-            raise InputError(f"--{key} must be >= 1, got {value}")
-    if args.temperature is not None and args.temperature < 0:
-        raise InputError(f"--temperature must be >= 0, got {args.temperature}")
+    check_counts(args, ("n", "size", "max_new_tokens"))
     check_engine(args.engine)
     if args.task is not None:
         from reasonrl.data.mixture import check_task
@@ -222,7 +235,9 @@ def eval_problems(args, model_path) -> int:
         check_routable(problems, "eval data")
         model, tok = load_policy(args.model, device=args.device)
     n = args.n or 1
-    params = SamplingParams(n=n, temperature=args.temperature or 0.0, max_new_tokens=max_new, seed=args.seed)
+    temperature = args.temperature or 0.0
+    top_p = args.top_p if args.top_p is not None and temperature > 0 else 1.0  # greedy: no nucleus
+    params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new, seed=args.seed)
     engine = build_rollout_engine(args.engine, model, tok)
     batch = cfg.val.batch_size if cfg is not None else 256  # the run's own batching: identical greedy outputs
     try:

@@ -102,7 +102,7 @@ def _eval(args) -> int:
     from reasonrl.models.loading import resolve_device
 
     resolve_device(args.device)  # a device this machine lacks fails before a model is resolved or built
-    if args.benchmarks:
+    if args.benchmarks is not None:
         from reasonrl.cli.evaluate import eval_benchmarks
 
         return eval_benchmarks(args, _eval_model_path)

@@ -289,3 +289,17 @@ def test_keep_best_keeps_the_best_validation_checkpoint_besides_the_last(tiny_mo
     assert kept == sorted({f"step_{best_step:06d}", "step_000006"})  # the best and the last, nothing else
     assert all(verify_checkpoint(c) is None for c in list_checkpoints(tmp_path / "run"))
     assert len(set(acc.values())) > 1, "the accuracy never changed: the test shows nothing"
+
+
+def test_held_out_eval_samples_with_the_given_top_p(tiny_model_dir, monkeypatch, capsys):
+    # before: --top-p was accepted and ignored outside --benchmarks
+    import reasonrl.eval.accuracy as accuracy
+    from reasonrl.cli import main as cli
+
+    seen = []
+    monkeypatch.setattr(accuracy, "evaluate", lambda engine, tok, problems, params, **kw: seen.append(params) or (0.5, None))  # fmt: skip
+    argv = ["eval", str(tiny_model_dir), "--task", "arithmetic", "--size", "3", "--device", "cpu"]
+    assert cli.main([*argv, "--temperature", "0.7", "--top-p", "0.5"]) == 0
+    assert cli.main([*argv, "--top-p", "0.5"]) == 0  # greedy: no nucleus
+    assert [(p.temperature, p.top_p) for p in seen] == [(0.7, 0.5), (0.0, 1.0)]
+    assert '"mean_score": 0.5' in capsys.readouterr().out

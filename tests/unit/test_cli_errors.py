@@ -15,6 +15,20 @@ from reasonrl.cli import main as cli
     [
         (["eval", "/nonexistent/model"], "model path not found: /nonexistent/model"),
         (["eval", "demo", "--n", "0"], "--n must be >= 1, got 0"),
+        # before: accepted (a negative temperature ran greedy, top-p 1.5 ran, NaN failed in transformers
+        # after the model loaded, an empty --benchmarks evaluated the built-in task instead)
+        (
+            ["eval", "demo", "--temperature", "-1"],
+            "--temperature must be a number >= 0 (0: greedy), got -1.0",
+        ),
+        (
+            ["eval", "demo", "--benchmarks", "gsm8k", "--temperature", "nan"],
+            "--temperature must be a number >= 0",
+        ),
+        (["eval", "demo", "--benchmarks", "gsm8k", "--top-p", "1.5"], "--top-p must be in (0, 1], got 1.5"),
+        (["eval", "demo", "--top-p", "0"], "--top-p must be in (0, 1], got 0.0"),
+        (["eval", "demo", "--benchmarks", "gsm8k", "--top-p", "nan"], "--top-p must be in (0, 1], got nan"),
+        (["eval", "demo", "--benchmarks", " , "], "--benchmarks names no benchmark (see --list-benchmarks)"),
         # before: ValueError / RuntimeError tracebacks
         (
             ["eval", "demo", "--task", "nope"],
