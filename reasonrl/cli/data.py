@@ -224,8 +224,9 @@ def cmd_passrate(args) -> int:
         from reasonrl.config import import_plugins
 
         import_plugins(args.plugins)
-    if args.n < 1 or args.max_new_tokens < 1:
-        raise InputError("--n and --max-new-tokens must be >= 1")
+    from reasonrl.cli.evaluate import check_counts
+
+    check_counts(args, ("n", "max_new_tokens"))  # and temperature / top-p in range
     if not 0 < args.correct_threshold <= 1:  # scores are in [0, 1]: 0 solves everything, above 1 nothing
         raise InputError(f"--correct-threshold must be in (0, 1], got {args.correct_threshold}")
     rows, problems, _, _ = _rows_and_problems([args.file])

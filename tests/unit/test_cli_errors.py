@@ -69,6 +69,24 @@ from reasonrl.cli import main as cli
             ],
             "--correct-threshold must be in (0, 1], got 1.5",
         ),
+        (
+            ["data", "passrate", "x.parquet", "--model", "demo", "--out", "y.parquet", "--top-p", "2"],
+            "--top-p must be in (0, 1], got 2.0",
+        ),
+        (
+            [
+                "data",
+                "passrate",
+                "x.parquet",
+                "--model",
+                "demo",
+                "--out",
+                "y.parquet",
+                "--max-new-tokens",
+                "0",
+            ],
+            "--max-new-tokens must be >= 1, got 0",
+        ),
     ],
 )
 def test_expected_errors_are_one_line_with_exit_2(capsys, argv, needle, tmp_path, monkeypatch):
