@@ -136,6 +136,26 @@ def test_shape_batch_masks_truncated_rows_only_when_asked():
             assert metrics["rollout/masked_truncated_frac"] == pytest.approx(1 / 3)
 
 
+@pytest.mark.parametrize("reward_map,buffer", [([], 0), ([-1.0, 1.0], 0), ([], 1), ([-1.0, 1.0], 2)])
+def test_shape_batch_reports_the_shaping_it_applied(reward_map, buffer):
+    # lengths 2, 4, 3 against max_len 4: with a buffer of 1, the 4-token row is penalised (-1); of 2, the
+    # 3-token row too ((2 - 3) / 2 = -0.5); the metrics appear only for the shaping that is on
+    groups = [_group("a", [1.0, 0.0, 1.0], lengths=[2, 4, 3], finish=["stop", "length", "stop"])]
+    batch = build_batch(groups, pad_id=0)
+    algo = AlgoConfig(shaping=ShapingConfig(reward_map=reward_map, overlong_buffer=buffer))
+    metrics = shape_batch(batch, algo, 4)
+    mapped = [1.0, -1.0, 1.0] if reward_map else [1.0, 0.0, 1.0]
+    penalty = {0: [0.0, 0.0, 0.0], 1: [0.0, -1.0, 0.0], 2: [0.0, -1.0, -0.5]}[buffer]
+    assert batch.rewards.tolist() == pytest.approx([m + p for m, p in zip(mapped, penalty)])
+    want = {}
+    if reward_map or buffer:
+        want["reward/shaped_mean"] = pytest.approx(sum(mapped + penalty) / 3)
+    if buffer:
+        want["reward/overlong_penalty"] = pytest.approx(sum(penalty) / 3)
+        want["reward/overlong_frac"] = pytest.approx(sum(p < 0 for p in penalty) / 3)
+    assert metrics == want
+
+
 # ---------------------------------------------------------------- advantages
 
 
