@@ -8,6 +8,7 @@ Does not own: reading files (`data.files`, `data.schema`).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -43,17 +44,26 @@ def pass_rate_columns(rows: list[dict]) -> list[str]:
 
 
 def pass_rate_histogram(rows: list[dict], column: str) -> dict[str, int]:
+    """Rows per bin, "missing" (no value), and "not a rate in [0, 1]" (NaN, out of range, not a number;
+    present only when some row is), so the counts always add up to the rows."""
     hist = {name: 0 for name, _ in PASS_RATE_BINS}
-    hist["missing"] = 0
+    hist["missing"] = invalid = 0
     for r in rows:
         v = r.get(column)
         if v is None:
             hist["missing"] += 1
             continue
-        for name, test in PASS_RATE_BINS:
-            if test(float(v)):
-                hist[name] += 1
-                break
+        try:
+            rate = float(v)
+        except (TypeError, ValueError):
+            rate = math.nan
+        name = next((name for name, test in PASS_RATE_BINS if test(rate)), None)
+        if name is None:
+            invalid += 1
+        else:
+            hist[name] += 1
+    if invalid:
+        hist["not a rate in [0, 1]"] = invalid
     return hist
 
 

@@ -250,6 +250,18 @@ def test_training_warns_when_its_data_holds_a_val_benchmark(tiny_model_and_token
     assert not [x for x in logs if x.startswith("warning")]
 
 
+def test_pass_rate_histogram_counts_every_row_once():
+    from reasonrl.data.stats import pass_rate_histogram
+
+    values = [0.0, 1e-9, 0.2, 0.3999, 0.4, 0.6, 0.8, 0.9999, 1.0, None, float("nan"), 1.5, -0.1, "abc", "0.5"]
+    hist = pass_rate_histogram([{"m_pass_rate": v} for v in values], "m_pass_rate")
+    assert hist == {"impossible (0)": 1, "very hard (0, 0.2)": 1, "hard [0.2, 0.4)": 2, "medium [0.4, 0.6)": 2,
+                    "easy [0.6, 0.8)": 1, "very easy [0.8, 1)": 2, "perfect (1)": 1, "missing": 1,
+                    "not a rate in [0, 1]": 4}  # fmt: skip
+    assert sum(hist.values()) == len(values)
+    assert "not a rate in [0, 1]" not in pass_rate_histogram([{"m_pass_rate": 0.5}], "m_pass_rate")
+
+
 def test_stats_and_filter(tmp_path, capsys):
     rows = [{**_math(f"q{i}", i).to_row(), "m_pass_rate": r} for i, r in enumerate([0.0, 0.25, 1.0, 0.5])]
     from reasonrl.data.files import write_rows
