@@ -272,10 +272,12 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
 
 
 def _sample_rows(bench: str, first: int, groups) -> list[dict]:
-    """The samples.jsonl rows of a chunk whose first problem has index `first`."""
-    return [_sample_row(bench, first + i, g, j, comp, score, res)
+    """The samples.jsonl rows of a chunk whose first problem has index `first`. A sample's score is its
+    correctness, not the training reward: in-training validation scores with the run's runner, whose
+    `reward.weights` may add shaping terms (a length penalty would make a solved sample fail pass@k)."""
+    return [_sample_row(bench, first + i, g, j, comp, res.correctness, res)
             for i, g in enumerate(groups)
-            for j, (comp, score, res) in enumerate(zip(g.completions, g.rewards, g.results))]  # fmt: skip
+            for j, (comp, res) in enumerate(zip(g.completions, g.results))]  # fmt: skip
 
 
 def _sample_row(bench, index, group, j, comp, score, res) -> dict:
