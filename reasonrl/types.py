@@ -152,6 +152,13 @@ class RolloutGroup:
     rewards: list[float] = field(default_factory=list)
     results: list[RewardResult] = field(default_factory=list)
 
+    @property
+    def correctness(self) -> list[float]:
+        """Each completion's correctness (`RewardResult.correctness`: the routed verifier's own score,
+        without `reward.weights`' shaping terms): what "solved" means for metrics and the curriculum.
+        A group built from scores alone (no verifier results) gives its rewards."""
+        return [r.correctness for r in self.results] if self.results else list(self.rewards)
+
 
 @dataclass
 class TrainBatch:

@@ -66,7 +66,7 @@ class Curriculum:
         return self.levels[task]
 
     def observe(self, problem, rewards: list[float]) -> None:
-        """One scored group of `problem`."""
+        """One scored group of `problem`: each completion's correctness (`RolloutGroup.correctness`)."""
         if not rewards:
             return
         mean = sum(float(r) for r in rewards) / len(rewards)

@@ -270,7 +270,7 @@ class MixtureSampler:
     def observe(self, groups) -> None:
         if self.curriculum is not None:
             for g in groups:
-                self.curriculum.observe(g.problem, list(g.rewards))
+                self.curriculum.observe(g.problem, g.correctness)  # solved, not shaped
 
     def metrics(self) -> dict[str, float]:
         total = max(1, sum(self.drawn))

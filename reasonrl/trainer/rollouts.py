@@ -44,8 +44,8 @@ def collect_rollouts(run, problems: list[Problem], params: SamplingParams) -> tu
         "reward/std": scores.std().item() if len(scores) > 1 else 0.0,
         "reward/accuracy": sum(r.correctness >= 1.0 for r in results) / len(results),
         "reward/no_answer_frac": sum(r.extracted is None for r in results) / max(len(results), 1),
-        "reward/solved_all_frac": sum(min(g.rewards) >= 1.0 for g in groups) / len(groups),
-        "reward/solved_none_frac": sum(max(g.rewards) <= 0.0 for g in groups) / len(groups),
+        "reward/solved_all_frac": sum(min(g.correctness) >= 1.0 for g in groups) / len(groups),
+        "reward/solved_none_frac": sum(max(g.correctness) <= 0.0 for g in groups) / len(groups),
         **health,
     }
     return groups, metrics

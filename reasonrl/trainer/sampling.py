@@ -121,7 +121,7 @@ def collect_step(run, params: SamplingParams, algo: AlgoConfig) -> tuple[list[Ro
             run.sampler.observe(everyone)
             return everyone, metrics
         # the curriculum's record (levels, pass rates) sees every round, of every rank, in rank order
-        seen = dist.all_gather_objects([(g.problem, list(g.rewards)) for g in groups])
+        seen = dist.all_gather_objects([(g.problem, g.correctness) for g in groups])
         run.sampler.observe([RolloutGroup(p, [], [], rewards=r) for part in seen for p, r in part])
         return groups, metrics
 

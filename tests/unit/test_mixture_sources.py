@@ -173,3 +173,22 @@ def test_build_sampler_plain_single_source_and_mixture(tmp_path):
     ]
     assert len(m.sources[0].problems) == 4 and m.curriculum is None and m.max_prompt_tokens == 64
     assert m._tokenizer is not None and m.sources[2].fixed["leg_counting"]
+
+
+def test_the_curriculum_moves_on_correctness_not_on_the_shaped_reward():
+    from reasonrl.types import RewardResult
+
+    # rewards with shaping terms: solved answers with a length penalty (0.8), unsolved ones with a
+    # format bonus (0.2); the curriculum must see 1 and 0
+    def group(p, correct):
+        results = [RewardResult(0.8 if correct else 0.2, {"correctness": float(correct)}) for _ in range(2)]
+        return RolloutGroup(p, [], [], rewards=[r.score for r in results], results=results)
+
+    s = MixtureSampler([(TaskSource("arith", "arithmetic", 3, 0), 1.0)], 2, 0,
+                       CurriculumConfig(enabled=True, last_k=1, skip_solved_after=1))  # fmt: skip
+    drawn = s.next()
+    s.observe([group(drawn[0], True), group(drawn[1], True)])
+    assert s.curriculum.level("arithmetic") == 5  # one level up per group (a window of one)
+    assert s.metrics()["curriculum/skipped_solved"] == 2.0  # solved: correctness 1 (rewards 0.8 < 1)
+    s.observe([group(p, False) for p in s.next()])
+    assert s.curriculum.level("arithmetic") == 3  # accuracy 0 <= 0.1, down twice (the rewards' 0.2 is not)

@@ -169,3 +169,25 @@ def test_step_rollouts_seed_metrics_state_and_baseline(step, needs, has_baseline
         assert out.baseline.tolist() == want
     else:
         assert out.baseline is None and run.rollout_engine.params == []  # no greedy pass at all
+
+
+def test_solved_fractions_count_correctness_not_the_shaped_reward(monkeypatch):
+    import reasonrl.trainer.rollouts as rollouts
+    from reasonrl.types import RewardResult
+
+    def group(i, correct):
+        # solved answers under a length penalty score 0.8, unsolved ones with a format bonus 0.2
+        results = [
+            RewardResult(0.8 if c else 0.2, {"correctness": float(c), "extracted": "x"}) for c in correct
+        ]
+        comps = [Completion(text="x", token_ids=[1], sampler_logprobs=[0.0]) for _ in correct]
+        return RolloutGroup(_problems(3)[i], [7], comps, rewards=[r.score for r in results], results=results)
+
+    groups = [group(0, [1, 1]), group(1, [0, 0]), group(2, [1, 0])]
+    monkeypatch.setattr(rollouts, "generate_and_score", lambda *a: (groups, {}))
+    run = SimpleNamespace(rollout_engine=None, tokenizer=None, scorer=None, max_prompt_tokens=None, think_from_prompt=True)  # fmt: skip
+    _, m = rollouts.collect_rollouts(run, [], SamplingParams())
+    assert m["reward/solved_all_frac"] == pytest.approx(1 / 3) and m[
+        "reward/solved_none_frac"
+    ] == pytest.approx(1 / 3)
+    assert m["reward/accuracy"] == 0.5 and m["reward/mean"] == pytest.approx(0.5)  # (0.8 * 3 + 0.2 * 3) / 6
