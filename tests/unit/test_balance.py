@@ -80,6 +80,11 @@ def test_repad_and_concat_keep_every_row_and_token():
     c.old_logprobs = torch.zeros(1, 1)
     with pytest.raises(ValueError, match="'old_logprobs' is set on some"):
         concat_batches([a, c], PAD)
+    d = _batch([(1, 1)])
+    d.extras = {"plugin": torch.zeros(1)}
+    with pytest.raises(ValueError, match="batches with plugin extras cannot be balanced across ranks"):
+        concat_batches([a, d], PAD)
+    assert gather_batch(a, PAD) is a  # one process: the batch itself
 
 
 def test_trimmed_batch_gives_the_same_logprobs():
