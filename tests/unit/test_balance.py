@@ -37,6 +37,8 @@ def test_balanced_parts_equal_sizes_and_near_equal_tokens():
     best = min(abs(2 * sum(tokens[i] for i in c) - sum(tokens)) for c in itertools.combinations(range(8), 4))
     assert abs(sums[0] - sums[1]) - best <= max(tokens)
     assert balanced_parts([3, 3, 3], 1) == [[0, 1, 2]]
+    # one long row: the short ones would all go to the other part, but each part holds half the rows
+    assert balanced_parts([100, 1, 1, 1], 2) == [[0, 3], [1, 2]]
     with pytest.raises(ValueError, match="7 rows cannot be split into 2"):
         balanced_parts([1] * 7, 2)
 
