@@ -56,7 +56,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import math
 import multiprocessing
-import numbers
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -66,6 +65,7 @@ from typing import Any
 from reasonrl.rewards.base import VERIFIERS, RewardResult, check_setup
 from reasonrl.rewards.health import health_metrics, kind
 from reasonrl.rewards.routing import verifier_name
+from reasonrl.rewards.worker import call_many, call_verifier, failure, init_worker, noop
 from reasonrl.types import Problem
 
 CORRECTNESS = "correctness"
@@ -82,87 +82,6 @@ def preload_modules(problems: Iterable[Problem]) -> tuple[str, ...]:
     for name in dict.fromkeys(verifier_name(p) for p in problems):
         out.update(dict.fromkeys(getattr(VERIFIERS.get(name), "preload", ())))
     return tuple(out)
-
-
-# ----------------------------------------------------------------------------- worker side
-
-
-def _worker_init(paths: Sequence[str], modules: Sequence[str]) -> None:
-    """Runs once in every (re)started worker: same import path as the parent, registrations loaded."""
-    import importlib
-
-    _die_with_parent()
-    for p in paths:
-        if p not in sys.path:
-            sys.path.append(p)
-    importlib.import_module("reasonrl.rewards")
-    for m in modules:
-        importlib.import_module(m)
-
-
-def _noop() -> None:
-    return None
-
-
-def _die_with_parent() -> None:
-    """Linux: SIGKILL this worker when its parent process dies (the trainer, or the forkserver that
-    dies with it), so no verifier worker outlives a killed trainer.
-
-    A forkserver exits when every holder of its "alive" pipe has closed it, and CPython hands each
-    process it forks a copy (so that one could ask the server for more). A worker keeping that copy
-    kept the forkserver alive after the trainer was SIGKILLed, and the forkserver kept the worker
-    alive: one stuck in a long call (pebble's time limit died with the trainer) ran on. Workers never
-    start processes through the forkserver, so they close it."""
-    import os
-    from multiprocessing import forkserver
-
-    server = getattr(forkserver, "_forkserver", None)
-    alive = getattr(server, "_forkserver_alive_fd", None)
-    if alive is not None:
-        try:
-            os.close(alive)
-        except OSError:
-            pass
-        server._forkserver_alive_fd = None
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() == 1:  # the parent died before the signal was armed
-        os._exit(0)
-
-
-def _call(
-    name: str, response: str, problem: Problem, options: dict[str, Any] | None = None
-) -> tuple[RewardResult, float]:
-    """One verifier call; exceptions become a 0 score with the reason. Returns (result, seconds)."""
-    t0 = time.perf_counter()
-    try:
-        res = VERIFIERS.get(name)(response, problem, **(options or {}))
-        if not isinstance(res, RewardResult):
-            raise TypeError(f"verifier returned {type(res).__name__}, not RewardResult")
-        if not isinstance(res.score, numbers.Real):  # a str or None score broke the whole batch later
-            raise TypeError(f"verifier returned a score of type {type(res.score).__name__}, not a number")
-        if not math.isfinite(res.score):  # a NaN reward makes its group's advantages NaN, and the step's
-            raise ValueError(f"verifier returned a non-finite score ({res.score})")
-    except Exception as e:  # noqa: BLE001 - a verifier bug must not kill the batch
-        res = _failure(f"error: {type(e).__name__}: {e}")
-    return res, time.perf_counter() - t0
-
-
-def _call_many(calls: Sequence[tuple]) -> list[tuple[RewardResult, float]]:
-    """Calls in one task, in order (several quick ones in a pool task: one message each way instead of
-    one per call)."""
-    return [_call(*c) for c in calls]
-
-
-def _failure(reason: str) -> RewardResult:
-    return RewardResult(0.0, {"extracted": None, "reason": reason[:500]})
 
 
 # ----------------------------------------------------------------------------- runner
@@ -261,7 +180,7 @@ class RewardRunner:
         def warm() -> None:
             pool = self._process_pool()
             for _ in range(self.workers):
-                pool.schedule(_noop)
+                pool.schedule(noop)
 
         self._starter = threading.Thread(target=warm, name="reward-runner-start", daemon=True)
         self._starter.start()
@@ -314,7 +233,7 @@ class RewardRunner:
             self._pool = ProcessPool(
                 max_workers=self.workers,
                 max_tasks=self.max_tasks_per_worker,
-                initializer=_worker_init,
+                initializer=init_worker,
                 initargs=(list(sys.path), (*self.modules, *self.preload)),
                 context=context,
             )
@@ -378,10 +297,10 @@ class RewardRunner:
         pending = {self._schedule(b, call_args): b for b in self._pool_batches(pool_jobs)}
         for j in jobs:
             if j.mode == "thread":
-                pending[self._thread_pool(j.name).submit(_call_many, [call_args(j)])] = [j]
+                pending[self._thread_pool(j.name).submit(call_many, [call_args(j)])] = [j]
         for j in jobs:  # inline work overlaps with the pool's
             if j.mode == "inline":
-                j.result, j.latency = _call(*call_args(j))
+                j.result, j.latency = call_verifier(*call_args(j))
         retry = self._collect(pending)
         if retry:  # batches that failed as a whole: their calls again, one task each
             self._collect({self._schedule([j], call_args): [j] for j in retry})
@@ -414,7 +333,7 @@ class RewardRunner:
         whose worker dies, is scored again call by call: see `_collect`)."""
         self.tasks_scheduled += 1
         calls = [call_args(j) for j in batch]
-        return self._process_pool().schedule(_call_many, args=(calls,), timeout=self.timeout_s)
+        return self._process_pool().schedule(call_many, args=(calls,), timeout=self.timeout_s)
 
     def _learn_latency(self, jobs: list[_Job], failed: list[_Job]) -> None:
         """Per verifier, a running mean of seconds per pool call (what batch sizes are made from); a
@@ -460,18 +379,18 @@ class RewardRunner:
                     continue
                 job = batch[0]
                 if isinstance(e, cf.TimeoutError):
-                    job.result, job.latency = _failure("timeout"), self.timeout_s
+                    job.result, job.latency = failure("timeout"), self.timeout_s
                 elif isinstance(e, ProcessExpired):
-                    job.result = _failure(f"error: worker died (exit code {e.exitcode})")
+                    job.result = failure(f"error: worker died (exit code {e.exitcode})")
                 else:
-                    job.result = _failure(f"error: {type(e).__name__}: {e}")
+                    job.result = failure(f"error: {type(e).__name__}: {e}")
                 continue
             for job, (res, seconds) in zip(batch, out):
                 job.result, job.latency = res, seconds
         for fut in not_done:
             fut.cancel()
             for job in pending[fut]:
-                job.result, job.latency = _failure("timeout"), time.monotonic() - t0
+                job.result, job.latency = failure("timeout"), time.monotonic() - t0
         if any(pending[f][0].mode == "pool" for f in not_done):
             self._close_pool()  # a wedged pool is rebuilt on the next call
             self.restarts += 1

@@ -70,9 +70,9 @@ def worker_main(cfg_dict: dict, sampler, sampler_state: dict, threads: int, inbo
     import signal
 
     from reasonrl import distributed as dist
-    from reasonrl.rewards.runner import _die_with_parent
+    from reasonrl.rewards.worker import die_with_parent
 
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's: it checkpoints, then stops us
     dist.set_share(share[0], share[1])  # this rank's prompts of every step
     if torch.cuda.is_available():

@@ -1,4 +1,4 @@
-"""Test-only verifiers for tests/unit/test_rewards_runner.py.
+"""Test-only verifiers for tests/unit/test_rewards_runner*.py, and `prob` (a problem routed to one).
 
 Owns: misbehaving verifiers (hang, blow up in sympy, os._exit, segfault, raise) and small well-behaved
 ones. They register on import, so runner workers (separate processes) get them by importing this
@@ -13,8 +13,16 @@ import os
 import time
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
+from reasonrl.types import Problem
 
 P = "_runner_test/"
+
+
+def prob(verifier: str | None, gt: object = "a", data_source: str = "test") -> Problem:
+    """A problem routed to `verifier` (by name) with ground truth `gt`."""
+    return Problem(
+        prompt=[{"role": "user", "content": "q"}], ground_truth=gt, data_source=data_source, verifier=verifier
+    )
 
 
 @VERIFIERS.register(P + "echo")

@@ -9,6 +9,8 @@ import pytest
 
 from reasonrl.cli import main as cli
 
+PASSRATE = ["data", "passrate", "x.parquet", "--model", "demo", "--out", "y.parquet"]
+
 
 @pytest.mark.parametrize(
     "argv, needle",
@@ -55,38 +57,9 @@ from reasonrl.cli import main as cli
             ["data", "dedup", "x.parquet", "--out", "y.parquet", "--threshold", "0"],
             "--threshold must be in (0, 1]",
         ),
-        (
-            [
-                "data",
-                "passrate",
-                "x.parquet",
-                "--model",
-                "demo",
-                "--out",
-                "y.parquet",
-                "--correct-threshold",
-                "1.5",
-            ],
-            "--correct-threshold must be in (0, 1], got 1.5",
-        ),
-        (
-            ["data", "passrate", "x.parquet", "--model", "demo", "--out", "y.parquet", "--top-p", "2"],
-            "--top-p must be in (0, 1], got 2.0",
-        ),
-        (
-            [
-                "data",
-                "passrate",
-                "x.parquet",
-                "--model",
-                "demo",
-                "--out",
-                "y.parquet",
-                "--max-new-tokens",
-                "0",
-            ],
-            "--max-new-tokens must be >= 1, got 0",
-        ),
+        ([*PASSRATE, "--correct-threshold", "1.5"], "--correct-threshold must be in (0, 1], got 1.5"),
+        ([*PASSRATE, "--top-p", "2"], "--top-p must be in (0, 1], got 2.0"),
+        ([*PASSRATE, "--max-new-tokens", "0"], "--max-new-tokens must be >= 1, got 0"),
     ],
 )
 def test_expected_errors_are_one_line_with_exit_2(capsys, argv, needle, tmp_path, monkeypatch):
