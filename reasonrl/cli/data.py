@@ -224,9 +224,9 @@ def cmd_passrate(args) -> int:
         from reasonrl.config import import_plugins
 
         import_plugins(args.plugins)
-    from reasonrl.cli.evaluate import check_counts
+    from reasonrl.cli.evaluate import check_run_options
 
-    check_counts(args, ("n", "max_new_tokens"))  # and temperature / top-p in range
+    check_run_options(args, ("n", "max_new_tokens"))  # and temperature / top-p in range
     if not 0 < args.correct_threshold <= 1:  # scores are in [0, 1]: 0 solves everything, above 1 nothing
         raise InputError(f"--correct-threshold must be in (0, 1], got {args.correct_threshold}")
     rows, problems, _, _ = _rows_and_problems([args.file])

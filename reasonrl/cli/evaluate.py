@@ -23,7 +23,7 @@ def check_engine(name: str) -> None:
         )
 
 
-def check_counts(args, counts: tuple[str, ...]) -> None:
+def check_run_options(args, counts: tuple[str, ...]) -> None:
     """The given counts >= 1, and the sampling options in range (temperature >= 0, top-p in (0, 1],
     both finite): an InputError naming the option before any model is loaded."""
     import math
@@ -103,7 +103,7 @@ def eval_benchmarks(args, model_path) -> int:
 
     benches, files = benchmarks_and_files(args.benchmarks, args.file)
     check_engine(args.engine)
-    check_counts(args, ("n", "max_new_tokens", "limit", "chunk_size", "workers"))
+    check_run_options(args, ("n", "max_new_tokens", "limit", "chunk_size", "workers"))
     overrides = {"n": args.n, "temperature": args.temperature, "top_p": args.top_p,
                  "max_new_tokens": args.max_new_tokens}  # fmt: skip
     kw = dict(data_dir=args.data_dir, files=files, overrides=overrides, engine=args.engine, device=args.device,
@@ -192,7 +192,7 @@ def eval_problems(args, model_path) -> int:
 
     if args.data is not None and not args.data:
         raise InputError("--data needs at least one parquet / jsonl / json file")
-    check_counts(args, ("n", "size", "max_new_tokens"))
+    check_run_options(args, ("n", "size", "max_new_tokens"))
     check_engine(args.engine)
     if args.task is not None:
         from reasonrl.data.mixture import check_task
