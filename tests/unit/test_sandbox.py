@@ -288,6 +288,20 @@ def test_sandbox_errors_are_told_apart_from_program_failures():
     )
     assert (res.status, res.exit_code, res.isolation) == ("sandbox_error", None, "bwrap")
     assert res.stderr.startswith("could not start sandbox: ")
+
+
+def test_a_launcher_that_cannot_exec_the_next_program_is_a_sandbox_error(tmp_path):
+    target = tmp_path / "not_executable"
+    target.write_text("x")
+    target.chmod(0o644)  # no exec bit: EACCES even for root, prlimit exits 126
+    res = launch.execute(["prlimit", "--nofile=64", "--", str(target)], b"", 5.0, 1 << 16, pass_fds=(), cwd="/",
+                         isolation="bwrap")  # fmt: skip
+    assert (res.status, res.exit_code) == ("sandbox_error", 126)
+    assert res.stderr.startswith(f"prlimit: failed to execute {target}")
+    # the same exit status from a program that printed first is the program's failure
+    res = launch.execute(["sh", "-c", "echo out; echo 'prlimit: x' >&2; exit 126"], b"", 5.0, 1 << 16,
+                         pass_fds=(), cwd="/", isolation="bwrap")  # fmt: skip
+    assert (res.status, res.exit_code) == ("failed", 126)
     # a program that only pretends is still a failure: its own exit code is not the launcher's
     fake = run_python("import sys; sys.stderr.write('bwrap: oops'); sys.exit(2)")
     assert (fake.status, fake.exit_code) == ("failed", 2)
