@@ -62,6 +62,13 @@ def test_batch_larger_than_dataset_wraps_within_one_call():
 def test_no_shuffle_keeps_file_order():
     s = PromptSampler(_problems(5), batch_size=3, shuffle=False)
     assert _draw(s, 4) == [[0, 1, 2], [3, 4, 0], [1, 2, 3], [4, 0, 1]]
+    assert s.metrics() == {}  # a plain sampler reports nothing (the trainer merges what samplers report)
+
+
+def test_the_default_seed_is_0():
+    assert _uids(PromptSampler(_problems(9), batch_size=9).next()) == _uids(
+        PromptSampler(_problems(9), 9, seed=0).next()
+    )
 
 
 def test_seed_determines_order():
