@@ -39,6 +39,28 @@ def test_overlong_prompt_is_a_load_time_error_naming_the_row_or_dropped_with_a_c
     assert kept == [short, short] and seen == [f"train data: dropped 1 of 3 prompts over {budget} tokens"]
 
 
+def test_a_prompt_of_exactly_the_budget_fits_and_the_longest_kept_is_reported(tok):
+    from reasonrl.data.prompts import encode_prompts
+
+    a, b = _problem("1 + 1"), _problem("12 + 34 + 56")
+    na, nb = len(encode_prompt(tok, a)), len(encode_prompt(tok, b))
+    assert na < nb
+    seen, stats = [], {}
+    assert (
+        fit_prompts(tok, [a, b], nb, "val", log=seen.append, stats=stats) == [a, b] and seen == []
+    )  # no drop line
+    assert stats == {"longest": nb}
+    stats = {}
+    assert fit_prompts(tok, [b, a], nb - 1, "val", drop=True, log=seen.append, stats=stats) == [a]
+    assert stats == {"longest": na}  # of the prompts kept
+    assert encode_prompts(tok, [a, b], nb) == [encode_prompt(tok, a), encode_prompt(tok, b)]
+    assert encode_prompts(tok, [a, b]) == encode_prompts(tok, [a, b], nb)  # no budget: no check
+    with pytest.raises(
+        ValueError, match=rf"prompt of problem 1 \(uid .*\) has {nb} tokens > data.max_prompt_tokens={nb - 1}"
+    ):
+        encode_prompts(tok, [a, b], nb - 1)
+
+
 def test_an_answer_inside_a_think_block_opened_by_the_prompt_earns_nothing(tok):
     tok.chat_template = R1_TEMPLATE
     p = _problem()
