@@ -297,3 +297,27 @@ def test_json_array_file_loads(tmp_path):
     path = tmp_path / "rows.json"
     path.write_text(json.dumps([GOOD, {**GOOD, "data_source": "e"}]))
     assert [p.data_source for p in read_problems(path)] == ["d", "e"]
+
+
+def test_only_parquet_stores_structured_ground_truths_as_json_text_and_bad_rows_raise_by_default(tmp_path):
+    from reasonrl.data.files import read_rows
+
+    tests = {"inputs": ["1"], "outputs": ["2"]}
+    probs = [Problem([{"role": "user", "content": "q"}], tests, "codegen", "code", {}),
+             Problem([{"role": "user", "content": "q"}], "12", "math", "math", {})]  # fmt: skip
+    write_problems(tmp_path / "p.jsonl", probs)
+    raw = read_rows(tmp_path / "p.jsonl")  # jsonl holds the structure itself, as verl's files do
+    assert raw[0]["reward_model"]["ground_truth"] == tests and "ground_truth_json" not in raw[0]["extra_info"]
+    write_problems(tmp_path / "p.parquet", probs)
+    raw = read_rows(tmp_path / "p.parquet")  # parquet: the dict as JSON text, flagged; a string as is
+    assert (
+        json.loads(raw[0]["reward_model"]["ground_truth"]) == tests
+        and raw[0]["extra_info"]["ground_truth_json"]
+    )
+    assert raw[1]["reward_model"]["ground_truth"] == "12" and "ground_truth_json" not in raw[1]["extra_info"]
+    assert [p.ground_truth for p in read_problems(tmp_path / "p.parquet")] == [tests, "12"]
+    with open(tmp_path / "p.jsonl", "a") as f:
+        f.write('{"prompt": "q"}\n')  # no reward_model
+    with pytest.raises(ValueError, match="p.jsonl row 2"):
+        load_problems([str(tmp_path / "p.jsonl")])  # not skipped unless asked
+    assert len(read_problems(tmp_path / "p.jsonl", skip_bad=True)) == 2  # skipped without a report list
