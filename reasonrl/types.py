@@ -155,7 +155,7 @@ class RolloutGroup:
     @property
     def correctness(self) -> list[float]:
         """Each completion's correctness (`RewardResult.correctness`: the routed verifier's own score,
-        without `reward.weights`' shaping terms): what "solved" means for metrics and the curriculum.
+        without `reward.weights`' shaping terms): what "solved" means for metrics, the curriculum and evaluation.
         A group built from scores alone (no verifier results) gives its rewards."""
         return [r.correctness for r in self.results] if self.results else list(self.rewards)
 

@@ -31,7 +31,7 @@ def evaluate(engine, tokenizer, problems: list[Problem], params: SamplingParams,
         chunk = problems[start : start + batch_size]
         groups, _ = generate_and_score(engine, tokenizer, scorer, chunk, params, None, think_from_prompt)
         for g in groups:
-            correct = [r.correctness for r in g.results]
+            correct = g.correctness
             per_problem.append(([c.text for c in g.completions], correct))
             total += sum(correct)
             count += len(correct)
