@@ -180,6 +180,9 @@ def test_symbolic_path_works_off_the_main_thread():
     t.start()
     t.join(60)
     assert out["r"].score == 1.0 and out["r"].info["path"] == "symbolic"
+    from reasonrl.rewards.verifiers.math import _timeout
+
+    assert _timeout() == 5  # math-verify's own SIGALRM limit, on the main thread only
 
 
 # scientific notation (Minerva's and the STEM sets' golds): one number however it is written, never
@@ -198,6 +201,9 @@ def test_symbolic_path_works_off_the_main_thread():
         (r"\boxed{2.5}", "2.5e-7", 0.0),
         (r"\boxed{2.5*e-7}", "2.5e-7", 0.0),  # 2.5e - 7 with Euler's e: not the gold's number
         (r"\boxed{2.5e-7} \boxed{2.5e-6}", "2.5e-7", 0.0),  # a hedge
+        # symbolic path: a scientific gold is 2.5 x 10^-7 for math-verify too, not 2.5e - 7
+        (r"\boxed{\frac{5}{2} \times 10^{-7}}", "2.5e-7", 1.0),
+        (r"\boxed{2.5 \cdot e - 7}", "2.5e-7", 0.0),
     ],
 )
 def test_scientific_notation_is_one_number(pred, gold, expected):
@@ -209,6 +215,33 @@ def test_scientific_notation_values_and_exponent_bound():
     assert to_number(r"-4.5 \times 10^{3}")[0] == -4500
     assert to_number("1e401") is None  # not a plain answer: left to math-verify
     assert fast_compare("1e90", "1" + "0" * 90, False) is True
+
+
+def test_a_plain_number_has_at_most_a_hundred_digits_and_longer_ones_still_compare():
+    from reasonrl.rewards.verifiers.math import MAX_NUMBER_CHARS
+
+    assert MAX_NUMBER_CHARS == 100
+    assert to_number("7" * 100)[0] == int("7" * 100)
+    assert to_number("7" * 101) is None  # left to math-verify
+    for digits in (100, 101):
+        assert score(r"\boxed{" + "7" * digits + "}", "7" * digits).info["path"] == (
+            "fast" if digits == 100 else "symbolic"
+        )
+        assert score(r"\boxed{" + "7" * digits + "}", "7" * digits).score == 1.0
+        assert score(r"\boxed{" + "7" * (digits - 1) + "8}", "7" * digits).score == 0.0
+
+
+def test_math_verify_sees_only_the_trailing_window_of_a_long_response():
+    """A power tower far up a long reasoning trace does not zero a correct final answer (math-verify
+    never sees it); the same tower inside the window it reads does."""
+    from reasonrl.rewards.verifiers.math import MAX_SYMBOLIC_CHARS
+
+    assert MAX_SYMBOLIC_CHARS == 8000
+    tail = " and so on." * 50 + r" Hence the answer is $\boxed{\sqrt{2}}$."
+    far = r"Consider $9^{9^{9}}$." + " filler" * (MAX_SYMBOLIC_CHARS // 7) + tail
+    near = " filler" * (MAX_SYMBOLIC_CHARS // 7) + r"Consider $9^{9^{9}}$." + tail
+    assert score(far, r"\sqrt{2}").score == 1.0
+    assert score(near, r"\sqrt{2}").info["reason"] == "too_complex"
 
 
 def test_a_rows_tolerance_accepts_numbers_within_it_and_nothing_else():
@@ -242,6 +275,62 @@ def test_a_tolerance_over_a_list_of_answers_pairs_them_and_refuses_extra_ones():
     assert tol_score(r"\boxed{1.04, 2, 3}", "1, 2") == 0.0
     assert tol_score(r"\boxed{3.04}", "3, -1") == 0.0
     assert tol_score(r"\boxed{-1, x}", "3, -1") == 0.0  # not a list of numbers: math-verify decides
+    p = P("3, -1")
+    p.extra_info["tolerance"] = 0.05
+    assert VERIFIERS.get("math")(r"\boxed{-1, 3, 7}", p).info["path"] == "fast"  # a count mismatch is certain
+
+
+@pytest.mark.parametrize(
+    "response, gold, prompt, reason",
+    [
+        # a hedge between two values in an unmarked answer names no answer, whichever is right
+        ("It is 3 or 4.", "4", "Solve it.", "ambiguous"),
+        ("So the answer is $3$ or $4$.", "3", "Solve it.", "ambiguous"),
+        # gold x 100 without a percent sign anywhere is the wrong scale, even where math-verify
+        # reads "percent" as a percentage
+        ("Final answer: 28 percent", "0.28", "Solve it.", "wrong_percent_scale"),
+        ("Final answer: 28 percent", "0.28", "What percent passed?", "correct"),
+        (
+            "Working it through carefully, 28 percent of them passed.",
+            "0.28",
+            "Solve it.",
+            "wrong_percent_scale",
+        ),
+        (
+            "Working it through carefully, 28 percent of them passed.",
+            "0.28",
+            "What percent passed?",
+            "correct",
+        ),
+        (r"\boxed{28\%}", "0.28", "Solve it.", "correct"),  # 28% is 0.28
+        # an answer too big for sympy is refused with what was found
+        (r"<answer>9^{9^{9}}</answer>", "5", "Solve it.", "too_complex"),
+        ("<think>never closed", "4", "Solve it.", "no_answer"),
+    ],
+)
+def test_hedges_scales_and_unbounded_answers(response, gold, prompt, reason):
+    res = score(response, gold, prompt=prompt)
+    assert res.info["reason"] == reason and res.score == (1.0 if reason == "correct" else 0.0)
+    if reason == "too_complex":
+        assert res.info["extracted"] == "9^{9^{9}}"
+    if reason == "no_answer":  # nothing to compare: math-verify is not called
+        assert "path" not in res.info
+
+
+def test_a_gold_math_verify_cannot_read_is_an_error_not_a_wrong_answer():
+    from reasonrl.rewards.verifiers.math import symbolic_compare
+
+    with pytest.raises(ValueError, match="cannot parse the ground truth"):
+        symbolic_compare(r"\boxed{1}", r"\boxed{}")
+    assert score(r"\boxed{x+1}", r"\boxed{}").info["reason"].startswith("error: math-verify cannot parse")
+    assert symbolic_compare("no math here", r"\sqrt{2}") == (False, None)
+
+
+def test_clean_latex_strips_every_math_delimiter():
+    from reasonrl.rewards.verifiers.math import clean_latex
+
+    assert [clean_latex(s) for s in (r"\(3\)", r"\[x+1\]", "$$5$$", "$7$", "$")] == ["3", "x+1", "5", "7", ""]
+    assert to_number(r"\(\frac{1}{2}\)")[0] * 2 == 1
 
 
 def test_an_integer_gold_is_read_as_math_verify_reads_it_without_its_parser(monkeypatch):

@@ -87,6 +87,7 @@ def test_set_form_and_exponent_depth_units():
     assert set_form("x = \\pm 2") == "x =2, x =-2"
     assert set_form("2 and 3") == "2, 3"
     assert set_form("random") == "random"  # words containing 'and' / 'or' are not split
+    assert set_form("x = 1 \\pm") == "x = 1 \\pm"  # nothing after the sign: left as written
     assert [exponent_depth(s) for s in ("x^2", "e^{x^2}", "9^{9^{9}}", "x^{y^{z^2}}", "x^2 + y^2")] == [
         1,
         2,
@@ -97,6 +98,10 @@ def test_set_form_and_exponent_depth_units():
     assert [too_complex(s) for s in ("2^{10}", "e^{x^2}", "2^{2^{3}}", "9^{9^{9}}", "9^{99999999}")] == [
         False, False, False, True, True
     ]  # fmt: skip
+    assert (too_complex("10^{10000}"), too_complex("10^{10001}")) == (
+        False,
+        True,
+    )  # MAX_POWER_DIGITS, at the edge
 
 
 def test_reasonable_powers_still_compare():
