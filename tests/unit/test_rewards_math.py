@@ -268,6 +268,7 @@ def test_a_tolerance_over_a_list_of_answers_pairs_them_and_refuses_extra_ones():
 
     assert tol_score(r"\boxed{-1, 3.04}", "3, -1") == 1.0  # any order, each within the tolerance
     assert tol_score(r"\boxed{-1, 3.0505}", "3, -1") == 1.0  # |a - b| <= 0.05 * 1.01, at the edge
+    assert tol_score(r"\boxed{-1, 3.0506}", "3, -1") == 0.0  # just past the 1% slack
     assert tol_score(r"\boxed{-1, 3.06}", "3, -1") == 0.0
     assert tol_score(r"\boxed{1.04, 2}", "1, 2") == 1.0
     # adversarial: an extra answer is a hedge, a missing one is wrong

@@ -217,8 +217,12 @@ def test_gae_uses_critic_values_and_kl_token_rewards():
 
 def test_remax_subtracts_the_greedy_baseline():
     b = _batch([1.0, 0.0, 1.0], [0, 0, 1], [[1], [1], [1]])
-    compute_advantages(b, AlgoConfig(adv_estimator="remax"), baseline_rewards=torch.tensor([1.0, 1.0, 0.0]))
+    m = compute_advantages(
+        b, AlgoConfig(adv_estimator="remax"), baseline_rewards=torch.tensor([1.0, 1.0, 0.0])
+    )
     assert b.advantages[:, 0].tolist() == [0.0, -1.0, 1.0]
+    assert m["reward/baseline_mean"] == pytest.approx(2 / 3)
+    assert "reward/baseline_mean" not in compute_advantages(b, AlgoConfig(adv_estimator="grpo"))
     with pytest.raises(ValueError, match="baseline_rewards"):
         compute_advantages(b, AlgoConfig(adv_estimator="remax"))
 
@@ -243,6 +247,11 @@ def test_tis_weights_scale_the_policy_loss_and_kl_in_reward_drops_the_kl_term():
     assert "loss/kl" not in metrics
     _, with_kl = make_loss_fn(AlgoConfig(kl=KLConfig(coef=0.1)), b.mask.sum(), 2, 2)(b, logprobs, None)
     assert with_kl["loss/kl"].item() == 0.0  # logprobs == ref: k3 = 0
+    k1 = AlgoConfig(kl=KLConfig(coef=0.1, estimator="k1"))
+    b.ref_logprobs = b.old_logprobs - 0.5  # k1 = logprobs - ref = 0.5 on every token
+    kl_loss, kl_metrics = make_loss_fn(k1, b.mask.sum(), 2, 2)(b, logprobs, None)
+    assert kl_metrics["loss/kl"].item() == pytest.approx(0.5)
+    assert kl_loss.item() == pytest.approx(-1.0 / 3 + 0.1 * 0.5, rel=1e-6)  # policy loss + coef x KL
     plain, _ = make_loss_fn(AlgoConfig(), b.mask.sum(), 2, 2)(b, logprobs, None)
     assert plain.item() == pytest.approx(-1.0 / 3, rel=1e-6)  # (-1 - 1 + 1) / 3 without weights
 
@@ -261,6 +270,47 @@ def test_tis_without_old_logprobs_takes_weights_from_the_pre_update_forward():
     # |sampler - old| = [log 3, 0, log 0.5]: mean (log 3 + log 2) / 3, max log 3
     assert metrics["rollout/logprob_gap_mean"].item() == pytest.approx(math.log(6) / 3, rel=1e-6)
     assert metrics["rollout/logprob_gap_max"].item() == pytest.approx(math.log(3), rel=1e-6)
+
+
+def test_the_entropy_bonus_lowers_the_loss_by_its_coefficient_and_entropy_is_always_logged():
+    b = _batch([1.0, 0.0], [0, 0], [[1, 1], [1, 0]])
+    b.advantages = torch.tensor([[1.0, 1.0], [-1.0, 0.0]])
+    b.sampler_logprobs = torch.full((2, 2), -1.0)
+    logprobs = torch.full((2, 2), -1.0, requires_grad=True)  # ratio 1: per-token loss = -A
+    entropy = torch.tensor([[0.3, 0.6], [0.9, 50.0]])  # the pad's entropy never counts
+    plain, m0 = make_loss_fn(AlgoConfig(), b.mask.sum(), 2, 2)(b, logprobs, entropy)
+    assert plain.item() == pytest.approx(-1.0 / 3, rel=1e-6)  # coef 0: no bonus
+    assert m0["actor/entropy"].item() == pytest.approx(0.6, rel=1e-6)  # (0.3 + 0.6 + 0.9) / 3
+    bonus, m1 = make_loss_fn(AlgoConfig(entropy_coef=0.5), b.mask.sum(), 2, 2)(b, logprobs, entropy)
+    assert bonus.item() == pytest.approx(-1.0 / 3 - 0.5 * 0.6, rel=1e-6)
+    assert m1["loss/total"].item() == pytest.approx(bonus.item()) and m1[
+        "loss/policy"
+    ].item() == pytest.approx(-1 / 3)
+    _, m2 = make_loss_fn(AlgoConfig(entropy_coef=0.5), b.mask.sum(), 2, 2)(b, logprobs, None)
+    assert "actor/entropy" not in m2  # not computed (no entropy from the forward): nothing to log
+
+
+def test_the_logprob_gap_of_no_trained_tokens_or_no_sampler_is_not_logged():
+    from reasonrl.trainer.step import logprob_gap
+
+    old = torch.zeros(2, 2)
+    assert logprob_gap(None, old, torch.ones(2, 2, dtype=torch.bool)) == {}
+    assert logprob_gap(torch.ones(2, 2), old, torch.zeros(2, 2, dtype=torch.bool)) == {}
+    gap = logprob_gap(
+        torch.tensor([[0.5, -2.0], [9.0, 0.0]]), old, torch.tensor([[1, 1], [0, 1]], dtype=torch.bool)
+    )
+    assert gap["rollout/logprob_gap_mean"].item() == pytest.approx(
+        2.5 / 3
+    )  # |0.5| + |-2| + |0|, the pad 9 out
+    assert gap["rollout/logprob_gap_max"].item() == 2.0
+
+
+def test_each_estimator_declares_what_the_loop_must_supply():
+    from reasonrl.trainer.step import estimator_needs
+
+    assert "values" in estimator_needs(AlgoConfig(adv_estimator="gae"))
+    assert "baseline_rewards" in estimator_needs(AlgoConfig(adv_estimator="remax"))
+    assert not {"values", "baseline_rewards"} & estimator_needs(AlgoConfig(adv_estimator="grpo"))
 
 
 # ---------------------------------------------------------------- early stop
