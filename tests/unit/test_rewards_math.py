@@ -252,6 +252,7 @@ def test_a_rows_tolerance_accepts_numbers_within_it_and_nothing_else():
 
     assert tol_score(r"\boxed{9.8}", 0.05) == 1.0
     assert tol_score(r"\boxed{9.8}", 0.01) == 1.0  # OlympiadBench's judge: |a - b| <= tol * 1.01
+    assert tol_score(r"\boxed{9.79985}", 0.01) == 0.0  # |a - b| = 0.01015: past the 1% slack
     assert tol_score(r"\boxed{9.7}", 0.05) == 0.0
     assert tol_score(r"\boxed{9.8}", 0) == 0.0
     for bad in (float("inf"), float("nan"), "lots", -1):  # a broken tolerance is no tolerance
@@ -324,6 +325,8 @@ def test_a_gold_math_verify_cannot_read_is_an_error_not_a_wrong_answer():
     with pytest.raises(ValueError, match="cannot parse the ground truth"):
         symbolic_compare(r"\boxed{1}", r"\boxed{}")
     assert score(r"\boxed{x+1}", r"\boxed{}").info["reason"].startswith("error: math-verify cannot parse")
+    assert score("just words", r"\boxed{}").info == {"extracted": None, "reason": "error: math-verify cannot "
+                                                      "parse the ground truth '\\\\boxed{}'"}  # fmt: skip
     assert symbolic_compare("no math here", r"\sqrt{2}") == (False, None)
 
 
