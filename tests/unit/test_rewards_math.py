@@ -41,6 +41,8 @@ def score(response, gt, name="math", prompt="Solve it.", **options):
         ("x = 7", 7, False),
         ("$5$", 5, False),
         ("1 000", 1000, False),
+        ("(5)", 5, False),
+        ("(-12)", -12, False),
     ],
 )
 def test_to_number(text, value, percent):
@@ -140,6 +142,12 @@ def test_percent_accepted_when_problem_asks_for_percent():
 
 
 def test_info_records_path_and_extraction():
+    assert score("4.0", "4").info == {
+        "extracted": "4.0",
+        "reason": "correct",
+        "path": "fast",
+    }  # a bare number
+    assert score("  -4 ", "4").info == {"extracted": "-4", "reason": "wrong", "path": "fast"}
     fast = score(r"\boxed{42}", "42")
     assert fast.info["path"] == "fast" and fast.extracted == "42" and fast.reason == "correct"
     sym = score(r"\boxed{\frac{x}{2}}", "x/2")
@@ -168,6 +176,33 @@ def test_options_are_checked_against_signature():
         VERIFIERS.check_kwargs("math", ["float_roundin"])
     assert score(r"\boxed{0.3333}", r"\frac{1}{3}", float_rounding=4).score == 1.0
     assert score(r"\boxed{0.3333}", r"\frac{1}{3}").score == 0.0
+
+
+def test_the_options_default_to_math_verifys_and_change_the_verdict():
+    third = r"\boxed{\frac{1}{3}}"
+    assert (score(third, "0.333333").score, score(third, "0.333333", float_rounding=7).score) == (1.0, 0.0)
+    assert (score(third, "0.33333").score, score(third, "0.33333", float_rounding=5).score) == (0.0, 1.0)
+    gsm = r"#### \frac{1}{3}"
+    assert (score(third, "0.4").score, score(gsm, "0.4", "gsm8k").score) == (
+        0.0,
+        0.0,
+    )  # not rounded to 0 places
+    assert (
+        score(gsm, "0.333333", "gsm8k").score,
+        score(gsm, "0.333333", "gsm8k", float_rounding=7).score,
+    ) == (1, 0)
+    interval = r"\boxed{1 \le x \le 2}"
+    assert (
+        score(interval, "[1, 2]").score,
+        score(interval, "[1, 2]", allow_set_relation_comp=True).score,
+    ) == (0, 1)
+    renamed = r"\boxed{x^2+2}"  # strict: another variable is another answer
+    assert (score(renamed, "y^2+2").score, score(renamed, "y^2+2", strict=False).score) == (0.0, 1.0)
+    # gsm8k keeps math-verify's defaults for the options it does not take
+    assert (
+        score("#### x^2+2", "y^2+2", "gsm8k").score,
+        score("#### 1 \\le x \\le 2", "[1, 2]", "gsm8k").score,
+    ) == (0, 0)
 
 
 def test_symbolic_path_works_off_the_main_thread():
@@ -213,6 +248,7 @@ def test_scientific_notation_is_one_number(pred, gold, expected):
 def test_scientific_notation_values_and_exponent_bound():
     assert to_number("2.5e-7")[0] * 10**8 == 25 and to_number("2.5e-7")[2]  # exact, a plain literal
     assert to_number(r"-4.5 \times 10^{3}")[0] == -4500
+    assert to_number("1e400")[0] == 10**400  # MAX_EXPONENT, at the edge
     assert to_number("1e401") is None  # not a plain answer: left to math-verify
     assert fast_compare("1e90", "1" + "0" * 90, False) is True
 
@@ -253,6 +289,7 @@ def test_a_rows_tolerance_accepts_numbers_within_it_and_nothing_else():
     assert tol_score(r"\boxed{9.8}", 0.05) == 1.0
     assert tol_score(r"\boxed{9.8}", 0.01) == 1.0  # OlympiadBench's judge: |a - b| <= tol * 1.01
     assert tol_score(r"\boxed{9.79985}", 0.01) == 0.0  # |a - b| = 0.01015: past the 1% slack
+    assert tol_score(r"\boxed{10.315}", 0.5) == 1.0  # |a - b| = 0.505 = 0.5 x 1.01 exactly: inside
     assert tol_score(r"\boxed{9.7}", 0.05) == 0.0
     assert tol_score(r"\boxed{9.8}", 0) == 0.0
     for bad in (float("inf"), float("nan"), "lots", -1):  # a broken tolerance is no tolerance
@@ -277,6 +314,7 @@ def test_a_tolerance_over_a_list_of_answers_pairs_them_and_refuses_extra_ones():
     assert tol_score(r"\boxed{1.04, 2, 3}", "1, 2") == 0.0
     assert tol_score(r"\boxed{3.04}", "3, -1") == 0.0
     assert tol_score(r"\boxed{-1, x}", "3, -1") == 0.0  # not a list of numbers: math-verify decides
+    assert tol_score(r"\boxed{\sqrt{9}, -1}", "3, -1") == 1.0  # ... and may find it right
     p = P("3, -1")
     p.extra_info["tolerance"] = 0.05
     assert VERIFIERS.get("math")(r"\boxed{-1, 3, 7}", p).info["path"] == "fast"  # a count mismatch is certain

@@ -96,8 +96,8 @@ def test_set_form_and_exponent_depth_units():
         1,
     ]
     # only a brace right after ^ (spaces allowed) opens an exponent; a stray } is no error
-    braces = ("x^2 \\sqrt{y^2 \\sqrt{z^2}}", "2^ {2^ {2^ {2}}}", "}}2^{3}")
-    assert [exponent_depth(s) for s in braces] == [1, 3, 1]
+    braces = ("x^2 \\sqrt{y^2 \\sqrt{z^2}}", "2^ {2^ {2^ {2}}}", "}}2^{3}", "{x^{y^{2}}}", "2")
+    assert [exponent_depth(s) for s in braces] == [1, 3, 1, 2, 0]
     assert [too_complex(s) for s in ("2^{10}", "e^{x^2}", "2^{2^{3}}", "9^{9^{9}}", "9^{99999999}")] == [
         False, False, False, True, True
     ]  # fmt: skip
@@ -106,8 +106,14 @@ def test_set_form_and_exponent_depth_units():
         True,
     )  # MAX_POWER_DIGITS, at the edge
     # digits = exponent x log10(base): big bases count, small ones do not; 1 to any power is 1
-    powers = ("2^{99999}", "100000^{3000}", "1.5^{5000}", "1^{9^{9}}")
-    assert [too_complex(s) for s in powers] == [True, True, False, False]
+    powers = (
+        "2^{99999}",
+        "100000^{3000}",
+        "1.5^{5000}",
+        "1^{9^{9}}",
+        "9^{9^{999}}",
+    )  # the last: no float overflow
+    assert [too_complex(s) for s in powers] == [True, True, False, False, True]
 
 
 def test_reasonable_powers_still_compare():
