@@ -225,6 +225,14 @@ def test_bad_input_names_what_is_wrong(tmp_path):
         InputError, match=r"benchmark math500: no file matching math500\*.jsonl.*HuggingFaceH4/MATH-500"
     ):
         load_benchmark(BENCHMARKS.get("math500"), tmp_path)
+    with pytest.raises(InputError) as e:
+        load_benchmark(BENCHMARKS.get("math500"), tmp_path)
+    assert str(e.value).endswith(
+        "into --data-dir, or pass --file math500=PATH (a file, a datasets directory or hf:ORG/NAME)"
+    )
+    with pytest.raises(InputError) as e:  # a training run's val.data_dir: there is no --file to pass
+        load_benchmark(BENCHMARKS.get("math500"), None, dir_key="val.data_dir")
+    assert "(no val.data_dir given)" in str(e.value) and str(e.value).endswith("into val.data_dir")
     _jsonl(tmp_path / "gsm8k.jsonl", [{"question": "q", "answer": "4"}])
     with pytest.raises(
         InputError, match=r"gsm8k.jsonl row 0: field 'answer': has no final '#### <number>' line"
