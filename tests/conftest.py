@@ -3,7 +3,8 @@
 Owns: `tiny_model_and_tokenizer`, a random (untrained) tiny Qwen2 and a BPE tokenizer built from the
 procedural task corpus by `reasonrl.models.tiny`, in a couple of seconds, once per test session; and
 `python_every_uid_reaches` (unisolated sandbox runs as root drop to a per-run uid, which must reach
-the interpreter); `_torch_threads`, which gives every test torch's thread count back as it found it (a test that set 1
+the interpreter); `fusion_servers`, SandboxFusion stand-ins on 127.0.0.1 that run code with our own
+sandbox (the remote code backend's tests); `_torch_threads`, which gives every test torch's thread count back as it found it (a test that set 1
 thread once made every later test run single-threaded, and a test that holds only on one thread
 passed by the order of the files); and the order of the modules: the few that take minutes go first,
 so that `make test`'s parallel workers (pytest-xdist, one module per worker at a time) start them at
@@ -15,6 +16,10 @@ on `copy.deepcopy(model)`.
 """
 
 from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -66,6 +71,85 @@ def python_every_uid_reaches() -> str:
         if os.path.exists(python) and sandbox._world_traversable(python):
             return python
     pytest.skip("no interpreter every uid can reach")
+
+
+def fusion_response(req: dict) -> dict:
+    """SandboxFusion's RunCodeResponse for a RunCodeRequest, computed with our sandbox."""
+    from reasonrl.rewards.sandbox import run_python
+
+    res = run_python(
+        req["code"],
+        stdin=req.get("stdin") or "",
+        timeout_s=float(req.get("run_timeout", 10)),
+        memory_mb=int(req["memory_limit_MB"]) if req.get("memory_limit_MB", -1) > 0 else 1024,
+    )
+    run_status = "TimeLimitExceeded" if res.timed_out else "Finished"
+    status = "Success" if res.status == "success" else "Failed"
+    return {
+        "status": status,
+        "message": "",
+        "compile_result": None,
+        "run_result": {
+            "status": run_status,
+            "execution_time": res.duration_s,
+            "return_code": res.exit_code,
+            "stdout": res.stdout,
+            "stderr": res.stderr,
+        },
+        "executor_pod_name": None,
+        "files": {},
+    }
+
+
+class FusionServer:
+    """A ThreadingHTTPServer on 127.0.0.1:0 whose POST behaviour is `behave(request_dict) -> (code, body)`."""
+
+    def __init__(self, behave):
+        self.requests: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server API)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append({"path": self.path, **body})
+                code, payload = behave(body)
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:  # the client gave up (request-timeout test)
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def fusion_servers():
+    """make(behave=...) -> a SandboxFusion stand-in on 127.0.0.1 (by default it runs the code with our own
+    sandbox and answers as SandboxFusion does); all closed after the test."""
+    made: list[FusionServer] = []
+
+    def make(behave=lambda req: (200, fusion_response(req))):
+        s = FusionServer(behave)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.close()
 
 
 @pytest.fixture(autouse=True)

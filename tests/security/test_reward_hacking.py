@@ -202,6 +202,24 @@ def test_hack_on_a_wrong_solution_scores_zero(hack, shape):
     assert frac.score <= 1 / 3 + 1e-9, f"{hack} scored {frac.score} (fraction) on {shape}: {frac.info}"
 
 
+@pytest.mark.parametrize("hack", [None, *sorted(HACKS)])
+def test_hacks_score_zero_through_the_one_shot_harness_on_sandbox_fusion(hack, fusion_servers):
+    """The remote backend runs the whole harness as one program per job and reads its reply from the
+    last line of the program's stdout: the same hacks, against that channel (a SandboxFusion
+    stand-in that runs the program in our own sandbox)."""
+    urls = [fusion_servers().url]
+    for shape in SHAPES:
+        if hack is None:  # the path works: right scores 1, wrong 0
+            for program, want in ((CORRECT, 1.0), (WRONG, 0.0)):
+                res = code(_response(program, shape), _problem(SHAPES[shape]), backend="sandbox_fusion",
+                           sandbox_fusion_urls=urls)  # fmt: skip
+                assert res.score == want, (shape, res.info)
+            continue
+        res = code(_response(WRONG + HACKS[hack], shape), _problem(SHAPES[shape]), timeout_s=3,
+                   backend="sandbox_fusion", sandbox_fusion_urls=urls)  # fmt: skip
+        assert res.score == 0.0, f"{hack} scored {res.score} on {shape} over SandboxFusion: {res.info}"
+
+
 @pytest.mark.parametrize("hack", ["patch_math_isclose", "sys_modules_injection", "patch_builtins"])
 def test_float_check_uses_the_tests_own_math(hack):
     wrong = "def half(x):\n    return x / 3\n"

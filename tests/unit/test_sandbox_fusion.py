@@ -1,98 +1,26 @@
 """rewards.sandbox.fusion: the SandboxFusion `run_code` client against local stand-in servers.
 
-The stand-in implements POST /run_code with SandboxFusion's request/response schema by calling our
-own `run_python` (so the wire mapping is checked end to end), plus misbehaving servers for
-round-robin, retry and failover. All servers listen on 127.0.0.1 only.
+The stand-in (`fusion_servers` in tests/conftest.py) implements POST /run_code with SandboxFusion's
+request/response schema by calling our own `run_python` (so the wire mapping is checked end to end),
+plus misbehaving servers for round-robin, retry and failover. All servers listen on 127.0.0.1 only.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from reasonrl.rewards import sandbox
-from reasonrl.rewards.sandbox import run_python
 from reasonrl.rewards.sandbox.fusion import SandboxFusionClient, parse_urls
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def _fusion_response(req: dict) -> dict:
-    """SandboxFusion's RunCodeResponse for a RunCodeRequest, computed with our sandbox."""
-    res = run_python(
-        req["code"],
-        stdin=req.get("stdin") or "",
-        timeout_s=float(req.get("run_timeout", 10)),
-        memory_mb=int(req["memory_limit_MB"]) if req.get("memory_limit_MB", -1) > 0 else 1024,
-    )
-    run_status = "TimeLimitExceeded" if res.timed_out else "Finished"
-    status = "Success" if res.status == "success" else "Failed"
-    return {
-        "status": status,
-        "message": "",
-        "compile_result": None,
-        "run_result": {
-            "status": run_status,
-            "execution_time": res.duration_s,
-            "return_code": res.exit_code,
-            "stdout": res.stdout,
-            "stderr": res.stderr,
-        },
-        "executor_pod_name": None,
-        "files": {},
-    }
-
-
-class _Server:
-    """A ThreadingHTTPServer on 127.0.0.1:0 whose POST behaviour is `behave(request_dict) -> (code, body)`."""
-
-    def __init__(self, behave):
-        self.requests: list[dict] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server API)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"path": self.path, **body})
-                code, payload = behave(body)
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                try:
-                    self.send_response(code)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:  # the client gave up (request-timeout test)
-                    pass
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture
-def servers():
-    made: list[_Server] = []
-
-    def make(behave=lambda req: (200, _fusion_response(req))):
-        s = _Server(behave)
-        made.append(s)
-        return s
-
-    yield make
-    for s in made:
-        s.close()
+def servers(fusion_servers):
+    return fusion_servers
 
 
 needs_bwrap = pytest.mark.skipif(sandbox.bwrap_problem() is not None, reason="bwrap sandbox unavailable")
