@@ -320,6 +320,16 @@ def test_unisolated_as_root_runs_as_its_own_uid_in_a_writable_dir(monkeypatch, p
     assert int(uid) >= sandbox._UID_BASE and text == "x"  # a per-run uid owns the run's directory
 
 
+def test_unisolated_as_root_with_an_interpreter_no_uid_reaches_warns_that_it_runs_as_root(monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("only as root")
+    monkeypatch.setenv(sandbox.ENV_VAR, "unisolated")
+    monkeypatch.setattr(sandbox, "_world_traversable", lambda path: False)
+    with pytest.warns(RuntimeWarning, match="AS ROOT: an unprivileged uid cannot reach"):
+        res = run_python("import os; print(os.getuid())")
+    assert (res.status, res.stdout) == ("success", "0\n")
+
+
 def test_a_background_process_holding_the_pipes_does_not_hold_the_run(monkeypatch):
     # unisolated, nothing kills the leftover when the program exits; the run ends half a second after
     # the program does, not at the deadline

@@ -18,8 +18,10 @@ everything left in the pid namespace (daemons, fork bombs). Output past `max_out
 
 Fallback ("unisolated"): only on explicit opt-in (`isolation="unisolated"`, `allow_unisolated=True`
 when bwrap is missing, or env `REASONRL_SANDBOX=unisolated`). Same rlimits, empty environment, fresh
-temp dir and, as root, a per-run uid whose processes are all killed afterwards; but the program can
-read the host filesystem and use the network. Never use it for untrusted code on a shared host.
+temp dir and, as root, a per-run uid whose processes are all killed afterwards (if that uid cannot
+reach the interpreter, e.g. a pyenv under /root, the code runs as root, with a RuntimeWarning saying
+so); but the program can read the host filesystem and use the network. Never use it for untrusted code
+on a shared host.
 Needs: `bwrap` (Debian: bubblewrap) and `prlimit`/`setpriv` (util-linux) on Linux.
 """
 
@@ -330,8 +332,16 @@ def bwrap_command(interp, payload, argv, limits, extra_ro_paths, fds: list[int],
 
 def _run_unisolated(interp, payload, stdin_bytes, argv, limits) -> SandboxResult:
     # as root, drop to a per-run uid, unless that uid could not even reach the interpreter
-    # (e.g. a pyenv under /root, mode 0700): then the code runs as root, which the opt-in accepted
-    uid = _next_uid() if os.geteuid() == 0 and _world_traversable(interp) else None
+    # (e.g. a pyenv under /root, mode 0700): then the code runs as root, which the opt-in accepted (warned)
+    uid = None
+    if os.geteuid() == 0:
+        if _world_traversable(interp):
+            uid = _next_uid()
+        else:
+            warnings.warn(f"running model code unisolated AS ROOT: an unprivileged uid cannot reach {interp} (a "
+                          "directory above it is not world-executable), so the program can kill any process and "
+                          "write anywhere; give an interpreter under /usr (python=...)", RuntimeWarning,
+                          stacklevel=3)  # fmt: skip
     workdir = tempfile.mkdtemp(prefix="reasonrl-sandbox-")
     try:
         for name, content in payload.items():
