@@ -62,6 +62,23 @@ def test_round_robin_over_servers(servers):
     results = [client.run_python("print('hi')") for _ in range(6)]
     assert all(r.status == "success" and r.stdout == "hi\n" for r in results)
     assert [len(s.requests) for s in (a, b, c)] == [2, 2, 2]
+    # the request as SandboxFusion reads it, with run_python's defaults (10 s, 1024 MB)
+    assert {k: a.requests[0][k] for k in ("path", "language", "run_timeout", "compile_timeout", "memory_limit_MB")} == {
+        "path": "/run_code", "language": "python", "run_timeout": 10.0, "compile_timeout": 10.0, "memory_limit_MB": 1024
+    }  # fmt: skip
+
+
+def test_retries_back_off_exponentially_up_to_ten_seconds(servers, monkeypatch):
+    from reasonrl.rewards.sandbox import fusion
+
+    slept = []
+    monkeypatch.setattr(fusion.time, "sleep", slept.append)
+    bad = servers(lambda r: (503, {"detail": "overloaded"}))
+    res = SandboxFusionClient([bad.url], retries=3, backoff_s=0.5).run_python("pass")
+    assert res.status == "sandbox_error" and slept == [0.5, 1.0, 2.0]  # none before the first attempt
+    slept.clear()
+    SandboxFusionClient([bad.url], retries=3, backoff_s=8).run_python("pass")
+    assert slept == [8, 10.0, 10.0]
 
 
 @pytest.mark.parametrize(
@@ -69,10 +86,27 @@ def test_round_robin_over_servers(servers):
     [
         lambda r: (503, {"detail": "overloaded"}),
         lambda r: (500, b"not json"),
+        lambda r: (408, {"detail": "request timeout"}),
+        lambda r: (429, {"detail": "too many requests"}),
+        lambda r: (502, b"bad gateway"),
+        lambda r: (504, b"gateway timeout"),
         lambda r: (200, b"<html>proxy error</html>"),
+        lambda r: (200, {"detail": "no status"}),
+        lambda r: (200, [1, 2]),
         lambda r: (200, {"status": "SandboxError", "message": "pod died", "run_result": None}),
     ],
-    ids=["http503", "http500", "not_json", "sandbox_error"],
+    ids=[
+        "http503",
+        "http500",
+        "http408",
+        "http429",
+        "http502",
+        "http504",
+        "not_json",
+        "no_status",
+        "not_a_dict",
+        "sandbox_error",
+    ],  # fmt: skip
 )
 def test_retries_fail_over_to_a_healthy_server(servers, bad_behaviour):
     good_payload = {"status": "Failed", "message": "", "run_result": {"status": "Finished", "return_code": 2,
@@ -92,6 +126,13 @@ def test_unreachable_servers_give_sandbox_error_not_exception(servers):
     res = SandboxFusionClient([dead_url], retries=2, backoff_s=0).run_python("print(1)", timeout_s=1)
     assert res.status == "sandbox_error" and res.exit_code is None
     assert res.stderr.count(dead_url) == 3  # first attempt + 2 retries, each named
+
+
+@pytest.mark.parametrize("bad", [{"retries": -1}, {"backoff_s": -0.5}, {"timeout_slack_s": -1}])
+def test_negative_retry_settings_are_refused(bad):
+    with pytest.raises(ValueError, match="retries, backoff_s and timeout_slack_s must be >= 0"):
+        SandboxFusionClient(["127.0.0.1:1"], **bad)
+    assert SandboxFusionClient(["127.0.0.1:1"]).retries == 2  # two retries by default
 
 
 def test_client_error_is_not_retried(servers):
