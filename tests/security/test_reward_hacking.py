@@ -13,13 +13,12 @@ import json
 
 import pytest
 
-from reasonrl.rewards.sandbox import bwrap_problem
 from reasonrl.rewards.verifiers.code import code
 from reasonrl.types import Problem
 
 pytestmark = [
     pytest.mark.timeout(300),
-    pytest.mark.skipif(bwrap_problem() is not None, reason="bwrap sandbox unavailable"),
+    pytest.mark.bwrap,
 ]
 
 CORRECT = "def add(a, b):\n    return a + b\n"

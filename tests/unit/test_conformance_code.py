@@ -19,7 +19,6 @@ import json
 import pytest
 from _conformance import PERTURB, case_file
 
-from reasonrl.rewards import sandbox
 from reasonrl.rewards.verifiers.code import code
 from reasonrl.types import Problem
 
@@ -28,7 +27,7 @@ FRACTION_OVERRIDES = {"verl-prime-code-1": 10 / 11}  # see module docstring
 
 pytestmark = [
     pytest.mark.timeout(120),
-    pytest.mark.skipif(sandbox.bwrap_problem() is not None, reason="bwrap sandbox unavailable"),
+    pytest.mark.bwrap,
 ]
 
 

@@ -11,13 +11,12 @@ import json
 
 import pytest
 
-from reasonrl.rewards import sandbox
 from reasonrl.rewards.verifiers.code import code
 from reasonrl.types import Problem
 
 pytestmark = [
     pytest.mark.timeout(120),
-    pytest.mark.skipif(sandbox.bwrap_problem() is not None, reason="bwrap sandbox unavailable"),
+    pytest.mark.bwrap,
 ]
 
 

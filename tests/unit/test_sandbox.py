@@ -18,9 +18,7 @@ from reasonrl.rewards.sandbox import process as sandbox
 
 pytestmark = [
     pytest.mark.timeout(60),
-    pytest.mark.skipif(
-        sandbox.bwrap_problem() is not None, reason=f"bwrap sandbox unavailable: {sandbox.bwrap_problem()}"
-    ),
+    pytest.mark.bwrap,
 ]
 
 

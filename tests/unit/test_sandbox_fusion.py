@@ -12,7 +12,6 @@ import threading
 
 import pytest
 
-from reasonrl.rewards import sandbox
 from reasonrl.rewards.sandbox.fusion import SandboxFusionClient, parse_urls
 
 pytestmark = pytest.mark.timeout(60)
@@ -23,7 +22,7 @@ def servers(fusion_servers):
     return fusion_servers
 
 
-needs_bwrap = pytest.mark.skipif(sandbox.bwrap_problem() is not None, reason="bwrap sandbox unavailable")
+needs_bwrap = pytest.mark.bwrap
 
 
 @needs_bwrap

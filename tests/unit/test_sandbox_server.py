@@ -8,7 +8,7 @@ import pytest
 from reasonrl.rewards.sandbox import process, server
 
 pytestmark = pytest.mark.timeout(120)
-needs_bwrap = pytest.mark.skipif(process.bwrap_problem() is not None, reason="bwrap sandbox unavailable")
+needs_bwrap = pytest.mark.bwrap
 
 
 def _job(program="def f(x):\n    return 2 * x\n", tests=("assert f(21) == 42",)):
