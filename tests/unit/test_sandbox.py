@@ -309,6 +309,20 @@ def test_each_run_gets_its_own_uid():
     assert len({sandbox._next_uid() for _ in range(100)}) == 100
 
 
+def test_an_interpreter_under_a_private_directory_is_not_world_traversable():
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(dir="/tmp") as d:  # pytest's tmp_path lies under a 0700 directory
+        root = Path(d)
+        (root / "home" / "bin").mkdir(parents=True)
+        (root / "home" / "bin" / "python").write_text("")
+        root.chmod(0o755)
+        assert sandbox._world_traversable(str(root / "home" / "bin" / "python")) is True
+        (root / "home").chmod(0o700)  # like /root, where a pyenv lives
+        assert sandbox._world_traversable(str(root / "home" / "bin" / "python")) is False
+
+
 def test_unisolated_as_root_runs_as_its_own_uid_in_a_writable_dir(monkeypatch, python_every_uid_reaches):
     monkeypatch.setenv(sandbox.ENV_VAR, "unisolated")
     res = run_python("import os; open('out.txt', 'w').write('x'); print(os.getuid(), open('out.txt').read())",
