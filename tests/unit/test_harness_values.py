@@ -69,10 +69,12 @@ def test_values_that_cannot_be_made_plain_stay_opaque_and_do_not_match(body):
 
 def test_objects_are_handles_whose_attributes_and_methods_the_child_answers():
     program = "class Box:\n    def __init__(self, v):\n        self.value = v\n    def double(self, k):\n" \
-              "        return Box(self.value * k)\ndef make(v):\n    return Box(v)"  # fmt: skip
-    tests = ["assert make(3).value == 3", "assert make(3).double(2).value == 6", "assert make(1) != make(1)"]
+              "        return Box(self.value * k)\ndef make(v):\n    return Box(v)\n" \
+              "def unbox(b):\n    return b.value"  # fmt: skip
+    tests = ["assert make(3).value == 3", "assert make(3).double(2).value == 6", "assert make(1) != make(1)",
+             "assert unbox(make(5)) == 5"]  # a handle passed back to the child is its own object there  # fmt: skip
     res = _score(program, {"test_list": tests}, score_mode="fraction", timeout_s=5)
-    assert (res.score, res.info["passed"], res.info["total"]) == (1.0, 3, 3), res.info
+    assert (res.score, res.info["passed"], res.info["total"]) == (1.0, 4, 4), res.info
 
 
 def test_objects_the_tests_build_are_rebuilt_in_the_child_from_the_shared_prefix():
