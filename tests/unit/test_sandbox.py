@@ -111,6 +111,7 @@ def test_bad_file_names_are_rejected(name):
 def test_bad_arguments(kwargs):
     with pytest.raises(ValueError):
         run_python("pass", **kwargs)
+    assert run_python("print(1)", timeout_s=0.9).status == "success"  # any positive limit is one
 
 
 def test_multiprocessing_works_inside():
