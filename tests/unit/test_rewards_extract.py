@@ -55,6 +55,7 @@ def test_last_boxed_is_last():
         ("<think>a</think>b<think>c</think>d", "d"),
         ("<think>only reasoning, never closed", ""),  # adversarial: answer in think only
         ("plain", "plain"),
+        ("</think>42", "42"),  # the template opened the block and the model closed it at once
     ],
 )
 def test_answer_region(text, region):
