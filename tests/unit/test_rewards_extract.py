@@ -36,6 +36,7 @@ pytestmark = pytest.mark.timeout(60)
         (r"\boxed{}", [""]),
         ("no box here", []),
         (r"\boxedx{5}", []),  # not the \boxed command followed by a group
+        (r"\boxed{a \} b} \boxed{\{1, 2\}}", [r"a \} b", r"\{1, 2\}"]),  # escaped braces are not the group's
     ],
 )
 def test_boxed_all(text, expected):
