@@ -17,11 +17,6 @@ from reasonrl.rewards.sandbox.fusion import SandboxFusionClient, parse_urls
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-def servers(fusion_servers):
-    return fusion_servers
-
-
 needs_bwrap = pytest.mark.bwrap
 
 
@@ -34,8 +29,8 @@ needs_bwrap = pytest.mark.bwrap
         ("raise KeyError('k')", "", "failed", 1, ""),
     ],
 )
-def test_run_code_round_trip_through_stand_in(servers, code, stdin, status, exit_code, stdout):
-    srv = servers()
+def test_run_code_round_trip_through_stand_in(fusion_servers, code, stdin, status, exit_code, stdout):
+    srv = fusion_servers()
     client = SandboxFusionClient([srv.url], retries=0)
     res = client.run_python(code, stdin, timeout_s=5, memory_mb=512)
     assert (res.status, res.exit_code, res.stdout) == (status, exit_code, stdout)
@@ -47,16 +42,20 @@ def test_run_code_round_trip_through_stand_in(servers, code, stdin, status, exit
 
 
 @needs_bwrap
-def test_time_limit_exceeded_maps_to_timeout(servers):
-    srv = servers()
+def test_time_limit_exceeded_maps_to_timeout(fusion_servers):
+    srv = fusion_servers()
     res = SandboxFusionClient(srv.url, retries=0).run_python("while True: pass", timeout_s=1)
     assert res.status == "timeout" and res.timed_out is True
 
 
-def test_round_robin_over_servers(servers):
+def test_round_robin_over_servers(fusion_servers):
     ok = {"status": "Success", "message": "", "run_result": {"status": "Finished", "return_code": 0,
                                                              "stdout": "hi\n", "stderr": ""}}  # fmt: skip
-    a, b, c = servers(lambda r: (200, ok)), servers(lambda r: (200, ok)), servers(lambda r: (200, ok))
+    a, b, c = (
+        fusion_servers(lambda r: (200, ok)),
+        fusion_servers(lambda r: (200, ok)),
+        fusion_servers(lambda r: (200, ok)),
+    )
     client = SandboxFusionClient(f"{a.url}, {b.url},{c.url}/", retries=0)
     results = [client.run_python("print('hi')") for _ in range(6)]
     assert all(r.status == "success" and r.stdout == "hi\n" for r in results)
@@ -67,12 +66,12 @@ def test_round_robin_over_servers(servers):
     }  # fmt: skip
 
 
-def test_retries_back_off_exponentially_up_to_ten_seconds(servers, monkeypatch):
+def test_retries_back_off_exponentially_up_to_ten_seconds(fusion_servers, monkeypatch):
     from reasonrl.rewards.sandbox import fusion
 
     slept = []
     monkeypatch.setattr(fusion.time, "sleep", slept.append)
-    bad = servers(lambda r: (503, {"detail": "overloaded"}))
+    bad = fusion_servers(lambda r: (503, {"detail": "overloaded"}))
     res = SandboxFusionClient([bad.url], retries=3, backoff_s=0.5).run_python("pass")
     assert res.status == "sandbox_error" and slept == [0.5, 1.0, 2.0]  # none before the first attempt
     slept.clear()
@@ -107,19 +106,19 @@ def test_retries_back_off_exponentially_up_to_ten_seconds(servers, monkeypatch):
         "sandbox_error",
     ],  # fmt: skip
 )
-def test_retries_fail_over_to_a_healthy_server(servers, bad_behaviour):
+def test_retries_fail_over_to_a_healthy_server(fusion_servers, bad_behaviour):
     good_payload = {"status": "Failed", "message": "", "run_result": {"status": "Finished", "return_code": 2,
                                                                       "stdout": "", "stderr": "x"}}  # fmt: skip
-    bad = servers(bad_behaviour)
-    good = servers(lambda r: (200, good_payload))
+    bad = fusion_servers(bad_behaviour)
+    good = fusion_servers(lambda r: (200, good_payload))
     client = SandboxFusionClient([bad.url, good.url], retries=1, backoff_s=0)
     res = client.run_python("pass")
     assert (res.status, res.exit_code, res.stderr) == ("failed", 2, "x")
     assert len(bad.requests) == 1 and len(good.requests) == 1
 
 
-def test_unreachable_servers_give_sandbox_error_not_exception(servers):
-    dead = servers()
+def test_unreachable_servers_give_sandbox_error_not_exception(fusion_servers):
+    dead = fusion_servers()
     dead_url = dead.url
     dead.close()
     res = SandboxFusionClient([dead_url], retries=2, backoff_s=0).run_python("print(1)", timeout_s=1)
@@ -134,31 +133,31 @@ def test_negative_retry_settings_are_refused(bad):
     assert SandboxFusionClient(["127.0.0.1:1"]).retries == 2  # two retries by default
 
 
-def test_client_error_is_not_retried(servers):
-    bad = servers(lambda r: (422, {"detail": "bad language"}))
+def test_client_error_is_not_retried(fusion_servers):
+    bad = fusion_servers(lambda r: (422, {"detail": "bad language"}))
     res = SandboxFusionClient([bad.url], retries=3, backoff_s=0).run_python("pass")
     assert res.status == "sandbox_error" and "HTTP 422" in res.stderr
     assert len(bad.requests) == 1
 
 
-def test_slow_server_hits_request_timeout(servers):
+def test_slow_server_hits_request_timeout(fusion_servers):
     gate = threading.Event()
 
     def slow(req):
         gate.wait(5)
         return 200, {"status": "Success", "message": "", "run_result": {"status": "Finished"}}
 
-    srv = servers(slow)
+    srv = fusion_servers(slow)
     client = SandboxFusionClient([srv.url], retries=0, timeout_slack_s=0.2)
     res = client.run_python("pass", timeout_s=0.3)
     gate.set()
     assert res.status == "sandbox_error" and "timed out" in res.stderr.lower()
 
 
-def test_output_is_capped_client_side(servers):
+def test_output_is_capped_client_side(fusion_servers):
     big = {"status": "Success", "message": "", "run_result": {"status": "Finished", "return_code": 0,
                                                               "stdout": "z" * 5000, "stderr": ""}}  # fmt: skip
-    srv = servers(lambda r: (200, big))
+    srv = fusion_servers(lambda r: (200, big))
     res = SandboxFusionClient([srv.url], max_output_bytes=1000).run_python("pass")
     assert res.truncated is True and res.stdout == "z" * 1000
 
@@ -188,11 +187,11 @@ def test_urls_from_env_and_missing_urls(monkeypatch):
 @pytest.mark.parametrize(
     "program, score", [("print(sum(map(int, input().split())))", 1.0), ("print(0)", 0.0)]
 )
-def test_code_verifier_with_sandbox_fusion_backend(servers, program, score):
+def test_code_verifier_with_sandbox_fusion_backend(fusion_servers, program, score):
     from reasonrl.rewards.verifiers.code import code
     from reasonrl.types import Problem
 
-    srv = servers()
+    srv = fusion_servers()
     gt = json.dumps({"inputs": ["1 2\n", "3 4\n"], "outputs": ["3\n", "7\n"]})
     prob = Problem(prompt=[{"role": "user", "content": "add"}], ground_truth=gt, data_source="codegen__t")
     res = code(f"```python\n{program}\n```", prob, backend="sandbox_fusion", sandbox_fusion_urls=[srv.url])
@@ -214,12 +213,12 @@ def test_code_verifier_with_sandbox_fusion_backend(servers, program, score):
         ),
     ],
 )
-def test_function_tests_over_sandbox_fusion_run_the_trusted_harness(servers, program, score):
+def test_function_tests_over_sandbox_fusion_run_the_trusted_harness(fusion_servers, program, score):
     from reasonrl.rewards.sandbox.server import harness_program
     from reasonrl.rewards.verifiers.code import code
     from reasonrl.types import Problem
 
-    srv = servers()
+    srv = fusion_servers()
     gt = {"test": "def check(c):\n    assert c(1, 2) == 3\n    assert c(2, 2) == 4", "entry_point": "add"}
     prob = Problem(prompt=[{"role": "user", "content": "add"}], ground_truth=gt, data_source="codegen__t")
     res = code(f"```python\n{program}\n```", prob, backend="sandbox_fusion", sandbox_fusion_urls=[srv.url])
