@@ -47,6 +47,13 @@ def _launch(n, overrides, *flags, plugins=False):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=500, env=env)
 
 
+def _ok(res):
+    """A run that must succeed; on failure, the ranks' own errors (torchrun's summary alone names none)."""
+    assert res.returncode == 0, (
+        f"exit {res.returncode}\n{res.stderr[-12000:]}\n--- stdout ---\n{res.stdout[-2000:]}"
+    )
+
+
 def _metrics(run):
     return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
 
@@ -55,7 +62,7 @@ def test_two_rank_training_sharded_checkpoints_and_resumes(tiny_model_dir, tmp_p
     sharded = "checkpoint.sharded=true"
     full = tmp_path / "full"
     res = _launch(2, _overrides(tiny_model_dir, full, 4, sharded))
-    assert res.returncode == 0, res.stderr[-3000:]
+    _ok(res)
     rows = _metrics(full)
     assert [r["step"] for r in rows] == [0, 1, 2, 3, 4]  # rank 0 alone writes, once per step
     assert all(r["grad_norm"] > 0 for r in rows[1:])
@@ -81,9 +88,9 @@ def test_two_rank_training_sharded_checkpoints_and_resumes(tiny_model_dir, tmp_p
     assert not all(torch.equal(a, b) for a, b in zip(trained.parameters(), start.parameters()))
 
     part = tmp_path / "part"  # 2 steps, then resumed to 4 on 2 ranks: the same metrics as `full`
-    assert _launch(2, _overrides(tiny_model_dir, part, 2, sharded)).returncode == 0
+    _ok(_launch(2, _overrides(tiny_model_dir, part, 2, sharded)))
     res = _launch(2, _overrides(tiny_model_dir, part, 4, sharded), "--resume", "--allow-config-change")
-    assert res.returncode == 0, res.stderr[-3000:]
+    _ok(res)
     resumed = {r["step"]: _stable(r) for r in _metrics(part)}
     for r in rows[3:]:
         assert resumed[r["step"]] == _stable(r), r["step"]
@@ -91,7 +98,7 @@ def test_two_rank_training_sharded_checkpoints_and_resumes(tiny_model_dir, tmp_p
     res = _launch(
         1, _overrides(tiny_model_dir, full, 5, sharded), "--resume", "--allow-config-change"
     )  # 2 -> 1
-    assert res.returncode == 0, res.stderr[-3000:]
+    _ok(res)
     assert [r["step"] for r in _metrics(full)] == [0, 1, 2, 3, 4, 5]
 
 
@@ -99,7 +106,7 @@ def test_two_rank_dynamic_sampling_runs_in_lock_step(tiny_model_dir, tmp_path):
     run = tmp_path / "ds"
     extra = ("algo.dynamic_sampling.enabled=true", "algo.dynamic_sampling.max_rounds=2", "checkpoint.every=0")
     res = _launch(2, _overrides(tiny_model_dir, run, 2, *extra))
-    assert res.returncode == 0, res.stderr[-3000:]
+    _ok(res)
     rows = _metrics(run)[1:]
     assert [r["step"] for r in rows] == [1, 2]
     for r in rows:  # the untrained model solves nothing: both ranks refill up to the cap, then fall back
@@ -114,7 +121,7 @@ def test_two_rank_async_rollouts_resume_exactly(tiny_model_dir, tmp_path):
     extra = ("rollout.max_staleness=1", "algo.off_policy.tis_cap=2.0")
     full = tmp_path / "full"
     res = _launch(2, _overrides(tiny_model_dir, full, 4, *extra))
-    assert res.returncode == 0, res.stderr[-3000:]
+    _ok(res)
     rows = _metrics(full)
     assert [r["rollout/policy_version"] for r in rows[1:]] == [0, 0, 1, 2]  # one version stale when full
     assert all(r["rollout/staleness"] == (s > 1) for s, r in enumerate(rows[1:], 1))
@@ -128,12 +135,12 @@ def test_two_rank_async_rollouts_resume_exactly(tiny_model_dir, tmp_path):
     assert len(shares[0]) == len(shares[1]) == 2  # each rank's worker made its own 2 of the 4 prompts
     assert {g.problem.uid for g in shares[0]}.isdisjoint(g.problem.uid for g in shares[1])
     res = _launch(2, _overrides(tiny_model_dir, part, 4, *extra), "--resume")
-    assert res.returncode == 0, res.stderr[-3000:]
+    _ok(res)
     resumed = {r["step"]: _stable(r) for r in _metrics(part)}
     for r in rows[3:]:
         assert resumed[r["step"]] == _stable(r), r["step"]
     one = _launch(1, _overrides(tiny_model_dir, tmp_path / "one", 4, *extra), "--resume")  # 2 ranks -> 1
-    assert one.returncode == 0, one.stderr[-3000:]
+    _ok(one)
     assert "generated for 2 rank(s), this run has 1: they are generated again" in one.stdout + one.stderr
     assert [r["step"] for r in _metrics(tmp_path / "one")] == [0, 1, 2, 3, 4]
 
@@ -152,10 +159,10 @@ def test_two_rank_async_workers_decide_on_the_whole_step_and_resume_exactly(tiny
              "algo.dynamic_sampling.max_rounds=2")  # fmt: skip
     asynchronous = ("rollout.max_staleness=1", "algo.off_policy.tis_cap=2.0")
     sync = _launch(2, _overrides(tiny_model_dir, tmp_path / "sync", 1, *extra), plugins=True)
-    assert sync.returncode == 0, sync.stderr[-3000:]
+    _ok(sync)
     full = tmp_path / "full"
     res = _launch(2, _overrides(tiny_model_dir, full, 4, *extra, *asynchronous), plugins=True)
-    assert res.returncode == 0, res.stderr[-3000:]
+    _ok(res)
     rows = _metrics(full)
     first = _metrics(tmp_path / "sync")[1]
     rollout_keys = [k for k in first if k.startswith(("reward/", "rollout/ds_", "curriculum/"))
@@ -175,7 +182,7 @@ def test_two_rank_async_workers_decide_on_the_whole_step_and_resume_exactly(tiny
     shutil.copytree(full, part)
     shutil.rmtree(part / "checkpoints" / "step_000004")
     res = _launch(2, _overrides(tiny_model_dir, part, 4, *extra, *asynchronous), "--resume", plugins=True)
-    assert res.returncode == 0, res.stderr[-3000:]
+    _ok(res)
     resumed = {r["step"]: _stable(r) for r in _metrics(part)}
     for r in rows[3:]:
         assert resumed[r["step"]] == _stable(r), r["step"]
@@ -231,7 +238,7 @@ def test_full_checkpoint_of_a_two_rank_run_exports_and_resumes_on_one(tiny_model
     run = (
         tmp_path / "run"
     )  # checkpoint.sharded false: the full optimizer state gathered and written by rank 0
-    assert _launch(2, _overrides(tiny_model_dir, run, 2)).returncode == 0
+    _ok(_launch(2, _overrides(tiny_model_dir, run, 2)))
     assert "optimizer" in torch.load(list_checkpoints(run)[-1] / "engine.pt", weights_only=False)
     assert main(["export", str(run), str(tmp_path / "hf")]) == 0
     exported = AutoModelForCausalLM.from_pretrained(tmp_path / "hf").eval()
@@ -244,7 +251,7 @@ def test_full_checkpoint_of_a_two_rank_run_exports_and_resumes_on_one(tiny_model
     ).exists()
     assert main(["export", str(run), str(tmp_path / "hf")]) == 2  # never over an existing directory
     res = _launch(1, _overrides(tiny_model_dir, run, 3), "--resume", "--allow-config-change")  # 2 ranks -> 1
-    assert res.returncode == 0, res.stderr[-3000:]
+    _ok(res)
     assert [r["step"] for r in _metrics(run)] == [0, 1, 2, 3]
 
 
@@ -256,7 +263,7 @@ def test_two_rank_lora_checkpoints_merged_export_and_exact_resume(tiny_model_dir
     lora = ("model.lora.rank=4", "model.lora.alpha=8", "train.lr=1e-2", "checkpoint.every=2")
     full = tmp_path / "full"
     res = _launch(2, _overrides(tiny_model_dir, full, 3, *lora))
-    assert res.returncode == 0, res.stderr[-3000:]
+    _ok(res)
     rows = _metrics(full)
     ckpt = list_checkpoints(full)[0]
     assert ckpt.name == "step_000002" and verify_checkpoint(ckpt) is None
@@ -270,9 +277,9 @@ def test_two_rank_lora_checkpoints_merged_export_and_exact_resume(tiny_model_dir
     )  # fmt: skip  (only adapted layers move)
 
     part = tmp_path / "part"
-    assert _launch(2, _overrides(tiny_model_dir, part, 2, *lora)).returncode == 0
+    _ok(_launch(2, _overrides(tiny_model_dir, part, 2, *lora)))
     res = _launch(2, _overrides(tiny_model_dir, part, 3, *lora), "--resume", "--allow-config-change")
-    assert res.returncode == 0, res.stderr[-3000:]
+    _ok(res)
     resumed = {r["step"]: _stable(r) for r in _metrics(part)}
     assert resumed[3] == _stable(rows[3])
 
@@ -282,12 +289,12 @@ def test_one_rank_fsdp2_under_torchrun_equals_the_single_device_engine(tiny_mode
     on one GPU) joins a process group of one and trains like the single-device engine."""
     single, fsdp = tmp_path / "single", tmp_path / "fsdp"
     res = _launch(1, _overrides(tiny_model_dir, single, 2))
-    assert res.returncode == 0, res.stderr[-3000:]
+    _ok(res)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=1", f"--master-port={_port()}",
            "-m", "reasonrl", "train", *_overrides(tiny_model_dir, fsdp, 2, "train.engine=fsdp2")]  # fmt: skip
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=500, env=env)
-    assert res.returncode == 0, res.stderr[-3000:]
+    _ok(res)
     a, b = _metrics(single), _metrics(fsdp)
     assert [r["step"] for r in b] == [r["step"] for r in a] == [0, 1, 2]
     assert b[1]["reward/mean"] == a[1]["reward/mean"]  # the same rollouts from the same weights
@@ -316,7 +323,7 @@ def test_two_rank_fsdp2_with_compiled_layers_trains_like_eager(tiny_model_dir, t
     runs = {}
     for name, extra in (("eager", ()), ("compiled", ("model.compile=true",))):
         res = _launch(2, _overrides(tiny_model_dir, tmp_path / name, 3, *extra))
-        assert res.returncode == 0, res.stderr[-3000:]
+        _ok(res)
         runs[name] = (_metrics(tmp_path / name)[1:], res.stdout + res.stderr)
     assert "decoder layers compiled for training" in runs["compiled"][1]
     assert "decoder layers compiled" not in runs["eager"][1]
