@@ -32,6 +32,10 @@ def score(response, gt="C", **extra):
         ("K", None, "no_answer"),
         ("I think so", None, "no_answer"),
         ("none", None, "no_answer"),
+        ("I", "I", "ok"),  # option I ...
+        ("I. Sodium chloride", "I", "ok"),
+        ("I guess C", None, "no_answer"),  # ... but not the pronoun
+        *[(c, None, "no_answer") for c in "KLMNOPQRSTUVWXYZ"],  # past J: never an option
     ],
 )
 def test_letter_of(span, letter, reason):
@@ -65,6 +69,8 @@ def test_letter_of(span, letter, reason):
         (r"\boxed{Option A or C}", 0.0, "ambiguous"),
         ("**A** or **C**", 0.0, "no_answer"),
         ("The **C** option seems wrong", 0.0, "no_answer"),
+        (" (C). ", 1.0, "correct"),  # a bare letter: four characters at most once stripped
+        ("C. ok", 0.0, "no_answer"),  # five: a sentence, not a bare letter
     ],
 )
 def test_choice_verifier(response, expected, reason):
@@ -83,6 +89,37 @@ def test_gold_forms_and_option_count():
     assert score("Answer: A", gt=0).score == 1.0  # index 0 -> A (not a missing gold)
     assert score("Answer: E", gt="E", choices=["a", "b", "c", "d"]).reason == "no_answer"  # only A-D
     assert score("Answer: E", gt="E").score == 1.0
+    assert score("Answer: I", gt="I").score == 1.0
+
+
+@pytest.mark.parametrize(
+    "extra, valid",
+    [
+        ({"choices": ["a", "b"]}, "AB"),
+        ({"options": ["a", "b", "c"]}, "ABC"),
+        ({"choices": ["only one"]}, "ABCDEFGHIJ"),  # fewer than two listed: not a count
+        ({"choices": []}, "ABCDEFGHIJ"),
+        ({"choices": "A) x  B) y  C) z"}, "ABCDEFGHIJ"),  # the options' text, not a list
+        ({"choices": 4}, "ABCDEFGHIJ"),
+        ({"choices": [str(i) for i in range(12)]}, "ABCDEFGHIJ"),  # more than ten: A..J
+        ({}, "ABCDEFGHIJ"),
+    ],
+)
+def test_valid_letters_follow_the_listed_choices(extra, valid):
+    import numpy as np
+
+    got = "".join(c for c in "ABCDEFGHIJ" if score(f"Answer: {c}", gt=c, **extra).score == 1.0)
+    assert got == valid
+    if isinstance(extra.get("choices"), list):  # a parquet row's array reads the same
+        arr = {"choices": np.array(extra["choices"])}
+        assert "".join(c for c in "ABCDEFGHIJ" if score(f"Answer: {c}", gt=c, **arr).score == 1.0) == valid
+
+
+def test_gold_is_an_option_letter():
+    assert score("Answer: B", gt=["B"]).score == 1.0  # a one-element list (a parquet array) is its letter
+    for index in (-1, 10):  # an index past the options is not wrapped round nor cut to J
+        with pytest.raises(ValueError, match="not an option letter"):
+            score("Answer: J", gt=index)
     with pytest.raises(ValueError, match="not an option letter"):
         score("Answer: B", gt="banana")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reasonrl.rewards import VERIFIERS
-from reasonrl.rewards.verifiers.table import cell_equal, match_all
+from reasonrl.rewards.verifiers.table import MAX_ANSWERS, cell_equal, match_all
 from reasonrl.types import Problem
 
 pytestmark = pytest.mark.timeout(60)
@@ -39,6 +39,21 @@ def score(response, gt, **opts):
         ("Paris", "London", False),
         ("12", "twelve", False),
         ("", "", False),
+        ("3:1", "3", True),
+        ("1:2", "50%", True),  # a ratio's value against a percentage's value
+        ("3:0", "3", False),  # no ratio with a zero denominator (and no ZeroDivisionError)
+        ("999", "1000", True),  # the tolerance bound is inclusive: |diff| == 1e-3 * 1000
+        ("998.9", "1000", False),
+        ("0", "0.0000001", False),  # no absolute slack near zero
+        ("0", "0.0", True),
+        ("50%", "0.5%", False),  # percent signs on both sides: the numbers as written
+        ("0.5%", "50%", False),
+        ("50000%", "0.5 thousand", True),  # a percentage against a magnitude: values compared
+        ("0.5 thousand", "50000%", True),
+        ("2 million", "2 million", True),
+        ("2 thousand", "2 million", False),
+        (r"x\_y", "x_y", True),  # LaTeX escapes in text cells
+        (r"\{a\}", "{a}", True),
     ],
 )
 def test_cell_equal(pred, gold, expected):
@@ -50,6 +65,21 @@ def test_match_all_pairs_by_value_not_string_sort():
     assert match_all(["10", "9.0"], ["9", "10.0"]) is True
     assert match_all(["1", "1"], ["1", "2"]) is False  # each gold used once
     assert match_all(["1", "2"], ["1", "2", "3"]) is False
+    # 10.004 fits both golds, 9.992 only the first: taken greedily, 10.004 must move to free "10"
+    assert match_all(["10.004", "9.992"], ["10", "10.005"]) is True
+    assert match_all(["9.992", "9.992"], ["10", "10.005"]) is False
+
+
+def test_answer_count_bound_and_array_ground_truth():
+    import numpy as np
+
+    cells = [str(i) for i in range(MAX_ANSWERS + 1)]
+    at_bound = score(r"\boxed{" + "|".join(cells[:-1]) + "}", "|".join(cells[:-1]))
+    assert (at_bound.score, at_bound.reason) == (1.0, "correct")
+    over = score(r"\boxed{" + "|".join(cells) + "}", "|".join(cells))
+    assert (over.score, over.reason) == (0.0, "too_many_answers")
+    got = score(r"\boxed{2|1}", np.array(["1", "2"]))  # a parquet row's array of cells
+    assert (got.score, got.reason) == (1.0, "correct")
 
 
 @pytest.mark.parametrize(
@@ -68,6 +98,9 @@ def test_match_all_pairs_by_value_not_string_sort():
         (r"\boxed{5 or 6}", "5", 0.0, "wrong"),
         (r"\boxed{42}", ["42"], 1.0, "correct"),  # list ground truth
         (r"\boxed{0.43}", "42", 0.0, "wrong"),
+        (r"\boxed{12.5} or maybe \boxed{13}", "13", 0.0, "ambiguous"),  # disagreeing boxes: a hedge
+        (r"\boxed{1|2} then \boxed{3}", "1|2|3", 0.0, "ambiguous"),  # two boxes for three cells
+        (r"\boxed{3} then \boxed{1|2}", "1|2", 0.0, "ambiguous"),  # a box per cell, but the last holds two
     ],
 )
 def test_table_verifier(response, gt, expected, reason):

@@ -15,7 +15,7 @@ from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult, result
 from reasonrl.rewards.extract import answer_region, answer_tag, last_boxed
-from reasonrl.rewards.ground_truth import single
+from reasonrl.rewards.ground_truth import plain, single
 from reasonrl.rewards.verifiers.math import clean_latex
 from reasonrl.types import Problem
 
@@ -28,12 +28,16 @@ _ANSWER_LINE = re.compile(
 _LEAD = re.compile(r"^\(?\*{0,2}\(?([A-Z])\)?\*{0,2}(?:$|[\s.:,;)\]]+(.*))", re.DOTALL)
 
 
-def _n_options(problem: Problem) -> int:
+def _valid_letters(problem: Problem) -> str:
+    """A..J, or the first n letters where `extra_info` lists n >= 2 choices (a list beyond J: A..J).
+
+    Only a list (or a parquet array) counts: a string there is the options' text, not their number.
+    """
     for key in ("choices", "options"):
-        opts = problem.extra_info.get(key)
-        if opts is not None and hasattr(opts, "__len__") and 2 <= len(opts) <= len(LETTERS):
-            return len(opts)
-    return len(LETTERS)
+        opts = plain(problem.extra_info.get(key))
+        if isinstance(opts, list) and len(opts) >= 2:
+            return LETTERS[: len(opts)]
+    return LETTERS
 
 
 def letter_of(candidate: str, valid: str = LETTERS) -> tuple[str | None, str]:
@@ -69,7 +73,7 @@ def extract_choice(response: str, valid: str = LETTERS) -> tuple[str | None, str
         lines = stripped.splitlines()
         if len(stripped) <= 4:  # a bare "C" / "(C)" response
             spans.append(stripped)
-        elif lines and re.fullmatch(r"\*{1,3}\s*\(?[A-J]\)?\s*\*{1,3}\.?", lines[-1].strip()):
+        elif re.fullmatch(r"\*{1,3}\s*\(?[A-J]\)?\s*\*{1,3}\.?", lines[-1].strip()):
             spans.append(lines[-1])  # a last line that is only the letter in bold: "**C**"
     for span in spans:
         letter, reason = letter_of(span, valid)
@@ -92,7 +96,7 @@ def _gold_letter(gt: Any) -> str:
 def choice(response: str, problem: Problem) -> RewardResult:
     """1 if the single chosen option letter equals the gold letter."""
     gold = _gold_letter(problem.ground_truth)
-    letter, reason, span = extract_choice(response, LETTERS[: _n_options(problem)])
+    letter, reason, span = extract_choice(response, _valid_letters(problem))
     if letter is None:
         return result(False, span if reason == "ambiguous" else None, reason=reason)
     return result(letter == gold, letter)

@@ -49,8 +49,7 @@ def _number(s: str) -> tuple[Fraction, bool, int] | None:
     scale = 1
     mm = _MAGNITUDE.match(text)
     if mm:
-        text, word = mm.group(1), mm.group(2).lower().rstrip("s")
-        scale = _MAGNITUDES.get(word, _MAGNITUDES.get(word + "s", 1))
+        text, scale = mm.group(1), _MAGNITUDES[mm.group(2).lower().rstrip("s")]
     got = to_number(text)
     return (got[0], got[1], scale) if got else None
 
@@ -64,12 +63,15 @@ def _close(a: Fraction, b: Fraction, rel_tol: float) -> bool:
 
 
 def cell_equal(pred: str, gold: str, rel_tol: float = 1e-3) -> bool:
-    """Whether one answer matches one gold cell (numeric within `rel_tol`, else normalised text)."""
+    """Whether one answer matches one gold cell (numeric within `rel_tol`, else normalised text).
+
+    A cell that reads as a number on one side only is compared as text, so it never equals the number.
+    """
     p, g = _number(pred), _number(gold)
     if p is not None and g is not None:
         (pv, pp, pm), (gv, gp, gm) = p, g
-        if (pm == gm or 1 in (pm, gm)) and _close(pv, gv, rel_tol):
-            return True  # the same number, a magnitude on one side at most (the table's unit)
+        if 1 in (pm, gm) and _close(pv, gv, rel_tol):
+            return True  # the same number, a magnitude on one side only (the table's unit)
         if _close(pv * pm, gv * gm, rel_tol):
             return True  # the same value at different magnitudes
         pv, gv = pv * pm, gv * gm
@@ -78,8 +80,6 @@ def cell_equal(pred: str, gold: str, rel_tol: float = 1e-3) -> bool:
             return _close(pv / 100, gv, rel_tol)
         if gp and not pp:
             return _close(pv, gv / 100, rel_tol)
-        return False
-    if p is not None or g is not None:
         return False
     return _text(pred) == _text(gold) and _text(gold) != ""
 
