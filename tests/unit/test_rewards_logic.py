@@ -206,3 +206,134 @@ def test_arc_grid_as_space_separated_rows(answer, expected):
 )
 def test_codeio_answer_in_a_box(response, expected):
     assert score("codeio", response, json.dumps({"output": 3})).score == expected
+
+
+# ---------------------------------------------------------------- edges each verifier must hold (mutation-tested)
+
+
+def test_parse_structured_bounds_and_padding():
+    from reasonrl.rewards.verifiers.logic import MAX_PARSE_CHARS, parse_structured
+
+    assert parse_structured("  ['a', 'b']\n") == ["a", "b"]  # a Python literal with padding
+    at_bound = '"' + "a" * (MAX_PARSE_CHARS - 2) + '"'
+    assert parse_structured(at_bound + "  ") == "a" * (MAX_PARSE_CHARS - 2)  # counted once stripped
+    with pytest.raises(ValueError, match="too long"):
+        parse_structured('"' + "a" * (MAX_PARSE_CHARS - 1) + '"')  # one past the bound: refused unparsed
+    with pytest.raises(ValueError, match="too long"):
+        parse_structured("'" + "a" * MAX_PARSE_CHARS + "'")  # a Python literal too
+
+
+def _zebra(answer):
+    return score("zebra", "<answer>" + json.dumps(answer) + "</answer>", ZEBRA)
+
+
+@pytest.mark.parametrize(
+    "answer, score_, reason, cells, extra",
+    [
+        ({"header": ZEBRA["header"], "rows": ZEBRA["rows"]}, 1.0, "correct", 6, 0),
+        ({"header": ZEBRA["header"], "rows": [["1", "Ann", "dog"], ["2", "Bob", "cat"]]}, 4 / 6, "partial", 4, 0),
+        ({"header": ZEBRA["header"], "rows": [["3", "Cid", "fish"]]}, 0.0, "wrong", 0, 1),
+        ({"header": ZEBRA["header"], "rows": "1 Ann cat"}, 0.0, "not_a_grid", None, None),
+        ([["1", "Ann", "cat"]], 0.0, "not_a_grid", None, None),
+        # malformed rows are extra rows of wrong cells, not a crash
+        ({"header": ZEBRA["header"], "rows": [*ZEBRA["rows"], "junk"]}, 6 / 9, "partial", 6, 1),
+        ({"header": ZEBRA["header"], "rows": [*ZEBRA["rows"], []]}, 6 / 9, "partial", 6, 1),
+        # the key column placed by the header
+        ({"header": ["Name", "Position", "Pet"], "rows": [["Ann", "1", "cat"], ["Bob", "2", "dog"]]}, 1.0, "correct", 6, 0),
+        # a header without the key column: rows keyed by their first cell, that column unscored
+        ({"header": ["House", "Name", "Pet"], "rows": ZEBRA["rows"]}, 4 / 6, "partial", 4, 0),
+        # rows too short to hold the key column: keyed by their first cell (not a gold key)
+        ({"header": ["Name", "Pet", "Position"], "rows": [["Ann", "cat"], ["Bob", "dog"]]}, 0.0, "wrong", 0, 2),
+        # a header that is not a list is ignored: columns by position
+        ({"header": "Pos", "rows": ZEBRA["rows"]}, 1.0, "correct", 6, 0),
+    ],
+)  # fmt: skip
+def test_zebra_reasons_cells_and_malformed_answers(answer, score_, reason, cells, extra):
+    got = _zebra(answer)
+    assert got.score == pytest.approx(score_) and got.reason == reason
+    assert got.info.get("cells") == cells and got.info.get("extra_rows") == extra
+    assert got.info["extracted"] == json.dumps(answer)
+    assert got.info.get("all_correct", False) is (reason == "correct")
+
+
+def test_zebra_empty_gold_grid_is_never_solved():
+    p = Problem(
+        prompt=[{"role": "user", "content": "q"}], ground_truth={"header": ["a"], "rows": []}, data_source="x"
+    )
+    got = VERIFIERS.get("zebra")('<answer>{"rows": []}</answer>', p)
+    assert (got.score, got.reason, got.info["all_correct"]) == (0.0, "wrong", False)
+
+
+@pytest.mark.parametrize(
+    "response, expected, reason",
+    [
+        ("<answer>owl robin crow</answer>", 0.0, "not_a_list"),  # no separator: no list
+        ("<answer>owl, robin, crow or robin, owl, crow</answer>", 0.0, "not_a_list"),
+        ("<answer>owl, robin, crow\nrobin, owl, crow</answer>", 0.0, "not_a_list"),  # one per line: two
+        (
+            "<answer>[owl, robin, crow]\n1. robin\n2. owl\n3. crow</answer>",
+            0.0,
+            "not_a_list",
+        ),  # list and numbers
+        ("<answer>42</answer>", 0.0, "not_a_list"),
+        ("<answer>[]</answer>", 0.0, "not_a_list"),
+        ("<answer>robin, owl, crow</answer>", 0.0, "wrong"),
+        ("no tags", 0.0, "no_answer"),
+        ("<answer>owl, robin, crow.</answer>", 1.0, "correct"),
+    ],
+)
+def test_ordering_reasons(response, expected, reason):
+    got = score("ordering", response, ["owl", "robin", "crow"])
+    assert (got.score, got.reason) == (expected, reason)
+
+
+def test_ordering_two_item_lists_and_gold_must_be_a_list():
+    assert score("ordering", "<answer>1. owl\n2. robin</answer>", ["owl", "robin"]).score == 1.0
+    with pytest.raises(ValueError, match="must be a list, got str"):
+        score("ordering", "<answer>[owl, robin]</answer>", "owl then robin")
+
+
+@pytest.mark.parametrize(
+    "answer, expected, reason",
+    [
+        ("[[1.0, 2.0], [3.0, 4.0]]", 1.0, "correct"),  # integral floats are colours
+        ('[["1", "2"], ["3", "4"]]', 1.0, "correct"),  # so are digit strings
+        ('[["1_0", "2"], ["3", "4"]]', 0.0, "not_a_grid"),  # int() would read "1_0" as 10
+        ('[["red", 2], [3, 4]]', 0.0, "not_a_grid"),
+        ("[[null, 2], [3, 4]]", 0.0, "not_a_grid"),
+        ("5", 0.0, "not_a_grid"),
+        ("[]", 0.0, "not_a_grid"),
+        ("[1, 2]", 0.0, "not_a_grid"),  # rows must be lists
+        ("The grid is [[1, 2], [3, 4]].", 1.0, "correct"),  # the literal ends at its last "]]"
+        ("]] then [[1, 2], [3, 4]", 0.0, "not_a_grid"),
+    ],
+)
+def test_arc_colours_and_shapes(answer, expected, reason):
+    got = score("arc", f"<answer>{answer}</answer>", GRID)
+    assert (got.score, got.reason) == (expected, reason)
+    if answer == '[["1_0", "2"], ["3", "4"]]':
+        assert score("arc", f"<answer>{answer}</answer>", [[10, 2], [3, 4]]).score == 0.0
+
+
+def test_arc_gold_must_be_a_grid():
+    with pytest.raises(ValueError, match="not a grid"):
+        score("arc", "<answer>[[1]]</answer>", [1, 2])
+
+
+@pytest.mark.parametrize(
+    "response, gt, expected",
+    [
+        ('```json\n{"output": 1}\n```\nnot {"output": 2}', '{"output": 1}', 1.0),  # the block, not later JSON
+        ('so } here {"output": 3}', '{"output": 3}', 1.0),  # a stray closing brace before the object
+        ('{"output": 3}.', '{"output": 3}', 1.0),  # the object ends at its brace
+        ("no json here", '{"output": null}', 0.0),  # no answer never equals a null output
+        ("{not json}", '{"output": null}', 0.0),
+        ('{"output": 3, "note": "x"}', '{"output": 3}', 0.0),  # only a lone key is unwrapped
+        ('{"input": {"n": 3}}', '"input": {"n": 3}', 1.0),
+        ('["output"]', '["output"]', 1.0),  # a list holding the word is not a wrapper
+        ('{"output": "42"}', '{"output": 42}', 0.0),  # a string is not the number
+        ('{"output": "True"}', '{"output": true}', 1.0),  # "true" / "false" strings are booleans
+    ],
+)
+def test_codeio_extraction_and_normalisation_edges(response, gt, expected):
+    assert score("codeio", response, gt).score == expected

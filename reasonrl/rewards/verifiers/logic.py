@@ -215,13 +215,12 @@ _SPACE_ROW = re.compile(r"^\s*-?\d{1,3}(?:[ \t,]+-?\d{1,3})*\s*$")
 
 def _find_grid(ans: str) -> list[list[int]] | None:
     """A grid as a list literal (anywhere in the answer) or as rows of space-separated digits."""
-    ans = ans.strip()
     try:
         return _grid(plain(parse_structured(ans)))
     except ValueError:
         pass
     lines = [ln for ln in ans.strip("`").strip().splitlines() if ln.strip()]
-    if lines and all(_SPACE_ROW.match(ln) for ln in lines):
+    if all(_SPACE_ROW.match(ln) for ln in lines):
         return _grid([re.split(r"[ \t,]+", ln.strip()) for ln in lines])
     start, end = ans.find("[["), ans.rfind("]]")
     if start < 0 or end < start:
@@ -284,7 +283,7 @@ def _norm(obj: Any) -> Any:
     """JSON-encoded strings parsed, "true"/"false" strings as booleans, recursively."""
     if isinstance(obj, str):
         s = obj.strip()
-        if s[:1] in "[{" and s[-1:] in "]}":
+        if s.startswith(("[", "{")):  # a JSON-encoded list / object ("[1, 2]"); a bare "42" stays a string
             try:
                 return _norm(json.loads(s))
             except ValueError:
