@@ -238,6 +238,7 @@ def _zebra(answer):
         # malformed rows are extra rows of wrong cells, not a crash
         ({"header": ZEBRA["header"], "rows": [*ZEBRA["rows"], "junk"]}, 6 / 9, "partial", 6, 1),
         ({"header": ZEBRA["header"], "rows": [*ZEBRA["rows"], []]}, 6 / 9, "partial", 6, 1),
+        ({"header": ZEBRA["header"], "rows": [*ZEBRA["rows"], 7]}, 6 / 9, "partial", 6, 1),
         # the key column placed by the header
         ({"header": ["Name", "Position", "Pet"], "rows": [["Ann", "1", "cat"], ["Bob", "2", "dog"]]}, 1.0, "correct", 6, 0),
         # a header without the key column: rows keyed by their first cell, that column unscored
@@ -262,6 +263,13 @@ def test_zebra_empty_gold_grid_is_never_solved():
     )
     got = VERIFIERS.get("zebra")('<answer>{"rows": []}</answer>', p)
     assert (got.score, got.reason, got.info["all_correct"]) == (0.0, "wrong", False)
+    one = Problem(
+        prompt=[{"role": "user", "content": "q"}],
+        ground_truth={"header": ["a"], "rows": [["1"]]},
+        data_source="x",
+    )
+    got = VERIFIERS.get("zebra")('<answer>{"rows": [["1"]]}</answer>', one)  # a one-cell grid can be solved
+    assert (got.score, got.reason, got.info["all_correct"]) == (1.0, "correct", True)
 
 
 @pytest.mark.parametrize(
@@ -280,6 +288,9 @@ def test_zebra_empty_gold_grid_is_never_solved():
         ("<answer>robin, owl, crow</answer>", 0.0, "wrong"),
         ("no tags", 0.0, "no_answer"),
         ("<answer>owl, robin, crow.</answer>", 1.0, "correct"),
+        ("<answer>- owl, robin, crow</answer>", 1.0, "correct"),  # one bulleted / numbered line
+        ("<answer>1. owl, robin, crow</answer>", 1.0, "correct"),
+        ("<answer>- owl, robin, crow\n- robin, owl, crow</answer>", 0.0, "wrong"),  # two lines: items
     ],
 )
 def test_ordering_reasons(response, expected, reason):

@@ -129,7 +129,7 @@ _NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+?)\s*$", re.MULTILINE)
 
 def _name_list(ans: str) -> list[str] | None:
     """The ordering an answer gives: a list literal, `[a, b, c]` without quotes, a numbered or bulleted
-    list, or a bare comma list. None when it offers none, or more than one (a hedge)."""
+    list, or a comma list on one line (bulleted or numbered too). None when it offers none, or more than one (a hedge)."""
     try:
         got = parse_structured(ans)
     except ValueError:
@@ -141,8 +141,9 @@ def _name_list(ans: str) -> list[str] | None:
             got = [x.strip().strip("'\"") for x in brackets[0].split(",")]
         elif len(numbered) > 1:
             got = [x.strip().strip("*_").strip() for x in numbered]
-        elif "," in ans and "\n" not in ans.strip() and " or " not in ans:
-            got = [x.strip().strip("'\"*_") for x in ans.strip().strip(".").split(",")]
+        elif "," in ans and "\n" not in ans.strip() and " or " not in ans:  # one line: "[1.|-] a, b, c"
+            line = numbered[0] if numbered else ans.strip()
+            got = [x.strip().strip("'\"*_") for x in line.strip(".").split(",")]
         else:
             return None
     if not isinstance(got, (list, tuple)) or not got:
