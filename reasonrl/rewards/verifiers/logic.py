@@ -129,7 +129,8 @@ _NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(.+?)\s*$", re.MULTILINE)
 
 def _name_list(ans: str) -> list[str] | None:
     """The ordering an answer gives: a list literal, `[a, b, c]` without quotes, a numbered or bulleted
-    list, or a comma list on one line (bulleted or numbered too). None when it offers none, or more than one (a hedge)."""
+    list, or a comma list on one line (bulleted or numbered too). None when it offers none, or more
+    than one (a hedge)."""
     try:
         got = parse_structured(ans)
     except ValueError:
