@@ -9,6 +9,7 @@ import json
 import pytest
 
 from reasonrl.rewards import check_routable, score
+from reasonrl.rewards.verifiers.livebench import SHAPES
 from reasonrl.types import Problem
 
 
@@ -166,3 +167,39 @@ def test_unknown_task_fails_at_load():
 
     with pytest.raises(InputError, match="livebench row has extra_info.task 'mystery'"):
         check_routable([_p("mystery", "x")], "eval")
+
+
+# ---------------------------------------------------------------- edges of each reading (mutation-tested)
+
+
+@pytest.mark.parametrize("plural, singular", sorted(SHAPES.items()))
+def test_spatial_shape_names_singular_and_plural_are_equal(plural, singular):
+    assert score(f"**{plural}**", _p("spatial", singular)).score == 1.0
+    assert score(f"**{singular}**", _p("spatial", plural)).score == 1.0
+    assert score(f"**{plural}**", _p("spatial", "cylinder")).score == 0.0
+
+
+def test_spatial_answer_spot_number_words_and_no_answer():
+    four = _p("spatial", "4")
+    assert score("There are **Four.**", four).score == 1.0  # case and a closing stop
+    assert score("**4**\n<solution> </solution>", four).score == 1.0  # an empty answer spot is no answer
+    got = score("There are four pieces.", four)  # no answer spot at all
+    assert (got.score, got.reason) == (0.0, "wrong")
+
+
+def test_web_of_lies_readings():
+    wol = _p("web_of_lies_v2", "yes, no, yes")
+    assert score("**yes, no, yes**\n<solution></solution>", wol).score == 1.0  # empty solution: bold read
+    assert score("First no, no, no. Then yes, no, yes.", wol).score == 1.0  # the last plain run
+    assert score("First yes, no, yes. Then no, no, no.", wol).score == 0.0
+    plain = _p("web_of_lies", "yes, no, yes")  # the task's unversioned name: all or nothing, like v2
+    assert score("<solution>yes, no, yes</solution>", plain).score == 1.0
+    assert score("<solution>yes, no, no</solution>", plain).score == 0.0
+
+
+def test_house_traversal_readings():
+    two = _p("house_traversal", "Alice Bob")
+    assert score("First **Alice**, then **Bob**.", two).score == 1.0  # one bold name per span, two names
+    assert score("First **Bob**, then **Alice**.", two).score == 0.0
+    got = score("The order is Alice Bob Carol.", _p("house_traversal", "Alice Bob Carol"))  # no answer spot
+    assert (got.score, got.reason) == (0.0, "wrong")

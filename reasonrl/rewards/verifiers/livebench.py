@@ -172,10 +172,7 @@ def spatial(answer: str, gold: str, problem: Problem) -> float:
     got = final_answer(answer)
     if got is None:
         return 0.0
-    words = got.split()
-    return float(
-        len(words) >= 1 and " ".join(map(_norm_word, words)) == " ".join(map(_norm_word, gold.split()))
-    )
+    return float(" ".join(map(_norm_word, got.split())) == " ".join(map(_norm_word, gold.split())))
 
 
 @grader("zebra_puzzle")
