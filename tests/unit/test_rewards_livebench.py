@@ -203,3 +203,29 @@ def test_house_traversal_readings():
     assert score("First **Bob**, then **Alice**.", two).score == 0.0
     got = score("The order is Alice Bob Carol.", _p("house_traversal", "Alice Bob Carol"))  # no answer spot
     assert (got.score, got.reason) == (0.0, "wrong")
+
+
+def test_zebra_puzzle_readings():
+    fish = _p("zebra_puzzle", "fish")  # the old form: one word
+    assert score("***fish*** is my answer", fish).score == 1.0  # bold italics before the last word
+    assert score("So it must be the fish", fish).score == 1.0  # else the last word
+    assert score("***cat*** no, wait: ***fish***", fish).score == 1.0  # the last bold word
+    assert score("The fish, surely not; cat", fish).score == 0.0
+    assert score("***comedy***", _p("zebra_puzzle", "comedy movies")).score == 1.0  # the genre's full name
+    new = _p("zebra_puzzle", "red, 3, fish")  # the new form: a comma list
+    assert score("**red, position-3, fish**", new).score == 1.0  # "position-3" is position 3
+    assert score("**red, 3**", new).score == 0.0  # too few items for the gold
+    assert score("**red, 3, fish, cat**", new).score == 0.0
+    assert score("**red, 4, fish**", new).score == pytest.approx((0 + 2 / 3) / 2)
+
+
+def test_connections_readings():
+    groups = _p("connections", GROUPS)
+    upper = "<solution>E, F, G, H, A, B, C, D, I, J, K, L, M, N, O, P</solution>"
+    assert score(upper, groups).score == 1.0  # case and spaces around the words
+    wrong_box = "\\boxed{a,b,c,e,d,f,g,h,i,j,k,l,m,n,o,p}"
+    assert score(f"<solution>{GROUPS}</solution> {wrong_box}", groups).score == 1.0  # a solution beats a box
+    assert score(wrong_box, groups).score == 0.5
+    lines = "<solution>e,f,g,h,\na,b,c,d,\ni,j,k,l,\nm,n,o,p</solution>"  # a group per line
+    assert score(lines, groups).score == 1.0
+    assert score("\\boxed{e,\\ f,\\ g,\\ h,\\ a,b,c,d,i,j,k,l,m,n,o,p}", groups).score == 1.0  # LaTeX spaces
