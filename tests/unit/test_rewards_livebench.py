@@ -229,3 +229,44 @@ def test_connections_readings():
     lines = "<solution>e,f,g,h,\na,b,c,d,\ni,j,k,l,\nm,n,o,p</solution>"  # a group per line
     assert score(lines, groups).score == 1.0
     assert score("\\boxed{e,\\ f,\\ g,\\ h,\\ a,b,c,d,i,j,k,l,m,n,o,p}", groups).score == 1.0  # LaTeX spaces
+    old_form = "**a,b,c,d**\n**e,f,g,h**\n**i,j,k,l**\n**m,n,o,p**"  # a bold group of four per line
+    assert score(old_form, groups).score == 1.0
+    assert score("**a,b,c**\n" + old_form, groups).score == 1.0  # a bold run of three is not a group
+    assert score("<solution>a,b,c,d</solution>", groups).score == 0.0  # one group of four: not 1/4
+
+
+PLOT = "A ship sails. A storm comes. The crew survives."
+
+
+def test_plot_unscrambling_order_distance_and_summary_tag():
+    from reasonrl.rewards.verifiers.livebench import _edit_distance
+
+    assert [_edit_distance([0, 1, 2], b) for b in ([0, 1, 2], [1, 0, 2], [2, 1, 0], [0, 2], [])] == [
+        0,
+        2,
+        2,
+        1,
+        3,
+    ]
+    assert _edit_distance([], [1, 2]) == 2 and _edit_distance([0, 1, 2, 3], [0, 1, 3]) == 1
+    p = _p("plot_unscrambling", PLOT)
+    swapped = "<PLOT_SUMMARY>A storm comes. A ship sails. The crew survives.</PLOT_SUMMARY>"
+    assert score(swapped, p).score == pytest.approx(1 - 2 / 3)  # two sentences out of place in three
+    framed = f"The crew survives. A storm comes. <PLOT_SUMMARY>{PLOT}</PLOT_SUMMARY> The crew survives."
+    assert score(framed, p).score == 1.0  # only the summary is read
+    assert score(f"<PLOT_SUMMARY>{PLOT}", p).score == 1.0  # an unclosed summary runs to the end
+
+
+def test_typos_gold_and_answer_forms():
+    from reasonrl.rewards.verifiers.livebench import near_copy
+
+    eight = "a b c d e f g h"  # 4-word shingles: 5; at least half (3) shared is another version
+    assert near_copy("a b c d e f", eight) and not near_copy("a b c d e", eight)
+    four = "a b c d"  # 2-word shingles for 4 words: 3; two shared is another version
+    assert near_copy("a b c y", four) and not near_copy("a b y c", four)
+    assert near_copy("z a", "a") and not near_copy("anything", "")  # an empty gold has no versions
+    fox = "The quick brown fox."
+    assert score("<solution>The quick\nbrown fox.</solution>", _p("typos", fox)).score == 1.0  # lines joined
+    assert score(f"<solution>{fox}</solution>", _p("typos", fox + "\n")).score == 1.0  # the gold stripped
+    assert score("<solution>anything</solution>", _p("typos", "  ")).score == 0.0  # an empty gold: no answer
+    assert score("!!", _p("cta", "??")).score == 0.0  # a class of no word characters matches nothing
