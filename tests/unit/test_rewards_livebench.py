@@ -270,3 +270,17 @@ def test_typos_gold_and_answer_forms():
     assert score(f"<solution>{fox}</solution>", _p("typos", fox + "\n")).score == 1.0  # the gold stripped
     assert score("<solution>anything</solution>", _p("typos", "  ")).score == 0.0  # an empty gold: no answer
     assert score("!!", _p("cta", "??")).score == 0.0  # a class of no word characters matches nothing
+
+
+def test_tablejoin_answer_forms():
+    join = _p("tablejoin", "{'col_a': 'x1', 'col_b': 'y2'}")
+    right = "{'col_a': 'x1', 'col_b': 'y2'}"
+    assert score(f"\n {right}\n", join).score == 1.0  # a bare literal with padding
+    assert score("<solution>{'col_a': 'x1', 'col_b': 'y2', 'col_c': null}</solution>", join).score == 1.0
+    assert score(f"Here:\n```python\n{right}\n```\nDone.", join).score == 1.0  # a fenced block
+    two = f"First:\n```\n{{'col_a': 'x9'}}\n```\nFixed:\n```json\n{right}\n```"
+    assert score(two, join).score == 1.0  # the last fenced block counts
+    assert score(f"```\n{right}\n```\nno wait\n```\n{{'col_a': 'x9'}}\n```", join).score == 0.0
+    boxed = "\\boxed{\\{\\text{col_a}: \\text{x1}, \\text{col_b}: \\text{'y2'}\\}}"  # LaTeX text cells
+    assert score(boxed, join).score == 1.0
+    assert score("```\n{'col_a': 'x9'}\n```\n" + boxed, join).score == 1.0  # a box over a fenced block
