@@ -284,3 +284,23 @@ def test_tablejoin_answer_forms():
     boxed = "\\boxed{\\{\\text{col_a}: \\text{x1}, \\text{col_b}: \\text{'y2'}\\}}"  # LaTeX text cells
     assert score(boxed, join).score == 1.0
     assert score("```\n{'col_a': 'x9'}\n```\n" + boxed, join).score == 1.0  # a box over a fenced block
+    assert score("no idea", join).score == 0.0
+    for gold in ("[1, 2]", "{}", "not a literal"):
+        with pytest.raises(ValueError, match="not a mapping"):
+            score(right, _p("tablejoin", gold))
+
+
+def test_html_rows():
+    from reasonrl.rewards.verifiers.livebench import MAX_COLSPAN, html_rows
+
+    table = "<table><tr><th>a</th><th colspan='2'>b</th></tr><tr><td> x\n y </td><td>1</td><td>2</td></tr></table>"
+    assert html_rows(table) == [["a", "b", "b"], ["x y", "1", "2"]]  # spans repeated, spaces collapsed
+    assert html_rows("<td>a</td><td>b</td>") == [["a", "b"]]  # cells without a row
+    assert html_rows("<tr>junk<td>a</td> tail </td><td>b</td></tr><tr></tr>") == [
+        ["a", "b"]
+    ]  # text outside cells
+    assert html_rows("<tr><td colspan='0'>a</td><td colspan='x'>b</td><td colspan=' 2 '>c</td></tr>") == [
+        ["a", "b", "c", "c"]
+    ]
+    huge = html_rows("<tr><td colspan='1000000000'>a</td></tr>")  # a policy's answer: bounded, not 1e9 cells
+    assert len(huge[0]) == MAX_COLSPAN

@@ -319,6 +319,9 @@ def tablejoin(answer: str, gold: str, problem: Problem) -> float:
     return round(2 * tp / (2 * tp + fp + fn), 2) if tp else 0.0
 
 
+MAX_COLSPAN = 1000  # HTML's own limit; a policy's colspan="1000000000" must not fill memory
+
+
 class _HtmlCells(HTMLParser):
     def __init__(self):
         super().__init__()
@@ -330,7 +333,8 @@ class _HtmlCells(HTMLParser):
         if tag == "tr":
             self.rows.append([])
         elif tag in ("td", "th"):
-            self._cell, self._span = [], max(1, int(dict(attrs).get("colspan") or 1))
+            span = str(dict(attrs).get("colspan") or "").strip()  # the answer's: bounded as HTML bounds it
+            self._cell, self._span = [], min(max(1, int(span)), MAX_COLSPAN) if span.isdecimal() else 1
 
     def handle_endtag(self, tag):
         if tag in ("td", "th") and self._cell is not None:
