@@ -304,3 +304,15 @@ def test_html_rows():
     ]
     huge = html_rows("<tr><td colspan='1000000000'>a</td></tr>")  # a policy's answer: bounded, not 1e9 cells
     assert len(huge[0]) == MAX_COLSPAN
+
+
+def test_tablereformat_json_orientations():
+    rows = [{"name": "x", "v": 1.5}, {"name": "y", "v": 2}]
+    p = _p("tablereformat", json.dumps(rows), "Please convert the Input Table from CSV format to JSON format.")
+    split = {"columns": ["name", "v"], "index": [0, 1], "data": [["x", 1.5], ["y", 2]]}
+    table = {"schema": {"fields": []}, "data": [{"index": 0, **rows[0]}, {"index": 1, **rows[1]}]}
+    index = {"0": rows[0], "1": rows[1]}
+    for form in (rows, split, table, index):
+        assert score(json.dumps(form), p).score == 1.0, form
+    assert score(json.dumps({**split, "data": [["x", 1.5], ["y", 3]]}), p).score == 0.0
+    assert score(json.dumps(rows[:1]), p).score == 0.0  # a row missing
