@@ -308,7 +308,9 @@ def test_html_rows():
 
 def test_tablereformat_json_orientations():
     rows = [{"name": "x", "v": 1.5}, {"name": "y", "v": 2}]
-    p = _p("tablereformat", json.dumps(rows), "Please convert the Input Table from CSV format to JSON format.")
+    p = _p(
+        "tablereformat", json.dumps(rows), "Please convert the Input Table from CSV format to JSON format."
+    )
     split = {"columns": ["name", "v"], "index": [0, 1], "data": [["x", 1.5], ["y", 2]]}
     table = {"schema": {"fields": []}, "data": [{"index": 0, **rows[0]}, {"index": 1, **rows[1]}]}
     index = {"0": rows[0], "1": rows[1]}
@@ -316,3 +318,29 @@ def test_tablereformat_json_orientations():
         assert score(json.dumps(form), p).score == 1.0, form
     assert score(json.dumps({**split, "data": [["x", 1.5], ["y", 3]]}), p).score == 0.0
     assert score(json.dumps(rows[:1]), p).score == 0.0  # a row missing
+
+
+def test_table_records_and_cells():
+    from reasonrl.rewards.verifiers.livebench import _records, _same_cell
+
+    one = [{"a": "1", "b": "2"}]
+    assert (
+        _records("Here:\n| a | b |\n|---|:-:|\n| 1 | 2 |", "markdown") == one
+    )  # lines without "|" are not rows
+    assert _records("a\tb\n1\t2", "tsv") == one and _records("a,b\n1,2", "csv") == one
+    assert _records("a\tb\n1\t2", "csv") == [{"a\tb": "1\t2"}]
+    assert _records("a,b\n\n1,2\n,\n", "csv") == one  # blank rows dropped
+    assert _records("index,a,\n0,1,x", "csv") == [{"a": "1"}]  # pandas' index column and unnamed ones
+    assert _records("a,b", "csv") == [] and _records(" \n", "csv") is None
+    assert [_same_cell(a, b) for a, b in [("1.0", "1"), ("1", "1.0000001"), ("1", "1.00001"), ("nan", "NaN"),
+                                          ("nan", "1"), ("1", "nan"), ("x", "x "), ("x", "y")]] == [
+        True, True, False, True, False, False, True, False]  # fmt: skip
+
+
+def test_tablereformat_target_format_from_the_row():
+    rows = "a,b\n1,2"
+    p = Problem([{"role": "user", "content": "q"}], "a\tb\n1\t2", "ood__livebench", "ood",
+                {"task": "tablereformat", "prompt": "Please convert the Input Table from CSV format to TSV format."})  # fmt: skip
+    assert score("a\tb\n1\t2", p).score == 1.0 and score(rows, p).score == 0.0
+    with pytest.raises(ValueError, match="names no target format"):
+        score(rows, _p("tablereformat", rows, "Convert this table."))
