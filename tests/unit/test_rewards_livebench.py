@@ -342,5 +342,7 @@ def test_tablereformat_target_format_from_the_row():
     p = Problem([{"role": "user", "content": "q"}], "a\tb\n1\t2", "ood__livebench", "ood",
                 {"task": "tablereformat", "prompt": "Please convert the Input Table from CSV format to TSV format."})  # fmt: skip
     assert score("a\tb\n1\t2", p).score == 1.0 and score(rows, p).score == 0.0
+    labelled = _p("tablereformat", "a\tb\n1\t2", "Input Table: ...\nTarget Format: TSV")  # the other wording
+    assert score("a\tb\n1\t2", labelled).score == 1.0
     with pytest.raises(ValueError, match="names no target format"):
         score(rows, _p("tablereformat", rows, "Convert this table."))
