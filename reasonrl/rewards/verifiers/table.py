@@ -65,13 +65,13 @@ def _close(a: Fraction, b: Fraction, rel_tol: float) -> bool:
 def cell_equal(pred: str, gold: str, rel_tol: float = 1e-3) -> bool:
     """Whether one answer matches one gold cell (numeric within `rel_tol`, else normalised text).
 
-    A cell that reads as a number on one side only is compared as text, so it never equals the number.
+    A cell that reads as a number on one side only is compared as normalised text ("twelve" != "12").
     """
     p, g = _number(pred), _number(gold)
     if p is not None and g is not None:
         (pv, pp, pm), (gv, gp, gm) = p, g
         if 1 in (pm, gm) and _close(pv, gv, rel_tol):
-            return True  # the same number, a magnitude on one side only (the table's unit)
+            return True  # the same number, a magnitude on one side at most (the table's unit)
         if _close(pv * pm, gv * gm, rel_tol):
             return True  # the same value at different magnitudes
         pv, gv = pv * pm, gv * gm
