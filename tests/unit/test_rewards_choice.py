@@ -126,6 +126,8 @@ def test_gold_is_an_option_letter():
 
 def test_extract_choice_returns_span():
     assert extract_choice(r"\boxed{D}") == ("D", "ok", "D")
+    assert score("Answer: A or B").info["extracted"] == "A or B"  # a hedge shows what it offered
+    assert score("I don't know.").info["extracted"] is None
 
 
 @pytest.mark.parametrize(

@@ -348,3 +348,33 @@ def test_arc_gold_must_be_a_grid():
 )
 def test_codeio_extraction_and_normalisation_edges(response, gt, expected):
     assert score("codeio", response, gt).score == expected
+
+
+@pytest.mark.parametrize(
+    "response, gt, expected",
+    [
+        ('{"input": {"n": 3}}', '{"n": 3}', 1.0),  # the answer's lone wrapper is unwrapped too
+        ('{"output": "{\\"a\\": 1}"}', '{"output": {"a": 1}}', 1.0),  # a JSON-encoded object
+        ('{"output": "false"}', '{"output": false}', 1.0),
+        ("[1, 2]", "[1, 3]", 0.0),  # lists compared item by item
+        ('"hello"', "hello", 1.0),  # a gold that is no JSON is the output as written
+        ("```\n[9]\n```\nthen\n```\n[1]\n```", "[1]", 1.0),  # the last block counts
+    ],
+)
+def test_codeio_wrappers_normalisation_and_answer_spots(response, gt, expected):
+    assert score("codeio", response, gt).score == expected
+
+
+def test_codeio_array_gold_length_bound_and_extracted():
+    from reasonrl.rewards.verifiers.logic import MAX_PARSE_CHARS
+
+    assert score("codeio", "[1, 2]", np.array([1, 2])).score == 1.0  # a parquet row's array
+    text = '{"output": "' + "a" * (MAX_PARSE_CHARS - 14) + '"}'
+    assert (
+        len(text) == MAX_PARSE_CHARS and score("codeio", text, "x").reason == "wrong"
+    )  # parsed at the bound
+    over = score("codeio", text + " ", "x")
+    assert (over.score, over.reason) == (0.0, "wrong")  # trailing space stripped: still at the bound
+    over = score("codeio", '{"output": "' + "a" * (MAX_PARSE_CHARS - 13) + '"}', "x")
+    assert (over.score, over.reason) == (0.0, "answer_too_long")
+    assert len(score("codeio", text, "x").info["extracted"]) == 200
