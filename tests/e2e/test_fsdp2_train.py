@@ -36,7 +36,7 @@ def _overrides(model_dir, run_dir, steps, *extra):
 
 
 def _launch(n, overrides, *flags, plugins=False):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}  # a rank that crashes: its stack
     if plugins:  # this folder's plugin modules (parity_verifier, ...) importable by every process
         env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env.get("PYTHONPATH", "")])
     if n == 1:
