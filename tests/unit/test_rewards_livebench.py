@@ -67,9 +67,14 @@ def test_livebench_task_scores_reference_wrong_and_hacks(task):
 
 
 def test_partial_credit_where_livebench_gives_it():
-    assert score(
-        "<solution>no, no, yes</solution>", _p("web_of_lies_v3", "no, no, unknown")
-    ).score == pytest.approx(1 / 3)
+    third = score("<solution>no, no, yes</solution>", _p("web_of_lies_v3", "no, no, unknown"))
+    assert third.score == pytest.approx(1 / 3) and third.info["reason"] == "partial"
+    lies = _p("web_of_lies_v3", "no, no, unknown")
+    assert [score(a, lies).info["reason"] for a in ("**no, no, unknown**", "**yes, yes, yes**")] == [
+        "correct", "wrong"]  # fmt: skip
+    assert score("", lies).info == {"extracted": None, "reason": "no_answer"}
+    long = score("<solution>" + "no, " * 100 + "</solution>", lies).info
+    assert long["task"] == "web_of_lies_v3" and len(long["extracted"]) == 200  # the extracted text, cut
     half = "<solution>a,b,c,d,e,f,g,h,i,j,k,m,l,n,o,p</solution>"  # two groups right, two wrong
     assert score(half, _p("connections", GROUPS)).score == 0.5
     assert (
@@ -346,3 +351,16 @@ def test_tablereformat_target_format_from_the_row():
     assert score("a\tb\n1\t2", labelled).score == 1.0
     with pytest.raises(ValueError, match="names no target format"):
         score(rows, _p("tablereformat", rows, "Convert this table."))
+
+
+def test_tablereformat_last_fence_entities_alias_and_unreadable_tables():
+    p = _p("tableformat", "a,b\nR&D,2", "Please convert the Input Table from TSV format to CSV format.")  # the alias
+    assert score("a,b\nR&amp;D,2", p).score == 1.0  # an HTML entity of the source table, as LiveBench reads it
+    fenced = ["```csv\na,b\nR&D,3\n```", "```csv\na,b\nR&D,2\n```"]
+    assert score("\n".join(fenced), p).score == 1.0 and score("\n".join(fenced[::-1]), p).score == 0.0
+    to_json = _p("tablereformat", '[{"a": 1}]', "Please convert the Input Table from CSV format to JSON format.")
+    assert score("[{'a': 1", to_json).score == 0.0  # no table in the answer
+    with pytest.raises(ValueError, match="the ground truth is not a json table"):
+        score('[{"a": 1}]', _p("tablereformat", "[{'a'", "Please convert the Input Table from CSV format to JSON format."))
+    with pytest.raises(ValueError, match="unknown task 'mystery'"):
+        score("x", _p("mystery", "x"))
