@@ -46,9 +46,8 @@ def format_think_answer(response: str, problem: Problem, require: str = "any") -
     answer = answer.strip()
     tags = _ANSWER.findall(answer)
     n_open = len(re.findall(r"<answer>", answer, re.IGNORECASE))
-    has_tag = len(tags) == 1 and n_open == 1 and tags[0].strip() != ""
-    if has_tag and answer.lower().rfind("</answer>") + len("</answer>") != len(answer):
-        has_tag = False  # text after the closing tag
+    # one non-empty tag, nothing after its closing tag
+    has_tag = len(tags) == 1 and n_open == 1 and tags[0].strip() != "" and answer.lower().endswith("</answer>")
     has_box = len(boxed_all(answer)) == 1 and boxed_all(answer)[0] != ""
     ok = {"any": has_tag or has_box, "answer_tag": has_tag, "boxed": has_box}[require]
     if not ok:
@@ -66,11 +65,5 @@ def overlong(
     if not 0 < cache_len <= max_len:
         raise ValueError("overlong: need 0 < cache_len <= max_len")
     length = len(response) if unit == "chars" else len(response.split())
-    soft_start = max_len - cache_len
-    if length <= soft_start:
-        score = 0.0
-    elif length <= max_len:
-        score = (soft_start - length) / cache_len
-    else:
-        score = -1.0
+    score = min(0.0, max(-1.0, (max_len - cache_len - length) / cache_len))  # 0, the ramp, -1
     return RewardResult(score, {"extracted": length, "reason": "ok" if score == 0 else "overlong"})
