@@ -253,7 +253,12 @@ CD_ROWS = [
     ("<answer>3*4\ud800+5</answer>", CD, 0.0, "invalid_expression"),  # lone surrogate
     ("<answer>3 *\n4 + 5</answer>", CD, 0.0, "invalid_expression"),
     ("<answer>" + "-" * 192 + "3 * 4 +5</answer>", CD, 1.0, "correct"),  # 200 characters: the longest
-    ("<answer>" + "-" * 192 + "3 * 4 + 5</answer>", CD, 0.0, "invalid_expression: expression longer than 200"),
+    (
+        "<answer>" + "-" * 192 + "3 * 4 + 5</answer>",
+        CD,
+        0.0,
+        "invalid_expression: expression longer than 200",
+    ),
     ("<answer>3*4+5+" + "9" * 13 + "</answer>", CD, 0.0, "invalid_expression: integer literal too large"),
     ("<answer>3/(4-4)+5</answer>", CD, 0.0, "division_by_zero"),
     ("<answer>(3-3)/(4-4)*5</answer>", CD, 0.0, "division_by_zero"),

@@ -354,13 +354,22 @@ def test_tablereformat_target_format_from_the_row():
 
 
 def test_tablereformat_last_fence_entities_alias_and_unreadable_tables():
-    p = _p("tableformat", "a,b\nR&D,2", "Please convert the Input Table from TSV format to CSV format.")  # the alias
-    assert score("a,b\nR&amp;D,2", p).score == 1.0  # an HTML entity of the source table, as LiveBench reads it
+    p = _p(
+        "tableformat", "a,b\nR&D,2", "Please convert the Input Table from TSV format to CSV format."
+    )  # the alias
+    assert (
+        score("a,b\nR&amp;D,2", p).score == 1.0
+    )  # an HTML entity of the source table, as LiveBench reads it
     fenced = ["```csv\na,b\nR&D,3\n```", "```csv\na,b\nR&D,2\n```"]
     assert score("\n".join(fenced), p).score == 1.0 and score("\n".join(fenced[::-1]), p).score == 0.0
-    to_json = _p("tablereformat", '[{"a": 1}]', "Please convert the Input Table from CSV format to JSON format.")
+    to_json = _p(
+        "tablereformat", '[{"a": 1}]', "Please convert the Input Table from CSV format to JSON format."
+    )
     assert score("[{'a': 1", to_json).score == 0.0  # no table in the answer
     with pytest.raises(ValueError, match="the ground truth is not a json table"):
-        score('[{"a": 1}]', _p("tablereformat", "[{'a'", "Please convert the Input Table from CSV format to JSON format."))
+        score(
+            '[{"a": 1}]',
+            _p("tablereformat", "[{'a'", "Please convert the Input Table from CSV format to JSON format."),
+        )
     with pytest.raises(ValueError, match="unknown task 'mystery'"):
         score("x", _p("mystery", "x"))

@@ -37,7 +37,9 @@ def test_search_r1_gold_forms_and_bad_golds():
     assert gold_aliases("Paris") == ["Paris"] and gold_aliases('["x", "y"]') == ["x", "y"]
     assert score("<answer>Paris</answer>", _p("searchR1_nq", "Paris")).score == 1.0
     assert score("<answer>P</answer>", _p("searchR1_nq", "Paris")).score == 0.0  # not a letter of the gold
-    assert score("<answer>an</answer>", _p("searchR1_nq", ["The", "Paris"])).score == 0.0  # an alias of nothing
+    assert (
+        score("<answer>an</answer>", _p("searchR1_nq", ["The", "Paris"])).score == 0.0
+    )  # an alias of nothing
     for bad in ([], {"target": []}, {"question": "q"}, 7):
         with pytest.raises(ValueError, match="ground_truth has no gold answers"):
             gold_aliases(bad)

@@ -47,7 +47,9 @@ def format_think_answer(response: str, problem: Problem, require: str = "any") -
     tags = _ANSWER.findall(answer)
     n_open = len(re.findall(r"<answer>", answer, re.IGNORECASE))
     # one non-empty tag, nothing after its closing tag
-    has_tag = len(tags) == 1 and n_open == 1 and tags[0].strip() != "" and answer.lower().endswith("</answer>")
+    has_tag = (
+        len(tags) == 1 and n_open == 1 and tags[0].strip() != "" and answer.lower().endswith("</answer>")
+    )
     has_box = len(boxed_all(answer)) == 1 and boxed_all(answer)[0] != ""
     ok = {"any": has_tag or has_box, "answer_tag": has_tag, "boxed": has_box}[require]
     if not ok:
