@@ -315,7 +315,7 @@ _SCRIPTS = {
 }
 
 
-@functools.lru_cache(maxsize=1)
+@functools.cache
 def _langdetect():
     from langdetect import DetectorFactory, detect_langs
     from langdetect.lang_detect_exception import LangDetectException
