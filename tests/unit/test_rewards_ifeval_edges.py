@@ -33,7 +33,7 @@ def test_relation_defaults_and_unknown_relations():
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("Item 1. one more thing.", ["Item 1. one more thing."]),  # a number before a lowercase word
+    [("Item 1. one more thing.", ["Item 1. one more thing."]), ("Item 1. aB thing.", ["Item 1. aB thing."]),  # a number before a lowercase word
      ("It is 1. One more.", ["It is 1.", "One more."]), ("It is big. one more.", ["It is big.", "one more."]),
      ("Wait... what now?", ["Wait... what now?"]), ("Wait... What now?", ["Wait...", "What now?"]),
      ("Really?! no way.", ["Really?!", "no way."]), ('He said "Stop." Then he left.', ['He said "Stop."', "Then he left."]),
@@ -47,7 +47,7 @@ def test_sentences_split_where_punkt_splits(text, expected):
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("DON'T stop", ["DO", "N'T", "stop"]), ("n't", ["n't"]), ("(Hello), world!", ["Hello", "world"]),
+    [("DON'T stop", ["DO", "N'T", "stop"]), ("I'M", ["I", "'M"]), ("n't", ["n't"]), ("(Hello), world!", ["Hello", "world"]),
      ("Xerox X-ray", ["Xerox", "X-ray"]), ("a--b", ["a", "b"]), ("a , b", ["a", "b"]), ("U.S.A.", ["U.S.A"]),
      ('say "WHO" [x] {y} <z>', ["say", "WHO", "x", "y", "z"])],
 )  # fmt: skip
@@ -61,6 +61,7 @@ def test_nth_paragraph_bounds_and_a_paragraph_without_words():
     assert nth(two, 2, 2, "world") and nth(two, 2, 1, " Hello ")
     assert not nth(two, 2, 0, "world") and not nth(two, 2, 3, "world") and not nth(two, 3, 2, "world")
     assert not nth("!!!\n\nHello", 2, 1, "hello")  # no word to start it
+    assert nth("**Hello** there.\n\nWorld.", 2, 1, "hello")  # the word, without the markup before it
 
 
 def test_postscript_markers():
@@ -72,6 +73,7 @@ def test_postscript_markers():
         and not ps("Hi\nP.S. x", "P.P.S")
     )
     assert ps("Hi\np.s. x", "P. S.") and ps("Hi\nps x", "ps")
+    assert ps("Hi\np.p.s later", "P. P. S") and ps("Hi\np. p. s later", "P.P.S")
     assert ps("Hi\nNote: x", "Note:") and not ps("Hi\nNote x", "Note:")
 
 
@@ -82,6 +84,7 @@ def test_format_checkers_edges():
     )
     assert not CHECKERS["detectable_format:constrained_response"]("My answer is perhaps.")
     assert CHECKERS["detectable_format:number_highlighted_sections"]("*X* and *x*", 2)
+    assert CHECKERS["detectable_format:number_highlighted_sections"]("**X** and *y*", 2)
     two = CHECKERS["combination:two_responses"]
     assert two("******\nA\n******\nB") and two("A\n******\nB\n******") and two("A ****** B")
     assert (
