@@ -141,9 +141,10 @@ def test_row_forms_and_kwargs_cleaning():
     ids = ["keywords:existence"]
     assert instructions(_row("", instruction_id_list=ids, kwargs=[{"keywords": ["a"]}])) == [
         ("keywords:existence", {"keywords": ["a"]})]  # fmt: skip
-    assert instructions(_row(None, instruction_id_list=["punctuation:no_comma"])) == [
-        ("punctuation:no_comma", {})
-    ]
+    for gt in (None, ""):  # no kwargs anywhere: none needed
+        assert instructions(_row(gt, instruction_id_list=["punctuation:no_comma"])) == [
+            ("punctuation:no_comma", {})
+        ]
     given = _row([{"keywords": ["gt"]}], instruction_id_list=ids, kwargs=[{"keywords": ["extra"]}])
     assert instructions(given) == [("keywords:existence", {"keywords": ["extra"]})]  # extra_info's kwargs win
     with pytest.raises(ValueError, match="ifeval: row has no instruction_id_list$"):
@@ -156,6 +157,7 @@ def test_loose_variants_drop_the_first_and_last_lines_and_stars():
     from reasonrl.rewards.verifiers.ifeval import _variants
 
     assert _variants("*a*\nb\nc", False) == ["*a*\nb\nc"]
+    assert _variants("a\nb\nc\nd", True)[6] == "b\nc"  # the middle lines, still joined by line breaks
     assert _variants("*a*\nb\nc", True) == [
         "*a*\nb\nc",
         "a\nb\nc",

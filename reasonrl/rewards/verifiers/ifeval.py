@@ -381,8 +381,7 @@ def clean_kwargs(kw: Any) -> dict[str, Any]:
     """An instruction's kwargs as plain Python: None values dropped (parquet adds them), whole floats
     made ints."""
     clean = {}
-    for k, v in (decoded(kw) or {}).items():
-        v = v.tolist() if hasattr(v, "tolist") else v
+    for k, v in (decoded(kw) or {}).items():  # decoded: numpy values already plain Python
         if v is not None:
             clean[k] = int(v) if isinstance(v, float) and v.is_integer() else v
     return clean
