@@ -50,10 +50,11 @@ def format_think_answer(response: str, problem: Problem, require: str = "any") -
     has_tag = (
         len(tags) == 1 and n_open == 1 and tags[0].strip() != "" and answer.lower().endswith("</answer>")
     )
-    has_box = len(boxed_all(answer)) == 1 and boxed_all(answer)[0] != ""
+    boxes = boxed_all(answer)
+    has_box = len(boxes) == 1 and boxes[0] != ""
     ok = {"any": has_tag or has_box, "answer_tag": has_tag, "boxed": has_box}[require]
     if not ok:
-        return _fail("no_answer" if n_open == 0 and not boxed_all(answer) else "answer_format")
+        return _fail("no_answer" if n_open == 0 and not boxes else "answer_format")
     return RewardResult(1.0, {"extracted": answer[:200], "reason": "correct"})
 
 
