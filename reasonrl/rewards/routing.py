@@ -97,21 +97,31 @@ def verifier_name(problem: Problem) -> str:
     )
 
 
-def check_routable(problems: list[Problem], where: str = "dataset", options: dict | None = None) -> None:
-    """Fail fast (at load time) if any problem cannot be routed to a registered verifier, or its
-    verifier cannot work with `options` (per-verifier keyword options, as in `reward.options`)."""
+def check_route(problem: Problem, options: dict | None = None, checked: set[str] | None = None) -> None:
+    """InputError (the reason alone; callers add where) if `problem` routes to no registered verifier,
+    or its verifier cannot work with `options` (per-verifier keyword options, as in `reward.options`).
+    `checked`: verifier names whose options were already checked (each is checked once)."""
     from reasonrl.rewards import VERIFIERS  # registers all built-in verifiers
     from reasonrl.rewards.base import check_setup
 
     options = options or {}
+    try:
+        name = verifier_name(problem)
+        VERIFIERS.get(name)
+        if checked is None or name not in checked:
+            check_setup(name, options.get(name))
+            if checked is not None:
+                checked.add(name)
+        check_setup(name, options.get(name), problem)
+    except (ValueError, KeyError) as e:
+        raise InputError(str(e)) from None
+
+
+def check_routable(problems: list[Problem], where: str = "dataset", options: dict | None = None) -> None:
+    """Fail fast (at load time) if any problem cannot be routed (`check_route`), naming its row."""
     checked: set[str] = set()
     for i, p in enumerate(problems):
         try:
-            name = verifier_name(p)
-            VERIFIERS.get(name)
-            if name not in checked:
-                check_setup(name, options.get(name))
-                checked.add(name)
-            check_setup(name, options.get(name), p)
-        except (ValueError, KeyError) as e:
+            check_route(p, options, checked)
+        except InputError as e:
             raise InputError(f"{where} row {i}: {e}") from None

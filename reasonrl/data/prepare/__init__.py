@@ -42,6 +42,7 @@ class Context:
     index: int = 0
     source: str = ""  # the file being converted
     state: dict[str, Any] = field(default_factory=dict)
+    routed: set[str] = field(default_factory=set)  # verifiers whose options were checked (`check_route`)
 
 
 RowFn = Callable[[dict, Context], "Problem | list[Problem] | None"]
@@ -113,6 +114,8 @@ class Report:
 
 def convert_rows(conv: Converter, rows: list[dict], where: str, ctx: Context, report: Report,
                  skip_bad: bool = False) -> list[Problem]:  # fmt: skip
+    from reasonrl.rewards.routing import check_route
+
     out: list[Problem] = []
     for i, row in enumerate(rows):
         report.rows_in += 1
@@ -123,16 +126,21 @@ def convert_rows(conv: Converter, rows: list[dict], where: str, ctx: Context, re
             if not isinstance(row, dict):
                 raise InputError(f"a row must be a mapping, got {type(row).__name__}")
             got = conv.row(row, ctx)
+            got = [] if got is None else got if isinstance(got, list) else [got]
+            for p in got:
+                if ctx.options.get("data_source"):
+                    p.data_source = ctx.options["data_source"]
+                check_route(p, checked=ctx.routed)  # every problem must route to a verifier
         except InputError as e:
             msg = str(e).removeprefix("row: ")  # pass-through converters' Problem.from_row(where="row")
             if not skip_bad:
                 raise InputError(f"{where} row {i}: {msg}") from None
             report.bad.append((where, i, msg))
             continue
-        if got is None:
+        if not got:
             report.dropped += 1
             continue
-        out.extend(got if isinstance(got, list) else [got])
+        out.extend(got)
     return out
 
 
@@ -141,7 +149,6 @@ def convert_files(name: str, inputs: list[str], options: dict[str, Any] | None =
     """Problems converted from `inputs` by converter `name`, and the report. Every problem is
     checked to route to a registered verifier (a bad one fails, or is skipped with `skip_bad`)."""
     from reasonrl.data.files import read_rows
-    from reasonrl.rewards.routing import check_routable
 
     load_all()
     conv = CONVERTERS.get(name)
@@ -151,26 +158,12 @@ def convert_files(name: str, inputs: list[str], options: dict[str, Any] | None =
     for path in inputs:
         rows = read_rows(path)
         ctx.source = str(path)
-        got = convert_rows(conv, rows, str(path), ctx, report, skip_bad)
-        if ctx.options.get("data_source"):
-            for p in got:
-                p.data_source = ctx.options["data_source"]
-        problems.extend(got)
+        problems.extend(convert_rows(conv, rows, str(path), ctx, report, skip_bad))
         if limit and len(problems) >= limit:
             problems = problems[:limit]
             break
-    kept = []
-    for p in problems:
-        try:
-            check_routable([p], where=f"{name} problem {p.uid!r}")
-        except InputError as e:
-            if not skip_bad:
-                raise
-            report.bad.append((name, -1, str(e)))
-            continue
-        kept.append(p)
-    report.rows_out = len(kept)
-    return kept, report
+    report.rows_out = len(problems)
+    return problems, report
 
 
 def prepare(name: str, inputs: list[str], out: str | Path, options: dict[str, Any] | None = None,

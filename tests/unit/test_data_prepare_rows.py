@@ -1,0 +1,149 @@
+"""`reasonrl data prepare`'s driver on its own: what a converter's text fields accept, rows that are
+not mappings, the `data_source` option (it re-routes every problem, and a route to no verifier is a bad
+row named by file and row), `--limit` (stops reading files once reached), the cap on reported bad rows,
+and the errors of an empty run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from reasonrl.data.prepare import RowError, convert_files, load_all, prepare, text
+from reasonrl.data.schema import read_problems
+from reasonrl.errors import InputError
+
+load_all()
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def _guru(q: str, data_source: str = "math__x", **extra):
+    return {"data_source": data_source, "prompt": [{"role": "user", "content": q}],
+            "reward_model": {"ground_truth": "2", "style": "rule"}, **extra}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("   ", "must be non-empty text, got str"),
+        ({"q": 1}, "must be non-empty text, got dict"),
+        ([1, 2], "must be non-empty text, got list"),
+        (True, None),
+    ],  # fmt: skip
+)
+def test_text_fields_must_be_non_empty_text(tmp_path, value, why):
+    src = _jsonl(
+        tmp_path / "ds.jsonl", [{"problem": "fine?", "answer": "1"}, {"problem": value, "answer": "2"}]
+    )
+    if why is None:  # a bool is an int to Python; it reads as its text, like a number
+        (_, p), _ = convert_files("deepscaler", [src])
+        assert p.extra_info["original_question"] == "True"
+        return
+    with pytest.raises(InputError, match=rf"^{src} row 1: field 'problem': {why}$"):
+        convert_files("deepscaler", [src])
+    with pytest.raises(RowError) as e:  # the field, for callers that handle it
+        text({"question": value}, "question", "problem")
+    assert e.value.field == "question"
+
+
+def test_numbers_are_text_and_surrounding_space_is_stripped(tmp_path):
+    src = _jsonl(
+        tmp_path / "ds.jsonl", [{"problem": "  3*3?\n", "answer": 9}, {"problem": "x", "answer": 2.5}]
+    )
+    problems, report = convert_files("deepscaler", [src])
+    assert [p.ground_truth for p in problems] == ["9", "2.5"]
+    assert problems[0].extra_info["original_question"] == "3*3?"
+    assert (report.rows_in, report.rows_out, report.dropped, report.bad) == (2, 2, 0, [])
+
+
+def test_a_row_that_is_not_a_mapping_is_a_bad_row(tmp_path):
+    src = tmp_path / "ds.json"
+    src.write_text(json.dumps([{"problem": "ok?", "answer": "1"}, 7, "text"]))
+    with pytest.raises(InputError, match=rf"^{src} row 1: a row must be a mapping, got int$"):
+        convert_files("deepscaler", [str(src)])
+    problems, report = convert_files("deepscaler", [str(src)], skip_bad=True)
+    assert [p.ground_truth for p in problems] == ["1"]
+    assert report.bad == [(str(src), 1, "a row must be a mapping, got int"),
+                          (str(src), 2, "a row must be a mapping, got str")]  # fmt: skip
+
+
+def test_pass_through_rows_are_checked_and_routed_row_by_row(tmp_path):
+    """guru passes verl rows through: a row without reward_model names its row once (not "row: row:"),
+    and a data_source no verifier takes is a bad row of its file, not of the whole converter."""
+    src = _jsonl(tmp_path / "g.jsonl", [_guru("1+1?"), {"data_source": "math__x", "prompt": [{"role": "user",
+                 "content": "q"}]}, _guru("1+3?", "bogus__x"), _guru("2+0?", "stem__gpqa_x")])  # fmt: skip
+    with pytest.raises(
+        InputError, match=rf"^{src} row 1: missing field\(s\) \['reward_model'\]; a row needs"
+    ):
+        convert_files("guru", [src])
+    problems, report = convert_files("guru", [src], skip_bad=True)
+    assert [p.data_source for p in problems] == ["math__x", "stem__gpqa_x"]
+    assert [(f, i) for f, i, _ in report.bad] == [(src, 1), (src, 2)]
+    assert report.bad[1][2].startswith("no verifier for data_source 'bogus__x' (uid 'bogus__x/2')")
+    assert report.as_dict()["bad_examples"][1].startswith(
+        f"{src} row 2: no verifier for data_source 'bogus__x'"
+    )
+    assert (report.rows_in, report.rows_out) == (4, 2)
+    ok = _jsonl(tmp_path / "ok.jsonl", [_guru("1+1?"), _guru("1+3?", "bogus__x")])
+    with pytest.raises(InputError, match=rf"^{ok} row 1: no verifier for data_source 'bogus__x'"):
+        prepare("guru", [ok], tmp_path / "out.jsonl")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_the_data_source_option_reroutes_every_problem(tmp_path):
+    src = _jsonl(
+        tmp_path / "ds.jsonl", [{"problem": "1+1?", "answer": "2"}, {"problem": "2+2?", "answer": "4"}]
+    )
+    out = tmp_path / "out.jsonl"
+    report = prepare("deepscaler", [src], out, {"data_source": "math__mine"})
+    assert report["source"] == "deepscaler" and report["out"] == str(out)
+    assert [p.data_source for p in read_problems(out)] == ["math__mine", "math__mine"]
+    with pytest.raises(InputError, match=rf"^{src} row 0: no verifier for data_source 'nowhere'"):
+        prepare("deepscaler", [src], out, {"data_source": "nowhere"})
+    with pytest.raises(InputError, match=r"^data prepare deepscaler: no rows converted from "):
+        prepare("deepscaler", [src], tmp_path / "none.jsonl", {"data_source": "nowhere"}, skip_bad=True)
+    assert not (tmp_path / "none.jsonl").exists()
+    assert len(read_problems(out)) == 2  # the earlier output is untouched by the failed runs
+
+
+def test_limit_stops_reading_further_files(tmp_path):
+    rows = [{"problem": f"{i}+1?", "answer": str(i + 1)} for i in range(3)]
+    first, second = _jsonl(tmp_path / "a.jsonl", rows[:2]), _jsonl(tmp_path / "b.jsonl", rows[2:])
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("{not json\n")
+    problems, report = convert_files("deepscaler", [first, str(broken)], limit=2)  # reached: never read
+    assert [p.ground_truth for p in problems] == ["1", "2"] and report.rows_out == 2
+    problems, report = convert_files("deepscaler", [first, second, str(broken)], limit=1)
+    assert [p.ground_truth for p in problems] == ["1"] and (report.rows_in, report.rows_out) == (2, 1)
+    problems, _ = convert_files("deepscaler", [first, second], limit=3)
+    assert [p.ground_truth for p in problems] == ["1", "2", "3"]
+    with pytest.raises(InputError, match=str(broken)):
+        convert_files("deepscaler", [first, str(broken)], limit=3)
+
+
+def test_bad_examples_are_capped_but_counted(tmp_path):
+    src = _jsonl(tmp_path / "ds.jsonl", [{"problem": "ok?", "answer": "1"}] + [{"problem": "x"}] * 25)
+    report = prepare("deepscaler", [src], tmp_path / "out.jsonl", skip_bad=True)
+    assert (report["rows_in"], report["rows_out"], report["bad_rows"]) == (26, 1, 25)
+    assert report["bad_examples"] == [f"{src} row {i}: field 'answer': missing" for i in range(1, 21)]
+
+
+def test_a_run_without_inputs_fails_before_any_work(tmp_path):
+    with pytest.raises(InputError, match=r"^data prepare deepscaler: give at least one --input file$"):
+        prepare("deepscaler", [], tmp_path / "out.jsonl")
+
+
+def test_converters_register_themselves_in_a_fresh_process(tmp_path):
+    """convert_files imports every converter module itself (nothing else has, in a fresh process)."""
+    src = _jsonl(tmp_path / "ds.jsonl", [{"problem": "1+1?", "answer": "2"}])
+    code = ("import sys; from reasonrl.data.prepare import convert_files; "
+            "print(convert_files('deepscaler', [sys.argv[1]])[0][0].uid)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code, src], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "deepscaler/0"
