@@ -1,0 +1,152 @@
+"""The other shapes each public source comes in (a second packaging, optional fields, an answer typed
+differently) beside the one fixture per converter of `test_data_prepare.py`: every field a converter
+reads has a row here that changes the result when the field is read wrongly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reasonrl.data.prepare import convert_files, load_all
+from reasonrl.errors import InputError
+from reasonrl.rewards import score
+
+load_all()
+
+
+def _convert(tmp_path, name, rows, options=None):
+    src = tmp_path / f"{name}.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return convert_files(name, [str(src)], options)[0], str(src)
+
+
+def test_amc_in_both_packagings(tmp_path):
+    rows = [{"question": "How many?", "answer": "27", "id": 5, "url": "https://aops/5"},  # math-ai/amc23
+            {"problem": "Half?", "answer": 2.5}, {"problem": "Whole?", "answer": 142.0, "id": 9}]  # fmt: skip
+    (a, b, c), _ = _convert(tmp_path, "amc", rows)
+    assert (a.user_text.count("How many?"), a.ground_truth, a.uid) == (1, "27", "amc/5")
+    assert a.extra_info == {"index": 0, "url": "https://aops/5"} and b.extra_info == {"index": 1}
+    assert (b.ground_truth, b.uid, c.ground_truth, c.uid) == ("2.5", "amc/1", "142", "amc/9")
+    assert {p.data_source for p in (a, b, c)} == {"math__amc"} and {p.ability for p in (a, b, c)} == {"math"}
+
+
+def test_matharena_defaults_and_question_field(tmp_path):
+    (p,), _ = _convert(tmp_path, "matharena", [{"question": "Compute 2+2.", "answer": "4"}])
+    assert (p.data_source, p.uid, p.extra_info) == ("math__hmmt_feb_2025", "hmmt_feb_2025/0", {"index": 0})
+    assert "Compute 2+2." in p.user_text and score("\\boxed{4}", p).score == 1.0
+
+
+def test_olympiadbench_answer_shapes(tmp_path):
+    rows = [{"id": 3, "problem": "Find y.", "answer": "$5$"},  # Qwen2.5-Math's packaging: one string
+            {"question": "Find z.", "final_answer": ["$1$"], "context": "  Let z = 1.  ", "unit": ""},
+            {"question": "Find w.", "final_answer": ["2"], "unit": " cm ", "error": " "}]  # fmt: skip
+    (a, b, c), _ = _convert(tmp_path, "olympiadbench", rows)
+    assert (a.ground_truth, a.uid, a.extra_info) == ("5", "olympiadbench/3", {"index": 0})
+    assert "Find y." in a.user_text and "unit" not in a.user_text
+    assert b.user_text.count("Let z = 1.\n\nFind z.") == 1 and b.extra_info == {"index": 1}
+    assert c.extra_info == {"index": 2, "unit": "cm"}  # a blank error is no tolerance
+    assert "The unit of the answer is cm; give the number without the unit." in c.user_text
+    (d,), _ = _convert(
+        tmp_path, "olympiadbench", [{"question": "q", "final_answer": ["1", "2"], "error": "1e-2,5"}]
+    )
+    assert d.extra_info["tolerance"] == 0.01  # the first of one per answer
+    for bad in ([], ["$3$", " $ $ "]):
+        with pytest.raises(
+            InputError, match=r"row 0: field 'final_answer': must be a non-empty list of answers$"
+        ):
+            _convert(tmp_path, "olympiadbench", [{"question": "q", "final_answer": bad}])
+    with pytest.raises(
+        InputError, match=r"row 0: field 'error': must be a finite number \(a tolerance\), got 'abc'"
+    ):
+        _convert(tmp_path, "olympiadbench", [{"question": "q", "final_answer": ["1"], "error": "abc"}])
+
+
+def test_minerva_in_both_packagings(tmp_path):
+    rows = [{"question": "Speed?", "answer": " 3e8 ", "id": "m7"},  # math-ai/minervamath
+            {"problem": "Mass?", "answer": "", "solution": "So \\boxed{5}", "type": "Physics"},
+            {"problem": "Time?", "answer": "2", "idx": 42, "id": "x"}]  # fmt: skip
+    (a, b, c), _ = _convert(tmp_path, "minerva", rows)
+    assert (a.ground_truth, a.uid, a.extra_info) == ("3e8", "minerva/m7", {"index": 0})
+    assert "Speed?" in a.user_text and a.data_source == "math__minerva"
+    assert (b.ground_truth, b.uid, b.extra_info) == ("5", "minerva/1", {"index": 1, "type": "Physics"})
+    assert c.uid == "minerva/42"  # Qwen2.5-Math's idx first
+
+
+def _lcb(**fields):
+    row = {"question_content": "Double n.", "question_id": "q9", "platform": "leetcode", "difficulty": "easy",
+           "contest_date": "2024-09-01T00:00:00", "starter_code": "", "metadata": "{}",
+           "public_test_cases": json.dumps([{"input": "2\n", "output": "4\n", "testtype": "stdin"}]),
+           "private_test_cases": ""}  # fmt: skip
+    return {**row, **fields}
+
+
+@pytest.mark.bwrap
+def test_livecodebench_call_based_tests_and_optional_fields(tmp_path):
+    starter = "class Solution:\n    def mul(self, a, b):\n        "
+    public = [{"input": "3\n2", "output": "6", "testtype": "functional"},  # one JSON argument per line
+              {"input": "[1, 2]\n2\n", "output": "[1, 2, 1, 2]", "testtype": "functional"}]  # fmt: skip
+    row = _lcb(starter_code=starter, metadata={"func_name": "mul"}, public_test_cases=public,
+               private_test_cases=None)  # fmt: skip
+    (p,), _ = _convert(tmp_path, "livecodebench", [row])
+    assert p.ground_truth == {"inputs": [[3, 2], [[1, 2], 2]], "outputs": [6, [1, 2, 1, 2]], "fn_name": "mul"}
+    assert "use the following starter code" in p.user_text and starter.strip() in p.user_text
+    assert "Read the inputs from stdin" not in p.user_text and "### Question:\nDouble n." in p.user_text
+    assert p.extra_info == {"index": 0, "question_id": "q9", "platform": "leetcode", "difficulty": "easy",
+                            "contest_date": "2024-09-01T00:00:00"}  # fmt: skip
+    solution = "```python\nclass Solution:\n    def mul(self, a, b):\n        return a * b\n```"
+    assert score(solution, p).score == 1.0
+    assert score(solution.replace("a * b", "a * b if isinstance(a, int) else a"), p).score == 0.0
+    bare = {k: v for k, v in _lcb().items() if k not in ("question_id", "platform", "difficulty", "metadata")}
+    (q,), _ = _convert(tmp_path, "livecodebench", [bare])
+    assert q.uid == "lcb/0" and q.ground_truth == {"inputs": ["2\n"], "outputs": ["4\n"]}
+    assert (q.extra_info["platform"], q.extra_info["difficulty"]) == ("", "")
+    assert "Read the inputs from stdin" in q.user_text and "# YOUR CODE HERE" in q.user_text
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"public_test_cases": "", "private_test_cases": 5}, "field 'public_test_cases': no tests"),
+        (
+            {"metadata": "", "public_test_cases": [{"input": "1", "output": "2", "testtype": "functional"}]},
+            "field 'metadata': functional tests need metadata.func_name",
+        ),
+        (
+            {
+                "metadata": '{"func_name": "f"}',
+                "public_test_cases": [{"input": "1", "output": "two", "testtype": "functional"}],
+            },
+            "field 'private_test_cases': functional test output is not JSON",
+        ),
+        (
+            {
+                "metadata": '{"func_name": "f"}',
+                "public_test_cases": [{"input": "x y", "output": "2", "testtype": "functional"}],
+            },
+            "field 'private_test_cases': functional test input is not one JSON value per line",
+        ),
+        (
+            {"private_test_cases": json.dumps([{"input": "1", "output": "2", "testtype": "functional"}])},
+            r"field 'private_test_cases': mixes test types \['functional', 'stdin'\]",
+        ),
+        ({"private_test_cases": "not base64 at all"}, "field 'private_test_cases': is neither JSON nor"),
+    ],  # fmt: skip
+)
+def test_livecodebench_bad_tests_name_their_field(tmp_path, fields, error):
+    with pytest.raises(InputError, match=rf"row 0: {error}"):
+        _convert(tmp_path, "livecodebench", [_lcb(**fields)])
+
+
+def test_livecodebench_half_open_windows(tmp_path):
+    rows = [
+        _lcb(question_id=f"q{i}", contest_date=d)
+        for i, d in enumerate(["2024-07-31", "2024-08-01", "2025-03-01"])
+    ]
+    assert [p.uid for p in _convert(tmp_path, "livecodebench", rows, {"since": "2024-08-01"})[0]] == [
+        "lcb/q1",
+        "lcb/q2",
+    ]
+    assert [p.uid for p in _convert(tmp_path, "livecodebench", rows, {"until": "2024-08-01"})[0]] == [
+        "lcb/q0"
+    ]
