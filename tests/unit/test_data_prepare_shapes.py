@@ -150,3 +150,44 @@ def test_livecodebench_half_open_windows(tmp_path):
     assert [p.uid for p in _convert(tmp_path, "livecodebench", rows, {"until": "2024-08-01"})[0]] == [
         "lcb/q0"
     ]
+
+
+@pytest.mark.bwrap
+def test_taco_deepcoder_cases_and_call_based_tests(tmp_path):
+    calls = [{"input": [2, 3], "output": 5, "type": "function_call", "fn_name": "add"},
+             {"input": [0, 0], "output": 0, "type": "function_call"}]  # fmt: skip
+    rows = [
+        {"problem": "Add two numbers.", "tests": json.dumps(calls), "starter_code": "def add(a, b):\n"},
+        {"problem": "Echo.", "tests": [{"input": "x\n", "output": "x\n", "type": "stdin_stdout"}]},
+        {"question": "Square.", "tests": json.dumps({"inputs": ["3\n"], "outputs": ["9\n"], "fn_name": ""})},
+    ]
+    (a, b, c), _ = _convert(tmp_path, "taco", rows, {"data_source": "codegen__primeintellect"})
+    assert a.ground_truth == {"inputs": [[2, 3], [0, 0]], "outputs": [5, 0], "fn_name": "add"}
+    assert "Use the following starter code" in a.user_text and "def add(a, b):" in a.user_text
+    assert a.user_text.rstrip().endswith("Add two numbers.") and a.data_source == "codegen__primeintellect"
+    assert b.ground_truth == {"inputs": ["x\n"], "outputs": ["x\n"]} and "starter code" not in b.user_text
+    assert c.ground_truth == {"inputs": ["3\n"], "outputs": ["9\n"]}  # an empty fn_name is stdin/stdout
+    assert (a.extra_info, b.uid) == ({"index": 0}, "taco/1")
+    assert score("```python\ndef add(a, b):\n    return a + b\n```", a).score == 1.0
+    assert score("```python\ndef add(a, b):\n    return 5\n```", a).score == 0.0
+    no_fn = [{"input": [1, 1], "output": 2, "type": "function_call"}]  # no fn_name anywhere: stdin cases
+    (d,), _ = _convert(tmp_path, "taco", [{"problem": "p", "tests": no_fn}])
+    assert d.ground_truth == {"inputs": [[1, 1]], "outputs": [2]}
+
+
+@pytest.mark.parametrize(
+    ("tests", "error"),
+    [
+        ("{not json", "field 'tests': is not valid JSON"),
+        ([], r"field 'tests': must list \{input, output\} cases"),
+        ([{"input": "1"}], r"field 'tests': must list \{input, output\} cases"),
+        ({"inputs": [], "outputs": []}, "field 'tests': must hold non-empty 'inputs' and 'outputs'"),
+        ({"inputs": ["1"]}, "field 'tests': must hold non-empty 'inputs' and 'outputs'"),
+        ({"inputs": ["1", "2"], "outputs": ["1"]}, "field 'tests': 2 inputs but 1 outputs"),
+        (None, "field 'input_output': missing"),
+    ],  # fmt: skip
+)
+def test_taco_bad_tests_name_their_field(tmp_path, tests, error):
+    row = {"problem": "p"} if tests is None else {"problem": "p", "tests": tests}
+    with pytest.raises(InputError, match=rf"row 0: {error}"):
+        _convert(tmp_path, "taco", [row])
