@@ -191,3 +191,59 @@ def test_taco_bad_tests_name_their_field(tmp_path, tests, error):
     row = {"problem": "p"} if tests is None else {"problem": "p", "tests": tests}
     with pytest.raises(InputError, match=rf"row 0: {error}"):
         _convert(tmp_path, "taco", [row])
+
+
+def test_codeio_asks_for_either_side_seeded(tmp_path):
+    row = {"problem_description": "Sum a list.", "io_requirements": "Input: nums", "refcode": "def main(nums): ...",
+           "ios": [{"input": {"nums": [1, 2]}, "output": 3}, {"input": {"nums": []}, "output": 0}]}  # fmt: skip
+    problems, _ = _convert(tmp_path, "codeio", [row] * 40)
+    asked = [p.extra_info["predict"] for p in problems]
+    assert 10 < asked.count("input") < 30 and set(asked) == {"input", "output"}  # a fair coin per row
+    assert asked == [p.extra_info["predict"] for p in _convert(tmp_path, "codeio", [row] * 40)[0]]  # seeded
+    assert asked != [
+        p.extra_info["predict"] for p in _convert(tmp_path, "codeio", [row] * 40, {"seed": 7})[0]
+    ]
+    by_side = {p.extra_info["predict"]: p for p in problems}
+    out, inp = by_side["output"], by_side["input"]
+    assert (
+        out.ground_truth == '"output": 3' and 'Given the following input:\n{"nums": [1, 2]}' in out.user_text
+    )
+    assert (
+        inp.ground_truth == '"input": {"nums": [1, 2]}'
+        and "Given the following output:\n3\n" in inp.user_text
+    )
+    assert '{"output": <your output>}' in out.user_text and '{"input": <your input>}' in inp.user_text
+    assert score('```json\n{"input": {"nums": [1, 2]}}\n```', inp).score == 1.0
+    assert (
+        score('```json\n{"input": {"nums": [3]}}\n```', inp).score == 0.0
+    )  # also sums to 3: not what was asked
+    for bad in ([], [{"input": 1}], ["x"], "[]"):
+        with pytest.raises(InputError, match=r"row 0: field 'ios': must list \{input, output\} pairs$"):
+            _convert(tmp_path, "codeio", [{**row, "ios": bad}])
+
+
+def test_arcagi_tasks_with_several_tests_long_training_and_names(tmp_path):
+    train = [{"input": [[i]], "output": [[i + 1]]} for i in range(8)]
+    task = {"train": train, "test": [{"input": [[5]], "output": [[6]]}, {"input": [[7]], "output": [[8]]}]}
+    (a, b), _ = _convert(tmp_path, "arcagi", [task], {"version": 2})
+    assert (a.uid, b.uid, a.data_source) == ("arc/arcagi/0", "arc/arcagi/1", "simulation__arcagi2")
+    assert (a.ground_truth, b.ground_truth) == ([[6]], [[8]]) and b.extra_info == {"index": 0, "task": "arcagi",
+                                                                                 "test_index": 1}  # fmt: skip
+    assert "Example 6\nInput: [[5]]\nOutput: [[6]]" in a.user_text and "Example 7" not in a.user_text
+    assert a.user_text.count("Test input: [[5]]") == 1 and "Test input: [[7]]" in b.user_text
+    named, _ = _convert(tmp_path, "arcagi", [{**task, "task_id": "t1"}, {**task, "id": "t2"}, task])
+    assert [p.uid for p in named] == [
+        "arc/t1/0",
+        "arc/t1/1",
+        "arc/t2/0",
+        "arc/t2/1",
+        "arc/arcagi-2/0",
+        "arc/arcagi-2/1",
+    ]
+    for bad, error in (({"train": []}, "field 'train': must list example pairs"),
+                       ({"test": []}, "field 'test': has no test pairs"),
+                       ({"train": [{"input": [[1]], "output": [["x"]]}]}, r"field 'train\[0\].output': must be a non-empty grid"),
+                       ({"test": [{"input": [], "output": [[1]]}]}, r"field 'test\[0\].input': must be a non-empty grid"),
+                       ({"test": [{"input": [[1]], "output": [1]}]}, r"field 'test\[0\].output': must be a non-empty grid")):  # fmt: skip
+        with pytest.raises(InputError, match=rf"row 0: {error}"):
+            _convert(tmp_path, "arcagi", [{**task, **bad}])
