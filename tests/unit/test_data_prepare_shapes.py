@@ -247,3 +247,43 @@ def test_arcagi_tasks_with_several_tests_long_training_and_names(tmp_path):
                        ({"test": [{"input": [[1]], "output": [1]}]}, r"field 'test\[0\].output': must be a non-empty grid")):  # fmt: skip
         with pytest.raises(InputError, match=rf"row 0: {error}"):
             _convert(tmp_path, "arcagi", [{**task, **bad}])
+
+
+def test_hitab_tables_inline_or_in_their_own_files(tmp_path):
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "t9.json").write_text(json.dumps({"texts": [["Year", "Sales"], ["2020", "7"]], "title": "x"}))
+    rows = [{"question": "Sales in 2020?", "answer": 7, "table_id": "t9", "aggregation": ["none"]},
+            {"id": "h2", "question": "Years?", "answer": ["2020"], "texts": [["Year"], ["2020"]]},
+            {"question": "Cells?", "answer": "a", "table": {"texts": [["a", "b"]]}}]  # fmt: skip
+    (a, b, c), _ = _convert(tmp_path, "hitab", rows, {"tables_dir": str(tables)})
+    assert (a.ground_truth, a.uid, a.extra_info) == ("7", "hitab/0", {"index": 0, "aggregation": '["none"]'})
+    assert "| Year | Sales |" in a.user_text and "| 2020 | 7 |" in a.user_text
+    assert a.user_text.count("The question is: Sales in 2020?") == 1
+    assert (b.uid, b.ground_truth, c.ground_truth) == ("hitab/h2", "2020", "a") and "| a | b |" in c.user_text
+    assert c.extra_info["aggregation"] == "null"
+    for bad, options, error in (
+        ({"table_id": "t9"}, None, r"field 'table': missing \(the row names table_id: pass --option tables_dir=DIR\)"),
+        ({"table_id": "t0"}, {"tables_dir": str(tables)}, rf"field 'table_id': table file {tables / 't0.json'} not found"),
+        ({"table": [1, 2]}, None, "field 'table': must be a matrix of cells"),
+        ({"table": [["a"]], "answer": []}, None, "field 'answer': is empty"),
+    ):  # fmt: skip
+        with pytest.raises(InputError, match=rf"row 0: {error}"):
+            _convert(tmp_path, "hitab", [{"question": "q", "answer": "1", **bad}], options)
+
+
+def test_mmlu_pro_options_and_answers(tmp_path):
+    base = {"question": "Pick one.", "options": ["w", "x", "y"], "answer": "c"}
+    (p,), _ = _convert(tmp_path, "mmlu_pro", [base])
+    assert (p.ground_truth, p.uid, p.extra_info) == ("C", "mmlu_pro/0", {"index": 0, "choices": 3})
+    assert "Pick one.\n\n(A) w\n(B) x\n(C) y" in p.user_text
+    ten = [str(i) for i in range(10)]
+    (q,), _ = _convert(tmp_path, "mmlu_pro", [{**base, "options": ten, "answer": "J", "answer_index": 9}])
+    assert q.extra_info["choices"] == 10 and "(J) 9" in q.user_text
+    for bad, error in (({"options": "w x"}, "field 'options': must be a list"),
+                       ({"options": ["w", "N/A"]}, "field 'options': must hold 2 to 10 options besides N/A padding"),
+                       ({"options": ten + ["10"]}, "field 'options': must hold 2 to 10"),
+                       ({"answer": "D"}, "field 'answer': 'D' is not one of the 3 options"),
+                       ({"answer_index": 1}, "field 'answer_index': 1 is not the answer letter 'C'")):  # fmt: skip
+        with pytest.raises(InputError, match=rf"row 0: {error}"):
+            _convert(tmp_path, "mmlu_pro", [{**base, **bad}])
