@@ -287,3 +287,77 @@ def test_mmlu_pro_options_and_answers(tmp_path):
                        ({"answer_index": 1}, "field 'answer_index': 1 is not the answer letter 'C'")):  # fmt: skip
         with pytest.raises(InputError, match=rf"row 0: {error}"):
             _convert(tmp_path, "mmlu_pro", [{**base, **bad}])
+
+
+def test_aime_gsm8k_and_math_in_their_other_shapes(tmp_path):
+    rows = [{"ID": "2025-I-3", "Problem": "Find n.", "Answer": "16"}, {"problem": "Find m.", "answer": "7"}]
+    (a, b), _ = _convert(tmp_path, "aime", rows, {"year": 2025})
+    assert (a.data_source, a.uid, a.ground_truth, a.extra_info) == (
+        "aime25",
+        "aime25/2025-I-3",
+        "16",
+        {"index": 0, "year": 2025},
+    )
+    assert "Find n." in a.user_text and b.uid == "aime25/1"
+    (c, d), _ = _convert(
+        tmp_path, "aime", [{"question": "q", "answer": "1", "year": "2024"}, {"problem": "q", "answer": "2"}]
+    )
+    assert (c.data_source, c.extra_info, d.data_source, d.uid, d.extra_info) == ("aime24", {"index": 0, "year": 2024},
+                                                                                "aime", "aime/1", {"index": 1})  # fmt: skip
+    (g,), _ = _convert(
+        tmp_path,
+        "gsm8k",
+        [{"question": "How many?", "answer": "so 2 * 3\n####  1,234,567 "}],
+        {"split": "train"},
+    )
+    assert (g.ground_truth, g.uid, g.extra_info) == (
+        "1234567",
+        "gsm8k/train/0",
+        {"split": "train", "index": 0},
+    )
+    with pytest.raises(InputError, match=r"row 0: field 'answer': has no final '#### <number>' line$"):
+        _convert(tmp_path, "gsm8k", [{"question": "How many?", "answer": "six"}])
+    rows = [
+        {
+            "question": "Half?",
+            "answer": " 1/2 ",
+            "unique_id": "test/algebra/1.json",
+            "subject": "Algebra",
+            "level": 2,
+        },
+        {"problem": "Twice?", "answer": " ", "solution": "It is $\\boxed{4}$.", "id": 8, "type": "Algebra"},
+    ]
+    (m, n), _ = _convert(tmp_path, "math", rows)
+    assert (m.ground_truth, m.uid, m.extra_info) == (
+        "1/2",
+        "math/test/algebra/1.json",
+        {"subject": "Algebra", "level": 2, "index": 0},
+    )
+    assert (n.ground_truth, n.uid, n.extra_info) == ("4", "math/8", {"type": "Algebra", "index": 1})
+    with pytest.raises(
+        InputError,
+        match=r"row 0: field 'solution': has no \\boxed\{\} answer \(and there is no 'answer' field\)$",
+    ):
+        _convert(tmp_path, "math", [{"problem": "p", "solution": "It is 4."}])
+
+
+def test_supergpqa_options_and_letters(tmp_path):
+    base = {
+        "question": "Pick.",
+        "options": ["p", "q"],
+        "answer_letter": "b",
+        "field": "Physics",
+        "subfield": None,
+    }
+    (p,), _ = _convert(tmp_path, "supergpqa", [base])
+    assert (p.ground_truth, p.uid, p.extra_info) == (
+        "B",
+        "supergpqa/0",
+        {"index": 0, "choices": 2, "field": "Physics"},
+    )
+    assert "Pick.\n\n(A) p\n(B) q" in p.user_text
+    for bad, error in (({"options": ["p"]}, "field 'options': must be a list of 2 to 10 options"),
+                       ({"options": [str(i) for i in range(11)]}, "field 'options': must be a list of 2 to 10"),
+                       ({"answer_letter": "C"}, "field 'answer_letter': 'C' is not one of the 2 options")):  # fmt: skip
+        with pytest.raises(InputError, match=rf"row 0: {error}"):
+            _convert(tmp_path, "supergpqa", [{**base, **bad}])
