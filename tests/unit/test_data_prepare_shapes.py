@@ -361,3 +361,67 @@ def test_supergpqa_options_and_letters(tmp_path):
                        ({"answer_letter": "C"}, "field 'answer_letter': 'C' is not one of the 2 options")):  # fmt: skip
         with pytest.raises(InputError, match=rf"row 0: {error}"):
             _convert(tmp_path, "supergpqa", [{**base, **bad}])
+
+
+def test_finqa_multihiertt_and_zebralogic_shapes(tmp_path):
+    (f,), _ = _convert(
+        tmp_path, "finqa", [{"pre_text": "Costs fell.", "table": [["a", "1"]], "question": "a?", "answer": 1}]
+    )
+    assert (f.uid, f.ground_truth, f.extra_info) == ("finqa/0", "1", {"index": 0})
+    assert f.user_text.count("Costs fell.\n\n| a | 1 |") == 1 and "Question: a?" in f.user_text
+    with pytest.raises(InputError, match=r"row 0: field 'table': must be a matrix of cells$"):
+        _convert(tmp_path, "finqa", [{"table": [], "question": "a?", "answer": 1}])
+    table = "<table><tr><td>Year</td><td>Sales</td></tr><tr><td>2020</td><td>7</td></tr></table>"
+    rows = [
+        {
+            "paragraphs": ["Sales were 7."],
+            "tables": [table],
+            "qa": {"question": "Sales?", "answer": 7, "text_evidence": [0]},
+        },
+        {"uid": "m2", "tables": [table], "qa": {"question": "Year?", "answer": "2020", "text_evidence": []}},
+    ]
+    problems, src = _convert(tmp_path, "multihiertt", rows)
+    assert [(p.uid, p.ground_truth) for p in problems] == [
+        ("multihiertt/m2", "2020")
+    ]  # text evidence: left out
+    assert "| 2020 | 7 |" in problems[0].user_text and "The question is: Year?" in problems[0].user_text
+    kept, _ = _convert(tmp_path, "multihiertt", rows, {"keep_text_evidence": True})
+    assert (
+        kept[0].uid == "multihiertt/0"
+        and "Sales were 7." in kept[0].user_text
+        and kept[0].ground_truth == "7"
+    )
+    for bad, error in (({"qa": {"question": " ", "answer": 1}}, "field 'qa': must hold question and answer"),
+                       ({"qa": {"question": "q"}}, "field 'qa': must hold question and answer"),
+                       ({"tables": ["<p>no table</p>"]}, "field 'tables': must be a list of non-empty HTML tables"),
+                       ({"tables": []}, "field 'tables': must be a list of non-empty HTML tables")):  # fmt: skip
+        with pytest.raises(InputError, match=rf"row 0: {error}$"):
+            _convert(tmp_path, "multihiertt", [{**rows[1], **bad}])
+    sol = json.dumps({"header": ["House", "Name"], "rows": [[1, "Ann"]]})  # as text, numbers as cells
+    (z,), _ = _convert(tmp_path, "zebralogic", [{"puzzle": "Ann lives in 1.", "solution": sol}])
+    assert z.ground_truth == {"header": ["House", "Name"], "rows": [["1", "Ann"]]}
+    assert (z.uid, z.extra_info) == ("zebralogic/0", {"index": 0, "id": "0", "grid_size": ""})
+    for bad in (
+        {"header": ["a"], "rows": []},
+        {"header": ["a", "b"], "rows": [["1"]]},
+        {"header": "a", "rows": []},
+    ):
+        with pytest.raises(InputError, match=r"row 0: field 'solution': "):
+            _convert(tmp_path, "zebralogic", [{"puzzle": "p", "solution": bad}])
+
+
+@pytest.mark.bwrap
+def test_cruxeval_input_mode(tmp_path):
+    row = {"code": "def f(s):\n    return s[::-1]", "input": "'abc'", "output": "'cba'"}
+    (p,), _ = _convert(tmp_path, "cruxeval", [row], {"mode": "CRUXEVAL-I"})
+    assert (p.data_source, p.uid, p.ground_truth) == (
+        "simulation__cruxeval-i",
+        "cruxeval-i/0",
+        {"functional": row["code"]},
+    )
+    assert "assert f(??) == 'cba'" in p.user_text and "'abc'" not in p.user_text
+    assert p.extra_info == {"index": 0, "reference": "'cba'", "dataset": "cruxeval-i", "input": "'abc'"}
+    assert score("```python\nassert f('abc') == 'cba'\n```", p).score == 1.0
+    assert score("```python\nassert f('cba') == 'cba'\n```", p).score == 0.0
+    with pytest.raises(InputError, match=r"option mode must be 'i' or 'o', got 'x'"):
+        _convert(tmp_path, "cruxeval", [row], {"mode": "x"})
