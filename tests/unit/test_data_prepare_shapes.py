@@ -173,6 +173,8 @@ def test_taco_deepcoder_cases_and_call_based_tests(tmp_path):
     no_fn = [{"input": [1, 1], "output": 2, "type": "function_call"}]  # no fn_name anywhere: stdin cases
     (d,), _ = _convert(tmp_path, "taco", [{"problem": "p", "tests": no_fn}])
     assert d.ground_truth == {"inputs": [[1, 1]], "outputs": [2]}
+    with pytest.raises(InputError, match=r"row 0: field 'input_output': is not valid JSON"):  # TACO's own field
+        _convert(tmp_path, "taco", [{"question": "q", "input_output": "{x", "tests": "[]"}])
 
 
 @pytest.mark.parametrize(
