@@ -128,6 +128,8 @@ def test_taco_deepcoder_cases_and_call_based_tests(tmp_path):
         ("{not json", "field 'tests': is not valid JSON"),
         ([], r"field 'tests': must list \{input, output\} cases"),
         ([{"input": "1"}], r"field 'tests': must list \{input, output\} cases"),
+        ([{"output": "1"}], r"field 'tests': must list \{input, output\} cases"),
+        (["input, output"], r"field 'tests': must list \{input, output\} cases"),  # a string holds both words
         ({"inputs": [], "outputs": []}, "field 'tests': must hold non-empty 'inputs' and 'outputs'"),
         ({"inputs": ["1"]}, "field 'tests': must hold non-empty 'inputs' and 'outputs'"),
         ({"inputs": ["1", "2"], "outputs": ["1"]}, "field 'tests': 2 inputs but 1 outputs"),
