@@ -152,6 +152,9 @@ def test_codeio_asks_for_either_side_seeded(tmp_path):
     assert asked != [
         p.extra_info["predict"] for p in _convert(tmp_path, "codeio", [row] * 40, {"seed": 7})[0]
     ]
+    assert asked == [
+        p.extra_info["predict"] for p in _convert(tmp_path, "codeio", [row] * 40, {"seed": 42})[0]
+    ]
     by_side = {p.extra_info["predict"]: p for p in problems}
     out, inp = by_side["output"], by_side["input"]
     assert (
@@ -166,7 +169,12 @@ def test_codeio_asks_for_either_side_seeded(tmp_path):
     assert (
         score('```json\n{"input": {"nums": [3]}}\n```', inp).score == 0.0
     )  # also sums to 3: not what was asked
-    for bad in ([], [{"input": 1}], ["x"], "[]"):
+    assert (out.ability, out.extra_info) == (
+        "coding-inference",
+        {"index": out.extra_info["index"], "predict": "output"},
+    )
+    assert problems.index(out) == out.extra_info["index"]
+    for bad in ([], [{"input": 1}], ["x"], "[]", [["input", "output"]]):
         with pytest.raises(InputError, match=r"row 0: field 'ios': must list \{input, output\} pairs$"):
             _convert(tmp_path, "codeio", [{**row, "ios": bad}])
 
@@ -180,6 +188,7 @@ def test_arcagi_tasks_with_several_tests_long_training_and_names(tmp_path):
                                                                                  "test_index": 1}  # fmt: skip
     assert "Example 6\nInput: [[5]]\nOutput: [[6]]" in a.user_text and "Example 7" not in a.user_text
     assert a.user_text.count("Test input: [[5]]") == 1 and "Test input: [[7]]" in b.user_text
+    assert "Output: [[1]]\n\nExample 2\nInput: [[1]]" in a.user_text and a.ability == "reasoning"
     named, _ = _convert(tmp_path, "arcagi", [{**task, "task_id": "t1"}, {**task, "id": "t2"}, task])
     assert [p.uid for p in named] == [
         "arc/t1/0",
@@ -189,9 +198,10 @@ def test_arcagi_tasks_with_several_tests_long_training_and_names(tmp_path):
         "arc/arcagi-2/0",
         "arc/arcagi-2/1",
     ]
-    for bad, error in (({"train": []}, "field 'train': must list example pairs"),
-                       ({"test": []}, "field 'test': has no test pairs"),
-                       ({"train": [{"input": [[1]], "output": [["x"]]}]}, r"field 'train\[0\].output': must be a non-empty grid"),
+    for bad, error in (({"train": []}, "field 'train': must list example pairs$"),
+                       ({"train": "pairs"}, "field 'train': must list example pairs$"),
+                       ({"test": []}, "field 'test': has no test pairs$"),
+                       ({"train": [{"input": [[1]], "output": [["x"]]}]}, r"field 'train\[0\].output': must be a non-empty grid of integers$"),
                        ({"test": [{"input": [], "output": [[1]]}]}, r"field 'test\[0\].input': must be a non-empty grid"),
                        ({"test": [{"input": [[1]], "output": [1]}]}, r"field 'test\[0\].output': must be a non-empty grid")):  # fmt: skip
         with pytest.raises(InputError, match=rf"row 0: {error}"):

@@ -81,10 +81,15 @@ def test_hitab_tables_inline_or_in_their_own_files(tmp_path):
     assert a.user_text.count("The question is: Sales in 2020?") == 1
     assert (b.uid, b.ground_truth, c.ground_truth) == ("hitab/h2", "2020", "a") and "| a | b |" in c.user_text
     assert c.extra_info["aggregation"] == "null"
+    (d,), _ = _convert(
+        tmp_path, "hitab", [{**rows[1], "table_id": "t9"}]
+    )  # an inline table wins, no tables_dir
+    assert "| Year |\n" in d.user_text and "Sales" not in d.user_text
     for bad, options, error in (
         ({"table_id": "t9"}, None, r"field 'table': missing \(the row names table_id: pass --option tables_dir=DIR\)"),
         ({"table_id": "t0"}, {"tables_dir": str(tables)}, rf"field 'table_id': table file {tables / 't0.json'} not found"),
         ({"table": [1, 2]}, None, "field 'table': must be a matrix of cells"),
+        ({}, None, "field 'table': must be a matrix of cells"),
         ({"table": [["a"]], "answer": []}, None, "field 'answer': is empty"),
     ):  # fmt: skip
         with pytest.raises(InputError, match=rf"row 0: {error}"):
