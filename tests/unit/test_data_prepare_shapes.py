@@ -80,7 +80,7 @@ def test_hitab_tables_inline_or_in_their_own_files(tmp_path):
     assert "| Year | Sales |" in a.user_text and "| 2020 | 7 |" in a.user_text
     assert a.user_text.count("The question is: Sales in 2020?") == 1
     assert (b.uid, b.ground_truth, c.ground_truth) == ("hitab/h2", "2020", "a") and "| a | b |" in c.user_text
-    assert c.extra_info["aggregation"] == "null"
+    assert c.extra_info["aggregation"] == "null" and {p.ability for p in (a, b, c)} == {"table"}
     (d,), _ = _convert(
         tmp_path, "hitab", [{**rows[1], "table_id": "t9"}]
     )  # an inline table wins, no tables_dir
@@ -89,8 +89,9 @@ def test_hitab_tables_inline_or_in_their_own_files(tmp_path):
         ({"table_id": "t9"}, None, r"field 'table': missing \(the row names table_id: pass --option tables_dir=DIR\)"),
         ({"table_id": "t0"}, {"tables_dir": str(tables)}, rf"field 'table_id': table file {tables / 't0.json'} not found"),
         ({"table": [1, 2]}, None, "field 'table': must be a matrix of cells"),
-        ({}, None, "field 'table': must be a matrix of cells"),
-        ({"table": [["a"]], "answer": []}, None, "field 'answer': is empty"),
+        ({}, None, "field 'table': must be a matrix of cells$"),
+        ({"table": []}, None, "field 'table': must be a matrix of cells$"),
+        ({"table": [["a"]], "answer": []}, None, "field 'answer': is empty$"),
     ):  # fmt: skip
         with pytest.raises(InputError, match=rf"row 0: {error}"):
             _convert(tmp_path, "hitab", [{"question": "q", "answer": "1", **bad}], options)
@@ -104,7 +105,12 @@ def test_mmlu_pro_options_and_answers(tmp_path):
     ten = [str(i) for i in range(10)]
     (q,), _ = _convert(tmp_path, "mmlu_pro", [{**base, "options": ten, "answer": "J", "answer_index": 9}])
     assert q.extra_info["choices"] == 10 and "(J) 9" in q.user_text
-    for bad, error in (({"options": "w x"}, "field 'options': must be a list"),
+    (r,), _ = _convert(
+        tmp_path, "mmlu_pro", [{**base, "options": [1.5, 2, "N/A "], "answer": "B"}]
+    )  # two: enough
+    assert r.extra_info["choices"] == 2 and "(A) 1.5\n(B) 2" in r.user_text and "(C)" not in r.user_text
+    for bad, error in (({"options": "w x"}, "field 'options': must be a list$"),
+                       ({"options": ["N/A", "N/A"]}, "field 'options': must hold 2 to 10"),
                        ({"options": ["w", "N/A"]}, "field 'options': must hold 2 to 10 options besides N/A padding"),
                        ({"options": ten + ["10"]}, "field 'options': must hold 2 to 10"),
                        ({"answer": "D"}, "field 'answer': 'D' is not one of the 3 options"),
