@@ -108,6 +108,16 @@ def test_mmlu_pro_options_and_answers(tmp_path):
     (r,), _ = _convert(
         tmp_path, "mmlu_pro", [{**base, "options": [1.5, 2, "N/A "], "answer": "B"}]
     )  # two: enough
+    (t,), _ = _convert(
+        tmp_path,
+        "mmlu_pro",
+        [{**base, "question_id": 70, "category": "law", "src": "ori", "cot_content": ""}],
+    )
+    assert (t.uid, t.ability, t.extra_info) == (
+        "mmlu_pro/70",
+        "stem",
+        {"index": 0, "choices": 3, "category": "law", "src": "ori"},
+    )
     assert r.extra_info["choices"] == 2 and "(A) 1.5\n(B) 2" in r.user_text and "(C)" not in r.user_text
     for bad, error in (({"options": "w x"}, "field 'options': must be a list$"),
                        ({"options": ["N/A", "N/A"]}, "field 'options': must hold 2 to 10"),
