@@ -41,19 +41,36 @@ def test_livecodebench_call_based_tests_and_optional_fields(tmp_path):
     assert score(solution, p).score == 1.0
     assert score(solution.replace("a * b", "a * b if isinstance(a, int) else a"), p).score == 0.0
     bare = {k: v for k, v in _lcb().items() if k not in ("question_id", "platform", "difficulty", "metadata")}
-    (q,), _ = _convert(tmp_path, "livecodebench", [bare])
-    assert q.uid == "lcb/0" and q.ground_truth == {"inputs": ["2\n"], "outputs": ["4\n"]}
-    assert (q.extra_info["platform"], q.extra_info["difficulty"]) == ("", "")
+    bare.update(starter_code=None, contest_date=None, public_test_cases=[{"input": "2\n", "output": "4\n"}])
+    (q,), _ = _convert(tmp_path, "livecodebench", [bare])  # a case without testtype is stdin
+    assert (
+        q.uid == "lcb/0"
+        and q.ground_truth == {"inputs": ["2\n"], "outputs": ["4\n"]}
+        and q.ability == "codegen"
+    )
+    assert (q.extra_info["platform"], q.extra_info["difficulty"], q.extra_info["contest_date"]) == (
+        "",
+        "",
+        "",
+    )
     assert "Read the inputs from stdin" in q.user_text and "# YOUR CODE HERE" in q.user_text
 
 
 @pytest.mark.parametrize(
     ("fields", "error"),
     [
-        ({"public_test_cases": "", "private_test_cases": 5}, "field 'public_test_cases': no tests"),
+        (
+            {"public_test_cases": "", "private_test_cases": 5},
+            r"field 'public_test_cases': no tests \(public or private\)$",
+        ),
+        ({"public_test_cases": "not base64 at all"}, "field 'public_test_cases': is neither JSON nor"),
+        (
+            {"contest_date": None},
+            "field 'contest_date': must be an ISO date to filter by --since/--until, got ''$",
+        ),
         (
             {"metadata": "", "public_test_cases": [{"input": "1", "output": "2", "testtype": "functional"}]},
-            "field 'metadata': functional tests need metadata.func_name",
+            "field 'metadata': functional tests need metadata.func_name$",
         ),
         (
             {
@@ -78,7 +95,7 @@ def test_livecodebench_call_based_tests_and_optional_fields(tmp_path):
 )
 def test_livecodebench_bad_tests_name_their_field(tmp_path, fields, error):
     with pytest.raises(InputError, match=rf"row 0: {error}"):
-        _convert(tmp_path, "livecodebench", [_lcb(**fields)])
+        _convert(tmp_path, "livecodebench", [_lcb(**fields)], {"since": "2024-01-01"})
 
 
 def test_livecodebench_half_open_windows(tmp_path):
