@@ -105,13 +105,13 @@ def check_route(problem: Problem, options: dict | None = None, checked: set[str]
     from reasonrl.rewards.base import check_setup
 
     options = options or {}
+    checked = set() if checked is None else checked
     try:
         name = verifier_name(problem)
         VERIFIERS.get(name)
-        if checked is None or name not in checked:
+        if name not in checked:
             check_setup(name, options.get(name))
-            if checked is not None:
-                checked.add(name)
+            checked.add(name)
         check_setup(name, options.get(name), problem)
     except (ValueError, KeyError) as e:
         raise InputError(str(e)) from None
