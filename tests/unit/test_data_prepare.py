@@ -323,8 +323,8 @@ def test_livecodebench_date_window_and_mmlu_pro_padding(tmp_path):
     base = SOURCES["mmlu_pro"][1][0]
     _write(src, [base])
     (p,) = convert_files("mmlu_pro", [str(src)])[0]
-    assert p.user_text.count("\n(") == 3 and "N/A" not in p.user_text and p.extra_info["choices"] == 3
-    assert score("\\boxed{D}", p).info["reason"] != "correct"  # D was padding, not an option
+    assert p.user_text.count("\n(") == 3 and "N/A" not in p.user_text and len(p.extra_info["choices"]) == 3
+    assert score("\\boxed{D}", p).info["reason"] == "no_answer"  # D was padding, not an option
     for bad, field in (({"answer": "E"}, "answer"), ({"answer_index": 0}, "answer_index")):
         _write(src, [{**base, **bad}])
         with pytest.raises(InputError, match=rf"{src} row 0: field '{field}'"):

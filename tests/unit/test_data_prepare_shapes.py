@@ -100,11 +100,11 @@ def test_hitab_tables_inline_or_in_their_own_files(tmp_path):
 def test_mmlu_pro_options_and_answers(tmp_path):
     base = {"question": "Pick one.", "options": ["w", "x", "y"], "answer": "c"}
     (p,), _ = _convert(tmp_path, "mmlu_pro", [base])
-    assert (p.ground_truth, p.uid, p.extra_info) == ("C", "mmlu_pro/0", {"index": 0, "choices": 3})
+    assert (p.ground_truth, p.uid, p.extra_info) == ("C", "mmlu_pro/0", {"index": 0, "choices": ["w", "x", "y"]})
     assert "Pick one.\n\n(A) w\n(B) x\n(C) y" in p.user_text
     ten = [str(i) for i in range(10)]
     (q,), _ = _convert(tmp_path, "mmlu_pro", [{**base, "options": ten, "answer": "J", "answer_index": 9}])
-    assert q.extra_info["choices"] == 10 and "(J) 9" in q.user_text
+    assert q.extra_info["choices"] == ten and "(J) 9" in q.user_text
     (r,), _ = _convert(
         tmp_path, "mmlu_pro", [{**base, "options": [1.5, 2, "N/A "], "answer": "B"}]
     )  # two: enough
@@ -116,9 +116,9 @@ def test_mmlu_pro_options_and_answers(tmp_path):
     assert (t.uid, t.ability, t.extra_info) == (
         "mmlu_pro/70",
         "stem",
-        {"index": 0, "choices": 3, "category": "law", "src": "ori"},
+        {"index": 0, "choices": ["w", "x", "y"], "category": "law", "src": "ori"},
     )
-    assert r.extra_info["choices"] == 2 and "(A) 1.5\n(B) 2" in r.user_text and "(C)" not in r.user_text
+    assert r.extra_info["choices"] == ["1.5", "2"] and "(A) 1.5\n(B) 2" in r.user_text and "(C)" not in r.user_text
     for bad, error in (({"options": "w x"}, "field 'options': must be a list$"),
                        ({"options": ["N/A", "N/A"]}, "field 'options': must hold 2 to 10"),
                        ({"options": ["w", "N/A"]}, "field 'options': must hold 2 to 10 options besides N/A padding"),
@@ -193,7 +193,7 @@ def test_supergpqa_options_and_letters(tmp_path):
     assert (p.ground_truth, p.uid, p.extra_info) == (
         "B",
         "supergpqa/0",
-        {"index": 0, "choices": 2, "field": "Physics"},
+        {"index": 0, "choices": ["p", "q"], "field": "Physics"},
     )
     assert "Pick.\n\n(A) p\n(B) q" in p.user_text
     for bad, error in (({"options": ["p"]}, "field 'options': must be a list of 2 to 10 options"),
@@ -280,3 +280,26 @@ def test_orz_and_areal_shapes(tmp_path):
                        ({"solutions": [" "]}, "field 'solutions': first solution has no answer")):  # fmt: skip
         with pytest.raises(InputError, match=rf"row 0: {error}"):
             _convert(tmp_path, "areal", [{"prompt": "P", "solutions": ["1"], **bad}])
+
+
+def test_gpqa_permutation_is_pinned_per_seed_and_record(tmp_path):
+    """The shuffle is part of the benchmark: a changed default seed or hash re-letters every answer."""
+    q = {"Question": "Which gas is noble?", "Correct Answer": "Argon", "Incorrect Answer 1": "Iron",
+         "Incorrect Answer 2": "Sodium", "Incorrect Answer 3": "Carbon"}  # fmt: skip
+    rows = [{**q, "Record ID": "rec1"}, {**q, "Record ID": "rec2"}, {**q, "Record ID": "rec3"}, q]
+    problems, _ = _convert(tmp_path, "gpqa", rows)
+    assert [(p.uid, p.ground_truth, p.extra_info["permutation"]) for p in problems] == [
+        ("gpqa_diamond/rec1", "A", [0, 2, 1, 3]),
+        ("gpqa_diamond/rec2", "B", [2, 0, 1, 3]),
+        ("gpqa_diamond/rec3", "B", [3, 0, 2, 1]),
+        ("gpqa_diamond/3", "B", [1, 0, 2, 3]),  # no Record ID: the row's index names it
+    ]
+    options = ["Argon", "Iron", "Sodium", "Carbon"]
+    for p in problems:
+        shown = [options[k] for k in p.extra_info["permutation"]]
+        assert p.extra_info["choices"] == shown and p.extra_info["record_id"] == p.uid.split("/")[1]
+        listed = "\n".join(f"({letter}) {o}" for letter, o in zip("ABCD", shown))
+        assert f"{q['Question']}\n\n{listed}\n\n" in p.user_text  # every option, once, in that order
+        assert score("\\boxed{E}", p).info["reason"] == "no_answer"  # four options: E is none of them
+    seeded, _ = _convert(tmp_path, "gpqa", rows, {"seed": 1})
+    assert [p.extra_info["permutation"] for p in seeded] == [[2, 1, 3, 0], [0, 2, 1, 3], [3, 2, 1, 0], [0, 3, 1, 2]]

@@ -3,7 +3,8 @@
 record (a hash of the seed and the record id: stable across runs and file orders, recorded in
 `extra_info.permutation`), gold = the correct option's letter. Tools shuffle differently (simple-evals
 Random(0), lm-eval random.shuffle, Reasoning360 seed 42), so letter distributions differ; ours is
-fixed and recorded. data_source `stem__gpqa_diamond`, scored by the multiple-choice verifier."""
+fixed and recorded. `extra_info.choices` lists the options as shown, so the verifier takes only
+A-D. data_source `stem__gpqa_diamond`, scored by the multiple-choice verifier."""
 
 from __future__ import annotations
 
@@ -29,6 +30,6 @@ def gpqa(row: dict, ctx) -> Problem:
     shown = [options[k] for k in order]
     letter = LETTERS[order.index(0)]
     body = text(row, "Question") + "\n\n" + "\n".join(f"({LETTERS[k]}) {o}" for k, o in enumerate(shown))
-    extra = {"index": ctx.index, "record_id": rid, "permutation": order, "choices": 4}
+    extra = {"index": ctx.index, "record_id": rid, "permutation": order, "choices": shown}
     return Problem(prompts.user(body, prompts.CHOICE), letter, "stem__gpqa_diamond", "stem", extra,
                    uid=f"gpqa_diamond/{rid}")  # fmt: skip

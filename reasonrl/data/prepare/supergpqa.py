@@ -1,6 +1,7 @@
 """SuperGPQA (`m-a-p/SuperGPQA`): `uuid`, `question`, `options` (up to 10), `answer` (text),
 `answer_letter`, `discipline`, `field`, `subfield`, `difficulty`. Options are listed `(A) ...` in
-the released order (as Reasoning360 does); gold = `answer_letter`. data_source `stem__supergpqa`."""
+the released order (as Reasoning360 does); gold = `answer_letter`; `extra_info.choices` lists them,
+so the verifier takes only their letters. data_source `stem__supergpqa`."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def supergpqa(row: dict, ctx) -> Problem:
     if letter not in LETTERS[: len(options)]:
         raise RowError("answer_letter", f"{letter!r} is not one of the {len(options)} options")
     body = text(row, "question") + "\n\n" + "\n".join(f"({LETTERS[k]}) {o}" for k, o in enumerate(options))
-    extra = {"index": ctx.index, "choices": len(options)}
+    extra = {"index": ctx.index, "choices": [str(o) for o in options]}
     for key in ("discipline", "field", "subfield", "difficulty"):
         if row.get(key) is not None:
             extra[key] = str(row[key])
