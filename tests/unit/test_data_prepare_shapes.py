@@ -100,7 +100,11 @@ def test_hitab_tables_inline_or_in_their_own_files(tmp_path):
 def test_mmlu_pro_options_and_answers(tmp_path):
     base = {"question": "Pick one.", "options": ["w", "x", "y"], "answer": "c"}
     (p,), _ = _convert(tmp_path, "mmlu_pro", [base])
-    assert (p.ground_truth, p.uid, p.extra_info) == ("C", "mmlu_pro/0", {"index": 0, "choices": ["w", "x", "y"]})
+    assert (p.ground_truth, p.uid, p.extra_info) == (
+        "C",
+        "mmlu_pro/0",
+        {"index": 0, "choices": ["w", "x", "y"]},
+    )
     assert "Pick one.\n\n(A) w\n(B) x\n(C) y" in p.user_text
     ten = [str(i) for i in range(10)]
     (q,), _ = _convert(tmp_path, "mmlu_pro", [{**base, "options": ten, "answer": "J", "answer_index": 9}])
@@ -118,7 +122,11 @@ def test_mmlu_pro_options_and_answers(tmp_path):
         "stem",
         {"index": 0, "choices": ["w", "x", "y"], "category": "law", "src": "ori"},
     )
-    assert r.extra_info["choices"] == ["1.5", "2"] and "(A) 1.5\n(B) 2" in r.user_text and "(C)" not in r.user_text
+    assert (
+        r.extra_info["choices"] == ["1.5", "2"]
+        and "(A) 1.5\n(B) 2" in r.user_text
+        and "(C)" not in r.user_text
+    )
     for bad, error in (({"options": "w x"}, "field 'options': must be a list$"),
                        ({"options": ["N/A", "N/A"]}, "field 'options': must hold 2 to 10"),
                        ({"options": ["w", "N/A"]}, "field 'options': must hold 2 to 10 options besides N/A padding"),
@@ -302,4 +310,9 @@ def test_gpqa_permutation_is_pinned_per_seed_and_record(tmp_path):
         assert f"{q['Question']}\n\n{listed}\n\n" in p.user_text  # every option, once, in that order
         assert score("\\boxed{E}", p).info["reason"] == "no_answer"  # four options: E is none of them
     seeded, _ = _convert(tmp_path, "gpqa", rows, {"seed": 1})
-    assert [p.extra_info["permutation"] for p in seeded] == [[2, 1, 3, 0], [0, 2, 1, 3], [3, 2, 1, 0], [0, 3, 1, 2]]
+    assert [p.extra_info["permutation"] for p in seeded] == [
+        [2, 1, 3, 0],
+        [0, 2, 1, 3],
+        [3, 2, 1, 0],
+        [0, 3, 1, 2],
+    ]
