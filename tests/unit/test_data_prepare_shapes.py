@@ -306,6 +306,7 @@ def test_gpqa_permutation_is_pinned_per_seed_and_record(tmp_path):
     for p in problems:
         shown = [options[k] for k in p.extra_info["permutation"]]
         assert p.extra_info["choices"] == shown and p.extra_info["record_id"] == p.uid.split("/")[1]
+        assert (p.data_source, p.ability) == ("stem__gpqa_diamond", "stem")
         listed = "\n".join(f"({letter}) {o}" for letter, o in zip("ABCD", shown))
         assert f"{q['Question']}\n\n{listed}\n\n" in p.user_text  # every option, once, in that order
         assert score("\\boxed{E}", p).info["reason"] == "no_answer"  # four options: E is none of them
