@@ -203,8 +203,16 @@ def test_supergpqa_options_and_letters(tmp_path):
         "supergpqa/0",
         {"index": 0, "choices": ["p", "q"], "field": "Physics"},
     )
-    assert "Pick.\n\n(A) p\n(B) q" in p.user_text
+    assert "Pick.\n\n(A) p\n(B) q" in p.user_text and p.ability == "stem"
+    ten = [str(i) for i in range(10)]
+    full = {**base, "uuid": "u7", "options": ten, "answer_letter": "J", "discipline": "Science", "subfield": "Optics",
+            "difficulty": "hard"}  # fmt: skip
+    (q,), _ = _convert(tmp_path, "supergpqa", [full])
+    assert (q.uid, q.ground_truth, q.extra_info) == ("supergpqa/u7", "J", {
+        "index": 0, "choices": ten, "discipline": "Science", "field": "Physics", "subfield": "Optics",
+        "difficulty": "hard"})  # fmt: skip
     for bad, error in (({"options": ["p"]}, "field 'options': must be a list of 2 to 10 options"),
+                       ({"options": "pq"}, "field 'options': must be a list of 2 to 10 options"),
                        ({"options": [str(i) for i in range(11)]}, "field 'options': must be a list of 2 to 10"),
                        ({"answer_letter": "C"}, "field 'answer_letter': 'C' is not one of the 2 options")):  # fmt: skip
         with pytest.raises(InputError, match=rf"row 0: {error}"):
@@ -219,6 +227,21 @@ def test_finqa_multihiertt_and_zebralogic_shapes(tmp_path):
     assert f.user_text.count("Costs fell.\n\n| a | 1 |") == 1 and "Question: a?" in f.user_text
     with pytest.raises(InputError, match=r"row 0: field 'table': must be a matrix of cells$"):
         _convert(tmp_path, "finqa", [{"table": [], "question": "a?", "answer": 1}])
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from reasonrl.data.prepare import convert_files
+
+    src = tmp_path / "finqa.parquet"  # the release's shape: sentence lists (arrays), absent post_text
+    row = {"id": "ETR/2004/p1", "pre_text": ["Costs fell.", "Sales rose."], "post_text": None,
+           "table": [["year", "sales"], ["2004", "$ 7"]], "question": "sales?", "answer": "7"}  # fmt: skip
+    pq.write_table(pa.Table.from_pylist([row]), src)
+    (g,) = convert_files("finqa", [str(src)])[0]
+    assert g.uid == "finqa/ETR/2004/p1" and "None" not in g.user_text
+    assert (
+        "Costs fell.\nSales rose.\n\n| year | sales |" in g.user_text
+        and "| 2004 | $ 7 |\n\nQuestion: sales?" in g.user_text
+    )
     table = "<table><tr><td>Year</td><td>Sales</td></tr><tr><td>2020</td><td>7</td></tr></table>"
     rows = [
         {
