@@ -227,6 +227,8 @@ def test_finqa_multihiertt_and_zebralogic_shapes(tmp_path):
     assert f.user_text.count("Costs fell.\n\n| a | 1 |") == 1 and "Question: a?" in f.user_text
     with pytest.raises(InputError, match=r"row 0: field 'table': must be a matrix of cells$"):
         _convert(tmp_path, "finqa", [{"table": [], "question": "a?", "answer": 1}])
+    with pytest.raises(InputError, match=r"row 0: field 'table': must be a matrix of cells$"):
+        _convert(tmp_path, "finqa", [{"table": [["a", "1"], "b 2"], "question": "a?", "answer": 1}])
     import pyarrow as pa
     import pyarrow.parquet as pq
 
