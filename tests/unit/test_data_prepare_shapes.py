@@ -247,8 +247,8 @@ def test_finqa_multihiertt_and_zebralogic_shapes(tmp_path):
     table = "<table><tr><td>Year</td><td>Sales</td></tr><tr><td>2020</td><td>7</td></tr></table>"
     rows = [
         {
-            "paragraphs": ["Sales were 7."],
-            "tables": [table],
+            "paragraphs": ["Sales were 7.", "Costs fell."],
+            "tables": [table, table.replace("2020", "2021")],
             "qa": {"question": "Sales?", "answer": 7, "text_evidence": [0]},
         },
         {"uid": "m2", "tables": [table], "qa": {"question": "Year?", "answer": "2020", "text_evidence": []}},
@@ -261,10 +261,15 @@ def test_finqa_multihiertt_and_zebralogic_shapes(tmp_path):
     kept, _ = _convert(tmp_path, "multihiertt", rows, {"keep_text_evidence": True})
     assert (
         kept[0].uid == "multihiertt/0"
-        and "Sales were 7." in kept[0].user_text
+        and "| 2020 | 7 |\n\n| Year | Sales |" in kept[0].user_text  # the tables, in their order
+        and "| 2021 | 7 |\n\nSales were 7.\nCosts fell.\n\nThe question is: Sales?" in kept[0].user_text
         and kept[0].ground_truth == "7"
     )
+    assert {(p.ability, p.data_source) for p in kept} == {("table", "table__multihier")}
+    assert [p.extra_info for p in kept] == [{"index": 0}, {"index": 1}]
     for bad, error in (({"qa": {"question": " ", "answer": 1}}, "field 'qa': must hold question and answer"),
+                       ({"qa": {"question": None, "answer": 1}}, "field 'qa': must hold question and answer"),
+                       ({"qa": "Year?"}, "field 'qa': must hold question and answer"),
                        ({"qa": {"question": "q"}}, "field 'qa': must hold question and answer"),
                        ({"tables": ["<p>no table</p>"]}, "field 'tables': must be a list of non-empty HTML tables"),
                        ({"tables": []}, "field 'tables': must be a list of non-empty HTML tables")):  # fmt: skip
@@ -274,12 +279,12 @@ def test_finqa_multihiertt_and_zebralogic_shapes(tmp_path):
     (z,), _ = _convert(tmp_path, "zebralogic", [{"puzzle": "Ann lives in 1.", "solution": sol}])
     assert z.ground_truth == {"header": ["House", "Name"], "rows": [["1", "Ann"]]}
     assert (z.uid, z.extra_info) == ("zebralogic/0", {"index": 0, "id": "0", "grid_size": ""})
-    for bad in (
-        {"header": ["a"], "rows": []},
-        {"header": ["a", "b"], "rows": [["1"]]},
-        {"header": "a", "rows": []},
-    ):
-        with pytest.raises(InputError, match=r"row 0: field 'solution': "):
+    shape, per_row = "must be {'header': .*}$", "every row must be a list of one value per header column$"
+    for bad, error in (({"header": ["a"], "rows": []}, per_row), ({"header": ["a", "b"], "rows": [["1"]]}, per_row),
+                       ({"header": ["a", "b"], "rows": ["12"]}, per_row),  # a text row as long as the header
+                       ({"header": "ab", "rows": [["1", "2"]]}, shape), ({"header": ["a"], "rows": {"x": 1}}, shape),
+                       ([["a"], [["1"]]], shape), ({"rows": [["1"]]}, shape)):  # fmt: skip
+        with pytest.raises(InputError, match=rf"row 0: field 'solution': {error}"):
             _convert(tmp_path, "zebralogic", [{"puzzle": "p", "solution": bad}])
 
 

@@ -20,8 +20,8 @@ def zebralogic(row: dict, ctx) -> Problem:
         or not isinstance(sol.get("rows"), list)
     ):
         raise RowError("solution", "must be {'header': [...], 'rows': [[...], ...]}")
-    if not sol["rows"] or any(len(r) != len(sol["header"]) for r in sol["rows"]):
-        raise RowError("solution", "every row must have one value per header column")
+    if not sol["rows"] or any(not isinstance(r, list) or len(r) != len(sol["header"]) for r in sol["rows"]):
+        raise RowError("solution", "every row must be a list of one value per header column")
     gold = {"header": [str(h) for h in sol["header"]], "rows": [[str(c) for c in r] for r in sol["rows"]]}
     pid = str(row.get("id") or ctx.index)
     extra = {"index": ctx.index, "id": pid, "grid_size": str(row.get("size") or "")}
