@@ -240,6 +240,9 @@ def test_cruxeval_input_mode(tmp_path):
     assert score("```python\nassert f('cba') == 'cba'\n```", p).score == 0.0
     with pytest.raises(InputError, match=r"option mode must be 'i' or 'o', got 'x'"):
         _convert(tmp_path, "cruxeval", [row], {"mode": "x"})
+    (o,), _ = _convert(tmp_path, "cruxeval", [{**row, "id": "sample_7"}])  # the default: predict the output
+    assert (o.data_source, o.uid, o.ability) == ("simulation__cruxeval-o", "cruxeval-o/sample_7", "simulation")
+    assert "assert f('abc') == ??" in o.user_text and "'cba'" not in o.user_text
 
 
 def test_mbpp_sanitized_and_humaneval_fields(tmp_path):
