@@ -60,9 +60,24 @@ def test_livecodebench_call_based_tests_and_optional_fields(tmp_path):
     ("fields", "error"),
     [
         (
-            {"public_test_cases": "", "private_test_cases": 5},
+            {"public_test_cases": "", "private_test_cases": None},
             r"field 'public_test_cases': no tests \(public or private\)$",
         ),
+        (
+            {"private_test_cases": 5},
+            "field 'private_test_cases': must be a list of test cases with input and output",
+        ),
+        (
+            {"public_test_cases": '{"input": "1", "output": "2"}'},
+            "field 'public_test_cases': must be a list of test",
+        ),
+        ({"public_test_cases": [{"input": "1"}]}, "field 'public_test_cases': must be a list of test cases"),
+        (
+            {"public_test_cases": [{"input": 1, "output": "2"}]},
+            "field 'public_test_cases': must be a list of test",
+        ),
+        ({"metadata": "{func_name: f}"}, "field 'metadata': is not JSON"),
+        ({"metadata": '["f"]'}, r"field 'metadata': must be a mapping \(holding func_name\), got list$"),
         ({"public_test_cases": "not base64 at all"}, "field 'public_test_cases': is neither JSON nor"),
         (
             {"contest_date": None},
@@ -241,7 +256,11 @@ def test_cruxeval_input_mode(tmp_path):
     with pytest.raises(InputError, match=r"option mode must be 'i' or 'o', got 'x'"):
         _convert(tmp_path, "cruxeval", [row], {"mode": "x"})
     (o,), _ = _convert(tmp_path, "cruxeval", [{**row, "id": "sample_7"}])  # the default: predict the output
-    assert (o.data_source, o.uid, o.ability) == ("simulation__cruxeval-o", "cruxeval-o/sample_7", "simulation")
+    assert (o.data_source, o.uid, o.ability) == (
+        "simulation__cruxeval-o",
+        "cruxeval-o/sample_7",
+        "simulation",
+    )
     assert "assert f('abc') == ??" in o.user_text and "'cba'" not in o.user_text
 
 

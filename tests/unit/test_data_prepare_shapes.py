@@ -314,7 +314,9 @@ def test_orz_and_areal_shapes(tmp_path):
         {"index": 0, "query_id": "0"},
     )
     assert b.ground_truth == "8" and a.prompt == [{"role": "user", "content": "P1"}]
-    for bad, error in (({"task": "code"}, "field 'task': 'code' is not supported"), ({"solutions": []}, "field 'solutions': is empty"),
+    for bad, error in (({"task": "code"}, "field 'task': 'code' is not supported"), ({"solutions": []}, "field 'solutions': must be a non-empty list"),
+                           ({"solutions": 5}, "field 'solutions': must be a non-empty list of solutions"),
+                           ({"solutions": [None, "\\boxed{1}"]}, "field 'solutions': first solution has no answer"),
                        ({"solutions": [" "]}, "field 'solutions': first solution has no answer")):  # fmt: skip
         with pytest.raises(InputError, match=rf"row 0: {error}"):
             _convert(tmp_path, "areal", [{"prompt": "P", "solutions": ["1"], **bad}])
@@ -347,3 +349,27 @@ def test_gpqa_permutation_is_pinned_per_seed_and_record(tmp_path):
         [3, 2, 1, 0],
         [0, 3, 1, 2],
     ]
+
+
+def test_aime_year_and_mmlu_pro_answer_index_are_checked(tmp_path):
+    row = {"problem": "p", "answer": "7"}
+    (a,), _ = _convert(tmp_path, "aime", [{**row, "year": "2025"}])
+    assert (a.data_source, a.extra_info) == ("aime25", {"index": 0, "year": 2025})
+    with pytest.raises(InputError, match=r"row 0: field 'year': must be a year such as 2024, got '25th'$"):
+        _convert(tmp_path, "aime", [{**row, "year": "25th"}])
+    with pytest.raises(
+        InputError, match=r"converter aime: option year must be a year such as 2024, got 'x'$"
+    ):
+        _convert(tmp_path, "aime", [row], {"year": "x"})
+    base = {"question": "q", "options": ["w", "x", "y"], "answer": "C"}
+    for index in (2, "2", " 2"):  # parquet's int or a text
+        (m,), _ = _convert(tmp_path, "mmlu_pro", [{**base, "answer_index": index}])
+        assert m.ground_truth == "C"
+    for index in (1, "two", True, 9):  # 9: past the options
+        with pytest.raises(
+            InputError, match=rf"row 0: field 'answer_index': {index} is not the answer letter 'C'$"
+        ):
+            _convert(tmp_path, "mmlu_pro", [{**base, "answer_index": index}])
+    ten = {**base, "options": [str(i) for i in range(10)], "answer": "J"}
+    with pytest.raises(InputError, match=r"row 0: field 'answer_index': -1 is not the answer letter 'J'$"):
+        _convert(tmp_path, "mmlu_pro", [{**ten, "answer_index": -1}])  # an index, not counted from the end

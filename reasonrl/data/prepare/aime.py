@@ -5,13 +5,17 @@
 
 from __future__ import annotations
 
-from reasonrl.data.prepare import prompts, register, text
+from reasonrl.data.prepare import InputError, RowError, prompts, register, text
 from reasonrl.types import Problem
 
 
 @register("aime", "HuggingFaceH4/aime_2024, yentinglin/aime_2025, ...: id, problem, answer", year=None)
 def aime(row: dict, ctx) -> Problem:
     year = ctx.options["year"] or row.get("year")
+    if year and (isinstance(year, bool) or not str(year).strip().isdigit()):
+        if ctx.options["year"]:
+            raise InputError(f"converter aime: option year must be a year such as 2024, got {year!r}")
+        raise RowError("year", f"must be a year such as 2024, got {year!r}")
     name = f"aime{str(year)[-2:]}" if year else "aime"
     gold = text(row, "answer", "Answer")
     uid = row.get("id", row.get("ID", ctx.index))

@@ -29,6 +29,9 @@ def arcagi(row: dict, ctx) -> list[Problem]:
     train, test = plain(need(row, "train")), plain(need(row, "test"))
     if not isinstance(train, list) or not train:
         raise RowError("train", "must list example pairs")
+    for field, pairs in (("train", train), ("test", test)):
+        if isinstance(pairs, list) and not all(isinstance(p, dict) for p in pairs):
+            raise RowError(field, "must list {input, output} pairs")
     examples = "\n\n".join(
         f"Example {i + 1}\nInput: {_grid(p.get('input'), f'train[{i}].input')}\n"
         f"Output: {_grid(p.get('output'), f'train[{i}].output')}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from reasonrl.data.prepare import RowError, need, register, text
 from reasonrl.rewards.extract import last_boxed
+from reasonrl.rewards.ground_truth import plain
 from reasonrl.types import Problem
 
 
@@ -16,12 +17,14 @@ def areal(row: dict, ctx) -> Problem:
     task = str(row.get("task") or "math")
     if task != "math":
         raise RowError("task", f"{task!r} is not supported (only math rows are converted)")
-    solutions = need(row, "solutions")
+    solutions = plain(need(row, "solutions"))
     if isinstance(solutions, str):
         solutions = [solutions]
-    if not list(solutions):
-        raise RowError("solutions", "is empty")
-    first = str(list(solutions)[0])
+    if not isinstance(solutions, list) or not solutions:
+        raise RowError("solutions", "must be a non-empty list of solutions")
+    if not isinstance(solutions[0], (str, int, float)) or isinstance(solutions[0], bool):
+        raise RowError("solutions", "first solution has no answer")
+    first = str(solutions[0])
     gold = last_boxed(first) or first.strip()
     if not gold:
         raise RowError("solutions", "first solution has no answer")

@@ -23,7 +23,8 @@ def ifeval(row: dict, ctx) -> Problem:
     unknown = unsupported(ids)
     if unknown:
         raise RowError("instruction_id_list", f"unknown instruction id(s) {unknown}")
-    if not isinstance(kwargs, list) or len(kwargs) != len(ids):
+    if not isinstance(kwargs, list) or len(kwargs) != len(ids) or any(k is not None and not isinstance(k, dict)
+                                                                         for k in kwargs):  # fmt: skip
         raise RowError("kwargs", f"must be a list of {len(ids)} dicts (one per instruction)")
     gold = [{k: v for k, v in (kw or {}).items() if v is not None} for kw in kwargs]
     key = str(row.get("key", ctx.index))

@@ -28,9 +28,22 @@ class _StringsOnly(pickle.Unpickler):
 
 
 def decode_tests(value: Any, field: str) -> list[dict]:
-    if isinstance(value, list):
-        return value
-    if not isinstance(value, str) or not value.strip():
+    """The test cases of `field`: a list of {input, output} texts (plus `testtype`)."""
+    cases = _decoded(value, field)
+    if not isinstance(cases, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("input"), str) and isinstance(c.get("output"), str)
+        for c in cases
+    ):
+        raise RowError(field, "must be a list of test cases with input and output texts")
+    return cases
+
+
+def _decoded(value: Any, field: str) -> Any:
+    if value is None or isinstance(value, list):
+        return value or []
+    if not isinstance(value, str):
+        return value  # not a list: the caller names the field
+    if not value.strip():
         return []
     try:
         return json.loads(value)
@@ -88,7 +101,12 @@ def livecodebench(row: dict, ctx) -> Problem | None:
         raise RowError("public_test_cases", "no tests (public or private)")
     meta = row.get("metadata") or {}
     if isinstance(meta, str):
-        meta = json.loads(meta) if meta.strip() else {}
+        try:
+            meta = json.loads(meta) if meta.strip() else {}
+        except json.JSONDecodeError as e:
+            raise RowError("metadata", f"is not JSON ({e.msg})") from None
+    if not isinstance(meta, dict):
+        raise RowError("metadata", f"must be a mapping (holding func_name), got {type(meta).__name__}")
     starter = str(row.get("starter_code") or "")
     gold = tests_to_ground_truth(cases, meta.get("func_name"), "private_test_cases")
     fmt = f"{prompts.LCB_STARTER}\n{prompts.code_fence(starter)}" if starter.strip() else \

@@ -15,7 +15,10 @@ def mbpp(row: dict, ctx) -> Problem:
     tests = plain(need(row, "test_list"))
     if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
         raise RowError("test_list", "must be a non-empty list of assert statements")
-    challenge = [t for t in plain(row.get("challenge_test_list") or []) if isinstance(t, str) and t.strip()]
+    challenge = plain(row.get("challenge_test_list") or [])
+    if not isinstance(challenge, list):
+        raise RowError("challenge_test_list", "must be a list of assert statements")
+    challenge = [t for t in challenge if isinstance(t, str) and t.strip()]
     setup = str(row.get("test_setup_code") or "")
     imports = plain(row.get("test_imports") or [])
     if imports:

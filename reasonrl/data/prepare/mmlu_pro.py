@@ -1,8 +1,8 @@
 """MMLU-Pro (`TIGER-Lab/MMLU-Pro`, split test, 12,032 questions): `question_id`, `question`, `options`
 (up to 10), `answer` (the letter), `answer_index`, `category`, `src`. Options are listed `(A) ...` in
 the released order; the "N/A" padding some rows carry after their real options is dropped, as
-MMLU-Pro's own evaluation does, and `extra_info.choices` lists the rest. Gold = the answer letter (checked against `answer_index`).
-data_source `stem__mmlu_pro`, scored by the choice verifier."""
+MMLU-Pro's own evaluation does, and `extra_info.choices` lists the rest. Gold = the answer letter
+(checked against `answer_index`). data_source `stem__mmlu_pro`, scored by the choice verifier."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def mmlu_pro(row: dict, ctx) -> Problem:
     if letter not in LETTERS[: len(options)]:
         raise RowError("answer", f"{letter!r} is not one of the {len(options)} options")
     index = row.get("answer_index")
-    if index is not None and LETTERS[int(index)] != letter:
+    if index is not None and (isinstance(index, bool) or str(index).strip() != str(LETTERS.index(letter))):
         raise RowError("answer_index", f"{index} is not the answer letter {letter!r}")
     body = text(row, "question") + "\n\n" + "\n".join(f"({LETTERS[k]}) {o}" for k, o in enumerate(options))
     extra = {"index": ctx.index, "choices": options}  # the choice verifier takes only their letters

@@ -19,7 +19,8 @@ def multihiertt(row: dict, ctx) -> Problem | None:
         raise RowError("qa", "must hold question and answer")
     if plain(qa.get("text_evidence")) and not ctx.options["keep_text_evidence"]:
         return None
-    tables = [html_rows(str(t)) for t in plain(need(row, "tables"))]
+    tables = plain(need(row, "tables"))
+    tables = [html_rows(str(t)) for t in tables] if isinstance(tables, list) else []
     if not tables or not all(tables):
         raise RowError("tables", "must be a list of non-empty HTML tables")
     parts = [prompts.TABLE_PREAMBLE, *(prompts.markdown_table(t) for t in tables)]
