@@ -292,14 +292,19 @@ def test_orz_and_areal_shapes(tmp_path):
     pair = [{"from": "human", "value": " 2+2? "}, {"from": "assistant", "ground_truth": {"value": 4}}]
     (o,), _ = _convert(tmp_path, "orz", [{"conversations": pair}])
     assert (o.ground_truth, o.uid, o.extra_info) == ("4", "orz/0", {"index": 0, "original_question": "2+2?"})
-    for bad, error in (([pair[0]], "field '0': expected a"), (["a", "b"], "field '0': expected a"),
-                       ([{"value": ""}, pair[1]], "field '0.value': missing problem text"),
-                       ([pair[0], {"ground_truth": " "}], "field '1.ground_truth.value': missing answer"),
-                       ([pair[0], {"ground_truth": {"value": " "}}], "field '1.ground_truth.value': missing answer")):  # fmt: skip
+    assert (o.data_source, o.ability) == ("math__orz", "math")
+    pair_error = r"field '0': expected a \[human, assistant\] message pair$"
+    for bad, error in (([pair[0]], pair_error), (["a", "b"], pair_error), ("2+2?", pair_error),
+                       ([pair[0], pair[1], "a third"], None),  # the pair is read; what follows is not
+                       ([{"value": ""}, pair[1]], "field '0.value': missing problem text$"),
+                       ([{"value": None}, pair[1]], "field '0.value': missing problem text$"),
+                       ([pair[0], {"ground_truth": " "}], r"field '1.ground_truth.value': missing answer$"),
+                       ([pair[0], {"ground_truth": {"value": " "}}], r"field '1.ground_truth.value': missing answer$")):  # fmt: skip
+        if error is None:
+            assert _convert(tmp_path, "orz", [{"conversations": bad}])[0][0].ground_truth == "4"
+            continue
         with pytest.raises(InputError, match=rf"row 0: {error}"):
             _convert(tmp_path, "orz", [{"conversations": bad}])
-    with pytest.raises(InputError, match=r"row 0: field '0': expected a \[human, assistant\] message pair"):
-        _convert(tmp_path, "orz", [{"conversations": "2+2?"}])
     (a, b), _ = _convert(
         tmp_path,
         "areal",
