@@ -34,3 +34,16 @@ def check_setup(name: str, options: dict[str, Any] | None = None, problem: Probl
     check = getattr(VERIFIERS.get(name), "check_setup", None)
     if check is not None:
         check(dict(options or {}), problem)
+
+
+def checks_ground_truth(verifier: VerifierFn, gold: Callable[[Problem], Any]) -> VerifierFn:
+    """Give `verifier` a load-time check that reads each routed problem's ground truth with `gold`, the
+    reader the verifier itself scores with (raising ValueError on one it cannot use), so a malformed
+    row fails at load time, naming its row, instead of scoring every sample 0 as a verifier error."""
+
+    def check(options: dict[str, Any], problem: Problem | None = None) -> None:  # noqa: ARG001
+        if problem is not None:
+            gold(problem)
+
+    verifier.check_setup = check  # type: ignore[attr-defined]
+    return verifier

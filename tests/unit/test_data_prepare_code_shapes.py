@@ -281,6 +281,25 @@ def test_mbpp_sanitized_and_humaneval_fields(tmp_path):
             InputError, match=r"row 0: field 'test_list': must be a non-empty list of assert statements$"
         ):
             _convert(tmp_path, "mbpp", [{**sanitized, "test_list": bad}])
+    bare = {
+        "prompt": "Double n.",
+        "test_list": ["assert dbl(2) == 4"],
+        "test_setup_code": None,
+    }  # no optional fields
+    full = {"task_id": 11, "text": "Double n.", "code": "def dbl(n): return 2 * n", "test_list": ["assert dbl(2) == 4"],
+            "challenge_test_list": [5, "assert dbl(1) == 2"]}  # fmt: skip
+    (b, f), _ = _convert(tmp_path, "mbpp", [bare, full])
+    assert b.ground_truth == {"test_list": ["assert dbl(2) == 4"], "test_setup_code": ""}
+    assert f.ground_truth["test_list"] == [
+        "assert dbl(2) == 4",
+        "assert dbl(1) == 2",
+    ]  # a non-text test: dropped
+    assert (f.uid, f.ability, f.data_source) == ("mbpp/11", "codegen", "codegen__mbpp")
+    assert f.extra_info == {"index": 1, "task_id": "11", "reference": "def dbl(n): return 2 * n"}
+    with pytest.raises(
+        InputError, match=r"row 0: field 'challenge_test_list': must be a list of assert statements$"
+    ):
+        _convert(tmp_path, "mbpp", [{**full, "challenge_test_list": "assert dbl(1) == 2"}])
     he = {"task_id": "HumanEval/1", "prompt": "def f():\n", "test": "def check(c): pass", "entry_point": "f"}
     (h,), _ = _convert(tmp_path, "humaneval", [he])
     assert (h.uid, h.extra_info, h.ground_truth) == ("HumanEval/1", {"index": 0, "task_id": "HumanEval/1"},

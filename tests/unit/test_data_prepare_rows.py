@@ -76,20 +76,27 @@ def test_a_row_that_is_not_a_mapping_is_a_bad_row(tmp_path):
 def test_pass_through_rows_are_checked_and_routed_row_by_row(tmp_path):
     """guru passes verl rows through: a row without reward_model names its row once (not "row: row:"),
     and a data_source no verifier takes is a bad row of its file, not of the whole converter."""
+    choice = {
+        **_guru("Pick (A) 1 (B) 2", "stem__gpqa_x"),
+        "reward_model": {"ground_truth": "B", "style": "rule"},
+    }
     src = _jsonl(tmp_path / "g.jsonl", [_guru("1+1?"), {"data_source": "math__x", "prompt": [{"role": "user",
-                 "content": "q"}]}, _guru("1+3?", "bogus__x"), _guru("2+0?", "stem__gpqa_x")])  # fmt: skip
+                 "content": "q"}]}, _guru("1+3?", "bogus__x"), choice, _guru("2+0?", "stem__gpqa_x")])  # fmt: skip
     with pytest.raises(
         InputError, match=rf"^{src} row 1: missing field\(s\) \['reward_model'\]; a row needs"
     ):
         convert_files("guru", [src])
     problems, report = convert_files("guru", [src], skip_bad=True)
     assert [p.data_source for p in problems] == ["math__x", "stem__gpqa_x"]
-    assert [(f, i) for f, i, _ in report.bad] == [(src, 1), (src, 2)]
+    assert [(f, i) for f, i, _ in report.bad] == [(src, 1), (src, 2), (src, 4)]
     assert report.bad[1][2].startswith("no verifier for data_source 'bogus__x' (uid 'bogus__x/2')")
+    assert (
+        report.bad[2][2] == "choice: ground truth '2' is not an option letter"
+    )  # its verifier could not score it
     assert report.as_dict()["bad_examples"][1].startswith(
         f"{src} row 2: no verifier for data_source 'bogus__x'"
     )
-    assert (report.rows_in, report.rows_out) == (4, 2)
+    assert (report.rows_in, report.rows_out) == (5, 2)
     ok = _jsonl(tmp_path / "ok.jsonl", [_guru("1+1?"), _guru("1+3?", "bogus__x")])
     with pytest.raises(InputError, match=rf"^{ok} row 1: no verifier for data_source 'bogus__x'"):
         prepare("guru", [ok], tmp_path / "out.jsonl")

@@ -257,12 +257,12 @@ def test_zebra_reasons_cells_and_malformed_answers(answer, score_, reason, cells
     assert got.info.get("all_correct", False) is (reason == "correct")
 
 
-def test_zebra_empty_gold_grid_is_never_solved():
+def test_zebra_empty_gold_grid_is_a_bad_row_not_a_solvable_one():
     p = Problem(
         prompt=[{"role": "user", "content": "q"}], ground_truth={"header": ["a"], "rows": []}, data_source="x"
     )
-    got = VERIFIERS.get("zebra")('<answer>{"rows": []}</answer>', p)
-    assert (got.score, got.reason, got.info["all_correct"]) == (0.0, "wrong", False)
+    with pytest.raises(ValueError, match=r"^zebra: ground truth is not \{'header'"):
+        VERIFIERS.get("zebra")('<answer>{"rows": []}</answer>', p)  # never scored 1 for an empty answer
     one = Problem(
         prompt=[{"role": "user", "content": "q"}],
         ground_truth={"header": ["a"], "rows": [["1"]]},

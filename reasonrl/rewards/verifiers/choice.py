@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, result
 from reasonrl.rewards.extract import answer_region, answer_tag, last_boxed
 from reasonrl.rewards.ground_truth import plain, single
 from reasonrl.rewards.verifiers.math import clean_latex
@@ -100,3 +100,6 @@ def choice(response: str, problem: Problem) -> RewardResult:
     if letter is None:
         return result(False, span if reason == "ambiguous" else None, reason=reason)
     return result(letter == gold, letter)
+
+
+checks_ground_truth(choice, lambda p: _gold_letter(p.ground_truth))

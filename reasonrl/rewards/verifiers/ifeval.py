@@ -15,6 +15,7 @@ follows nothing. `loose=True` also accepts the answer with its first / last line
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import re
 from collections.abc import Callable
@@ -380,8 +381,11 @@ def instructions(problem: Problem) -> list[tuple[str, dict[str, Any]]]:
 def clean_kwargs(kw: Any) -> dict[str, Any]:
     """An instruction's kwargs as plain Python: None values dropped (parquet adds them), whole floats
     made ints."""
+    kw = decoded(kw)  # numpy values already plain Python
+    if kw is not None and not isinstance(kw, dict):
+        raise ValueError(f"ifeval: an instruction's kwargs must be a mapping, got {type(kw).__name__}")
     clean = {}
-    for k, v in (decoded(kw) or {}).items():  # decoded: numpy values already plain Python
+    for k, v in (kw or {}).items():
         if v is not None:
             clean[k] = int(v) if isinstance(v, float) and v.is_integer() else v
     return clean
@@ -435,9 +439,21 @@ def ifeval(response: str, problem: Problem, loose: bool = False) -> RewardResult
 
 
 def check_instructions(options: dict, problem: Problem | None = None) -> None:
-    """Load time: the row's instruction list reads, and every id has a checker."""
+    """Load time: the row's instruction list reads, every id has a checker, and its kwargs are ones
+    that checker takes (none missing, none unknown)."""
     if problem is not None:
-        check_supported(iid for iid, _ in instructions(problem))
+        todo = instructions(problem)
+        check_supported(iid for iid, _ in todo)
+        check_arguments(todo)
+
+
+def check_arguments(todo: list[tuple[str, dict[str, Any]]], who: str = "ifeval") -> None:
+    """ValueError naming the first instruction whose kwargs its checker cannot be called with."""
+    for iid, kw in todo:
+        try:
+            inspect.signature(CHECKERS[iid]).bind("", **kw)
+        except TypeError as e:
+            raise ValueError(f"{who}: instruction {iid!r} kwargs {sorted(kw)}: {e}") from None
 
 
 ifeval.check_setup = check_instructions

@@ -421,17 +421,22 @@ def tablereformat(answer: str, gold: str, problem: Problem) -> float:
     return float(all(_same_cell(a[k], b[k]) for a, b in zip(got, want) for k in b))
 
 
-@VERIFIERS.register("livebench")
-def livebench(response: str, problem: Problem) -> RewardResult:
+def _task_and_gold(problem: Problem) -> tuple[str, Any]:
     task = str(problem.extra_info.get("task") or "")
     if task not in GRADERS:
         raise ValueError(f"livebench: unknown task {task!r}; known: {', '.join(sorted(GRADERS))}")
+    gold = problem.ground_truth
+    if isinstance(gold, dict) and GRADERS[task] is not tablejoin:  # only a join's answer is a mapping
+        raise ValueError(f"livebench: task {task!r} takes a text ground truth, got a mapping")
+    return task, gold if isinstance(gold, (str, dict)) else str(gold)
+
+
+@VERIFIERS.register("livebench")
+def livebench(response: str, problem: Problem) -> RewardResult:
+    task, gold = _task_and_gold(problem)
     region = answer_region(response)
     if not region.strip():
         return RewardResult(0.0, {"extracted": None, "reason": "no_answer"})
-    gold = (
-        problem.ground_truth if isinstance(problem.ground_truth, (str, dict)) else str(problem.ground_truth)
-    )
     score = float(GRADERS[task](region, gold, problem))
     reason = "correct" if score == 1.0 else ("partial" if score > 0 else "wrong")
     return RewardResult(
@@ -443,6 +448,8 @@ def _check(options: dict, problem: Problem | None = None) -> None:
     if problem is not None and str(problem.extra_info.get("task") or "") not in GRADERS:
         raise ValueError(f"livebench row has extra_info.task {problem.extra_info.get('task')!r}; "
                          f"known: {', '.join(sorted(GRADERS))}")  # fmt: skip
+    if problem is not None:
+        _task_and_gold(problem)
 
 
 livebench.check_setup = _check

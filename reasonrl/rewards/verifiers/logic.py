@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, result
 from reasonrl.rewards.extract import answer_region, answer_tag, last_boxed
 from reasonrl.rewards.ground_truth import plain
 from reasonrl.types import Problem
@@ -60,6 +60,24 @@ def _cell(x: Any) -> str:
 # ---------------------------------------------------------------- zebra puzzles
 
 
+def _zebra_gold(problem: Problem) -> tuple[list[list], list[str]]:
+    """(rows, normalised header) of a zebra ground truth; ValueError if it is not such a grid."""
+    gold = _gold(problem.ground_truth)
+    header = gold.get("header") if isinstance(gold, dict) else None
+    rows = gold.get("rows") if isinstance(gold, dict) else None
+    if (
+        not isinstance(header, list)
+        or not header
+        or not isinstance(rows, list)
+        or not rows
+        or any(not isinstance(r, list) or len(r) != len(header) for r in rows)
+    ):
+        raise ValueError(
+            "zebra: ground truth is not {'header': [...], 'rows': [[one value per column], ...]}"
+        )
+    return rows, [_cell(h) for h in header]
+
+
 @VERIFIERS.register("zebra")
 def zebra(response: str, problem: Problem, partial: bool = True) -> RewardResult:
     """Fraction of grid cells equal to the gold grid (1 only if all are); `partial=False`: 0/1.
@@ -67,8 +85,7 @@ def zebra(response: str, problem: Problem, partial: bool = True) -> RewardResult
     Rows are matched by their key (the first column, e.g. the house number) and columns by header
     name (when the answer gives a header), not by position; a row the gold grid does not have (an
     invented or duplicated key) adds a row of wrong cells to the denominator."""
-    gold = _gold(problem.ground_truth)
-    rows, header = gold["rows"], [_cell(h) for h in gold["header"]]
+    rows, header = _zebra_gold(problem)
     n_cols = len(header)
     ans = answer_tag(answer_region(response))
     if ans is None:
@@ -154,12 +171,17 @@ def _name_list(ans: str) -> list[str] | None:
     return [_cell(x) for x in got]
 
 
-@VERIFIERS.register("ordering")
-def ordering(response: str, problem: Problem) -> RewardResult:
-    """1 if the `<answer>` names the same items in the same order as the gold list (one ordering only)."""
+def _ordering_gold(problem: Problem) -> list:
     gold = _gold(problem.ground_truth)
     if not isinstance(gold, list):
         raise ValueError(f"ordering: ground truth must be a list, got {type(gold).__name__}")
+    return gold
+
+
+@VERIFIERS.register("ordering")
+def ordering(response: str, problem: Problem) -> RewardResult:
+    """1 if the `<answer>` names the same items in the same order as the gold list (one ordering only)."""
+    gold = _ordering_gold(problem)
     ans = answer_tag(answer_region(response))
     if ans is None:
         return result(False, None)
@@ -233,12 +255,17 @@ def _find_grid(ans: str) -> list[list[int]] | None:
         return None
 
 
-@VERIFIERS.register("arc")
-def arc(response: str, problem: Problem) -> RewardResult:
-    """1 if the `<answer>` grid equals the gold grid exactly (same shape, same colours)."""
+def _arc_gold(problem: Problem) -> list[list[int]]:
     gold = _grid(_gold(problem.ground_truth))
     if gold is None:
         raise ValueError("arc: ground truth is not a grid (list of lists of integers)")
+    return gold
+
+
+@VERIFIERS.register("arc")
+def arc(response: str, problem: Problem) -> RewardResult:
+    """1 if the `<answer>` grid equals the gold grid exactly (same shape, same colours)."""
+    gold = _arc_gold(problem)
     ans = answer_tag(answer_region(response))
     if ans is None:
         return result(False, None)
@@ -338,3 +365,17 @@ def codeio(response: str, problem: Problem) -> RewardResult:
         return result(False, None)
     pred = _unwrap(pred)
     return result(_norm(pred) == _norm(gold), json.dumps(pred, default=str)[:200])
+
+
+def _codeio_routable(problem: Problem) -> None:
+    gold = _codeio_gold(problem.ground_truth)
+    if isinstance(gold, dict) and "functional" in gold:
+        raise ValueError(
+            "codeio: a CRUXEval (functional) ground truth needs code execution: route it to 'cruxeval'"
+        )
+
+
+checks_ground_truth(zebra, _zebra_gold)
+checks_ground_truth(ordering, _ordering_gold)
+checks_ground_truth(arc, _arc_gold)
+checks_ground_truth(codeio, _codeio_routable)

@@ -35,7 +35,7 @@ import threading
 from fractions import Fraction
 from typing import Any
 
-from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, result
 from reasonrl.rewards.extract import answer_region, boxed_all, extract
 from reasonrl.rewards.ground_truth import single
 from reasonrl.rewards.verifiers import math_warm_up
@@ -380,7 +380,11 @@ def _integers_verify(gold: list, pred: list) -> bool | None:
 
 
 def _gold_text(gt: Any) -> str:
-    return str(single(gt)).strip()
+    gt = single(gt)
+    text = str(gt).strip()
+    if gt is None or not text or (isinstance(gt, (list, dict)) and not gt):
+        raise ValueError(f"math: empty ground truth {gt!r} (any answer naming it would score 1)")
+    return text
 
 
 def _tolerance(problem: Problem) -> float:
@@ -486,6 +490,8 @@ def gsm8k(response: str, problem: Problem, float_rounding: int = 6) -> RewardRes
     return score_math(response, problem, GSM8K_MODES, float_rounding=float_rounding)
 
 
+checks_ground_truth(math, lambda p: _gold_text(p.ground_truth))
+checks_ground_truth(gsm8k, lambda p: _gold_text(p.ground_truth))
 # what pool workers should import when they start (sympy is slow to import: not inside a call's limit)
 math.preload = gsm8k.preload = ("math_verify",)
 math.warm_up = gsm8k.warm_up = math_warm_up.warm_up  # its parser's tables, built once (rewards.warm_up)

@@ -19,7 +19,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, result
 from reasonrl.rewards.extract import answer_region, boxed_all, extract
 from reasonrl.rewards.ground_truth import plain
 from reasonrl.rewards.verifiers.math import clean_latex, to_number
@@ -109,9 +109,12 @@ def _split(s: str) -> list[str]:
 
 def _gold_cells(gt: Any) -> list[str]:
     gt = plain(gt)
-    if isinstance(gt, list):
-        return [str(x).strip() for x in gt]
-    return _split(str(gt))
+    if isinstance(gt, dict) or gt is None or (isinstance(gt, list) and None in gt):
+        raise ValueError(f"table: ground truth {gt!r} is not a cell or a list of cells")
+    cells = [str(x).strip() for x in gt] if isinstance(gt, list) else _split(str(gt))
+    if not any(cells):
+        raise ValueError(f"table: ground truth {gt!r} is empty")
+    return cells
 
 
 @VERIFIERS.register("table")
@@ -132,3 +135,6 @@ def table(response: str, problem: Problem, rel_tol: float = 1e-3) -> RewardResul
     if len(preds) != len(golds):
         return result(False, found.answer, reason="wrong_answer_count")
     return result(match_all(preds, golds, rel_tol), found.answer)
+
+
+checks_ground_truth(table, lambda p: _gold_cells(p.ground_truth))

@@ -1,0 +1,100 @@
+"""A malformed ground truth is a bad row at load time, not a verifier error at scoring time: every
+converter's fixture problem gets ground truths of each JSON type (and, for structured ones, each
+field replaced), and either routing rejects it (`check_route`: InputError) or every verifier call
+scores it without raising. A verifier that raised here would score every sample of that row 0 as
+an "error" for a whole run."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from test_data_prepare import SOURCES, _gpqa_csv, _write
+
+from reasonrl.data.prepare import convert_files, load_all
+from reasonrl.errors import InputError
+from reasonrl.rewards import score
+from reasonrl.rewards.routing import check_route
+from reasonrl.types import Problem
+
+load_all()
+ODD = [None, 5, 2.5, True, "", " ", "x", [], [None], [5], ["x"], {}, {"a": 1}, [[1]], [{"a": 1}], {"a": None}]
+SANDBOXED = ("codegen", "simulation__cruxeval")  # their rows run code: checked in the sandbox tests
+
+
+def _fixture_problem(name: str, tmp_path) -> Problem:
+    fname, rows, options = SOURCES[name][:3]
+    src = tmp_path / fname
+    _gpqa_csv(src) if rows is None else _write(src, rows)
+    return convert_files(name, [str(src)], options)[0][0]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SOURCES if not SOURCES[n][3].startswith(SANDBOXED)))
+def test_a_malformed_ground_truth_fails_routing_or_scores(name, tmp_path):
+    p = _fixture_problem(name, tmp_path)
+    responses = [r for r in SOURCES[name][4:] if r] + ["", "<answer>x</answer> \\boxed{A}"]
+    fields = list(p.ground_truth) if isinstance(p.ground_truth, dict) else []
+    rejected = 0
+    for field in [None, *fields]:
+        for value in ODD:
+            q = copy.deepcopy(p)
+            if field is None:
+                q.ground_truth = value
+            else:
+                q.ground_truth[field] = value
+            try:
+                check_route(q)
+            except InputError as e:
+                assert "\n" not in str(e) and str(e).strip(), (field, value)
+                rejected += 1
+                continue
+            for response in responses:
+                got = score(response, q)  # must not raise
+                assert 0.0 <= got.score <= 1.0
+    # every verifier but codeio's has ground truths it cannot score (codeio's: any JSON value is an output)
+    assert rejected > 0 or name == "codeio"
+
+
+@pytest.mark.parametrize(
+    ("source", "gt", "error"),
+    [
+        ("stem__gpqa", "x", r"choice: ground truth 'x' is not an option letter"),
+        (
+            "logic__zebra_puzzle_dataset",
+            {"header": ["a", "b"], "rows": [["1"]]},
+            r"zebra: ground truth is not",
+        ),
+        ("logic__zebra_puzzle_dataset", {"header": ["a"], "rows": []}, r"zebra: ground truth is not"),
+        ("simulation__arcagi1", [[1, "x"]], r"arc: ground truth is not a grid"),
+        ("logic__ordering_puzzle_dataset", "a, b", r"ordering: ground truth must be a list, got str"),
+        ("simulation__codeio", {"functional": "def f(x): return x"}, r"codeio: .* route it to 'cruxeval'"),
+        ("math", [], r"math: empty ground truth \[\]"),
+        ("math", " ", r"math: empty ground truth ' '"),
+        ("table__hitab", ["3", None], r"table: ground truth \['3', None\] is not a cell or a list of cells"),
+        ("table__finqa", "", r"table: ground truth '' is empty"),
+    ],
+)
+def test_routing_names_what_is_wrong_with_a_ground_truth(source, gt, error):
+    p = Problem([{"role": "user", "content": "q"}], gt, source, "x", {})
+    with pytest.raises(InputError, match=rf"^{error}"):
+        check_route(p)
+
+
+def test_ifeval_kwargs_must_fit_their_instruction():
+    def row(kwargs) -> Problem:
+        extra = {"instruction_id_list": ["keywords:existence", "detectable_format:title"]}
+        return Problem([{"role": "user", "content": "q"}], kwargs, "ood__ifeval", "ood", extra)
+
+    check_route(row([{"keywords": ["a"]}, {}]))  # what IFEval ships: fine
+    check_route(row([{"keywords": ["a"], "num_words": None}, None]))  # parquet's None-valued keys: dropped
+    for kwargs, error in (
+        ([{}, {}], r"instruction 'keywords:existence' kwargs \[\]: missing a required argument: 'keywords'"),
+        (
+            [{"keywords": ["a"], "bogus": 1}, {}],
+            r"instruction 'keywords:existence' kwargs \['bogus', 'keywords'\]",
+        ),
+        ([["a"], {}], r"an instruction's kwargs must be a mapping, got list"),
+        (None, r"instruction 'keywords:existence' kwargs \[\]: missing"),
+    ):
+        with pytest.raises(InputError, match=rf"^ifeval: {error}"):
+            check_route(row(kwargs))
