@@ -87,7 +87,9 @@ def test_gold_forms_and_option_count():
     assert score("Answer: B", gt="(B)").score == 1.0
     assert score("Answer: B", gt=1).score == 1.0  # index 1 -> B
     assert score("Answer: A", gt=0).score == 1.0  # index 0 -> A (not a missing gold)
-    assert score("Answer: E", gt="E", choices=["a", "b", "c", "d"]).reason == "no_answer"  # only A-D
+    assert score("Answer: E", gt="D", choices=["a", "b", "c", "d"]).reason == "no_answer"  # only A-D
+    with pytest.raises(ValueError, match=r"^choice: ground truth 'E' is not one of the 4 listed options$"):
+        score("Answer: E", gt="E", choices=["a", "b", "c", "d"])  # a gold no answer could name
     assert score("Answer: E", gt="E").score == 1.0
     assert score("Answer: I", gt="I").score == 1.0
 
@@ -108,11 +110,19 @@ def test_gold_forms_and_option_count():
 def test_valid_letters_follow_the_listed_choices(extra, valid):
     import numpy as np
 
-    got = "".join(c for c in "ABCDEFGHIJ" if score(f"Answer: {c}", gt=c, **extra).score == 1.0)
-    assert got == valid
+    def solvable(letter: str, **extra) -> bool:
+        try:
+            return score(f"Answer: {letter}", gt=letter, **extra).score == 1.0
+        except ValueError as e:  # a gold letter past the listed options: a bad row, not a question
+            assert f"is not one of the {len(valid)} listed options" in str(e)
+            return False
+
+    assert "".join(c for c in "ABCDEFGHIJ" if solvable(c, **extra)) == valid
     if isinstance(extra.get("choices"), list):  # a parquet row's array reads the same
         arr = {"choices": np.array(extra["choices"])}
-        assert "".join(c for c in "ABCDEFGHIJ" if score(f"Answer: {c}", gt=c, **arr).score == 1.0) == valid
+        assert "".join(c for c in "ABCDEFGHIJ" if solvable(c, **arr)) == valid
+    if valid != "ABCDEFGHIJ":  # the answer may still name a letter past them: that is no answer
+        assert score("Answer: J", gt="A", **extra).reason == "no_answer"
 
 
 def test_gold_is_an_option_letter():

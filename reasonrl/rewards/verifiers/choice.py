@@ -92,14 +92,21 @@ def _gold_letter(gt: Any) -> str:
     return letter
 
 
+def _gold_and_letters(problem: Problem) -> tuple[str, str]:
+    gold, valid = _gold_letter(problem.ground_truth), _valid_letters(problem)
+    if gold not in valid:
+        raise ValueError(f"choice: ground truth {gold!r} is not one of the {len(valid)} listed options")
+    return gold, valid
+
+
 @VERIFIERS.register("choice")
 def choice(response: str, problem: Problem) -> RewardResult:
     """1 if the single chosen option letter equals the gold letter."""
-    gold = _gold_letter(problem.ground_truth)
-    letter, reason, span = extract_choice(response, _valid_letters(problem))
+    gold, valid = _gold_and_letters(problem)
+    letter, reason, span = extract_choice(response, valid)
     if letter is None:
         return result(False, span if reason == "ambiguous" else None, reason=reason)
     return result(letter == gold, letter)
 
 
-checks_ground_truth(choice, lambda p: _gold_letter(p.ground_truth))
+checks_ground_truth(choice, _gold_and_letters)

@@ -34,6 +34,7 @@ from reasonrl.rewards.ground_truth import plain
 from reasonrl.rewards.verifiers.ifeval import (
     CHECKERS,
     _relation,
+    check_arguments,
     check_supported,
     checker,
     clean_kwargs,
@@ -283,7 +284,9 @@ def ifbench(response: str, problem: Problem) -> RewardResult:
 
 def _check_constraints(options: dict, problem: Problem | None = None) -> None:
     if problem is not None:
-        check_supported((iid for iid, _ in constraints(problem)), "ifbench")
+        todo = constraints(problem)
+        check_supported((iid for iid, _ in todo), "ifbench")
+        check_arguments(todo, "ifbench")
 
 
 ifbench.check_setup = _check_constraints
