@@ -279,6 +279,15 @@ def test_finqa_multihiertt_and_zebralogic_shapes(tmp_path):
     (z,), _ = _convert(tmp_path, "zebralogic", [{"puzzle": "Ann lives in 1.", "solution": sol}])
     assert z.ground_truth == {"header": ["House", "Name"], "rows": [["1", "Ann"]]}
     assert (z.uid, z.extra_info) == ("zebralogic/0", {"index": 0, "id": "0", "grid_size": ""})
+    (y,), _ = _convert(
+        tmp_path, "zebralogic", [{"id": "lgp-test-2x2-7", "size": "2*2", "puzzle": "p", "solution": sol}]
+    )
+    assert (y.uid, y.ability, y.data_source) == (
+        "zebralogic/lgp-test-2x2-7",
+        "logical_reasoning",
+        "logic__zebra_puzzle_dataset",
+    )
+    assert y.extra_info == {"index": 0, "id": "lgp-test-2x2-7", "grid_size": "2*2"}
     shape, per_row = "must be {'header': .*}$", "every row must be a list of one value per header column$"
     for bad, error in (({"header": ["a"], "rows": []}, per_row), ({"header": ["a", "b"], "rows": [["1"]]}, per_row),
                        ({"header": ["a", "b"], "rows": ["12"]}, per_row),  # a text row as long as the header
