@@ -371,5 +371,5 @@ def test_tablereformat_last_fence_entities_alias_and_unreadable_tables():
             '[{"a": 1}]',
             _p("tablereformat", "[{'a'", "Please convert the Input Table from CSV format to JSON format."),
         )
-    with pytest.raises(ValueError, match="unknown task 'mystery'"):
+    with pytest.raises(ValueError, match="livebench row has extra_info.task 'mystery'"):
         score("x", _p("mystery", "x"))

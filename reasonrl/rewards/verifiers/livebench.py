@@ -49,7 +49,7 @@ from collections.abc import Callable
 from html.parser import HTMLParser
 from typing import Any
 
-from reasonrl.rewards.base import VERIFIERS, RewardResult
+from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth
 from reasonrl.rewards.extract import answer_region, last_boxed
 from reasonrl.types import Problem
 
@@ -424,7 +424,8 @@ def tablereformat(answer: str, gold: str, problem: Problem) -> float:
 def _task_and_gold(problem: Problem) -> tuple[str, Any]:
     task = str(problem.extra_info.get("task") or "")
     if task not in GRADERS:
-        raise ValueError(f"livebench: unknown task {task!r}; known: {', '.join(sorted(GRADERS))}")
+        raise ValueError(f"livebench row has extra_info.task {problem.extra_info.get('task')!r}; "
+                         f"known: {', '.join(sorted(GRADERS))}")  # fmt: skip
     gold = problem.ground_truth
     if isinstance(gold, dict) and GRADERS[task] is not tablejoin:  # only a join's answer is a mapping
         raise ValueError(f"livebench: task {task!r} takes a text ground truth, got a mapping")
@@ -444,12 +445,4 @@ def livebench(response: str, problem: Problem) -> RewardResult:
     )
 
 
-def _check(options: dict, problem: Problem | None = None) -> None:
-    if problem is not None and str(problem.extra_info.get("task") or "") not in GRADERS:
-        raise ValueError(f"livebench row has extra_info.task {problem.extra_info.get('task')!r}; "
-                         f"known: {', '.join(sorted(GRADERS))}")  # fmt: skip
-    if problem is not None:
-        _task_and_gold(problem)
-
-
-livebench.check_setup = _check
+checks_ground_truth(livebench, _task_and_gold)

@@ -490,8 +490,12 @@ def gsm8k(response: str, problem: Problem, float_rounding: int = 6) -> RewardRes
     return score_math(response, problem, GSM8K_MODES, float_rounding=float_rounding)
 
 
-checks_ground_truth(math, lambda p: _gold_text(p.ground_truth))
-checks_ground_truth(gsm8k, lambda p: _gold_text(p.ground_truth))
+def _problem_gold(problem: Problem) -> str:
+    return _gold_text(problem.ground_truth)
+
+
+checks_ground_truth(math, _problem_gold)
+checks_ground_truth(gsm8k, _problem_gold)
 # what pool workers should import when they start (sympy is slow to import: not inside a call's limit)
 math.preload = gsm8k.preload = ("math_verify",)
 math.warm_up = gsm8k.warm_up = math_warm_up.warm_up  # its parser's tables, built once (rewards.warm_up)
