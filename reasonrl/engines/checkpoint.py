@@ -60,6 +60,8 @@ def verify_checkpoint(path: str | Path) -> str | None:
     try:
         manifest = json.loads((path / MARKER).read_text())
         files, hashes = manifest["files"], manifest["sha256"]
+        if not isinstance(files, dict) or not isinstance(hashes, dict):
+            raise TypeError("files and sha256 must be mappings")
     except FileNotFoundError:
         return f"{path / MARKER} is missing (the save never finished)"
     except (ValueError, KeyError, TypeError) as e:

@@ -2,11 +2,9 @@
 a results table; resumable.
 
 Owns: `run_benchmarks` and the output directory's files:
-  samples.jsonl   one line per sample (benchmark, problem index, uid, sample index, prompt, completion,
-                  extracted answer, score, reason, completion tokens, finish reason), written one chunk
-                  of problems at a time; a chunk is committed by a marker line written (and fsynced)
-                  after its samples. A resumed eval keeps the committed chunks (a torn or uncommitted
-                  tail is cut off) and generates only the rest; each chunk's seed depends only on
+  samples.jsonl   the samples, written one chunk of problems at a time and committed by a marker line
+                  (format, resume and damage checks: `eval.samples`). A resumed eval keeps the
+                  committed chunks and generates only the rest; each chunk's seed depends only on
                   (seed, benchmark, chunk), so the resumed table equals an uninterrupted one.
   samples.setup.json   what the samples are of (model, engine, seed, chunk size, and per benchmark its
                   problems' fingerprint and sampling settings); a resume with any of these changed is
@@ -19,7 +17,7 @@ Owns: `run_benchmarks` and the output directory's files:
                   their first answer (their imports); chunks generated and samples per second. Not part of the
                   table (a resumed eval times only what it generated); `timing_line` prints it.
 Every input is checked before anything is generated: benchmark names, files, rows, routing.
-Does not own: the metrics (`eval.metrics`), benchmark files (`eval.benchmarks`), the engines or
+Does not own: the metrics (`eval.metrics`), the samples file's format (`eval.samples`), benchmark files (`eval.benchmarks`), the engines or
 verifiers (`rollout`, `rewards`; generation and scoring go through `rollout.scored.generate_and_score`).
 """
 
@@ -36,33 +34,12 @@ from pathlib import Path
 from reasonrl.data.files import write_text
 from reasonrl.eval.benchmarks import Benchmark, load_benchmark
 from reasonrl.eval.metrics import answer_key, macro_average, maj_at_k, pass_at_k, standard_error
+from reasonrl.eval.samples import check_setup, commit_marker, committed_samples, sample_rows
 from reasonrl.rollout.base import SamplingParams
 
 
 def _chunk_seed(seed: int, bench: str, chunk: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{bench}:{chunk}".encode()).digest()[:6], "little")
-
-
-def committed_samples(path: Path) -> tuple[list[dict], set[tuple[str, int]]]:
-    """The samples of committed chunks and the set of (benchmark, chunk) done; rewrites the file
-    without a torn or uncommitted tail."""
-    if not path.is_file():
-        return [], set()
-    kept_lines, pending, samples, done = [], [], [], set()
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            break  # a torn last line
-        if "committed" in row:
-            done.add((row["committed"], int(row["chunk"])))
-            samples.extend(json.loads(x) for x in pending)
-            kept_lines.extend([*pending, line])
-            pending = []
-        else:
-            pending.append(line)
-    write_text(path, "".join(x + "\n" for x in kept_lines))
-    return samples, done
 
 
 def sampling_for(b: Benchmark, overrides: dict) -> SamplingParams:
@@ -158,31 +135,6 @@ def eval_setup(model, work, engine: str, seed: int, chunk_size: int) -> dict:
     }
 
 
-def check_setup(samples_path: Path, setup: dict) -> None:
-    """Refuse to add to `samples_path` if it holds samples of another setup (InputError naming what
-    differs); otherwise record `setup` beside it (atomically)."""
-    from reasonrl.errors import InputError
-
-    path = samples_path.with_name(samples_path.stem + ".setup.json")
-    if samples_path.is_file() and samples_path.stat().st_size and path.is_file():
-        old = json.loads(path.read_text())
-        diffs = [
-            f"{k}: {old.get(k)!r} there, {setup[k]!r} now"
-            for k in setup
-            if k != "benchmarks" and old.get(k) != setup[k]
-        ]
-        theirs = old.get("benchmarks", {})
-        for name, mine in setup["benchmarks"].items():
-            if name in theirs and theirs[name] != mine:
-                keys = [k for k in mine if theirs[name].get(k) != mine[k]]
-                diffs.append(f"benchmark {name}: different {' and '.join(keys)}")
-        if diffs:
-            raise InputError(f"{samples_path}: holds samples of another setup ({'; '.join(diffs)}); resume with "
-                             "the same settings, or write to a new output directory")  # fmt: skip
-        setup = {**setup, "benchmarks": {**theirs, **setup["benchmarks"]}}  # benchmarks added to an eval
-    write_text(path, json.dumps(setup, indent=1))
-
-
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,
               reward_options, plugins, progress, overlap, clock: dict, workers: int | None) -> None:  # fmt: skip
 
@@ -220,10 +172,10 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
         t = time.perf_counter()
         future.result()
         clock["score_wait_s"] += time.perf_counter() - t
-        rows = _sample_rows(name, c, groups)
+        rows = sample_rows(name, c, groups)
         for r in rows:
             f.write(json.dumps(r, default=str) + "\n")
-        f.write(json.dumps({"committed": name, "chunk": c}) + "\n")
+        f.write(json.dumps(commit_marker(name, c)) + "\n")
         f.flush()
         os.fsync(f.fileno())
         samples.extend(rows)
@@ -269,22 +221,6 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
     finally:
         pool.shutdown(wait=True)
         engine.close()
-
-
-def _sample_rows(bench: str, first: int, groups) -> list[dict]:
-    """The samples.jsonl rows of a chunk whose first problem has index `first`. A sample's score is its
-    correctness, not the training reward: in-training validation scores with the run's runner, whose
-    `reward.weights` may add shaping terms (a length penalty would make a solved sample fail pass@k)."""
-    return [_sample_row(bench, first + i, g, j, comp, res.correctness, res)
-            for i, g in enumerate(groups)
-            for j, (comp, res) in enumerate(zip(g.completions, g.results))]  # fmt: skip
-
-
-def _sample_row(bench, index, group, j, comp, score, res) -> dict:
-    return {"benchmark": bench, "problem": index, "uid": group.problem.uid, "sample": j,
-            "prompt": group.problem.user_text, "completion": comp.text, "extracted": res.extracted,
-            "score": float(score), "reason": res.info.get("reason"), "tokens": len(comp.token_ids),
-            "finish_reason": comp.finish_reason}  # fmt: skip
 
 
 def summarize(samples: list[dict], domains: dict[str, str]) -> dict:
@@ -362,7 +298,7 @@ def benchmark_metrics(engine, tokenizer, scorer, loaded, max_new_tokens: int, se
             p = replace(params, seed=_chunk_seed(seed, b.name, c))
             groups, _ = generate_and_score(engine, tokenizer, scorer, problems[c : c + chunk_size], p,
                                            think_from_prompt=think_from_prompt)  # fmt: skip
-            samples += _sample_rows(b.name, c, groups)
+            samples += sample_rows(b.name, c, groups)
     res = summarize(samples, {b.name: b.domain for b, _ in loaded})
     return {f"eval/{name}/{k}": float(v) for name, row in res["benchmarks"].items() for k, v in row.items()
             if k not in ("problems", "n", "se")}  # fmt: skip

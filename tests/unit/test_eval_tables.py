@@ -11,15 +11,8 @@ import pytest
 
 from reasonrl.errors import InputError
 from reasonrl.eval.benchmarks import Benchmark
-from reasonrl.eval.runner import (
-    _chunk_seed,
-    check_setup,
-    committed_samples,
-    results_markdown,
-    sampling_for,
-    summarize,
-    timing_line,
-)
+from reasonrl.eval.runner import _chunk_seed, results_markdown, sampling_for, summarize, timing_line
+from reasonrl.eval.samples import check_setup, committed_samples
 
 
 def _s(bench, problem, sample, score, extracted, reason="correct", finish="stop"):
