@@ -44,6 +44,12 @@ def load_results(path: str | Path) -> dict:
         raise InputError(f"{p}: not valid JSON ({e.msg})") from None
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), dict):
         raise InputError(f"{p}: not a reasonrl results.json (no 'benchmarks' table)")
+    for name, row in data["benchmarks"].items():
+        if not isinstance(row, dict):
+            raise InputError(f"{p}: benchmark {name!r}: not a row of metrics")
+        for key, value in row.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise InputError(f"{p}: benchmark {name!r}: {key!r} is not a number ({value!r})")
     return data
 
 
@@ -67,7 +73,7 @@ def setup_differences(sa: dict | None, sb: dict | None, name: str) -> list[str]:
     if not isinstance(x, dict) or not isinstance(y, dict):
         return []
     out = ["problems"] if x.get("fingerprint") != y.get("fingerprint") else []
-    px, py = x.get("sampling") or {}, y.get("sampling") or {}
+    px, py = (s if isinstance(s := side.get("sampling"), dict) else {} for side in (x, y))
     out += [
         f"{k} {px.get(k)!r} vs {py.get(k)!r}" for k in sorted(set(px) | set(py)) if px.get(k) != py.get(k)
     ]

@@ -182,6 +182,11 @@ def test_compare_flags_differences_beyond_the_combined_interval(tmp_path):
         load_results(tmp_path / "bad.json")
     with pytest.raises(InputError, match="results file not found"):
         load_results(tmp_path / "missing")
+    for row, message in [(5, "not a row of metrics"), ({"mean@n": "0.5"}, "'mean@n' is not a number"),
+                         ({"mean@n": 0.5, "se": None}, "'se' is not a number"), ({"n": True}, "'n' is not a number")]:  # fmt: skip
+        (tmp_path / "bad.json").write_text(json.dumps({"benchmarks": {"x": row}}))
+        with pytest.raises(InputError, match=f"bad.json: benchmark 'x': {message}"):
+            load_results(tmp_path / "bad.json")
 
 
 def test_compare_on_a_metric_without_a_standard_error_gives_no_interval():
@@ -229,6 +234,12 @@ def test_compare_names_benchmarks_evaluated_on_other_problems_or_settings(tmp_pa
     (tmp_path / "b" / "samples.setup.json").unlink()
     assert cli.main(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     assert "not like for like" not in capsys.readouterr().out
+    from reasonrl.eval.compare import setup_differences
+
+    odd = {"benchmarks": {"x": {"fingerprint": "f", "sampling": [4]}}}  # a damaged side: no settings known
+    assert setup_differences(odd, {"benchmarks": {"x": {"fingerprint": "f", "sampling": {"n": 4}}}}, "x") == [
+        "n None vs 4"
+    ]
 
 
 def test_result_files_are_found_down_to_the_depth_and_sorted(tmp_path):
