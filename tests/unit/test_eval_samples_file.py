@@ -132,3 +132,24 @@ def test_a_damaged_setup_record_is_named_and_the_samples_kept(tmp_path):
     with pytest.raises(InputError, match="benchmark a: different problems"):
         check_setup(samples, setup)
     assert samples.read_text() == '{"committed": "a", "chunk": 0}\n'
+
+
+def test_a_chunks_rows_index_problems_from_its_first_and_score_correctness_not_reward():
+    from reasonrl.eval.samples import sample_rows
+    from reasonrl.types import Completion, Problem, RewardResult, RolloutGroup
+
+    def group(i):
+        p = Problem(
+            prompt=[{"role": "user", "content": f"q{i}"}], ground_truth="1", data_source="x", uid=f"u{i}"
+        )
+        comps = [Completion([1, 2], "a", [0.0, 0.0]), Completion([3], "b", [0.0], finish_reason="length")]
+        results = [RewardResult(0.8, {"correctness": 1.0, "reason": "correct", "extracted": "1"}),
+                   RewardResult(-0.2, {"reason": "wrong", "extracted": "2"})]  # fmt: skip
+        return RolloutGroup(p, [0], comps, rewards=[0.8, -0.2], results=results)
+
+    rows = sample_rows("b", 32, [group(0), group(1)])
+    assert [(r["problem"], r["sample"], r["uid"], r["prompt"]) for r in rows] == [
+        (32, 0, "u0", "q0"), (32, 1, "u0", "q0"), (33, 0, "u1", "q1"), (33, 1, "u1", "q1")]  # fmt: skip
+    assert [(r["score"], r["reason"], r["extracted"], r["tokens"], r["finish_reason"]) for r in rows[:2]] == [
+        (1.0, "correct", "1", 2, "stop"), (-0.2, "wrong", "2", 1, "length")]  # fmt: skip
+    assert {r["benchmark"] for r in rows} == {"b"} and rows[1]["completion"] == "b"
