@@ -134,8 +134,8 @@ def test_a_damaged_setup_record_is_named_and_the_samples_kept(tmp_path):
     assert samples.read_text() == '{"committed": "a", "chunk": 0}\n'
 
 
-def test_a_chunks_rows_index_problems_from_its_first_and_score_correctness_not_reward():
-    from reasonrl.eval.samples import sample_rows
+def test_a_chunks_rows_index_problems_from_its_first_and_score_correctness_not_reward(tmp_path):
+    from reasonrl.eval.samples import commit_marker, sample_rows
     from reasonrl.types import Completion, Problem, RewardResult, RolloutGroup
 
     def group(i):
@@ -148,6 +148,9 @@ def test_a_chunks_rows_index_problems_from_its_first_and_score_correctness_not_r
         return RolloutGroup(p, [0], comps, rewards=[0.8, -0.2], results=results)
 
     rows = sample_rows("b", 32, [group(0), group(1)])
+    path = tmp_path / "samples.jsonl"  # written as the runner writes a chunk: read back as committed
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, commit_marker("b", 32)]))
+    assert committed_samples(path) == (rows, {("b", 32)})
     assert [(r["problem"], r["sample"], r["uid"], r["prompt"]) for r in rows] == [
         (32, 0, "u0", "q0"), (32, 1, "u0", "q0"), (33, 0, "u1", "q1"), (33, 1, "u1", "q1")]  # fmt: skip
     assert [(r["score"], r["reason"], r["extracted"], r["tokens"], r["finish_reason"]) for r in rows[:2]] == [
