@@ -14,6 +14,7 @@ from test_data_prepare import SOURCES, _gpqa_csv, _write
 from reasonrl.data.prepare import convert_files, load_all
 from reasonrl.errors import InputError
 from reasonrl.rewards import score
+from reasonrl.rewards.ground_truth import json_value
 from reasonrl.rewards.routing import check_route
 from reasonrl.types import Problem
 
@@ -72,6 +73,23 @@ def test_a_malformed_ground_truth_fails_routing_or_scores(name, tmp_path):
         ("math", " ", r"math: empty ground truth ' '"),
         ("table__hitab", ["3", None], r"table: ground truth \['3', None\] is not a cell or a list of cells"),
         ("table__finqa", "", r"table: ground truth '' is empty"),
+        (
+            "codegen__taco",
+            '{"inputs": "12", "outputs": ["2"]}',
+            r"code: ground truth: inputs and outputs must be lists",
+        ),
+        (
+            "codegen__mbpp",
+            {"test_list": ["assert 1"], "test_imports": "import os"},
+            r"code: .* a list of lines",
+        ),
+        ("codegen__taco", "{not json", r"code: ground truth: ground_truth is not JSON"),
+        ("simulation__cruxeval-o", {"functional": " "}, r'cruxeval: ground_truth must be \{"functional"'),
+        (
+            "simulation__cruxeval-o",
+            {"functional": "def f(x): return x"},
+            r"cruxeval: no extra_info.reference",
+        ),
     ],
 )
 def test_routing_names_what_is_wrong_with_a_ground_truth(source, gt, error):
@@ -98,3 +116,31 @@ def test_ifeval_kwargs_must_fit_their_instruction():
     ):
         with pytest.raises(InputError, match=rf"^ifeval: {error}"):
             check_route(row(kwargs))
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SOURCES if SOURCES[n][3].startswith(SANDBOXED)))
+def test_a_malformed_code_ground_truth_fails_routing(name, tmp_path):
+    """The sandboxed verifiers' rows, without running code: routing rejects a ground truth the verifier
+    cannot build tests from; one it accepts parses into tests (code) or a check (cruxeval), so no
+    sample of that row is scored as "bad_ground_truth"."""
+    from reasonrl.rewards.verifiers.code import parse_tests
+
+    p = _fixture_problem(name, tmp_path)
+    check_route(p)  # the fixture's own row routes
+    gt = json_value(p.ground_truth)
+    rejected = 0
+    for field in [None, *(gt if isinstance(gt, dict) else [])]:
+        for value in ODD:
+            q = copy.deepcopy(p)
+            q.ground_truth = value if field is None else {**gt, field: value}
+            try:
+                check_route(q)
+            except InputError as e:
+                assert "\n" not in str(e) and str(e).strip(), (field, value)
+                rejected += 1
+                continue
+            if p.data_source.startswith("codegen"):
+                assert parse_tests(q.ground_truth)["kind"] in ("stdio", "call", "program", "asserts")
+            else:  # no prediction in the answer: nothing runs, and the row's check was built
+                assert score("", q).reason == "no_answer", (field, value)
+    assert rejected > 0

@@ -115,7 +115,9 @@ def parse_tests(ground_truth: Any) -> dict[str, Any]:
     if not isinstance(gt, dict):
         raise ValueError(f"ground_truth must be a dict, got {type(gt).__name__}")
     if "inputs" in gt and "outputs" in gt:
-        inputs, outputs = list(gt["inputs"]), list(gt["outputs"])
+        inputs, outputs = gt["inputs"], gt["outputs"]
+        if not isinstance(inputs, list) or not isinstance(outputs, list):
+            raise ValueError("inputs and outputs must be lists")
         if len(inputs) != len(outputs) or not inputs:
             raise ValueError(f"{len(inputs)} inputs vs {len(outputs)} outputs")
         if gt.get("fn_name"):
@@ -127,7 +129,14 @@ def parse_tests(ground_truth: Any) -> dict[str, Any]:
         return {"kind": "program", "tests": f"{gt['test']}\n\ncheck({gt['entry_point']})"}
     asserts = gt.get("test_list") or gt.get("assert_list")
     if isinstance(asserts, list) and asserts:
-        setup = "\n".join(filter(None, [*gt.get("test_imports", []), gt.get("test_setup_code", "")]))
+        imports, code = gt.get("test_imports") or [], gt.get("test_setup_code") or ""
+        if (
+            not isinstance(imports, list)
+            or not all(isinstance(x, str) for x in imports)
+            or not isinstance(code, str)
+        ):
+            raise ValueError("test_imports must be a list of lines and test_setup_code a text")
+        setup = "\n".join(filter(None, [*imports, code]))
         return {"kind": "asserts", "setup": setup, "asserts": [str(a) for a in asserts]}
     keys = ", ".join(sorted(gt)) or "(none)"
     raise ValueError(f"unsupported test format with keys {keys}")
@@ -259,6 +268,11 @@ def _check_code_setup(options: dict[str, Any], problem: Problem | None = None) -
     mode = options.get("score_mode", "all_pass")
     if mode not in SCORE_MODES:
         raise ValueError(f"unknown score_mode {mode!r}; choose one of {SCORE_MODES}")
+    if problem is not None:  # tests the verifier cannot run fail at load, naming the row
+        try:
+            parse_tests(problem.ground_truth)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"code: ground truth: {e}") from None
 
 
 code.check_setup = _check_code_setup

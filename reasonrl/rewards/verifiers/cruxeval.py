@@ -223,4 +223,16 @@ def cruxeval(
 
 
 cruxeval.run_mode = "thread"  # waits on a sandbox subprocess and bounds its own time (timeout_s)
-cruxeval.check_setup = check_backend
+
+
+def _check(options: dict[str, Any], problem: Problem | None = None) -> None:
+    check_backend(options, problem)
+    if problem is not None:  # a row the verifier cannot build a check from fails at load, naming it
+        try:
+            _function(problem.ground_truth)
+            trusted_side(problem, task_of(problem))
+        except ValueError as e:
+            raise ValueError(f"cruxeval: {e}") from None
+
+
+cruxeval.check_setup = _check
