@@ -82,8 +82,13 @@ def test_maj_at_k_votes_with_normalised_answers_and_breaks_ties_by_first_appeara
     assert maj_at_k([answer_key(a) for a in ("2", "3", "3.0", "2")], [0.0, 1.0, 1.0, 0.0], 4) == 0.0
     assert maj_at_k([None, None], [0.0, 0.0], 2) == 0.0
     assert maj_at_k(keys, scores, 1) == 1.0 and maj_at_k(keys[1:], scores[1:], 1) == 0.0  # maj@1: the first
-    with pytest.raises(ValueError, match="maj@k"):
-        maj_at_k(keys, scores, 7)
+    for bad_k, bad_scores in (
+        (7, scores),
+        (0, scores),
+        (2, scores[:-1]),
+    ):  # k past n, k of 0, a score missing
+        with pytest.raises(ValueError, match="maj@k"):
+            maj_at_k(keys, bad_scores, bad_k)
 
 
 def test_standard_error_by_hand():
