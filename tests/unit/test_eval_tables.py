@@ -30,7 +30,7 @@ SAMPLES = [
     _s("a", 0, 3, 1.0, "5"),
     _s("a", 1, 3, 1.0, "z"),
     _s("a", 1, 0, 0.0, "x", reason="timeout"),
-    _s("a", 1, 1, 0.0, "x", reason="wrong"),
+    _s("a", 1, 1, 0.0, "x", reason="error: unparsable"),
     _s("a", 1, 2, 0.0, "y", reason="wrong", finish="length"),
     _s("b", 0, 0, 0.2, "q", reason="partial"),
     # benchmark c: n = 2, problem 0 scores [1, 1], problem 1 [0, 1] (first answer "7" and "8" tie 1-1)
@@ -54,7 +54,9 @@ def test_the_table_is_computed_from_the_samples_over_a_common_n():
     assert a["maj@4"] == pytest.approx(0.5)  # "5" wins (scored 1), "x" wins (scored 0)
     assert (a["best@4"], a["worst@4"]) == (1.0, 0.0)
     assert a["truncated"] == pytest.approx(2 / 8)  # the fifth sample's "length" is not counted
-    assert a["verifier_errors"] == pytest.approx(1 / 8)  # "timeout" counts, "error: boom" is cut
+    assert a["verifier_errors"] == pytest.approx(
+        2 / 8
+    )  # "timeout" and "error: ..." count, "error: boom" is cut
     b = res["benchmarks"]["b"]
     assert (b["n"], b["mean@n"], b["pass@1"]) == (1, pytest.approx(0.2), 0.0)  # a partial score never passes
     assert not any(k.startswith(("maj@", "best@", "worst@")) for k in b)  # nothing to vote on with n = 1
@@ -73,6 +75,7 @@ def test_the_markdown_table_orders_columns_and_keeps_the_notes():
     assert lines[1] == "|---" * 13 + "|"
     a = [c.strip() for c in lines[2].strip("|").split("|")]
     assert a[:5] == ["a", "2", "4", "0.5000", "0.4900"] and a[8] == "0.5000"
+    assert lines[3] == "| b | 1 | 1 | 0.2000 | 0.0000 | 0.0000 |  |  |  |  |  | 0.0000 | 0.0000 |"
     b = [c.strip() for c in lines[3].strip("|").split("|")]
     assert b[:4] == ["b", "1", "1", "0.2000"] and b[8:11] == ["", "", ""]  # no maj / best / worst for n = 1
     assert lines[5].endswith("domains): code 0.2000, math 0.5000, macro 0.3500")
