@@ -1,0 +1,72 @@
+"""The edges of IFBench's constraints (rewards.verifiers.ifbench_text / ifbench_format): each case sits on
+a boundary the constraint's wording sets (exactly the count asked for, exactly the percentage, the
+first or last letter of the alphabet, the shortest answer that can follow it, an answer with nothing
+to count), so an off-by-one or a dropped guard in a checker changes a verdict here. Found by mutating
+the checkers; the plain follow / break cases are in test_ifbench_ood.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from reasonrl.rewards.verifiers.ifeval import CHECKERS
+
+EDGES = [
+    # counts and ratios
+    ("count:word_count_range", {"min_words": 3, "max_words": 4}, "one two three four", True),  # the maximum
+    ("ratio:stop_words", {"percentage": 50}, "the cat", True),  # exactly 50% stop words
+    ("ratio:stop_words", {"percentage": 50}, "", False),  # no words: no ratio
+    ("ratio:overlap", {"reference_text": "abcdef", "percentage": 50}, "abcx", True),  # abc of abc, bcx
+    ("ratio:overlap", {"reference_text": "xyzdef", "percentage": 100}, "def", True),  # the reference's last
+    ("ratio:overlap", {"reference_text": "abcdef", "percentage": 98}, "abcd", True),  # 100% is within 2 of 98
+    ("ratio:overlap", {"reference_text": "abcdef", "percentage": 97}, "abcd", False),
+    ("ratio:overlap", {"reference_text": "abcdef", "percentage": 0}, "ab", False),  # no trigram at all
+    ("count:punctuation", {}, "Wait‽ Yes. No, maybe! Why? Now; go: ok", True),  # the interrobang itself
+    ("count:punctuation", {}, "Wait!? Yes. No, maybe! Why? Now; go: ok", True),  # written !?
+    ("count:punctuation", {}, "A?! B?! c. d, e; f:", True),  # one ?! is the interrobang, the other ? and !
+    ("count:punctuation", {}, "?!.,!?;:", True),  # every mark and nothing else
+    ("count:words_japanese", {"N": 2}, "I 猫", True),  # exactly N words
+    ("count:words_japanese", {"N": 2}, "a b c 犬", False),  # the 2nd word is not Japanese (the 4th is)
+    ("count:words_japanese", {"N": 2}, "I 12,", True),  # a number is not a word to translate
+    ("count:words_japanese", {"N": 2}, "I ...", True),  # nor is bare punctuation
+    ("count:words_japanese", {"N": 1}, "猫 X", False),
+    ("count:pronouns", {"N": 3}, "She told him that", True),  # exactly N
+    ("count:pronouns", {"N": 3}, "she/her/hers", True),  # a pronoun set counts each
+    # words
+    ("words:alphabet", {}, "Apples bite", True),  # two words, from the first letter
+    ("words:alphabet", {}, "Zebras always", True),  # z wraps round to a
+    ("words:alphabet", {}, "é h", False),  # a first word off the alphabet never starts the loop
+    ("words:vowel", {}, "I tie a cat", True),  # exactly three vowels (i, e, a)
+    ("words:vowel", {}, "I tie a tax", True),  # x is not a vowel
+    ("words:consonants", {}, "", False),
+    ("words:start_verb", {}, "", False),
+    ("words:start_verb", {}, "Run, fast.", True),
+    ("words:odd_even_syllables", {}, "banana cat", False),  # 3 and 1 syllables: both odd
+    ("words:odd_even_syllables", {}, "cat apple", True),  # two words alternate
+    ("words:last_first", {}, 'Tea. "?"', False),  # a sentence with no word to chain to
+    ("words:last_first", {}, '"?" Tea.', False),
+    (
+        "words:paragraph_last_first",
+        {},
+        "Time waits for time.\n...\nLove is love.",
+        True,
+    ),  # a line of no words
+    ("words:paragraph_last_first", {}, "love love", True),  # two words suffice
+    ("words:paragraph_last_first", {}, "", False),
+    ("words:no_consecutive", {}, "Big apples.", True),  # two words suffice
+    (
+        "words:keywords_specific_position",
+        {"keyword": "blue", "n": 2, "m": 3},
+        "Hi there. The sky blue.",
+        True,
+    ),
+    ("words:keywords_specific_position", {"keyword": "blue", "n": 2, "m": 3}, "Hi there. Blue sky.", False),
+    ("words:words_position", {"keyword": "vibrant"}, "A vibrant day", True),  # the 2nd is the 2nd-last
+    ("words:words_position", {"keyword": "vibrant"}, "A day vibrant ok", False),  # only 2nd-last
+    # sentences
+    ("sentence:alliteration_increment", {}, "I ran. Big bad dogs.", True),  # two sentences suffice
+]
+
+
+@pytest.mark.parametrize("iid, kwargs, text, verdict", EDGES, ids=[f"{e[0]}:{e[2]!r}" for e in EDGES])
+def test_edge(iid, kwargs, text, verdict):
+    assert CHECKERS[iid](text, **kwargs) is verdict
