@@ -64,6 +64,10 @@ EDGES = [
     ("words:words_position", {"keyword": "vibrant"}, "A day vibrant ok", False),  # only 2nd-last
     # sentences
     ("sentence:alliteration_increment", {}, "I ran. Big bad dogs.", True),  # two sentences suffice
+    # a run of k words that share a first letter counts k: a run of 3, then two runs of 2 (3 < 4) ...
+    ("sentence:alliteration_increment", {}, "Silly snakes slither. Big bad cats cry.", True),
+    # ... and a run of 4 is not fewer than two runs of 2
+    ("sentence:alliteration_increment", {}, "Big bad bold brave. Silly snakes, tiny toads.", False),
 ]
 
 
