@@ -68,6 +68,8 @@ EDGES = [
     ("sentence:alliteration_increment", {}, "Silly snakes slither. Big bad cats cry.", True),
     # ... and a run of 4 is not fewer than two runs of 2
     ("sentence:alliteration_increment", {}, "Big bad bold brave. Silly snakes, tiny toads.", False),
+    ("ratio:sentence_words", {}, "Cats nap. Dogs run. Cats fly.", False),  # the first and the last share
+    ("ratio:sentence_words", {}, "Cats nap. Dogs run. Owls run.", False),  # the second and the last share
 ]
 
 
