@@ -190,17 +190,30 @@ def validate(cfg: RunConfig) -> None:
     _validate_algo_extras(a, r)
     _validate_async(a, r)
     _choice("checkpoint.best_mode", cfg.checkpoint.best_mode, ("max", "min"))
-    if cfg.checkpoint.keep_best is not None and not cfg.checkpoint.keep_best.startswith("eval/"):
-        raise ConfigError(
-            f"checkpoint.keep_best={cfg.checkpoint.keep_best!r} must be a validation metric (eval/...)"
-        )
+    benchmarks = []
     if cfg.val.benchmarks:
         from reasonrl.eval.benchmarks import resolve
 
         try:
-            resolve(list(cfg.val.benchmarks))
+            benchmarks = resolve(list(cfg.val.benchmarks))
         except InputError as e:
             raise ConfigError(f"val.benchmarks: {e}") from None
+    if cfg.checkpoint.keep_best is not None:
+        logged = _validation_metrics(cfg, benchmarks)
+        if cfg.checkpoint.keep_best not in logged:  # a typo would never save a best checkpoint
+            raise ConfigError(f"checkpoint.keep_best={cfg.checkpoint.keep_best!r} is not a metric this run's "
+                              f"validation logs; it logs: {', '.join(logged)}")  # fmt: skip
+
+
+def _validation_metrics(cfg: RunConfig, benchmarks: list) -> list[str]:
+    """Every metric in-training validation logs (`trainer.setup.validate_policy`)."""
+    # the held-out problems (val.size > 0): greedy accuracy, and mean@n when sampled n times
+    names = ["eval/accuracy", *([f"eval/mean@{cfg.val.n}"] if cfg.val.n > 1 else [])]
+    if benchmarks:
+        from reasonrl.eval.runner import benchmark_metric_names
+
+        names += [m for b in benchmarks for m in benchmark_metric_names(b)]
+    return names
 
 
 def _validate_async(a: AlgoConfig, r: RolloutConfig) -> None:

@@ -284,6 +284,19 @@ def results_markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def benchmark_metric_names(b: Benchmark) -> list[str]:
+    """The eval/<benchmark>/<metric> names in-training validation logs for `b` (`benchmark_metrics`),
+    read off the table `summarize` makes of one problem with the benchmark's n samples."""
+    n = sampling_for(b, {}).n
+    one = [{"benchmark": b.name, "problem": 0, "sample": j, "score": 0.0, "extracted": None, "reason": None,
+            "finish_reason": "stop"} for j in range(n)]  # fmt: skip
+    row = summarize(one, {b.name: b.domain})["benchmarks"][b.name]
+    return [f"eval/{b.name}/{k}" for k in row if k not in _NOT_LOGGED]
+
+
+_NOT_LOGGED = ("problems", "n", "se")
+
+
 def benchmark_metrics(engine, tokenizer, scorer, loaded, max_new_tokens: int, seed: int,
                       think_from_prompt: bool = True, chunk_size: int = 256) -> dict[str, float]:  # fmt: skip
     """In-training validation on benchmarks: [(Benchmark, problems)] through the run's own engine and
@@ -301,4 +314,4 @@ def benchmark_metrics(engine, tokenizer, scorer, loaded, max_new_tokens: int, se
             samples += sample_rows(b.name, c, groups)
     res = summarize(samples, {b.name: b.domain for b, _ in loaded})
     return {f"eval/{name}/{k}": float(v) for name, row in res["benchmarks"].items() for k, v in row.items()
-            if k not in ("problems", "n", "se")}  # fmt: skip
+            if k not in _NOT_LOGGED}  # fmt: skip

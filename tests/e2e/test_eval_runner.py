@@ -246,10 +246,16 @@ def test_val_benchmarks_are_logged_during_training_and_checked_first(tiny_model_
         "log.tensorboard=false",
     )
     hist = train(_cfg(tiny_model_dir, tmp_path / "run", 2, *extra))["history"]
+    from reasonrl.eval.benchmarks import BENCHMARKS
+    from reasonrl.eval.runner import benchmark_metric_names
+
     for row in (hist[0], hist[-1]):  # before training and at the end
         for name, n in (("gsm8k", 1), ("aime24", 16)):  # each benchmark's own n
             assert 0.0 <= row[f"eval/{name}/mean@n"] <= 1.0
             assert f"eval/{name}/pass@{n}" in row and f"eval/{name}/truncated" in row
+            # what checkpoint.keep_best may name (config.checks) is exactly what is logged
+            logged = sorted(k for k in row if k.startswith(f"eval/{name}/"))
+            assert logged == sorted(benchmark_metric_names(BENCHMARKS.get(name)))
     with pytest.raises(ConfigError, match="val.benchmarks: unknown benchmark 'nope'"):
         _cfg(tiny_model_dir, tmp_path / "r2", 2, "val.benchmarks=[nope]")
     with pytest.raises(InputError, match="benchmark math500: no file matching"):

@@ -391,3 +391,28 @@ def test_a_list_item_of_the_wrong_type_names_its_key_in_a_recipe_and_an_override
         ConfigError, match=r"command-line override: invalid config key 'data.mixture': Cannot"
     ):
         load_config(None, ["train.steps=3", 'data.mixture=["a"]'])
+
+
+def test_keep_best_must_name_a_metric_the_validation_logs():
+    """A typo would never save a best checkpoint: the name must be one validation logs."""
+    assert (
+        load_config(overrides=["checkpoint.keep_best=eval/accuracy"]).checkpoint.keep_best == "eval/accuracy"
+    )
+    load_config(overrides=["checkpoint.keep_best=eval/mean@4", "val.n=4"])
+    load_config(overrides=["checkpoint.keep_best=eval/aime24/pass@16", "val.benchmarks=[aime24]"])  # n = 16
+    load_config(overrides=["checkpoint.keep_best=eval/gsm8k/verifier_errors", "checkpoint.best_mode=min",
+                           "val.benchmarks=[gsm8k]"])  # fmt: skip
+    for overrides, bad in [
+        (["checkpoint.keep_best=eval/acuracy"], "'eval/acuracy'"),
+        (["checkpoint.keep_best=eval/mean@4"], "'eval/mean@4'"),  # val.n = 1: no mean@n
+        (["checkpoint.keep_best=eval/aime24/pass@32", "val.benchmarks=[aime24]"], "'eval/aime24/pass@32'"),
+        (["checkpoint.keep_best=reward/mean"], "'reward/mean'"),
+    ]:
+        with pytest.raises(
+            ConfigError, match=f"checkpoint.keep_best={bad} is not a metric this run's validation"
+        ):
+            load_config(overrides=overrides)
+    with pytest.raises(
+        ConfigError, match=r"it logs: eval/accuracy, eval/aime24/mean@n, eval/aime24/ci95, .*pass@16"
+    ):
+        load_config(overrides=["checkpoint.keep_best=eval/aime24/pass@3", "val.benchmarks=[aime24]"])
