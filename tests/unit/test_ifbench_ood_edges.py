@@ -70,6 +70,15 @@ EDGES = [
     ("sentence:alliteration_increment", {}, "Big bad bold brave. Silly snakes, tiny toads.", False),
     ("ratio:sentence_words", {}, "Cats nap. Dogs run. Cats fly.", False),  # the first and the last share
     ("ratio:sentence_words", {}, "Cats nap. Dogs run. Owls run.", False),  # the second and the last share
+    # layout
+    ("format:parentheses", {}, "{a {b {c {d {e}}}}}", True),  # braces alone, five deep
+    ("format:quotes", {}, '"X \'b "c" b\' a"', True),  # a letter between the marks is text
+    ("format:options", {"options": "yes, no, maybe"}, "maybe", True),  # options split at commas
+    ("format:options", {"options": "A, B, C"}, "B", True),  # letter options, exactly as written
+    ("format:line_indent", {}, "Xa\n b", True),  # only spaces indent
+    ("format:line_indent", {}, "a\n b", True),  # two lines suffice
+    ("format:quote_unquote", {}, "\u201cCarpe diem\u201d means seize the day.", True),  # curly quotes
+    ("format:quote_unquote", {}, "\u201c\u201d means nothing.", False),  # an empty quote
 ]
 
 
