@@ -79,6 +79,12 @@ EDGES = [
     ("format:line_indent", {}, "a\n b", True),  # two lines suffice
     ("format:quote_unquote", {}, "\u201cCarpe diem\u201d means seize the day.", True),  # curly quotes
     ("format:quote_unquote", {}, "\u201c\u201d means nothing.", False),  # an empty quote
+    ("format:quote_unquote", {}, 'I said "Carpe diem".', False),  # the quote, then only a period
+    ("format:list", {"sep": "!?!?"}, "intro !?!? one", False),  # the text before the first is no item
+    ("format:title_case", {}, "A Cat", True),  # a one-letter word, capitalised
+    ("format:title_case", {}, "a Cat", False),
+    ("format:title_case", {}, "The iPhone Case", True),  # a mixed-case name keeps its case
+    ("format:title_case", {}, "The dNA Test", False),
 ]
 
 
