@@ -30,28 +30,41 @@ def _fixture_problem(name: str, tmp_path) -> Problem:
     return convert_files(name, [str(src)], options)[0][0]
 
 
+def _malformed(p: Problem):
+    """`p` with its ground truth replaced by each ODD value, and (a mapping's) each field replaced."""
+    try:
+        gt = json_value(p.ground_truth)  # Reasoning360 keeps structured ground truths as JSON texts
+    except ValueError:
+        gt = p.ground_truth
+    for field in [None, *(gt if isinstance(gt, dict) else [])]:
+        for value in ODD:
+            q = copy.deepcopy(p)
+            q.ground_truth = value if field is None else {**gt, field: value}
+            yield q
+
+
+def _rejected(q: Problem) -> bool:
+    """True if routing refuses `q` (in one line naming what is wrong), False if it routes."""
+    try:
+        check_route(q)
+    except InputError as e:
+        assert "\n" not in str(e) and str(e).strip(), q.ground_truth
+        return True
+    return False
+
+
 @pytest.mark.parametrize("name", sorted(n for n in SOURCES if not SOURCES[n][3].startswith(SANDBOXED)))
 def test_a_malformed_ground_truth_fails_routing_or_scores(name, tmp_path):
     p = _fixture_problem(name, tmp_path)
     responses = [r for r in SOURCES[name][4:] if r] + ["", "<answer>x</answer> \\boxed{A}"]
-    fields = list(p.ground_truth) if isinstance(p.ground_truth, dict) else []
     rejected = 0
-    for field in [None, *fields]:
-        for value in ODD:
-            q = copy.deepcopy(p)
-            if field is None:
-                q.ground_truth = value
-            else:
-                q.ground_truth[field] = value
-            try:
-                check_route(q)
-            except InputError as e:
-                assert "\n" not in str(e) and str(e).strip(), (field, value)
-                rejected += 1
-                continue
-            for response in responses:
-                got = score(response, q)  # must not raise
-                assert 0.0 <= got.score <= 1.0
+    for q in _malformed(p):
+        if _rejected(q):
+            rejected += 1
+            continue
+        for response in responses:
+            got = score(response, q)  # must not raise
+            assert 0.0 <= got.score <= 1.0
     # every verifier but codeio's has ground truths it cannot score (codeio's: any JSON value is an output)
     assert rejected > 0 or name == "codeio"
 
@@ -127,20 +140,12 @@ def test_a_malformed_code_ground_truth_fails_routing(name, tmp_path):
 
     p = _fixture_problem(name, tmp_path)
     check_route(p)  # the fixture's own row routes
-    gt = json_value(p.ground_truth)
     rejected = 0
-    for field in [None, *(gt if isinstance(gt, dict) else [])]:
-        for value in ODD:
-            q = copy.deepcopy(p)
-            q.ground_truth = value if field is None else {**gt, field: value}
-            try:
-                check_route(q)
-            except InputError as e:
-                assert "\n" not in str(e) and str(e).strip(), (field, value)
-                rejected += 1
-                continue
-            if p.data_source.startswith("codegen"):
-                assert parse_tests(q.ground_truth)["kind"] in ("stdio", "call", "program", "asserts")
-            else:  # no prediction in the answer: nothing runs, and the row's check was built
-                assert score("", q).reason == "no_answer", (field, value)
+    for q in _malformed(p):
+        if _rejected(q):
+            rejected += 1
+        elif p.data_source.startswith("codegen"):
+            assert parse_tests(q.ground_truth)["kind"] in ("stdio", "call", "program", "asserts")
+        else:  # no prediction in the answer: nothing runs, and the row's check was built
+            assert score("", q).reason == "no_answer", q.ground_truth
     assert rejected > 0
