@@ -10,6 +10,13 @@ import pytest
 
 from reasonrl.rewards.verifiers.ifeval import CHECKERS
 
+
+def _mcq(stems: list[int], options: tuple[int, ...] = (5, 5, 5, 5)) -> str:
+    """Questions whose stems have the given lengths, each with the given number of options."""
+    return "\n".join(f"Question {i}: {'Q' * n}?\n" + "\n".join(f"{c}) opt" for c in "ABCDE"[:k])
+                     for i, (n, k) in enumerate(zip(stems, options), 1))  # fmt: skip
+
+
 EDGES = [
     # counts and ratios
     ("count:word_count_range", {"min_words": 3, "max_words": 4}, "one two three four", True),  # the maximum
@@ -85,6 +92,12 @@ EDGES = [
     ("format:title_case", {}, "a Cat", False),
     ("format:title_case", {}, "The iPhone Case", True),  # a mixed-case name keeps its case
     ("format:title_case", {}, "The dNA Test", False),
+    ("format:no_whitespace", {}, "", False),
+    # the fixed tasks
+    ("custom:mcq_count_length", {}, _mcq([3, 4, 5, 6]), True),
+    ("custom:mcq_count_length", {}, _mcq([3, 4, 5]), False),  # three questions
+    ("custom:mcq_count_length", {}, _mcq([3, 4, 5, 6], (5, 4, 5, 5)), False),  # four options to one
+    ("custom:mcq_count_length", {}, _mcq([3, 4, 5, 5]), False),  # the last no longer than the third
 ]
 
 
