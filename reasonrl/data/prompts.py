@@ -2,7 +2,7 @@
 
 Owns: `encode_prompt(s)`, `fit_prompts` (the token budget, checked when data loads), and the
 think-block policy at the prompt side: when the rendered prompt ends inside an open `<think>` (as
-DeepSeek-R1-style templates do), `scoring_text` gives the verifiers the completion with that `<think>`
+DeepSeek-R1-style templates' generation prompts do), `scoring_text` gives the verifiers the completion with that `<think>`
 in front, so an answer the model leaves inside a never-closed think block earns nothing (the
 extraction rule in `rewards.extract`). Models without a chat template get every message's text in
 order (system messages included), as plain text, and so do rows with `apply_chat_template: false`
@@ -25,13 +25,13 @@ def _templated(tokenizer, problem: Problem) -> bool:
     return problem.apply_chat_template and bool(getattr(tokenizer, "chat_template", None))
 
 
-def _render(tokenizer, problem: Problem, **kwargs):
-    """apply_chat_template, whose refusal (a template that raises: Gemma 2's "System role not supported",
+def _render(tokenizer, problem: Problem, generation: bool = True, **kwargs):
+    """apply_chat_template (with the generation prompt unless `generation` is False), whose refusal (a template that raises: Gemma 2's "System role not supported",
     roles that do not alternate) becomes an InputError naming the prompt and its roles."""
     from jinja2.exceptions import TemplateError
 
     try:
-        return tokenizer.apply_chat_template(problem.prompt, add_generation_prompt=True, **kwargs)
+        return tokenizer.apply_chat_template(problem.prompt, add_generation_prompt=generation, **kwargs)
     except TemplateError as e:
         roles = ", ".join(str(m.get("role")) for m in problem.prompt)
         hint = (
@@ -53,9 +53,14 @@ def encode_prompt(tokenizer, problem: Problem) -> list[int]:
 
 
 def prompt_opens_think(tokenizer, problem: Problem) -> bool:
-    """True if the rendered prompt ends inside an open `<think>` block."""
+    """True if the rendered prompt ends inside an open `<think>` block. With a chat template, only what
+    the generation prompt adds counts (where the conversation alone renders as its prefix): a question
+    that mentions `<think>` does not put the model's answer inside a think block."""
     if _templated(tokenizer, problem):
         text = _render(tokenizer, problem, tokenize=False)
+        conversation = _render(tokenizer, problem, generation=False, tokenize=False)
+        if text.startswith(conversation):
+            text = text[len(conversation) :]
     else:
         text = plain_text(problem)
     return text.rfind("<think>") > text.rfind("</think>")

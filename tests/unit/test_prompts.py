@@ -70,8 +70,11 @@ def test_an_answer_inside_a_think_block_opened_by_the_prompt_earns_nothing(tok):
     assert score(unclosed, p).score == 1.0  # what a verifier alone would say
     assert score(scoring_text(unclosed, True), p).score == 0.0
     assert score(scoring_text(closed, True), p).score == 1.0
+    about = _problem("What does the tag <think> do in a prompt?")  # a question that mentions the tag
+    assert prompt_opens_think(tok, about)
     tok.chat_template = R1_TEMPLATE.replace("<think>\n", "")
     assert not prompt_opens_think(tok, p) and scoring_text(unclosed, False) == unclosed
+    assert not prompt_opens_think(tok, about)  # only the generation prompt can open a think block
 
 
 def test_tokenizer_without_chat_template_keeps_system_messages(tok):
