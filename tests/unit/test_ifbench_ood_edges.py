@@ -17,6 +17,21 @@ def _mcq(stems: list[int], options: tuple[int, ...] = (5, 5, 5, 5)) -> str:
                      for i, (n, k) in enumerate(zip(stems, options), 1))  # fmt: skip
 
 
+def _csv_city(rows: int = 7, header: str = "ID,Country,City,Year,Count", city: str = "Paris") -> str:
+    return header + "".join(f"\n{i},F,{city},2020,{i}" for i in range(rows))
+
+
+def _csv_products(
+    rows: int = 14, header: str = "ProductID,Category,Brand,Price,Stock", short: int = -1
+) -> str:
+    """Products with one brand quoted with a special character; row `short` lacks its last field."""
+    body = [
+        f'{i},Toys,"A&B",9,1' if i == 3 else f"{i},Toys,Acme,9" + ("" if i == short else ",1")
+        for i in range(rows)
+    ]
+    return "\n".join([header, *body])
+
+
 EDGES = [
     # counts and ratios
     ("count:word_count_range", {"min_words": 3, "max_words": 4}, "one two three four", True),  # the maximum
@@ -98,6 +113,16 @@ EDGES = [
     ("custom:mcq_count_length", {}, _mcq([3, 4, 5]), False),  # three questions
     ("custom:mcq_count_length", {}, _mcq([3, 4, 5, 6], (5, 4, 5, 5)), False),  # four options to one
     ("custom:mcq_count_length", {}, _mcq([3, 4, 5, 5]), False),  # the last no longer than the third
+    ("custom:character_reverse", {}, "a bird", False),
+    ("custom:sentence_alphabet", {}, " ".join(f"{chr(65 + i)}x." for i in range(25)), False),  # 25 letters
+    ("custom:csv_city", {}, _csv_city(), True),
+    ("custom:csv_city", {}, _csv_city(city='"Washington, D.C."'), True),  # a quoted comma is in the field
+    ("custom:csv_city", {}, _csv_city(rows=6), False),
+    ("custom:csv_city", {}, _csv_city(header="ID,Country,Town,Year,Count"), False),
+    ("custom:csv_special_character", {}, _csv_products(), True),
+    ("custom:csv_special_character", {}, _csv_products(header="ProductID,Category,Brand,Cost,Stock"), False),
+    ("custom:csv_special_character", {}, _csv_products(rows=13), False),
+    ("custom:csv_special_character", {}, _csv_products(short=5), False),
 ]
 
 
