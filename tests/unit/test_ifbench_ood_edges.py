@@ -21,15 +21,21 @@ def _csv_city(rows: int = 7, header: str = "ID,Country,City,Year,Count", city: s
     return header + "".join(f"\n{i},F,{city},2020,{i}" for i in range(rows))
 
 
-def _csv_products(
-    rows: int = 14, header: str = "ProductID,Category,Brand,Price,Stock", short: int = -1
-) -> str:
-    """Products with one brand quoted with a special character; row `short` lacks its last field."""
-    body = [
-        f'{i},Toys,"A&B",9,1' if i == 3 else f"{i},Toys,Acme,9" + ("" if i == short else ",1")
-        for i in range(rows)
-    ]
+def _csv_products(rows: int = 14, header: str = "ProductID,Category,Brand,Price,Stock", short: int = -1,
+                  special: int = 3) -> str:  # fmt: skip
+    """Products with the brand of row `special` quoted with a special character; row `short` lacks its
+    last field."""
+    body = [f'{i},Toys,"A&B",9,1' if i == special else f"{i},Toys,Acme,9" + ("" if i == short else ",1")
+            for i in range(rows)]  # fmt: skip
     return "\n".join([header, *body])
+
+
+def _tsv(rows: int = 3, header: str = "StudentID Subject Grade Semester Score", field: str = '"A"') -> str:
+    """A tab-separated table, every field quoted; the grade of the last row is `field`."""
+    lines = [header.split(), *(["1", "Math", "A", "F", "9"] for _ in range(rows))]
+    cells = [[f'"{x}"' for x in line] for line in lines]
+    cells[-1][2] = field
+    return "\n".join("\t".join(line) for line in cells)
 
 
 EDGES = [
@@ -123,6 +129,13 @@ EDGES = [
     ("custom:csv_special_character", {}, _csv_products(header="ProductID,Category,Brand,Cost,Stock"), False),
     ("custom:csv_special_character", {}, _csv_products(rows=13), False),
     ("custom:csv_special_character", {}, _csv_products(short=5), False),
+    ("custom:csv_special_character", {}, _csv_products(special=0), True),  # in the first row
+    ("custom:csv_quotes", {}, _tsv(), True),
+    ("custom:csv_quotes", {}, _tsv(field='""'), True),  # an empty field, quoted
+    ("custom:csv_quotes", {}, _tsv(field='"'), False),  # one quote mark is no quoted field
+    ("custom:csv_quotes", {}, _tsv(field='A"'), False),
+    ("custom:csv_quotes", {}, _tsv(rows=2), False),
+    ("custom:csv_quotes", {}, _tsv(header="StudentID Subject Mark Semester Score"), False),
 ]
 
 
