@@ -136,6 +136,22 @@ EDGES = [
     ("custom:csv_quotes", {}, _tsv(field='A"'), False),
     ("custom:csv_quotes", {}, _tsv(rows=2), False),
     ("custom:csv_quotes", {}, _tsv(header="StudentID Subject Mark Semester Score"), False),
+    # dates in Napoleon's lifetime (years 1769-1821), each month's last day
+    ("custom:date_format_list", {}, "1769-01-01, 1821-12-31, 1800-01-31, 1800-02-29, 1800-03-31", True),
+    ("custom:date_format_list", {}, "1800-04-30, 1800-06-30, 1800-09-30, 1800-11-30, 1800-12-31", True),
+    *(
+        ("custom:date_format_list", {}, d, False)
+        for d in (
+            "1768-12-31",
+            "1822-01-01",
+            "1800-02-30",
+            "1800-06-31",
+            "1800-09-31",
+            "1800-11-31",
+            "1800-13-01",
+            "1800-01-00",
+        )
+    ),
 ]
 
 
