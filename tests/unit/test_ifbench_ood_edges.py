@@ -152,6 +152,19 @@ EDGES = [
             "1800-01-00",
         )
     ),
+    ("custom:date_format_list", {}, "12 May 1800", False),
+    # copying
+    ("repeat:repeat_change", {"prompt_to_repeat": "Write"}, "Compose", True),  # a one-word prompt
+    ("repeat:repeat_change", {"prompt_to_repeat": "Write a poem"}, "", False),
+    ("repeat:repeat_change", {"prompt_to_repeat": ""}, "Compose", False),
+    (
+        "repeat:repeat_change",
+        {"prompt_to_repeat": "Write a poem about cats"},
+        "Compose the poem about cats",
+        False,
+    ),
+    ("repeat:repeat_span", {"prompt_to_repeat": "Hello brave world", "n_start": 6, "n_end": 9}, "brav", True),
+    ("repeat:repeat_span", {"prompt_to_repeat": "Hello brave world", "n_start": 5, "n_end": 5}, "", False),
 ]
 
 
