@@ -1,4 +1,5 @@
-"""The edges of IFBench's constraints (rewards.verifiers.ifbench_text / ifbench_format): each case sits on
+"""The edges of IFBench's constraints (rewards.verifiers.ifbench_text / ifbench_format, and the ones of
+Reasoning360's ood__ifbench rows in rewards.verifiers.ifbench): each case sits on
 a boundary the constraint's wording sets (exactly the count asked for, exactly the percentage, the
 first or last letter of the alphabet, the shortest answer that can follow it, an answer with nothing
 to count), so an off-by-one or a dropped guard in a checker changes a verdict here. Found by mutating
@@ -165,6 +166,52 @@ EDGES = [
     ),
     ("repeat:repeat_span", {"prompt_to_repeat": "Hello brave world", "n_start": 6, "n_end": 9}, "brav", True),
     ("repeat:repeat_span", {"prompt_to_repeat": "Hello brave world", "n_start": 5, "n_end": 5}, "", False),
+    # Reasoning360's ood__ifbench constraints (rewards.verifiers.ifbench)
+    (
+        "copy:repeat_phrase",
+        {"phrase": "fox", "small_n": 1},
+        "the slow fox",
+        False,
+    ),  # one word: nothing to change
+    (
+        "copy:repeat_phrase",
+        {"phrase": "the quick fox", "small_n": 2},
+        "the slow fox",
+        False,
+    ),  # once, not twice
+    (
+        "copy:repeat_phrase",
+        {"phrase": "the quick fox", "small_n": 1},
+        "the quick brown fox",
+        False,
+    ),  # a word added
+    ("detectable_format:sentence_hyphens", {}, "Rivers-flow", True),  # two words suffice
+    ("detectable_format:sentence_hyphens", {}, "Rivers--flow", False),  # an empty part
+    ("detectable_format:sentence_hyphens", {}, "Rivers-\tflow", False),  # a blank inside a part
+    ("detectable_format:square_brackets", {}, "[rivers] [flow", False),
+    ("detectable_format:square_brackets", {}, "rivers] [flow]", False),
+    ("detectable_format:square_brackets", {}, "", False),
+    (
+        "keywords:word_count_different_numbers",
+        {"keyword": "sea", "frequency": 2},
+        "sea and sea",
+        True,
+    ),  # at least
+    ("paragraphs:paragraphs2", {}, "One.\n\n\n\nTwo.", False),  # an empty paragraph between
+    (
+        "first_word:first_word_answer",
+        {"first_word": "rivers"},
+        "Rivers, they flow.",
+        True,
+    ),  # punctuation is no part
+    (
+        "first_word:first_word_answer",
+        {"first_word": ["rivers", "seas"]},
+        "Rivers flow.",
+        True,
+    ),  # a list: its first
+    ("first_word:first_word_answer", {"first_word": ("rivers",)}, "Rivers flow.", True),  # a tuple too
+    ("first_word:first_word_answer", {"first_word": []}, "Rivers flow.", False),
 ]
 
 
