@@ -212,6 +212,25 @@ EDGES = [
     ),  # a list: its first
     ("first_word:first_word_answer", {"first_word": ("rivers",)}, "Rivers flow.", True),  # a tuple too
     ("first_word:first_word_answer", {"first_word": []}, "Rivers flow.", False),
+    ("last_word:last_word_sent", {"last_word": "sea"}, "", False),
+    ("detectable_format:bigram_wrapping", {}, "<<Rivers flow>>", True),  # one bigram suffices
+    (
+        "detectable_format:bigram_wrapping",
+        {},
+        "<<Rivers flow>> sea",
+        True,
+    ),  # a last odd word (as the reference)
+    ("detectable_format:bigram_wrapping", {}, "<<Rivers flow <<to sea>>", False),
+    ("detectable_format:bigram_wrapping", {}, "Rivers flow>> <<to sea>>", False),
+    ("letters:letter_counting", {"N": 3}, "abc", True),  # at least, by default
+    ("count:counting_composition", {"n_sent": 1, "n_words": 2}, "A b.\n* * *\n\n* * *\nC d.", False),
+    ("count:counting_composition", {"n_sent": 1, "n_words": 2}, "A b.\n* * *\nC d.", False),  # two parts
+    (
+        "count:counting_composition",
+        {"n_sent": 1, "n_words": 2},
+        "Rivers flow. Seas rise.\n* * *\nRain falls.\n* * *\nSun shines.",
+        False,
+    ),  # two sentences in one
 ]
 
 
