@@ -231,6 +231,34 @@ EDGES = [
         "Rivers flow. Seas rise.\n* * *\nRain falls.\n* * *\nSun shines.",
         False,
     ),  # two sentences in one
+    (
+        "count:count_increment_word",
+        {"keyword1": "river", "keyword2": "sea"},
+        "sea and sea",
+        False,
+    ),  # no river
+    ("keywords:palindrome", {}, "my dad", True),  # three letters suffice
+    (
+        "keywords:keyword_specific_position",
+        {"keyword": "delta", "n": 2, "m": 3},
+        "Rivers flow. They form delta.",
+        True,
+    ),
+    (
+        "keywords:keyword_specific_position",
+        {"keyword": "delta", "n": 2, "m": 3},
+        "Rivers flow. They form.",
+        False,
+    ),
+    (
+        "keywords:keyword_specific_position",
+        {"keyword": "delta", "n": 2, "m": 1},
+        "Delta flows.",
+        False,
+    ),  # one sentence
+    ("keywords:start_end", {}, "Rivers rivers", True),  # two words suffice
+    ("keywords:start_end", {}, "Rivers run to seas", False),
+    ("keywords:start_end", {}, "! rivers !", False),  # the same mark at both ends is no word
 ]
 
 

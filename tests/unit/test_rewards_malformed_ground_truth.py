@@ -103,12 +103,30 @@ def test_a_malformed_ground_truth_fails_routing_or_scores(name, tmp_path):
             {"functional": "def f(x): return x"},
             r"cruxeval: no extra_info.reference",
         ),
+        ("ood__ifbench", "[{'instruction_id'", r"ifbench: ground_truth is not a list literal"),
+        *(
+            ("ood__ifbench", gt, r"ifbench: ground_truth must be \[\{'instruction_id'")
+            for gt in ("[]", 5, [5], [])
+        ),
+        (
+            "ood__ifbench",
+            [{"instruction_id": ["copy:copy"]}],
+            r"ifbench: instruction_id and kwargs must be lists",
+        ),
     ],
 )
 def test_routing_names_what_is_wrong_with_a_ground_truth(source, gt, error):
     p = Problem([{"role": "user", "content": "q"}], gt, source, "x", {})
     with pytest.raises(InputError, match=rf"^{error}"):
         check_route(p)
+
+
+def test_an_ifbench_ground_truth_may_be_one_mapping_or_a_list_of_one():
+    one = {"instruction_id": ["punctuation:punctuation_dot"], "kwargs": [{}]}
+    for gt in (one, [one], str([one])):
+        p = Problem([{"role": "user", "content": "q"}], gt, "ood__ifbench", "x", {})
+        check_route(p)
+        assert (score("No dot here", p).score, score("A dot.", p).score) == (1.0, 0.0)
 
 
 def test_ifeval_kwargs_must_fit_their_instruction():
