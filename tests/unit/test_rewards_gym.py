@@ -56,10 +56,23 @@ def test_extract(response, answer):
         ("1e999", "100", False),
         ("1" * 400, "7", False),
         ("Infinity", "inf", True),
+        ("1", "inf", False),  # a finite answer to an infinite gold
+        ("0.5", "0.01", False),  # the absolute tolerance is 0.01
+        ("0.02", "0.01", True),  # ... inclusive
+        ("$5$", "5", True),  # LaTeX math delimiters
+        ("\\(5\\)", "5", True),
     ],
 )
 def test_lenient_match(pred, gold, expected):
     assert lenient_match(pred, gold) is expected
+
+
+def test_float_match_defaults_to_one_percent_or_a_hundredth():
+    from reasonrl.rewards.verifiers.gym import float_match
+
+    assert float_match("101", "100") is True and float_match("102", "100") is False
+    assert float_match("0.02", "0.01") is True and float_match("0.03", "0.01") is False
+    assert float_match("x", "1") is False
 
 
 def test_rebuild_entry_forms():
