@@ -83,6 +83,26 @@ def test_rebuild_entry_forms():
     task, entry = rebuild_entry(P({"task": "leg_counting", "answer": "4"}))
     assert task == "leg_counting" and entry["answer"] == "4"
     assert rebuild_entry(P("3"))[0] is None
+    # precedence: extra_info.task, then metadata's source_dataset, then the ground truth's task
+    gt = json.dumps({"task": "basic_arithmetic", "answer": "4"})
+    assert rebuild_entry(P(gt))[0] == "basic_arithmetic"  # a JSON ground truth is read
+    assert rebuild_entry(P(" " + gt))[0] == "basic_arithmetic"
+    assert rebuild_entry(P(gt, metadata=json.dumps({"source_dataset": "leg_counting"})))[0] == "leg_counting"
+    assert rebuild_entry(P(gt, task="leg_counting"))[0] == "leg_counting"
+    # an entry in extra_info wins over a ground-truth mapping; a mapping without an answer is the answer
+    assert rebuild_entry(P({"answer": "4"}, entry={"answer": "9"}))[1]["answer"] == "9"
+    task, entry = rebuild_entry(P({"foo": 1}))
+    assert task is None and entry == {"question": "q", "answer": {"foo": 1}, "metadata": {}}
+
+
+def test_game_of_life_halting_takes_only_true_or_false():
+    from reasonrl.rewards.verifiers.gym import _exact_bool
+
+    assert (
+        _exact_bool(" TRUE ", {"answer": "True"}) == 1.0 and _exact_bool("false", {"answer": "False"}) == 1.0
+    )
+    assert _exact_bool("false", {"answer": "True"}) == 0.0
+    assert _exact_bool("yes", {"answer": "yes"}) == 0.0  # only "true" or "false" answers it
 
 
 def test_fallback_without_task():
