@@ -154,3 +154,36 @@ def test_non_finite_answers_score_zero_where_the_task_scorer_gives_one():
             assert (got.score, got.reason) == (0.0, "non_finite"), hack
     # why the guard exists: reasoning-gym 0.1.25's own scorer, min(1, exp(-|nan - gold|)), gives 1
     assert upstream(answer="nan", entry=entries[0]) == 1.0
+
+
+@pytest.mark.parametrize("task", ["arc_agi", "rearc"])
+def test_arc_grids_from_json_rows_score_their_answer(task):
+    """Rows store the metadata as JSON (lists): the grids are turned back into the tuples reasoning-gym's
+    scorer compares, or the right answer would get its 0.05 partial credit."""
+    rg = pytest.importorskip("reasoning_gym", reason="optional dependency reasoning-gym not installed")
+    entry = json.loads(json.dumps(rg.create_dataset(task, size=1, seed=1)[0]))
+    assert rg.get_score_answer_fn(task)(answer=entry["answer"], entry=entry) == 0.05  # upstream, on lists
+    problem = P(entry["answer"], task=task, metadata=entry["metadata"])
+    assert score(f"<answer>{entry['answer']}</answer>", problem).score == 1.0
+
+
+def test_game_of_life_halting_scores_only_the_right_verdict():
+    rg = pytest.importorskip("reasoning_gym", reason="optional dependency reasoning-gym not installed")
+    entry = rg.create_dataset("game_of_life_halting", size=1, seed=1)[0]
+    assert rg.get_score_answer_fn("game_of_life_halting")(answer="maybe", entry=entry) == 1.0  # upstream
+    problem = P(entry["answer"], task="game_of_life_halting", metadata=entry["metadata"])
+    assert score(f"<answer>{entry['answer']}</answer>", problem).score == 1.0
+    assert score("<answer>maybe</answer>", problem).score == 0.0
+    other = "True" if entry["answer"] == "False" else "False"
+    assert score(f"<answer>{other}</answer>", problem).score == 0.0
+
+
+def test_a_task_scorer_that_raises_on_the_answer_scores_it_zero(monkeypatch):
+    from reasonrl.rewards.verifiers import gym
+
+    def boom(answer, entry):
+        raise KeyError("no such cell")
+
+    monkeypatch.setitem(gym.SCORE_OVERRIDES, "boom_task", boom)
+    got = score("<answer>1</answer>", P("1", task="boom_task"))
+    assert (got.score, got.reason, got.info["error"]) == (0.0, "unparsable", "KeyError: 'no such cell'")
