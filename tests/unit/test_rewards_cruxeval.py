@@ -65,6 +65,20 @@ def problem(task: str, func: str = FUNC, inp: str = "'abc'", out: str = "'cba!'"
         ("__import__('os').system('id')", False),
         ("[i for i in range(3)]", False),
         ("lambda: 1", False),
+        # every position a literal can hold code in: keys, values, operands, call arguments
+        ("{f(1): 2}", False),
+        ("{1: f(1)}", False),
+        ("{1: 2, f(1): 3}", False),
+        ("~5", False),  # an operator other than a sign
+        ("-f(1)", False),
+        ("-(-1)", True),
+        ("1 * 2j", False),
+        ("f(1) + 2j", False),
+        ("1 + x", False),
+        ("1 + 2", False),
+        ("set(x=1)", False),
+        ("list()", False),  # only the empty sets print as calls
+        ("os.set()", False),
     ],
 )
 def test_is_literal(src, ok):
@@ -112,6 +126,15 @@ def test_is_literal(src, ok):
         ("input", fenced("assert f.__globals__ == 1"), (None, "bad_form")),
         ("input", fenced("'cba!'"), (None, "bad_form")),  # an output, not an input
         ("input", fenced("assert f('abc') == f('abc')"), (None, "bad_form")),
+        ("input", fenced("assert f(s=g(1)) == 'cba!'"), (None, "not_literal")),  # a keyword's value
+        ("input", fenced("assert f(*g()) == 'cba!'"), (None, "not_literal")),
+        # the whole block does not parse: its assert lines that do are read, the others skipped
+        ("output", fenced("it is\nassert f('abc') == 'cba!'\nassert f('abc') == (\nso"), ("'cba!'", "ok")),
+        (
+            "output",
+            fenced("assert f('abc') == '" + "a" * 19_979 + "'"),
+            ("'" + "a" * 19_979 + "'", "ok"),
+        ),  # exactly MAX_PREDICTION_CHARS
     ],
 )
 def test_extract_prediction(task, response, expected):
