@@ -126,6 +126,8 @@ def test_is_literal(src, ok):
         ("input", fenced("assert f.__globals__ == 1"), (None, "bad_form")),
         ("input", fenced("'cba!'"), (None, "bad_form")),  # an output, not an input
         ("input", fenced("assert f('abc') == f('abc')"), (None, "bad_form")),
+        ("output", fenced("'x'\n'cba!'"), ("'cba!'", "ok")),  # the last bare literal
+        ("output", fenced("assert f(1) == " + "-" * 1000 + "1"), (None, "not_literal")),  # too deep to check
         ("input", fenced("assert f(s=g(1)) == 'cba!'"), (None, "not_literal")),  # a keyword's value
         ("input", fenced("assert f(*g()) == 'cba!'"), (None, "not_literal")),
         # the whole block does not parse: its assert lines that do are read, the others skipped
