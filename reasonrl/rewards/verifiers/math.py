@@ -379,8 +379,8 @@ def _integers_verify(gold: list, pred: list) -> bool | None:
 # ---------------------------------------------------------------- the verifiers
 
 
-def _gold_text(gt: Any) -> str:
-    gt = single(gt)
+def _gold_text(problem: Problem) -> str:
+    gt = single(problem.ground_truth)
     text = str(gt).strip()
     if gt is None or not text or (isinstance(gt, (list, dict)) and not gt):
         raise ValueError(f"math: empty ground truth {gt!r} (any answer naming it would score 1)")
@@ -414,7 +414,7 @@ def score_math(
     `allow_set_relation_comp` (x in [a, b] == a <= x <= b), `strict=False` (also equate variables
     by name-free structure and symbols with their values).
     """
-    gold = _gold_text(problem.ground_truth)
+    gold = _gold_text(problem)
     region = answer_region(response)
     if not region.strip():
         return result(False, None)
@@ -490,12 +490,8 @@ def gsm8k(response: str, problem: Problem, float_rounding: int = 6) -> RewardRes
     return score_math(response, problem, GSM8K_MODES, float_rounding=float_rounding)
 
 
-def _problem_gold(problem: Problem) -> str:
-    return _gold_text(problem.ground_truth)
-
-
-checks_ground_truth(math, _problem_gold)
-checks_ground_truth(gsm8k, _problem_gold)
+checks_ground_truth(math, _gold_text)
+checks_ground_truth(gsm8k, _gold_text)
 # what pool workers should import when they start (sympy is slow to import: not inside a call's limit)
 math.preload = gsm8k.preload = ("math_verify",)
 math.warm_up = gsm8k.warm_up = math_warm_up.warm_up  # its parser's tables, built once (rewards.warm_up)
