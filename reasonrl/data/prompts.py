@@ -2,8 +2,8 @@
 
 Owns: `encode_prompt(s)`, `fit_prompts` (the token budget, checked when data loads), and the
 think-block policy at the prompt side: when the rendered prompt ends inside an open `<think>` (as
-DeepSeek-R1-style templates' generation prompts do), `scoring_text` gives the verifiers the completion with that `<think>`
-in front, so an answer the model leaves inside a never-closed think block earns nothing (the
+DeepSeek-R1-style templates' generation prompts do), `scoring_text` gives the verifiers the completion
+with that `<think>` in front, so an answer the model leaves inside a never-closed think block earns nothing (the
 extraction rule in `rewards.extract`). Models without a chat template get every message's text in
 order (system messages included), as plain text, and so do rows with `apply_chat_template: false`
 (prompts already rendered for one model, like AReaL-boba's). Does not own: the prompt wording of a dataset (stored
@@ -26,8 +26,9 @@ def _templated(tokenizer, problem: Problem) -> bool:
 
 
 def _render(tokenizer, problem: Problem, generation: bool = True, **kwargs):
-    """apply_chat_template (with the generation prompt unless `generation` is False), whose refusal (a template that raises: Gemma 2's "System role not supported",
-    roles that do not alternate) becomes an InputError naming the prompt and its roles."""
+    """apply_chat_template (with the generation prompt unless `generation` is False), whose refusal (a
+    template that raises: Gemma 2's "System role not supported", roles that do not alternate) becomes
+    an InputError naming the prompt and its roles."""
     from jinja2.exceptions import TemplateError
 
     try:

@@ -17,8 +17,9 @@ Owns: `run_benchmarks` and the output directory's files:
                   their first answer (their imports); chunks generated and samples per second. Not part of the
                   table (a resumed eval times only what it generated); `timing_line` prints it.
 Every input is checked before anything is generated: benchmark names, files, rows, routing.
-Does not own: the metrics (`eval.metrics`), the samples file's format (`eval.samples`), benchmark files (`eval.benchmarks`), the engines or
-verifiers (`rollout`, `rewards`; generation and scoring go through `rollout.scored.generate_and_score`).
+Does not own: the metrics (`eval.metrics`), the samples file's format (`eval.samples`), benchmark
+files (`eval.benchmarks`), the engines or verifiers (`rollout`, `rewards`; generation and scoring go
+through `rollout.scored.generate_and_score`).
 """
 
 from __future__ import annotations
