@@ -190,6 +190,12 @@ def trusted_side(problem: Problem, task: str) -> str:
     return side
 
 
+def _row(problem: Problem) -> tuple[str, str, str]:
+    """(function, task, trusted side) of a row; ValueError naming what is missing."""
+    task = task_of(problem)
+    return _function(problem.ground_truth), task, trusted_side(problem, task)
+
+
 @VERIFIERS.register("cruxeval")
 def cruxeval(
     response: str,
@@ -202,8 +208,7 @@ def cruxeval(
 ) -> RewardResult:
     """1 iff the predicted input / output makes the row's assertion pass in the sandbox."""
     try:
-        function, task = _function(problem.ground_truth), task_of(problem)
-        gold = trusted_side(problem, task)
+        function, task, gold = _row(problem)
     except ValueError as e:
         return RewardResult(0.0, {"extracted": None, "reason": f"bad_ground_truth: {e}"})
     prediction, why = extract_prediction(response, task)
@@ -229,8 +234,7 @@ def _check(options: dict[str, Any], problem: Problem | None = None) -> None:
     check_backend(options, problem)
     if problem is not None:  # a row the verifier cannot build a check from fails at load, naming it
         try:
-            _function(problem.ground_truth)
-            trusted_side(problem, task_of(problem))
+            _row(problem)
         except ValueError as e:
             raise ValueError(f"cruxeval: {e}") from None
 
