@@ -69,9 +69,43 @@ def test_a_malformed_ground_truth_fails_routing_or_scores(name, tmp_path):
     assert rejected > 0 or name == "codeio"
 
 
+# verifiers whose rows come from built-in tasks or generators, not from a converter: a good ground truth
+BUILT_IN = {
+    "reasonrl/arithmetic": "12",
+    "reasonrl/countdown": {"target": 10, "numbers": [2, 5]},
+    "logic__graph_logical": "7",
+    "searchR1_nq": {"target": ["Paris"]},
+    "reasoning_gym": "12",
+}
+
+
+@pytest.mark.parametrize("source", sorted(BUILT_IN))
+def test_a_malformed_built_in_ground_truth_fails_routing_or_scores(source):
+    p = Problem([{"role": "user", "content": "q"}], BUILT_IN[source], source, "u", {})
+    check_route(p)
+    responses = ["<answer>12</answer>", "<answer>2 * 5</answer>", "<answer>None</answer>", "<answer></answer>"]
+    rejected = 0
+    for q in _malformed(p):
+        if _rejected(q):
+            rejected += 1
+            continue
+        for response in responses:  # must not raise
+            assert score(response, q).score in (0.0, 1.0)
+    assert rejected >= 10
+
+
 @pytest.mark.parametrize(
     ("source", "gt", "error"),
     [
+        ("reasonrl/arithmetic", "12.0", r"arithmetic: ground truth '12.0' is not an integer"),
+        ("reasonrl/arithmetic", True, r"arithmetic: ground truth True is not an integer"),
+        ("reasonrl/countdown", {"target": 10}, r"countdown: ground truth must be \{'target': int, 'numbers'"),
+        ("reasonrl/countdown", {"target": 10, "numbers": [2, "x"]}, r"countdown: ground truth must be"),
+        # a missing gold read as the text "None" was matched by "<answer>None</answer>"
+        ("logic__graph_logical", None, r"graph: ground truth None is not one short answer"),
+        ("logic__graph_logical", ["3", "4"], r"graph: ground truth \['3', '4'\] is not one short answer"),
+        ("reasoning_gym", None, r"reasoning_gym: a row without a task needs a gold answer, got None"),
+        ("searchR1_nq", {"target": ["the", None]}, r"qa_em: ground truth .* has no gold answer"),
         ("stem__gpqa", "x", r"choice: ground truth 'x' is not an option letter"),
         (
             "logic__zebra_puzzle_dataset",
@@ -119,6 +153,16 @@ def test_routing_names_what_is_wrong_with_a_ground_truth(source, gt, error):
     p = Problem([{"role": "user", "content": "q"}], gt, source, "x", {})
     with pytest.raises(InputError, match=rf"^{error}"):
         check_route(p)
+
+
+def test_a_reasoning_gym_row_must_name_a_task_reasoning_gym_knows():
+    p = Problem([{"role": "user", "content": "q"}], "12", "reasoning_gym", "x", {"task": "no_such_task"})
+    with pytest.raises(InputError, match=r"^reasoning_gym: task 'no_such_task': Dataset 'no_such_task' not"):
+        check_route(p)
+    check_route(Problem(p.prompt, "12", "reasoning_gym", "x", {"task": "basic_arithmetic"}))
+    one = Problem(p.prompt, ["7"], "logic__graph_logical", "x", {})  # a list of one, as parquet keeps it
+    check_route(one)
+    assert (score("<answer>7</answer>", one).score, score("<answer>['7']</answer>", one).score) == (1.0, 0.0)
 
 
 def test_an_ifbench_ground_truth_may_be_one_mapping_or_a_list_of_one():

@@ -34,14 +34,27 @@ def test_search_r1_gold_forms_and_bad_golds():
     assert score("<answer>new  York, city!</answer>", _p("searchR1_nq", ["New York City"])).score == 1.0
     assert score("<answer>new york</answer>", _p("searchR1_nq", ["New York City"])).score == 0.0
     assert gold_aliases({"answers": ["a", 2]}) == ["a", "2"] and gold_aliases({"answer": "b"}) == ["b"]
-    assert gold_aliases("Paris") == ["Paris"] and gold_aliases('["x", "y"]') == ["x", "y"]
+    assert (
+        gold_aliases(7) == ["7"]
+        and gold_aliases("Paris") == ["Paris"]
+        and gold_aliases('["x", "y"]') == ["x", "y"]
+    )
     assert score("<answer>Paris</answer>", _p("searchR1_nq", "Paris")).score == 1.0
     assert score("<answer>P</answer>", _p("searchR1_nq", "Paris")).score == 0.0  # not a letter of the gold
     assert (
         score("<answer>an</answer>", _p("searchR1_nq", ["The", "Paris"])).score == 0.0
     )  # an alias of nothing
-    for bad in ([], {"target": []}, {"question": "q"}, 7):
-        with pytest.raises(ValueError, match="ground_truth has no gold answers"):
+    for bad in (
+        [],
+        {"target": []},
+        {"question": "q"},
+        None,
+        True,
+        ["the", "!"],
+        ["Paris", None],
+        {"target": [["Paris"]]},
+    ):
+        with pytest.raises(ValueError, match=r"^qa_em: ground truth .* has no gold answer"):
             gold_aliases(bad)
 
 

@@ -31,7 +31,7 @@ import math
 import re
 from typing import Any
 
-from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, result
 from reasonrl.rewards.extract import answer_region, answer_tag
 from reasonrl.types import Problem
 
@@ -157,6 +157,28 @@ def score_entry(task: str, answer: str, entry: dict[str, Any]) -> tuple[float, s
         return 0.0, f"{type(e).__name__}: {str(e)[:100]}"
 
 
+def _lenient_gold(entry: dict[str, Any]) -> str:
+    """The gold answer of a row that names no task: a text or number that is not blank."""
+    gold = entry.get("answer")
+    if isinstance(gold, (str, int, float)) and str(gold).strip():
+        return str(gold)
+    raise ValueError(f"reasoning_gym: a row without a task needs a gold answer, got {gold!r}")
+
+
+def _routable(problem: Problem) -> tuple[str | None, dict[str, Any]]:
+    """`rebuild_entry`, raising ValueError when the row cannot be scored: no task and no gold answer,
+    or a task that reasoning-gym does not know (or reasoning-gym not installed)."""
+    task, entry = rebuild_entry(problem)
+    if task is None:
+        _lenient_gold(entry)
+        return task, entry
+    try:
+        SCORE_OVERRIDES.get(task) or _scorer(task)
+    except (RuntimeError, ValueError) as e:
+        raise ValueError(f"reasoning_gym: task {task!r}: {e}") from None
+    return task, entry
+
+
 @VERIFIERS.register("reasoning_gym")
 def reasoning_gym(
     response: str, problem: Problem, rel_tol: float = 0.01, abs_tol: float = 0.01
@@ -165,9 +187,9 @@ def reasoning_gym(
     ans = extract_gym_answer(response)
     if ans is None:
         return result(False, None)
-    task, entry = rebuild_entry(problem)
+    task, entry = _routable(problem)
     if task is None:
-        ok = lenient_match(ans, str(entry.get("answer", "")), rel_tol, abs_tol)
+        ok = lenient_match(ans, _lenient_gold(entry), rel_tol, abs_tol)
         return result(ok, ans, scorer="lenient")
     score, error = score_entry(task, ans, entry)
     if error:
@@ -175,3 +197,6 @@ def reasoning_gym(
         return RewardResult(0.0, {"extracted": ans, "reason": reason, "error": error, "scorer": task})
     reason = "correct" if score == 1.0 else ("partial" if score > 0 else "wrong")
     return RewardResult(score, {"extracted": ans, "reason": reason, "scorer": task})
+
+
+checks_ground_truth(reasoning_gym, _routable)

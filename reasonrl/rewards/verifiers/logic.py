@@ -22,7 +22,7 @@ from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, result
 from reasonrl.rewards.extract import answer_region, answer_tag, last_boxed
-from reasonrl.rewards.ground_truth import plain
+from reasonrl.rewards.ground_truth import plain, single
 from reasonrl.types import Problem
 
 MAX_PARSE_CHARS = 100_000
@@ -198,10 +198,20 @@ def _short(s: str) -> str:
     return _cell(s).strip(" .'\"`*_")
 
 
+def _graph_gold(problem: Problem) -> str:
+    """The gold short answer: a text or a number, or a list of one (not None, blank, or several)."""
+    gold = single(problem.ground_truth)
+    if isinstance(gold, (str, int, float)) and _short(str(gold)):
+        return _short(str(gold))
+    raise ValueError(
+        f"graph: ground truth {problem.ground_truth!r} is not one short answer (a text or a number)"
+    )
+
+
 @VERIFIERS.register("graph")
 def graph(response: str, problem: Problem) -> RewardResult:
     """1 if the `<answer>` equals the gold answer (case-insensitive; numbers compared by value)."""
-    gold = _short(str(plain(problem.ground_truth)))
+    gold = _graph_gold(problem)
     ans = answer_tag(answer_region(response))
     if ans is None:
         return result(False, None)
@@ -377,5 +387,6 @@ def _codeio_routable(problem: Problem) -> None:
 
 checks_ground_truth(zebra, _zebra_gold)
 checks_ground_truth(ordering, _ordering_gold)
+checks_ground_truth(graph, _graph_gold)
 checks_ground_truth(arc, _arc_gold)
 checks_ground_truth(codeio, _codeio_routable)

@@ -11,11 +11,13 @@ Does not own: generating the problems (`data.tasks`) or answer-tag extraction (`
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from fractions import Fraction
 
-from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, result
 from reasonrl.rewards.extract import answer_region, final_answer_tag
+from reasonrl.rewards.ground_truth import decoded, plain
 from reasonrl.types import Problem
 
 MAX_EXPR_CHARS = 200
@@ -34,6 +36,23 @@ def final_answer(response: str) -> tuple[str | None, str | None]:
     return ans, None
 
 
+def _integer(x: object) -> int | None:
+    """`x` as an integer if it is one (an int, or a text of one; not a bool or a float), else None."""
+    x = plain(x)  # numpy scalars from parquet
+    if isinstance(x, int) and not isinstance(x, bool):
+        return x
+    if isinstance(x, str) and re.fullmatch(r"\s*[+-]?\d+\s*", x):
+        return int(x)
+    return None
+
+
+def _gold_integer(problem: Problem) -> int:
+    gold = _integer(problem.ground_truth)
+    if gold is None:
+        raise ValueError(f"arithmetic: ground truth {problem.ground_truth!r} is not an integer")
+    return gold
+
+
 @VERIFIERS.register("arithmetic")
 def arithmetic(response: str, problem: Problem) -> RewardResult:
     """1 if the response ends with an `<answer>` holding exactly the integer ground truth."""
@@ -44,7 +63,7 @@ def arithmetic(response: str, problem: Problem) -> RewardResult:
         value = int(ans.strip().replace(" ", ""))
     except ValueError:
         return result(False, ans, reason="not_an_integer")
-    return result(value == int(str(problem.ground_truth).strip()), ans)
+    return result(value == _gold_integer(problem), ans)
 
 
 class UnsafeExpression(ValueError):
@@ -86,11 +105,22 @@ def parse_expression(expr: str) -> tuple[Fraction, list[int]]:
     return value, used
 
 
+def _target_and_numbers(problem: Problem) -> tuple[int, list[int]]:
+    gt = decoded(problem.ground_truth)
+    target = _integer(gt.get("target")) if isinstance(gt, dict) else None
+    numbers = gt.get("numbers") if isinstance(gt, dict) else None
+    values = [_integer(x) for x in numbers] if isinstance(numbers, list) else []
+    if target is None or not values or None in values:
+        raise ValueError(
+            f"countdown: ground truth must be {{'target': int, 'numbers': [int, ...]}}, got {problem.ground_truth!r}"
+        )
+    return target, values  # type: ignore[return-value]  (no None in values)
+
+
 @VERIFIERS.register("countdown")
 def countdown(response: str, problem: Problem) -> RewardResult:
     """1 if the `<answer>` expression uses exactly the given numbers (each once) and hits the target."""
-    gt = problem.ground_truth
-    target, numbers = int(gt["target"]), [int(x) for x in gt["numbers"]]
+    target, numbers = _target_and_numbers(problem)
     expr, why = final_answer(response)
     if expr is None:
         return result(False, None, reason=why)
@@ -103,3 +133,7 @@ def countdown(response: str, problem: Problem) -> RewardResult:
     if Counter(used) != Counter(numbers):
         return result(False, expr, reason="wrong_numbers")
     return result(value == target, expr)
+
+
+checks_ground_truth(arithmetic, _gold_integer)
+checks_ground_truth(countdown, _target_and_numbers)

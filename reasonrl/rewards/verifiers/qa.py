@@ -17,7 +17,7 @@ import re
 import string
 from typing import Any
 
-from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, result
 from reasonrl.rewards.extract import answer_region, answer_tag
 from reasonrl.rewards.ground_truth import decoded
 from reasonrl.types import Problem
@@ -34,10 +34,15 @@ def gold_aliases(ground_truth: Any) -> list[str]:
     gt = decoded(ground_truth)
     if isinstance(gt, dict):
         gt = gt.get("target", gt.get("answers", gt.get("answer")))
-    if isinstance(gt, str):
+    if isinstance(gt, (str, int, float)) and not isinstance(gt, bool):
         gt = [gt]
-    if not isinstance(gt, list) or not gt:
-        raise ValueError("ground_truth has no gold answers (expected {'target': [...]} or a list)")
+    texts = isinstance(gt, list) and all(
+        isinstance(g, (str, int, float)) and not isinstance(g, bool) for g in gt
+    )
+    if not texts or not any(normalize_answer(str(g)) for g in gt):
+        raise ValueError(
+            f"qa_em: ground truth {ground_truth!r} has no gold answer (expected {{'target': [...]}} or a list of texts)"
+        )
     return [str(g) for g in gt]
 
 
@@ -48,3 +53,6 @@ def qa_em(response: str, problem: Problem) -> RewardResult:
         return result(False, None)
     golds = {normalize_answer(g) for g in gold_aliases(problem.ground_truth)}
     return result(normalize_answer(ans) in golds and bool(normalize_answer(ans)), ans)
+
+
+checks_ground_truth(qa_em, lambda problem: gold_aliases(problem.ground_truth))
