@@ -11,6 +11,7 @@ from reasonrl.rewards.extract import (
     answer_tag,
     boxed_all,
     extract,
+    final_answer_tag,
     gsm8k_answer,
     last_boxed,
     last_number,
@@ -41,6 +42,11 @@ pytestmark = pytest.mark.timeout(60)
 )
 def test_boxed_all(text, expected):
     assert boxed_all(text) == expected
+
+
+def test_final_answer_tag_is_the_last_pair_and_what_follows_it():
+    assert final_answer_tag("<answer>1</answer> x <answer> 2 </answer>\n tail") == ("2", "\n tail")
+    assert final_answer_tag("<answer>1") == (None, "")
 
 
 def test_last_boxed_is_last():
@@ -89,10 +95,15 @@ def test_every_verifier_shares_one_think_policy():
         (gsm8k_answer, "work\n#### 72", "72"),
         (gsm8k_answer, "#### 1\n#### 2,000", "2,000"),
         (gsm8k_answer, "####", None),
+        (gsm8k_answer, "####\nwork\n#### 5", "5"),  # an empty first marker does not hide the last
+        (gsm8k_answer, "#### 5\nwait\n####", None),  # the last marker is empty: no answer
         (answer_colon, "Answer: 12.", "12"),
         (answer_colon, "Final Answer: The final answer is 3. I hope", "The final answer is 3. I hope"),
         (answer_colon, "so the answer is 9", "9"),
         (answer_colon, "the answer:", None),
+        (answer_colon, "Answer: 1\nno, wait.\nAnswer: 2", "2"),  # the last one counts
+        (answer_colon, "Answer:\nwork\nAnswer: **5**.", "5"),
+        (answer_colon, "Answer: 5\nAnswer:", None),
         (last_number, "1, 2, then 3,000.5 ok", "3000.5"),
         (last_number, "none", None),
         (last_number, "-.5", "-.5"),
