@@ -120,6 +120,9 @@ def test_a_malformed_built_in_ground_truth_fails_routing_or_scores(source):
         ("math", " ", r"math: empty ground truth ' '"),
         ("table__hitab", ["3", None], r"table: ground truth \['3', None\] is not a cell or a list of cells"),
         ("table__finqa", "", r"table: ground truth '' is empty"),
+        ("table__finqa", " . ", r"table: ground truth ' . ' is empty"),
+        ("table__hitab", "5| |6", r"table: ground truth '5\| \|6' has an empty cell"),
+        ("table__hitab", ["5", ""], r"table: ground truth \['5', ''\] has an empty cell"),
         (
             "codegen__taco",
             '{"inputs": "12", "outputs": ["2"]}',

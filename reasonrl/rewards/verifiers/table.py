@@ -112,8 +112,10 @@ def _gold_cells(gt: Any) -> list[str]:
     if isinstance(gt, dict) or gt is None or (isinstance(gt, list) and None in gt):
         raise ValueError(f"table: ground truth {gt!r} is not a cell or a list of cells")
     cells = [str(x).strip() for x in gt] if isinstance(gt, list) else _split(str(gt))
-    if not any(cells):
+    if not any(map(_text, cells)):
         raise ValueError(f"table: ground truth {gt!r} is empty")
+    if not all(map(_text, cells)):  # no answer matches an empty cell: the row could never score
+        raise ValueError(f"table: ground truth {gt!r} has an empty cell")
     return cells
 
 
