@@ -85,7 +85,11 @@ def test_ordering(response, expected):
         ("<answer>fdebm</answer>", "fdebme", 0.0),
         ("<answer>12</answer>", 12, 1.0),
         ("<answer>12.0</answer>", "12", 1.0),
-        ("<answer></answer>", "fdebme", 0.0),  # an empty gold fails routing (test_rewards_malformed_ground_truth)
+        (
+            "<answer></answer>",
+            "fdebme",
+            0.0,
+        ),  # an empty gold fails routing (test_rewards_malformed_ground_truth)
         ("fdebme", "fdebme", 0.0),  # no tags
     ],
 )

@@ -83,7 +83,12 @@ BUILT_IN = {
 def test_a_malformed_built_in_ground_truth_fails_routing_or_scores(source):
     p = Problem([{"role": "user", "content": "q"}], BUILT_IN[source], source, "u", {})
     check_route(p)
-    responses = ["<answer>12</answer>", "<answer>2 * 5</answer>", "<answer>None</answer>", "<answer></answer>"]
+    responses = [
+        "<answer>12</answer>",
+        "<answer>2 * 5</answer>",
+        "<answer>None</answer>",
+        "<answer></answer>",
+    ]
     rejected = 0
     for q in _malformed(p):
         if _rejected(q):
@@ -113,8 +118,14 @@ def test_a_malformed_built_in_ground_truth_fails_routing_or_scores(source):
             r"zebra: ground truth is not",
         ),
         ("logic__zebra_puzzle_dataset", {"header": ["a"], "rows": []}, r"zebra: ground truth is not"),
+        ("logic__zebra_puzzle_dataset", {"header": ["a"], "rows": [[None]]}, r"zebra: ground truth is not"),
+        ("logic__zebra_puzzle_dataset", {"header": [" "], "rows": [["1"]]}, r"zebra: ground truth is not"),
         ("simulation__arcagi1", [[1, "x"]], r"arc: ground truth is not a grid"),
         ("logic__ordering_puzzle_dataset", "a, b", r"ordering: ground truth must be a list, got str"),
+        *(
+            ("logic__ordering_puzzle_dataset", gt, r"ordering: ground truth .* is not a list of names")
+            for gt in ([], [None], ["a", ""], "[['a'], ['b']]")
+        ),
         ("simulation__codeio", {"functional": "def f(x): return x"}, r"codeio: .* route it to 'cruxeval'"),
         ("math", [], r"math: empty ground truth \[\]"),
         ("math", " ", r"math: empty ground truth ' '"),

@@ -71,9 +71,12 @@ def _zebra_gold(problem: Problem) -> tuple[list[list], list[str]]:
         or not isinstance(rows, list)
         or not rows
         or any(not isinstance(r, list) or len(r) != len(header) for r in rows)
+        or not all(
+            isinstance(x, (str, int, float)) and _cell(x) for x in [*header, *(x for r in rows for x in r)]
+        )
     ):
         raise ValueError(
-            "zebra: ground truth is not {'header': [...], 'rows': [[one value per column], ...]}"
+            "zebra: ground truth is not {'header': [...], 'rows': [[one value per column], ...]} of names"
         )
     return rows, [_cell(h) for h in header]
 
@@ -175,6 +178,8 @@ def _ordering_gold(problem: Problem) -> list:
     gold = _gold(problem.ground_truth)
     if not isinstance(gold, list):
         raise ValueError(f"ordering: ground truth must be a list, got {type(gold).__name__}")
+    if not gold or not all(isinstance(x, (str, int, float)) and _cell(x) for x in gold):
+        raise ValueError(f"ordering: ground truth {gold!r} is not a list of names")
     return gold
 
 
