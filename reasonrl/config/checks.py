@@ -112,11 +112,17 @@ def validate(cfg: RunConfig) -> None:
             raise ConfigError(
                 f"reward.weights: unknown verifier {term!r}; known: {', '.join(VERIFIERS.names())}"
             )
+    from reasonrl.rewards.base import check_options
+
     for name, opts in cfg.reward.options.items():
         try:
             VERIFIERS.check_kwargs(name, dict(opts), where=f"reward.options.{name}")
         except RegistryError as e:
             raise ConfigError(str(e)) from None
+        try:
+            check_options(name, dict(opts))
+        except ValueError as e:
+            raise ConfigError(f"reward.options.{name}: {e}") from None
     positive = {
         "rollout.n": r.n,
         "rollout.max_new_tokens": r.max_new_tokens,

@@ -177,6 +177,19 @@ BAD_OVERRIDES = [
     (["val.every=-1"], ["val.every must be >= 0"]),
     (["log.rollouts_per_step=-1"], ["log.rollouts_per_step must be >= 0"]),
     (["rollout.top_k=-3"], ["rollout.top_k must be >= 0"]),
+    # a reward option's value is checked here too, not first when the reward runner is built
+    (
+        ["reward.options.zebra.partial=maybe"],
+        ["reward.options.zebra: option 'partial' of 'zebra' must be true or false"],
+    ),
+    (
+        ["reward.options.overlong.unit=tokens"],
+        ["reward.options.overlong: overlong: unit must be chars or words"],
+    ),
+    (
+        ["reward.options.table.rel_tol=-0.1"],
+        ["reward.options.table: option 'rel_tol' of 'table' must be a number >= 0"],
+    ),
     (["train.epochs=0"], ["train.epochs must be > 0"]),
     # a generated validation set has data.val_size problems: asking to validate on more is an error,
     # not a silent cut to 200

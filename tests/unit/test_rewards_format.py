@@ -85,7 +85,9 @@ def test_overlong_words_and_validation():
     got = VERIFIERS.get("overlong")("a b c d e", PROB, max_len=4, cache_len=2, unit="words")
     assert got.score == -1.0 and got.extracted == 5
     for cache_len in (0, 11):
-        with pytest.raises(ValueError, match="need 0 < cache_len <= max_len$"):
+        with pytest.raises(
+            ValueError, match=r"need 0 < cache_len <= max_len, got cache_len=\d+, max_len=10$"
+        ):
             VERIFIERS.get("overlong")("x", PROB, max_len=10, cache_len=cache_len)
     assert VERIFIERS.get("overlong")("xx", PROB, max_len=10, cache_len=10).score == pytest.approx(-0.2)
     assert VERIFIERS.get("overlong")("x", PROB, max_len=10, cache_len=1).score == 0.0

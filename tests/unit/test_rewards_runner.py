@@ -282,6 +282,19 @@ def test_option_typo_fails_when_the_runner_is_built():
         ({"code": {"isolation": "docker"}}, "unknown sandbox isolation 'docker'"),
         ({"cruxeval": {"backend": "remote"}}, "unknown code backend 'remote'"),
         ({"judge": {"timeout_s": 0}}, "timeout_s > 0"),
+        ({"code": {"timeout_s": "6"}}, "option 'timeout_s' of 'code' must be a number >= 0, got '6'"),
+        ({"code": {"max_tests": 0}}, "max_tests must be a whole number >= 1 or null, got 0"),
+        ({"zebra": {"partial": "false"}}, "option 'partial' of 'zebra' must be true or false, got 'false'"),
+        ({"math": {"float_rounding": 2.5}}, "option 'float_rounding' of 'math' must be a whole number >= 0"),
+        ({"table": {"rel_tol": float("nan")}}, "option 'rel_tol' of 'table' must be a number >= 0, got nan"),
+        ({"table": {"rel_tol": 1}}, "rel_tol must be < 1"),
+        ({"reasoning_gym": {"rel_tol": 2.0}}, "rel_tol must be < 1"),
+        ({"format_think_answer": {"require": "tag"}}, "require must be any|answer_tag|boxed, not 'tag'"),
+        ({"overlong": {"unit": "tokens"}}, "unit must be chars or words, not 'tokens'"),
+        (
+            {"overlong": {"max_len": 100, "cache_len": 200}},
+            "need 0 < cache_len <= max_len, got cache_len=200",
+        ),
     ],
 )
 def test_reward_options_that_cannot_work_fail_when_the_runner_is_built(monkeypatch, options, message):

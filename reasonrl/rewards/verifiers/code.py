@@ -268,6 +268,9 @@ def _check_code_setup(options: dict[str, Any], problem: Problem | None = None) -
     mode = options.get("score_mode", "all_pass")
     if mode not in SCORE_MODES:
         raise ValueError(f"unknown score_mode {mode!r}; choose one of {SCORE_MODES}")
+    max_tests = options.get("max_tests")
+    if max_tests is not None and (type(max_tests) is not int or max_tests < 1):
+        raise ValueError(f"max_tests must be a whole number >= 1 or null, got {max_tests!r}")
     if problem is not None:  # tests the verifier cannot run fail at load, naming the row
         try:
             parse_tests(problem.ground_truth)

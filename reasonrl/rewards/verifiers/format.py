@@ -30,11 +30,28 @@ def _fail(reason: str) -> RewardResult:
     return RewardResult(0.0, {"extracted": None, "reason": reason})
 
 
+def _check_format_options(options: dict) -> None:
+    require = options.get("require", "any")
+    if require not in ("any", "answer_tag", "boxed"):
+        raise ValueError(f"format_think_answer: require must be any|answer_tag|boxed, not {require!r}")
+
+
+def _check_overlong_options(options: dict) -> None:
+    unit, max_len, cache_len = (
+        options.get(k, d) for k, d in (("unit", "chars"), ("max_len", 16384), ("cache_len", 4096))
+    )
+    if unit not in ("chars", "words"):
+        raise ValueError(f"overlong: unit must be chars or words, not {unit!r}")
+    if not 0 < cache_len <= max_len:
+        raise ValueError(
+            f"overlong: need 0 < cache_len <= max_len, got cache_len={cache_len!r}, max_len={max_len!r}"
+        )
+
+
 @VERIFIERS.register("format_think_answer")
 def format_think_answer(response: str, problem: Problem, require: str = "any") -> RewardResult:
     """1 if the response is `<think>reasoning</think>` then one final answer, else 0."""
-    if require not in ("any", "answer_tag", "boxed"):
-        raise ValueError(f"format_think_answer: require must be any|answer_tag|boxed, not {require!r}")
+    _check_format_options({"require": require})
     text = response.strip()
     if text.startswith("<think>"):
         text = text[len("<think>") :]
@@ -63,10 +80,11 @@ def overlong(
     response: str, problem: Problem, max_len: int = 16384, cache_len: int = 4096, unit: str = "chars"
 ) -> RewardResult:
     """DAPO soft overlong punishment in [-1, 0] (0 for responses shorter than max_len - cache_len)."""
-    if unit not in ("chars", "words"):
-        raise ValueError(f"overlong: unit must be chars or words, not {unit!r}")
-    if not 0 < cache_len <= max_len:
-        raise ValueError("overlong: need 0 < cache_len <= max_len")
+    _check_overlong_options({"unit": unit, "max_len": max_len, "cache_len": cache_len})
     length = len(response) if unit == "chars" else len(response.split())
     score = min(0.0, max(-1.0, (max_len - cache_len - length) / cache_len))  # 0, the ramp, -1
     return RewardResult(score, {"extracted": length, "reason": "ok" if score == 0 else "overlong"})
+
+
+format_think_answer.check_options = _check_format_options
+overlong.check_options = _check_overlong_options

@@ -31,7 +31,13 @@ import math
 import re
 from typing import Any
 
-from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, result
+from reasonrl.rewards.base import (
+    VERIFIERS,
+    RewardResult,
+    checks_ground_truth,
+    relative_tolerance_below_one,
+    result,
+)
 from reasonrl.rewards.extract import answer_region, answer_tag
 from reasonrl.types import Problem
 
@@ -200,3 +206,4 @@ def reasoning_gym(
 
 
 checks_ground_truth(reasoning_gym, _routable)
+reasoning_gym.check_options = relative_tolerance_below_one

@@ -19,7 +19,13 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, result
+from reasonrl.rewards.base import (
+    VERIFIERS,
+    RewardResult,
+    checks_ground_truth,
+    relative_tolerance_below_one,
+    result,
+)
 from reasonrl.rewards.extract import answer_region, boxed_all, extract
 from reasonrl.rewards.ground_truth import plain
 from reasonrl.rewards.verifiers.math import clean_latex, to_number
@@ -140,3 +146,4 @@ def table(response: str, problem: Problem, rel_tol: float = 1e-3) -> RewardResul
 
 
 checks_ground_truth(table, lambda p: _gold_cells(p.ground_truth))
+table.check_options = relative_tolerance_below_one
