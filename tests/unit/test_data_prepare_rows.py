@@ -34,6 +34,8 @@ def _guru(q: str, data_source: str = "math__x", **extra):
         ("   ", "must be non-empty text, got str"),
         ({"q": 1}, "must be non-empty text, got dict"),
         ([1, 2], "must be non-empty text, got list"),
+        (float("nan"), "missing"),  # pandas' missing value
+        (float("inf"), "must be non-empty text, got inf"),
         (True, None),
     ],  # fmt: skip
 )
@@ -154,3 +156,14 @@ def test_converters_register_themselves_in_a_fresh_process(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, src], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "deepscaler/0"
+
+
+def test_a_nan_answer_is_a_missing_answer(tmp_path):
+    """pandas writes a missing value in a float column as NaN: it must not become the gold "nan"."""
+    rows = [{"problem": "1+1?", "answer": float("nan"), "solution": "so \\boxed{2}"}]
+    (p,), _ = convert_files("math", [_jsonl(tmp_path / "m.jsonl", rows)])
+    assert p.ground_truth == "2"
+    (p,), _ = convert_files("minerva", [_jsonl(tmp_path / "n.jsonl", rows)])
+    assert p.ground_truth == "2"
+    with pytest.raises(InputError, match=r"row 0: field 'answer': missing$"):
+        convert_files("deepscaler", [_jsonl(tmp_path / "d.jsonl", rows)])

@@ -20,6 +20,7 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from math import isfinite  # (`import math` would not do: the submodule `math` takes that name)
 from pathlib import Path
 from typing import Any
 
@@ -77,10 +78,15 @@ def register(name: str, source: str, **options: Any) -> Callable[[RowFn], RowFn]
     return deco
 
 
+def missing(value: Any) -> bool:
+    """Whether a field's value stands for nothing: None, or NaN (pandas' missing value)."""
+    return value is None or (isinstance(value, float) and value != value)
+
+
 def need(row: dict, *names: str) -> Any:
-    """The first of `names` present (not None) in `row`; RowError naming the first otherwise."""
+    """The first of `names` present (not `missing`) in `row`; RowError naming the first otherwise."""
     for n in names:
-        if row.get(n) is not None:
+        if not missing(row.get(n)):
             return row[n]
     alt = f" (or {', '.join(repr(n) for n in names[1:])})" if len(names) > 1 else ""
     raise RowError(names[0], f"missing{alt}")
@@ -90,6 +96,8 @@ def text(row: dict, *names: str) -> str:
     value = need(row, *names)
     if not isinstance(value, (str, int, float)) or not str(value).strip():
         raise RowError(names[0], f"must be non-empty text, got {type(value).__name__}")
+    if isinstance(value, float) and not isfinite(value):
+        raise RowError(names[0], f"must be non-empty text, got {value!r}")
     return str(value).strip()
 
 
