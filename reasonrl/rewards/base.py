@@ -49,15 +49,23 @@ def _fits(value: Any, default: Any) -> bool:
 _KINDS = {bool: "true or false", str: "a text", int: "a whole number >= 0", float: "a number >= 0"}
 
 
+def kind_error(value: Any, default: Any) -> str | None:
+    """None if an option's `value` has its `default`'s kind (`_fits`; any value where the default is
+    None or of another type), else what the value must be ("a number >= 0")."""
+    if type(default) not in _KINDS or _fits(value, default):
+        return None
+    return _KINDS[type(default)]
+
+
 def check_options(name: str, options: dict[str, Any]) -> None:
     """ValueError naming the first option of verifier `name` whose value it cannot take: not of its
     default's kind (`_fits`), or refused by the verifier's own `check_options(options)`."""
     fn = VERIFIERS.get(name)
     params = inspect.signature(fn).parameters
     for key, value in options.items():
-        default = params[key].default if key in params else None
-        if type(default) in _KINDS and not _fits(value, default):
-            raise ValueError(f"option {key!r} of {name!r} must be {_KINDS[type(default)]}, got {value!r}")
+        want = kind_error(value, params[key].default if key in params else None)
+        if want:
+            raise ValueError(f"option {key!r} of {name!r} must be {want}, got {value!r}")
     own = getattr(fn, "check_options", None)
     if own is not None:
         own(options)

@@ -327,3 +327,48 @@ def test_default_template_fences_the_answer(server):
     fenced = prompt.split("<student_answer>\n", 1)[1].split("\n</student_answer>", 1)
     assert fenced[0] == "42 joules" and prompt.count("</student_answer>") == 1
     assert "data to grade" in prompt and prompt.index("42 J") < prompt.index("<student_answer>")
+
+
+@pytest.mark.parametrize(
+    ("setting", "error"),
+    [
+        (
+            {"template": "Q={question} R={reference} A={answer} {score}"},
+            r"judge: the template may use .* KeyError: 'score'",
+        ),
+        ({"template": "Grade: {answer} {}"}, r"judge: the template may use .* IndexError"),
+        ({"template": "Grade {answer} against {reference:>{x}}"}, r"judge: the template may use"),
+        # a template that hides the answer or the reference would let the judge grade nothing
+        ({"template": "Q={question} R={reference}. Is it right?"}, r"judge: the template must show the judge \{answer\} and"),
+        ({"template": "Q={question} A={answer}"}, r"judge: the template must show the judge \{answer\} and \{reference\}"),
+        ({"timeout_s": "30"}, r"judge option 'timeout_s' must be a number >= 0, got '30'"),
+        ({"retries": 2.5}, r"judge option 'retries' must be a whole number >= 0, got 2.5"),
+        ({"model": 7}, r"judge option 'model' must be a text, got 7"),
+    ],
+)
+def test_a_judge_setting_that_cannot_work_fails_at_load_time(setting, error):
+    """From the recipe (reward.options.judge) and from a row (extra_info.judge) alike: before any call,
+    not as a KeyError / TypeError on every sample of the run."""
+    from reasonrl.rewards import check_routable
+
+    with pytest.raises(ValueError, match=error):
+        check_routable([prob()], "train data", {"judge": {"base_url": "http://127.0.0.1:9", **setting}})
+    with pytest.raises(ValueError, match=rf"^train data row 0: {error}"):
+        check_routable([prob(judge_cfg={"base_url": "http://127.0.0.1:9", **setting})], "train data")
+
+
+@pytest.mark.parametrize("gt", [None, "", "  ", [], {}])
+def test_a_row_with_no_reference_answer_fails_at_load_time(gt):
+    """The judge would be asked to compare with "None" or nothing."""
+    from reasonrl.rewards import check_routable
+
+    with pytest.raises(
+        ValueError, match=r"^train data row 0: judge: ground truth .* gives the judge no reference"
+    ):
+        check_routable([prob(gt=gt, judge_cfg={"base_url": "http://127.0.0.1:9"})], "train data")
+
+
+def test_a_timeout_in_the_environment_that_is_not_a_number_is_named(monkeypatch):
+    monkeypatch.setenv("REASONRL_JUDGE_TIMEOUT_S", "30s")
+    with pytest.raises(ValueError, match=r"^REASONRL_JUDGE_TIMEOUT_S must be a number, got '30s'$"):
+        JudgeConfig.resolve()

@@ -46,8 +46,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Any
 
-from reasonrl.rewards.base import VERIFIERS, RewardResult, result
+from reasonrl.rewards.base import VERIFIERS, RewardResult, kind_error, result
 from reasonrl.rewards.extract import answer_region, answer_tag, last_boxed
+from reasonrl.rewards.ground_truth import plain
 from reasonrl.types import Problem
 
 ENV_PREFIX = "REASONRL_JUDGE_"
@@ -115,7 +116,10 @@ class JudgeConfig:
         for suffix, name in env_map.items():
             val = os.environ.get(ENV_PREFIX + suffix)
             if val:
-                cfg[name] = float(val) if name == "timeout_s" else val
+                try:
+                    cfg[name] = float(val) if name == "timeout_s" else val
+                except ValueError:
+                    raise ValueError(f"{ENV_PREFIX + suffix} must be a number, got {val!r}") from None
         from_data = dict((extra_info or {}).get("judge") or {})
         if "api_key" in from_data:
             raise ValueError("extra_info.judge.api_key is not allowed; set REASONRL_JUDGE_API_KEY")
@@ -124,12 +128,29 @@ class JudgeConfig:
             if bad:
                 raise ValueError(f"unknown judge option(s) {bad}; valid: {sorted(known)}")
             cfg.update(source)
+        for key, value in cfg.items():
+            want = kind_error(value, getattr(cls, key))
+            if want:
+                raise ValueError(f"judge option {key!r} must be {want}, got {value!r}")
         out = cls(**cfg)
         if out.retries < 0 or out.timeout_s <= 0 or out.deadline_s <= 0 or out.max_concurrency < 1:
             raise ValueError(
                 "judge: retries >= 0, timeout_s > 0, deadline_s > 0, max_concurrency >= 1 required"
             )
+        out.prompt("q", "r", "a")  # a template that cannot be filled fails here, not at every call
+        if "{answer}" not in out.template or "{reference}" not in out.template:
+            raise ValueError("judge: the template must show the judge {answer} and {reference}")
         return out
+
+    def prompt(self, question: str, reference: str, answer: str) -> str:
+        """The template filled in; ValueError naming a placeholder it does not know."""
+        try:
+            return self.template.format(question=question, reference=reference, answer=answer)
+        except (KeyError, IndexError, ValueError) as e:
+            raise ValueError(
+                f"judge: the template may use {{question}}, {{reference}} and {{answer}} (literal braces "
+                f"doubled: {{{{ }}}}); it has {type(e).__name__}: {e}"
+            ) from None
 
 
 def parse_verdict(text: str) -> float | None:
@@ -270,6 +291,14 @@ def ask(cfg: JudgeConfig, prompt: str) -> tuple[str | None, str, int]:
     return None, ("timeout" if last.timeout else f"error: {last}"), attempt + 1
 
 
+def _reference(problem: Problem) -> str:
+    """The reference answer the judge compares with: the ground truth, which must not be blank."""
+    gt = plain(problem.ground_truth)
+    if gt is None or isinstance(gt, (dict, list)) and not gt or not str(gt).strip():
+        raise ValueError(f"judge: ground truth {problem.ground_truth!r} gives the judge no reference answer")
+    return str(gt)
+
+
 @VERIFIERS.register("judge")
 def judge(response: str, problem: Problem, **overrides: Any) -> RewardResult:
     """1 if the judge model says the final answer matches `problem.ground_truth`."""
@@ -279,9 +308,7 @@ def judge(response: str, problem: Problem, **overrides: Any) -> RewardResult:
         return result(False, None)
     if _INJECTION.search(answer):
         return result(False, answer, reason="judge_injection")
-    prompt = cfg.template.format(
-        question=problem.user_text, reference=str(problem.ground_truth), answer=answer
-    )
+    prompt = cfg.prompt(problem.user_text, _reference(problem), answer)
     content, failure, attempts = ask(cfg, prompt)
     if content is None:
         return RewardResult(0.0, {"extracted": answer, "reason": failure, "attempts": attempts})
@@ -303,6 +330,8 @@ def _check_judge_setup(options: dict[str, Any], problem: Problem | None = None) 
             "routed to the LLM judge, but no judge endpoint is configured: set REASONRL_JUDGE_URL, "
             "reward.options.judge.base_url or extra_info.judge.base_url"
         )
+    if problem is not None:
+        _reference(problem)
 
 
 judge.check_setup = _check_judge_setup
