@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from omegaconf import OmegaConf
 
@@ -114,7 +115,13 @@ def validate(cfg: RunConfig) -> None:
             )
     from reasonrl.rewards.base import check_options
 
+    if not any(cfg.reward.weights.values()):
+        raise ConfigError(
+            f"reward.weights are all 0 ({dict(cfg.reward.weights)}): every reward would be 0, so nothing is learned"
+        )
     for name, opts in cfg.reward.options.items():
+        if not isinstance(opts, Mapping):
+            raise ConfigError(f"reward.options.{name} must be a mapping of option: value, got {opts!r}")
         try:
             VERIFIERS.check_kwargs(name, dict(opts), where=f"reward.options.{name}")
         except RegistryError as e:

@@ -178,6 +178,8 @@ BAD_OVERRIDES = [
     (["log.rollouts_per_step=-1"], ["log.rollouts_per_step must be >= 0"]),
     (["rollout.top_k=-3"], ["rollout.top_k must be >= 0"]),
     # a reward option's value is checked here too, not first when the reward runner is built
+    (["reward.options.zebra=5"], ["reward.options.zebra must be a mapping of option: value, got 5"]),
+    (["reward.weights.correctness=0"], ["reward.weights are all 0", "nothing is learned"]),
     (
         ["reward.options.zebra.partial=maybe"],
         ["reward.options.zebra: option 'partial' of 'zebra' must be true or false"],

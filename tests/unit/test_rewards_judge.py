@@ -339,8 +339,14 @@ def test_default_template_fences_the_answer(server):
         ({"template": "Grade: {answer} {}"}, r"judge: the template may use .* IndexError"),
         ({"template": "Grade {answer} against {reference:>{x}}"}, r"judge: the template may use"),
         # a template that hides the answer or the reference would let the judge grade nothing
-        ({"template": "Q={question} R={reference}. Is it right?"}, r"judge: the template must show the judge \{answer\} and"),
-        ({"template": "Q={question} A={answer}"}, r"judge: the template must show the judge \{answer\} and \{reference\}"),
+        (
+            {"template": "Q={question} R={reference}. Is it right?"},
+            r"judge: the template must show the judge \{answer\} and",
+        ),
+        (
+            {"template": "Q={question} A={answer}"},
+            r"judge: the template must show the judge \{answer\} and \{reference\}",
+        ),
         ({"timeout_s": "30"}, r"judge option 'timeout_s' must be a number >= 0, got '30'"),
         ({"retries": 2.5}, r"judge option 'retries' must be a whole number >= 0, got 2.5"),
         ({"model": 7}, r"judge option 'model' must be a text, got 7"),
