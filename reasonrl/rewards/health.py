@@ -33,14 +33,15 @@ def _quantile(xs: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def health_metrics(jobs: Sequence, timeout_s: float | None = None) -> dict[str, float]:
+def health_metrics(jobs: Sequence) -> dict[str, float]:
     """Flat `verifier/...` metrics over one batch of calls, overall and per verifier name.
 
     mean_score (over all calls, failures count as 0), timeout_rate, error_rate, extract_fail_rate
     (share of completed calls whose info has "extracted" set to None; terms that never report an
     extraction are left out of the denominator), latency_p50_s / latency_p95_s (seconds inside the
-    verifier; a timeout counts as timeout_s; a dead worker has no latency), count. A metric with
-    no data (e.g. no call reported an extraction) is left out rather than reported as NaN.
+    verifier, as the runner measured it: a timeout counts as the time limit; a dead worker has no
+    latency), count. A metric with no data (e.g. no call reported an extraction) is left out rather
+    than reported as NaN.
     """
     groups: dict[str, list] = {}
     for j in jobs:

@@ -307,7 +307,7 @@ class RewardRunner:
         self._learn_latency(pool_jobs, failed=retry)
 
         results = [self._combine(i, [j for j in jobs if j.item == i]) for i in range(len(problems))]
-        metrics = health_metrics(jobs, self.timeout_s)
+        metrics = health_metrics(jobs)
         metrics["verifier/batch_seconds"] = time.perf_counter() - t0
         return results, metrics
 
