@@ -277,6 +277,9 @@ def _mapping(value: Any, name: str, where: str) -> dict[str, Any]:
     return dict(value)
 
 
+CHAT_ROLES = ("system", "developer", "user", "assistant", "tool", "function", "ipython")
+
+
 def _prompt_messages(row: dict[str, Any], where: str) -> list[dict[str, Any]]:
     """Chat messages from `prompt` (a list of {role, content}, or a plain string); Reasoning360's
     HumanEval / MBPP preprocessing writes `prompt: []` with the text in `raw_prompt`."""
@@ -302,4 +305,11 @@ def _prompt_messages(row: dict[str, Any], where: str) -> list[dict[str, Any]]:
             or not isinstance(m.get("content"), str)
         ):
             raise InputError(f"{where}: field 'prompt[{i}]' must be a {{role: str, content: str}} message")
+        if m["role"] not in CHAT_ROLES:  # a chat template skips a role it does not know, silently
+            raise InputError(
+                f"{where}: field 'prompt[{i}].role' is {m['role']!r}, not one of {', '.join(CHAT_ROLES)}"
+                " (ShareGPT's human / gpt are user / assistant)"
+            )
+    if not any(m["content"].strip() for m in messages):
+        raise InputError(f"{where}: field 'prompt' has no text (every message's content is blank)")
     return [dict(m) for m in messages]

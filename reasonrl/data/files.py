@@ -56,7 +56,7 @@ def read_rows(path: str | Path) -> list[dict]:
     elif path.suffix == ".csv":
         import csv
 
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not the first key's
             rows = list(csv.DictReader(f))
     else:
         raise InputError(f"{path}: unsupported extension (use {', '.join(ROW_FORMATS)})")
@@ -103,6 +103,7 @@ def _json_rows(path: Path) -> list:
         except (OSError, EOFError) as e:
             raise InputError(f"{path}: not a readable gzip file ({e})") from None
     suffix = Path(path.stem).suffix if path.suffix == ".gz" else path.suffix
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark, as some Windows tools write
     lines = data.splitlines()
     texts = []
     for i, raw in enumerate(lines):

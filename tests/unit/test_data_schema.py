@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from reasonrl.data.files import read_rows
 from reasonrl.data.schema import load_problems, read_problems, write_problems
 from reasonrl.data.tasks import generate
 from reasonrl.types import Problem
@@ -154,6 +155,15 @@ BAD_ROWS = [
     (
         {**GOOD, "prompt": [GOOD["prompt"][0], "text"]},
         "field 'prompt[1]' must be a {role: str, content: str}",
+    ),
+    # a chat template skips a role it does not know: the model would see no question
+    (
+        {**GOOD, "prompt": [{"role": "human", "content": "What is 2 + 2?"}]},
+        "field 'prompt[0].role' is 'human', not one of system, developer, user, assistant",
+    ),
+    (
+        {**GOOD, "prompt": [{"role": "system", "content": " "}, {"role": "user", "content": "\n"}]},
+        "field 'prompt' has no text (every message's content is blank)",
     ),
     ({**GOOD, "reward_model": {"style": "rule"}}, "field 'reward_model' has no 'ground_truth'"),
     ({**GOOD, "reward_model": ["a"]}, "field 'reward_model' must be a mapping, got list"),
@@ -321,3 +331,16 @@ def test_only_parquet_stores_structured_ground_truths_as_json_text_and_bad_rows_
     with pytest.raises(ValueError, match="p.jsonl row 2"):
         load_problems([str(tmp_path / "p.jsonl")])  # not skipped unless asked
     assert len(read_problems(tmp_path / "p.jsonl", skip_bad=True)) == 2  # skipped without a report list
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_row(tmp_path):
+    """Windows tools write a UTF-8 byte-order mark before the first line (JSON lines, JSON, CSV)."""
+    line = json.dumps(GOOD)
+    for name, text in (("bom.jsonl", f"{line}\n{line}\n"), ("bom.json", f"[{line}]")):
+        path = tmp_path / name
+        path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+        problems = read_problems(path)
+        assert [p.user_text for p in problems] == [Problem.from_row(GOOD).user_text] * len(problems) != []
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbfquestion,answer\n1+1?,2\n")
+    assert read_rows(path) == [{"question": "1+1?", "answer": "2"}]
