@@ -56,7 +56,9 @@ def read_rows(path: str | Path) -> list[dict]:
     elif path.suffix == ".csv":
         import csv
 
-        with open(path, newline="", encoding="utf-8-sig") as f:  # -sig: a byte-order mark is not the first key's
+        with open(
+            path, newline="", encoding="utf-8-sig"
+        ) as f:  # -sig: a byte-order mark is not the first key's
             rows = list(csv.DictReader(f))
     else:
         raise InputError(f"{path}: unsupported extension (use {', '.join(ROW_FORMATS)})")

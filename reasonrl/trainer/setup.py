@@ -21,6 +21,7 @@ from reasonrl.data.sampler import PromptSampler
 from reasonrl.data.schema import load_problems
 from reasonrl.data.tasks import generate
 from reasonrl.engines.single import SingleDeviceEngine, training_forward
+from reasonrl.errors import InputError
 from reasonrl.eval.accuracy import evaluate
 from reasonrl.models.loading import load_model, load_tokenizer_and_config, resolve_device
 from reasonrl.rewards import check_routable
@@ -44,9 +45,12 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     elif d.train_files:
         train = load_problems(d.train_files)
         val = load_problems(d.val_files) if d.val_files else []
-    else:
+    else:  # a built-in task; its test split validates unless data.val_files says otherwise
         train = generate(d.task, d.train_size, seed=d.seed, difficulty=d.difficulty, split="train")
-        val = generate(d.task, d.val_size, seed=d.seed + 1, difficulty=d.difficulty, split="test")
+        if d.val_files:
+            val = load_problems(d.val_files)
+        else:
+            val = generate(d.task, d.val_size, seed=d.seed + 1, difficulty=d.difficulty, split="test")
     options = {k: dict(v) for k, v in cfg.reward.options.items()}
     check_routable(train, "train data", options)
     check_routable(val, "validation data", options)
@@ -201,9 +205,12 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     budget, drop = cfg.data.max_prompt_tokens, cfg.data.drop_overlong_prompts
     seen: dict = {}
     train = fit_prompts(tokenizer, train, budget, "train data", drop, log, stats=seen)
-    val = fit_prompts(tokenizer, val, budget, "validation data", drop, log, stats=seen)
+    fitting_val = fit_prompts(tokenizer, val, budget, "validation data", drop, log, stats=seen)
     if not train and not cfg.data.mixture:
-        raise ValueError(f"no training prompt fits data.max_prompt_tokens={budget}")
+        raise InputError(f"no training prompt fits data.max_prompt_tokens={budget}")
+    if val and not fitting_val:  # validation would be skipped without a word (and keep_best never met)
+        raise InputError(f"no validation prompt fits data.max_prompt_tokens={budget}")
+    val = fitting_val
     # the planner's checks, on a copy (building its meta model sets the attention on the config it gets)
     preflight(cfg, None if cfg.data.mixture else seen.get("longest"), copy.deepcopy(config), log)
     options = {k: dict(v) for k, v in cfg.reward.options.items()}  # (a mixture's files load here)
@@ -278,6 +285,10 @@ def load_val_benchmarks(cfg: RunConfig, tokenizer, log=print, train: list[Proble
         )
         problems = fit_prompts(tokenizer, problems, cfg.data.max_prompt_tokens, f"val benchmark {b.name}",
                                cfg.data.drop_overlong_prompts, log)  # fmt: skip
+        if not problems:
+            raise ValueError(
+                f"val benchmark {b.name}: no prompt fits data.max_prompt_tokens={cfg.data.max_prompt_tokens}"
+            )
         out.append((b, problems))
     if train:
         from reasonrl.data.dedup import benchmark_overlap

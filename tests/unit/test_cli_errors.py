@@ -194,3 +194,30 @@ def test_abbreviated_flags_are_refused_in_every_subcommand(argv, capsys):
         and f"unrecognized arguments: {' '.join(argv[-2:] if argv[-1][0] != '-' else argv[-1:])}"
         in (capsys.readouterr().err)
     )
+
+
+def test_validation_prompts_that_all_drop_for_length_are_an_error(tmp_path, capsys, tiny_model_and_tokenizer):
+    """Before: validation was skipped without a word (and `checkpoint.keep_best` never met its metric)."""
+    import json
+
+    model, tok = tiny_model_and_tokenizer
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    row = {"prompt": [{"role": "user", "content": "What is 1 + 1? " * 200}], "data_source": "openai/gsm8k",
+           "reward_model": {"ground_truth": "2"}}  # fmt: skip
+    (tmp_path / "val.jsonl").write_text(json.dumps(row) + "\n")
+    argv = ["train", f"model.path={tmp_path / 'm'}", f"log.run_dir={tmp_path / 'run'}", "train.steps=1",
+            "data.max_prompt_tokens=100", "data.drop_overlong_prompts=true"]  # fmt: skip
+    assert cli.main([*argv, f"data.val_files=[{tmp_path / 'val.jsonl'}]"]) == 2
+    out, err = capsys.readouterr()
+    assert err.endswith("reasonrl: error: no validation prompt fits data.max_prompt_tokens=100\n"), err
+    assert "validation data: dropped 1 of 1 prompts over 100 tokens" in out + err
+    assert not list(tmp_path.rglob("*.safetensors"))[1:]  # nothing trained or saved (the model's own file only)
+    # (before: data.val_files was ignored when training on a built-in task, and validated on its test split)
+    row["prompt"][0]["content"] = "What is 1 + 1?"
+    (tmp_path / "val.jsonl").write_text(json.dumps(row) + "\n")
+    from reasonrl.config import load_config
+    from reasonrl.trainer.setup import load_data
+
+    _, val = load_data(load_config(None, [f"data.val_files=[{tmp_path / 'val.jsonl'}]"]))
+    assert [p.user_text for p in val] == ["What is 1 + 1?"]
