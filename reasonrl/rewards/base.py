@@ -37,7 +37,7 @@ def result(correct: bool, extracted: Any, reason: str | None = None, **info: Any
 def _fits(value: Any, default: Any) -> bool:
     """Whether an option value has its default's kind (an int where a float goes; no bool for a
     number; a finite number, not negative where the default is not)."""
-    if isinstance(default, bool) or isinstance(default, str):
+    if isinstance(default, (bool, str)):
         return isinstance(value, type(default))
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return False

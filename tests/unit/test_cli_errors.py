@@ -212,7 +212,9 @@ def test_validation_prompts_that_all_drop_for_length_are_an_error(tmp_path, caps
     out, err = capsys.readouterr()
     assert err.endswith("reasonrl: error: no validation prompt fits data.max_prompt_tokens=100\n"), err
     assert "validation data: dropped 1 of 1 prompts over 100 tokens" in out + err
-    assert not list(tmp_path.rglob("*.safetensors"))[1:]  # nothing trained or saved (the model's own file only)
+    assert not list(tmp_path.rglob("*.safetensors"))[
+        1:
+    ]  # nothing trained or saved (the model's own file only)
     # (before: data.val_files was ignored when training on a built-in task, and validated on its test split)
     row["prompt"][0]["content"] = "What is 1 + 1?"
     (tmp_path / "val.jsonl").write_text(json.dumps(row) + "\n")

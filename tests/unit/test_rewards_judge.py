@@ -378,3 +378,8 @@ def test_a_timeout_in_the_environment_that_is_not_a_number_is_named(monkeypatch)
     monkeypatch.setenv("REASONRL_JUDGE_TIMEOUT_S", "30s")
     with pytest.raises(ValueError, match=r"^REASONRL_JUDGE_TIMEOUT_S must be a number, got '30s'$"):
         JudgeConfig.resolve()
+
+
+def test_a_template_may_format_its_fields():
+    cfg = JudgeConfig.resolve(None, template="A={answer!r} R={reference:>4} {{literal}}")
+    assert cfg.prompt("q", "r", "a") == "A='a' R=   r {literal}"

@@ -37,6 +37,7 @@ import os
 import random
 import re
 import socket
+import string
 import threading
 import time
 import urllib.error
@@ -138,7 +139,8 @@ class JudgeConfig:
                 "judge: retries >= 0, timeout_s > 0, deadline_s > 0, max_concurrency >= 1 required"
             )
         out.prompt("q", "r", "a")  # a template that cannot be filled fails here, not at every call
-        if "{answer}" not in out.template or "{reference}" not in out.template:
+        shown = {name for _, name, _, _ in string.Formatter().parse(out.template) if name}
+        if not {"answer", "reference"} <= shown:
             raise ValueError("judge: the template must show the judge {answer} and {reference}")
         return out
 
