@@ -33,6 +33,8 @@ def check_data_config(d) -> None:
     """The `data` section's mixture and curriculum settings; a ConfigError naming the key."""
     from reasonrl.config import ConfigError
 
+    if d.difficulty < 1:  # every built-in task starts at 1
+        raise ConfigError(f"data.difficulty must be >= 1, got {d.difficulty}")
     names = set()
     for i, m in enumerate(d.mixture):
         where = f"data.mixture[{i}]"
@@ -51,6 +53,11 @@ def check_data_config(d) -> None:
         w = m.get("weight", 1.0)
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0:
             raise ConfigError(f"{where}.weight must be a number > 0, got {w!r}")
+        level = m.get("difficulty", 1)
+        if isinstance(level, bool) or not isinstance(level, int) or level < 1:
+            raise ConfigError(f"{where}.difficulty must be a whole number >= 1, got {level!r}")
+        if "difficulty" in m and not m.get("task"):  # (a reasoning-gym entry sets its own: `config`)
+            raise ConfigError(f"{where}.difficulty applies to a built-in task only")
         if m.get("task"):
             check_task(
                 f"{where}.task", str(m["task"]), f"{where}.reasoning_gym: '{m['task']}:1' instead of task"

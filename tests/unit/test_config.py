@@ -177,6 +177,20 @@ BAD_OVERRIDES = [
     (["val.every=-1"], ["val.every must be >= 0"]),
     (["log.rollouts_per_step=-1"], ["log.rollouts_per_step must be >= 0"]),
     (["rollout.top_k=-3"], ["rollout.top_k must be >= 0"]),
+    # before: accepted, then a ValueError traceback when the first prompt was generated
+    (["data.difficulty=0"], ["data.difficulty must be >= 1, got 0"]),
+    (
+        ["data.mixture=[{name: a, task: arithmetic, difficulty: 0}]"],
+        ["data.mixture[0].difficulty must be a whole number >= 1, got 0"],
+    ),
+    (
+        ["data.mixture=[{name: a, task: countdown, difficulty: hard}]"],
+        ["data.mixture[0].difficulty must be a whole number >= 1, got 'hard'"],
+    ),
+    (
+        ["data.mixture=[{name: a, reasoning_gym: 'basic_arithmetic:1', difficulty: 3}]"],
+        ["data.mixture[0].difficulty applies to a built-in task only"],
+    ),
     # a reward option's value is checked here too, not first when the reward runner is built
     (["reward.options.zebra=5"], ["reward.options.zebra must be a mapping of option: value, got 5"]),
     (["reward.weights.correctness=0"], ["reward.weights are all 0", "nothing is learned"]),
