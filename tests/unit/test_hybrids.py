@@ -110,12 +110,15 @@ def test_layers_run_per_sequence_split_the_same_way_when_recomputed(family, monk
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     packed = functools.partial(packed_logprobs, pack_tokens=64)
     lp1, ent1, g1 = run(packed)
-    # measured 1.4e-6 to 9.3e-6 on a CPU without AVX-512, up to 2.03e-5 (relative 7.9e-6) on one with it
-    torch.testing.assert_close(lp1, lp0, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(ent1, ent0, rtol=1e-5, atol=1e-5)
+    # measured 1.4e-6 to 9.3e-6 on a CPU without AVX-512, up to 2.03e-5 (relative 7.9e-6) on one with it,
+    # and 4.39e-5 (relative 1.7e-5, ZAYA1) on an AVX-512 Xeon of 2026-11-28: float32 sums in another order
+    torch.testing.assert_close(lp1, lp0, rtol=3e-5, atol=3e-5)
+    torch.testing.assert_close(ent1, ent0, rtol=3e-5, atol=3e-5)
     assert len(g1) == len(g0) > 20
-    for n in g0:  # measured within 1.5e-5 of each gradient's largest entry
-        torch.testing.assert_close(g1[n], g0[n], rtol=0, atol=1e-4 * g0[n].abs().max().item(), msg=n)
+    # measured within 1.5e-5 of each gradient's largest entry; on the AVX-512 Xeon up to 1.9e-4 (ZAYA1's
+    # qk_norm.temp, a scalar summed over every position; the rest within 7.1e-5)
+    for n in g0:
+        torch.testing.assert_close(g1[n], g0[n], rtol=0, atol=5e-4 * g0[n].abs().max().item(), msg=n)
     if family == "mamba":
         monkeypatch.setattr(pack_layers, "_keep", lambda hidden, cu: cu)  # bounds used, not kept
         with pytest.raises(torch.utils.checkpoint.CheckpointError, match="different number of tensors"):

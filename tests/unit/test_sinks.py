@@ -70,8 +70,8 @@ def test_a_model_with_sinks_loads_on_sdpa_and_computes_what_eager_does(
         logits = m(input_ids=ids, attention_mask=attn).logits
         (logits * attn[..., None]).pow(2).mean().backward()
         outs.append((logits.detach(), {n: p.grad for n, p in m.named_parameters()}))
-    torch.testing.assert_close(
-        outs[0][0] * attn[..., None], outs[1][0] * attn[..., None], rtol=1e-5, atol=1e-5
+    torch.testing.assert_close(  # measured up to 1.2e-5 (granite_swa, an AVX-512 Xeon, 2026-11-28)
+        outs[0][0] * attn[..., None], outs[1][0] * attn[..., None], rtol=1e-5, atol=3e-5
     )
     for n, g in outs[1][1].items():
         torch.testing.assert_close(outs[0][1][n], g, rtol=0, atol=1e-4 * g.abs().max().item(), msg=n)
