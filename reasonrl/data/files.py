@@ -56,9 +56,8 @@ def read_rows(path: str | Path) -> list[dict]:
     elif path.suffix == ".csv":
         import csv
 
-        with open(
-            path, newline="", encoding="utf-8-sig"
-        ) as f:  # -sig: a byte-order mark is not the first key's
+        # utf-8-sig: a byte-order mark is skipped, not read into the first column's name
+        with open(path, newline="", encoding="utf-8-sig") as f:
             rows = list(csv.DictReader(f))
     else:
         raise InputError(f"{path}: unsupported extension (use {', '.join(ROW_FORMATS)})")

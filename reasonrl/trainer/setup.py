@@ -286,7 +286,7 @@ def load_val_benchmarks(cfg: RunConfig, tokenizer, log=print, train: list[Proble
         problems = fit_prompts(tokenizer, problems, cfg.data.max_prompt_tokens, f"val benchmark {b.name}",
                                cfg.data.drop_overlong_prompts, log)  # fmt: skip
         if not problems:
-            raise ValueError(
+            raise InputError(
                 f"val benchmark {b.name}: no prompt fits data.max_prompt_tokens={cfg.data.max_prompt_tokens}"
             )
         out.append((b, problems))
