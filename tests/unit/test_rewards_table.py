@@ -111,6 +111,8 @@ def test_table_verifier(response, gt, expected, reason):
 def test_rel_tol_option():
     assert score(r"\boxed{105}", "100").score == 0.0
     assert score(r"\boxed{105}", "100", rel_tol=0.1).score == 1.0
+    # the verifier's own default is 1e-3, as `cell_equal`'s: 999 is within it, 998.9 is not
+    assert (score(r"\boxed{999}", "1000").score, score(r"\boxed{998.9}", "1000").score) == (1.0, 0.0)
 
 
 @pytest.mark.parametrize(
