@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 
 import pytest
 
 from reasonrl.rewards import VERIFIERS, score
+from reasonrl.rewards.base import check_setup
 from reasonrl.rewards.verifiers import code
 from reasonrl.rewards.verifiers.cruxeval import cruxeval, extract_prediction, is_literal, task_of
 from reasonrl.types import Problem
@@ -163,9 +165,11 @@ class Recorder:
 
     def __init__(self):
         self.programs: list[str] = []
+        self.limits: list[tuple[float, int]] = []
 
     def __call__(self, job, **_):
         self.programs.append(job["program"] + "\n\n" + "\n".join(job["tests"]))
+        self.limits.append((job["timeout_s"], job["memory_mb"]))
         return {"status": "success", "passed": [False], "errors": ["AssertionError: "]}
 
 
@@ -230,6 +234,52 @@ def test_bad_rows(prob, reason):
     got = cruxeval(fenced("assert f('abc') == 'cba!'"), prob)
     assert got.score == 0.0
     assert got.reason.startswith(reason)
+
+
+def test_prompt_fallback_reads_the_question_not_an_example(monkeypatch):
+    """Without a reference, the trusted side is the prompt's *last* assertion: a few-shot example
+    before the question must not become the gold (an answer matching the example would score)."""
+    example = "Example:\nassert f(??) == 'x!'\n\n"
+    prob = problem("i", extra={"reference": None})
+    prob.prompt[0]["content"] = example + prob.prompt[0]["content"]
+    rec = Recorder()
+    monkeypatch.setattr(code, "run_job", rec)
+    cruxeval(fenced("assert f('x') == 'x!'"), prob)
+    assert rec.programs == [f"{FUNC}\n\nassert ('cba!') == f('x')"]
+    prob = problem("o", extra={"reference": None})
+    prob.prompt[0]["content"] = "Example:\nassert f('zz') == ??\n\n" + prob.prompt[0]["content"]
+    cruxeval(fenced("assert f('abc') == 'cba!'"), prob)
+    assert rec.programs[-1] == f"{FUNC}\n\nassert (f('abc')) == ('cba!')"
+
+
+def test_default_limits(monkeypatch):
+    """The check runs with 6 s (less what has already gone by) and 1024 MB unless the options say
+    otherwise."""
+    rec = Recorder()
+    monkeypatch.setattr(code, "run_job", rec)
+    cruxeval(fenced("assert f('abc') == 'cba!'"), problem("o"))
+    cruxeval(fenced("assert f('abc') == 'cba!'"), problem("o"), timeout_s=2.0, memory_mb=256)
+    assert [m for _, m in rec.limits] == [1024, 256]
+    assert [t for t, _ in rec.limits] == [pytest.approx(6.0, abs=0.5), pytest.approx(2.0, abs=0.5)]
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"backend": "docker"}, "unknown code backend 'docker'"),
+        ({"backend": "sandbox_fusion"}, "backend=sandbox_fusion needs sandbox_fusion_urls"),
+        ({"isolation": "chroot"}, "unknown sandbox isolation 'chroot'"),
+        ({"timeout_s": 0}, "timeout_s must be > 0"),
+        ({"memory_mb": 0}, "memory_mb must be > 0"),
+    ],
+)
+def test_setup_refuses_bad_execution_options(options, message, monkeypatch):
+    monkeypatch.delenv("REASONRL_SANDBOX_FUSION_URLS", raising=False)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        check_setup("cruxeval", options)
+    with pytest.raises(ValueError, match=re.escape(message)):  # and for each routed row
+        check_setup("cruxeval", options, problem("o"))
+    check_setup("cruxeval", {}, problem("o"))  # the defaults pass
 
 
 def test_registered_and_routed():
