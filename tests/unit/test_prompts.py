@@ -85,6 +85,20 @@ def test_tokenizer_without_chat_template_keeps_system_messages(tok):
     assert encode_prompt(tok, p) != list(tok("What is 2 + 3?", add_special_tokens=True)["input_ids"])
 
 
+def test_a_plain_text_prompt_gets_the_tokenizer_s_special_tokens(tok):
+    """Base models without a chat template (Llama-style) expect their BOS in front of the prompt."""
+    from tokenizers.processors import TemplateProcessing
+
+    tok.chat_template = None
+    bos = tok.convert_tokens_to_ids("<|endoftext|>")
+    tok._tokenizer.post_processor = TemplateProcessing(
+        single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", bos)]
+    )
+    p = _problem("What is 2 + 3?")
+    ids = encode_prompt(tok, p)
+    assert ids[0] == bos and ids[1:] == list(tok(plain_text(p), add_special_tokens=False)["input_ids"])
+
+
 # Gemma 2's template, in short: a system turn is refused
 GEMMA2_TEMPLATE = (
     "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}"
