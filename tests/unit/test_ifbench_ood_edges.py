@@ -259,6 +259,18 @@ EDGES = [
     ("keywords:start_end", {}, "Rivers rivers", True),  # two words suffice
     ("keywords:start_end", {}, "Rivers run to seas", False),
     ("keywords:start_end", {}, "! rivers !", False),  # the same mark at both ends is no word
+    # every sentence ends with an emoji
+    ("format:emoji", {}, "", False),  # no sentences
+    ("format:emoji", {}, "Hi \U0001f642. !!", False),  # a sentence of punctuation alone
+    ("format:emoji", {}, "I love it \u2764\ufe0f. Me too \u2764\ufe0f.", True),  # emoji + variation selector
+    ("format:emoji", {}, "I am happy. \U0001f642 You are too \U0001f642", True),  # split before the emoji
+    ("format:emoji", {}, "I am happy. You are too \U0001f642", False),
+    ("format:emoji", {}, "I am happy \U0001f642. You are too", False),  # the last one has none
+    # the seven coordinating conjunctions, each distinct one counted once
+    ("count:conjunctions", {"small_n": 7}, "and but for nor or so yet", True),
+    ("count:conjunctions", {"small_n": 7}, "and but for nor or so so", False),
+    ("count:conjunctions", {"small_n": 1}, "Yet.", True),
+    ("count:conjunctions", {"small_n": 1}, "yesterday android", False),  # whole words only
 ]
 
 
