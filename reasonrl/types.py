@@ -18,6 +18,11 @@ if TYPE_CHECKING:  # keep `import reasonrl.types` free of torch
     import torch
 
 
+def missing(value: Any) -> bool:
+    """Whether a field's value stands for nothing: None, or NaN (pandas' missing value)."""
+    return value is None or (isinstance(value, float) and value != value)
+
+
 @dataclass
 class Problem:
     """One training / evaluation problem; the in-memory form of a verl/Reasoning360 parquet row.
@@ -71,11 +76,12 @@ class Problem:
         # a null data_source / prompt counts as missing (parquet stores absent keys as null)
         if not isinstance(row, dict):
             raise InputError(f"{where}: a row must be a mapping, got {type(row).__name__}")
-        missing = [k for k in ("data_source", "prompt", "reward_model") if row.get(k) is None and
-                   not (k == "prompt" and row.get("raw_prompt"))]  # fmt: skip
-        if missing:
+        row = {k: v for k, v in row.items() if not missing(v)}  # NaN: pandas' missing value
+        absent = [k for k in ("data_source", "prompt", "reward_model") if row.get(k) is None and
+                  not (k == "prompt" and row.get("raw_prompt"))]  # fmt: skip
+        if absent:
             raise InputError(
-                f"{where}: missing field(s) {missing}; a row needs data_source, prompt, reward_model"
+                f"{where}: missing field(s) {absent}; a row needs data_source, prompt, reward_model"
             )
         if not isinstance(row["data_source"], str) or not row["data_source"].strip():
             raise InputError(f"{where}: field 'data_source' must be a non-empty string")

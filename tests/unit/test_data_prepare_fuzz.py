@@ -58,3 +58,27 @@ def test_a_malformed_field_is_a_bad_row_not_a_crash(name, tmp_path):
             except Exception as e:  # noqa: BLE001 - the point: name the field, not crash
                 pytest.fail(f"{name}: {'.'.join(path)} = {value!r} raised {type(e).__name__}: {e}")
     assert failed > 0  # the fixture's required fields were found missing
+
+
+def _convert(name: str, row: dict, src) -> list | str:
+    """The problems converted from one row (as dicts), or the error's text."""
+    src.write_text(json.dumps(row) + "\n")  # json writes NaN as the bare `NaN`, which json reads back
+    try:
+        return [p.to_row() for p in convert_files(name, [str(src)], SOURCES[name][2])[0]]
+    except InputError as e:
+        return str(e)
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_a_nan_field_converts_as_a_missing_one(name, tmp_path):
+    """pandas writes a missing value in a float column as NaN: no converter may read it as the text
+    "nan" (a uid `x/nan`, a hint or starter code "nan") or as a value; the row converts exactly as it
+    does without that field."""
+    rows = SOURCES[name][1]
+    row = GPQA if rows is None else rows[0]
+    if not isinstance(row, dict):
+        return  # ORZ's rows are message pairs: no fields
+    src = tmp_path / f"{name}.jsonl"
+    for key in row:
+        without = {k: v for k, v in row.items() if k != key}
+        assert _convert(name, {**row, key: float("nan")}, src) == _convert(name, without, src), key

@@ -344,3 +344,22 @@ def test_a_byte_order_mark_is_not_part_of_the_first_row(tmp_path):
     path = tmp_path / "bom.csv"
     path.write_bytes(b"\xef\xbb\xbfquestion,answer\n1+1?,2\n")
     assert read_rows(path) == [{"question": "1+1?", "answer": "2"}]
+
+
+def test_a_nan_field_reads_as_an_absent_one(tmp_path):
+    """pandas writes a missing value in a float column as NaN: a verl row's optional field that is NaN
+    reads exactly as the row without it (no ability "nan", no error on a NaN extra_info), and a NaN
+    required field is reported missing."""
+    row = {"data_source": "openai/gsm8k", "prompt": [{"role": "user", "content": "1+1?"}],
+           "reward_model": {"style": "rule", "ground_truth": "2"}}  # fmt: skip
+    plain = Problem.from_row(row)
+    for key in ("ability", "extra_info", "apply_chat_template"):
+        got = Problem.from_row({**row, key: float("nan")})
+        assert got.to_row() == plain.to_row(), key
+    assert Problem.from_row({**row, "ability": "math"}).ability == "math"
+    for key in ("data_source", "reward_model"):
+        with pytest.raises(ValueError, match=rf"^r: missing field\(s\) \['{key}'\]"):
+            Problem.from_row({**row, key: float("nan")}, where="r")
+    src = tmp_path / "d.parquet"  # as pandas leaves it: a float column of NaN
+    pq.write_table(pa.Table.from_pylist([{**row, "ability": float("nan")}]), src)
+    assert [p.to_row() for p in read_problems(src)] == [plain.to_row()]

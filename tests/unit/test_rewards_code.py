@@ -36,6 +36,7 @@ def problem(gt, **extra) -> Problem:
         (f"{F}python\nprint(1)\n{F}\nthen\n{F}python\nprint(2)\n{F}", "print(2)"),  # last block
         (f"{F}python\nprint(1)\n{F}\nSample output:\n{F}\n1\n{F}", "print(1)"),  # python tag wins
         (f"{F}\nprint(3)\n{F}", "print(3)"),  # untagged block
+        (f"{F}\nprint(1)\n{F}\nthen\n{F}\nprint(2)\n{F}", "print(2)"),  # the last untagged block
         (f"{F}py\nprint(4)\n{F}", "print(4)"),
         (f"{F}Python3\nprint(5)\n{F}", "print(5)"),
         (f"{F}cpp\nint main(){{}}\n{F}", None),  # another language only

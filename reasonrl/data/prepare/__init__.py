@@ -26,7 +26,7 @@ from typing import Any
 
 from reasonrl.errors import InputError
 from reasonrl.registry import Registry
-from reasonrl.types import Problem
+from reasonrl.types import Problem, missing
 
 
 class RowError(InputError):
@@ -76,11 +76,6 @@ def register(name: str, source: str, **options: Any) -> Callable[[RowFn], RowFn]
         return fn
 
     return deco
-
-
-def missing(value: Any) -> bool:
-    """Whether a field's value stands for nothing: None, or NaN (pandas' missing value)."""
-    return value is None or (isinstance(value, float) and value != value)
 
 
 def need(row: dict, *names: str) -> Any:
@@ -133,6 +128,9 @@ def convert_rows(conv: Converter, rows: list[dict], where: str, ctx: Context, re
         try:
             if not isinstance(row, dict):
                 raise InputError(f"a row must be a mapping, got {type(row).__name__}")
+            # a NaN field (pandas' missing value) is an absent one: never the text "nan" of a uid, hint
+            # or starter code, nor a value that a converter's `row.get(key, default)` passes on
+            row = {k: v for k, v in row.items() if not missing(v)}
             got = conv.row(row, ctx)
             got = [] if got is None else got if isinstance(got, list) else [got]
             for p in got:
