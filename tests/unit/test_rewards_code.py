@@ -71,6 +71,7 @@ def test_extract_code(response, expected):
         ("ABC", "abc", False),  # other words stay case-sensitive
         ("0.3333333", "0.333333333", True),  # within 1e-6
         ("0.334", "0.333", False),
+        ("1.0000015", "1.0", False),  # the default tolerance is 1e-6, not more
         ("1e-7", "0", True),
         ("3.0", "3", True),
         ("1000000000000000001", "1000000000000000000", False),  # big ints compare exactly
