@@ -186,6 +186,46 @@ def test_verifier_end_to_end(program, gt, mode, score, reason):
     assert res.extracted == program
 
 
+CALL = {"inputs": [[0], [1], [2]], "outputs": [0, 1, 2], "fn_name": "f"}
+ASSERTS = {"test_list": ["assert f(0) == 0", "assert f(1) == 1", "assert f(2) == 2"]}
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "program, gt, test, reason, error",
+    [
+        # the first failed test is a wrong value, a later one raises: the failure is the first one's
+        (
+            "def f(x):\n    return [0, 5][x]",
+            CALL,
+            1,
+            "wrong",
+            "AssertionError: the call returned another value",
+        ),
+        ("def f(x):\n    return [0, 5][x]", ASSERTS, 1, "wrong", "AssertionError"),
+        # the first failed test raises, a later one is a wrong value
+        ("def f(x):\n    return {0: 0, 2: 5}[x]", CALL, 1, "runtime_error", "KeyError"),
+        ("def f(x):\n    return {0: 0, 2: 5}[x]", ASSERTS, 1, "runtime_error", "KeyError"),
+    ],
+)
+def test_the_failure_reported_is_the_first_failed_test_s(program, gt, test, reason, error):
+    """With score_mode fraction every test runs; the reason and error given are those of the test
+    named (the first that failed), not of whichever failed last."""
+    res = code(fenced(program), problem(gt), score_mode="fraction", timeout_s=2)
+    assert res.score == pytest.approx(1 / 3)
+    assert (res.reason, res.info["failure"]["test"]) == (reason, test)
+    assert res.info["failure"]["error"].startswith(error)
+
+
+@needs_bwrap
+def test_a_solution_method_named_in_full_is_called():
+    """LeetCode-style rows name the method as `Solution().name`."""
+    gt = {"inputs": [[1, 2]], "outputs": [3], "fn_name": "Solution().add"}
+    ok = "class Solution:\n    def add(self, a, b):\n        return a + b"
+    assert code(fenced(ok), problem(gt), timeout_s=2).score == 1.0
+    assert code(fenced(ok.replace("a + b", "a - b")), problem(gt), timeout_s=2).reason == "wrong"
+
+
 @needs_bwrap
 @pytest.mark.parametrize(
     "hack",

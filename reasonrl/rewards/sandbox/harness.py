@@ -214,11 +214,13 @@ def _run_call(job, rpc, results):
             ok = _matches(want, got, job["tol"]) or (
                 isinstance(want, list) and len(want) == 1 and _matches(want[0], got, job["tol"])
             )
+            error = "" if ok else "AssertionError: the call returned another value than the test expects"
         except (JobError, TimeoutError, EOFError, OSError):
             raise
         except Exception as e:  # noqa: BLE001 - the candidate raised: this test fails
-            results["errors"].append(f"{type(e).__name__}: {e}"[:500])
-            ok = False
+            error, ok = f"{type(e).__name__}: {e}"[:500], False
+        if not ok:  # one error per failed test, as in _run_script
+            results["errors"].append(error)
         results["passed"].append(bool(ok))
         if not ok and job.get("stop_early"):
             break

@@ -185,13 +185,13 @@ def _remote_job(job: dict[str, Any], execute) -> dict[str, Any]:
     return {"status": res.status, "stdout": res.stdout, "stderr": res.stderr, "exit_code": res.exit_code}
 
 
-def _failure_reason(reply: dict[str, Any]) -> str:
+def _failure_reason(reply: dict[str, Any], error: str = "") -> str:
+    """Why a job failed: its status, else the first failed test's `error` (an assertion: "wrong")."""
     if reply["status"] in ("timeout", "sandbox_error", "output_limit"):
         return reply["status"]
     if reply["status"] == "failed":
         return "exited_before_tests" if reply.get("program_failed") == "exit" else "runtime_error"
-    errors = reply.get("errors") or []
-    return "wrong" if not errors or errors[-1].startswith("AssertionError") else "runtime_error"
+    return "wrong" if not error or error.startswith("AssertionError") else "runtime_error"
 
 
 def clip_text(s: str) -> str:
@@ -308,9 +308,15 @@ def run_spec(spec, program, run: JobRunner, *, prefix="", timeout_s, memory_mb, 
     outcomes += [False] * (len(tests) - len(outcomes))
     failure = None
     if not all(outcomes):
-        errors = reply.get("errors") or []
-        failure = {"reason": _failure_reason(reply), "test": outcomes.index(False),
-                   "error": clip_text(errors[-1] if errors else "")}  # fmt: skip
+        # the harness's errors: one per failed test in order, then the job's own, if it broke off; so
+        # the first failed test's when the job ran through (matching "test"), the job's when it did not
+        errors = reply.get("errors") or [""]
+        error = errors[0] if reply["status"] == "success" else errors[-1]
+        failure = {
+            "reason": _failure_reason(reply, error),
+            "test": outcomes.index(False),
+            "error": clip_text(error),
+        }
     return outcomes, len(tests), failure
 
 
