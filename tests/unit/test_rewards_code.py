@@ -7,6 +7,7 @@ import json
 import pytest
 
 from reasonrl.rewards import VERIFIERS
+from reasonrl.rewards.verifiers import code as code_module
 from reasonrl.rewards.verifiers.code import code, extract_code, outputs_match, parse_tests
 from reasonrl.types import Problem
 
@@ -271,9 +272,25 @@ def test_max_tests_and_failure_details():
 
 
 def test_no_code_and_bad_ground_truth_score_zero_without_running():
-    assert code("no fences here", problem(STDIO)).info["reason"] == "no_code"
+    none = code("no fences here", problem(STDIO))
+    assert (none.score, none.info) == (0.0, {"extracted": None, "reason": "no_code", "passed": 0, "total": 0})
     bad = code(fenced("print(1)"), problem("{not json"))
     assert bad.score == 0.0 and bad.reason.startswith("bad_ground_truth")
+
+
+def test_default_limits_and_tolerance(monkeypatch):
+    """Each test runs with 6 s, 1024 MB and a float tolerance of 1e-6 unless the options say otherwise."""
+    from reasonrl.rewards.verifiers.code import clip_text
+
+    jobs = []
+    monkeypatch.setattr(
+        code_module, "run_job", lambda job, **_: jobs.append(job) or {"status": "success", "passed": [True]}
+    )
+    gt = {"inputs": [[1]], "outputs": [1], "fn_name": "f"}
+    assert code(fenced("def f(x):\n    return x"), problem(gt)).score == 1.0
+    assert (jobs[0]["memory_mb"], jobs[0]["tol"]) == (1024, 1e-6)
+    assert jobs[0]["timeout_s"] == pytest.approx(6.0, abs=0.5)
+    assert clip_text("x" * 500) == "x" * 500 and clip_text("x" * 501) == "x" * 500 + "...[truncated]"
 
 
 def test_bad_options_raise():
