@@ -293,6 +293,20 @@ def test_default_limits_and_tolerance(monkeypatch):
     assert clip_text("x" * 500) == "x" * 500 and clip_text("x" * 501) == "x" * 500 + "...[truncated]"
 
 
+def test_load_check_takes_the_edges_and_refuses_past_them():
+    from reasonrl.rewards.base import check_setup
+
+    for ok in ({"max_tests": 1}, {"max_tests": None}, {"score_mode": "fraction"}, {"timeout_s": 0.1},
+               {"memory_mb": 1}, {"total_timeout_s": 1}, {"isolation": "bwrap"}):  # fmt: skip
+        check_setup("code", ok)
+    for bad, message in (({"max_tests": True}, "max_tests must be a whole number"),
+                         ({"max_tests": 0}, "max_tests must be a whole number"),
+                         ({"total_timeout_s": 0}, "total_timeout_s must be > 0"),
+                         ({"score_mode": "best"}, "unknown score_mode 'best'")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            check_setup("code", bad)
+
+
 def test_bad_options_raise():
     with pytest.raises(ValueError, match="score_mode"):
         code(fenced("print(1)"), problem(STDIO), score_mode="partial")
