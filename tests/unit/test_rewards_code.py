@@ -320,3 +320,56 @@ def test_call_based_tests_share_a_time_budget_of_timeout_s_per_test():
     res = code(fenced(program), problem({"inputs": [[1], [2], [3]], "outputs": [1, 2, 3], "fn_name": "f"}),
                timeout_s=2)  # fmt: skip
     assert (res.score, res.reason, res.info["passed"]) == (1.0, "correct", 3)
+
+
+class FakeSandbox:
+    """A job runner on a fake clock: each job takes `took` seconds; `wrong` lists the stdio inputs
+    whose output is wrong. Records the budget each job was given."""
+
+    def __init__(self, monkeypatch, took: float, wrong=()):
+        self.now, self.took, self.wrong, self.budgets = 0.0, took, set(wrong), []
+        monkeypatch.setattr(code_module.time, "monotonic", lambda: self.now)
+
+    def __call__(self, job):
+        self.budgets.append(job["timeout_s"])
+        self.now += self.took
+        if job["kind"] == "stdio":
+            out = "wrong\n" if job["stdin"] in self.wrong else job["stdin"]
+            return {"status": "success", "stdout": out, "stderr": ""}
+        return {"status": "success", "passed": [True] * len(job["tests"]), "errors": []}
+
+
+def _run(sandbox, spec, **kw):
+    return code_module.run_spec(spec, "pass", sandbox, timeout_s=6.0, memory_mb=64, **kw)
+
+
+ECHO = {"kind": "stdio", "inputs": ["a\n", "b\n", "c\n"], "outputs": ["a\n", "b\n", "c\n"]}
+
+
+def test_stdio_tests_share_the_total_time_budget(monkeypatch):
+    """Each stdin test gets timeout_s or what is left of total_timeout_s; once none is left, the
+    rest fail as time_budget without running."""
+    box = FakeSandbox(monkeypatch, took=5.0)
+    outcomes, total, failure = _run(box, ECHO, total_timeout_s=8.0, stop_early=False)
+    assert box.budgets == [6.0, 3.0]  # the third test had -2 s left: never ran
+    assert (outcomes, total, failure) == ([True, True, False], 3, {"reason": "time_budget", "test": 2})
+
+
+def test_a_job_gets_timeout_s_per_test_within_the_total_budget(monkeypatch):
+    calls = {"kind": "call", "fn_name": "f", "inputs": [[1], [2], [3]], "outputs": [1, 2, 3]}
+    asserts = {"kind": "asserts", "setup": "", "asserts": ["assert 1", "assert 2", "assert 3"]}
+    for spec in (calls, asserts):
+        box = FakeSandbox(monkeypatch, took=1.0)
+        assert _run(box, spec, total_timeout_s=100.0)[:2] == ([True] * 3, 3) and box.budgets == [18.0]
+        assert _run(box, spec, total_timeout_s=10.0)[:2] == ([True] * 3, 3) and box.budgets[-1] == 10.0
+        box.budgets.clear()
+        assert _run(box, spec, total_timeout_s=0.0) == ([False] * 3, 3, {"reason": "time_budget", "test": 0})
+        assert box.budgets == []  # nothing ran
+        assert _run(box, spec, total_timeout_s=100.0, max_tests=2)[:2] == ([True] * 2, 2)  # the first two
+
+
+def test_the_stdio_failure_reported_is_the_first(monkeypatch):
+    box = FakeSandbox(monkeypatch, took=0.1, wrong={"b\n", "c\n"})
+    outcomes, total, failure = _run(box, ECHO, stop_early=False)
+    assert (outcomes, total) == ([True, False, False], 3)
+    assert (failure["reason"], failure["test"], failure["stdin"]) == ("wrong", 1, "b\n")
