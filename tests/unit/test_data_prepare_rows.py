@@ -28,6 +28,17 @@ def _guru(q: str, data_source: str = "math__x", **extra):
             "reward_model": {"ground_truth": "2", "style": "rule"}, **extra}  # fmt: skip
 
 
+def test_need_takes_the_first_field_present_and_names_all_when_none_is():
+    from reasonrl.data.prepare import need
+
+    assert need({"b": 2, "c": 3}, "a", "b", "c") == 2
+    assert need({"a": None, "b": float("nan"), "c": 0}, "a", "b", "c") == 0
+    with pytest.raises(RowError, match=r"^field 'a': missing \(or 'b', 'c'\)$"):
+        need({"d": 1}, "a", "b", "c")
+    with pytest.raises(RowError, match=r"^field 'a': missing$"):
+        need({}, "a")
+
+
 @pytest.mark.parametrize(
     ("value", "why"),
     [
