@@ -213,7 +213,7 @@ def test_dapo_repeats_are_dropped_and_conflicts_counted(tmp_path):
     src = tmp_path / "dapo.parquet"
     _write(src, [row, other, row, other, conflict])
     report = prepare("dapo", [str(src)], tmp_path / "out.jsonl")
-    assert (report["rows_in"], report["rows_out"], report["dropped"]) == (5, 2, 3)
+    assert (report["rows_in"], report["rows_out"], report["dropped"], report["conflicts"]) == (5, 2, 3, 1)
     assert [p.ground_truth for p in read_problems(tmp_path / "out.jsonl")] == ["2", "4"]
 
 

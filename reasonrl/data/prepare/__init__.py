@@ -109,10 +109,17 @@ class Report:
     rows_out: int = 0
     dropped: int = 0  # left out on purpose by the converter (repeats)
     bad: list[tuple[str, int, str]] = field(default_factory=list)  # (file, row, reason)
+    counts: dict[str, int] = field(default_factory=dict)  # what a converter counted (`count`), by name
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rows_in": self.rows_in, "rows_out": self.rows_out, "dropped": self.dropped,
+        return {"rows_in": self.rows_in, "rows_out": self.rows_out, "dropped": self.dropped, **self.counts,
                 "bad_rows": len(self.bad), "bad_examples": [f"{f} row {i}: {r}" for f, i, r in self.bad[:20]]}  # fmt: skip
+
+
+def count(ctx: Context, what: str) -> None:
+    """Count one `what` (e.g. DAPO's repeats with another answer) for the run's report."""
+    counts = ctx.state.setdefault("counts", {})
+    counts[what] = counts.get(what, 0) + 1
 
 
 def convert_rows(conv: Converter, rows: list[dict], where: str, ctx: Context, report: Report,
@@ -169,6 +176,7 @@ def convert_files(name: str, inputs: list[str], options: dict[str, Any] | None =
             problems = problems[:limit]
             break
     report.rows_out = len(problems)
+    report.counts = dict(ctx.state.get("counts", {}))
     return problems, report
 
 

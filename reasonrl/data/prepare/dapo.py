@@ -2,12 +2,12 @@
 the "Answer: $Answer" wrapper prompt, `reward_model.ground_truth`, `extra_info.index`). The released
 file repeats one 17,917-row block 100 times: rows whose whitespace-normalised prompt was already
 seen are dropped (counted in the report); a repeat with a different answer is dropped too and
-counted as a conflict (`state["conflicts"]`). The prompt is kept as DAPO wrote it; the math verifier
+counted as a conflict (`conflicts` in the report). The prompt is kept as DAPO wrote it; the math verifier
 reads its "Answer: x" line."""
 
 from __future__ import annotations
 
-from reasonrl.data.prepare import InputError, RowError, register
+from reasonrl.data.prepare import InputError, RowError, count, register
 from reasonrl.types import Problem
 
 
@@ -23,7 +23,7 @@ def dapo(row: dict, ctx) -> Problem | None:
     seen = ctx.state.setdefault("seen", {})
     if key in seen:
         if seen[key] != str(p.ground_truth):
-            ctx.state["conflicts"] = ctx.state.get("conflicts", 0) + 1
+            count(ctx, "conflicts")
         return None
     seen[key] = str(p.ground_truth)
     p.data_source = p.data_source or "math_dapo"
