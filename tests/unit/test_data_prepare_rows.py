@@ -178,3 +178,34 @@ def test_a_nan_answer_is_a_missing_answer(tmp_path):
     assert p.ground_truth == "2"
     with pytest.raises(InputError, match=r"row 0: field 'answer': missing$"):
         convert_files("deepscaler", [_jsonl(tmp_path / "d.jsonl", rows)])
+
+
+def _one(name: str, row: dict, tmp_path, options=None):
+    src = _jsonl(tmp_path / f"{name}.jsonl", [row])
+    try:
+        return convert_files(name, [src], options)[0][0]
+    except InputError as e:
+        return str(e).removeprefix(f"{src} row 0: ")
+
+
+def test_ifeval_rows_unknown_ids_and_the_loose_option(tmp_path):
+    row = {"key": 7, "prompt": "Write.", "instruction_id_list": ["keywords:existence"],
+           "kwargs": [{"keywords": ["apple"]}]}  # fmt: skip
+    strict = _one("ifeval", row, tmp_path)
+    assert "loose" not in strict.extra_info and strict.uid == "ifeval/7"  # strict by default
+    assert _one("ifeval", row, tmp_path, {"loose": True}).extra_info["loose"] is True
+    assert _one("ifeval", {**row, "instruction_id_list": ["keywords:nope"]}, tmp_path) == (
+        "field 'instruction_id_list': unknown instruction id(s) ['keywords:nope']"
+    )
+
+
+def test_ifbench_and_dapo_rows_name_what_is_missing(tmp_path):
+    row = {"key": "k1", "messages": [{"role": "user", "content": "  "}],
+           "ground_truth": "[{'instruction_id': ['punctuation:punctuation_dot'], 'kwargs': [{}]}]"}  # fmt: skip
+    assert _one("ifbench", row, tmp_path) == "field 'messages': the first message has no content"
+    dapo = {"data_source": "math_dapo", "prompt": [{"role": "user", "content": "1+1?"}],
+            "reward_model": {"ground_truth": "2", "style": "rule"}}  # fmt: skip
+    assert _one("dapo", {**dapo, "prompt": None}, tmp_path).startswith("missing field(s) ['prompt']")
+    assert _one("dapo", {k: v for k, v in dapo.items() if k != "reward_model"}, tmp_path).startswith(
+        "missing field(s) ['reward_model']; a row needs data_source, prompt, reward_model"
+    )

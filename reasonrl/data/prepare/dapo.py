@@ -7,18 +7,13 @@ reads its "Answer: x" line."""
 
 from __future__ import annotations
 
-from reasonrl.data.prepare import InputError, RowError, count, register
+from reasonrl.data.prepare import count, register
 from reasonrl.types import Problem
 
 
 @register("dapo", "BytedTsinghua-SIA/DAPO-Math-17k: verl rows (prompt, reward_model, extra_info.index)")
 def dapo(row: dict, ctx) -> Problem | None:
-    try:
-        p = Problem.from_row(row, where="row")
-    except InputError as e:
-        raise RowError(
-            "prompt" if "prompt" in str(e) else "reward_model", str(e).split(": ", 1)[-1]
-        ) from None
+    p = Problem.from_row(row, where="row")  # its message names the field (convert_rows adds file and row)
     key = " ".join(p.user_text.split())
     seen = ctx.state.setdefault("seen", {})
     if key in seen:
