@@ -87,3 +87,20 @@ def test_fold_kl_into_rewards():
 
 def test_estimator_list():
     assert KL_ESTIMATORS == ("k1", "k2", "k3", "abs")
+
+
+def test_log_ratios_are_clamped_to_plus_minus_20():
+    """docs/algorithms.md: k3's d, the policy loss's log ratio and the TIS log weight are clamped to
+    [-20, 20], so one token the sampler found near-impossible cannot overflow a batch."""
+    from reasonrl.algorithms.correction import tis_weights
+    from reasonrl.algorithms.losses import POLICY_LOSSES
+
+    far = torch.tensor([[-50.0, 50.0]])
+    zero, mask = torch.zeros_like(far), torch.ones_like(far, dtype=torch.bool)
+    k3 = kl_penalty(far, zero, "k3")
+    assert torch.equal(k3, torch.expm1(torch.tensor([[20.0, -20.0]])) + torch.tensor([[-20.0, 20.0]]))
+    _, metrics = POLICY_LOSSES.get("ppo_clip")(far, zero, torch.ones_like(far), mask)
+    assert metrics["ratio_max"].item() == pytest.approx(torch.exp(torch.tensor(20.0)).item(), rel=1e-6)
+    weights, _ = tis_weights(far, zero, mask, cap=1e12)  # exp(old - sampler), capped far above
+    assert weights[0, 0].item() == pytest.approx(torch.exp(torch.tensor(-20.0)).item(), rel=1e-6)
+    assert weights[0, 1].item() == pytest.approx(torch.exp(torch.tensor(20.0)).item(), rel=1e-6)
