@@ -2,8 +2,8 @@
 the "Answer: $Answer" wrapper prompt, `reward_model.ground_truth`, `extra_info.index`). The released
 file repeats one 17,917-row block 100 times: rows whose whitespace-normalised prompt was already
 seen are dropped (counted in the report); a repeat with a different answer is dropped too and
-counted as a conflict (`conflicts` in the report). The prompt is kept as DAPO wrote it; the math verifier
-reads its "Answer: x" line."""
+counted as a conflict (`conflicts` in the report). The prompt is kept as DAPO wrote it; the math
+verifier reads its "Answer: x" line."""
 
 from __future__ import annotations
 
