@@ -8,6 +8,7 @@ import copy
 import json
 
 import pytest
+from _prepare import convert_or_error
 from test_data_prepare import SOURCES
 
 from reasonrl.data.prepare import convert_files, load_all
@@ -60,13 +61,9 @@ def test_a_malformed_field_is_a_bad_row_not_a_crash(name, tmp_path):
     assert failed > 0  # the fixture's required fields were found missing
 
 
-def _convert(name: str, row: dict, src) -> list | str:
-    """The problems converted from one row (as dicts), or the error's text."""
-    src.write_text(json.dumps(row) + "\n")  # json writes NaN as the bare `NaN`, which json reads back
-    try:
-        return [p.to_row() for p in convert_files(name, [str(src)], SOURCES[name][2])[0]]
-    except InputError as e:
-        return str(e)
+def _convert(name: str, row: dict, tmp_path) -> list | str:
+    got = convert_or_error(tmp_path, name, [row], SOURCES[name][2])
+    return got if isinstance(got, str) else [p.to_row() for p in got]
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
@@ -78,7 +75,6 @@ def test_a_nan_field_converts_as_a_missing_one(name, tmp_path):
     row = GPQA if rows is None else rows[0]
     if not isinstance(row, dict):
         return  # ORZ's rows are message pairs: no fields
-    src = tmp_path / f"{name}.jsonl"
     for key in row:
         without = {k: v for k, v in row.items() if k != key}
-        assert _convert(name, {**row, key: float("nan")}, src) == _convert(name, without, src), key
+        assert _convert(name, {**row, key: float("nan")}, tmp_path) == _convert(name, without, tmp_path), key

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from _prepare import convert_or_error
 
 from reasonrl.data.prepare import RowError, convert_files, load_all, prepare, text
 from reasonrl.data.schema import read_problems
@@ -32,7 +33,7 @@ def test_need_takes_the_first_field_present_and_names_all_when_none_is():
     from reasonrl.data.prepare import need
 
     assert need({"b": 2, "c": 3}, "a", "b", "c") == 2
-    assert need({"a": None, "b": float("nan"), "c": 0}, "a", "b", "c") == 0
+    assert need({"a": None, "b": None, "c": 0}, "a", "b", "c") == 0  # a NaN field: dropped by convert_rows
     with pytest.raises(RowError, match=r"^field 'a': missing \(or 'b', 'c'\)$"):
         need({"d": 1}, "a", "b", "c")
     with pytest.raises(RowError, match=r"^field 'a': missing$"):
@@ -181,11 +182,8 @@ def test_a_nan_answer_is_a_missing_answer(tmp_path):
 
 
 def _one(name: str, row: dict, tmp_path, options=None):
-    src = _jsonl(tmp_path / f"{name}.jsonl", [row])
-    try:
-        return convert_files(name, [src], options)[0][0]
-    except InputError as e:
-        return str(e).removeprefix(f"{src} row 0: ")
+    got = convert_or_error(tmp_path, name, [row], options)
+    return got if isinstance(got, str) else got[0]
 
 
 def test_ifeval_rows_unknown_ids_and_the_loose_option(tmp_path):

@@ -79,9 +79,10 @@ def register(name: str, source: str, **options: Any) -> Callable[[RowFn], RowFn]
 
 
 def need(row: dict, *names: str) -> Any:
-    """The first of `names` present (not `missing`) in `row`; RowError naming the first otherwise."""
+    """The first of `names` present in `row` (a NaN field was dropped by `convert_rows`); RowError naming
+    the first otherwise."""
     for n in names:
-        if not missing(row.get(n)):
+        if row.get(n) is not None:
             return row[n]
     alt = f" (or {', '.join(repr(n) for n in names[1:])})" if len(names) > 1 else ""
     raise RowError(names[0], f"missing{alt}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 
-from reasonrl.data.prepare import RowError, missing, need, prompts, register, text
+from reasonrl.data.prepare import RowError, need, prompts, register, text
 from reasonrl.rewards.extract import last_boxed
 from reasonrl.types import Problem
 
@@ -93,7 +93,7 @@ def olympiadbench(row: dict, ctx) -> Problem:
     "minerva", "Minerva math: problem, solution (\\boxed{} or 'The final answer is $X$'), or question, answer"
 )
 def minerva(row: dict, ctx) -> Problem:
-    if not missing(row.get("answer")) and str(row["answer"]).strip():
+    if row.get("answer") is not None and str(row["answer"]).strip():
         gold = answer_text(row, "answer")
     else:
         solution = text(row, "solution")

@@ -5,7 +5,7 @@ data_source `math__math` (Reasoning360's name for its MATH eval set), scored by 
 
 from __future__ import annotations
 
-from reasonrl.data.prepare import RowError, missing, prompts, register, text
+from reasonrl.data.prepare import RowError, prompts, register, text
 from reasonrl.rewards.extract import last_boxed
 from reasonrl.types import Problem
 
@@ -15,7 +15,7 @@ from reasonrl.types import Problem
 )
 def math(row: dict, ctx) -> Problem:
     problem = text(row, "problem", "question")
-    if not missing(row.get("answer")) and str(row["answer"]).strip():
+    if row.get("answer") is not None and str(row["answer"]).strip():
         gold = str(row["answer"]).strip()
     else:
         gold = last_boxed(text(row, "solution")) or ""
