@@ -13,11 +13,13 @@ from reasonrl.config.sections import AlgoConfig, ConfigError, RolloutConfig, Run
 from reasonrl.errors import InputError
 
 
-def _non_finite(d: dict, prefix: str = "") -> str | None:
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            bad = _non_finite(v, key + ".")
+def _non_finite(d: dict | list, prefix: str = "") -> str | None:
+    """The first setting (dotted key, `[i]` for a list's items) holding NaN or an infinity."""
+    items = d.items() if isinstance(d, dict) else ((f"[{i}]", v) for i, v in enumerate(d))
+    for k, v in items:
+        key = f"{prefix}{k}" if isinstance(d, list) or not prefix else f"{prefix}.{k}"
+        if isinstance(v, (dict, list)):
+            bad = _non_finite(v, key)
             if bad:
                 return bad
         elif isinstance(v, float) and not math.isfinite(v):

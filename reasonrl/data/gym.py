@@ -69,8 +69,8 @@ def parse_mix(spec: str, where: str = "--tasks") -> list[tuple[str, float]]:
             w = float(weight) if weight else 1.0
         except ValueError:
             raise InputError(f"{where} {part!r}: weight {weight!r} is not a number") from None
-        if w <= 0:
-            raise InputError(f"{where} {part!r}: weight must be > 0")
+        if not 0 < w < float("inf"):  # NaN and infinities too: reasoning-gym's draw cannot weigh them
+            raise InputError(f"{where} {part!r}: weight must be a finite number > 0")
         if name not in known:
             close = difflib.get_close_matches(name, known, n=1)
             raise InputError(f"{where}: unknown reasoning-gym dataset {name!r}"

@@ -51,8 +51,8 @@ def check_data_config(d) -> None:
             raise ConfigError(f"{where}.name must be a unique non-empty string")
         names.add(name)
         w = m.get("weight", 1.0)
-        if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0:
-            raise ConfigError(f"{where}.weight must be a number > 0, got {w!r}")
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 < w < float("inf"):
+            raise ConfigError(f"{where}.weight must be a finite number > 0, got {w!r}")
         level = m.get("difficulty", 1)
         if isinstance(level, bool) or not isinstance(level, int) or level < 1:
             raise ConfigError(f"{where}.difficulty must be a whole number >= 1, got {level!r}")

@@ -170,6 +170,12 @@ BAD_OVERRIDES = [
     (["train.lr=nan"], ["train.lr=nan is not a finite number"]),
     (["algo.clip_high=inf"], ["algo.clip_high=inf is not a finite number"]),
     (["reward.timeout_s=-inf"], ["reward.timeout_s=-inf is not a finite number"]),
+    # inside lists too (a mixture's infinite weight made every draw a ValueError of random.choices)
+    (
+        ["data.mixture=[{name: a, task: addsub, weight: .inf}]"],
+        ["data.mixture[0].weight=inf is not a finite number"],
+    ),
+    (["train.betas=[0.9,.nan]"], ["train.betas[1]=nan is not a finite number"]),
     (["rollout.max_new_tokens=0"], ["rollout.max_new_tokens must be > 0"]),
     (["data.max_prompt_tokens=-5"], ["data.max_prompt_tokens must be > 0"]),
     (["train.warmup_steps=-1"], ["train.warmup_steps must be >= 0"]),
@@ -359,8 +365,8 @@ def test_configs_stored_by_earlier_releases_are_migrated():
         ([{"name": "a", "task": "addsub", "files": ["x.parquet"]}], r"data.mixture\[0\]: give exactly one of"),
         ([{"name": "a", "task": "addsub"}, {"name": "a", "task": "countdown"}],
          r"data.mixture\[1\].name must be a unique non-empty string"),
-        ([{"name": "a", "task": "addsub", "weight": 0}], r"data.mixture\[0\].weight must be a number > 0, got 0"),
-        ([{"name": "a", "task": "addsub", "weight": True}], r"data.mixture\[0\].weight must be a number > 0"),
+        ([{"name": "a", "task": "addsub", "weight": 0}], r"data.mixture\[0\].weight must be a finite number > 0, got 0"),
+        ([{"name": "a", "task": "addsub", "weight": True}], r"data.mixture\[0\].weight must be a finite number > 0"),
         # before: a mixture's unknown task passed the config and crashed in the data loading with a traceback
         ([{"name": "a", "task": "nope"}], r"data.mixture\[0\].task='nope' is not a valid choice; valid: addsub, "
                                           r"arithmetic, countdown$"),

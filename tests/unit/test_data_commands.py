@@ -52,6 +52,11 @@ def test_reasoning_gym_generation_is_seeded_weighted_and_scores_its_reference(tm
         from reasonrl.data.gym import parse_mix
 
         parse_mix("basic_arithmetic:1,nope:2")
+    for weight in ("0", "-1", "nan", "inf"):  # reasoning-gym's draw cannot weigh NaN or an infinity
+        with pytest.raises(
+            InputError, match=rf"^--tasks 'leg_counting:{weight}': weight must be a finite number > 0$"
+        ):
+            parse_mix(f"basic_arithmetic:1,leg_counting:{weight}")
     assert main(["data", "generate", "reasoning_gym", "--tasks", "leg_counting:1", "--config", "leg_counting.bogus=1",
                  "--out", str(tmp_path / "x.parquet")]) == 2  # fmt: skip
     assert "--config for leg_counting" in capsys.readouterr().err and not (tmp_path / "x.parquet").exists()
