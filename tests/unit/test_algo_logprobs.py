@@ -75,6 +75,7 @@ def test_fused_logprob_and_entropy_maths_equal_the_reference_with_gradients():
     lp, ent = L.logprobs_and_entropy(z, t, with_entropy=True, entropy_grad=False)
     assert torch.equal(lp, L.token_logprobs(z, t)) and lp.requires_grad and not ent.requires_grad
     assert L.logprobs_and_entropy(z, t)[1] is None
+    assert L.logprobs_and_entropy(z, t, with_entropy=True)[1].requires_grad  # by default a loss term's graph
 
 
 def test_the_compiled_path_its_fallback_and_its_cache(monkeypatch):

@@ -32,6 +32,7 @@ def test_value_loss_hand_computed():
     close(m["value_mean"], 1.2)
     close(m["value_error"], 0.42)
     close(m["explained_var"], -44.25, rtol=1e-4)
+    assert torch.equal(value_loss(v, old, ret, mask)[0], loss)  # the default clip range is 0.2
 
 
 def test_value_loss_unclipped():
