@@ -258,6 +258,8 @@ def cmd_filter(args) -> int:
 
     if not args.range and args.max_prompt_tokens is None:
         raise InputError("filter needs --range COL=LO:HI and / or --max-prompt-tokens N")
+    if args.max_prompt_tokens is not None and args.max_prompt_tokens < 1:  # (before: every row dropped)
+        raise InputError(f"--max-prompt-tokens must be >= 1, got {args.max_prompt_tokens}")
     ranges = [parse_range(r) for r in args.range]
     rows, problems, _, _ = _rows_and_problems([args.file])
     report: dict = {"rows_in": len(rows)}

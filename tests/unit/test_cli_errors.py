@@ -44,7 +44,29 @@ PASSRATE = ["data", "passrate", "x.parquet", "--model", "demo", "--out", "y.parq
         (["train", "train.grad_clip=-1"], "train.grad_clip must be > 0"),
         (["train", "train.lr=nan"], "train.lr=nan is not a finite number"),
         (["train", "log.run_dir=/dev/null/x"], "/dev/null"),
-        (["plan", "model.path=demo", "--device-memory", "-1"], "--device-memory must be > 0 (GiB), got -1.0"),
+        (
+            ["plan", "model.path=demo", "--device-memory", "-1"],
+            "--device-memory must be a finite number > 0 (GiB), got -1.0",
+        ),
+        (
+            ["plan", "model.path=demo", "--device-memory", "inf"],
+            "--device-memory must be a finite number > 0 (GiB), got inf",
+        ),
+        (["plan", "model.path=demo", "--prompt-tokens", "0"], "--prompt-tokens must be >= 1, got 0"),
+        (
+            [
+                "data",
+                "filter",
+                "x.parquet",
+                "--out",
+                "y.parquet",
+                "--max-prompt-tokens",
+                "0",
+                "--tokenizer",
+                "t",
+            ],
+            "--max-prompt-tokens must be >= 1, got 0",
+        ),
         (
             ["data", "generate", "countdown", "--out", "x.parquet", "--size", "0"],
             "--size must be >= 1, got 0",
