@@ -85,6 +85,8 @@ def cmd_list(args) -> int:
 def cmd_prepare(args) -> int:
     from reasonrl.data.prepare import prepare
 
+    if args.limit is not None and args.limit < 1:  # (before: 0 and negative limits were ignored)
+        raise InputError(f"--limit must be >= 1, got {args.limit}")
     _print(prepare(args.source, args.input, args.out, _options(args.option), args.skip_bad_rows, args.limit))
     return 0
 
@@ -180,6 +182,9 @@ def cmd_decontaminate(args) -> int:
 
     if not args.against and not args.benchmarks:
         raise InputError("decontaminate needs --against EVAL_FILE... and / or --benchmarks NAMES")
+    for key in ("ngram", "min_matches"):  # (before: --ngram 0 compared nothing, --min-matches 0 crashed)
+        if getattr(args, key) < 1:
+            raise InputError(f"--{key.replace('_', '-')} must be >= 1, got {getattr(args, key)}")
     eval_texts, eval_names, groups = [], [], []
     for path in args.against:
         for i, r in enumerate(read_rows(path)):
@@ -226,7 +231,7 @@ def cmd_passrate(args) -> int:
         import_plugins(args.plugins)
     from reasonrl.cli.evaluate import check_run_options
 
-    check_run_options(args, ("n", "max_new_tokens"))  # and temperature / top-p in range
+    check_run_options(args, ("n", "max_new_tokens", "chunk_size"))  # and temperature / top-p in range
     if not 0 < args.correct_threshold <= 1:  # scores are in [0, 1]: 0 solves everything, above 1 nothing
         raise InputError(f"--correct-threshold must be in (0, 1], got {args.correct_threshold}")
     rows, problems, _, _ = _rows_and_problems([args.file])

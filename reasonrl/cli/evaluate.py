@@ -192,7 +192,7 @@ def eval_problems(args, model_path) -> int:
 
     if args.data is not None and not args.data:
         raise InputError("--data needs at least one parquet / jsonl / json file")
-    check_run_options(args, ("n", "size", "max_new_tokens"))
+    check_run_options(args, ("n", "size", "max_new_tokens", "difficulty"))
     check_engine(args.engine)
     if args.task is not None:
         from reasonrl.data.mixture import check_task
