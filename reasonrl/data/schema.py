@@ -81,6 +81,15 @@ def problems_from_rows(rows: list[dict], path: str | Path, skip_bad: bool = Fals
                     ) from None
         except InputError as e:
             if not skip_bad:
+                if isinstance(row, dict) and not {
+                    "data_source",
+                    "prompt",
+                    "raw_prompt",
+                    "reward_model",
+                } & set(row):
+                    raise InputError(f"{e} (a dataset in its own format? convert it first: reasonrl data prepare "
+                                     f"CONVERTER --input {path} --out FILE.parquet; converters: reasonrl data "
+                                     "list)") from None  # fmt: skip
                 raise
             if report is not None:
                 report.append((i, str(e)))

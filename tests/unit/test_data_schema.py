@@ -363,3 +363,22 @@ def test_a_nan_field_reads_as_an_absent_one(tmp_path):
     src = tmp_path / "d.parquet"  # as pandas leaves it: a float column of NaN
     pq.write_table(pa.Table.from_pylist([{**row, "ability": float("nan")}]), src)
     assert [p.to_row() for p in read_problems(src)] == [plain.to_row()]
+
+
+def test_a_source_format_row_points_to_its_converter(tmp_path):
+    """A row with none of verl's fields (a GSM8K file given as training data) names the fix; a verl row
+    missing one field does not (it is a broken row, not another format)."""
+    path = tmp_path / "gsm8k.jsonl"
+    path.write_text(json.dumps({"question": "1+1?", "answer": "1+1=2\n#### 2"}) + "\n")
+    with pytest.raises(ValueError) as e:
+        read_problems(path)
+    assert str(e.value) == (
+        f"{path} row 0: missing field(s) ['data_source', 'prompt', 'reward_model']; a row needs data_source, prompt, "
+        f"reward_model (a dataset in its own format? convert it first: reasonrl data prepare CONVERTER --input "
+        f"{path} --out FILE.parquet; converters: reasonrl data list)"
+    )
+    path.write_text(json.dumps({k: v for k, v in GOOD.items() if k != "reward_model"}) + "\n")
+    with pytest.raises(ValueError) as e:
+        read_problems(path)
+    assert "missing field(s) ['reward_model']" in str(e.value) and "convert" not in str(e.value)
+    assert read_problems(path, skip_bad=True) == []  # skipped rows are counted, not explained
