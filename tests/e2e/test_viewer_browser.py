@@ -160,3 +160,36 @@ def test_live_mode_picks_up_new_steps(driver, tmp_path):
         assert driver.execute_script("return state.metrics[0].steps.slice(-2)") == [6, 7]
         assert driver.find_elements("css selector", "#curves .panel")  # redrawn, not emptied
         assert _errors(driver) == []
+
+
+def test_model_text_is_shown_as_text_never_run_as_markup(driver, tmp_path):
+    """A policy writes the completions, extracted answers and reasons the page shows: markup in them
+    (an image whose error handler runs script, a script tag) appears as its characters, and no element
+    or script of it ever reaches the page."""
+    import json
+
+    run = write_run(tmp_path / "hostile", steps=2, groups_per_step=1, n=1)
+    attack = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script><b>bold</b>'
+    comp = {"text": f"zebracorn {attack}", "reward": 1.0, "reason": attack, "extracted": attack, "tokens": 9,
+            "finish_reason": "stop"}  # fmt: skip
+    with open(run / "rollouts.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps({"step": 2, "uid": attack, "data_source": "math", "prompt": f"zebracorn? {attack}",
+                            "ground_truth": attack, "rewards": [1.0], "completions": [comp]}) + "\n")  # fmt: skip
+    by = "css selector"
+    with Viewer([run]) as v:
+        driver.get(v.url)
+        wait_ready(driver)
+        driver.find_element(by, "[data-tab=rollouts]").click()
+        box = driver.find_element(by, "#rollout-search")
+        box.send_keys("zebracorn")
+        box.submit()
+        _wait_text(driver, "#rollout-count", "1 groups match")
+        group = driver.find_element(by, "#rollout-list .group.open")
+        assert group.find_elements(by, "img, script, b") == []
+        card = group.find_element(by, ".completion")
+        assert attack in card.find_element(by, ".text").text
+        assert card.find_element(by, "dd.extracted").text == attack
+        assert card.find_element(by, "dd.reason").text == attack
+        assert attack in group.find_element(by, ".prompt").text
+        assert driver.execute_script("return window.pwned === undefined") is True
+        assert _errors(driver) == []
