@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from transformers.cache_utils import DynamicLayer
 
 from reasonrl.rollout import hf
 from reasonrl.rollout.base import SamplingParams
@@ -76,3 +77,21 @@ def test_sliding_window_layers_keep_their_own_class():
     assert [type(x).__mro__[1] if isinstance(x, GrowingLayer) else type(x) for x in cache.layers] == [
         GrowingLayer, DynamicSlidingWindowLayer
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "crop", [-2, 4]
+)  # tokens to remove, or (transformers' older form) the length to keep
+def test_a_cropped_layer_goes_on_after_the_kept_positions(crop):
+    """transformers crops a cache when it rolls back draft tokens (assisted generation): the next update
+    lands right after the kept positions, as in its own concatenating layer."""
+    ours, theirs = type("Small", (GrowingLayer,), {"capacity": 8})(), DynamicLayer()
+    g = torch.Generator().manual_seed(1)
+    for n in (4, 1, 1):
+        k, v = torch.randn(2, 1, n, 4, generator=g), torch.randn(2, 1, n, 4, generator=g)
+        ours.update(k, v), theirs.update(k, v)
+    ours.crop(crop), theirs.crop(crop)
+    assert ours.get_seq_length() == theirs.get_seq_length() == 4 and ours.keys.shape[-2] == 4
+    k, v = torch.randn(2, 1, 2, 4, generator=g), torch.randn(2, 1, 2, 4, generator=g)
+    for a, b in zip(ours.update(k, v), theirs.update(k, v)):
+        assert a.shape[-2] == 6 and torch.equal(a, b)
