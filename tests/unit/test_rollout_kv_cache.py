@@ -79,9 +79,8 @@ def test_sliding_window_layers_keep_their_own_class():
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "crop", [-2, 4]
-)  # tokens to remove, or (transformers' older form) the length to keep
+# tokens to remove, or (transformers' older form) the length to keep
+@pytest.mark.parametrize("crop", [-2, 4])
 def test_a_cropped_layer_goes_on_after_the_kept_positions(crop):
     """transformers crops a cache when it rolls back draft tokens (assisted generation): the next update
     lands right after the kept positions, as in its own concatenating layer."""
