@@ -35,8 +35,24 @@ def step_seed(seed: int, step: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{step}".encode()).digest()[:6], "little")
 
 
+def _check_data_files(d) -> None:
+    """Every listed data file exists, named by its key, before any is read (before: "data file not
+    found: x.parquet", which of train, validation or a mixture's files left to guess)."""
+    from pathlib import Path
+
+    listed = [
+        (f"data.{k}[{i}]", p) for k in ("train_files", "val_files") for i, p in enumerate(getattr(d, k))
+    ]
+    listed += [(f"data.mixture[{i}].files[{j}]", p) for i, m in enumerate(d.mixture)
+               for j, p in enumerate(m.get("files") or [])]  # fmt: skip
+    for key, path in listed:
+        if not str(path).startswith("hf:") and not Path(path).exists():
+            raise InputError(f"{key}: data file not found: {path}")
+
+
 def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     d = cfg.data
+    _check_data_files(d)
     if d.mixture:  # each source loads and checks its own data (data.mixture.build_sampler)
         train, val = [], (load_problems(d.val_files) if d.val_files else [])
         task = next((m["task"] for m in d.mixture if m.get("task")), None)

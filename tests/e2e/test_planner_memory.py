@@ -169,7 +169,7 @@ def test_live_peak_runs_half_precision_products_in_fp32_and_counts_only_their_re
         ("rollout.max_new_tokens=126", r"rollout.max_new_tokens: the longest prompt \(\d+\) \+ rollout.max_new_tokens "
          r"\(126\) = \d+ exceeds the model's context \(max_position_embeddings 128\)"),
         ("train.engine=fsdp2", r"train.engine=fsdp2 needs a process group: launch with torchrun"),
-        ("data.mixture=[{name: f, weight: 1, files: [MISSING]}]", r"data file not found: .*none.parquet"),
+        ("data.mixture=[{name: f, weight: 1, files: [MISSING]}]", r"data.mixture\[0\].files\[0\]: data file not found: .*none.parquet"),
         ("data.mixture=[{name: g, weight: 1, reasoning_gym: 'leg_countin:1'}]",
          r"data.mixture g: reasoning_gym: unknown reasoning-gym dataset 'leg_countin' \(did you mean 'leg_counting'\?\)"),
         ("val.benchmarks=[gsm8k]", r"benchmark gsm8k: no file matching .* in \(no val.data_dir given\);.* into "

@@ -245,3 +245,28 @@ def test_validation_prompts_that_all_drop_for_length_are_an_error(tmp_path, caps
 
     _, val = load_data(load_config(None, [f"data.val_files=[{tmp_path / 'val.jsonl'}]"]))
     assert [p.user_text for p in val] == ["What is 1 + 1?"]
+
+
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("data.val_files=[{ok},{missing}]", "data.val_files[1]"),
+        ("data.train_files=[{missing}]", "data.train_files[0]"),
+        (
+            "data.mixture=[{{name: a, task: addsub}}, {{name: b, files: [{ok}, {missing}]}}]",
+            "data.mixture[1].files[1]",
+        ),
+    ],
+)
+def test_a_missing_data_file_is_named_by_its_key_before_any_is_read(tmp_path, override, key):
+    from reasonrl.config import load_config
+    from reasonrl.data.schema import write_problems
+    from reasonrl.data.tasks import generate
+    from reasonrl.errors import InputError
+    from reasonrl.trainer.setup import load_data
+
+    ok, missing = tmp_path / "ok.jsonl", tmp_path / "missing.parquet"
+    write_problems(ok, generate("addsub", 3, seed=0))
+    with pytest.raises(InputError) as e:
+        load_data(load_config(None, [override.format(ok=ok, missing=missing)]))
+    assert str(e.value) == f"{key}: data file not found: {missing}"
