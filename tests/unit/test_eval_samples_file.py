@@ -81,7 +81,12 @@ def test_a_kill_leaves_a_torn_or_uncommitted_tail_that_is_cut(tmp_path):
 @pytest.mark.parametrize(
     "rows, line, message",
     [
-        ([ROW, "x", {"committed": "a", "chunk": 0}], 2, "not a JSON object"),
+        ([ROW, "x", {"committed": "a", "chunk": 0}], 2, 'not a JSON object: "x"'),
+        (
+            [ROW, "y" * 99, {"committed": "a", "chunk": 0}],
+            2,
+            f'not a JSON object: "{"y" * 59}; ',
+        ),  # cut at 60
         ([ROW, 5, {"committed": "a", "chunk": 0}], 2, "not a JSON object"),
         ([[ROW], {"committed": "a", "chunk": 0}], 1, "not a JSON object"),
         ([ROW, {"committed": 3, "chunk": 0}], 2, "field 'committed': must be a benchmark name"),
