@@ -64,6 +64,9 @@ def decode_guru_row(row: dict, where: str = "row") -> dict:
     return out
 
 
+_VERL_FIELDS = {"data_source", "prompt", "raw_prompt", "reward_model"}  # none of them: another format
+
+
 def problems_from_rows(rows: list[dict], path: str | Path, skip_bad: bool = False,
                        report: list | None = None) -> list[Problem]:  # fmt: skip
     """verl / Reasoning360 rows -> Problems; errors name `path` and the row."""
@@ -81,12 +84,7 @@ def problems_from_rows(rows: list[dict], path: str | Path, skip_bad: bool = Fals
                     ) from None
         except InputError as e:
             if not skip_bad:
-                if isinstance(row, dict) and not {
-                    "data_source",
-                    "prompt",
-                    "raw_prompt",
-                    "reward_model",
-                } & set(row):
+                if isinstance(row, dict) and not _VERL_FIELDS & set(row):
                     raise InputError(f"{e} (a dataset in its own format? convert it first: reasonrl data prepare "
                                      f"CONVERTER --input {path} --out FILE.parquet; converters: reasonrl data "
                                      "list)") from None  # fmt: skip
