@@ -94,7 +94,11 @@ def test_a_kill_leaves_a_torn_or_uncommitted_tail_that_is_cut(tmp_path):
         ([ROW, {"committed": "a", "chunk": "0"}], 2, "field 'chunk'"),
         ([ROW, {"committed": "a", "chunk": -2}], 2, "field 'chunk'"),
         ([ROW, {"committed": "a", "chunk": True}], 2, "field 'chunk'"),
-        ([ROW, {"committed": "a", "chunk": 0}, ROW, {"committed": "a", "chunk": 0}], 4, "committed twice"),
+        (
+            [ROW, {"committed": "a", "chunk": 0}, ROW, {"committed": "a", "chunk": 0}],
+            4,
+            "benchmark 'a' chunk 0 is committed twice",
+        ),
         ([ROW, {"committed": "b", "chunk": 0}], 2, "the chunk committed for 'b' holds samples of 'a'"),
         ([{**ROW, "score": -0.5, "problem": -1}, {"committed": "a", "chunk": 0}], 1, "must not be negative"),
         (
