@@ -83,10 +83,10 @@ def cmd_list(args) -> int:
 
 
 def cmd_prepare(args) -> int:
+    from reasonrl.cli.evaluate import check_counts
     from reasonrl.data.prepare import prepare
 
-    if args.limit is not None and args.limit < 1:  # (before: 0 and negative limits were ignored)
-        raise InputError(f"--limit must be >= 1, got {args.limit}")
+    check_counts(args, ("limit",))  # (before: 0 and negative limits were ignored)
     _print(prepare(args.source, args.input, args.out, _options(args.option), args.skip_bad_rows, args.limit))
     return 0
 
@@ -182,9 +182,10 @@ def cmd_decontaminate(args) -> int:
 
     if not args.against and not args.benchmarks:
         raise InputError("decontaminate needs --against EVAL_FILE... and / or --benchmarks NAMES")
-    for key in ("ngram", "min_matches"):  # (before: --ngram 0 compared nothing, --min-matches 0 crashed)
-        if getattr(args, key) < 1:
-            raise InputError(f"--{key.replace('_', '-')} must be >= 1, got {getattr(args, key)}")
+    from reasonrl.cli.evaluate import check_counts
+
+    # (before: --ngram 0 compared nothing, --min-matches 0 crashed)
+    check_counts(args, ("ngram", "min_matches"))
     eval_texts, eval_names, groups = [], [], []
     for path in args.against:
         for i, r in enumerate(read_rows(path)):
@@ -263,8 +264,9 @@ def cmd_filter(args) -> int:
 
     if not args.range and args.max_prompt_tokens is None:
         raise InputError("filter needs --range COL=LO:HI and / or --max-prompt-tokens N")
-    if args.max_prompt_tokens is not None and args.max_prompt_tokens < 1:  # (before: every row dropped)
-        raise InputError(f"--max-prompt-tokens must be >= 1, got {args.max_prompt_tokens}")
+    from reasonrl.cli.evaluate import check_counts
+
+    check_counts(args, ("max_prompt_tokens",))  # (before: every row dropped)
     ranges = [parse_range(r) for r in args.range]
     rows, problems, _, _ = _rows_and_problems([args.file])
     report: dict = {"rows_in": len(rows)}

@@ -23,6 +23,16 @@ def check_engine(name: str) -> None:
         )
 
 
+def check_counts(args, counts: tuple[str, ...]) -> None:
+    """Each of the options `counts` that is given is >= 1: an InputError naming it otherwise."""
+    from reasonrl.errors import InputError
+
+    for key in counts:
+        value = getattr(args, key)
+        if value is not None and value < 1:
+            raise InputError(f"--{key.replace('_', '-')} must be >= 1, got {value}")
+
+
 def check_run_options(args, counts: tuple[str, ...]) -> None:
     """The given counts >= 1, and the sampling options in range (temperature >= 0, top-p in (0, 1],
     both finite): an InputError naming the option before any model is loaded."""
@@ -30,10 +40,7 @@ def check_run_options(args, counts: tuple[str, ...]) -> None:
 
     from reasonrl.errors import InputError
 
-    for key in counts:
-        value = getattr(args, key)
-        if value is not None and value < 1:
-            raise InputError(f"--{key.replace('_', '-')} must be >= 1, got {value}")
+    check_counts(args, counts)
     t, top_p = args.temperature, getattr(args, "top_p", None)
     if t is not None and not (math.isfinite(t) and t >= 0):
         raise InputError(f"--temperature must be a number >= 0 (0: greedy), got {t}")

@@ -118,12 +118,11 @@ def _plan(args) -> int:
     from reasonrl.planner.checks import make_plan
 
     cfg = load_cli(args.recipe, args.overrides)
-    if args.world_size is not None and args.world_size < 1:
-        raise InputError(f"--world-size must be >= 1, got {args.world_size}")
+    from reasonrl.cli.evaluate import check_counts
+
+    check_counts(args, ("world_size", "prompt_tokens"))
     if args.device_memory is not None and not 0 < args.device_memory < float("inf"):
         raise InputError(f"--device-memory must be a finite number > 0 (GiB), got {args.device_memory}")
-    if args.prompt_tokens is not None and args.prompt_tokens < 1:
-        raise InputError(f"--prompt-tokens must be >= 1, got {args.prompt_tokens}")
     mem = args.device_memory * 2**30 if args.device_memory else None
     prompt = args.prompt_tokens
     if prompt is not None:
