@@ -173,21 +173,29 @@ def _weight_files(ckpt: Path) -> list[Path]:
 
 
 def _check_weights(model, ckpt: Path) -> None:
-    """The checkpoint's tensor names (read from the file headers) fit the model; only tied weights
-    may be absent."""
+    """The checkpoint's tensor names and shapes (read from the file headers) fit the model; only tied
+    weights may be absent. Checked before anything is loaded or recorded (a shape that differs would
+    otherwise fail half-way through the copy, or broadcast into the model)."""
     from safetensors import safe_open
 
     own = model.state_dict()
-    names: set[str] = set()
+    shapes: dict[str, tuple] = {}
     for f in _weight_files(ckpt):
         with safe_open(str(f), framework="pt") as st:
-            names.update(st.keys())
-    present = {_ptr(own[k]) for k in names if k in own}
-    untied = [k for k in own if k not in names and _ptr(own[k]) not in present]
-    unexpected = sorted(names - own.keys())
+            shapes.update({k: tuple(st.get_slice(k).get_shape()) for k in st.keys()})
+    present = {_ptr(own[k]) for k in shapes if k in own}
+    untied = [k for k in own if k not in shapes and _ptr(own[k]) not in present]
+    unexpected = sorted(shapes.keys() - own.keys())
     if untied or unexpected:
         raise ConfigError(
             f"checkpoint {ckpt} does not match the model: missing {untied[:3]}, unexpected {unexpected[:3]}"
+        )
+    resized = [
+        f"{k} {list(v)} (model: {list(own[k].shape)})" for k, v in shapes.items() if v != tuple(own[k].shape)
+    ]
+    if resized:
+        raise ConfigError(
+            f"checkpoint {ckpt} does not match the model: other shapes, {'; '.join(resized[:3])}"
         )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -248,3 +249,30 @@ def test_overrides_are_accepted_after_flags(capsys):
     assert main(["train", "--resume", "train.steps=7", "--print-config", "rollout.n=4"]) == 0
     out = capsys.readouterr().out
     assert "steps: 7" in out and "'n': 4" in out
+
+
+@pytest.mark.parametrize("other", [{"intermediate_size": 48}, {"layers": 3}], ids=["shapes", "names"])
+def test_resuming_with_another_model_is_refused_before_anything_is_loaded_or_recorded(other, tmp_path):
+    """model.path changed (allowed) to a model of other shapes or other layers: a one-line error naming
+    the tensors, raised before the policy is touched or the change is recorded as applied."""
+    from reasonrl.config import ConfigError
+    from reasonrl.data.tasks import generate
+    from reasonrl.models.tiny import TinySpec, build_model, build_tokenizer, corpus
+
+    probs = generate("arithmetic", 200, seed=0, difficulty=2, split="train")
+    dirs = {}
+    for name, kw in (("a", {}), ("b", other)):
+        spec = TinySpec(**{"hidden_size": 32, "layers": 2, "heads": 2, "intermediate_size": 64, "vocab_size": 64,
+                           **kw})  # fmt: skip
+        tok = build_tokenizer(corpus(probs), spec.vocab_size)
+        build_model(spec, tok).save_pretrained(tmp_path / name)
+        tok.save_pretrained(tmp_path / name)
+        dirs[name] = str(tmp_path / name)
+    run = tmp_path / "run"
+    train(_cfg(dirs["a"], run, 2))
+    expect = re.escape("other shapes, model.layers.0.mlp.down_proj.weight [32, 64] (model: [32, 48])")
+    if "layers" in other:
+        expect = re.escape("missing ['model.layers.2.")
+    with pytest.raises(ConfigError, match=expect):
+        train(_cfg(dirs["b"], run, 4), resume=True, allow_config_change=True)
+    assert not (run / "config_changes.jsonl").exists()
