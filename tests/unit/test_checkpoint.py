@@ -195,3 +195,29 @@ def test_keep_best_records_each_strict_improvement_and_nothing_else(mode):
     assert run.best == {"metric": "eval/acc", "step": 5, "value": sign * 0.7}
     cfg.checkpoint.keep_best = None
     assert is_new_best(run, cfg, 9, {"eval/acc": sign * 5.0}) is False
+
+
+def test_every_file_is_fsynced_before_the_manifest_and_the_rename_is_fsynced_last(
+    tmp_path, tiny_model_and_tokenizer, monkeypatch
+):
+    """Durability order: each file, then complete.json, then its directory, then (after the rename) the
+    checkpoints directory; no descriptor is left open."""
+    import os
+
+    import reasonrl.engines.checkpoint as ck
+
+    model, tok = tiny_model_and_tokenizer
+    synced, real = [], os.fsync
+    monkeypatch.setattr(
+        ck.os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd))
+    )
+    open_before = len(os.listdir("/proc/self/fd"))
+    path = save_checkpoint(tmp_path, 3, model, tok, {"x": 1}, {"sampler": {}}, keep_last=2)
+    assert len(os.listdir("/proc/self/fd")) == open_before
+    root = str(checkpoint_dir(tmp_path))
+    assert synced[-1] == root
+    tmp_dir = synced[-2]
+    assert os.path.dirname(tmp_dir) == root and os.path.basename(tmp_dir).startswith(".step_000003.")
+    assert synced[-3] == f"{tmp_dir}/complete.json"
+    files = {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()} - {"complete.json"}
+    assert {os.path.relpath(s, tmp_dir) for s in synced[:-3]} == files and len(synced) == len(files) + 3
