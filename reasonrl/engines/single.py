@@ -220,7 +220,8 @@ class SingleDeviceEngine:
                     else totals.get(k, 0.0) + v
                 )
         grad_norm = self.clip_gradients()
-        if torch.isfinite(grad_norm):
+        finite = bool(torch.isfinite(grad_norm))
+        if finite:  # a NaN / inf gradient (an overflow, a NaN loss) is dropped, not applied
             self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -230,6 +231,9 @@ class SingleDeviceEngine:
             k: (v if k.startswith("loss/") or k.endswith("_max") else v / n_micro) for k, v in totals.items()
         }
         out[self.metric_prefix + "grad_norm"] = grad_norm.detach().float().cpu()
+        out[self.metric_prefix + "nonfinite_grad_frac"] = torch.tensor(
+            0.0 if finite else 1.0
+        )  # of the updates
         out[self.metric_prefix + "lr"] = torch.tensor(self.scheduler.get_last_lr()[0])
         return out
 

@@ -188,6 +188,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         # (the gap is comparable only when the sampler drew from the full distribution at temperature 1)
         plain = r.temperature == 1.0 and r.top_p >= 1.0 and r.top_k <= 0
         warned_gap = warned_gap or (main and plain and _warn_gap(metrics, r.warn_logprob_gap, step, log))
+        _warn_nonfinite(metrics, step, log if main else None)
         metrics_log.log(step, metrics)
         metrics_log.rollouts(step, sample_groups(groups, cfg.log.rollouts_per_step, step))
         progress.update(step, metrics)
@@ -210,6 +211,16 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         h = cfg.hub
         out["hub"] = push_run(run_dir, h.repo, h.private, h.with_optimizer, log=log)
     return out
+
+
+def _warn_nonfinite(metrics: dict, step: int, log) -> None:
+    """Each step an update was dropped for a NaN / inf gradient norm says so (its loss and grad_norm are
+    logged as null: the numbers of a step whose updates were not applied must not look like progress)."""
+    for key, who in (("nonfinite_grad_frac", "policy"), ("critic/nonfinite_grad_frac", "critic")):
+        frac = metrics.get(key, 0.0)
+        if frac > 0 and log is not None:
+            log(f"warning: step {step}: {frac:.0%} of the {who} updates were skipped, the gradient norm was not "
+                f"finite (a NaN / inf loss or an overflow; {key}): lower train.lr, check the data and rewards")  # fmt: skip
 
 
 def _warn_gap(metrics: dict, limit: float, step: int, log) -> bool:

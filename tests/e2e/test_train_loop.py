@@ -287,3 +287,40 @@ def test_a_multimodal_model_trains_on_text_and_saves_the_whole_model(family, tin
     language = [k for k in a if "language_model" in k]
     assert vision_keys and all(torch.equal(a[k], b[k]) for k in vision_keys)
     assert sum(not torch.equal(a[k], b[k]) for k in language) > len(language) // 2
+
+
+def test_updates_dropped_for_a_non_finite_gradient_are_counted_and_warned_about(tiny_model_dir, tmp_path,
+                                                                                monkeypatch):  # fmt: skip
+    """A NaN loss: the update is not applied (the saved policy is the initial one), the step's
+    nonfinite_grad_frac is 1 and the log says so; a healthy run reports 0 and no warning."""
+    from transformers import AutoModelForCausalLM
+
+    import reasonrl.trainer.loop as loop
+
+    logs = []
+    ok = train(_cfg(tiny_model_dir, tmp_path / "ok", 1, "algo.entropy_coef=0.05"), log=logs.append)["history"]
+    assert ok[1]["nonfinite_grad_frac"] == 0.0 and not [x for x in logs if "not finite" in str(x)]
+    real = loop.make_loss_fn
+
+    def nan_loss_fn(*a, **k):
+        fn = real(*a, **k)
+
+        def nan(*args):
+            loss, metrics = fn(*args)
+            return loss * float("nan"), metrics
+
+        return nan
+
+    monkeypatch.setattr(loop, "make_loss_fn", nan_loss_fn)
+    logs = []
+    hist = train(_cfg(tiny_model_dir, tmp_path / "nan", 1, "algo.entropy_coef=0.05"), log=logs.append)[
+        "history"
+    ]
+    assert hist[1]["nonfinite_grad_frac"] == 1.0 and hist[1]["grad_norm"] is None  # logged as null
+    warned = [x for x in logs if "not finite" in str(x)]
+    assert len(warned) == 1 and warned[0].startswith(
+        "warning: step 1: 100% of the policy updates were skipped"
+    )
+    before = AutoModelForCausalLM.from_pretrained(tiny_model_dir).state_dict()
+    after = AutoModelForCausalLM.from_pretrained(list_checkpoints(tmp_path / "nan")[-1]).state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)

@@ -119,6 +119,7 @@ def test_grad_norm_is_reported_before_clipping(tiny_model_and_tokenizer, batch):
     grads, _, metrics = _train(model, batch, 2, loss_fn, grad_clip=1e9)
     full = torch.linalg.vector_norm(torch.stack([g.norm() for g in grads.values()]))
     torch.testing.assert_close(metrics["grad_norm"], full, rtol=1e-5, atol=0)
+    assert metrics["nonfinite_grad_frac"].item() == 0.0
     clip = 0.5 * full.item()
     clipped, _, metrics_c = _train(model, batch, 2, loss_fn, grad_clip=clip)
     torch.testing.assert_close(metrics_c["grad_norm"], full, rtol=1e-5, atol=0)
@@ -135,7 +136,7 @@ def test_non_finite_gradient_skips_the_update(tiny_model_and_tokenizer, batch):
         return loss, {"loss/total": loss.detach()}
 
     _, weights, metrics = _train(model, batch, 2, nan_loss)
-    assert torch.isnan(metrics["grad_norm"])
+    assert torch.isnan(metrics["grad_norm"]) and metrics["nonfinite_grad_frac"].item() == 1.0
     for k, p in model.named_parameters():
         assert torch.equal(weights[k], p), k
 
