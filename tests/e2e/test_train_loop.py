@@ -93,6 +93,11 @@ def test_resume_reproduces_uninterrupted_run(tiny_model_dir, tmp_path):
     # the resumed run's metrics file holds steps 0..4 exactly once
     lines = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["step"] for x in lines] == [0, 1, 2, 3, 4]
+    logs = []  # resuming the finished run: says there is nothing to train, changes nothing
+    again = train(_cfg(tiny_model_dir, tmp_path / "b", 4, ent), resume=True, log=logs.append)["history"]
+    assert "nothing to train: the checkpoint is at step 4, train.steps=4" in logs[-1]
+    assert [r["step"] for r in again] == [0, 1, 2, 3, 4]
+    assert (tmp_path / "b" / "metrics.jsonl").read_text().splitlines() == lines
 
 
 def test_chunked_logprobs_train_like_the_full_logits(tiny_model_dir, tmp_path):
