@@ -101,6 +101,9 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     `timing`, if given, is filled with where this call's time went (see timing.json above). `workers`:
     verifier worker processes (default `rewards.runner.default_workers()`: the cores but one, 2-16);
     the scores do not depend on it."""
+    from reasonrl.rollout.factory import check_available
+
+    check_available(engine, "--engine")  # a missing vLLM: before any file is touched or model loaded
     t0 = time.perf_counter()
     samples_path = Path(samples_path)
     samples_path.parent.mkdir(parents=True, exist_ok=True)

