@@ -48,7 +48,7 @@ def _eval_model_path(model: str) -> str:
     or "demo" / "demo:<task>". Raises InputError naming what is wrong."""
     from pathlib import Path
 
-    from reasonrl.engines.checkpoint import latest_valid_checkpoint, list_checkpoints
+    from reasonrl.engines.checkpoint import run_checkpoint
     from reasonrl.errors import InputError
 
     if model == "demo" or model.startswith("demo:"):
@@ -62,10 +62,7 @@ def _eval_model_path(model: str) -> str:
         raise InputError(
             f"model path {model} is a file; give a Hugging Face model directory or a run directory"
         )
-    if list_checkpoints(path):
-        ckpt = latest_valid_checkpoint(path, warn=lambda m: print(m, file=sys.stderr))
-        if ckpt is None:
-            raise InputError(f"run directory {model} has no valid checkpoint")
+    if (ckpt := run_checkpoint(path, warn=lambda m: print(m, file=sys.stderr))) is not None:
         print(f"evaluating {ckpt}", file=sys.stderr)
         path = ckpt
     if not (path / "config.json").is_file() and (path / "merged" / "config.json").is_file():

@@ -87,6 +87,23 @@ def latest_valid_checkpoint(run_dir: str | Path, warn: Callable[[str], None] = p
     return None
 
 
+def run_checkpoint(path: str | Path, warn: Callable[[str], None] = print) -> Path | None:
+    """The checkpoint a run directory stands for (its newest valid one), None if `path` is not a run
+    directory; InputError for a run with no checkpoint yet or none that verifies (export, eval)."""
+    from reasonrl.errors import InputError
+
+    path = Path(path)
+    if list_checkpoints(path):
+        ckpt = latest_valid_checkpoint(path, warn)
+        if ckpt is None:
+            raise InputError(f"run directory {path} has no valid checkpoint")
+        return ckpt
+    if checkpoint_dir(path).is_dir() or (path / "metrics.jsonl").is_file():
+        raise InputError(f"run directory {path} has no checkpoint yet (a run saves one every checkpoint.every "
+                         "steps and at its last step)")  # fmt: skip
+    return None
+
+
 def remove_temp_dirs(run_dir: str | Path) -> list[Path]:
     """Delete half-written checkpoint directories that a crash left behind; returns what was removed."""
     root = checkpoint_dir(run_dir)

@@ -27,15 +27,12 @@ _SKIP = {"engine.pt", "rng.pt", "state.json", "complete.json", "best.json"}
 
 def resolve_checkpoint(source: str | Path, log=print) -> Path:
     """A run directory's newest valid checkpoint, or `source` itself if it is a (valid) checkpoint."""
-    from reasonrl.engines.checkpoint import latest_valid_checkpoint, list_checkpoints, verify_checkpoint
+    from reasonrl.engines.checkpoint import run_checkpoint, verify_checkpoint
 
     src = Path(source)
     if not src.is_dir():
         raise InputError(f"{src}: not a run directory or checkpoint")
-    if list_checkpoints(src):
-        ckpt = latest_valid_checkpoint(src, warn=log)
-        if ckpt is None:
-            raise InputError(f"{src}: no valid checkpoint")
+    if (ckpt := run_checkpoint(src, warn=log)) is not None:
         return ckpt
     problem = verify_checkpoint(src) if (src / "state.json").exists() else None
     if problem:

@@ -149,6 +149,33 @@ def test_eval_of_a_run_directory_uses_its_newest_valid_checkpoint(tmp_path, tiny
     assert cli._eval_model_path(str(tmp_path)) == str(tmp_path / "checkpoints" / "step_000001")
 
 
+@pytest.mark.parametrize("command", ["eval", "export"])
+def test_a_run_directory_without_a_usable_checkpoint_is_named_as_such(command, tmp_path, capsys,
+                                                                      tiny_model_and_tokenizer):  # fmt: skip
+    """A run that saved no checkpoint yet, then one whose only checkpoint is corrupt: each named as a run
+    directory (before: "no config.json (not a model checkpoint)", as if it were a model directory)."""
+    from reasonrl.engines.checkpoint import save_checkpoint
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "metrics.jsonl").write_text('{"step": 0}\n')
+    argv = [command, str(run)] + ([str(tmp_path / "out")] if command == "export" else [])
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == f"reasonrl: error: run directory {run} has no checkpoint yet (a run saves one every " \
+                  "checkpoint.every steps and at its last step)\n"  # fmt: skip
+    model, tok = tiny_model_and_tokenizer
+    save_checkpoint(run, 2, model, tok, {}, {"sampler": {}}, keep_last=5)
+    (run / "checkpoints" / "step_000002" / "rng.pt").write_bytes(b"")
+    assert cli.main(argv) == 2
+    out = capsys.readouterr()
+    warning = [x for x in (out.out + out.err).splitlines() if x.startswith("warning: skipping checkpoint")]
+    assert len(warning) == 1 and warning[0].startswith("warning: skipping checkpoint step_000002: "), out
+    assert "rng.pt" in warning[0]
+    assert out.err.splitlines()[-1] == f"reasonrl: error: run directory {run} has no valid checkpoint"
+    assert not (tmp_path / "out").exists()
+
+
 def test_list_benchmarks_names_every_benchmark_its_sampling_and_the_suites(capsys):
     from reasonrl.eval.benchmarks import BENCHMARKS, SUITES
 
