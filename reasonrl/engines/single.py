@@ -231,9 +231,8 @@ class SingleDeviceEngine:
             k: (v if k.startswith("loss/") or k.endswith("_max") else v / n_micro) for k, v in totals.items()
         }
         out[self.metric_prefix + "grad_norm"] = grad_norm.detach().float().cpu()
-        out[self.metric_prefix + "nonfinite_grad_frac"] = torch.tensor(
-            0.0 if finite else 1.0
-        )  # of the updates
+        # 1 for an update dropped for its gradient (averaged over a step's updates: the share dropped)
+        out[self.metric_prefix + "nonfinite_grad_frac"] = torch.tensor(0.0 if finite else 1.0)
         out[self.metric_prefix + "lr"] = torch.tensor(self.scheduler.get_last_lr()[0])
         return out
 

@@ -13,7 +13,8 @@ Alignment: V at completion position t is the head's output at the position that 
 (the last prompt token for t = 0), exactly the positions whose logits give `logprobs`.
 Loss: token_mean of the clipped value loss over the mini-batch's trainable tokens (normalised by the
 whole mini-batch's token count, so micro-batches add up), one AdamW step, gradient clipping.
-Metrics: `loss/value` and `critic/{vf_clipfrac, value_mean, value_error, explained_var, grad_norm, nonfinite_grad_frac}`.
+Metrics: `loss/value` and `critic/{vf_clipfrac, value_mean, value_error, explained_var, grad_norm,
+nonfinite_grad_frac}`.
 Single device only (the critic lives on the policy's device).
 """
 
