@@ -6,7 +6,8 @@ Layout: `<run_dir>/checkpoints/step_000010/` holding the HF model (safetensors, 
 file's size and the sha256 of the small ones. Everything is written to a temp directory, fsynced
 (files, then the directory), renamed, and the parent directory fsynced, so a crash mid-write never
 leaves a half checkpoint; only the newest `keep_last` valid ones are kept. `latest_valid_checkpoint`
-verifies against `complete.json` and falls back to an older one, naming the bad file.
+verifies against `complete.json` and falls back to an older one, naming the bad file;
+`run_checkpoint` is what a run directory stands for where a model is expected (eval, export).
 
 Owns: the layout, atomic save, verification, listing / pruning and loading of those files, leftover
 temp directories, and RNG capture.
