@@ -84,8 +84,12 @@ def test_resume_reproduces_uninterrupted_run(tiny_model_dir, tmp_path):
     # the entropy bonus makes the random policy move, so a resume that lost the weights would differ
     ent = "algo.entropy_coef=0.05"
     full = train(_cfg(tiny_model_dir, tmp_path / "a", 4, ent))["history"]
-    train(_cfg(tiny_model_dir, tmp_path / "b", 2, ent))  # "interrupted" after step 2 (checkpoint at 2)
-    resumed = train(_cfg(tiny_model_dir, tmp_path / "b", 4, ent), resume=True)["history"]
+    logs = []  # --resume on a fresh run directory starts from scratch, saying so
+    train(_cfg(tiny_model_dir, tmp_path / "b", 2, ent), resume=True, log=logs.append)  # "interrupted" at 2
+    assert f"no usable checkpoint in {tmp_path / 'b'}; starting from scratch" in logs
+    logs = []
+    resumed = train(_cfg(tiny_model_dir, tmp_path / "b", 4, ent), resume=True, log=logs.append)["history"]
+    assert f"resumed from {tmp_path / 'b' / 'checkpoints' / 'step_000002'} (step 2)" in logs
     full_by_step = {r["step"]: _stable(r) for r in full}
     resumed_by_step = {r["step"]: _stable(r) for r in resumed}
     for step in (3, 4):
