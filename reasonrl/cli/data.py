@@ -230,9 +230,10 @@ def cmd_passrate(args) -> int:
         from reasonrl.config import import_plugins
 
         import_plugins(args.plugins)
-    from reasonrl.cli.evaluate import check_run_options
+    from reasonrl.cli.evaluate import check_engine, check_run_options
 
     check_run_options(args, ("n", "max_new_tokens", "chunk_size"))  # and temperature / top-p in range
+    check_engine(args.engine)  # registered (plugins imported above) and its package installed
     if not 0 < args.correct_threshold <= 1:  # scores are in [0, 1]: 0 solves everything, above 1 nothing
         raise InputError(f"--correct-threshold must be in (0, 1], got {args.correct_threshold}")
     rows, problems, _, _ = _rows_and_problems([args.file])

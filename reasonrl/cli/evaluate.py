@@ -15,12 +15,13 @@ import argparse
 
 def check_engine(name: str) -> None:
     from reasonrl.errors import InputError
-    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES, check_available
 
     if name not in ROLLOUT_ENGINES:
         raise InputError(
             f"--engine {name!r} is not a rollout engine; known: {', '.join(ROLLOUT_ENGINES.names())}"
         )
+    check_available(name, "--engine")  # a missing package (vLLM): before the model or the data are read
 
 
 def check_counts(args, counts: tuple[str, ...]) -> None:

@@ -103,7 +103,7 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     the scores do not depend on it."""
     from reasonrl.rollout.factory import check_available
 
-    check_available(engine, "--engine")  # a missing vLLM: before any file is touched or model loaded
+    check_available(engine, "--engine")  # library callers too: before any file is touched or model loaded
     t0 = time.perf_counter()
     samples_path = Path(samples_path)
     samples_path.parent.mkdir(parents=True, exist_ok=True)

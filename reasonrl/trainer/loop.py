@@ -82,10 +82,10 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     start = restore_state(run, critic, cfg, allow_config_change, log) if resume else 0
     if start:  # an engine with its own weights samples the restored policy
         run.rollout_engine.sync_weights(run.model, start)
-    if start >= cfg.train.steps and is_main():
+    main = is_main()  # only rank 0 writes (logs, rollouts, plots, checkpoints)
+    if start >= cfg.train.steps and main:
         log(f"nothing to train: the checkpoint is at step {start}, train.steps={cfg.train.steps} (the run is "
             "complete; raise train.steps to continue it)")  # fmt: skip
-    main = is_main()  # only rank 0 writes (logs, rollouts, plots, checkpoints)
     lg = cfg.log
     wandb = dict(project=lg.wandb_project, entity=lg.wandb_entity, mode=lg.wandb_mode, name=cfg.name,
                  config=to_dict(cfg)) if lg.wandb else None  # fmt: skip

@@ -38,6 +38,7 @@ PASSRATE = ["data", "passrate", "x.parquet", "--model", "demo", "--out", "y.parq
         ),
         (["eval", "demo", "--size", "4", "--device", "tpu"], "device 'tpu': not a torch device"),
         (["eval", "demo", "--data"], "--data needs at least one parquet / jsonl / json file"),
+        ([*PASSRATE, "--engine", "nope"], "--engine 'nope' is not a rollout engine; known: hf"),
         (["eval"], "eval needs a MODEL"),
         (["eval", "compare", "a/results.json"], "eval compare needs two results.json files"),
         (["train", "no_such_recipe.yaml"], "recipe file not found: no_such_recipe.yaml"),
