@@ -105,23 +105,6 @@ def test_async_worker_samples_a_lora_policy_with_merged_weights(tiny_model_dir, 
     assert rows[3]["rollout/logprob_gap_mean"] > 1e-4  # one update later the adapters have moved it
 
 
-def test_hf_weights_load_only_when_they_cover_the_model(tiny_model_dir):
-    from transformers import AutoModelForCausalLM
-
-    from reasonrl.engines.weights import full_weights, load_hf_weights
-
-    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
-    weights = {k: v + 1 for k, v in full_weights(model).items()}
-    load_hf_weights(model, weights)
-    assert all(torch.equal(model.state_dict()[k], v) for k, v in weights.items())
-    with pytest.raises(ValueError, match="missing \\['model.norm.weight'\\]"):
-        load_hf_weights(model, {k: v for k, v in weights.items() if k != "model.norm.weight"})
-    with pytest.raises(ValueError, match="missing \\['model.embed_tokens.weight', 'lm_head.weight'\\]"):
-        load_hf_weights(model, {k: v for k, v in weights.items() if k != "model.embed_tokens.weight"})  # tied
-    with pytest.raises(ValueError, match="unknown \\['base_model.model.x'\\]"):
-        load_hf_weights(model, {**weights, "base_model.model.x": torch.zeros(1)})
-
-
 def test_max_staleness_zero_is_the_synchronous_loop(tiny_model_dir, tmp_path):
     sync = train(_cfg(tiny_model_dir, tmp_path / "s", 3, "algo.off_policy.tis_cap=2.0"))["history"]
     zero = train(
