@@ -248,3 +248,17 @@ def test_lr_factor_schedules(schedule, expected):
     assert got == pytest.approx(expected, abs=1e-4)
     with pytest.raises(ValueError, match="known: constant, linear, cosine"):
         lr_factor(5, warmup=0, total=10, schedule="step")
+
+
+def test_training_forward_is_the_forward_the_model_settings_ask_for():
+    from reasonrl.config.sections import ModelConfig
+    from reasonrl.engines.packing import packed_logprobs
+    from reasonrl.engines.single import training_forward
+
+    assert training_forward(ModelConfig()) is None  # the engine's default: completion_logprobs
+    chunked = training_forward(ModelConfig(logprob_chunk=1))
+    assert chunked.func is completion_logprobs and chunked.keywords == {"chunk": 1}
+    packed = training_forward(ModelConfig(pack_tokens=1))  # packing takes the chunk too, also 0
+    assert packed.func is packed_logprobs and packed.keywords == {"pack_tokens": 1, "chunk": 0}
+    both = training_forward(ModelConfig(pack_tokens=64, logprob_chunk=8))
+    assert both.func is packed_logprobs and both.keywords == {"pack_tokens": 64, "chunk": 8}
