@@ -248,6 +248,10 @@ def test_lr_factor_schedules(schedule, expected):
     assert got == pytest.approx(expected, abs=1e-4)
     with pytest.raises(ValueError, match="known: constant, linear, cosine"):
         lr_factor(5, warmup=0, total=10, schedule="step")
+    # past the total (an extended run): held at the floor, never below it
+    assert lr_factor(14, warmup=2, total=10, schedule=schedule, min_ratio=0.1) == pytest.approx(expected[-1])
+    # no room to decay (total <= warm-up): constant after the warm-up
+    assert [lr_factor(s, warmup=2, total=2, schedule=schedule, min_ratio=0.1) for s in (2, 3, 9)] == [1.0] * 3
 
 
 def test_training_forward_is_the_forward_the_model_settings_ask_for():
