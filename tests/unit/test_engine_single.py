@@ -266,3 +266,44 @@ def test_training_forward_is_the_forward_the_model_settings_ask_for():
     assert packed.func is packed_logprobs and packed.keywords == {"pack_tokens": 1, "chunk": 0}
     both = training_forward(ModelConfig(pack_tokens=64, logprob_chunk=8))
     assert both.func is packed_logprobs and both.keywords == {"pack_tokens": 64, "chunk": 8}
+
+
+def test_diagnostics_average_over_micro_batches_and_maxima_are_maxed(tiny_model_and_tokenizer, batch):
+    model, _ = tiny_model_and_tokenizer
+    mask = batch.mask.bool()
+    with torch.no_grad():
+        full, _ = completion_logprobs(model, batch)
+
+    def loss_fn(micro, logprobs, entropy):
+        loss = (logprobs * micro.mask).sum() / batch.mask.sum()  # normalised by the whole batch
+        top = logprobs.detach().masked_fill(~micro.mask.bool(), -torch.inf).max()
+        return loss, {"loss/lp": loss.detach(), "rows": torch.tensor(float(micro.size)), "lp_max": top}
+
+    _, _, m = _train(model, batch, 3, loss_fn)  # micro-batches of 3 rows and 1
+    assert m["rows"].item() == 2.0  # a diagnostic: the mean over the micro-batches
+    torch.testing.assert_close(m["lp_max"], full[mask].max())  # a maximum: the largest of any
+    torch.testing.assert_close(m["loss/lp"], full[mask].sum() / mask.sum(), rtol=1e-5, atol=1e-7)  # summed
+
+
+def test_log_probs_are_taken_without_dropout_and_updates_with_it(tiny_model_and_tokenizer, batch):
+    """outputs() is the policy itself (eval mode, the caller's mode restored); train_step trains with
+    the model's dropout on, whatever mode it was left in."""
+    model = copy.deepcopy(tiny_model_and_tokenizer[0])
+    with torch.no_grad():
+        clean, _ = completion_logprobs(model.eval(), batch)
+    for layer in model.model.layers:
+        layer.self_attn.attention_dropout = 0.5
+    engine = SingleDeviceEngine(model, lr=1e-3)
+    model.train()
+    assert torch.equal(engine.logprobs(batch, 4), clean) and torch.equal(engine.logprobs(batch, 2), clean)
+    assert model.training
+    seen = []
+
+    def loss_fn(micro, logprobs, entropy):
+        seen.append(logprobs.detach())
+        return (logprobs * micro.mask).sum() * 0.0, {}
+
+    model.eval()
+    engine.train_step(batch, loss_fn, micro_batch=4)
+    assert model.training
+    assert not torch.allclose(seen[0] * batch.mask, clean * batch.mask, atol=1e-3)
