@@ -221,6 +221,7 @@ class SingleDeviceEngine:
                 )
         grad_norm = self.clip_gradients()
         finite = bool(torch.isfinite(grad_norm))
+        lr = self.optimizer.param_groups[0]["lr"]  # this update's (the scheduler then moves to the next's)
         if finite:  # a NaN / inf gradient (an overflow, a NaN loss) is dropped, not applied
             self.optimizer.step()
         self.scheduler.step()
@@ -233,7 +234,7 @@ class SingleDeviceEngine:
         out[self.metric_prefix + "grad_norm"] = grad_norm.detach().float().cpu()
         # 1 for an update dropped for its gradient (averaged over a step's updates: the share dropped)
         out[self.metric_prefix + "nonfinite_grad_frac"] = torch.tensor(0.0 if finite else 1.0)
-        out[self.metric_prefix + "lr"] = torch.tensor(self.scheduler.get_last_lr()[0])
+        out[self.metric_prefix + "lr"] = torch.tensor(lr)
         return out
 
     def micro_rows(self, batch: TrainBatch, micro_batch: int) -> list[slice | None]:

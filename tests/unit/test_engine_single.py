@@ -154,6 +154,20 @@ def test_warmup_scales_the_first_update(tiny_model_and_tokenizer, batch):
     torch.testing.assert_close(step[big], torch.full_like(step[big], 1e-2 / 4), rtol=1e-3, atol=0)
 
 
+def test_the_logged_learning_rate_is_the_one_each_update_used(tiny_model_and_tokenizer, batch):
+    """Warm-up over 4 updates, then a linear decay to 0 at update 8 (before: the metric was the next
+    update's rate, one step ahead of the update it was logged with)."""
+    model = copy.deepcopy(tiny_model_and_tokenizer[0])
+    engine = SingleDeviceEngine(model, lr=1e-2, warmup_steps=4, lr_schedule="linear", total_steps=8)
+    loss_fn = _loss_fn(normalisers(batch.mask)["total_tokens"])
+    lrs = []
+    for _ in range(6):
+        used = engine.optimizer.param_groups[0]["lr"]
+        lrs.append(engine.train_step(batch, loss_fn, micro_batch=4)["lr"].item())
+        assert lrs[-1] == pytest.approx(used, rel=1e-6)
+    assert lrs == pytest.approx([2.5e-3, 5e-3, 7.5e-3, 1e-2, 1e-2, 7.5e-3])
+
+
 def test_logprobs_equal_completion_logprobs(tiny_model_and_tokenizer, batch):
     model = copy.deepcopy(tiny_model_and_tokenizer[0]).train()
     engine = SingleDeviceEngine(model, lr=1e-3)
