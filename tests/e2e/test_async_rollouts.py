@@ -34,6 +34,18 @@ ASYNC = (
 HERE = str(Path(__file__).parent)
 
 
+def _interrupted_copy(src: Path, dst: Path, after_step: int) -> Path:
+    """A copy of the finished run `src` as if it had been interrupted after `after_step`: the checkpoints
+    saved later are dropped (the one at `after_step` must exist)."""
+    shutil.copytree(src, dst)
+    steps = {int(c.name.rsplit("_", 1)[1]): c for c in list_checkpoints(dst)}
+    assert after_step in steps, sorted(steps)
+    for step, ckpt in steps.items():
+        if step > after_step:
+            shutil.rmtree(ckpt)
+    return dst
+
+
 def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path):
     before = torch.get_num_threads()
     torch.set_num_threads(2)  # the worker takes one (rollout.worker_threads) while the run lasts
@@ -58,11 +70,10 @@ def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path):
     assert [_stable(r) for r in again] == [_stable(r) for r in full]  # versions fixed by the step, not timing
     # interrupted after step 2: the full run's checkpoint at 2 holds the batches already asked for
     # (steps 3 and 4, from policies 1 and 2); resuming from it replays them
-    shutil.copytree(tmp_path / "a", tmp_path / "b")
-    for late in ("step_000004", "step_000005"):
-        shutil.rmtree(tmp_path / "b" / "checkpoints" / late)
-    resumed = {r["step"]: _stable(r) for r in train(_cfg(tiny_model_dir, tmp_path / "b", 5, *ASYNC),
-                                                      resume=True)["history"]}  # fmt: skip
+    run_b = _interrupted_copy(tmp_path / "a", tmp_path / "b", after_step=2)
+    resumed = {
+        r["step"]: _stable(r) for r in train(_cfg(tiny_model_dir, run_b, 5, *ASYNC), resume=True)["history"]
+    }
     for step in (3, 4, 5):
         assert resumed[step] == _stable(rows[step]), step
 
@@ -82,9 +93,8 @@ def test_async_resume_with_dropout_restores_the_trainers_random_state(tiny_model
     config.save_pretrained(model)
     full = {r["step"]: _stable(r) for r in train(_cfg(model, tmp_path / "a", 4, *ASYNC))["history"]}
 
-    def resumed(run_dir):  # interrupted after step 2
-        shutil.copytree(tmp_path / "a", run_dir)
-        shutil.rmtree(run_dir / "checkpoints" / "step_000004")  # (saved every 2 steps)
+    def resumed(run_dir):  # interrupted after step 2 (checkpoints every 2 steps)
+        _interrupted_copy(tmp_path / "a", run_dir, after_step=2)
         return {r["step"]: _stable(r) for r in train(_cfg(model, run_dir, 4, *ASYNC), resume=True)["history"]}
 
     again = resumed(tmp_path / "b")

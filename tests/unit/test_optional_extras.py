@@ -59,14 +59,19 @@ def test_eval_with_a_missing_engine_is_refused_before_its_output_is_touched(monk
     assert not out.parent.exists()
 
 
-@pytest.mark.parametrize("sub", [[], ["data", "passrate", "x.parquet", "--out", "y.parquet", "--model"]])
-def test_the_cli_refuses_a_missing_engine_before_the_model_path_is_read(monkeypatch, capsys, sub):
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["eval", "/nonexistent/model"],
+        ["data", "passrate", "x.parquet", "--out", "y.parquet", "--model", "/nonexistent/model"],
+    ],
+)
+def test_the_cli_refuses_a_missing_engine_before_the_model_path_is_read(monkeypatch, capsys, argv):
     """`reasonrl eval` and `data passrate` check --engine's package with its name: a model path that
     does not exist is never reached."""
     from reasonrl.cli import main as cli
 
     _hide(monkeypatch, "vllm")
-    argv = ["eval", "/nonexistent/model"] if not sub else [*sub, "/nonexistent/model"]
     assert cli.main([*argv, "--engine", "vllm"]) == 2
     err = capsys.readouterr().err
     assert "--engine=vllm needs vllm, which is not installed: pip install 'reasonrl[vllm]'" in err
