@@ -10,7 +10,17 @@ import pytest
 
 pytest.importorskip("reasoning_gym")
 
-from reasonrl.data.gym import dataset_seed, generate, level_config, parse_mix, task_configs  # noqa: E402
+from reasonrl.data.gym import (  # noqa: E402
+    curriculum_range,
+    dataset_at,
+    dataset_seed,
+    generate,
+    level_config,
+    parse_mix,
+    sweep,
+    task_configs,
+    task_hint,
+)
 from reasonrl.errors import InputError  # noqa: E402
 
 MIX = [("leg_counting", 1.0)]
@@ -54,6 +64,8 @@ def test_a_setting_not_of_the_form_task_field_value_for_a_task_in_the_mix_is_ref
 
 def test_settings_are_json_values_and_later_ones_override_a_level():
     assert task_configs(MIX, ["leg_counting.max_animals=3"]) == {"leg_counting": {"max_animals": 3}}
+    text = task_configs([("caesar_cipher", 1.0)], ["caesar_cipher.delimiter=."])  # not JSON: kept as text
+    assert text == {"caesar_cipher": {"delimiter": "."}}
     cfg = task_configs(MIX, ["leg_counting.level=2", "leg_counting.max_animals=2"], where="curriculum")
     assert cfg == {"leg_counting": {**level_config("leg_counting", 2), "max_animals": 2}}
     assert level_config("leg_counting", 2)["max_animals"] == 3  # the override changed something
@@ -67,6 +79,10 @@ def test_a_level_sets_every_attribute_and_is_capped_at_each_attributes_top():
     high = level_config("leg_counting", 12)
     assert high["max_animals"] == 13 and high["max_instances"] == 1024  # instances capped at their top
     assert level_config("leg_counting", 500) == level_config("leg_counting", 35)
+    assert curriculum_range("leg_counting") == 35 and level_config("leg_counting", 34) != level_config(
+        "leg_counting", 35
+    )
+    assert curriculum_range("gsm_symbolic") is None
 
 
 @pytest.mark.parametrize(
@@ -106,3 +122,37 @@ def test_generated_entries_follow_the_level_and_the_seed():
     assert [p.ground_truth for p in raw] == [p.ground_truth for p in generate("leg_counting", 3, 1)]
     with pytest.raises(InputError, match="^--size must be >= 1$"):
         generate("leg_counting", 0, 1)
+
+
+def test_a_dataset_at_a_level_takes_the_fixed_settings_over_the_levels():
+    at = dataset_at("leg_counting", 20, {"max_instances": 8}, seed=3, size=8)
+    assert (at.config.max_animals, at.config.max_instances) == (21, 8)  # fixed over the level's 1024
+    plain = dataset_at("leg_counting", None, {"max_instances": 8}, seed=3, size=8)
+    assert plain.config.max_instances == 8 and plain.config.max_animals != 21  # no level: the defaults
+
+
+def test_a_task_hint_names_reasoning_gym_datasets_only():
+    assert (
+        task_hint("leg_counting", "use --tasks") == "; 'leg_counting' is a reasoning-gym dataset: use --tasks"
+    )
+    assert task_hint("addsub", "use --tasks") == "" and task_hint("composite", "use --tasks") == ""
+
+
+@pytest.mark.parametrize(
+    "scores, failure",
+    [
+        (lambda text: 1.0, "row 0: reference / empty / wrong scored [1.0, 1.0, 1.0]"),  # takes anything
+        (lambda text: 0.0, "row 0: reference / empty / wrong scored [0.0, 0.0, 0.0]"),  # takes nothing
+        (lambda text: 0.0 if not text or "zzz" in text or "inf" in text.lower() or "999" in text else 1.0,
+         "row 0: non-finite answers scored {'nan': 1.0, '-inf': 0.0, '1e999': 0.0, 'nan+nani': 1.0, 'Infinity': 0.0}"),  # takes NaN
+    ],
+)  # fmt: skip
+def test_the_sweep_reports_a_verifier_that_can_be_fooled_or_refuses_the_reference(
+    monkeypatch, scores, failure
+):
+    from reasonrl.rewards import VERIFIERS
+    from reasonrl.types import RewardResult
+
+    assert sweep(rows=2, names=["leg_counting"]) == {}  # the real verifier holds
+    monkeypatch.setattr(VERIFIERS, "get", lambda name: lambda text, problem: RewardResult(scores(text)))
+    assert sweep(rows=2, names=["leg_counting"]) == {"leg_counting": f"AssertionError: {failure}"}
