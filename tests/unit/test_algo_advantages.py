@@ -37,6 +37,12 @@ CASES = [
         [0, 0, 0, 0, 1, 1, 2],
         [0.866025, -0.866025, -0.866025, 0.866025, 0, 0, 0],
     ),
+    # grpo on a pair [0, 1]: mean .5, var (.25 + .25)/1 = .5, std .707107 -> +-.707107 ; with eps=1:
+    # +-.5/1.707107 = +-.292893 ; rewards 1e-7 apart: std 7.0711e-8 is below the default eps 1e-6, so
+    # the advantage stays small (+-5e-8/1.070711e-6 = +-.046698) instead of blowing up to +-.707107
+    ("grpo", {}, [0, 1], [3, 3], [-0.707107, 0.707107]),
+    ("grpo", {"eps": 1.0}, [0, 1], [3, 3], [-0.292893, 0.292893]),
+    ("grpo", {}, [0, 1e-7], [3, 3], [-0.046698, 0.046698]),
     # grpo asymmetric group [2, 0, 1]: mean 1, deviations [1, -1, 0], var 2/2 = 1 -> [1, -1, 0]
     ("grpo", {}, [2, 0, 1], [5, 5, 5], [1.0, -1.0, 0.0]),
     # Dr.GRPO: no std scaling, just r - mean_g: [.5, -.5, -.5, .5], [0, 0], singleton 0
