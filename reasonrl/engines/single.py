@@ -200,7 +200,7 @@ class SingleDeviceEngine:
         entropy_grad=False: the loss has no entropy term (the entropy is reported, not trained)."""
         self.model.train()
         totals: dict[str, torch.Tensor] = {}
-        n_micro = 0
+        tokens = 0.0  # trained tokens of the micro-batches run: the diagnostics' weights
         for rows in self.micro_rows(batch, micro_batch):
             micro = batch.select(rows or slice(0, 1))
             micro = self.to_device(micro.trimmed() if self.trim_padding else micro)
@@ -211,14 +211,14 @@ class SingleDeviceEngine:
                 continue
             loss, metrics = loss_fn(micro, *(None if o is None else o.float() for o in outs))
             loss.backward()
-            n_micro += 1
+            weight = float(micro.mask.sum())
+            tokens += weight
             for k, v in metrics.items():
                 v = v.detach().float().cpu()
-                totals[k] = (
-                    torch.maximum(totals[k], v)
-                    if k.endswith("_max") and k in totals
-                    else totals.get(k, 0.0) + v
-                )
+                if k.endswith("_max"):
+                    totals[k] = torch.maximum(totals[k], v) if k in totals else v
+                else:
+                    totals[k] = totals.get(k, 0.0) + (v if k.startswith("loss/") else v * weight)
         grad_norm = self.clip_gradients()
         finite = bool(torch.isfinite(grad_norm))
         lr = self.optimizer.param_groups[0]["lr"]  # this update's (the scheduler then moves to the next's)
@@ -227,9 +227,13 @@ class SingleDeviceEngine:
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         # loss terms are normalised by the whole batch's counts, so they add over micro-batches;
-        # diagnostics (clip fractions, entropy, ...) are averaged, `_max` ones maxed
+        # diagnostics (clip fractions, entropy, ...) are token means within each micro-batch, so they are
+        # weighted by its trained tokens (the mean over the update's tokens: a micro-batch of short
+        # answers does not count as much as one of long ones, one with no trained token not at all);
+        # `_max` ones are maxed
         out = {
-            k: (v if k.startswith("loss/") or k.endswith("_max") else v / n_micro) for k, v in totals.items()
+            k: (v if k.startswith("loss/") or k.endswith("_max") else v / max(tokens, 1.0))
+            for k, v in totals.items()
         }
         out[self.metric_prefix + "grad_norm"] = grad_norm.detach().float().cpu()
         # 1 for an update dropped for its gradient (averaged over a step's updates: the share dropped)

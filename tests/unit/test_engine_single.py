@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from reasonrl.algorithms.losses import ppo_clip
-from reasonrl.algorithms.masked import aggregate, normalisers
+from reasonrl.algorithms.masked import aggregate, masked_mean, normalisers
 from reasonrl.data.prompts import encode_prompt
 from reasonrl.data.tasks import generate
 from reasonrl.engines.single import SingleDeviceEngine, completion_logprobs
@@ -282,21 +282,33 @@ def test_training_forward_is_the_forward_the_model_settings_ask_for():
     assert both.func is packed_logprobs and both.keywords == {"pack_tokens": 64, "chunk": 8}
 
 
-def test_diagnostics_average_over_micro_batches_and_maxima_are_maxed(tiny_model_and_tokenizer, batch):
+def test_diagnostics_are_token_means_over_the_update_and_maxima_are_maxed(tiny_model_and_tokenizer, batch):
+    """Micro-batches of 3 rows (5 + 2 + 7 trained tokens) and 1 row (3): a token-mean diagnostic of each
+    is weighted by its tokens, so the update reports the mean over all its tokens (the mean of the two
+    micro-batches' means would give the one row's tokens the weight of the other three rows')."""
     model, _ = tiny_model_and_tokenizer
-    mask = batch.mask.bool()
     with torch.no_grad():
         full, _ = completion_logprobs(model, batch)
 
     def loss_fn(micro, logprobs, entropy):
         loss = (logprobs * micro.mask).sum() / batch.mask.sum()  # normalised by the whole batch
         top = logprobs.detach().masked_fill(~micro.mask.bool(), -torch.inf).max()
-        return loss, {"loss/lp": loss.detach(), "rows": torch.tensor(float(micro.size)), "lp_max": top}
+        return loss, {"loss/lp": loss.detach(), "lp_mean": masked_mean(logprobs.detach(), micro.mask),
+                      "lp_max": top}  # fmt: skip
 
-    _, _, m = _train(model, batch, 3, loss_fn)  # micro-batches of 3 rows and 1
-    assert m["rows"].item() == 2.0  # a diagnostic: the mean over the micro-batches
+    mask = batch.mask.bool()
+    _, _, m = _train(model, batch, 3, loss_fn)
+    micro_means = [full[:3][mask[:3]].mean(), full[3][mask[3]].mean()]
+    assert abs(micro_means[0] - micro_means[1]) > 0.05  # so the two ways of averaging differ
+    torch.testing.assert_close(m["lp_mean"], full[mask].mean(), rtol=1e-5, atol=1e-6)  # over all tokens
     torch.testing.assert_close(m["lp_max"], full[mask].max())  # a maximum: the largest of any
     torch.testing.assert_close(m["loss/lp"], full[mask].sum() / mask.sum(), rtol=1e-5, atol=1e-7)  # summed
+    # a micro-batch with no trained token (its row masked out entirely) does not count at all
+    masked = copy.copy(batch)
+    masked.mask = batch.mask.clone()
+    masked.mask[3] = 0
+    _, _, m = _train(model, masked, 3, loss_fn)
+    torch.testing.assert_close(m["lp_mean"], full[:3][mask[:3]].mean(), rtol=1e-5, atol=1e-6)
 
 
 def test_log_probs_are_taken_without_dropout_and_updates_with_it(tiny_model_and_tokenizer, batch):
