@@ -251,6 +251,17 @@ def all_gather_objects(obj) -> list:
     return out
 
 
+def sum_over_ranks(values: dict[str, float]) -> dict[str, float]:
+    """{key: the sum of its values over the ranks that hold it}, the same dict on every rank."""
+    if not active():
+        return dict(values)
+    out: dict[str, float] = {}
+    for part in all_gather_objects(values):
+        for k, v in part.items():
+            out[k] = out.get(k, 0.0) + v
+    return out
+
+
 def any_rank(flag: bool) -> bool:
     """True on every rank if `flag` is True on any rank (e.g. a stop signal seen by one)."""
     if not active():

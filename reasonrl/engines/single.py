@@ -116,6 +116,9 @@ def lr_factor(step: int, warmup: int, total: int, schedule: str, min_ratio: floa
     return min_ratio + (1.0 - min_ratio) * shape
 
 
+TOKENS = " tokens"  # the trained tokens' key among the diagnostics summed over ranks (no metric's name)
+
+
 class SingleDeviceEngine:
     def __init__(
         self,
@@ -226,15 +229,15 @@ class SingleDeviceEngine:
             self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        # loss terms are normalised by the whole batch's counts, so they add over micro-batches;
-        # diagnostics (clip fractions, entropy, ...) are token means within each micro-batch, so they are
-        # weighted by its trained tokens (the mean over the update's tokens: a micro-batch of short
-        # answers does not count as much as one of long ones, one with no trained token not at all);
-        # `_max` ones are maxed
-        out = {
-            k: (v if k.startswith("loss/") or k.endswith("_max") else v / max(tokens, 1.0))
-            for k, v in totals.items()
-        }
+        # loss terms are normalised by the whole batch's counts, so they add over micro-batches (and
+        # ranks, in `distributed.reduce_metrics`); `_max` ones are maxed; diagnostics (clip fractions,
+        # entropy, ...) are token means within each micro-batch, so they are weighted by its trained
+        # tokens, over every rank's micro-batches: the mean over the update's tokens (a micro-batch of
+        # short answers does not count as much as one of long ones, one with no trained token not at all)
+        out = {k: v for k, v in totals.items() if k.startswith("loss/") or k.endswith("_max")}
+        weighted = {k: float(v) for k, v in totals.items() if k not in out}
+        summed = dist.sum_over_ranks({**weighted, TOKENS: tokens})
+        out.update({k: torch.tensor(v / max(summed[TOKENS], 1.0)) for k, v in summed.items() if k != TOKENS})
         out[self.metric_prefix + "grad_norm"] = grad_norm.detach().float().cpu()
         # 1 for an update dropped for its gradient (averaged over a step's updates: the share dropped)
         out[self.metric_prefix + "nonfinite_grad_frac"] = torch.tensor(0.0 if finite else 1.0)

@@ -51,8 +51,9 @@ def _rank(r: int, port: int, out):
         health = {"verifier/count": 4.0, "verifier/a/count": 4.0 - 2 * r, "verifier/a/error_rate": 0.5 * r}
         health = dist.reduce_metrics({**health, **({"verifier/b/count": 2.0, "verifier/b/error_rate": 1.0}
                                                    if r == 1 else {})})  # fmt: skip
+        summed = dist.sum_over_ranks({"a": 1.0 + r, **({"only_1": 2.0} if r == 1 else {})})
         out.put((r, dist.rank(), dist.world_size(), dist.is_main(), {k: float(v) for k, v in counts.items()},
-                 losses, mean, metrics, mismatch, health))  # fmt: skip
+                 losses, mean, metrics, mismatch, health, summed))  # fmt: skip
     finally:
         torch.distributed.destroy_process_group()
 
@@ -62,7 +63,8 @@ def test_two_gloo_ranks_equal_one_process():
     results = run_ranks(_rank, 2, timeout=90)
     batch, logprobs = _batch()
     whole = {k: float(v) for k, v in normalisers(batch.mask).items()}
-    for r, rank, world, main, counts, losses, mean, metrics, mismatch, health in results:
+    for r, rank, world, main, counts, losses, mean, metrics, mismatch, health, summed in results:
+        assert summed == {"a": 3.0, "only_1": 2.0}  # each key over the ranks that hold it
         assert mismatch == f"rank {r} of 2: the ranks' metrics differ (missing: {{0: ['only_1']}})"
         assert (rank, world, main) == (r, 2, r == 0)
         assert counts == whole  # every rank divides by the whole mini-batch's counts
@@ -85,6 +87,7 @@ def test_one_process_is_the_identity():
     assert torch.equal(dist.global_masked_mean(logprobs, batch.mask), masked_mean(logprobs, batch.mask))
     m = {"a": 1.0, "x_max": 2.0}
     assert dist.reduce_metrics(m) is m
+    assert dist.sum_over_ranks(m) == m and dist.sum_over_ranks(m) is not m
 
 
 @pytest.mark.parametrize("cuda", [False, True])
