@@ -1,6 +1,7 @@
 """Shared records that flow through the loop: Problem -> Completion -> RolloutGroup -> TrainBatch.
 
-Owns: the plain data records (and `RewardResult`, what a verifier returns) and their documented shapes, and the mapping of `Problem` to and from
+Owns: the plain data records (and `RewardResult`, what a verifier returns; `UpdateMetrics`, what an
+engine's optimizer update reports) and their documented shapes, and the mapping of `Problem` to and from
 a verl / Reasoning360 (Guru) parquet row. Does not own: reading files (`data.schema`), scoring
 (`rewards`), or building tensors from rollouts (`trainer.batching`).
 """
@@ -257,6 +258,19 @@ class TrainBatch:
                 for k, v in self.extras.items()
             },
         )
+
+
+class UpdateMetrics(dict):
+    """One optimizer update's metrics (name -> value), as a train engine returns them. `token_means`
+    names the per-token diagnostics (entropy, clip fractions, ...) that are means over the update's
+    `tokens` trained tokens (every rank's), so a step's updates are averaged weighted by `tokens`
+    (`trainer.metrics.mean_metrics`): an update of short answers counts less than one of long ones."""
+
+    def __init__(self, values: Mapping[str, Any] = (), token_means: frozenset[str] = frozenset(),
+                 tokens: float = 0.0) -> None:  # fmt: skip
+        super().__init__(values)
+        self.token_means = frozenset(token_means)
+        self.tokens = float(tokens)
 
 
 def _flag(value: Any, name: str, where: str) -> bool:

@@ -24,7 +24,7 @@ from reasonrl import distributed as dist
 from reasonrl.algorithms.logprobs import logprobs_and_entropy
 from reasonrl.engines.output_head import decoder, head_logprobs
 from reasonrl.models.loading import unwrapped
-from reasonrl.types import TrainBatch
+from reasonrl.types import TrainBatch, UpdateMetrics
 
 LossFn = Callable[
     [TrainBatch, torch.Tensor, torch.Tensor | None], tuple[torch.Tensor, dict[str, torch.Tensor]]
@@ -197,7 +197,7 @@ class SingleDeviceEngine:
         micro_batch: int,
         with_entropy: bool = True,
         entropy_grad: bool = True,
-    ) -> dict[str, torch.Tensor]:
+    ) -> UpdateMetrics:
         """One optimizer step over `batch` in micro-batches. `loss_fn` must already be normalised by
         the whole batch's counts (see algorithms.masked.aggregate), so micro-batch losses just add.
         entropy_grad=False: the loss has no entropy term (the entropy is reported, not trained)."""
@@ -237,7 +237,9 @@ class SingleDeviceEngine:
         out = {k: v for k, v in totals.items() if k.startswith("loss/") or k.endswith("_max")}
         weighted = {k: float(v) for k, v in totals.items() if k not in out}
         summed = dist.sum_over_ranks({**weighted, TOKENS: tokens})
-        out.update({k: torch.tensor(v / max(summed[TOKENS], 1.0)) for k, v in summed.items() if k != TOKENS})
+        tokens = summed.pop(TOKENS)
+        out = UpdateMetrics(out, token_means=frozenset(summed), tokens=tokens)
+        out.update({k: torch.tensor(v / max(tokens, 1.0)) for k, v in summed.items()})
         out[self.metric_prefix + "grad_norm"] = grad_norm.detach().float().cpu()
         # 1 for an update dropped for its gradient (averaged over a step's updates: the share dropped)
         out[self.metric_prefix + "nonfinite_grad_frac"] = torch.tensor(0.0 if finite else 1.0)

@@ -20,17 +20,23 @@ from reasonrl.data.files import write_text
 
 
 def mean_metrics(items: list[dict]) -> dict[str, float]:
+    """{key: its mean over the items that hold it}. `_max` keys are maxed. An item that is a
+    `types.UpdateMetrics` weights its per-token diagnostics (`token_means`) by its trained tokens, so
+    a step's entropy or clip fraction is the mean over all its updates' tokens (an update with none
+    does not count; 0.0 where none had any)."""
     sums: dict[str, float] = {}
-    counts: dict[str, int] = {}
+    weights: dict[str, float] = {}
     for d in items:
+        token_means = getattr(d, "token_means", ())
         for k, v in d.items():
             if k.endswith("_max"):  # a maximum stays a maximum
                 sums[k] = max(sums.get(k, float("-inf")), float(v))
-                counts[k] = 1
+                weights[k] = 1.0
                 continue
-            sums[k] = sums.get(k, 0.0) + float(v)
-            counts[k] = counts.get(k, 0) + 1
-    return {k: sums[k] / counts[k] for k in sums}
+            w = d.tokens if k in token_means else 1.0
+            sums[k] = sums.get(k, 0.0) + (w * float(v) if w else 0.0)
+            weights[k] = weights.get(k, 0.0) + w
+    return {k: sums[k] / weights[k] if weights[k] else 0.0 for k in sums}
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict | None]]:

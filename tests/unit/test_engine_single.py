@@ -15,6 +15,7 @@ from reasonrl.data.prompts import encode_prompt
 from reasonrl.data.tasks import generate
 from reasonrl.engines.single import SingleDeviceEngine, completion_logprobs
 from reasonrl.trainer.batching import build_batch
+from reasonrl.trainer.metrics import mean_metrics
 from reasonrl.types import Completion, RolloutGroup
 
 pytestmark = pytest.mark.timeout(120)
@@ -303,12 +304,34 @@ def test_diagnostics_are_token_means_over_the_update_and_maxima_are_maxed(tiny_m
     torch.testing.assert_close(m["lp_mean"], full[mask].mean(), rtol=1e-5, atol=1e-6)  # over all tokens
     torch.testing.assert_close(m["lp_max"], full[mask].max())  # a maximum: the largest of any
     torch.testing.assert_close(m["loss/lp"], full[mask].sum() / mask.sum(), rtol=1e-5, atol=1e-7)  # summed
+    assert m.token_means == {"lp_mean"} and m.tokens == float(mask.sum())  # what a step weights it by
     # a micro-batch with no trained token (its row masked out entirely) does not count at all
     masked = copy.copy(batch)
     masked.mask = batch.mask.clone()
     masked.mask[3] = 0
     _, _, m = _train(model, masked, 3, loss_fn)
     torch.testing.assert_close(m["lp_mean"], full[:3][mask[:3]].mean(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_steps_diagnostics_are_token_means_over_all_its_updates(tiny_model_and_tokenizer, batch):
+    """Two updates (mini-batches of 3 rows and of 1, the weights unchanged: lr 0) averaged as the loop
+    averages a step's updates: the token mean over both, not the mean of the two updates' means."""
+    model, _ = tiny_model_and_tokenizer
+    with torch.no_grad():
+        full, _ = completion_logprobs(model, batch)
+
+    def loss_fn(micro, logprobs, entropy):
+        return (logprobs * micro.mask).sum() * 0.0, {"lp_mean": masked_mean(logprobs.detach(), micro.mask)}
+
+    engine = SingleDeviceEngine(copy.deepcopy(model), lr=0.0)
+    updates = [
+        engine.train_step(batch.select(rows), loss_fn, micro_batch=4) for rows in (slice(0, 3), slice(3, 4))
+    ]
+    mask = batch.mask.bool()
+    assert abs(updates[0]["lp_mean"] - updates[1]["lp_mean"]) > 0.05  # so the two ways of averaging differ
+    step = mean_metrics(updates)
+    assert step["lp_mean"] == pytest.approx(float(full[mask].mean()), rel=1e-5)
+    assert step["lr"] == 0.0 and step["nonfinite_grad_frac"] == 0.0  # the rest: plain means
 
 
 def test_log_probs_are_taken_without_dropout_and_updates_with_it(tiny_model_and_tokenizer, batch):
