@@ -379,3 +379,37 @@ def test_a_score_that_is_not_a_finite_number_is_a_verifier_error(mode):
         "error: TypeError: verifier returned a score of type NoneType, not a number",
     ]
     assert m["verifier/error_rate"] == pytest.approx(5 / 7)
+
+
+def test_modules_are_imported_in_the_caller_too(tmp_path, monkeypatch):
+    """`modules=` registers a plugin's verifiers here as well as in the workers: its inline verifier
+    runs in this process and its shaping term is known when the runner is built, though the caller
+    never imported the module."""
+    from reasonrl.rewards.base import VERIFIERS
+
+    name = "_runner_plugin_" + tmp_path.name.replace("-", "_")
+    (tmp_path / f"{name}.py").write_text(
+        "import os\n"
+        "from reasonrl.rewards.base import VERIFIERS, RewardResult\n"
+        f"@VERIFIERS.register({name!r})\n"
+        "def plugin(response, problem):\n"
+        "    return RewardResult(float(response == problem.ground_truth), {'pid': os.getpid()})\n"
+        "plugin.run_mode = 'inline'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert name not in sys.modules and name not in VERIFIERS
+    try:
+        with RewardRunner(workers=1, timeout_s=TIMEOUT, modules=[name], weights={name: 1.0}) as r:
+            res, _ = r.score(["a", "b"], [prob(name, "a"), prob(name, "a")])
+        assert [x.score for x in res] == [1.0, 0.0] and res[0].info["terms"] == {name: 1.0}
+    finally:
+        VERIFIERS._entries.pop(name, None)
+        sys.modules.pop(name, None)
+
+
+def test_an_unknown_verifier_named_inline_fails_before_any_call():
+    """A problem routed to a verifier nobody registered is a data error raised before scoring, even
+    where the runner's `inline=` list names it (it would otherwise score 0 call by call)."""
+    with RewardRunner(workers=1, timeout_s=TIMEOUT, inline=["_no_such_verifier"]) as r:
+        with pytest.raises(RegistryError, match="_no_such_verifier"):
+            r.score(["a"], [prob("_no_such_verifier")])
