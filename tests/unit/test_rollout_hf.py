@@ -192,6 +192,36 @@ def test_top_k_tokens_come_from_the_top_k(setup):
     assert _max_masked_diff(expected, batch.sampler_logprobs, batch.mask) < 1e-4
 
 
+@pytest.mark.parametrize("drop_finished", [True, False])  # rollout.decode, and transformers' generate
+def test_top_p_tokens_come_from_the_nucleus(setup, drop_finished):
+    """top_p keeps the smallest set of most likely tokens whose mass reaches p: a drawn token has less
+    than p of the mass above it, and its log-prob is of the renormalised nucleus; a tiny p leaves only
+    the argmax (greedy tokens, log-prob 0)."""
+    s = setup
+    engine = HFRolloutEngine(s.model, s.tok, drop_finished=drop_finished)
+    greedy = engine.generate(s.prompts, SamplingParams(n=1, temperature=0.0, max_new_tokens=6))
+    narrow = engine.generate(s.prompts, SamplingParams(n=3, top_p=1e-6, max_new_tokens=6, seed=2))
+    assert _ids(narrow) == [g * 3 for g in _ids(greedy)]
+    assert max(abs(x) for g in narrow for c in g for x in c.sampler_logprobs) < 1e-5
+    top_p = 0.6
+    batch = _batch(s, engine.generate(s.prompts, SamplingParams(n=4, top_p=top_p, max_new_tokens=8, seed=5)))
+    with torch.no_grad():
+        pos = (batch.attention_mask.cumsum(-1) - 1).clamp_min(0)
+        logits = s.model(
+            input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=pos
+        ).logits
+    p = batch.prompt_len
+    probs = torch.softmax(logits[:, p - 1 : -1].float(), -1)
+    tokens = batch.input_ids[:, p:]
+    drawn = probs.gather(-1, tokens[..., None])
+    above = (probs * (probs > drawn)).sum(-1)  # the mass of the tokens more likely than the drawn one
+    assert (above[batch.mask] < top_p + 1e-4).all()
+    ranked = probs.sort(-1, descending=True).values
+    nucleus = (ranked * ((ranked.cumsum(-1) - ranked) < top_p)).sum(-1)  # what top-p keeps of the mass
+    expected = torch.log(drawn[..., 0] / nucleus)
+    assert _max_masked_diff(expected, batch.sampler_logprobs, batch.mask) < 1e-4
+
+
 def test_restores_training_mode(setup):
     model = copy.deepcopy(setup.model).train()
     engine = HFRolloutEngine(model, setup.tok)
@@ -231,7 +261,14 @@ def test_factory_builds_the_engine_with_its_settings_and_lifecycle(tiny_model_an
     assert isinstance(engine, HFRolloutEngine) and engine.max_batch == 7
     engine.wake()
     engine.sleep()  # no-ops for an engine that samples from the policy itself
-    assert engine.model is model
+    assert engine.model is model and engine.stats() == {}  # no weights of its own: no sync to time
+    # the policy version it samples from: updates applied, counted or given
+    assert engine.version == 0
+    other = copy.deepcopy(model)
+    engine.sync_weights(other)
+    assert engine.version == 1 and engine.model is other
+    engine.sync_weights(model, 7)
+    assert engine.version == 7 and engine.model is model
     engine.close()
     assert engine.model is None
 
