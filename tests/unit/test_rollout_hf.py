@@ -222,10 +222,17 @@ def test_top_p_tokens_come_from_the_nucleus(setup, drop_finished):
     assert _max_masked_diff(expected, batch.sampler_logprobs, batch.mask) < 1e-4
 
 
-def test_restores_training_mode(setup):
-    model = copy.deepcopy(setup.model).train()
-    engine = HFRolloutEngine(model, setup.tok)
-    engine.generate(setup.prompts[:1], SamplingParams(n=1, max_new_tokens=2, seed=0))
+@pytest.mark.parametrize("drop_finished", [True, False])
+def test_samples_without_dropout_and_restores_training_mode(setup, drop_finished):
+    """A policy left in training mode (dropout on) samples as in eval mode, and is left as it was."""
+    model = copy.deepcopy(setup.model)
+    for layer in model.model.layers:
+        layer.self_attn.attention_dropout = 0.5
+    engine = HFRolloutEngine(model.eval(), setup.tok, drop_finished=drop_finished)
+    params = SamplingParams(n=2, temperature=0.0, max_new_tokens=6)
+    clean = engine.generate(setup.prompts, params)
+    model.train()
+    assert _ids(engine.generate(setup.prompts, params)) == _ids(clean)
     assert model.training
     model.eval()
     engine.generate(setup.prompts[:1], SamplingParams(n=1, max_new_tokens=2, seed=0))
