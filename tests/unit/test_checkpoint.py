@@ -123,6 +123,25 @@ def test_keep_last_prunes_oldest(tmp_path, tiny_model_and_tokenizer):
     assert sorted(p.name for p in checkpoint_dir(tmp_path).iterdir()) == ["step_000003", "step_000010"]
 
 
+def test_pruning_keeps_the_last_valid_ones_the_protected_and_any_later_step(
+    tmp_path, tiny_model_and_tokenizer
+):
+    """keep_last counts checkpoints that verify: a corrupt one (a torn copy, a full disk) never pushes
+    a good one out, and is itself pruned once older than the new save; a protected step (the best) is
+    kept besides them; a step later than the one saved (a run resumed from an earlier checkpoint) is
+    not touched."""
+    model, _ = tiny_model_and_tokenizer
+    for step in (1, 2, 3, 4):
+        save_checkpoint(tmp_path, step, model, None, {}, {}, keep_last=2, protect={1})
+    assert _steps(tmp_path) == [1, 3, 4]
+    weights = checkpoint_dir(tmp_path) / "step_000004" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-8])  # step 4 torn: it no longer verifies
+    save_checkpoint(tmp_path, 5, model, None, {}, {}, keep_last=2, protect={1})
+    assert _steps(tmp_path) == [1, 3, 5]  # 3 and 5 are the last two that verify; torn 4 is gone
+    save_checkpoint(tmp_path, 2, model, None, {}, {}, keep_last=1)  # resumed from 1, saving 2 again
+    assert _steps(tmp_path) == [2, 3, 5]  # nothing later than 2 is pruned; 1, unprotected now, is
+
+
 def test_saving_a_step_again_replaces_it(tmp_path, tiny_model_and_tokenizer):
     model, _ = tiny_model_and_tokenizer
     save_checkpoint(tmp_path, 5, model, None, {}, {"v": 1}, keep_last=3)
