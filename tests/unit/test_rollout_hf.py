@@ -171,20 +171,25 @@ def test_greedy_sampler_logprobs_are_the_model_logprobs(setup):
     assert _max_masked_diff(recomputed, batch.sampler_logprobs, batch.mask) < 1e-4
 
 
+def _next_token_logits(model, batch):
+    """The policy's logits for each completion position (a full forward over the sampled rows), and
+    the tokens drawn there."""
+    with torch.no_grad():
+        pos = (batch.attention_mask.cumsum(-1) - 1).clamp_min(0)
+        logits = model(
+            input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=pos
+        ).logits
+    p = batch.prompt_len
+    return logits[:, p - 1 : -1], batch.input_ids[:, p:]
+
+
 def test_top_k_tokens_come_from_the_top_k(setup):
     s = setup
     engine = HFRolloutEngine(s.model, s.tok)
     k = 3
     batch = _batch(s, engine.generate(s.prompts, SamplingParams(n=4, top_k=k, max_new_tokens=8, seed=5)))
-    with torch.no_grad():
-        pos = (batch.attention_mask.cumsum(-1) - 1).clamp_min(0)
-        logits = s.model(
-            input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=pos
-        ).logits
-    p = batch.prompt_len
-    z = logits[:, p - 1 : -1]
+    z, tokens = _next_token_logits(s.model, batch)
     top = z.topk(k, dim=-1)
-    tokens = batch.input_ids[:, p:]
     in_top = (top.indices == tokens[..., None]).any(-1)
     assert in_top[batch.mask].all()
     # log-prob of the renormalised top-k distribution
@@ -205,14 +210,8 @@ def test_top_p_tokens_come_from_the_nucleus(setup, drop_finished):
     assert max(abs(x) for g in narrow for c in g for x in c.sampler_logprobs) < 1e-5
     top_p = 0.6
     batch = _batch(s, engine.generate(s.prompts, SamplingParams(n=4, top_p=top_p, max_new_tokens=8, seed=5)))
-    with torch.no_grad():
-        pos = (batch.attention_mask.cumsum(-1) - 1).clamp_min(0)
-        logits = s.model(
-            input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=pos
-        ).logits
-    p = batch.prompt_len
-    probs = torch.softmax(logits[:, p - 1 : -1].float(), -1)
-    tokens = batch.input_ids[:, p:]
+    z, tokens = _next_token_logits(s.model, batch)
+    probs = torch.softmax(z.float(), -1)
     drawn = probs.gather(-1, tokens[..., None])
     above = (probs * (probs > drawn)).sum(-1)  # the mass of the tokens more likely than the drawn one
     assert (above[batch.mask] < top_p + 1e-4).all()
