@@ -382,18 +382,16 @@ def test_a_score_that_is_not_a_finite_number_is_a_verifier_error(mode):
 
 
 def test_modules_are_imported_in_the_caller_too(tmp_path, monkeypatch):
-    """`modules=` registers a plugin's verifiers here as well as in the workers: its inline verifier
-    runs in this process and its shaping term is known when the runner is built, though the caller
-    never imported the module."""
+    """`modules=` registers a plugin's verifiers here as well as in the workers: its term is known when
+    the runner is built and its inline verifier scores, though the caller never imported the module."""
     from reasonrl.rewards.base import VERIFIERS
 
     name = "_runner_plugin_" + tmp_path.name.replace("-", "_")
     (tmp_path / f"{name}.py").write_text(
-        "import os\n"
         "from reasonrl.rewards.base import VERIFIERS, RewardResult\n"
         f"@VERIFIERS.register({name!r})\n"
         "def plugin(response, problem):\n"
-        "    return RewardResult(float(response == problem.ground_truth), {'pid': os.getpid()})\n"
+        "    return RewardResult(float(response == problem.ground_truth), {})\n"
         "plugin.run_mode = 'inline'\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
