@@ -52,7 +52,9 @@ def test_to_number(text, value, percent):
     assert got[1] is percent
 
 
-@pytest.mark.parametrize("text", ["1,22", "1 2", "2, 3", "x+1", r"\sqrt{2}", "5x", "", "1/0", "1.2.3"])
+@pytest.mark.parametrize(
+    "text", ["1,22", "1 2", "2, 3", "x+1", r"\sqrt{2}", "5x", "", "1/0", r"\frac{1}{0}", "1.2.3"]
+)
 def test_to_number_leaves_ambiguous_to_math_verify(text):
     assert to_number(text) is None
 
@@ -211,6 +213,7 @@ def test_symbolic_path_works_off_the_main_thread():
         (r"\boxed{2.5e-7} \boxed{2.5e-6}", "2.5e-7", 0.0),  # a hedge
         # symbolic path: a scientific gold is 2.5 x 10^-7 for math-verify too, not 2.5e - 7
         (r"\boxed{\frac{5}{2} \times 10^{-7}}", "2.5e-7", 1.0),
+        (r"\boxed{\frac{5}{2} \times 10^{-7}}", r"2.5 \times 10^{-7}", 1.0),  # a LaTeX gold is kept as it is
         (r"\boxed{2.5 \cdot e - 7}", "2.5e-7", 0.0),
     ],
 )

@@ -38,7 +38,12 @@ def score(response, gt, name="math", prompt="Solve it.", **options):
             "What percent passed?",
             "correct",
         ),
+        # an answer with its own percent sign is read both ways (math-verify's and the table verifier's
+        # reading), one scale step only
         (r"\boxed{28\%}", "0.28", "Solve it.", "correct"),  # 28% is 0.28
+        (r"\boxed{28\%}", "28", "Solve it.", "correct"),  # and the number written
+        (r"\boxed{28\%}", "2800", "Solve it.", "wrong"),
+        (r"\boxed{28\%}", "0.0028", "Solve it.", "wrong"),
         # an answer too big for sympy is refused with what was found
         (r"<answer>9^{9^{9}}</answer>", "5", "Solve it.", "too_complex"),
         ("<think>never closed", "4", "Solve it.", "no_answer"),

@@ -12,7 +12,9 @@ Policy:
   with `\\boxed{1} \\boxed{2} \\boxed{3}` against a single gold answer scores 0; an unboxed answer
   whose last lines say "3 or 4" scores 0 ("ambiguous").
 - gold/100 or gold*100 is never accepted, except when the problem asks for a percentage (the gold
-  carries `%` or the prompt says "percent"), where 28 and 0.28 both answer "28%".
+  carries `%` or the prompt says "percent"), where 28 and 0.28 both answer "28%". An answer that
+  writes the sign itself, `28%`, is read both ways anywhere (as math-verify and the "table" verifier
+  read it): it answers a gold 28 and a gold 0.28, never 2800 or 0.0028.
 - Golds are read like predictions: as the content of one `\\boxed{}`. A gold "2, 3" is the set of
   solutions {2, 3} (a thousands-separated "7,425,000" and math-verify's decimal comma "1,22" stay
   one number), so the whole answer is
