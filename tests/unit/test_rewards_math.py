@@ -294,6 +294,16 @@ def test_a_tolerance_over_a_list_of_answers_pairs_them_and_refuses_extra_ones():
     p = P("3, -1")
     p.extra_info["tolerance"] = 0.05
     assert VERIFIERS.get("math")(r"\boxed{-1, 3, 7}", p).info["path"] == "fast"  # a count mismatch is certain
+    # one number with commas in it is not a list, on either side (it was: a gold 7,425,000 was [7, 425, 0],
+    # so the right 7425000 scored 0 and "7, 425, 0" scored 1)
+    assert tol_score(r"\boxed{7425000}", "7,425,000") == 1.0
+    assert tol_score(r"\boxed{7425000.04}", "7,425,000") == 1.0  # within the tolerance
+    assert tol_score(r"\boxed{7,425,000}", "7,425,000") == 1.0
+    assert tol_score(r"\boxed{7, 425, 0}", "7,425,000") == 0.0
+    assert tol_score(r"\boxed{1, 0}", "1,000") == 0.0
+    assert tol_score(r"\boxed{1,000}", "1, 0") == 0.0  # a thousand is not the answers 1 and 0
+    assert tol_score(r"\boxed{1.22}", "1,22") == 1.0  # math-verify's decimal comma: one number
+    assert tol_score(r"\boxed{1, 22}", "1,22") == 0.0
 
 
 def test_a_gold_math_verify_cannot_read_is_an_error_not_a_wrong_answer():

@@ -63,6 +63,8 @@ _SCIENTIFIC = re.compile(
     r"(?:\{\s*([+-]?\d+)\s*\}|\(\s*([+-]?\d+)\s*\)|([+-]?\d+)))$"
 )
 MAX_EXPONENT = 400  # 1e401 is not an answer; math-verify gets it
+# one number: plain, thousands-separated, or math-verify's decimal comma ("1,22": no space)
+_ONE_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?|[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[+-]?\d+,\d+")
 _VAR_EQ = re.compile(r"^[A-Za-z](?:_\{?\w+\}?)?\s*=\s*")
 _BARE = re.compile(r"[\d\s,.;:+\-*/^()\[\]{}%=]+")  # an "Answer:" line without words or LaTeX
 # "3 or 4", "$3$ or $4$" near the end of a free-text answer: a hedge, not an answer
@@ -176,9 +178,13 @@ def fast_compare(pred: str, gold: str, percent_ok: bool, tolerance: float = 0.0)
 def tolerant_list_compare(pred: str, gold: str, tolerance: float) -> bool | None:
     """A comma list of numbers against a gold list, order-free, each within `tolerance` (OlympiadBench
     compares every answer of a multi-answer problem with the row's tolerance); None unless both are
-    lists of plain numbers."""
+    lists of plain numbers. A side that is one number with commas in it (`7,425,000`, math-verify's
+    decimal comma `1,22`) is not a list: a gold is then compared as one number, a prediction is one
+    answer."""
+    if _ONE_NUMBER.fullmatch(clean_latex(gold)):
+        return None
     golds = [to_number(g) for g in gold.split(",")]
-    preds = [to_number(p) for p in pred.split(",")]
+    preds = [to_number(p) for p in ([pred] if _ONE_NUMBER.fullmatch(clean_latex(pred)) else pred.split(","))]
     if len(golds) < 2 or any(x is None or x[1] for x in golds + preds):
         return None
     if len(preds) != len(golds):
@@ -312,11 +318,7 @@ def _parse_gold(gold: str) -> Any:
         return [sympy.Integer(int(gold)), gold]
     gold = scientific_latex(gold)
     delimited = any(d in gold for d in ("$", "\\(", "\\[", "\\boxed", "\\fbox"))
-    # one number: plain, thousands-separated, or math-verify's decimal comma ("1,22": no space)
-    one_number = re.fullmatch(
-        r"[+-]?\d+(?:\.\d+)?|[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[+-]?\d+,\d+", gold.strip()
-    )
-    if delimited or one_number:
+    if delimited or _ONE_NUMBER.fullmatch(gold.strip()):
         parsed = mv.parse(gold, parsing_timeout=None)
         if parsed:
             return parsed
