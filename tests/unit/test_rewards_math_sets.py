@@ -98,6 +98,10 @@ def test_set_form_and_exponent_depth_units():
     # only a brace right after ^ (spaces allowed) opens an exponent; a stray } is no error
     braces = ("x^2 \\sqrt{y^2 \\sqrt{z^2}}", "2^ {2^ {2^ {2}}}", "}}2^{3}", "{x^{y^{2}}}", "2")
     assert [exponent_depth(s) for s in braces] == [1, 3, 1, 2, 0]
+    # an exponent's brace closes it: powers side by side are one level; a brace inside a brace is not
+    # another exponent
+    assert [exponent_depth(s) for s in ("2^{3} \\cdot 3^{2} \\cdot 5^{4}", "2^{{3^4}}")] == [1, 2]
+    assert math("\\boxed{2^{3} \\cdot 3^{2} \\cdot 5^{4}}", P("45000")).score == 1.0
     assert [too_complex(s) for s in ("2^{10}", "e^{x^2}", "2^{2^{3}}", "9^{9^{9}}", "9^{99999999}")] == [
         False, False, False, True, True
     ]  # fmt: skip

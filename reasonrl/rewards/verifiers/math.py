@@ -178,9 +178,7 @@ def fast_compare(pred: str, gold: str, percent_ok: bool, tolerance: float = 0.0)
 def tolerant_list_compare(pred: str, gold: str, tolerance: float) -> bool | None:
     """A comma list of numbers against a gold list, order-free, each within `tolerance` (OlympiadBench
     compares every answer of a multi-answer problem with the row's tolerance); None unless both are
-    lists of plain numbers. A side that is one number with commas in it (`7,425,000`, math-verify's
-    decimal comma `1,22`) is not a list: a gold is then compared as one number, a prediction is one
-    answer."""
+    lists of plain numbers. One number with commas in it (`7,425,000`, `1,22`) is not a list."""
     if _ONE_NUMBER.fullmatch(clean_latex(gold)):
         return None
     golds = [to_number(g) for g in gold.split(",")]
