@@ -83,3 +83,32 @@ def test_the_options_default_to_math_verifys_and_change_the_verdict():
         score("#### x^2+2", "y^2+2", "gsm8k").score,
         score("#### 1 \\le x \\le 2", "[1, 2]", "gsm8k").score,
     ) == (0, 0)
+
+
+def test_only_the_answers_end_is_searched_for_a_hedge():
+    # "3 or 4" early in the reasoning is thinking aloud; the hedge test reads the last 300 characters
+    early = "At first sight it could be 3 or 4. " + "Checking each case rules one out. " * 9
+    assert len(early) > 300
+    assert score(early + "So the count of ways is 4 in the end.", "4").reason == "correct"
+    assert score(early + "So it is 3 or 4.", "4").reason == "ambiguous"
+
+
+def test_a_set_named_in_answer_tags_is_read_as_a_set_with_or_without_dollars():
+    for answer in ("x = 2 or x = 3", "$x = 2$ or $x = 3$", "x=3, x=2"):
+        assert score(f"<answer>{answer}</answer>", "2, 3").reason == "correct", answer
+        assert score(f"<answer>{answer}</answer>", "2").score == 0.0, answer
+
+
+def test_answers_too_big_or_failing_in_math_verify_score_zero_whatever_the_gold(monkeypatch):
+    from reasonrl.rewards.verifiers import math as math_verifier
+
+    for unmarked in ("We simplify and get 9^{9^{9}} as the value.", "So the value is 9^{99999999}"):
+        res = score(unmarked, "5")  # free text: found by no answer mode, checked whole
+        assert (res.score, res.reason, res.info["extracted"]) == (0.0, "too_complex", None)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("sympy fell over")
+
+    monkeypatch.setattr(math_verifier, "symbolic_compare", broken)
+    res = score(r"\boxed{\sqrt{4}}", "2")  # right, but only math-verify could tell
+    assert (res.score, res.reason, res.info["extracted"]) == (0.0, "error: sympy fell over", r"\sqrt{4}")
