@@ -152,11 +152,8 @@ def test_codeio_refuses_cruxeval_rows_needing_execution():
         ([["1", "Ann", "cat"], ["2", "Bob", "dog"], ["3", "Cid", "fish"]], None, 6 / 9),  # invented row
         ([["1", "Ann", "cat"], ["2", "Bob", "dog"], ["2", "Bob", "dog"]], None, 6 / 9),  # duplicated key
         ([["1", "Ann", "cat"], ["1", "Bob", "dog"]], None, 3 / 9),  # two rows claim house 1
-        (
-            [[], "x", ["1", "Ann", "cat"], ["2", "Bob", "dog"]],
-            None,
-            6 / 12,
-        ),  # junk rows first: counted, skipped
+        # rows that are not rows come first: each counts as an extra row, and the rows after still count
+        ([[], "x", ["1", "Ann", "cat"], ["2", "Bob", "dog"]], None, 6 / 12),
     ],
 )
 def test_zebra_rows_by_key_columns_by_header_extra_rows_penalised(rows, header, expected):
