@@ -12,9 +12,8 @@ Policy:
   with `\\boxed{1} \\boxed{2} \\boxed{3}` against a single gold answer scores 0; an unboxed answer
   whose last lines say "3 or 4" scores 0 ("ambiguous").
 - gold/100 or gold*100 is never accepted, except when the problem asks for a percentage (the gold
-  carries `%` or the prompt says "percent"), where 28 and 0.28 both answer "28%". An answer that
-  writes the sign itself, `28%`, is read both ways anywhere (as math-verify and the "table" verifier
-  read it): it answers a gold 28 and a gold 0.28, never 2800 or 0.0028.
+  carries `%` or the prompt says "percent"), where 28 and 0.28 both answer "28%". An answer `28%`
+  answers a gold 28 and a gold 0.28 anywhere (math-verify's and the "table" verifier's reading).
 - Golds are read like predictions: as the content of one `\\boxed{}`. A gold "2, 3" is the set of
   solutions {2, 3} (a thousands-separated "7,425,000" and math-verify's decimal comma "1,22" stay
   one number), so the whole answer is
@@ -175,14 +174,15 @@ def fast_compare(pred: str, gold: str, percent_ok: bool, tolerance: float = 0.0)
     return False
 
 
+def _items(text: str) -> list[str]:
+    return [text] if _ONE_NUMBER.fullmatch(clean_latex(text)) else text.split(",")
+
+
 def tolerant_list_compare(pred: str, gold: str, tolerance: float) -> bool | None:
     """A comma list of numbers against a gold list, order-free, each within `tolerance` (OlympiadBench
     compares every answer of a multi-answer problem with the row's tolerance); None unless both are
     lists of plain numbers. One number with commas in it (`7,425,000`, `1,22`) is not a list."""
-    if _ONE_NUMBER.fullmatch(clean_latex(gold)):
-        return None
-    golds = [to_number(g) for g in gold.split(",")]
-    preds = [to_number(p) for p in ([pred] if _ONE_NUMBER.fullmatch(clean_latex(pred)) else pred.split(","))]
+    golds, preds = ([to_number(x) for x in _items(side)] for side in (gold, pred))
     if len(golds) < 2 or any(x is None or x[1] for x in golds + preds):
         return None
     if len(preds) != len(golds):
