@@ -129,6 +129,10 @@ def test_a_malformed_built_in_ground_truth_fails_routing_or_scores(source):
         ("simulation__codeio", {"functional": "def f(x): return x"}, r"codeio: .* route it to 'cruxeval'"),
         ("math", [], r"math: empty ground truth \[\]"),
         ("math", " ", r"math: empty ground truth ' '"),
+        # read as its Python text, ['2', '3'] was the interval [2, 3]: `\boxed{[2, 3]}` scored 1
+        ("math", ["2", "3"], r"math: ground truth \['2', '3'\] is a list, not one answer"),
+        ("openai/gsm8k", [2, 3], r"math: ground truth \[2, 3\] is a list, not one answer"),
+        ("math", {"answer": "2"}, r"math: ground truth \{'answer': '2'\} is a dict, not one answer"),
         ("table__hitab", ["3", None], r"table: ground truth \['3', None\] is not a cell or a list of cells"),
         ("table__finqa", "", r"table: ground truth '' is empty"),
         ("table__finqa", " . ", r"table: ground truth ' . ' is empty"),

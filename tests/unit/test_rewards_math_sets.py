@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from reasonrl.rewards.verifiers.math import exponent_depth, gsm8k, math, set_form, too_complex
+from reasonrl.rewards.verifiers.math import gsm8k, math, set_form
+from reasonrl.rewards.verifiers.math_size import exponent_depth, too_complex
 from reasonrl.types import Problem
 
 

@@ -18,12 +18,13 @@ Policy:
   solutions {2, 3} (a thousands-separated "7,425,000" and math-verify's decimal comma "1,22" stay
   one number), so the whole answer is
   needed and its order does not matter; `x=2 or x=3`, `2 and 3` and `\\pm 2` are set forms on
-  either side.
+  either side. A gold that is a list of several answers or a mapping is refused at load (the row
+  must say in one string what it means).
 - Scientific notation is a number on both sides (`2.5e-7` == `2.5\\times 10^{-7}` == `0.00000025`),
   never 2.5·e − 7 with Euler's e. A row's `extra_info.tolerance` (absolute, OlympiadBench's `error`)
   accepts plain numbers, and each number of a comma list in any order, within it.
 - Sympy work is bounded: an exponent tower three levels deep, or a numeric power too large to
-  write out (`9^{9^{9}}`, `9^{99999999}`), scores 0 at once ("too_complex"); on the main thread
+  write out (`9^{9^{9}}`, `9^{99999999}`), scores 0 at once ("too_complex", `math_size`); on the main thread
   math-verify's own timeouts apply too.
 """
 
@@ -40,6 +41,7 @@ from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, 
 from reasonrl.rewards.extract import answer_region, boxed_all, extract
 from reasonrl.rewards.ground_truth import single
 from reasonrl.rewards.verifiers import math_warm_up
+from reasonrl.rewards.verifiers.math_size import too_complex
 from reasonrl.types import Problem
 
 MATH_MODES = ("boxed", "answer_tag", "gsm8k", "answer_colon")
@@ -199,8 +201,6 @@ _LIST_JOIN = re.compile(
     r"\s*(?:\\(?:text|textrm|mathrm|mbox)\s*\{\s*(?:or|and)\s*\}|(?<![A-Za-z\\])(?:or|and)(?![A-Za-z]))\s*"
 )
 _VAR_PREFIX = re.compile(r"^\s*([A-Za-z](?:_\{?\w+\}?)?\s*=)?\s*(.*)$", re.DOTALL)
-_EXPONENT_CHAIN = re.compile(r"(?:\^\s*\(?\s*[\w.]+\s*\)?\s*){3,}|(?:\*\*\s*[\w.]+\s*){3,}")
-MAX_EXPONENT_DEPTH = 2
 SYMBOLIC_TIMEOUT_S = 5
 
 
@@ -214,50 +214,6 @@ def set_form(answer: str) -> str:
         if right:
             s = f"{var}{rest}+{right}, {var}{rest}-{right}" if rest else f"{var}{right}, {var}-{right}"
     return s
-
-
-def exponent_depth(s: str) -> int:
-    """Deepest nesting of exponents in LaTeX / Python notation (`9^{9^{9}}` is 3)."""
-    deepest, stack, pending = 0, [], False
-    for ch in s:
-        if ch == "^":
-            pending = True
-            deepest = max(deepest, sum(stack) + 1)
-        elif ch == "{":
-            stack.append(1 if pending else 0)
-            pending = False
-        elif ch == "}":
-            if stack:
-                stack.pop()
-        elif not ch.isspace():
-            pending = False
-    if _EXPONENT_CHAIN.search(s):
-        deepest = max(deepest, 3)
-    return deepest
-
-
-_NUM = r"\s*\{?\s*\(?\s*(\d+(?:\.\d+)?)"
-_NUMERIC_POWER = re.compile(r"(\d+(?:\.\d+)?)\s*(?:\^|\*\*)" + _NUM + r"(?:\s*(?:\^|\*\*)" + _NUM + ")?")
-MAX_POWER_DIGITS = 10_000  # a literal power with more digits than this is not a plain answer
-
-
-def too_complex(s: str) -> bool:
-    """An answer that would make sympy compute for minutes: an exponent tower three levels deep, or a
-    numeric power with more than MAX_POWER_DIGITS digits (`9^{99999999}`, `9^{9^{9}}`)."""
-    import math as _pymath
-
-    if exponent_depth(s) > MAX_EXPONENT_DEPTH:
-        return True
-    for m in _NUMERIC_POWER.finditer(s):
-        base, exp = float(m.group(1)), float(m.group(2))
-        if m.group(3) is not None:  # base^(exp^inner)
-            inner = float(m.group(3))
-            if exp > 1 and inner * _pymath.log10(exp) > 6:
-                return base > 1
-            exp = exp**inner
-        if base > 1 and exp * _pymath.log10(base) > MAX_POWER_DIGITS:
-            return True
-    return False
 
 
 def _timeout() -> int | None:
@@ -386,6 +342,13 @@ def _gold_text(problem: Problem) -> str:
     text = str(gt).strip()
     if gt is None or not text or (isinstance(gt, (list, dict)) and not gt):
         raise ValueError(f"math: empty ground truth {gt!r} (any answer naming it would score 1)")
+    if isinstance(gt, (list, dict)):
+        # its Python text was read as math: ['2', '3'] became the interval [2, 3]; whether a list means
+        # "all of these" or "any of these" is the data's to say, in one string
+        raise ValueError(
+            f"math: ground truth {gt!r} is a {type(gt).__name__}, not one answer (write several "
+            f'answers as one string, "2, 3", as OlympiadBench does)'
+        )
     return text
 
 
