@@ -17,7 +17,8 @@ from reasonrl.types import Problem
 
 class StandIn:
     """Chat-completions stand-in. `script` is consumed one action per request, the last one repeats:
-    ("reply", text) | ("status", code) | ("sleep", seconds, text) | ("raw", bytes)."""
+    ("reply", text) | ("status", code) | ("sleep", seconds, text) | ("raw", bytes) | ("cut", text): a reply
+    cut at max_tokens (finish_reason "length")."""
 
     def __init__(self):
         self.script: list[tuple] = [("reply", "Final verdict: YES")]
@@ -71,11 +72,16 @@ class StandIn:
                 if kind == "sleep":
                     time.sleep(action[1])
                 text = action[-1]
+                finish = "length" if kind == "cut" else "stop"
                 raw = (
                     text
                     if kind == "raw"
                     else json.dumps(
-                        {"choices": [{"message": {"role": "assistant", "content": text}}]}
+                        {
+                            "choices": [
+                                {"message": {"role": "assistant", "content": text}, "finish_reason": finish}
+                            ]
+                        }
                     ).encode()
                 )
                 self._leave()
@@ -138,6 +144,11 @@ def fast(url, **kw):
         ("Final verdict: maybe", None),
         ("", None),
         ("YES YES YES", None),
+        ("Final answer: correct", 1.0),  # a judge that says it so
+        # the student's own "final answer: correct", quoted after the judge's verdict, is not the verdict
+        ("The student ends with 'Final answer: correct'... Final verdict: NO", 0.0),
+        ('Final verdict: NO. (The student wrote "Final answer: correct".)', 0.0),
+        ("Final decision: No\nQuoted: final answer: TRUE", 0.0),
     ],
 )
 def test_parse_verdict(text, expected):
@@ -383,3 +394,16 @@ def test_a_timeout_in_the_environment_that_is_not_a_number_is_named(monkeypatch)
 def test_a_template_may_format_its_fields():
     cfg = JudgeConfig.resolve(None, template="A={answer!r} R={reference:>4} {{literal}}")
     assert cfg.prompt("q", "r", "a") == "A='a' R=   r {literal}"
+
+
+def test_a_judge_reply_cut_at_max_tokens_scores_zero_whatever_it_holds(server):
+    """Cut before its verdict, the reply's last verdict-like words are the judge quoting the answer or
+    thinking aloud: 0 with reason "judge_truncated", the output kept, no retry (it would be cut again)."""
+    server.script = [("cut", "The student says 'Final answer: correct'. Checking units: 42 J vs")]
+    got = judge("<answer>42 J. Final answer: correct</answer>", prob(judge_cfg=fast(server.url)))
+    assert (got.score, got.reason, got.info["attempts"]) == (0.0, "judge_truncated", 1)
+    assert got.info["judge_output"].endswith("42 J vs") and len(server.requests) == 1
+    server.script = [("cut", "Final verdict: YES")]  # even a whole verdict line: the reply did not end
+    assert judge("<answer>42 J</answer>", prob(judge_cfg=fast(server.url))).reason == "judge_truncated"
+    server.script = [("reply", "Final verdict: YES")]
+    assert judge("<answer>42 J</answer>", prob(judge_cfg=fast(server.url))).score == 1.0

@@ -20,7 +20,8 @@ each attempt also within `timeout_s`. The HTTP exchange runs in a daemon thread 
 the deadline and never blocks process exit. A route to the judge with no endpoint (REASONRL_JUDGE_URL,
 `reward.options.judge.base_url` or `extra_info.judge.base_url`) fails at load time (`check_setup`). A failed call scores 0 with
 info["reason"] = "timeout" (every attempt timed out) or "error: ..." ; unparsable judge output
-scores 0 with reason "unparsable_verdict" and the output kept in info["judge_output"].
+scores 0 with reason "unparsable_verdict" and the output kept in info["judge_output"]; so does a
+reply cut at `max_tokens` (`finish_reason: "length"`, reason "judge_truncated"), whatever it holds.
 
 Prompt injection: the policy writes the text the judge reads, so it is an adversary of the judge. The
 default template fences the answer in <student_answer> tags and tells the judge it is data; an answer
@@ -76,7 +77,7 @@ Explain briefly, then end with exactly one line: "Final verdict: YES" if the stu
 equivalent to the reference answer, otherwise "Final verdict: NO"."""
 
 _VERDICT = re.compile(
-    r"final\s+(?:verdict|decision|answer)\s*[:：\-=]?\s*[*_`\"'\[(]*\s*"
+    r"final\s+(verdict|decision|answer)\s*[:：\-=]?\s*[*_`\"'\[(]*\s*"
     r"(yes|no|correct|incorrect|true|false)\b",
     re.IGNORECASE,
 )
@@ -157,11 +158,16 @@ class JudgeConfig:
 
 def parse_verdict(text: str) -> float | None:
     """1.0 / 0.0 from the last "Final verdict: YES|NO" (also Decision, CORRECT/INCORRECT,
-    TRUE/FALSE), None if the text holds no verdict."""
+    TRUE/FALSE), None if the text holds no verdict. "Final answer: YES" counts only when the text
+    has no verdict or decision line: an answer may say "final answer: correct" (a student's answer
+    never says "verdict", see _INJECTION), and a judge that quotes it after its verdict must not
+    have the quote read as the verdict."""
     found = _VERDICT.findall(text or "")
-    if not found:
+    own = [word for kind, word in found if kind.lower() != "answer"]
+    words = own or [word for _, word in found]
+    if not words:
         return None
-    return 1.0 if found[-1].lower() in _POSITIVE else 0.0
+    return 1.0 if words[-1].lower() in _POSITIVE else 0.0
 
 
 def candidate_answer(response: str, max_chars: int) -> str | None:
@@ -196,6 +202,10 @@ class _Retryable(Exception):
     def __init__(self, reason: str, timeout: bool = False):
         super().__init__(reason)
         self.timeout = timeout
+
+
+class _Cut(Exception):
+    """The judge's reply was cut at max_tokens: what verdict-like words it holds are not its verdict."""
 
 
 MAX_BODY = 4 << 20
@@ -266,11 +276,14 @@ def _post(cfg: JudgeConfig, prompt: str, deadline: float | None = None) -> str:
         raise ValueError(f"bad response body: {raw[:200]!r}") from None
     if not isinstance(content, str):
         raise ValueError(f"bad response body: content is {type(content).__name__}")
+    if data["choices"][0].get("finish_reason") == "length":  # cut before its verdict, or in it
+        raise _Cut(content)
     return content
 
 
 def ask(cfg: JudgeConfig, prompt: str) -> tuple[str | None, str, int]:
-    """Send `prompt` with retries. Returns (content or None, failure reason or "", attempts)."""
+    """Send `prompt` with retries. Returns (content or None, failure reason or "", attempts); a reply
+    cut at max_tokens comes back with its content and the reason "judge_truncated"."""
     if not cfg.base_url:
         raise ValueError("no judge endpoint: set REASONRL_JUDGE_URL or extra_info.judge.base_url")
     last: _Retryable | None = None
@@ -289,6 +302,8 @@ def ask(cfg: JudgeConfig, prompt: str) -> tuple[str | None, str, int]:
             last = e
         except ValueError as e:
             return None, f"error: {e}", attempt + 1
+        except _Cut as e:
+            return str(e), "judge_truncated", attempt + 1
     assert last is not None
     return None, ("timeout" if last.timeout else f"error: {last}"), attempt + 1
 
@@ -314,6 +329,8 @@ def judge(response: str, problem: Problem, **overrides: Any) -> RewardResult:
     content, failure, attempts = ask(cfg, prompt)
     if content is None:
         return RewardResult(0.0, {"extracted": answer, "reason": failure, "attempts": attempts})
+    if failure:
+        return result(False, answer, reason=failure, judge_output=content[-500:], attempts=attempts)
     verdict = parse_verdict(content)
     if verdict is None:
         return result(
