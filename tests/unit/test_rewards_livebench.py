@@ -238,6 +238,9 @@ def test_connections_readings():
     assert score(old_form, groups).score == 1.0
     assert score("**a,b,c**\n" + old_form, groups).score == 1.0  # a bold run of three is not a group
     assert score("<solution>a,b,c,d</solution>", groups).score == 0.0  # one group of four: not 1/4
+    # a first try in bold, then the final four groups: the last four count, not every bold group
+    assert score("**a,b,c,e**\n**d,f,g,h**\nSo:\n" + old_form, groups).score == 1.0
+    assert score(old_form + "\nOr rather:\n**a,b,c,e**\n**d,f,g,h**", groups).score == 0.5
 
 
 PLOT = "A ship sails. A storm comes. The crew survives."
@@ -260,6 +263,9 @@ def test_plot_unscrambling_order_distance_and_summary_tag():
     framed = f"The crew survives. A storm comes. <PLOT_SUMMARY>{PLOT}</PLOT_SUMMARY> The crew survives."
     assert score(framed, p).score == 1.0  # only the summary is read
     assert score(f"<PLOT_SUMMARY>{PLOT}", p).score == 1.0  # an unclosed summary runs to the end
+    # sentences are matched to the gold's by closeness, as LiveBench does, not only when copied exactly
+    reworded = "<PLOT_SUMMARY>A ship sets sail. A storm comes. The whole crew survives.</PLOT_SUMMARY>"
+    assert score(reworded, p).score == 1.0
 
 
 def test_typos_gold_and_answer_forms():
@@ -366,6 +372,8 @@ def test_tablereformat_last_fence_entities_alias_and_unreadable_tables():
         "tablereformat", '[{"a": 1}]', "Please convert the Input Table from CSV format to JSON format."
     )
     assert score("[{'a': 1", to_json).score == 0.0  # no table in the answer
+    for not_records in ("[[1, 2], [3, 4]]", '[{"a": 1}, [1]]', '{"a": [1]}'):  # JSON, but no table of records
+        assert score(not_records, to_json).score == 0.0, not_records
     with pytest.raises(ValueError, match="the ground truth is not a json table"):
         score(
             '[{"a": 1}]',
