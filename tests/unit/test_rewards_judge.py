@@ -210,6 +210,28 @@ def test_500_then_success_retries(server):
     assert len(server.requests) == 3
 
 
+def test_retries_back_off_exponentially_with_jitter_and_never_before_the_first_try(server, monkeypatch):
+    import reasonrl.rewards.verifiers.judge as judge_module
+
+    slept, real_clock = [], time.monotonic
+    # a clock that sleeping moves on, without the wait
+    monkeypatch.setattr(judge_module.time, "sleep", slept.append)
+    monkeypatch.setattr(judge_module.time, "monotonic", lambda: real_clock() + sum(slept))
+    server.script = [("status", 503)]
+    res = judge("<answer>42 J</answer>", prob(judge_cfg=fast(server.url, retries=3, backoff_s=0.5)))
+    assert (res.reason, res.info["attempts"], len(server.requests)) == ("error: http 503", 4, 4)
+    assert len(slept) == 3  # between tries, not before the first
+    for delay, base in zip(slept, (0.5, 1.0, 2.0), strict=True):
+        assert base <= delay <= base * 1.25, slept  # backoff_s * 2^(k-1), plus up to a quarter of jitter
+    slept.clear()
+    server.requests.clear()
+    res = judge(
+        "<answer>42 J</answer>", prob(judge_cfg=fast(server.url, retries=3, backoff_s=0.5, deadline_s=1.2))
+    )
+    # the second wait (1-1.25 s) would end past the deadline: no wait, no 3rd try; the tries made reported
+    assert len(slept) == 1 and res.info["attempts"] == len(server.requests) == 2
+
+
 def test_retries_exhausted_and_client_errors_not_retried(server):
     server.script = [("status", 500)]
     res = judge("<answer>1</answer>", prob(judge_cfg=fast(server.url, retries=1)))

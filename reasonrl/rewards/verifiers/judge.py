@@ -288,24 +288,26 @@ def ask(cfg: JudgeConfig, prompt: str) -> tuple[str | None, str, int]:
         raise ValueError("no judge endpoint: set REASONRL_JUDGE_URL or extra_info.judge.base_url")
     last: _Retryable | None = None
     deadline = time.monotonic() + cfg.deadline_s
+    tries = 0
     for attempt in range(cfg.retries + 1):
         if attempt:
             delay = cfg.backoff_s * 2 ** (attempt - 1)
-            delay = min(delay + random.uniform(0, delay / 4), deadline - time.monotonic())  # jitter
-            if delay <= 0:
+            delay += random.uniform(0, delay / 4)  # jitter
+            if delay >= deadline - time.monotonic():  # no time left for a try after the wait
                 break
             time.sleep(delay)
+        tries += 1
         try:
             with _semaphore(cfg):
-                return _post(cfg, prompt, deadline), "", attempt + 1
+                return _post(cfg, prompt, deadline), "", tries
         except _Retryable as e:
             last = e
         except ValueError as e:
-            return None, f"error: {e}", attempt + 1
+            return None, f"error: {e}", tries
         except _Cut as e:
-            return str(e), "judge_truncated", attempt + 1
+            return str(e), "judge_truncated", tries
     assert last is not None
-    return None, ("timeout" if last.timeout else f"error: {last}"), attempt + 1
+    return None, ("timeout" if last.timeout else f"error: {last}"), tries
 
 
 def _reference(problem: Problem) -> str:
