@@ -271,6 +271,8 @@ def test_batch_keeps_order_and_respects_concurrency(server):
     assert [r.extracted for r in res] == ["a", "plain 5", "b", "c"] * 2
     assert [r.score for r in res] == [1.0] * 8
     assert 1 <= server.max_inflight <= 2
+    with pytest.raises(ValueError, match="^3 responses but 2 problems$"):  # zip would drop the third
+        judge_batch(answers[:3], [prob(judge_cfg=cfg)] * 2, **cfg)
 
 
 def test_config_from_env_and_validation(server, monkeypatch):
@@ -382,6 +384,10 @@ def test_default_template_fences_the_answer(server):
         ),
         ({"timeout_s": "30"}, r"judge option 'timeout_s' must be a number >= 0, got '30'"),
         ({"retries": 2.5}, r"judge option 'retries' must be a whole number >= 0, got 2.5"),
+        *(
+            (setting, r"judge: retries >= 0, timeout_s > 0, deadline_s > 0, max_concurrency >= 1 required")
+            for setting in ({"timeout_s": 0}, {"deadline_s": 0.0}, {"max_concurrency": 0})
+        ),
         ({"model": 7}, r"judge option 'model' must be a text, got 7"),
     ],
 )
