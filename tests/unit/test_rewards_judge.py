@@ -18,7 +18,7 @@ from reasonrl.types import Problem
 class StandIn:
     """Chat-completions stand-in. `script` is consumed one action per request, the last one repeats:
     ("reply", text) | ("status", code) | ("sleep", seconds, text) | ("raw", bytes) | ("cut", text): a reply
-    cut at max_tokens (finish_reason "length")."""
+    cut at max_tokens (finish_reason "length") | ("hangup",): the connection closed without a reply."""
 
     def __init__(self):
         self.script: list[tuple] = [("reply", "Final verdict: YES")]
@@ -53,6 +53,9 @@ class StandIn:
 
             def _act(self, action):
                 kind = action[0]
+                if kind == "hangup":
+                    self.close_connection = True
+                    return
                 if kind == "status":
                     self.send_response(action[1])
                     self.end_headers()
@@ -320,6 +323,34 @@ def test_slow_loris_endpoint_costs_at_most_the_deadline(server):
     elapsed = time.monotonic() - t0
     assert res.score == 0.0 and res.reason == "timeout"
     assert elapsed < 10.0, elapsed  # 60 s of trickle without the deadline
+    # the abandoned reader's socket is shut down, so its thread ends too (not 60 s later)
+    until = time.monotonic() + 5.0
+    while any(t.name == "judge-http" for t in threading.enumerate()) and time.monotonic() < until:
+        time.sleep(0.05)
+    assert [t.name for t in threading.enumerate() if t.name == "judge-http"] == []
+
+
+def test_rate_limits_and_dropped_connections_are_retried(server):
+    server.script = [("status", 429), ("reply", "Final verdict: YES")]
+    res = judge("<answer>42 J</answer>", prob(judge_cfg=fast(server.url, retries=1)))
+    assert (res.score, res.info["attempts"]) == (1.0, 2)
+    server.script = [("hangup",), ("reply", "Final verdict: YES")]  # closed mid-exchange: retried
+    res = judge("<answer>42 J</answer>", prob(judge_cfg=fast(server.url, retries=1)))
+    assert (res.score, res.info["attempts"]) == (1.0, 2)
+    server.script = [("hangup",)]
+    res = judge("<answer>42 J</answer>", prob(judge_cfg=fast(server.url, retries=1)))
+    assert (res.score, res.info["attempts"]) == (0.0, 2) and res.reason.startswith("error: connection: ")
+
+
+def test_an_endpoint_that_refuses_connections_is_retried_then_an_error():
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = judge("<answer>42 J</answer>", prob(judge_cfg=fast(f"http://127.0.0.1:{port}/v1", retries=2)))
+    assert (res.score, res.info["attempts"]) == (0.0, 3)
+    assert res.reason.startswith("error: connection: ") and "refused" in res.reason.lower()
 
 
 def test_judge_and_code_verifiers_run_in_separate_thread_pools():
@@ -411,6 +442,13 @@ def test_a_row_with_no_reference_answer_fails_at_load_time(gt):
         ValueError, match=r"^train data row 0: judge: ground truth .* gives the judge no reference"
     ):
         check_routable([prob(gt=gt, judge_cfg={"base_url": "http://127.0.0.1:9"})], "train data")
+
+
+@pytest.mark.parametrize("gt", [0, 0.0, "0", False])
+def test_a_reference_answer_of_zero_is_a_reference(gt):
+    from reasonrl.rewards import check_routable
+
+    check_routable([prob(gt=gt, judge_cfg={"base_url": "http://127.0.0.1:9"})], "train data")
 
 
 def test_a_timeout_in_the_environment_that_is_not_a_number_is_named(monkeypatch):
