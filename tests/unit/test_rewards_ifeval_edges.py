@@ -39,7 +39,10 @@ def test_relation_defaults_and_unknown_relations():
      ("Really?! no way.", ["Really?!", "no way."]), ('He said "Stop." Then he left.', ['He said "Stop."', "Then he left."]),
      ("See Dr. Who. I. M. Pei came.", ["See Dr. Who.", "I. M. Pei came."]), ("A line\nno stop", ["A line\nno stop"]),
      ("  One.   Two!  ", ["One.", "Two!"]), (". Then.", [". Then."]),
-     ("He met (Dr. Who. Then left.", ["He met (Dr. Who.", "Then left."])],
+     ("He met (Dr. Who. Then left.", ["He met (Dr. Who.", "Then left."]),
+     # each kind of non-split, then a split after it: the splitter goes on past the first
+     (". Then. Next.", [". Then.", "Next."]), ("Item 1. one more. Then two.", ["Item 1. one more.", "Then two."]),
+     ("Wait... what now? Yes.", ["Wait... what now?", "Yes."])],
 )  # fmt: skip
 def test_sentences_split_where_punkt_splits(text, expected):
     assert sentences(text) == expected
