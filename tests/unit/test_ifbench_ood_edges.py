@@ -198,6 +198,8 @@ EDGES = [
         True,
     ),  # at least
     ("paragraphs:paragraphs2", {}, "One.\n\n\n\nTwo.", False),  # an empty paragraph between
+    ("paragraphs:paragraphs", {}, "***\nOne.\n***\nTwo.", True),  # a divider before the first: no paragraph
+    ("paragraphs:paragraphs", {}, "One.\n***\nTwo.\n***", True),  # nor after the last
     (
         "first_word:first_word_answer",
         {"first_word": "rivers"},

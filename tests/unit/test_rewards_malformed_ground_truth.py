@@ -209,6 +209,12 @@ def test_ifeval_kwargs_must_fit_their_instruction():
     ):
         with pytest.raises(InputError, match=rf"^ifeval: {error}"):
             check_route(row(kwargs))
+    # the same load-time check for an IFBench row, named as IFBench's
+    bench = [{"instruction_id": ["copy:copy"], "kwargs": [{"prompt_to_repeat": "x", "bogus": 1}]}]
+    with pytest.raises(
+        InputError, match=r"^ifbench: instruction 'copy:copy' kwargs \['bogus', 'prompt_to_repeat'\]"
+    ):
+        check_route(Problem([{"role": "user", "content": "q"}], bench, "ood__ifbench", "ood", {}))
 
 
 @pytest.mark.parametrize("name", sorted(n for n in SOURCES if SOURCES[n][3].startswith(SANDBOXED)))
