@@ -97,6 +97,8 @@ EDGES = [
     ("sentence:alliteration_increment", {}, "Silly snakes slither. Big bad cats cry.", True),
     # ... and a run of 4 is not fewer than two runs of 2
     ("sentence:alliteration_increment", {}, "Big bad bold brave. Silly snakes, tiny toads.", False),
+    # a run at a sentence's start counts its first word too: 2 words, then 2 words again (not more)
+    ("sentence:alliteration_increment", {}, "Big bad wolf. The big bad wolf.", False),
     ("ratio:sentence_words", {}, "Cats nap. Dogs run. Cats fly.", False),  # the first and the last share
     ("ratio:sentence_words", {}, "Cats nap. Dogs run. Owls run.", False),  # the second and the last share
     # layout
