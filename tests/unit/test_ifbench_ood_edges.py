@@ -69,6 +69,7 @@ EDGES = [
     ("words:consonants", {}, "", False),
     ("words:start_verb", {}, "", False),
     ("words:start_verb", {}, "Run, fast.", True),
+    ("words:start_verb", {}, "Run 5 miles.", True),  # the first word is the verb, whatever follows
     ("words:odd_even_syllables", {}, "banana cat", False),  # 3 and 1 syllables: both odd
     ("words:odd_even_syllables", {}, "cat apple", True),  # two words alternate
     ("words:last_first", {}, 'Tea. "?"', False),  # a sentence with no word to chain to
