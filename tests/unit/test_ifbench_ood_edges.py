@@ -154,6 +154,7 @@ EDGES = [
             "1800-11-31",
             "1800-13-01",
             "1800-01-00",
+            *(f"1800-{m:02d}-32" for m in (1, 3, 5, 7, 8, 10, 12)),  # no month has 32 days
         )
     ),
     ("custom:date_format_list", {}, "12 May 1800", False),
