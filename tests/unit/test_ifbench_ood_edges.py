@@ -128,6 +128,8 @@ EDGES = [
     ("custom:csv_city", {}, _csv_city(), True),
     ("custom:csv_city", {}, _csv_city(city='"Washington, D.C."'), True),  # a quoted comma is in the field
     ("custom:csv_city", {}, _csv_city(rows=6), False),
+    ("custom:csv_city", {}, _csv_city(city='"Paris, FR"'), True),  # CSV quoting: one field with a comma in it
+    ("custom:csv_city", {}, _csv_city(header='"ID","Country","City","Year","Count"'), True),  # quoted names
     ("custom:csv_city", {}, _csv_city(header="ID,Country,Town,Year,Count"), False),
     ("custom:csv_special_character", {}, _csv_products(), True),
     ("custom:csv_special_character", {}, _csv_products(header="ProductID,Category,Brand,Cost,Stock"), False),
