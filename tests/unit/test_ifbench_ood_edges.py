@@ -229,7 +229,12 @@ EDGES = [
         True,
     ),  # a last odd word (as the reference)
     ("detectable_format:bigram_wrapping", {}, "<<Rivers flow <<to sea>>", False),
-    ("detectable_format:bigram_wrapping", {}, "<<Rivers>>", False),  # one word has no bigram (the reference passes it)
+    (
+        "detectable_format:bigram_wrapping",
+        {},
+        "<<Rivers>>",
+        False,
+    ),  # one word has no bigram (the reference passes it)
     ("detectable_format:bigram_wrapping", {}, "Rivers flow>> <<to sea>>", False),
     ("letters:letter_counting", {"N": 3}, "abc", True),  # at least, by default
     ("count:counting_composition", {"n_sent": 1, "n_words": 2}, "A b.\n* * *\n\n* * *\nC d.", False),
