@@ -3,8 +3,9 @@ another model than the transformers policy it samples for (each found by compari
 transformers, each tested in tests/unit/test_rollout_vllm.py). The functions are handed the vLLM
 classes they mend (`rollout.vllm._mend_vllm` imports them: vllm.py stays the one module importing
 vllm); each replaces a method once per process (`_mend`), keeping the original as `.original`.
-Owns: those mends, `KNOWN_WRONG` (architectures refused before building) and `config_overrides`
-(settings passed as `hf_overrides`). Does not own: building or syncing the engine (`rollout.vllm`,
+Owns: those mends, `KNOWN_WRONG` (architectures refused before building), `config_overrides`
+(settings passed as `hf_overrides`) and `attention_backend` (the backend asked for where vLLM's own
+pick cannot run the engine's dtype). Does not own: building or syncing the engine (`rollout.vllm`,
 `rollout.vllm_sync`).
 """
 
