@@ -54,18 +54,12 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[str, dict | None]]:
             yield line, row if isinstance(row, dict) else None
 
 
-def _truncate_jsonl(path: Path, max_step: int) -> int:
-    """Keep the complete rows of steps <= max_step; returns how many torn lines were dropped."""
-    if not path.is_file():
-        return 0
-    keep, torn = [], 0
-    for line, row in iter_jsonl(path):
-        if row is None:
-            torn += 1
-        elif line.endswith("\n") and row.get("step", 0) <= max_step:
-            keep.append(line)
-    write_text(path, "".join(keep))
-    return torn
+def _truncate_jsonl(path: Path, max_step: int) -> None:
+    """Keep the complete rows of steps <= max_step (a torn or unterminated last line is dropped)."""
+    if path.is_file():
+        keep = [line for line, row in iter_jsonl(path)
+                if row is not None and line.endswith("\n") and row.get("step", 0) <= max_step]  # fmt: skip
+        write_text(path, "".join(keep))
 
 
 class MetricsLog:
