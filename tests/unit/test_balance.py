@@ -89,6 +89,17 @@ def test_repad_and_concat_keep_every_row_and_token():
     assert gather_batch(a, PAD) is a  # one process: the batch itself
 
 
+def test_repad_fills_new_token_positions_with_the_pad_id_and_everything_else_with_zero():
+    b = _batch([(2, 3), (1, 1)])
+    wide = repad(b, 4, 5, pad_id=7)  # 2 prompt columns on the left, 2 completion columns on the right
+    assert wide.prompt_len == 4 and wide.input_ids.shape == (2, 9) and wide.mask.shape == (2, 5)
+    new = torch.tensor([True, True, False, False, False, False, False, True, True])
+    assert (wide.input_ids[:, new] == 7).all() and torch.equal(wide.input_ids[:, ~new], b.input_ids)
+    assert not wide.attention_mask[:, new].any() and torch.equal(wide.attention_mask[:, ~new], b.attention_mask)
+    assert not wide.mask[:, 3:].any() and wide.mask.dtype == torch.bool
+    assert not wide.advantages[:, 3:].any() and torch.equal(wide.advantages[:, :3], b.advantages)
+
+
 def test_trimmed_batch_gives_the_same_logprobs():
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
