@@ -95,7 +95,9 @@ def test_repad_fills_new_token_positions_with_the_pad_id_and_everything_else_wit
     assert wide.prompt_len == 4 and wide.input_ids.shape == (2, 9) and wide.mask.shape == (2, 5)
     new = torch.tensor([True, True, False, False, False, False, False, True, True])
     assert (wide.input_ids[:, new] == 7).all() and torch.equal(wide.input_ids[:, ~new], b.input_ids)
-    assert not wide.attention_mask[:, new].any() and torch.equal(wide.attention_mask[:, ~new], b.attention_mask)
+    assert not wide.attention_mask[:, new].any() and torch.equal(
+        wide.attention_mask[:, ~new], b.attention_mask
+    )
     assert not wide.mask[:, 3:].any() and wide.mask.dtype == torch.bool
     assert not wide.advantages[:, 3:].any() and torch.equal(wide.advantages[:, :3], b.advantages)
 
