@@ -24,8 +24,9 @@ store, `distributed.side_group_address`), so each worker runs exactly what a syn
 (`trainer.sampling.collect_step`: every round gathered from all workers, the same keep / refill and
 curriculum decisions on all of them) while the trainers train.
 
-Failure. A worker that raises, dies or delivers nothing for rollout.worker_timeout_s raises
-`RolloutWorkerError` naming the worker (pid) and its phase; the trainer stops, the worker is killed,
+Failure. A worker that raises, dies or delivers nothing for rollout.worker_timeout_s (at start-up:
+at least 300 s) raises `RolloutWorkerError` naming the worker (pid) and its phase; the trainer stops,
+the worker is stopped or killed (at start-up too, before the error reaches the caller),
 no checkpoint is touched after the failure. A failure while a checkpoint waits for pending batches
 still writes that checkpoint, with the batches that arrived (a resume generates the others from the
 checkpoint's policy, so it is valid but not bit-exact), then stops.
@@ -123,7 +124,11 @@ class AsyncRollouts:
         atexit.register(self.close)
         self.proc.start()
         self.pid = self.proc.pid
-        self._receive(expect="ready", what="start-up")
+        try:
+            self._receive(expect="ready", what="start-up")
+        except BaseException:  # the caller never gets this source to close: a worker that hangs
+            self.close()  # at start-up (or a Ctrl-C meanwhile) must not outlive the failed start
+            raise
         torch.set_num_threads(max(1, torch.get_num_threads() - cfg.rollout.worker_threads))
         self.error: RolloutWorkerError | None = None
         self._push(start)

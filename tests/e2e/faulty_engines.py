@@ -3,6 +3,7 @@ trainer handles a rollout worker that raises, dies or hangs. Imported in the wor
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 
@@ -12,6 +13,8 @@ from reasonrl.rollout.hf import HFRolloutEngine
 
 class _Faulty(HFRolloutEngine):
     def __init__(self, model, tokenizer, fail_at: int, how: str):
+        if fail_at == 0 and multiprocessing.current_process().name == "reasonrl-rollout-worker":
+            raise RuntimeError("planted start-up failure")  # the worker's engine cannot be built
         super().__init__(model, tokenizer)
         self.calls, self.fail_at, self.how = 0, fail_at, how
 
@@ -28,5 +31,6 @@ class _Faulty(HFRolloutEngine):
 
 @ROLLOUT_ENGINES.register("faulty")
 def faulty(model, tokenizer, fail_at: int = 3, how: str = "raise"):
-    """HF engine whose `fail_at`-th generate call raises, exits the process or hangs (`how`)."""
+    """HF engine whose `fail_at`-th generate call raises, exits the process or hangs (`how`); with
+    `fail_at` 0 building it in the rollout worker raises (the trainer's own engine builds)."""
     return _Faulty(model, tokenizer, fail_at, how)

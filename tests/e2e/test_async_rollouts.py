@@ -164,6 +164,26 @@ def test_failing_worker_stops_the_run_naming_worker_and_phase(tiny_model_dir, tm
     assert [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()] == [0, 1, 2]
 
 
+def test_a_worker_that_cannot_start_stops_the_run_before_step_one(tiny_model_dir, tmp_path, monkeypatch):
+    """The worker's engine cannot be built: the run stops naming the worker and its start-up phase,
+    with the worker gone and nothing trained (only step 0's validation logged)."""
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+
+    monkeypatch.syspath_prepend(HERE)
+    monkeypatch.setattr(ROLLOUT_ENGINES, "_entries", dict(ROLLOUT_ENGINES._entries))
+    monkeypatch.delitem(sys.modules, "faulty_engines", raising=False)
+    run = tmp_path / "run"
+    cfg = _cfg(tiny_model_dir, run, 3, *ASYNC, "plugins=[faulty_engines]", "rollout.engine=faulty",
+               "rollout.engine_kwargs={fail_at: 0}")  # fmt: skip
+    with pytest.raises(RolloutWorkerError, match=r"rollout worker \(pid \d+\) failed while starting: "
+                                                 r"RuntimeError: planted start-up failure") as err:  # fmt: skip
+        train(cfg)
+    pid = int(re.search(r"pid (\d+)", str(err.value)).group(1))
+    assert not _running(pid)
+    assert list_checkpoints(run) == []
+    assert [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()] == [0]
+
+
 def test_sigkill_of_an_async_trainer_leaves_no_worker_and_resumes(tiny_model_dir, tmp_path):
     run = tmp_path / "run"
     proc = _spawn(_overrides(tiny_model_dir, run, 6, *ASYNC[:2]))
