@@ -136,3 +136,20 @@ def test_a_one_shot_reply_is_the_last_stdout_line_and_nothing_else(stdout, statu
     assert reply["status"] == want
     if want != "success":
         assert reply["passed"] == [] and reply["errors"] == ["harness: harness stderr"]
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "hello", [b"not json", b'{"ready": false}', None], ids=["not-json", "not-ready", "exits"]
+)
+def test_a_driver_that_does_not_start_is_killed_and_named(monkeypatch, hello):
+    """A harness whose first message is not JSON, is not its ready message, or that exits at once:
+    the sandbox is unavailable (one line), and the driver, still alive for the first two, is killed."""
+    say = "" if hello is None else f"os.write(1, struct.pack('>I', {len(hello)}) + {hello!r}); time.sleep(60)"
+    monkeypatch.setattr(server, "harness_program", lambda: f"import os, struct, time\n{say}\n".encode())
+    killed = []
+    kill = server._Server.kill
+    monkeypatch.setattr(server._Server, "kill", lambda self: (killed.append(self.proc), kill(self)))
+    with pytest.raises(process.SandboxUnavailable, match="the sandboxed test harness did not start"):
+        server._Server(process.interpreter(), server.SERVER_MEMORY_MB)
+    assert len(killed) == 1 and killed[0].poll() is not None

@@ -69,11 +69,11 @@ class _Server:
                 os.close(fd)
         self.jobs = 0
         try:
-            hello = recv_msg(self.proc.stdout.fileno(), time.monotonic() + START_TIMEOUT_S)
-        except (TimeoutError, EOFError, OSError) as e:
+            ready = json.loads(recv_msg(self.proc.stdout.fileno(), time.monotonic() + START_TIMEOUT_S))
+        except (TimeoutError, EOFError, OSError, ValueError) as e:  # ValueError: not JSON
             self.kill()
             raise process.SandboxUnavailable(f"the sandboxed test harness did not start: {e}") from None
-        if json.loads(hello) != {"ready": True}:
+        if ready != {"ready": True}:
             self.kill()
             raise process.SandboxUnavailable("the sandboxed test harness did not start")
 
