@@ -57,6 +57,10 @@ def test_loop_writes_artefacts_and_changes_policy(tiny_model_dir, tmp_path):
     for key in ("reward/mean", "loss/policy", "loss/kl", "actor/entropy", "eval/accuracy", "eval/mean@2"):
         assert key in last and last[key] is not None, key
     assert all(torch.isfinite(torch.tensor(r["loss/total"])) for r in out["history"][1:])
+    for r in out["history"][1:]:  # where each step's time went: generating + training = the step
+        gen, upd, whole = r["perf/generate_seconds"], r["perf/train_seconds"], r["perf/step_seconds"]
+        assert gen > 0 and upd > 0 and whole == pytest.approx(gen + upd, abs=1e-6)
+        assert r["perf/tokens_per_second"] > 0
     lines = (run / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["step"] for x in lines] == [0, 1, 2, 3]
     rollouts = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
