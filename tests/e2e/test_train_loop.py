@@ -337,3 +337,12 @@ def test_updates_dropped_for_a_non_finite_gradient_are_counted_and_warned_about(
     before = AutoModelForCausalLM.from_pretrained(tiny_model_dir).state_dict()
     after = AutoModelForCausalLM.from_pretrained(list_checkpoints(tmp_path / "nan")[-1]).state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_early_stop_skips_each_drifted_mini_batch_and_goes_on_to_the_next(tiny_model_dir, tmp_path):
+    """RLinf's early stop with a threshold every drift exceeds: of a step's 4 mini-batch updates (2 epochs
+    x 2), the first trains (nothing has moved yet) and each of the other 3 is skipped, not the rest of
+    its epoch after the first skip."""
+    row = train(_cfg(tiny_model_dir, tmp_path / "r", 1, "algo.entropy_coef=0.01", "algo.off_policy.early_stop_kl=1e-12",
+                     "checkpoint.every=0"), log=lambda *a: None)["history"][1]  # fmt: skip
+    assert row["actor/early_stopped_minibatches"] == 3.0
