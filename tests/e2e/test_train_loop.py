@@ -346,3 +346,27 @@ def test_early_stop_skips_each_drifted_mini_batch_and_goes_on_to_the_next(tiny_m
     row = train(_cfg(tiny_model_dir, tmp_path / "r", 1, "algo.entropy_coef=0.01", "algo.off_policy.early_stop_kl=1e-12",
                      "checkpoint.every=0"), log=lambda *a: None)["history"][1]  # fmt: skip
     assert row["actor/early_stopped_minibatches"] == 3.0
+
+
+def test_tis_weights_come_from_the_old_logprobs_when_the_step_computes_them(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    """algo.off_policy.tis_cap: with old log-probs (2 epochs) the loop attaches the step's weights to the
+    batch once, before any update; with one update per step the loss takes them from its own forward."""
+    import reasonrl.trainer.loop as loop
+
+    attached = []
+
+    def spy(batch, cap):
+        out = loop_attach(batch, cap)
+        attached.append((batch.old_logprobs is not None, batch.is_weights.shape == batch.mask.shape, cap))
+        return out
+
+    loop_attach = loop.attach_tis_weights
+    monkeypatch.setattr(loop, "attach_tis_weights", spy)
+    tis = ("algo.off_policy.tis_cap=2.0", "checkpoint.every=0")
+    row = train(_cfg(tiny_model_dir, tmp_path / "a", 1, *tis), log=lambda *a: None)["history"][1]
+    assert attached == [(True, True, 2.0)] and row["actor/is_capped_frac"] is not None
+    one = ("train.epochs=1", "train.mini_batch=16")
+    row = train(_cfg(tiny_model_dir, tmp_path / "b", 1, *tis, *one), log=lambda *a: None)["history"][1]
+    assert len(attached) == 1 and row["actor/is_capped_frac"] is not None  # not attached, still weighted
