@@ -50,9 +50,11 @@ def test_loop_writes_artefacts_and_changes_policy(tiny_model_dir, tmp_path):
 
     run = tmp_path / "run"
     # a random model earns no reward (zero advantages), so the entropy bonus is what moves it here
-    out = train(_cfg(tiny_model_dir, run, 3, "algo.kl.coef=0.01", "algo.entropy_coef=0.01"))
+    out = train(_cfg(tiny_model_dir, run, 3, "algo.kl.coef=0.01", "algo.entropy_coef=0.01", "val.every=2"))
     steps = [r["step"] for r in out["history"]]
     assert steps == [0, 1, 2, 3]
+    # validated before training, every val.every steps, and after the last step
+    assert [r["step"] for r in out["history"] if "eval/accuracy" in r] == [0, 2, 3]
     last = out["history"][-1]
     for key in ("reward/mean", "loss/policy", "loss/kl", "actor/entropy", "eval/accuracy", "eval/mean@2"):
         assert key in last and last[key] is not None, key
