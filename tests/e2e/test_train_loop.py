@@ -231,9 +231,15 @@ def test_an_engine_off_the_trained_policy_is_warned_about_once(tiny_model_dir, t
     assert all(r["rollout/logprob_gap_mean"] == pytest.approx(0.5, abs=1e-3) for r in hist[1:])
     warned = [x for x in logs if "rollout/logprob_gap_mean" in str(x)]
     assert len(warned) == 1 and warned[0].startswith("warning: step 1:") and "0.5 per token" in warned[0]
-    logs = []  # at another temperature the gap is not comparable: no warning
-    train(_cfg(tiny_model_dir, tmp_path / "t", 1, "rollout.temperature=0.7"), log=logs.append)
-    assert not [x for x in logs if "logprob_gap" in str(x)]
+    # at another temperature, or drawn from a truncated distribution, the gap is not comparable: no warning
+    for name, other in (
+        ("t", "rollout.temperature=0.7"),
+        ("p", "rollout.top_p=0.9"),
+        ("k", "rollout.top_k=5"),
+    ):
+        logs = []
+        train(_cfg(tiny_model_dir, tmp_path / name, 1, other), log=logs.append)
+        assert not [x for x in logs if "logprob_gap" in str(x)], other
     with pytest.raises(Exception, match="warn_logprob_gap must be >= 0"):
         _cfg(tiny_model_dir, tmp_path / "c", 1, "rollout.warn_logprob_gap=-1")
 
@@ -372,3 +378,12 @@ def test_tis_weights_come_from_the_old_logprobs_when_the_step_computes_them(
     one = ("train.epochs=1", "train.mini_batch=16")
     row = train(_cfg(tiny_model_dir, tmp_path / "b", 1, *tis, *one), log=lambda *a: None)["history"][1]
     assert len(attached) == 1 and row["actor/is_capped_frac"] is not None  # not attached, still weighted
+
+
+def test_the_kl_penalty_is_measured_against_the_reference_model_not_the_step_start(tiny_model_dir, tmp_path):
+    """One update per step: at step 1 the policy is the reference (KL exactly 0); at step 2 it has moved
+    away from it, so its KL is positive (measured against the policy at the step's start, it would be 0)."""
+    hist = train(_cfg(tiny_model_dir, tmp_path / "r", 2, "algo.kl.coef=0.01", "algo.entropy_coef=0.05",
+                      "train.epochs=1", "train.mini_batch=16", "train.lr=1e-2", "checkpoint.every=0"),
+                 log=lambda *a: None)["history"]  # fmt: skip
+    assert hist[1]["loss/kl"] == 0.0 and hist[2]["loss/kl"] > 1e-6
