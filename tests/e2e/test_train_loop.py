@@ -381,9 +381,9 @@ def test_tis_weights_come_from_the_old_logprobs_when_the_step_computes_them(
 
 
 def test_the_kl_penalty_is_measured_against_the_reference_model_not_the_step_start(tiny_model_dir, tmp_path):
-    """One update per step: at step 1 the policy is the reference (KL exactly 0); at step 2 it has moved
-    away from it, so its KL is positive (measured against the policy at the step's start, it would be 0)."""
+    """One update per step: at step 1 the policy is the reference (KL 0); at step 2 it has moved away
+    from it, so its KL is positive (measured against the policy at the step's start, it would be 0)."""
     hist = train(_cfg(tiny_model_dir, tmp_path / "r", 2, "algo.kl.coef=0.01", "algo.entropy_coef=0.05",
                       "train.epochs=1", "train.mini_batch=16", "train.lr=1e-2", "checkpoint.every=0"),
                  log=lambda *a: None)["history"]  # fmt: skip
-    assert hist[1]["loss/kl"] == 0.0 and hist[2]["loss/kl"] > 1e-6
+    assert hist[1]["loss/kl"] < 1e-6 < 1e-3 < hist[2]["loss/kl"]  # 0.0 and 0.013 here
