@@ -363,14 +363,13 @@ def test_tis_weights_come_from_the_old_logprobs_when_the_step_computes_them(
     batch once, before any update; with one update per step the loss takes them from its own forward."""
     import reasonrl.trainer.loop as loop
 
-    attached = []
+    attached, real = [], loop.attach_tis_weights
 
     def spy(batch, cap):
-        out = loop_attach(batch, cap)
+        out = real(batch, cap)
         attached.append((batch.old_logprobs is not None, batch.is_weights.shape == batch.mask.shape, cap))
         return out
 
-    loop_attach = loop.attach_tis_weights
     monkeypatch.setattr(loop, "attach_tis_weights", spy)
     tis = ("algo.off_policy.tis_cap=2.0", "checkpoint.every=0")
     row = train(_cfg(tiny_model_dir, tmp_path / "a", 1, *tis), log=lambda *a: None)["history"][1]
