@@ -62,7 +62,11 @@ def test_loop_writes_artefacts_and_changes_policy(tiny_model_dir, tmp_path):
     for r in out["history"][1:]:  # where each step's time went: generating + training = the step
         gen, upd, whole = r["perf/generate_seconds"], r["perf/train_seconds"], r["perf/step_seconds"]
         assert gen > 0 and upd > 0 and whole == pytest.approx(gen + upd, abs=1e-6)
-        assert r["perf/tokens_per_second"] > 0
+        # the step's tokens (prompts + completions of its 16 rows) per second of the whole step
+        tokens = r["perf/tokens_per_second"] * whole
+        prompt_tokens = tokens - 16 * r["rollout/response_length"]
+        assert prompt_tokens == pytest.approx(round(prompt_tokens), abs=1e-6 * tokens)
+        assert 16 <= prompt_tokens <= 16 * 64  # at least one token per prompt
     lines = (run / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["step"] for x in lines] == [0, 1, 2, 3]
     rollouts = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
