@@ -219,7 +219,7 @@ def test_a_hung_rank_fails_the_others_within_the_timeout(tiny_model_dir, tmp_pat
     }
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", f"--master-port={_port()}", "-m",
            "reasonrl.cli.main", "train", *_overrides(tiny_model_dir, tmp_path / "h", 2, "plugins=[hang_rank1]",
-                                                     "train.dist_timeout_s=10")]  # fmt: skip
+                                                     "train.dist_timeout_s=8")]  # fmt: skip
     t0 = time.monotonic()
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode != 0 and time.monotonic() - t0 < 240
