@@ -146,16 +146,16 @@ def test_sampler_logprobs_match_recomputation(checks):
     assert checks["seed_changes_samples"] is True
 
 
+def _synced_then_stale(rows: list[dict], key: str) -> None:
+    """Steps 1 and 2 sampled synced policies (versions 0 and 1: one real sync of changed weights), step 3
+    a stale engine (the sync to version 2 skipped): the logged gap is ~1e-6, then jumps."""
+    assert [r["rollout/policy_version"] for r in rows] == [0.0, 1.0, 2.0]  # sampled from
+    assert max(r["rollout/logprob_gap_max"] for r in rows[:2]) < 1e-3
+    assert rows[2][key] > 100 * max(r[key] for r in rows[:2])
+
+
 def test_training_logs_the_gap_and_a_skipped_sync_shows(tmp_path):
-    synced = _run(tmp_path / "m", "train", tmp_path / "run_synced", "sync")
-    skipped = _run(tmp_path / "m2", "train", tmp_path / "run_skipped", "skip")
-    assert [r["rollout/policy_version"] for r in synced] == [0.0, 1.0, 2.0]  # sampled from
-    assert max(r["rollout/logprob_gap_max"] for r in synced) < 1e-3
-    # step 1 samples the initial weights either way; from step 2 on the stale engine is visible
-    assert skipped[0]["rollout/logprob_gap_max"] < 1e-3
-    assert min(r["rollout/logprob_gap_mean"] for r in skipped[1:]) > 100 * max(
-        r["rollout/logprob_gap_mean"] for r in synced
-    )
+    _synced_then_stale(_run(tmp_path / "m", "train", tmp_path / "run", 2), "rollout/logprob_gap_mean")
 
 
 def _two_ranks(model: Path, run: Path, *extra) -> list[dict]:
@@ -179,34 +179,22 @@ def _two_ranks(model: Path, run: Path, *extra) -> list[dict]:
 
 def test_an_engine_per_rank_samples_the_fsdp2_policy(tmp_path):
     """2 torchrun ranks, FSDP2 policy, one vLLM engine per rank for its share of the prompts: weights
-    gathered layer by layer reach both engines (gap ~1e-6, max over ranks); with rank 1's loads
-    skipped the maxed gap jumps from step 2 on."""
+    gathered layer by layer reach both engines (gap ~1e-6, max over ranks); with rank 1's load of
+    version 2 skipped the maxed gap jumps at step 3."""
     _run(tmp_path / "m", "build")
-    synced = _two_ranks(tmp_path / "m", tmp_path / "synced")
-    assert [r["rollout/policy_version"] for r in synced] == [0.0, 1.0, 2.0]
-    assert max(r["rollout/logprob_gap_max"] for r in synced) < 1e-3
-    stale = _two_ranks(tmp_path / "m", tmp_path / "stale", "plugins=[vllm_skip_sync_rank1]")
-    assert stale[0]["rollout/logprob_gap_max"] < 1e-3
-    assert min(r["rollout/logprob_gap_max"] for r in stale[1:]) > 100 * max(
-        r["rollout/logprob_gap_max"] for r in synced
-    )
+    _synced_then_stale(_two_ranks(tmp_path / "m", tmp_path / "run", "plugins=[vllm_skip_sync_rank1]"),
+                       "rollout/logprob_gap_max")  # fmt: skip
 
 
 def test_two_ranks_share_a_tensor_parallel_engine(tmp_path):
     """tensor_parallel_size=2 on 2 ranks: one engine, each rank a slice of its weights; the ranks' prompts
-    are gathered and each keeps its own completions. Synced every update (gap ~1e-6); with rank 1's
-    slice never loaded, the shared engine samples a half-stale policy and the gap jumps on both."""
+    are gathered and each keeps its own completions. Synced (gap ~1e-6) until rank 1's slice of version 2
+    is not loaded: then the shared engine samples a half-stale policy and the gap jumps on both."""
     _run(tmp_path / "m", "build")
     tp = "rollout.engine_kwargs={kv_cache_gb: 0.25, tensor_parallel_size: 2}"
-    synced = _two_ranks(tmp_path / "m", tmp_path / "synced", tp)
-    assert [r["rollout/policy_version"] for r in synced] == [0.0, 1.0, 2.0]
-    assert [r["rollout/batch_size"] for r in synced] == [8.0] * 3  # each rank its own 2 prompts x 4
-    assert max(r["rollout/logprob_gap_max"] for r in synced) < 1e-3
-    stale = _two_ranks(tmp_path / "m", tmp_path / "stale", tp, "plugins=[vllm_skip_sync_rank1]")
-    assert stale[0]["rollout/logprob_gap_max"] < 1e-3
-    assert min(r["rollout/logprob_gap_mean"] for r in stale[1:]) > 100 * max(
-        r["rollout/logprob_gap_mean"] for r in synced
-    )
+    rows = _two_ranks(tmp_path / "m", tmp_path / "run", tp, "plugins=[vllm_skip_sync_rank1]")
+    assert [r["rollout/batch_size"] for r in rows] == [8.0] * 3  # each rank its own 2 prompts x 4
+    _synced_then_stale(rows, "rollout/logprob_gap_mean")  # both ranks sample the half-stale engine
 
 
 def test_reasonrl_eval_with_the_vllm_engine_equals_hf(tmp_path):

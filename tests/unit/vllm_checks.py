@@ -380,15 +380,21 @@ def _unflattened(model, tok, prompts, sample) -> dict:
     return out
 
 
-def train_gaps(path: str, run_dir: str, skip_sync: bool) -> list[dict]:
+def train_gaps(path: str, run_dir: str, skip_from: int) -> list[dict]:
     """3 training steps with rollout.engine=vllm (the entropy bonus moves a random policy); per step the
-    logged sampler-vs-trainer gap and policy version. skip_sync: the engine never receives updates."""
+    logged sampler-vs-trainer gap and policy version. From policy version `skip_from` on, the engine
+    receives no updates (a sync that silently does nothing)."""
     from reasonrl.config import load_config
     from reasonrl.rollout.vllm import VLLMRolloutEngine
     from reasonrl.trainer.loop import train
 
-    if skip_sync:
-        VLLMRolloutEngine.sync_weights = lambda self, model, version=None: None
+    real_sync = VLLMRolloutEngine.sync_weights
+
+    def sync_until(self, model, version=None):
+        if version is None or version < skip_from:
+            real_sync(self, model, version)
+
+    VLLMRolloutEngine.sync_weights = sync_until
     cfg = load_config(None, [
         f"model.path={path}", "model.device=cpu", f"log.run_dir={run_dir}", "train.steps=3",
         "train.global_batch=16", "rollout.n=4", "train.mini_batch=16", "train.micro_batch=8",
@@ -490,6 +496,6 @@ if __name__ == "__main__":
         print(json.dumps(moe(sys.argv[1])))
     elif sys.argv[2:3] == ["train"]:
         build(sys.argv[1])
-        print(json.dumps(train_gaps(sys.argv[1], sys.argv[3], skip_sync=sys.argv[4] == "skip")))
+        print(json.dumps(train_gaps(sys.argv[1], sys.argv[3], skip_from=int(sys.argv[4]))))
     else:
         main(sys.argv[1])
