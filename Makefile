@@ -9,7 +9,7 @@ demo: setup
 
 test:
 	@REASONRL_BROWSER=1 bash scripts/setup.sh
-	OMP_NUM_THREADS=1 .venv/bin/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile
+	OMP_NUM_THREADS=1 .venv/bin/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile --no-loadscope-reorder
 
 lint: setup
 	.venv/bin/ruff check reasonrl tests bench && .venv/bin/ruff format --check reasonrl tests bench

@@ -24,8 +24,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-# the modules that take minutes (`--durations`), longest first; every other module keeps its place
-_LONGEST_FIRST = ("tests/e2e/test_fsdp2_train.py", "tests/unit/test_rollout_vllm.py")
+# the modules that take a minute or more (seconds summed over their tests, `--junitxml`, 2026-11-30),
+# longest first; every other module keeps its place. `make test` passes --no-loadscope-reorder:
+# pytest-xdist otherwise sorts modules by their number of tests, which put these (ten-odd tests each)
+# last, and one worker ran the longest of them alone at the end.
+_LONGEST_FIRST = (
+    "tests/e2e/test_fsdp2_train.py",
+    "tests/unit/test_rollout_vllm.py",
+    "tests/e2e/test_async_rollouts.py",
+    "tests/e2e/test_eval_runner.py",
+    "tests/e2e/test_planner_memory.py",
+    "tests/e2e/test_bench_scripts.py",
+    "tests/e2e/test_watchdog.py",
+)
 # plain words beside the task corpus so the vocabulary exceeds 50 tokens (transformers' historical
 # default top_k) and a hidden top-k filter would show up in the sampler log-probabilities
 _EXTRA_TEXT = [
