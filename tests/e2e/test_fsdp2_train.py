@@ -11,10 +11,10 @@ import shutil
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
+from test_async_rollouts import _interrupted_copy
 from test_train_loop import _stable
 
 from reasonrl.engines.checkpoint import list_checkpoints, verify_checkpoint
@@ -55,17 +55,6 @@ def _ok(res):
     )
 
 
-def _interrupted(run: Path, dst: Path, after_step: int) -> Path:
-    """A copy of the finished `run` as it was when interrupted after `after_step` (its later checkpoints
-    removed; the logs keep the later rows, which the resumed run must replace, not append to)."""
-    shutil.copytree(run, dst)
-    for ckpt in list_checkpoints(dst):
-        if int(ckpt.name.rsplit("_", 1)[1]) > after_step:
-            shutil.rmtree(ckpt)
-    assert list_checkpoints(dst)[-1].name == f"step_{after_step:06d}"
-    return dst
-
-
 def _metrics(run):
     return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
 
@@ -99,7 +88,8 @@ def test_two_rank_training_sharded_checkpoints_and_resumes(tiny_model_dir, tmp_p
     start = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     assert not all(torch.equal(a, b) for a, b in zip(trained.parameters(), start.parameters()))
 
-    part = _interrupted(full, tmp_path / "part", 2)  # resumed to 4 on 2 ranks: the same metrics as `full`
+    # cut after step 2, resumed to 4 on 2 ranks: the same metrics as `full`
+    part = _interrupted_copy(full, tmp_path / "part", 2)
     _ok(_launch(2, _overrides(tiny_model_dir, part, 4, sharded), "--resume"))
     assert [r["step"] for r in _metrics(part)] == [0, 1, 2, 3, 4]  # went on from step 2, once
     resumed = {r["step"]: _stable(r) for r in _metrics(part)}
@@ -136,7 +126,7 @@ def test_two_rank_async_rollouts_resume_exactly(tiny_model_dir, tmp_path):
     rows = _metrics(full)
     assert [r["rollout/policy_version"] for r in rows[1:]] == [0, 0, 1, 2]  # one version stale when full
     assert all(r["rollout/staleness"] == (s > 1) for s, r in enumerate(rows[1:], 1))
-    part = _interrupted(full, tmp_path / "part", 2)  # its checkpoint holds the batches of steps 3, 4
+    part = _interrupted_copy(full, tmp_path / "part", 2)  # its checkpoint holds the batches of steps 3, 4
     shutil.copytree(part, tmp_path / "one")
     state = torch.load(list_checkpoints(part)[-1] / "engine.pt", weights_only=False)
     assert [[p["step"] for p in r] for r in state["rollouts_by_rank"]] == [[3, 4], [3, 4]]
@@ -187,7 +177,7 @@ def test_two_rank_async_workers_decide_on_the_whole_step_and_resume_exactly(tiny
     pending = [r[0]["rollouts"] for r in state["rollouts_by_rank"]]  # step 3 of each rank
     assert pending[0].sampler_state == pending[1].sampler_state  # both workers saw every round
     assert {g.problem.uid for g in pending[0].groups}.isdisjoint(g.problem.uid for g in pending[1].groups)
-    part = _interrupted(full, tmp_path / "part", 2)
+    part = _interrupted_copy(full, tmp_path / "part", 2)
     res = _launch(2, _overrides(tiny_model_dir, part, 4, *extra, *asynchronous), "--resume", plugins=True)
     _ok(res)
     resumed = {r["step"]: _stable(r) for r in _metrics(part)}
@@ -283,7 +273,7 @@ def test_two_rank_lora_checkpoints_merged_export_and_exact_resume(tiny_model_dir
         for n in changed
     )  # fmt: skip  (only adapted layers move)
 
-    part = _interrupted(full, tmp_path / "part", 2)
+    part = _interrupted_copy(full, tmp_path / "part", 2)
     _ok(_launch(2, _overrides(tiny_model_dir, part, 3, *lora), "--resume"))
     assert [r["step"] for r in _metrics(part)] == [0, 1, 2, 3]  # went on from step 2, once
     resumed = {r["step"]: _stable(r) for r in _metrics(part)}
