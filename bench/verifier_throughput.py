@@ -140,21 +140,18 @@ def ours_checker():
 
 
 def math_verify_checker():
-    import math_verify.parser as mvp
     from math_verify import parse, verify
 
-    # math-verify as published: reasonrl's verifier puts a faster number reader in its parser's place
-    # (`verifiers.math._NumberReader`), which this side must not get
-    published = getattr(mvp.Number, "original", mvp.Number)
+    from reasonrl.rewards.verifiers.math_numbers import published
 
+    # math-verify as published: reasonrl's verifier puts faster number readers in its parser's and
+    # latex2sympy's place (`verifiers.math_numbers`), which this side must not get
     def check(response: str, gold: str) -> bool:
-        ours, mvp.Number = mvp.Number, published
-        try:
-            return bool(verify(parse("\\boxed{" + gold + "}"), parse(response)))
-        except Exception:  # noqa: BLE001 - math-verify raising counts as "not verified"
-            return False
-        finally:
-            mvp.Number = ours
+        with published():
+            try:
+                return bool(verify(parse("\\boxed{" + gold + "}"), parse(response)))
+            except Exception:  # noqa: BLE001 - math-verify raising counts as "not verified"
+                return False
 
     return check
 

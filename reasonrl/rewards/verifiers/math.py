@@ -40,7 +40,7 @@ from typing import Any
 from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, result
 from reasonrl.rewards.extract import answer_region, boxed_all, extract
 from reasonrl.rewards.ground_truth import single
-from reasonrl.rewards.verifiers import math_warm_up
+from reasonrl.rewards.verifiers import math_numbers, math_warm_up
 from reasonrl.rewards.verifiers.math_size import too_complex
 from reasonrl.types import Problem
 
@@ -227,38 +227,15 @@ def _timeout() -> int | None:
 @functools.cache
 def _mv():
     import math_verify  # heavy (sympy): imported on first symbolic comparison only
-    import math_verify.parser
 
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # "timeout is disabled" notice
-    reader = getattr(math_verify.parser, "Number", None)
-    if reader is not None and not isinstance(reader, _NumberReader):
-        math_verify.parser.Number = _NumberReader(reader)
+    math_numbers.install()  # plain numbers without sympy's expression parser (same objects)
     return math_verify
 
 
-# a number as math-verify's expression reader leaves it (separators and leading zeros gone)
-_SYMPY_NUMBER = re.compile(r"(?:0|[1-9]\d*)(?:\.\d*)?|\.\d+")
-
-
-class _NumberReader:
-    """math-verify reads each number it finds in free text with `sympy.Number(text)`, which runs
-    sympy's whole expression parser (~0.25 ms, half of scoring an unmarked answer). For the plain
-    numbers it hands over, this builds the same object directly: `Integer(int(text))`, or
-    `Float(text)`, the call sympy's parser makes for a decimal (same value, type and precision:
-    tested against `sympy.Number` by `srepr`). Anything else goes to `sympy.Number` unchanged."""
-
-    def __init__(self, original):
-        self.original = original
-
-    def __call__(self, text, *rest):
-        if not rest and isinstance(text, str) and len(text) <= 1000 and _SYMPY_NUMBER.fullmatch(text):
-            import sympy
-
-            return sympy.Float(text) if "." in text else sympy.Integer(int(text))
-        return self.original(text, *rest)
-
-
-_INTEGER = re.compile(r"-?(?:0|[1-9]\d*)")  # a plain integer, as most golds are: 0.6 ms each through mv.parse
+_INTEGER = re.compile(
+    r"-?(?:0|[1-9][0-9]*)"
+)  # a plain integer, as most golds are: 0.6 ms each through mv.parse
 
 
 @functools.lru_cache(maxsize=4096)
