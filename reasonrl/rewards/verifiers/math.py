@@ -233,9 +233,8 @@ def _mv():
     return math_verify
 
 
-_INTEGER = re.compile(
-    r"-?(?:0|[1-9][0-9]*)"
-)  # a plain integer, as most golds are: 0.6 ms each through mv.parse
+# a plain integer, as most golds are: 0.6 ms each through mv.parse
+_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 
 
 @functools.lru_cache(maxsize=4096)
