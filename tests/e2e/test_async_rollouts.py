@@ -57,6 +57,12 @@ def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path):
     finally:
         torch.set_num_threads(before)
     rows = {r["step"]: r for r in full}
+    # each checkpoint's sampler position is past the batches asked for by then: at 4, step 5's batch is
+    # pending and its position is saved with it; at 5 nothing is pending and the position is the
+    # trainer's own sampler's, which must follow the batches it trains on (the worker draws them)
+    saved = {int(c.name.rsplit("_", 1)[1]): json.loads((c / "state.json").read_text())["sampler"]
+             for c in list_checkpoints(tmp_path / "a")}  # fmt: skip
+    assert sorted(saved) == [2, 4, 5] and saved[5] == saved[4] != saved[2]
     # step s samples policy max(0, s - 2): one version stale once the pipeline is full
     assert [rows[s]["rollout/policy_version"] for s in range(1, 6)] == [0, 0, 1, 2, 3]
     assert [rows[s]["rollout/staleness"] for s in range(1, 6)] == [0, 1, 1, 1, 1]
