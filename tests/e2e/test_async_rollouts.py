@@ -46,9 +46,10 @@ def _interrupted_copy(src: Path, dst: Path, after_step: int) -> Path:
     return dst
 
 
-def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path):
+def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path, monkeypatch):
     before = torch.get_num_threads()
     torch.set_num_threads(2)  # the worker takes one (rollout.worker_threads) while the run lasts
+    calls = _engine_calls(monkeypatch)
     try:
         full = train(_cfg(tiny_model_dir, tmp_path / "a", 5, *ASYNC))["history"]
         # the trainer has its threads back after the run (a synchronous run after an asynchronous one
@@ -57,6 +58,8 @@ def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path):
     finally:
         torch.set_num_threads(before)
     rows = {r["step"]: r for r in full}
+    # the trainer's own engine (validation samples it) follows every update too
+    assert [c for c in calls if isinstance(c, int)] == [1, 2, 3, 4, 5]
     # each checkpoint's sampler position is past the batches asked for by then: at 4, step 5's batch is
     # pending and its position is saved with it; at 5 nothing is pending and the position is the
     # trainer's own sampler's, which must follow the batches it trains on (the worker draws them)
@@ -121,14 +124,47 @@ def test_async_worker_samples_a_lora_policy_with_merged_weights(tiny_model_dir, 
     assert rows[3]["rollout/logprob_gap_mean"] > 1e-4  # one update later the adapters have moved it
 
 
-def test_max_staleness_zero_is_the_synchronous_loop(tiny_model_dir, tmp_path):
+def _engine_calls(monkeypatch) -> list:
+    """The trainer's rollout engine's wake / sleep / generate calls and the versions it is synced to,
+    in order (an engine holding its own weights, vLLM, is stale without the syncs, and a sleeping
+    one has no memory to generate in; the HF engine ignores both, so only the calls show them)."""
+    from reasonrl.rollout.hf import HFRolloutEngine
+
+    calls = []
+    for name in ("wake", "sleep", "generate", "sync_weights"):
+        original = getattr(HFRolloutEngine, name)
+
+        def spy(self, *a, _original=original, _name=name, **kw):
+            calls.append(a[1] if _name == "sync_weights" else _name)
+            return _original(self, *a, **kw)
+
+        monkeypatch.setattr(HFRolloutEngine, name, spy)
+    return calls
+
+
+def _awake_only_to_generate(calls: list) -> bool:
+    """Every generate call while the engine is awake, every sync (after an update) while it sleeps."""
+    awake = False
+    for c in calls:
+        awake = {"wake": True, "sleep": False}.get(c, awake) if isinstance(c, str) else awake
+        if (c == "generate" and not awake) or (isinstance(c, int) and awake):
+            return False
+    return True
+
+
+def test_max_staleness_zero_is_the_synchronous_loop(tiny_model_dir, tmp_path, monkeypatch):
     sync = train(_cfg(tiny_model_dir, tmp_path / "s", 3, "algo.off_policy.tis_cap=2.0"))["history"]
+    calls = _engine_calls(monkeypatch)
     zero = train(
         _cfg(tiny_model_dir, tmp_path / "z", 3, "algo.off_policy.tis_cap=2.0", "rollout.max_staleness=0")
     )["history"]
     assert [_stable(r) for r in zero] == [_stable(r) for r in sync]
     assert [r["rollout/policy_version"] for r in sync[1:]] == [0, 1, 2]
     assert "rollout/staleness" not in sync[1]
+    # the engine is synced after every update (asleep: the update had the memory), and generates only
+    # while awake
+    assert [c for c in calls if isinstance(c, int)] == [1, 2, 3]
+    assert calls.count("generate") >= 3 and _awake_only_to_generate(calls)
 
 
 def test_async_needs_the_off_policy_correction(tiny_model_dir, tmp_path):
