@@ -70,7 +70,14 @@ def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path, 
     assert [rows[s]["rollout/policy_version"] for s in range(1, 6)] == [0, 0, 1, 2, 3]
     assert [rows[s]["rollout/staleness"] for s in range(1, 6)] == [0, 1, 1, 1, 1]
     for s in range(1, 6):
-        assert 0.0 <= rows[s]["perf/rollout_overlap"] <= 1.0 and rows[s]["perf/rollout_worker_seconds"] > 0
+        r = rows[s]
+        # the wait is part of the step's generation phase, and the overlap is the share of the worker's
+        # time that the wait did not cost
+        assert 0.0 <= r["perf/rollout_wait_seconds"] <= r["perf/generate_seconds"]
+        hidden = 1.0 - r["perf/rollout_wait_seconds"] / r["perf/rollout_worker_seconds"]
+        assert r["perf/rollout_worker_seconds"] > 0 and r["perf/rollout_overlap"] == pytest.approx(
+            min(1.0, max(0.0, hidden))
+        )
         assert rows[s]["actor/is_weight_mean"] > 0  # the off-policy correction is applied
     # step 1 is on-policy (the gap is numerical noise); stale steps show the policy moved since
     assert rows[1]["rollout/logprob_gap_max"] < 1e-4
