@@ -6,12 +6,14 @@ checkpoint intact and no process left; SIGKILL of the trainer leaves no worker b
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import shutil
 import signal
 import sys
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -50,6 +52,15 @@ def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path, 
     before = torch.get_num_threads()
     torch.set_num_threads(2)  # the worker takes one (rollout.worker_threads) while the run lasts
     calls = _engine_calls(monkeypatch)
+    import reasonrl.trainer.loop as loop
+
+    sources, real = [], loop.rollout_source
+
+    def kept(*args):
+        sources.append(weakref.ref(real(*args)))
+        return sources[-1]()
+
+    monkeypatch.setattr(loop, "rollout_source", kept)
     try:
         full = train(_cfg(tiny_model_dir, tmp_path / "a", 5, *ASYNC))["history"]
         # the trainer has its threads back after the run (a synchronous run after an asynchronous one
@@ -58,6 +69,8 @@ def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path, 
     finally:
         torch.set_num_threads(before)
     rows = {r["step"]: r for r in full}
+    gc.collect()  # the closed source is not kept (its exit hook, which holds the run, is unregistered)
+    assert len(sources) == 1 and sources[0]() is None
     # the trainer's own engine (validation samples it) follows every update too
     assert [c for c in calls if isinstance(c, int)] == [1, 2, 3, 4, 5]
     # each checkpoint's sampler position is past the batches asked for by then: at 4, step 5's batch is
