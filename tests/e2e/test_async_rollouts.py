@@ -54,11 +54,13 @@ def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path, 
     calls = _engine_calls(monkeypatch)
     import reasonrl.trainer.loop as loop
 
-    sources, real = [], loop.rollout_source
+    sources, workers, real = [], [], loop.rollout_source
 
     def kept(*args):
-        sources.append(weakref.ref(real(*args)))
-        return sources[-1]()
+        source = real(*args)
+        sources.append(weakref.ref(source))
+        workers.append(source.proc)
+        return source
 
     monkeypatch.setattr(loop, "rollout_source", kept)
     try:
@@ -71,6 +73,7 @@ def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path, 
     rows = {r["step"]: r for r in full}
     gc.collect()  # the closed source is not kept (its exit hook, which holds the run, is unregistered)
     assert len(sources) == 1 and sources[0]() is None
+    assert workers[0].exitcode == 0  # told to stop, not killed
     # the trainer's own engine (validation samples it) follows every update too
     assert [c for c in calls if isinstance(c, int)] == [1, 2, 3, 4, 5]
     # each checkpoint's sampler position is past the batches asked for by then: at 4, step 5's batch is
