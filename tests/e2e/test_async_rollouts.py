@@ -62,6 +62,13 @@ def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path, 
         workers.append(source.proc)
         return source
 
+    from reasonrl.trainer.rollout_source import AsyncRollouts
+
+    threads, get = [], AsyncRollouts.get
+    monkeypatch.setattr(
+        AsyncRollouts, "get", lambda self, step: threads.append(torch.get_num_threads()) or get(self, step)
+    )
+
     monkeypatch.setattr(loop, "rollout_source", kept)
     try:
         full = train(_cfg(tiny_model_dir, tmp_path / "a", 5, *ASYNC))["history"]
@@ -74,6 +81,7 @@ def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path, 
     gc.collect()  # the closed source is not kept (its exit hook, which holds the run, is unregistered)
     assert len(sources) == 1 and sources[0]() is None
     assert workers[0].exitcode == 0  # told to stop, not killed
+    assert threads == [1] * 5  # the trainer trained on the cores the worker (one thread) left it
     # the trainer's own engine (validation samples it) follows every update too
     assert [c for c in calls if isinstance(c, int)] == [1, 2, 3, 4, 5]
     # each checkpoint's sampler position is past the batches asked for by then: at 4, step 5's batch is
