@@ -48,28 +48,35 @@ def _interrupted_copy(src: Path, dst: Path, after_step: int) -> Path:
     return dst
 
 
-def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path, monkeypatch):
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)  # the worker takes one (rollout.worker_threads) while the run lasts
-    calls = _engine_calls(monkeypatch)
+def _watch_async_source(monkeypatch) -> tuple[list, list, list]:
+    """(weak references to the async rollout sources the trainer builds, their worker processes, the
+    trainer's torch threads at each `get`), filled as a run goes."""
     import reasonrl.trainer.loop as loop
+    from reasonrl.trainer.rollout_source import AsyncRollouts
 
-    sources, workers, real = [], [], loop.rollout_source
+    sources, workers, threads = [], [], []
+    build, get = loop.rollout_source, AsyncRollouts.get
 
-    def kept(*args):
-        source = real(*args)
+    def watched_build(*args):
+        source = build(*args)
         sources.append(weakref.ref(source))
         workers.append(source.proc)
         return source
 
-    from reasonrl.trainer.rollout_source import AsyncRollouts
+    def watched_get(self, step):
+        threads.append(torch.get_num_threads())
+        return get(self, step)
 
-    threads, get = [], AsyncRollouts.get
-    monkeypatch.setattr(
-        AsyncRollouts, "get", lambda self, step: threads.append(torch.get_num_threads()) or get(self, step)
-    )
+    monkeypatch.setattr(loop, "rollout_source", watched_build)
+    monkeypatch.setattr(AsyncRollouts, "get", watched_get)
+    return sources, workers, threads
 
-    monkeypatch.setattr(loop, "rollout_source", kept)
+
+def test_async_schedule_is_logged_and_resume_is_exact(tiny_model_dir, tmp_path, monkeypatch):
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # the worker takes one (rollout.worker_threads) while the run lasts
+    calls = _engine_calls(monkeypatch)
+    sources, workers, threads = _watch_async_source(monkeypatch)
     try:
         full = train(_cfg(tiny_model_dir, tmp_path / "a", 5, *ASYNC))["history"]
         # the trainer has its threads back after the run (a synchronous run after an asynchronous one
