@@ -76,6 +76,12 @@ class SyncRollouts:
         pass
 
 
+def decides_on_whole_step(cfg: RunConfig) -> bool:
+    """Whether a step's rollouts are decided on as a whole (dynamic sampling's refill rounds, the
+    curriculum's levels), so that with several ranks every rank's worker must see every share."""
+    return bool(cfg.algo.dynamic_sampling.enabled or cfg.data.curriculum.enabled)
+
+
 class AsyncRollouts:
     def __init__(self, run, cfg: RunConfig, start: int, replay: list[dict]):
         import torch.multiprocessing as mp
@@ -96,10 +102,9 @@ class AsyncRollouts:
 
         # with several ranks each rank has its own worker, generating that rank's share of every step
         share = (dist.rank(), dist.world_size(), int(os.environ.get("LOCAL_RANK", "0")))
-        # decisions on the whole step's rollouts (refill rounds, curriculum levels): the workers form
-        # their own group to see every rank's share
-        whole_step = cfg.algo.dynamic_sampling.enabled or cfg.data.curriculum.enabled
-        group = dist.side_group_address("rollout-workers") if dist.world_size() > 1 and whole_step else None
+        # decisions on the whole step's rollouts: the workers form their own group to see every rank's share
+        whole = dist.world_size() > 1 and decides_on_whole_step(cfg)
+        group = dist.side_group_address("rollout-workers") if whole else None
         self.proc = ctx.Process(
             target=worker_main,
             args=(

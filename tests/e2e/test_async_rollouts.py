@@ -213,6 +213,19 @@ def test_async_needs_the_off_policy_correction(tiny_model_dir, tmp_path):
 
 
 @pytest.mark.parametrize(
+    "flags, whole",
+    [((), False), (("algo.dynamic_sampling.enabled=true",), True), (("data.curriculum.enabled=true",), True),
+     (("algo.dynamic_sampling.enabled=true", "data.curriculum.enabled=true"), True)],
+)
+def test_the_ranks_workers_share_a_step_for_dynamic_sampling_or_the_curriculum(tiny_model_dir, flags, whole):
+    """Each alone decides on the whole step (refill rounds; levels), so either makes the ranks' workers form
+    their group (the 2-rank test in test_fsdp2_train enables both at once)."""
+    from reasonrl.trainer.rollout_source import decides_on_whole_step
+
+    assert decides_on_whole_step(load_config(None, [f"model.path={tiny_model_dir}", *flags])) is whole
+
+
+@pytest.mark.parametrize(
     "how, expect",
     [
         ("raise", r"rollout worker \(pid \d+\) failed while generating step 3 from policy 1: RuntimeError: planted"),
