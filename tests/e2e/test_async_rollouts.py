@@ -214,8 +214,12 @@ def test_async_needs_the_off_policy_correction(tiny_model_dir, tmp_path):
 
 @pytest.mark.parametrize(
     "flags, whole",
-    [((), False), (("algo.dynamic_sampling.enabled=true",), True), (("data.curriculum.enabled=true",), True),
-     (("algo.dynamic_sampling.enabled=true", "data.curriculum.enabled=true"), True)],
+    [
+        ((), False),
+        (("algo.dynamic_sampling.enabled=true",), True),
+        (("data.curriculum.enabled=true",), True),
+        (("algo.dynamic_sampling.enabled=true", "data.curriculum.enabled=true"), True),
+    ],
 )
 def test_the_ranks_workers_share_a_step_for_dynamic_sampling_or_the_curriculum(tiny_model_dir, flags, whole):
     """Each alone decides on the whole step (refill rounds; levels), so either makes the ranks' workers form
