@@ -230,14 +230,15 @@ def cmd_passrate(args) -> int:
         from reasonrl.config import import_plugins
 
         import_plugins(args.plugins)
-    from reasonrl.cli.evaluate import check_engine, check_run_options
+    from reasonrl.cli.evaluate import check_engine, check_run_options, verifier_options
 
     check_run_options(args, ("n", "max_new_tokens", "chunk_size"))  # and temperature / top-p in range
+    options = verifier_options(args.verifier_option)  # after the plugins: their verifiers' options too
     check_engine(args.engine)  # registered (plugins imported above) and its package installed
     if not 0 < args.correct_threshold <= 1:  # scores are in [0, 1]: 0 solves everything, above 1 nothing
         raise InputError(f"--correct-threshold must be in (0, 1], got {args.correct_threshold}")
     rows, problems, _, _ = _rows_and_problems([args.file])
-    check_routable(problems, args.file)
+    check_routable(problems, args.file, options)
     model = _eval_model_path(args.model)
     column = args.column or column_name(args.model)
     params = SamplingParams(
@@ -253,7 +254,7 @@ def cmd_passrate(args) -> int:
     ):
         rates = pass_rates(model, problems, samples, params, engine=args.engine, device=args.device, seed=args.seed,
                            chunk_size=args.chunk_size, correct_threshold=args.correct_threshold, log=log,
-                           plugins=args.plugins, progress=progress)  # fmt: skip
+                           plugins=args.plugins, progress=progress, reward_options=options)  # fmt: skip
     write_rows(out, add_pass_rate_column(rows, column, rates))
     _print({"rows": len(rows), "column": column, "mean_pass_rate": sum(rates) / len(rates), "out": str(out),
             "samples": str(samples)})  # fmt: skip
@@ -380,6 +381,9 @@ def add_data_parser(sub) -> None:
         "--plugins", nargs="*", default=[], help="modules registering verifiers (as a recipe's plugins)"
     )
     r.add_argument("--quiet", action="store_true")
+    from reasonrl.cli.evaluate import add_verifier_option_arg
+
+    add_verifier_option_arg(r)
     r.set_defaults(fn=cmd_passrate)
 
     f = ds.add_parser("filter", help="keep rows by pass-rate ranges and / or prompt length")

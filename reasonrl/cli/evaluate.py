@@ -49,6 +49,42 @@ def check_run_options(args, counts: tuple[str, ...]) -> None:
         raise InputError(f"--top-p must be in (0, 1], got {top_p}")
 
 
+def add_verifier_option_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--verifier-option", action="append", default=[], metavar="VERIFIER.KEY=VALUE",
+                   help="a verifier option, as a recipe's reward.options (repeatable; e.g. "
+                        "math.accept_unevaluated=true, code.backend=sandbox_fusion)")  # fmt: skip
+
+
+def verifier_options(pairs: list[str]) -> dict[str, dict]:
+    """`--verifier-option VERIFIER.KEY=VALUE ...` -> {verifier: {key: value}}; the value read as JSON
+    (true, 3, 0.5, "text"), else as text. An unknown verifier or option, or a value the option cannot
+    take, is an InputError naming the flag, before any model or data is read."""
+    import json
+
+    from reasonrl.errors import InputError
+    from reasonrl.registry import RegistryError
+    from reasonrl.rewards.base import VERIFIERS, check_setup
+
+    out: dict[str, dict] = {}
+    for item in pairs:
+        target, eq, text = item.partition("=")
+        name, dot, key = target.partition(".")
+        if not eq or not dot or not name or not key:
+            raise InputError(f"--verifier-option {item!r}: expected VERIFIER.KEY=VALUE")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        out.setdefault(name, {})[key] = value
+    for name, kw in out.items():
+        try:
+            VERIFIERS.check_kwargs(name, kw)
+            check_setup(name, kw)
+        except (RegistryError, ValueError) as e:
+            raise InputError(f"--verifier-option {name}: {e}") from None
+    return out
+
+
 def add_benchmark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmarks", default=None,
                    help="comma list of benchmarks or suites (reasoning360, r1); see --list-benchmarks")  # fmt: skip
@@ -64,6 +100,7 @@ def add_benchmark_args(p: argparse.ArgumentParser) -> None:
                    help="verifier worker processes (default: the cores but one, 2-16)")  # fmt: skip
     p.add_argument("--all-checkpoints", action="store_true",
                    help="MODEL is a run directory: evaluate every valid checkpoint, one table + a PNG")  # fmt: skip
+    add_verifier_option_arg(p)
 
 
 def benchmarks_and_files(names: str, file_args: list[str]) -> tuple[list, dict[str, str]]:
@@ -110,12 +147,14 @@ def eval_benchmarks(args, model_path) -> int:
     from reasonrl.eval.runner import results_markdown, run_benchmarks, timing_line
 
     benches, files = benchmarks_and_files(args.benchmarks, args.file)
+    options = verifier_options(args.verifier_option)
     check_engine(args.engine)
     check_run_options(args, ("n", "max_new_tokens", "limit", "chunk_size", "workers"))
     overrides = {"n": args.n, "temperature": args.temperature, "top_p": args.top_p,
                  "max_new_tokens": args.max_new_tokens}  # fmt: skip
     kw = dict(data_dir=args.data_dir, files=files, overrides=overrides, engine=args.engine, device=args.device,
-              seed=args.seed, limit=args.limit, chunk_size=args.chunk_size, workers=args.workers)  # fmt: skip
+              seed=args.seed, limit=args.limit, chunk_size=args.chunk_size, workers=args.workers,
+              reward_options=options)  # fmt: skip
     if args.all_checkpoints:
         return _all_checkpoints(args, benches, kw)
     model = model_path(args.model)

@@ -52,22 +52,31 @@ def sampling_for(b: Benchmark, overrides: dict) -> SamplingParams:
 def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path, *, data_dir=None,
                    files: dict[str, str] | None = None, overrides: dict | None = None, engine: str = "hf",
                    device: str = "auto", seed: int = 0, limit: int | None = None, chunk_size: int = 32,
-                   log=print, progress=None, workers: int | None = None) -> dict:  # fmt: skip
+                   log=print, progress=None, workers: int | None = None,
+                   reward_options: dict | None = None) -> dict:  # fmt: skip
+    """`reward_options`: {verifier: {option: value}}, as a recipe's reward.options (recorded in
+    samples.setup.json and under the table)."""
     from reasonrl.rewards import check_routable
 
     files, overrides = dict(files or {}), dict(overrides or {})
     work = []
     for b in benchmarks:  # every input checked before any generation
         problems = load_benchmark(b, data_dir, files.get(b.name), limit)
-        check_routable(problems, f"benchmark {b.name}")
+        check_routable(problems, f"benchmark {b.name}", reward_options)
         work.append((b.name, problems, sampling_for(b, overrides)))
     out = Path(out_dir)
     timing: dict = {}
     samples = generate_samples(model, work, out / "samples.jsonl", engine=engine, device=device, seed=seed,
                                chunk_size=chunk_size, log=log, progress=progress, timing=timing,
-                               workers=workers)  # fmt: skip
+                               workers=workers, reward_options=reward_options)  # fmt: skip
     results = summarize(samples, {b.name: b.domain for b in benchmarks})
     notes = {b.name: b.note for b in benchmarks if b.note}
+    if reward_options:  # a reader comparing tables must see that the verifiers were set otherwise
+        notes["verifier options"] = ", ".join(
+            f"{name}.{k}={json.dumps(v)}"
+            for name, kw in sorted(reward_options.items())
+            for k, v in sorted(kw.items())
+        )
     if notes:
         results["notes"] = notes
     write_text(out / "results.json", json.dumps(results, indent=1))
@@ -107,7 +116,7 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     t0 = time.perf_counter()
     samples_path = Path(samples_path)
     samples_path.parent.mkdir(parents=True, exist_ok=True)
-    check_setup(samples_path, eval_setup(model, work, engine, seed, chunk_size))
+    check_setup(samples_path, eval_setup(model, work, engine, seed, chunk_size, reward_options))
     samples, done = committed_samples(samples_path)
     todo = [(name, c) for name, ps, _ in work for c in range(0, len(ps), chunk_size) if (name, c) not in done]
     clock = timing if timing is not None else {}
@@ -121,8 +130,11 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     return samples
 
 
-def eval_setup(model, work, engine: str, seed: int, chunk_size: int) -> dict:
-    """What a samples file is of: everything that decides which samples its chunks hold."""
+def eval_setup(
+    model, work, engine: str, seed: int, chunk_size: int, reward_options: dict | None = None
+) -> dict:
+    """What a samples file is of: everything that decides which samples its chunks hold (and, when
+    given, the verifier options that scored them)."""
     benches = {}
     for name, problems, params in work:
         h = hashlib.sha256()
@@ -130,13 +142,16 @@ def eval_setup(model, work, engine: str, seed: int, chunk_size: int) -> dict:
             h.update(json.dumps([p.uid, p.prompt, p.ground_truth], default=str).encode())
         benches[name] = {"problems": len(problems), "fingerprint": h.hexdigest()[:16],
                          "sampling": json.loads(json.dumps(asdict(params), default=str))}  # fmt: skip
-    return {
+    setup = {
         "model": str(model),
         "engine": engine,
         "seed": seed,
         "chunk_size": chunk_size,
         "benchmarks": benches,
     }
+    if reward_options:  # only when given: the setup files of evals without options stay as they were
+        setup["verifier_options"] = json.loads(json.dumps(reward_options, default=str))
+    return setup
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,

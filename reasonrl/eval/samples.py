@@ -121,9 +121,9 @@ def check_setup(samples_path: Path, setup: dict) -> None:
             raise InputError(f"{path}: not the setup record an eval writes ({str(old)[:80]}), so the samples "
                              f"beside it cannot be checked; move {samples_path.name} away to start over")  # fmt: skip
         diffs = [
-            f"{k}: {old.get(k)!r} there, {setup[k]!r} now"
-            for k in setup
-            if k != "benchmarks" and old.get(k) != setup[k]
+            f"{k}: {old.get(k)!r} there, {setup.get(k)!r} now"
+            for k in dict.fromkeys([*setup, *old])  # a key on one side only (verifier options) differs too
+            if k != "benchmarks" and old.get(k) != setup.get(k)
         ]
         theirs = old.get("benchmarks", {})
         for name, mine in setup["benchmarks"].items():

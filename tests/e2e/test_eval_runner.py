@@ -67,6 +67,54 @@ def test_eval_writes_samples_and_a_table_recomputable_from_them(tiny_model_dir, 
     assert "time: " in res.stdout and "samples/s" in res.stdout  # printed after the table
 
 
+def test_verifier_options_score_the_eval_and_are_recorded(tiny_model_dir, tmp_path):
+    """An engine that answers each problem by copying its question ("3 + 1?" -> "#### 3 + 1", the
+    shortcut a policy would find) scores 0 ("unevaluated"); `math.accept_unevaluated` given to the eval
+    scores it as math-verify does, and the table says so."""
+    import re
+
+    from reasonrl.eval.benchmarks import BENCHMARKS
+    from reasonrl.eval.runner import run_benchmarks
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+    from reasonrl.rollout.hf import HFRolloutEngine
+    from reasonrl.types import Completion
+
+    class Echo(HFRolloutEngine):
+        def generate(self, prompts, params):
+            questions = [
+                re.search(r"(\d+) ?\+ ?1", self.tokenizer.decode(p)).group(1) + " + 1" for p in prompts
+            ]
+            return [[Completion([0], f"#### {q}", [0.0]) for _ in range(params.n)] for q in questions]
+
+    if "echo-question" not in ROLLOUT_ENGINES.names():
+        ROLLOUT_ENGINES.register("echo-question")(lambda model, tokenizer: Echo(model, tokenizer))
+    data = _data(tmp_path)
+    kw = dict(data_dir=data, engine="echo-question", device="cpu", overrides={"n": 1, "temperature": 0.0},
+              workers=1, log=lambda *a: None)  # fmt: skip
+    strict = run_benchmarks(tiny_model_dir, [BENCHMARKS.get("gsm8k")], tmp_path / "strict", **kw)
+    samples, _ = _samples(tmp_path / "strict")
+    assert [s["completion"] for s in samples][:2] == ["#### 0 + 1", "#### 1 + 1"]
+    assert {(s["score"], s["reason"]) for s in samples} == {(0.0, "unevaluated")}
+    assert strict["benchmarks"]["gsm8k"]["mean@n"] == 0.0 and "notes" not in strict
+    opts = {"gsm8k": {"accept_unevaluated": True}}
+    loose = run_benchmarks(
+        tiny_model_dir, [BENCHMARKS.get("gsm8k")], tmp_path / "loose", **kw, reward_options=opts
+    )
+    assert loose["benchmarks"]["gsm8k"]["mean@n"] == 1.0
+    assert loose["notes"] == {"verifier options": "gsm8k.accept_unevaluated=true"}
+    assert (
+        "verifier options: gsm8k.accept_unevaluated=true" in (tmp_path / "loose" / "results.md").read_text()
+    )
+    setup = json.loads((tmp_path / "loose" / "samples.setup.json").read_text())
+    assert setup["verifier_options"] == opts and "verifier_options" not in json.loads(
+        (tmp_path / "strict" / "samples.setup.json").read_text()
+    )
+    from reasonrl.errors import InputError
+
+    with pytest.raises(InputError, match=r"verifier_options: \{'gsm8k': .* there, None now"):  # without them
+        run_benchmarks(tiny_model_dir, [BENCHMARKS.get("gsm8k")], tmp_path / "loose", **kw)
+
+
 def test_scoring_beside_generation_gives_the_same_samples(tiny_model_dir, tmp_path):
     from reasonrl.eval.benchmarks import BENCHMARKS, load_benchmark
     from reasonrl.eval.runner import generate_samples, sampling_for

@@ -83,6 +83,23 @@ PASSRATE = ["data", "passrate", "x.parquet", "--model", "demo", "--out", "y.parq
         ([*PASSRATE, "--correct-threshold", "1.5"], "--correct-threshold must be in (0, 1], got 1.5"),
         ([*PASSRATE, "--top-p", "2"], "--top-p must be in (0, 1], got 2.0"),
         ([*PASSRATE, "--max-new-tokens", "0"], "--max-new-tokens must be >= 1, got 0"),
+        # verifier options, as a recipe's reward.options: checked before the data or the model
+        (
+            [*PASSRATE, "--verifier-option", "math=1"],
+            "--verifier-option 'math=1': expected VERIFIER.KEY=VALUE",
+        ),
+        (
+            ["eval", "demo", "--benchmarks", "gsm8k", "--verifier-option", "math.nope=1"],
+            "--verifier-option math: verifier 'math' has no option(s) 'nope'; valid: float_rounding,",
+        ),
+        (
+            [*PASSRATE, "--verifier-option", "nope.x=1"],
+            "--verifier-option nope: unknown verifier 'nope'; known:",
+        ),
+        (
+            [*PASSRATE, "--verifier-option", "math.accept_unevaluated=yes"],
+            "option 'accept_unevaluated' of 'math' must be true or false, got 'yes'",
+        ),
     ],
 )
 def test_expected_errors_are_one_line_with_exit_2(capsys, argv, needle, tmp_path, monkeypatch):

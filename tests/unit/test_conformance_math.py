@@ -24,6 +24,10 @@ KNOWN: dict[str, str] = {
     "line 32": "upstream runs with match_types=['latex'] only and rejects inline $...$ split over "
     "lines; we always also try plain-expression extraction, which finds the 9",
     "line 33": "same as line 32 with \\( ... \\) delimiters",
+    # math_form: a computation equal to a whole-number gold is not its value (copying "Compute ..." into
+    # a box would score); the PRM800K grader refuses both too
+    "line 31": "(9+1) for 10 is a sum left unevaluated",
+    "line 38": "\\frac3{3} for 1 is a fraction for a whole-number gold",
 }
 
 

@@ -20,6 +20,9 @@ Policy:
   needed and its order does not matter; `x=2 or x=3`, `2 and 3` and `\\pm 2` are set forms on
   either side. A gold that is a list of several answers or a mapping is refused at load (the row
   must say in one string what it means).
+- A right answer written as a computation (`123 \\times 456`, `\\dbinom{8}{4}`, `8/2`) of a gold that is a
+  whole number or a fraction scores 0 ("unevaluated", `math_form`): a copied "Compute ..." question is
+  no answer. `accept_unevaluated=True` is math-verify's reading.
 - Scientific notation is a number on both sides (`2.5e-7` == `2.5\\times 10^{-7}` == `0.00000025`),
   never 2.5·e − 7 with Euler's e. A row's `extra_info.tolerance` (absolute, OlympiadBench's `error`)
   accepts plain numbers, and each number of a comma list in any order, within it.
@@ -40,7 +43,7 @@ from typing import Any
 from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, result
 from reasonrl.rewards.extract import answer_region, boxed_all, extract
 from reasonrl.rewards.ground_truth import single
-from reasonrl.rewards.verifiers import math_numbers, math_warm_up
+from reasonrl.rewards.verifiers import math_form, math_numbers, math_warm_up
 from reasonrl.rewards.verifiers.math_size import too_complex
 from reasonrl.types import Problem
 
@@ -348,12 +351,14 @@ def score_math(
     float_rounding: int = 6,
     allow_set_relation_comp: bool = False,
     strict: bool = True,
+    accept_unevaluated: bool = False,
 ) -> RewardResult:
     """Shared body of the math verifiers; `modes` is the extraction order.
 
     Options (math-verify's): `float_rounding` decimal places for float comparison,
     `allow_set_relation_comp` (x in [a, b] == a <= x <= b), `strict=False` (also equate variables
-    by name-free structure and symbols with their values).
+    by name-free structure and symbols with their values). Ours: `accept_unevaluated=True` scores a
+    computation equal to a plain-number gold as right, as math-verify does (`math_form`).
     """
     gold = _gold_text(problem)
     region = answer_region(response)
@@ -371,12 +376,12 @@ def score_math(
                 return result(close, found.answer, path="fast")
         fast = fast_compare(found.answer, gold, percent_ok, tolerance)
         if fast is not None:
-            return result(fast, found.answer, path="fast")
+            return _unless_unevaluated(fast, found.answer, gold, accept_unevaluated, "fast")
     elif found is None:
         whole = region.strip()
         fast = fast_compare(whole, gold, percent_ok, tolerance) if len(whole) < 40 else None
         if fast is not None:
-            return result(fast, whole, path="fast")
+            return _unless_unevaluated(fast, whole, gold, accept_unevaluated, "fast")
     # symbolic path: boxed answers and free text go to math-verify whole (it joins all boxes and
     # finds "final answer is" anchors itself); tag / #### / bare "Answer: 4, 5" answers go alone
     mode = found.mode if found is not None else "free_text"
@@ -403,7 +408,19 @@ def score_math(
         scaled = p and g and (p[0] == g[0] * 100 or p[0] * 100 == g[0]) and p[0] != g[0]
         if scaled and not (p[1] or g[1]):
             return result(False, extracted, reason="wrong_percent_scale", path="symbolic")
-    return result(ok, extracted, path="symbolic")
+    return _unless_unevaluated(ok, extracted, gold, accept_unevaluated, "symbolic")
+
+
+def _unless_unevaluated(ok: bool, answer: str | None, gold: str, accept: bool, path: str) -> RewardResult:
+    """The result, except that a right answer written as a computation of a plain-number gold scores 0
+    ("unevaluated", `math_form`)."""
+    g = to_number(gold) if ok and not accept and answer else None
+    if g is not None and not g[1]:  # a number, not a percentage
+        value, _, literal = g
+        integer = literal and value.denominator == 1
+        if math_form.unevaluated(answer, gold, integer, exact=integer or not literal):
+            return result(False, answer, reason="unevaluated", path=path)
+    return result(ok, answer, path=path)
 
 
 @VERIFIERS.register("math")
@@ -413,6 +430,7 @@ def math(
     float_rounding: int = 6,
     allow_set_relation_comp: bool = False,
     strict: bool = True,
+    accept_unevaluated: bool = False,
 ) -> RewardResult:
     """1 if the final answer (boxed, `<answer>`, "Answer:", or last expression) equals the gold."""
     return score_math(
@@ -422,13 +440,18 @@ def math(
         float_rounding=float_rounding,
         allow_set_relation_comp=allow_set_relation_comp,
         strict=strict,
+        accept_unevaluated=accept_unevaluated,
     )
 
 
 @VERIFIERS.register("gsm8k")
-def gsm8k(response: str, problem: Problem, float_rounding: int = 6) -> RewardResult:
+def gsm8k(
+    response: str, problem: Problem, float_rounding: int = 6, accept_unevaluated: bool = False
+) -> RewardResult:
     """The math verifier with the GSM8K `#### answer` marker tried first."""
-    return score_math(response, problem, GSM8K_MODES, float_rounding=float_rounding)
+    return score_math(
+        response, problem, GSM8K_MODES, float_rounding=float_rounding, accept_unevaluated=accept_unevaluated
+    )
 
 
 checks_ground_truth(math, _gold_text)

@@ -1,0 +1,53 @@
+"""`--verifier-option VERIFIER.KEY=VALUE` reaches the scorer of `reasonrl eval --benchmarks` and of
+`reasonrl data passrate` (the runner's own handling: tests/e2e/test_eval_runner.py; bad values:
+test_cli_errors.py)."""
+
+from __future__ import annotations
+
+import json
+
+from reasonrl.cli import main as cli
+from reasonrl.cli.evaluate import verifier_options
+
+
+def test_values_are_read_as_json_else_as_text_and_grouped_by_verifier():
+    assert verifier_options(
+        ["math.accept_unevaluated=true", "gsm8k.float_rounding=4", "math.float_rounding=3", "code.backend=local"]
+    ) == {"math": {"accept_unevaluated": True, "float_rounding": 3}, "gsm8k": {"float_rounding": 4},
+          "code": {"backend": "local"}}  # fmt: skip
+    assert verifier_options([]) == {}
+
+
+def test_eval_and_passrate_pass_them_to_their_runs(tmp_path, monkeypatch, capsys):
+    import reasonrl.data.passrate as passrate
+    import reasonrl.eval.runner as runner
+
+    seen = {}
+
+    def fake_run(model, benches, out, **kw):
+        seen["eval"] = kw["reward_options"]
+        return {"benchmarks": {}, "macro": {}}
+
+    monkeypatch.setattr(runner, "run_benchmarks", fake_run)
+    argv = ["eval", "demo", "--benchmarks", "gsm8k", "--out", str(tmp_path / "e")]
+    assert cli.main([*argv, "--verifier-option", "gsm8k.accept_unevaluated=true"]) == 0
+    assert seen["eval"] == {"gsm8k": {"accept_unevaluated": True}}
+    assert cli.main(argv) == 0
+    assert seen["eval"] == {}
+
+    def fake_rates(model, problems, samples, params, **kw):
+        seen["passrate"] = kw["reward_options"]
+        return [0.5] * len(problems)
+
+    monkeypatch.setattr(passrate, "pass_rates", fake_rates)
+    data = tmp_path / "d.jsonl"
+    row = {
+        "prompt": [{"role": "user", "content": "2+2?"}],
+        "reward_model": {"ground_truth": "4"},
+        "data_source": "math",
+    }
+    data.write_text(json.dumps(row) + "\n")
+    argv = ["data", "passrate", str(data), "--model", "demo", "--out", str(tmp_path / "o.jsonl"), "--quiet"]
+    assert cli.main([*argv, "--verifier-option", "math.accept_unevaluated=true"]) == 0
+    assert seen["passrate"] == {"math": {"accept_unevaluated": True}}
+    capsys.readouterr()
