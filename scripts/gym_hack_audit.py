@@ -1,6 +1,7 @@
 """Reward-hacking audit of reasoning-gym's scorers through our `reasoning_gym` verifier: for every
 registered task, generate rows and score answers that solve nothing (empty, constants, True / False,
-the question echoed, long number lists, NaN and infinity spellings). Prints, per task, the reference
+the question echoed, its best line echoed, long number lists, NaN and infinity spellings). Prints, per
+task, the reference
 answer's mean score and the four best-scoring hacks; `!!` marks a task where a hack that is not a
 plain constant (chance level on yes / no tasks is expected) scores >= 0.3 on average. What it found is
 in docs/data.md; the non-finite answers are also checked by the conformance sweep in the tests.
@@ -37,6 +38,14 @@ def hacks(question: str) -> dict[str, str]:
     }  # fmt: skip
 
 
+def question_lines(question: str) -> list[str]:
+    """The question's lines, a list item's numbering ("1. ") dropped, at most 40 of them."""
+    import re
+
+    lines = [re.sub(r"^\s*\d+[.)]\s*", "", ln).strip(" .") for ln in question.splitlines()]
+    return [ln for ln in lines if ln][:40]
+
+
 def audit(rows: int, seed: int, tasks: list[str] | None) -> dict[str, dict]:
     import reasoning_gym
     from reasoning_gym.factory import DATASETS
@@ -57,6 +66,12 @@ def audit(rows: int, seed: int, tasks: list[str] | None) -> dict[str, dict]:
             reference.append(score_entry(task, "" if gold is None else str(gold), dict(entry))[0])
             for name, text in hacks(entry["question"]).items():
                 scores.setdefault(name, []).append(score_entry(task, text, json.loads(json.dumps(entry)))[0])
+            # a policy that copies one line of the question (a premise, a listed item): the best line's score
+            by_line = [
+                score_entry(task, ln, json.loads(json.dumps(entry)))[0]
+                for ln in question_lines(entry["question"])
+            ]
+            scores.setdefault("best_line", []).append(max(by_line, default=0.0))
         means = {k: round(statistics.mean(v), 3) for k, v in scores.items()}
         top = sorted(means.items(), key=lambda kv: -kv[1])[:4]
         flagged = [k for k, v in means.items() if v >= 0.3 and k not in CONSTANTS]

@@ -172,6 +172,8 @@ def test_sigterm_finishes_the_step_checkpoints_and_exits_without_traceback(tiny_
     assert [c.name for c in list_checkpoints(tmp_path)] == [f"step_{step:06d}"]
     assert verify_checkpoint(list_checkpoints(tmp_path)[0]) is None
     assert _steps(tmp_path / "metrics.jsonl")[-1] == step
+    # the message names the checkpoint to resume from (save_state's path)
+    assert f"(checkpoint {list_checkpoints(tmp_path)[0]}; continue with --resume)" in err, err[-2000:]
 
 
 _WORKERS = """
