@@ -187,3 +187,25 @@ def test_a_task_scorer_that_raises_on_the_answer_scores_it_zero(monkeypatch):
     monkeypatch.setitem(gym.SCORE_OVERRIDES, "boom_task", boom)
     got = score("<answer>1</answer>", P("1", task="boom_task"))
     assert (got.score, got.reason, got.info["error"]) == (0.0, "unparsable", "KeyError: 'no such cell'")
+
+
+@pytest.mark.parametrize(
+    "answer, expected",
+    [
+        ("(Q ∨ Q)", 1.0),  # modus ponens: needs both premises
+        ("(P ∧ Q)", 1.0),
+        ("Q", 0.25),  # the task's own scorer counts a lone variable as trivial
+        ("P", 0.25),  # a premise copied
+        ("(P → Q)", 0.25),
+        ("(¬P ∨ Q)", 0.25),  # a premise rewritten: equivalent to it
+        ("(Q ∨ ¬Q)", 0.25),  # a tautology: the task's own trivial value
+        ("¬Q", 0.05),  # invalid: the task's own value
+    ],
+)
+def test_propositional_logic_does_not_reward_restating_a_premise(answer, expected):
+    """Any valid conclusion scores 1 with reasoning-gym's scorer, so copying a premise did too."""
+    pytest.importorskip("reasoning_gym", reason="optional dependency reasoning-gym not installed")
+    entry = {"question": "Given:\n1. P\n.2. (P → Q)\n.What can we conclude from the above statements?",
+             "answer": None, "metadata": {"source_dataset": "propositional_logic", "premises": ["P", "(P → Q)"],
+                                          "variables": ["P", "Q"]}}  # fmt: skip
+    assert score(f"<answer>{answer}</answer>", P(None, task="propositional_logic", entry=entry)).score == expected

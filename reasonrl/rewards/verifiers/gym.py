@@ -9,7 +9,10 @@ match). Does not own: generating reasoning-gym data (`data.tasks` / `data.prepar
 
 Deliberate departures from reasoning-gym 0.1.25's own scorers (its conformance sweep lists them):
 `game_of_life_halting` scores `bool(answer) == bool(gold)`, so any non-empty text scores 1 against
-"False": here the answer must be True / False and equal the gold. A scorer that raises on an
+"False": here the answer must be True / False and equal the gold. `propositional_logic` accepts any
+valid conclusion, so copying one of the premises scored 1 (0.69 on average for the best line of the
+question, `scripts/gym_hack_audit.py`): a conclusion equivalent to a premise scores 0.25 here, the task's
+own value for a trivial (tautological) one. A scorer that raises on an
 unparsable answer (e.g. `prime_factorization` on text) scores 0 with reason "unparsable". An answer
 holding a non-finite number ("nan", "inf", "1e999", "nan+nani") against a finite reference scores 0
 with reason "non_finite" before any scorer runs: `complex_arithmetic` scores
@@ -26,6 +29,7 @@ package installed raises an error that says how to install it. Scores are task-d
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import re
@@ -129,7 +133,26 @@ def _exact_bool(answer: str, entry: dict[str, Any]) -> float:
     return float(norm in ("true", "false") and norm == str(entry.get("answer", "")).strip().lower())
 
 
-SCORE_OVERRIDES = {"game_of_life_halting": _exact_bool}  # reasoning-gym scorers that a policy can game
+def _no_restated_premise(answer: str, entry: dict[str, Any]) -> float:
+    """propositional_logic's own score, except that a conclusion equivalent to one of the premises (a
+    premise copied, or rewritten) counts as trivial, as the task's own scorer counts a tautology: 0.25."""
+    score = float(_scorer("propositional_logic")(answer=answer, entry=entry))
+    if score < 1.0:
+        return score
+    from reasoning_gym.logic.propositional_logic import Expression
+
+    conclusion = Expression.from_string(answer)
+    names = sorted(set(entry["metadata"]["variables"]))
+    rows = [dict(zip(names, bits)) for bits in itertools.product((False, True), repeat=len(names))]
+    for premise in entry["metadata"]["premises"]:
+        p = Expression.from_string(premise)
+        if all(p.evaluate(row) == conclusion.evaluate(row) for row in rows):
+            return 0.25
+    return score
+
+
+# reasoning-gym scorers that a policy can game
+SCORE_OVERRIDES = {"game_of_life_halting": _exact_bool, "propositional_logic": _no_restated_premise}
 _TUPLE_GRIDS = {"arc_agi": ("input", "output"), "rearc": ("input", "output")}
 
 
