@@ -208,4 +208,7 @@ def test_propositional_logic_does_not_reward_restating_a_premise(answer, expecte
     entry = {"question": "Given:\n1. P\n.2. (P → Q)\n.What can we conclude from the above statements?",
              "answer": None, "metadata": {"source_dataset": "propositional_logic", "premises": ["P", "(P → Q)"],
                                           "variables": ["P", "Q"]}}  # fmt: skip
-    assert score(f"<answer>{answer}</answer>", P(None, task="propositional_logic", entry=entry)).score == expected
+    assert (
+        score(f"<answer>{answer}</answer>", P(None, task="propositional_logic", entry=entry)).score
+        == expected
+    )
