@@ -311,8 +311,12 @@ def test_val_benchmarks_are_logged_during_training_and_checked_first(tiny_model_
     assert not (tmp_path / "r3" / "metrics.jsonl").exists()  # failed before any work
 
 
-def test_keep_best_keeps_the_best_validation_checkpoint_besides_the_last(tiny_model_dir, tmp_path):
+def test_keep_best_keeps_the_best_validation_checkpoint_besides_the_last(
+    tiny_model_dir, tmp_path, monkeypatch
+):
     from pathlib import Path
+
+    import reasonrl.trainer.state as state
 
     from test_train_loop import _cfg
 
@@ -326,6 +330,14 @@ def test_keep_best_keeps_the_best_validation_checkpoint_besides_the_last(tiny_mo
                     verifier="parity", uid=f"p{i}") for i, w in enumerate("ab cd ef gh ij kl mn op qr st uv wx".split())]  # fmt: skip
     write_problems(tmp_path / "train.jsonl", rows)
     write_problems(tmp_path / "val.jsonl", rows)
+    written = []  # the step of the checkpoint just saved whenever best.json is written
+
+    def spy(root, best):
+        written.append(max(int(p.name.split("_")[1]) for p in root.glob("step_*")))
+        state_write_best(root, best)
+
+    state_write_best = state._write_best
+    monkeypatch.setattr(state, "_write_best", spy)
     sys.path.insert(0, here)
     try:
         hist = train(_cfg(tiny_model_dir, tmp_path / "run", 6, "plugins=[parity_verifier]",
@@ -343,6 +355,9 @@ def test_keep_best_keeps_the_best_validation_checkpoint_besides_the_last(tiny_mo
     assert kept == sorted({f"step_{best_step:06d}", "step_000006"})  # the best and the last, nothing else
     assert all(verify_checkpoint(c) is None for c in list_checkpoints(tmp_path / "run"))
     assert len(set(acc.values())) > 1, "the accuracy never changed: the test shows nothing"
+    # best.json is written with each new best's own checkpoint (so a run stopped later still names it),
+    # and by no other checkpoint
+    assert written == [s for s in acc if acc[s] > max([acc[r] for r in acc if r < s], default=float("-inf"))]
 
 
 def test_held_out_eval_samples_with_the_given_top_p(tiny_model_dir, monkeypatch, capsys):
