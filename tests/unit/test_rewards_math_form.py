@@ -4,14 +4,10 @@
 from __future__ import annotations
 
 import pytest
+from test_rewards_math import P
 
 from reasonrl.rewards.verifiers.math import gsm8k, math, to_number
 from reasonrl.rewards.verifiers.math_form import unevaluated
-from reasonrl.types import Problem
-
-
-def P(gold, q="Solve it."):
-    return Problem(prompt=[{"role": "user", "content": q}], ground_truth=gold, data_source="math")
 
 
 @pytest.mark.parametrize(
@@ -38,7 +34,7 @@ def P(gold, q="Solve it."):
     ],
 )
 def test_copying_the_computation_asked_for_scores_zero(question, copied, gold):
-    problem = P(gold, question)
+    problem = P(gold, prompt=question)
     assert copied.replace("\\,", "") in question.replace("\\,", "") or copied in ("\\frac{8}{2}", "8/2")
     copy = math(f"The answer is $\\boxed{{{copied}}}$.", problem)
     assert (copy.score, copy.info["reason"]) == (0.0, "unevaluated")
