@@ -2,7 +2,7 @@
 
 Owns: a synthetic, seeded set of (response, gold answer, label) triples whose labels are known by
 construction (plain integers, decimals, fractions, radicals / pi in LaTeX, polynomial expressions,
-responses with no answer; boxed, "answer is $...$", <think>-prefixed and undelimited
+computations left unevaluated and unreduced fractions (labelled wrong), responses with no answer; boxed, "answer is $...$", <think>-prefixed and undelimited
 "Final answer: ..." styles), and the timing of
   1. reasonrl's "math" verifier (`VERIFIERS.get("math")`), in this process, one call per pair;
   2. math-verify directly, verl-style: `verify(parse("\\boxed{gold}"), parse(response))`;
@@ -53,9 +53,23 @@ def _fraction_case(rng: random.Random):
     while gcd(p, q) != 1:
         p += 1
     gold = f"\\frac{{{p}}}{{{q}}}"
-    right = [gold, f"\\dfrac{{{2 * p}}}{{{2 * q}}}", f"{p}/{q}"]
-    wrong = [f"\\frac{{{q}}}{{{p}}}" if p != q else "0", f"\\frac{{{p + 1}}}{{{q}}}"]
+    right = [gold, f"\\dfrac{{{p}}}{{{q}}}", f"{p}/{q}"]
+    # not in lowest terms: a copied "Simplify ..." (rewards/verifiers/math_form.py)
+    wrong = [
+        f"\\frac{{{q}}}{{{p}}}" if p != q else "0",
+        f"\\frac{{{p + 1}}}{{{q}}}",
+        f"\\dfrac{{{2 * p}}}{{{2 * q}}}",
+    ]
     return gold, right, wrong
+
+
+def _computation_case(rng: random.Random):
+    """A whole-number gold and the computation a "Compute ..." question asks for, left unevaluated: equal
+    to the gold, and no answer (rewards/verifiers/math_form.py)."""
+    a, b = rng.randint(2, 99), rng.randint(2, 99)
+    gold = str(a * b)
+    wrong = [f"{a} \\times {b}", f"{a} \\cdot {b}", f"\\frac{{{2 * a * b}}}{{2}}", f"{a * b + a} - {a}"]
+    return gold, [gold, f"{a * b:,}"], wrong
 
 
 def _latex_case(rng: random.Random):
@@ -82,6 +96,7 @@ CASES = {
     "fraction": _fraction_case,
     "latex": _latex_case,
     "expression": _expr_case,
+    "computation": _computation_case,
 }
 
 

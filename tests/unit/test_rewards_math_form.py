@@ -77,6 +77,8 @@ def test_every_extraction_path_applies_it():
     assert math("<answer>3 \\times 5</answer>", P("15")).info["reason"] == "unevaluated"
     assert math("The answer is $3 \\times 5$.", P("15")).info["reason"] == "unevaluated"  # free text
     assert math("The answer is $15$.", P("15")).score == 1.0
+    assert math("So the answer is $\\dfrac{38}{26}$.", P("\\frac{19}{13}")).info["reason"] == "unevaluated"
+    assert math("So the answer is $\\dfrac{19}{13}$.", P("\\frac{19}{13}")).score == 1.0
     # a wrong computation stays wrong (not "unevaluated")
     assert math("\\boxed{3 \\times 6}", P("15")).info["reason"] == "wrong"
 
@@ -118,6 +120,9 @@ def _computed(text: str, gold: str) -> bool:
         ("\\frac84", "2", True),
         ("6/8", "0.75", True),
         ("\\frac{6}{8}", "\\frac{6}{8}", False),  # written as the gold is
+        ("$\\dfrac{6}{8}$", "0.75", True),  # inside math delimiters (free text's extraction keeps them)
+        ("\\(2+2\\)", "4", True),
+        ("\\$5", "5", False),  # a currency sign
         ("\\frac{8}{4}", "2", True),  # a fraction for a whole number
         ("8/4", "2", True),
         ("\\frac{7}{1}", "7", True),

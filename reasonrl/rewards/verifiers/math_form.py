@@ -32,7 +32,7 @@ _WORDS = re.compile(
     r"(?:\s*\^\s*(?:\{[^{}]*\}|\w))?"
 )
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\degree|°")
-_SPACING = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~|\\left|\\right")
+_SPACING = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~|\\left|\\right|\$|\\[()\[\]]")  # and math delimiters
 _STATED = re.compile(r"=|\\approx|\\simeq|\\equiv")  # the value is what follows the last of these
 _FUNCTION = re.compile(
     r"\\(?:sqrt|binom|dbinom|tbinom|choose|int|iint|iiint|oint|sum|prod|lim|limsup|liminf|log|ln|lg|exp|"
