@@ -259,6 +259,9 @@ def eval_problems(args, model_path) -> int:
         from reasonrl.config import import_plugins
 
         import_plugins(cfg.plugins)
+        options = verifier_options(args.verifier_option)  # after the plugins: their verifiers' options too
+        for name, kw in options.items():  # on top of the run's own reward.options
+            cfg.reward.options[name] = {**cfg.reward.options.get(name, {}), **kw}
         from reasonrl.data.prompts import fit_prompts
         from reasonrl.trainer.rollouts import make_scorer
         from reasonrl.trainer.setup import load_data
@@ -279,7 +282,12 @@ def eval_problems(args, model_path) -> int:
         else:
             task = args.task or "arithmetic"
             problems = generate(task, args.size, seed=args.seed, difficulty=args.difficulty, split="test")
-        check_routable(problems, "eval data")
+        options = verifier_options(args.verifier_option)
+        check_routable(problems, "eval data", options)
+        if options:
+            from reasonrl.rewards.runner import RewardRunner
+
+            scorer = RewardRunner(options=options)
         model, tok = load_policy(args.model, device=args.device)
     n = args.n or 1
     temperature = args.temperature or 0.0
@@ -295,5 +303,6 @@ def eval_problems(args, model_path) -> int:
         engine.close()
         if scorer is not None:
             scorer.close()
-    print(json.dumps({"model": args.model, "problems": len(problems), "n": n, "mean_score": acc}))
+    out = {"model": args.model, "problems": len(problems), "n": n, "mean_score": acc}
+    print(json.dumps({**out, "verifier_options": options} if options else out))
     return 0

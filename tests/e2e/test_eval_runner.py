@@ -316,10 +316,9 @@ def test_keep_best_keeps_the_best_validation_checkpoint_besides_the_last(
 ):
     from pathlib import Path
 
-    import reasonrl.trainer.state as state
-
     from test_train_loop import _cfg
 
+    import reasonrl.trainer.state as state
     from reasonrl.data.schema import write_problems
     from reasonrl.engines.checkpoint import list_checkpoints, verify_checkpoint
     from reasonrl.trainer.loop import train

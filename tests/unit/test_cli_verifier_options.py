@@ -51,3 +51,37 @@ def test_eval_and_passrate_pass_them_to_their_runs(tmp_path, monkeypatch, capsys
     assert cli.main([*argv, "--verifier-option", "math.accept_unevaluated=true"]) == 0
     assert seen["passrate"] == {"math": {"accept_unevaluated": True}}
     capsys.readouterr()
+
+
+def test_held_out_eval_scores_with_them(tmp_path, monkeypatch, capsys):
+    """`reasonrl eval MODEL --data F` (no benchmarks) builds its scorer with the options."""
+    import reasonrl.eval.accuracy as accuracy
+    import reasonrl.models.loading as loading
+    import reasonrl.rollout.factory as factory
+
+    seen = {}
+
+    def fake_evaluate(engine, tok, problems, params, batch_size=256, think_from_prompt=True, scorer=None):
+        seen["options"] = None if scorer is None else scorer.options
+        return 0.5, []
+
+    monkeypatch.setattr(loading, "load_policy", lambda *a, **k: (None, None))
+    monkeypatch.setattr(
+        factory, "build_rollout_engine", lambda *a, **k: type("E", (), {"close": lambda s: None})()
+    )
+    monkeypatch.setattr(accuracy, "evaluate", fake_evaluate)
+    data = tmp_path / "d.jsonl"
+    row = {
+        "prompt": [{"role": "user", "content": "2+2?"}],
+        "reward_model": {"ground_truth": "4"},
+        "data_source": "math",
+    }
+    data.write_text(json.dumps(row) + "\n")
+    assert (
+        cli.main(["eval", "demo", "--data", str(data), "--verifier-option", "math.accept_unevaluated=true"])
+        == 0
+    )
+    assert seen["options"] == {"math": {"accept_unevaluated": True}}
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["verifier_options"] == seen["options"]
+    assert cli.main(["eval", "demo", "--data", str(data)]) == 0
+    assert seen["options"] is None  # the default runner
