@@ -2,8 +2,8 @@
 
 Owns: a synthetic, seeded set of (response, gold answer, label) triples whose labels are known by
 construction (plain integers, decimals, fractions, radicals / pi in LaTeX, polynomial expressions,
-computations left unevaluated and unreduced fractions (labelled wrong), responses with no answer; boxed, "answer is $...$", <think>-prefixed and undelimited
-"Final answer: ..." styles), and the timing of
+computations left unevaluated and unreduced fractions (labelled wrong), responses with no answer;
+boxed, "answer is $...$", <think>-prefixed and undelimited "Final answer: ..." styles), and the timing of
   1. reasonrl's "math" verifier (`VERIFIERS.get("math")`), in this process, one call per pair;
   2. math-verify directly, verl-style: `verify(parse("\\boxed{gold}"), parse(response))`;
   3. `reasonrl.rewards.sandbox.run_python` on a trivial program (skipped, with the reason, if the

@@ -1,10 +1,10 @@
 """Reward-hacking audit of reasoning-gym's scorers through our `reasoning_gym` verifier: for every
 registered task, generate rows and score answers that solve nothing (empty, constants, True / False,
 the question echoed, its best line echoed, long number lists, NaN and infinity spellings). Prints, per
-task, the reference
-answer's mean score and the four best-scoring hacks; `!!` marks a task where a hack that is not a
-plain constant (chance level on yes / no tasks is expected) scores >= 0.3 on average. What it found is
-in docs/data.md; the non-finite answers are also checked by the conformance sweep in the tests.
+task, the reference answer's mean score and the four best-scoring hacks; `!!` marks a task where a hack
+that is not a plain constant (chance level on yes / no tasks is expected) scores >= 0.3 on average. What
+it found is in docs/data.md; the non-finite answers are also checked by the conformance sweep in the
+tests.
 
     python scripts/gym_hack_audit.py [--rows 12] [--seed 1] [--tasks a,b]
 """

@@ -58,7 +58,7 @@ def add_verifier_option_arg(p: argparse.ArgumentParser) -> None:
 def verifier_options(pairs: list[str]) -> dict[str, dict]:
     """`--verifier-option VERIFIER.KEY=VALUE ...` -> {verifier: {key: value}}; the value read as JSON
     (true, 3, 0.5, "text"), else as text. An unknown verifier or option, or a value the option cannot
-    take, is an InputError naming the flag, before any model or data is read."""
+    take, is an InputError naming the flag, before any model is loaded."""
     import json
 
     from reasonrl.errors import InputError

@@ -21,8 +21,9 @@ Policy:
   either side. A gold that is a list of several answers or a mapping is refused at load (the row
   must say in one string what it means).
 - A right answer written as a computation (`123 \\times 456`, `\\dbinom{8}{4}`, `8/2`) of a gold that is a
-  whole number or a fraction scores 0 ("unevaluated", `math_form`): a copied "Compute ..." question is
-  no answer. `accept_unevaluated=True` is math-verify's reading.
+  whole number or a fraction, or as a fraction not in lowest terms, scores 0 ("unevaluated",
+  `math_form`): a copied "Compute ..." question is no answer. `accept_unevaluated=True` is math-verify's
+  reading.
 - Scientific notation is a number on both sides (`2.5e-7` == `2.5\\times 10^{-7}` == `0.00000025`),
   never 2.5·e − 7 with Euler's e. A row's `extra_info.tolerance` (absolute, OlympiadBench's `error`)
   accepts plain numbers, and each number of a comma list in any order, within it.
