@@ -10,6 +10,17 @@ from reasonrl.cli import main as cli
 from reasonrl.cli.evaluate import verifier_options
 
 
+def _math_file(tmp_path):
+    """A one-row math data file (verl's row layout)."""
+    row = {
+        "prompt": [{"role": "user", "content": "2+2?"}],
+        "reward_model": {"ground_truth": "4"},
+        "data_source": "math",
+    }
+    (tmp_path / "d.jsonl").write_text(json.dumps(row) + "\n")
+    return tmp_path / "d.jsonl"
+
+
 def test_values_are_read_as_json_else_as_text_and_grouped_by_verifier():
     assert verifier_options(
         ["math.accept_unevaluated=true", "gsm8k.float_rounding=4", "math.float_rounding=3", "code.backend=local"]
@@ -40,13 +51,7 @@ def test_eval_and_passrate_pass_them_to_their_runs(tmp_path, monkeypatch, capsys
         return [0.5] * len(problems)
 
     monkeypatch.setattr(passrate, "pass_rates", fake_rates)
-    data = tmp_path / "d.jsonl"
-    row = {
-        "prompt": [{"role": "user", "content": "2+2?"}],
-        "reward_model": {"ground_truth": "4"},
-        "data_source": "math",
-    }
-    data.write_text(json.dumps(row) + "\n")
+    data = _math_file(tmp_path)
     argv = ["data", "passrate", str(data), "--model", "demo", "--out", str(tmp_path / "o.jsonl"), "--quiet"]
     assert cli.main([*argv, "--verifier-option", "math.accept_unevaluated=true"]) == 0
     assert seen["passrate"] == {"math": {"accept_unevaluated": True}}
@@ -70,13 +75,7 @@ def test_held_out_eval_scores_with_them(tmp_path, monkeypatch, capsys):
         factory, "build_rollout_engine", lambda *a, **k: type("E", (), {"close": lambda s: None})()
     )
     monkeypatch.setattr(accuracy, "evaluate", fake_evaluate)
-    data = tmp_path / "d.jsonl"
-    row = {
-        "prompt": [{"role": "user", "content": "2+2?"}],
-        "reward_model": {"ground_truth": "4"},
-        "data_source": "math",
-    }
-    data.write_text(json.dumps(row) + "\n")
+    data = _math_file(tmp_path)
     assert (
         cli.main(["eval", "demo", "--data", str(data), "--verifier-option", "math.accept_unevaluated=true"])
         == 0
