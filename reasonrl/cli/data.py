@@ -54,16 +54,9 @@ def _write_rows(out, rows, inputs) -> None:
 
 
 def _options(pairs: list[str]) -> dict:
-    out = {}
-    for p in pairs:
-        k, eq, v = p.partition("=")
-        if not eq:
-            raise InputError(f"--option {p!r}: expected KEY=VALUE")
-        try:
-            out[k] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k] = v
-    return out
+    from reasonrl.cli.evaluate import key_values
+
+    return dict(key_values(pairs, "--option"))
 
 
 def cmd_list(args) -> int:

@@ -55,26 +55,39 @@ def add_verifier_option_arg(p: argparse.ArgumentParser) -> None:
                         "math.accept_unevaluated=true, code.backend=sandbox_fusion)")  # fmt: skip
 
 
+def key_values(pairs: list[str], flag: str, form: str = "KEY=VALUE") -> list[tuple[str, object]]:
+    """`KEY=VALUE` items of a repeatable flag -> [(key, value)], the value read as JSON (true, 3, 0.5,
+    "text"), else as text; an item without `=` is an InputError naming the flag and the form."""
+    import json
+
+    from reasonrl.errors import InputError
+
+    out = []
+    for item in pairs:
+        key, eq, text = item.partition("=")
+        if not eq or not key:
+            raise InputError(f"{flag} {item!r}: expected {form}")
+        try:
+            out.append((key, json.loads(text)))
+        except json.JSONDecodeError:
+            out.append((key, text))
+    return out
+
+
 def verifier_options(pairs: list[str]) -> dict[str, dict]:
     """`--verifier-option VERIFIER.KEY=VALUE ...` -> {verifier: {key: value}}; the value read as JSON
     (true, 3, 0.5, "text"), else as text. An unknown verifier or option, or a value the option cannot
     take, is an InputError naming the flag, before any model is loaded."""
-    import json
-
     from reasonrl.errors import InputError
     from reasonrl.registry import RegistryError
     from reasonrl.rewards.base import VERIFIERS, check_setup
 
     out: dict[str, dict] = {}
-    for item in pairs:
-        target, eq, text = item.partition("=")
+    form = "VERIFIER.KEY=VALUE"
+    for (target, value), item in zip(key_values(pairs, "--verifier-option", form), pairs):
         name, dot, key = target.partition(".")
-        if not eq or not dot or not name or not key:
-            raise InputError(f"--verifier-option {item!r}: expected VERIFIER.KEY=VALUE")
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            value = text
+        if not dot or not name or not key:
+            raise InputError(f"--verifier-option {item!r}: expected {form}")
         out.setdefault(name, {})[key] = value
     for name, kw in out.items():
         try:

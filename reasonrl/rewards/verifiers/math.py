@@ -56,8 +56,8 @@ MAX_NUMBER_CHARS = 100  # longer digit strings are not plain answers
 # ---------------------------------------------------------------- fast path: plain numbers
 
 _WRAPPERS = re.compile(r"\\(?:text|textbf|textrm|mathrm|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
-_SPACING = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~")
-_DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\degree|°")
+SPACING = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~")  # LaTeX spacing (math_form reads it too)
+DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\degree|°")
 _FRAC = re.compile(r"^\\[dtc]?frac\s*\{([^{}]+)\}\s*\{([^{}]+)\}$")
 _PLAIN = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)$")
 _THOUSANDS = re.compile(r"^[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$")
@@ -88,9 +88,9 @@ def clean_latex(s: str) -> str:
         if s.startswith(a) and s.endswith(b) and len(s) >= len(a) + len(b):
             s = s[len(a) : len(s) - len(b)].strip()
     s = s.replace("\\left", "").replace("\\right", "").replace("\\displaystyle", "")
-    s = _SPACING.sub(" ", s)
+    s = SPACING.sub(" ", s)
     s = _WRAPPERS.sub(r" \1 ", s)
-    s = _DEGREES.sub("", s)
+    s = DEGREES.sub("", s)
     s = s.replace("\\$", "").replace("\\%", "%").replace("$", "")
     return " ".join(s.split()).rstrip(".").strip()
 

@@ -26,13 +26,12 @@ from __future__ import annotations
 import math
 import re
 
-# units and words (and a unit's own power: cm^2), degrees, LaTeX spacing: not computations
+# units and words (and a unit's own power: cm^2): not computations (nor degrees, spacing, delimiters)
 _WORDS = re.compile(
     r"\\(?:text|textbf|textrm|textit|mathrm|mathit|mbox|textnormal|operatorname\*?)\s*\{[^{}]*\}"
     r"(?:\s*\^\s*(?:\{[^{}]*\}|\w))?"
 )
-_DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\degree|°")
-_SPACING = re.compile(r"\\[,;:! ]|\\quad|\\qquad|~|\\left|\\right|\$|\\[()\[\]]")  # and math delimiters
+_DELIMITERS = re.compile(r"\\left|\\right|\$|\\[()\[\]]")  # sizes and math delimiters
 _STATED = re.compile(r"=|\\approx|\\simeq|\\equiv")  # the value is what follows the last of these
 _FUNCTION = re.compile(
     r"\\(?:sqrt|binom|dbinom|tbinom|choose|int|iint|iiint|oint|sum|prod|lim|limsup|liminf|log|ln|lg|exp|"
@@ -57,7 +56,9 @@ _SCIENTIFIC = re.compile(r"(?:\\times|\\cdot|\*|×)\s*10\s*\^\s*(?:\{\s*[+-]?\d+
 def _value_text(answer: str) -> str:
     """The part of an answer that states the value: no words, units, degrees or spacing, after the last
     `=` / `\\approx`, scientific notation's power of ten dropped."""
-    text = _SPACING.sub(" ", _DEGREES.sub("", _WORDS.sub(" ", answer)))
+    from reasonrl.rewards.verifiers.math import DEGREES, SPACING  # the verifier's own LaTeX clean-up
+
+    text = _DELIMITERS.sub(" ", SPACING.sub(" ", DEGREES.sub("", _WORDS.sub(" ", answer))))
     return _SCIENTIFIC.sub("", _STATED.split(text)[-1]).strip()
 
 
