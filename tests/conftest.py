@@ -7,7 +7,9 @@ the interpreter); `fusion_servers`, SandboxFusion stand-ins on 127.0.0.1 that ru
 sandbox (the remote code backend's tests); the `bwrap` marker and `require_bwrap` (skip without the
 sandbox, fail under CI); `_torch_threads`, which gives every test torch's thread count back as it found it (a test that set 1
 thread once made every later test run single-threaded, and a test that holds only on one thread
-passed by the order of the files); and the order of the modules: the few that take minutes go first,
+passed by the order of the files); `_registries_left_as_found`, which fails a test that leaves an
+entry it defined in one of the registries (an engine registered by one test made another test's list
+of known engines wrong, on CI's order of files only); and the order of the modules: the few that take minutes go first,
 so that `make test`'s parallel workers (pytest-xdist, one module per worker at a time) start them at
 once and finish together, rather than one worker running the longest module alone at the end.
 Does not own: the warm-started demo model (too slow for unit tests; the e2e tests build it).
@@ -197,6 +199,42 @@ def _torch_threads():
     yield
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
+
+
+# the registries (module, name); checked only once a test has imported the module
+_REGISTRIES = (
+    ("reasonrl.rollout.factory", "ROLLOUT_ENGINES"),
+    ("reasonrl.rewards.base", "VERIFIERS"),
+    ("reasonrl.data.prepare", "CONVERTERS"),
+    ("reasonrl.eval.benchmarks", "BENCHMARKS"),
+    ("reasonrl.algorithms.advantages", "ADVANTAGES"),
+    ("reasonrl.algorithms.losses", "POLICY_LOSSES"),
+)
+
+
+def _loaded_registries():
+    import sys
+
+    for module, name in _REGISTRIES:
+        if module in sys.modules:
+            yield f"{module}.{name}", getattr(sys.modules[module], name)
+
+
+@pytest.fixture(autouse=True)
+def _registries_left_as_found():
+    """Entries a test defines (functions inside the test) must be gone when it ends: register them on
+    `monkeypatch.setattr(REG, "_entries", dict(REG._entries))`. Entries that modules register when
+    imported stay (their functions are not local)."""
+    before = {key: set(reg._entries) for key, reg in _loaded_registries()}
+    yield
+    for key, reg in _loaded_registries():
+        left = [
+            n
+            for n, fn in reg._entries.items()
+            if n not in before.get(key, ()) and "<locals>" in getattr(fn, "__qualname__", "")
+        ]
+        if left:
+            pytest.fail(f"the test left {key} entries {left} registered; register them on a copy")
 
 
 def pytest_collection_modifyitems(items):

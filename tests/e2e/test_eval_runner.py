@@ -67,7 +67,7 @@ def test_eval_writes_samples_and_a_table_recomputable_from_them(tiny_model_dir, 
     assert "time: " in res.stdout and "samples/s" in res.stdout  # printed after the table
 
 
-def test_verifier_options_score_the_eval_and_are_recorded(tiny_model_dir, tmp_path):
+def test_verifier_options_score_the_eval_and_are_recorded(tiny_model_dir, tmp_path, monkeypatch):
     """An engine that answers each problem by copying its question ("3 + 1?" -> "#### 3 + 1", the
     shortcut a policy would find) scores 0 ("unevaluated"); `math.accept_unevaluated` given to the eval
     scores it as math-verify does, and the table says so."""
@@ -86,8 +86,8 @@ def test_verifier_options_score_the_eval_and_are_recorded(tiny_model_dir, tmp_pa
             ]
             return [[Completion([0], f"#### {q}", [0.0]) for _ in range(params.n)] for q in questions]
 
-    if "echo-question" not in ROLLOUT_ENGINES.names():
-        ROLLOUT_ENGINES.register("echo-question")(lambda model, tokenizer: Echo(model, tokenizer))
+    monkeypatch.setattr(ROLLOUT_ENGINES, "_entries", dict(ROLLOUT_ENGINES._entries))  # undone afterwards
+    ROLLOUT_ENGINES.register("echo-question")(lambda model, tokenizer: Echo(model, tokenizer))
     data = _data(tmp_path)
     kw = dict(data_dir=data, engine="echo-question", device="cpu", overrides={"n": 1, "temperature": 0.0},
               workers=1, log=lambda *a: None)  # fmt: skip
