@@ -1,5 +1,6 @@
 """A right answer written as a computation of a plain-number gold scores 0 ("unevaluated",
-`rewards/verifiers/math_form.py`): copying a "Compute ..." question into a box must not score."""
+`rewards/verifiers/math_form.py`): copying a "Compute ..." question into a box must not score. And an
+AMC-style answer that names the option and its value is read by the part the gold states."""
 
 from __future__ import annotations
 
@@ -137,3 +138,36 @@ def _computed(text: str, gold: str) -> bool:
 )
 def test_what_counts_as_a_computation(text, gold, expected):
     assert _computed(text, gold) is expected
+
+
+@pytest.mark.parametrize(
+    "boxed, gold, score",
+    [
+        # AoPS's way of writing an AMC answer: math-verify reads c*5 and fails it against 5 and against C
+        ("\\textbf{(C)}\\ 5", "5", 1.0),
+        ("\\textbf{(C) }5", "5", 1.0),
+        ("\\text{(C)} 5", "5", 1.0),
+        ("(C) 5", "5", 1.0),
+        ("(C)5", "5", 1.0),
+        ("\\textbf{(B)}\\ 2\\sqrt{3}", "2\\sqrt{3}", 1.0),  # the symbolic path
+        ("\\textbf{(E) } \\frac{3}{4}", "\\frac{3}{4}", 1.0),
+        ("\\textbf{(C)}\\ 5", "C", 1.0),  # a letter gold: the letter counts
+        ("\\textbf{(C)}\\ 5", "\\text{(C)}", 1.0),
+        ("(C) 7", "C", 1.0),  # the value of option C cannot be checked without the options
+        ("\\textbf{(B)}\\ 5", "C", 0.0),
+        ("\\textbf{(C)}\\ 6", "5", 0.0),
+        ("(D) 2+6", "8", 0.0),  # the value is still checked for a computation
+        ("(A) 3 (B) 5", "5", 0.0),  # listing the options: only the first label is read
+        ("(A) 3 (B) 5", "B", 0.0),
+        ("\\textbf{(B) or (C)}", "C", 0.0),
+        ("(A) \\cup (B)", "A", 0.0),  # an operation on "(A)", not a label
+    ],
+)
+def test_an_option_and_its_value_are_read_by_what_the_gold_states(boxed, gold, score):
+    assert math(f"So the answer is $\\boxed{{{boxed}}}$.", P(gold)).score == score
+
+
+def test_two_labelled_answers_are_still_two_answers():
+    assert math("\\boxed{(A) 5} or \\boxed{(B) 6}", P("5")).score == 0.0
+    assert math("\\boxed{(A) 5} or \\boxed{(B) 6}", P("A")).score == 0.0
+    assert math("<answer>(C) 5</answer>", P("5")).score == 1.0  # a tag's answer too

@@ -24,6 +24,8 @@ Policy:
   whole number or a fraction, or as a fraction not in lowest terms, scores 0 ("unevaluated",
   `math_form`): a copied "Compute ..." question is no answer. `accept_unevaluated=True` is math-verify's
   reading.
+- An AMC-style answer that names the option and its value (`\\textbf{(C)}\\ 5`) is compared by its
+  letter against a letter gold and by its value against any other (`math_form.choice_label`).
 - Scientific notation is a number on both sides (`2.5e-7` == `2.5\\times 10^{-7}` == `0.00000025`),
   never 2.5·e − 7 with Euler's e. A row's `extra_info.tolerance` (absolute, OlympiadBench's `error`)
   accepts plain numbers, and each number of a comma list in any order, within it.
@@ -42,7 +44,7 @@ from fractions import Fraction
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult, checks_ground_truth, result
-from reasonrl.rewards.extract import answer_region, boxed_all, extract
+from reasonrl.rewards.extract import Extraction, answer_region, boxed_all, extract
 from reasonrl.rewards.ground_truth import single
 from reasonrl.rewards.verifiers import math_form, math_numbers, math_warm_up
 from reasonrl.rewards.verifiers.math_size import too_complex
@@ -369,6 +371,9 @@ def score_math(
     tolerance = _tolerance(problem)
     boxes = boxed_all(region)
     found = extract(region, modes, think=False)
+    labelled = math_form.choice_label(found.answer, gold) if found is not None else None
+    if labelled is not None:  # "(C) 5": the letter against a letter gold, else the value
+        found = Extraction(labelled, found.mode)
     # fast path: one answer (identical boxes count as one) that is a plain number
     if found is not None and (found.mode != "boxed" or len(set(boxes)) == 1):
         if tolerance and "," in gold:
@@ -392,7 +397,7 @@ def score_math(
         return result(False, found.answer, reason="too_complex", path="symbolic")
     if mode in ("answer_tag", "gsm8k") or (mode == "answer_colon" and _BARE.fullmatch(found.answer)):
         text = found.answer if "$" in found.answer else f"\\boxed{{{set_form(found.answer)}}}"
-    elif mode == "boxed" and len(set(boxes)) == 1 and set_form(found.answer) != found.answer:
+    elif mode == "boxed" and len(set(boxes)) == 1 and (labelled or set_form(found.answer) != found.answer):
         text = f"\\boxed{{{set_form(found.answer)}}}"  # "x=2 or x=3" read as the set it names
     else:
         text = region

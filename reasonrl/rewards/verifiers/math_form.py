@@ -17,7 +17,11 @@ may round an irrational value (`\\sqrt{17}` for 4.1231 is right). A gold that is
 (`2\\sqrt{3}`, a set, an expression) leaves every equal form right, and so does an answer written as
 the gold is.
 
-Owns: `unevaluated`. Does not own: reading numbers (`math.to_number`) or the comparison
+Also owns `choice_label`: AMC-style answers name the option and its value (`\\textbf{(C)}\\ 5`, as in
+AoPS solutions); the math verifier compares the letter with a letter gold and the value with any other
+gold (math-verify reads the label as a product, c*5, and fails both).
+
+Owns: `unevaluated`, `choice_label`. Does not own: reading numbers (`math.to_number`) or the comparison
 (`rewards.verifiers.math`).
 """
 
@@ -60,6 +64,28 @@ def _value_text(answer: str) -> str:
 
     text = _DELIMITERS.sub(" ", SPACING.sub(" ", DEGREES.sub("", _WORDS.sub(" ", answer))))
     return _SCIENTIFIC.sub("", _STATED.split(text)[-1]).strip()
+
+
+# "(C) 5" after LaTeX clean-up; the value must not start as an operation on the "(C)" (sets: (A) \\cup (B))
+_LABEL = re.compile(
+    r"\(([A-E])\)(?:\s+|(?=\d))(?![=<>+\-*/^|,:;]|\\(?:cup|cap|setminus|times|cdot|div|to|[lg]eq?|neq|in|"
+    r"subset|supset|wedge|vee|land|lor|implies|iff)(?![A-Za-z]))(\S.*)",
+    re.DOTALL,
+)
+_LETTER = re.compile(r"\(?([A-E])\)?")
+
+
+def choice_label(answer: str, gold: str) -> str | None:
+    """What of an answer that names an option and its value (`\\textbf{(C)}\\ 5`) the math verifier
+    compares with `gold`: the letter when the gold is one (`C`, `\\text{(C)}`), else the value; None
+    when the answer is not of that form. Only the first label counts: `(A) 3 (B) 5` leaves the value
+    `3 (B) 5`, which equals no gold."""
+    from reasonrl.rewards.verifiers.math import clean_latex
+
+    m = _LABEL.fullmatch(clean_latex(answer))
+    if m is None:
+        return None
+    return m.group(1) if _LETTER.fullmatch(clean_latex(gold)) else m.group(2).strip()
 
 
 def unevaluated(answer: str, gold: str, integer: bool, exact: bool) -> bool:
