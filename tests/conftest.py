@@ -5,13 +5,14 @@ procedural task corpus by `reasonrl.models.tiny`, in a couple of seconds, once p
 `python_every_uid_reaches` (unisolated sandbox runs as root drop to a per-run uid, which must reach
 the interpreter); `fusion_servers`, SandboxFusion stand-ins on 127.0.0.1 that run code with our own
 sandbox (the remote code backend's tests); the `bwrap` marker and `require_bwrap` (skip without the
-sandbox, fail under CI); `_torch_threads`, which gives every test torch's thread count back as it found it (a test that set 1
-thread once made every later test run single-threaded, and a test that holds only on one thread
-passed by the order of the files); `_registries_left_as_found`, which fails a test that leaves an
-entry it defined in one of the registries (an engine registered by one test made another test's list
-of known engines wrong, on CI's order of files only); and the order of the modules: the few that take minutes go first,
-so that `make test`'s parallel workers (pytest-xdist, one module per worker at a time) start them at
-once and finish together, rather than one worker running the longest module alone at the end.
+sandbox, fail under CI); `_torch_threads`, which gives every test torch's thread count back as it found
+it (a test that set 1 thread once made every later test run single-threaded, and a test that holds only
+on one thread passed by the order of the files); `_registries_left_as_found`, which fails a test that
+leaves an entry it defined in one of the registries (an engine registered by one test made another
+test's list of known engines wrong, on CI's order of files only); and the order of the modules: the few
+that take minutes go first, so that `make test`'s parallel workers (pytest-xdist, one module per worker
+at a time) start them at once and finish together, rather than one worker running the longest module
+alone at the end.
 Does not own: the warm-started demo model (too slow for unit tests; the e2e tests build it).
 
 The model is shared by every test of the session: tests that change its weights or its mode must work

@@ -66,7 +66,7 @@ def _value_text(answer: str) -> str:
     return _SCIENTIFIC.sub("", _STATED.split(text)[-1]).strip()
 
 
-# "(C) 5" after LaTeX clean-up; the value must not start as an operation on the "(C)" (sets: (A) \\cup (B))
+# "(C) 5" after LaTeX clean-up; the value must not start as an operation on the "(C)" (sets: (A) \cup (B))
 _LABEL = re.compile(
     r"\(([A-E])\)(?:\s+|(?=\d))(?![=<>+\-*/^|,:;]|\\(?:cup|cap|setminus|times|cdot|div|to|[lg]eq?|neq|in|"
     r"subset|supset|wedge|vee|land|lor|implies|iff)(?![A-Za-z]))(\S.*)",
