@@ -2,7 +2,8 @@
 
 Owns: a synthetic, seeded set of (response, gold answer, label) triples whose labels are known by
 construction (plain integers, decimals, fractions, radicals / pi in LaTeX, polynomial expressions,
-computations left unevaluated and unreduced fractions (labelled wrong), responses with no answer;
+computations left unevaluated and unreduced fractions (labelled wrong), AMC answers naming the option
+and its value against a value or a letter gold, responses with no answer;
 boxed, "answer is $...$", <think>-prefixed and undelimited "Final answer: ..." styles), and the timing of
   1. reasonrl's "math" verifier (`VERIFIERS.get("math")`), in this process, one call per pair;
   2. math-verify directly, verl-style: `verify(parse("\\boxed{gold}"), parse(response))`;
@@ -72,6 +73,17 @@ def _computation_case(rng: random.Random):
     return gold, [gold, f"{a * b:,}"], wrong
 
 
+def _option_case(rng: random.Random):
+    """An AMC answer written as AoPS writes it, the option and its value (`\\textbf{(C)}\\ 5`), against the
+    value or the letter as gold (rewards/verifiers/math_form.py)."""
+    v, letter = rng.randint(1, 500), rng.choice("ABCDE")
+    other = "ABCDE"[("ABCDE".index(letter) + 1) % 5]
+    labelled = [f"\\textbf{{({letter})}}\\ {v}", f"\\textbf{{({letter}) }}{v}", f"({letter}) {v}"]
+    if rng.random() < 0.5:
+        return str(v), [*labelled, str(v)], [f"\\textbf{{({letter})}}\\ {v + 1}", f"({letter}) {v - 1}"]
+    return letter, [*labelled, f"\\textbf{{({letter})}}"], [f"\\textbf{{({other})}}\\ {v}", f"({other}) {v}"]
+
+
 def _latex_case(rng: random.Random):
     if rng.random() < 0.5:  # k sqrt(m) == sqrt(k^2 m)
         k, m = rng.randint(2, 9), rng.choice(_SQUAREFREE)
@@ -97,6 +109,7 @@ CASES = {
     "latex": _latex_case,
     "expression": _expr_case,
     "computation": _computation_case,
+    "option": _option_case,
 }
 
 

@@ -161,10 +161,30 @@ def test_what_counts_as_a_computation(text, gold, expected):
         ("(A) 3 (B) 5", "B", 0.0),
         ("\\textbf{(B) or (C)}", "C", 0.0),
         ("(A) \\cup (B)", "A", 0.0),  # an operation on "(A)", not a label
+        ("(C) or (B)", "C", 0.0),  # a second option named: no letter is read
+        ("\\textbf{(C)} or \\textbf{(B)}", "C", 0.0),
+        ("(C) 5 or B", "C", 0.0),
+        ("(C), (D)", "C", 0.0),
     ],
 )
 def test_an_option_and_its_value_are_read_by_what_the_gold_states(boxed, gold, score):
     assert math(f"So the answer is $\\boxed{{{boxed}}}$.", P(gold)).score == score
+
+
+@pytest.mark.parametrize(
+    "response, gold, score",
+    [
+        ("Putting it together, the answer is $\\textbf{(C) }115$.", "C", 1.0),
+        ("Putting it together, the answer is $\\textbf{(C) }115$.", "115", 1.0),
+        ("Putting it together, the answer is $(B) 115$.", "C", 0.0),
+        ("Checking once more.\n\nFinal answer: \\textbf{(A)}\\ 261", "A", 1.0),
+        ("Checking once more.\n\nFinal answer: \\textbf{(B)}", "B", 1.0),  # the option alone
+        ("Checking once more.\n\nFinal answer: \\textbf{(B)}", "5", 0.0),
+        ("Final answer: \\textbf{(C)} or \\textbf{(D)}", "C", 0.0),
+    ],
+)
+def test_unboxed_answers_name_their_option_too(response, gold, score):
+    assert math(response, P(gold)).score == score
 
 
 def test_two_labelled_answers_are_still_two_answers():

@@ -395,10 +395,12 @@ def score_math(
         return result(False, None, reason="ambiguous", path="symbolic")
     if found is not None and too_complex(found.answer):
         return result(False, found.answer, reason="too_complex", path="symbolic")
+    one_box = mode != "boxed" or len(set(boxes)) == 1
     if mode in ("answer_tag", "gsm8k") or (mode == "answer_colon" and _BARE.fullmatch(found.answer)):
         text = found.answer if "$" in found.answer else f"\\boxed{{{set_form(found.answer)}}}"
-    elif mode == "boxed" and len(set(boxes)) == 1 and (labelled or set_form(found.answer) != found.answer):
-        text = f"\\boxed{{{set_form(found.answer)}}}"  # "x=2 or x=3" read as the set it names
+    elif one_box and (labelled or (mode == "boxed" and set_form(found.answer) != found.answer)):
+        # an option's letter or value alone; "x=2 or x=3" read as the set it names
+        text = f"\\boxed{{{set_form(found.answer)}}}"
     else:
         text = region
     if too_complex(text[-MAX_SYMBOLIC_CHARS:]):

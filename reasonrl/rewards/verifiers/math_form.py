@@ -68,24 +68,28 @@ def _value_text(answer: str) -> str:
 
 # "(C) 5" after LaTeX clean-up; the value must not start as an operation on the "(C)" (sets: (A) \cup (B))
 _LABEL = re.compile(
-    r"\(([A-E])\)(?:\s+|(?=\d))(?![=<>+\-*/^|,:;]|\\(?:cup|cap|setminus|times|cdot|div|to|[lg]eq?|neq|in|"
-    r"subset|supset|wedge|vee|land|lor|implies|iff)(?![A-Za-z]))(\S.*)",
+    r"\(([A-E])\)(?:(?:\s+|(?=\d))(?![=<>+\-*/^|,:;]|\\(?:cup|cap|setminus|times|cdot|div|to|[lg]eq?|neq|in|"
+    r"subset|supset|wedge|vee|land|lor|implies|iff)(?![A-Za-z]))(\S.*))?",
     re.DOTALL,
 )
 _LETTER = re.compile(r"\(?([A-E])\)?")
+_ANOTHER = re.compile(r"\([A-E]\)|(?:\bor|\band|,)\s*\(?[A-E]\b")  # "(C) or (B)", "(C) 5 or B"
 
 
 def choice_label(answer: str, gold: str) -> str | None:
-    """What of an answer that names an option and its value (`\\textbf{(C)}\\ 5`) the math verifier
-    compares with `gold`: the letter when the gold is one (`C`, `\\text{(C)}`), else the value; None
-    when the answer is not of that form. Only the first label counts: `(A) 3 (B) 5` leaves the value
-    `3 (B) 5`, which equals no gold."""
+    """What of an answer that names an option and its value (`\\textbf{(C)}\\ 5`), or the option alone,
+    the math verifier compares with `gold`: the letter when the gold is one (`C`, `\\text{(C)}`), else
+    the value; None when the answer is not of that form, or names only an option against a gold that is
+    not one. Only the first label counts: `(A) 3 (B) 5` leaves the value `3 (B) 5`, which equals no gold."""
     from reasonrl.rewards.verifiers.math import clean_latex
 
     m = _LABEL.fullmatch(clean_latex(answer))
     if m is None:
         return None
-    return m.group(1) if _LETTER.fullmatch(clean_latex(gold)) else m.group(2).strip()
+    if _LETTER.fullmatch(clean_latex(gold)):
+        # a second option named after the first ("(C) or (B)") leaves the answer to math-verify (wrong)
+        return None if m.group(2) and _ANOTHER.search(m.group(2)) else m.group(1)
+    return m.group(2).strip() if m.group(2) else None
 
 
 def unevaluated(answer: str, gold: str, integer: bool, exact: bool) -> bool:
