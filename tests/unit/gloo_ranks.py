@@ -12,7 +12,9 @@ only the verifiers' libraries."""
 
 from __future__ import annotations
 
+import queue
 import socket
+import time
 from multiprocessing import forkserver
 from unittest import mock
 
@@ -46,8 +48,30 @@ def run_ranks(target, n: int = 2, *args, timeout: float = 150.0) -> list:
     with mock.patch.object(forkserver, "connect_to_new_process", _SERVER.connect_to_new_process):
         for p in procs:
             p.start()
-    results = sorted((out.get(timeout=timeout) for _ in procs), key=lambda x: x[0])
+    try:
+        results = sorted(_results(out, procs, timeout), key=lambda x: x[0])
+    except BaseException:  # a failed rank's peers are not left waiting on their next collective
+        for p in procs:
+            p.kill()
+            p.join(timeout=30)
+        raise
     for p in procs:
         p.join(timeout=30)
         assert p.exitcode == 0, p.exitcode
+    return results
+
+
+def _results(out, procs, timeout: float) -> list:
+    """One result per process; fails as soon as a rank has died (its peers would otherwise wait for
+    the whole `timeout`), naming the rank and its exit code."""
+    results, deadline = [], time.monotonic() + timeout
+    while len(results) < len(procs):
+        try:
+            results.append(out.get(timeout=1.0))
+        except queue.Empty:
+            dead = [(r, p.exitcode) for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
+            if dead:
+                raise AssertionError(f"rank {dead[0][0]} exited with status {dead[0][1]}") from None
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no result from {len(procs) - len(results)} rank(s) in {timeout} s") from None
     return results
