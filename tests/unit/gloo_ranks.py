@@ -73,5 +73,7 @@ def _results(out, procs, timeout: float) -> list:
             if dead:
                 raise AssertionError(f"rank {dead[0][0]} exited with status {dead[0][1]}") from None
             if time.monotonic() > deadline:
-                raise AssertionError(f"no result from {len(procs) - len(results)} rank(s) in {timeout} s") from None
+                raise AssertionError(
+                    f"no result from {len(procs) - len(results)} rank(s) in {timeout} s"
+                ) from None
     return results
