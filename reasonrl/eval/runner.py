@@ -222,6 +222,8 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
                     if (name, c) not in want:
                         continue
                     chunk = problems[c : c + chunk_size]
+                    if (name, c) == todo[-1]:  # the verifier pool closes after this chunk
+                        scorer.closing_soon()
                     t = time.perf_counter()
                     groups = generate_groups(
                         engine, tok, chunk, replace(params, seed=_chunk_seed(seed, name, c))

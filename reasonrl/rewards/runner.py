@@ -74,6 +74,7 @@ RUN_MODES = ("inline", "thread", "pool")
 DEFAULT_INLINE = frozenset({"arithmetic", "countdown", "format_think_answer", "overlong"})
 BATCH_BUDGET = 0.02  # a batched pool task is sized to take about this share of the time limit
 MAX_BATCH = 64
+_PEBBLE_TICK: float | None = None  # pebble's own poll interval, saved when `closing_soon` lowers it
 
 
 def preload_modules(problems: Iterable[Problem]) -> tuple[str, ...]:
@@ -166,6 +167,7 @@ class RewardRunner:
         self.restarts = 0  # pools rebuilt after a hang of the pool itself (not worker kills)
         self.tasks_scheduled = 0  # pool tasks sent (a batch of quick calls is one task)
         self._latency: dict[str, float] = {}  # verifier name -> mean seconds per pool call
+        self._tick_lowered = False  # closing_soon() lowered pebble's tick; close() restores it
 
     # -- lifecycle
     def __enter__(self) -> RewardRunner:
@@ -194,10 +196,29 @@ class RewardRunner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def closing_soon(self) -> None:
+        """The caller is about to send its last batch (an eval generating its last chunk). Until `close`,
+        pebble's threads poll every 5 ms instead of every 0.1 s (`pebble.common.CONSTS.sleep_unit`,
+        process-wide), so `close`, which joins them, waits ~5 ms instead of up to 0.1 s (0.05 s at the
+        end of every eval on average). A pool that lives on (a training run's) keeps the 0.1 s tick:
+        at 5 ms it would cost ~1.5% of a core."""
+        from pebble.common import CONSTS
+
+        global _PEBBLE_TICK
+        if _PEBBLE_TICK is None:
+            _PEBBLE_TICK = CONSTS.sleep_unit
+        CONSTS.sleep_unit = min(CONSTS.sleep_unit, 0.005)
+        self._tick_lowered = True
+
     def close(self) -> None:
         """Stop workers and threads. The runner can be used again (a new pool starts lazily)."""
         self._wait_started()
         self._close_pool()
+        if self._tick_lowered:  # pebble's own tick again, for any pool that lives on
+            from pebble.common import CONSTS
+
+            CONSTS.sleep_unit = _PEBBLE_TICK
+            self._tick_lowered = False
         for tpool in self._tpools.values():
             tpool.shutdown(wait=False, cancel_futures=True)
         self._tpools = {}

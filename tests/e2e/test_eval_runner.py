@@ -115,10 +115,24 @@ def test_verifier_options_score_the_eval_and_are_recorded(tiny_model_dir, tmp_pa
         run_benchmarks(tiny_model_dir, [BENCHMARKS.get("gsm8k")], tmp_path / "loose", **kw)
 
 
-def test_scoring_beside_generation_gives_the_same_samples(tiny_model_dir, tmp_path):
+def test_scoring_beside_generation_gives_the_same_samples(tiny_model_dir, tmp_path, monkeypatch):
+    from pebble.common import CONSTS
+
     from reasonrl.eval.benchmarks import BENCHMARKS, load_benchmark
     from reasonrl.eval.runner import generate_samples, sampling_for
+    from reasonrl.rewards.runner import RewardRunner
+    from reasonrl.rollout import scored
 
+    # the verifier pool is told it closes soon when the last chunk starts generating, not earlier
+    generated, told = [], []
+    real_generate, real_soon = scored.generate_groups, RewardRunner.closing_soon
+    monkeypatch.setattr(
+        scored, "generate_groups", lambda *a, **k: generated.append(1) or real_generate(*a, **k)
+    )
+    monkeypatch.setattr(
+        RewardRunner, "closing_soon", lambda self: told.append(len(generated)) or real_soon(self)
+    )
+    tick = CONSTS.sleep_unit
     data = _data(tmp_path)
     b = BENCHMARKS.get("gsm8k")
     work = [
@@ -130,6 +144,8 @@ def test_scoring_beside_generation_gives_the_same_samples(tiny_model_dir, tmp_pa
         got[overlap] = generate_samples(tiny_model_dir, work, path, device="cpu", chunk_size=2,
                                         log=lambda *a: None, overlap=overlap)  # fmt: skip
         assert path.read_text().count('"committed"') == 3
+        assert told == [2] and CONSTS.sleep_unit == tick  # pebble's tick back after the eval
+        generated.clear(), told.clear()
     assert len(got[True]) == 12 and got[True] == got[False]
 
 

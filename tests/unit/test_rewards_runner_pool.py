@@ -241,3 +241,18 @@ def test_a_batch_of_two_that_fails_is_rerun_call_by_call():
     assert r.tasks_scheduled - tasks == 4 + 2  # the failed pair again, one call each
     assert [x.reason for x in res] == ["ok", "timeout"] + ["ok"] * 6  # the hang, not its partner
     assert [x.score for x in res] == [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0]
+
+
+def test_closing_soon_shortens_pebbles_tick_until_close():
+    """An eval says when its last chunk starts: the pool then polls every 5 ms, so closing it does not
+    wait up to pebble's 0.1 s tick; `close` puts pebble's tick back for any pool that lives on."""
+    from pebble.common import CONSTS
+
+    tick = CONSTS.sleep_unit
+    with RewardRunner(workers=1, timeout_s=TIMEOUT, modules=[H.__name__]) as r:
+        assert r.score(["a"], [prob(T + "echo")])[0][0].score == 1.0
+        assert CONSTS.sleep_unit == tick  # a pool that lives on keeps pebble's tick
+        r.closing_soon()
+        assert CONSTS.sleep_unit == 0.005
+        assert r.score(["a"], [prob(T + "echo")])[0][0].score == 1.0  # and still scores
+    assert CONSTS.sleep_unit == tick
