@@ -87,12 +87,14 @@ def _eval(args) -> int:
     if args.model is None:
         raise InputError("eval needs a MODEL (a HF directory, a run directory, a hub id or 'demo')")
     if args.model == "compare":  # reasonrl eval compare A/results.json B/results.json
-        from reasonrl.eval.compare import compare_results, comparison_markdown, load_results, load_setup
+        from reasonrl.eval import compare as cmp
 
         if len(args.rest) != 2:
             raise InputError("eval compare needs two results.json files (or output directories)")
-        results = [load_results(p) for p in args.rest]
-        print(comparison_markdown(compare_results(*results, setups=tuple(load_setup(p) for p in args.rest))))
+        results = [cmp.load_results(p) for p in args.rest]
+        setups = tuple(cmp.load_setup(p) for p in args.rest)
+        scores = tuple(cmp.load_problem_scores(p) for p in args.rest)
+        print(cmp.comparison_markdown(cmp.compare_results(*results, setups=setups, scores=scores)))
         return 0
     if args.rest:
         raise InputError(f"unexpected arguments: {' '.join(args.rest)}")

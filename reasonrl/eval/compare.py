@@ -9,7 +9,13 @@ mean@n's. Where the evaluations' `samples.setup.json` files sit beside their res
 evaluated on different problems (the problems' fingerprint) or with different sampling settings on the
 two sides is named under the table ("not like for like"): its difference measures the setup as much as
 the model.
-Does not own: computing the results (`eval.runner.summarize`).
+Where both evaluations' samples.jsonl sit beside their results and hold the same problems (index and uid)
+with per-problem scores that reproduce each table's mean@n, mean@n rows also carry the paired interval:
+1.96 * the standard error of the per-problem differences (B - A). Two models scored on the same
+problems are correlated (both solve the easy ones), so the paired interval is the narrower, right one
+for "is B better on this benchmark"; the combined interval above treats the sides as independent
+samples and is kept beside it.
+Does not own: computing the results (`eval.runner.summarize`), the samples file's format (`eval.samples`).
 """
 
 from __future__ import annotations
@@ -65,6 +71,43 @@ def load_setup(path: str | Path) -> dict | None:
     return data if isinstance(data, dict) and isinstance(data.get("benchmarks"), dict) else None
 
 
+def load_problem_scores(path: str | Path) -> dict[str, dict[str, float]] | None:
+    """{benchmark: {"index:uid": mean score of its first n samples}} from the samples.jsonl beside a
+    results file (n: the fewest samples any of the benchmark's problems has, as the table counts);
+    committed chunks only, the file left as it is. None when absent or damaged."""
+    from reasonrl.eval.samples import committed_samples
+
+    p = Path(path)
+    try:
+        rows, _ = committed_samples((p if p.is_dir() else p.parent) / "samples.jsonl", mend=False)
+    except (OSError, InputError):
+        return None
+    groups: dict[str, dict[str, list[dict]]] = {}
+    for r in rows:
+        groups.setdefault(r["benchmark"], {}).setdefault(f"{r['problem']}:{r.get('uid')}", []).append(r)
+    out = {}
+    for name, problems in groups.items():
+        n = min(len(g) for g in problems.values())
+        out[name] = {
+            uid: sum(s["score"] for s in sorted(g, key=lambda s: s["sample"])[:n]) / n
+            for uid, g in problems.items()
+        }
+    return out
+
+
+def paired_interval(x: dict[str, float] | None, y: dict[str, float] | None, mean_x: float, mean_y: float):
+    """1.96 * the standard error of the per-problem differences y - x, or None where the two sides do not
+    hold the same problems, or where their scores do not reproduce the tables' means (samples that
+    belong to another results file)."""
+    from reasonrl.eval.metrics import standard_error
+
+    if not x or not y or set(x) != set(y):
+        return None
+    if abs(sum(x.values()) / len(x) - mean_x) > 1e-9 or abs(sum(y.values()) / len(y) - mean_y) > 1e-9:
+        return None
+    return 1.96 * standard_error([y[k] - x[k] for k in sorted(x)])
+
+
 def setup_differences(sa: dict | None, sb: dict | None, name: str) -> list[str]:
     """How benchmark `name` was evaluated differently on the two sides: "problems" (another problem
     set), "KEY A vs B" per sampling setting; [] when alike or when either side's setup is unknown."""
@@ -80,8 +123,11 @@ def setup_differences(sa: dict | None, sb: dict | None, name: str) -> list[str]:
     return out
 
 
-def compare_results(a: dict, b: dict, metric: str = "mean@n", setups: tuple = (None, None)) -> dict:
-    """`setups`: the two sides' samples.setup.json contents (`load_setup`), where known."""
+def compare_results(
+    a: dict, b: dict, metric: str = "mean@n", setups: tuple = (None, None), scores: tuple = (None, None)
+) -> dict:
+    """`setups`: the two sides' samples.setup.json contents (`load_setup`), where known; `scores`: their
+    per-problem scores (`load_problem_scores`), where known."""
     ra, rb = a["benchmarks"], b["benchmarks"]
     rows = {}
     for name in [n for n in ra if n in rb]:
@@ -89,26 +135,35 @@ def compare_results(a: dict, b: dict, metric: str = "mean@n", setups: tuple = (N
         if metric not in x or metric not in y:
             continue
         diff = y[metric] - x[metric]
-        half = significant = None
+        half = significant = paired = None
         if metric == "mean@n":
             half = 1.96 * math.sqrt(x.get("se", 0.0) ** 2 + y.get("se", 0.0) ** 2)
             significant = abs(diff) > half
+            sx, sy = ((s or {}).get(name) for s in scores)
+            paired = paired_interval(sx, sy, x[metric], y[metric])
         rows[name] = {"a": x[metric], "b": y[metric], "diff": diff, "ci95": half, "significant": significant,
+                      "paired_ci95": paired, "paired_significant": None if paired is None else abs(diff) > paired,
                       "differs": setup_differences(*setups, name)}  # fmt: skip
     only = sorted(set(ra) ^ set(rb))
     return {"metric": metric, "rows": rows, "only_in_one": only}
 
 
+def _interval_cells(half: float | None, beyond: bool | None) -> list[str]:
+    return ["n/a", "n/a"] if half is None else [f"{half:.4f}", "yes" if beyond else "no"]
+
+
 def comparison_markdown(c: dict) -> str:
-    lines = [
-        f"| benchmark | A {c['metric']} | B {c['metric']} | B - A | ±ci95 | beyond ci |",
-        "|---" * 6 + "|",
-    ]
+    """The table; the paired columns only where some row has a paired interval."""
+    paired = any(r.get("paired_ci95") is not None for r in c["rows"].values())
+    head = ["benchmark", f"A {c['metric']}", f"B {c['metric']}", "B - A", "±ci95", "beyond ci"]
+    head += ["±paired ci95", "beyond paired ci"] if paired else []
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for name, r in c["rows"].items():
-        half, beyond = (
-            ("n/a", "n/a") if r["ci95"] is None else (f"{r['ci95']:.4f}", "yes" if r["significant"] else "no")
-        )
-        lines.append(f"| {name} | {r['a']:.4f} | {r['b']:.4f} | {r['diff']:+.4f} | {half} | {beyond} |")
+        cells = [name, f"{r['a']:.4f}", f"{r['b']:.4f}", f"{r['diff']:+.4f}"]
+        cells += _interval_cells(r["ci95"], r["significant"])
+        if paired:
+            cells += _interval_cells(r.get("paired_ci95"), r.get("paired_significant"))
+        lines.append("| " + " | ".join(cells) + " |")
     unlike = {name: r["differs"] for name, r in c["rows"].items() if r.get("differs")}
     if unlike:
         lines += ["", "not like for like: " + "; ".join(f"{n} ({', '.join(d)})" for n, d in unlike.items())]

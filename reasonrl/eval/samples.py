@@ -71,9 +71,10 @@ def _problem(row: Any) -> str | None:
     return None
 
 
-def committed_samples(path: Path) -> tuple[list[dict], set[tuple[str, int]]]:
+def committed_samples(path: Path, mend: bool = True) -> tuple[list[dict], set[tuple[str, int]]]:
     """The samples of committed chunks and the set of (benchmark, chunk) done; rewrites the file
-    without a torn or uncommitted tail. InputError (the file untouched) on damage a kill cannot make."""
+    without a torn or uncommitted tail (unless `mend` is False: readers that only read). InputError
+    (the file untouched) on damage a kill cannot make."""
     if not path.is_file():
         return [], set()
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
@@ -103,7 +104,7 @@ def committed_samples(path: Path) -> tuple[list[dict], set[tuple[str, int]]]:
             pending = []
         else:
             pending.append((line, row))
-    if len(kept) != len(lines):
+    if mend and len(kept) != len(lines):
         write_text(path, "".join(kept))
     return samples, done
 

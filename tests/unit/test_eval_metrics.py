@@ -280,3 +280,78 @@ def test_compare_lists_benchmarks_found_on_one_side_only_and_ignores_a_broken_se
     for broken in ("not json", '{"benchmarks": []}', "[1]"):
         (tmp_path / "samples.setup.json").write_text(broken)
         assert load_setup(tmp_path / "results.json") is None
+
+
+def _eval_dir(path, scores: dict[str, list[list[float]]]):
+    """An eval's output directory: samples.jsonl (one committed chunk per benchmark; scores[name][i] are
+    problem i's sample scores) and the results.json `summarize` makes of them."""
+    import json
+
+    from reasonrl.eval.runner import summarize
+    from reasonrl.eval.samples import commit_marker
+
+    path.mkdir()
+    lines, samples = [], []
+    for name, problems in scores.items():
+        for i, row in enumerate(problems):
+            for j, score in enumerate(row):
+                samples.append({"benchmark": name, "problem": i, "uid": f"{name}/{i}", "sample": j,
+                                "score": score, "extracted": None, "reason": None, "finish_reason": "stop"})  # fmt: skip
+                lines.append(json.dumps(samples[-1]))
+        lines.append(json.dumps(commit_marker(name, 0)))
+    (path / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    (path / "results.json").write_text(json.dumps(summarize(samples, {})))
+    return path
+
+
+def test_compare_of_two_evals_on_the_same_problems_gives_the_paired_interval(tmp_path, capsys):
+
+    from reasonrl.cli import main as cli
+    from reasonrl.eval.compare import compare_results, load_problem_scores, load_results
+
+    # B solves every problem A solves (0-49) and 10 more: +0.10 on 100 problems. As independent
+    # samples: 1.96 * sqrt(se_A^2 + se_B^2) = 0.1379, not beyond; paired, the differences are 1 on 10
+    # problems and 0 on 90: sd sqrt(9/99), half-width 1.96 * sqrt(9/99/100) = 0.0591, beyond
+    a = _eval_dir(tmp_path / "a", {"gsm8k": [[1.0 if i < 50 else 0.0] for i in range(100)]})
+    b = _eval_dir(tmp_path / "b", {"gsm8k": [[1.0 if i < 60 else 0.0] for i in range(100)]})
+    assert cli.main(["eval", "compare", str(a), str(b / "results.json")]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == (
+        "| benchmark | A mean@n | B mean@n | B - A | ±ci95 | beyond ci | ±paired ci95 | beyond paired ci |"
+    )
+    assert "| gsm8k | 0.5000 | 0.6000 | +0.1000 | 0.1379 | no | 0.0591 | yes |" in out
+    row = compare_results(
+        load_results(a), load_results(b), scores=(load_problem_scores(a), load_problem_scores(b))
+    )
+    assert row["rows"]["gsm8k"]["paired_ci95"] == pytest.approx(1.96 * math.sqrt(9 / 99 / 100))
+    # n samples per problem: a problem's score is the mean of its first n (as the table counts them)
+    c = _eval_dir(tmp_path / "c", {"x": [[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]]})
+    assert load_problem_scores(c) == {"x": {"0:x/0": 0.5, "1:x/1": 1.0, "2:x/2": 0.0}}
+
+
+def test_no_paired_interval_without_the_same_problems_or_with_samples_of_another_table(tmp_path, capsys):
+    import json
+
+    from reasonrl.cli import main as cli
+
+    a = _eval_dir(tmp_path / "a", {"gsm8k": [[float(i % 2)] for i in range(20)], "aime24": [[1.0], [0.0]]})
+    b = _eval_dir(
+        tmp_path / "b", {"gsm8k": [[float(i % 3 == 0)] for i in range(19)], "aime24": [[1.0], [1.0]]}
+    )
+    before = (b / "samples.jsonl").read_bytes() + b'{"benchmark": "gsm8k", "probl'  # a torn tail
+    (b / "samples.jsonl").write_bytes(before)
+    assert cli.main(["eval", "compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert (b / "samples.jsonl").read_bytes() == before  # compare reads; it mends nothing
+    assert "| gsm8k | 0.5000 | 0.3684 | -0.1316 | " in out and "| gsm8k |" in out
+    gsm8k = next(line for line in out.splitlines() if line.startswith("| gsm8k |"))
+    assert gsm8k.endswith("| n/a | n/a |")  # 19 problems against 20: not paired
+    assert next(line for line in out.splitlines() if line.startswith("| aime24 |")).endswith(
+        f"| {1.96 * math.sqrt(0.5 / 2):.4f} | no |"  # differences 0 and 1: sd sqrt(1/2)
+    )
+    # samples that do not reproduce the table's mean@n (another eval's) give no paired interval
+    results = json.loads((b / "results.json").read_text())
+    results["benchmarks"]["aime24"]["mean@n"] = 0.75
+    (b / "results.json").write_text(json.dumps(results))
+    assert cli.main(["eval", "compare", str(a), str(b)]) == 0
+    assert "paired" not in capsys.readouterr().out  # no row has one: the columns are left out
