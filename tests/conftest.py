@@ -9,7 +9,9 @@ sandbox, fail under CI); `_torch_threads`, which gives every test torch's thread
 it (a test that set 1 thread once made every later test run single-threaded, and a test that holds only
 on one thread passed by the order of the files); `_registries_left_as_found`, which fails a test that
 leaves an entry it defined in one of the registries (an engine registered by one test made another
-test's list of known engines wrong, on CI's order of files only); and the order of the modules: the few
+test's list of known engines wrong, on CI's order of files only); `_no_processes_left`, which fails a
+module that leaves a process running below the test process (multiprocessing's forkservers and
+resource tracker excepted: they serve the whole session); and the order of the modules: the few
 that take minutes go first, so that `make test`'s parallel workers (pytest-xdist, one module per worker
 at a time) start them at once and finish together, rather than one worker running the longest module
 alone at the end.
@@ -244,3 +246,52 @@ def pytest_collection_modifyitems(items):
         return _LONGEST_FIRST.index(path) if path in _LONGEST_FIRST else len(_LONGEST_FIRST)
 
     items.sort(key=rank)  # stable: the other modules keep their order
+
+
+# long-lived helpers that outlive a module by design: multiprocessing's forkservers (the verifier
+# pools', gloo_ranks') and its resource tracker, started once per worker process
+_SERVERS = ("multiprocessing.forkserver", "multiprocessing.resource_tracker")
+
+
+def _descendants() -> dict[int, str]:
+    """{pid: command line} of the live (not zombie) processes below this one, the servers left out."""
+    import psutil
+
+    out = {}
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() == psutil.STATUS_ZOMBIE:
+                continue
+            cmd = " ".join(p.cmdline())
+        except psutil.Error:  # gone meanwhile
+            continue
+        if not any(s in cmd for s in _SERVERS):
+            out[p.pid] = cmd
+    return out
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_processes_left():
+    """No test module leaves a process behind: every process started below this one while a module
+    ran (its tests and its fixtures) must be gone 10 s after the module's last fixture is torn down.
+    The code sandbox's pool of warm servers, which lives as long as the process by design, is stopped
+    first (`rewards.sandbox.server.shutdown`)."""
+    import sys
+    import time
+
+    before = set(_descendants())
+    yield
+    sandbox = sys.modules.get("reasonrl.rewards.sandbox.server")
+    if sandbox is not None:  # the code sandbox keeps warm servers for the process's life: stop them here
+        sandbox.shutdown()
+    deadline = time.monotonic() + 10.0
+    while True:
+        left = {pid: cmd for pid, cmd in _descendants().items() if pid not in before}
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    if left:
+        pytest.fail(
+            f"{len(left)} process(es) left running after the module: "
+            + "; ".join(f"pid {pid}: {cmd[:160]}" for pid, cmd in sorted(left.items()))
+        )

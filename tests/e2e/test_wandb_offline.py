@@ -13,6 +13,16 @@ from reasonrl.trainer.loop import train
 pytest.importorskip("wandb")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _wandb_service_stopped():
+    """wandb keeps its service process (wandb-core) until the process that started it exits: stop it
+    with the module, like the process that runs `reasonrl train` does by exiting."""
+    yield
+    import wandb
+
+    wandb.teardown()
+
+
 def test_offline_wandb_run_files_and_resume(tiny_model_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.delenv("WANDB_MODE", raising=False)
