@@ -355,3 +355,31 @@ def test_no_paired_interval_without_the_same_problems_or_with_samples_of_another
     (b / "results.json").write_text(json.dumps(results))
     assert cli.main(["eval", "compare", str(a), str(b)]) == 0
     assert "paired" not in capsys.readouterr().out  # no row has one: the columns are left out
+
+
+def test_the_paired_interval_covers_the_true_difference_close_to_nominal():
+    # 400 simulated comparisons of two models on 200 problems drawn from one population: problem i's
+    # difficulty p ~ U(0, 1) is A's chance to solve it, B's is min(1, p + 0.05), so B is better by
+    # 0.05 - 0.05^2 / 2 = 0.04875 over the population. The paired interval covers that in about 95% of
+    # the comparisons (measured: 0.950); the combined one, which ignores that both see the same
+    # problems (their scores correlate by 1/3 here), in more (0.985), about a fifth wider (1.23x)
+    from reasonrl.eval.compare import paired_interval
+
+    rng, true_diff, trials = random.Random(2), 0.05 - 0.05**2 / 2, 400
+    hits_paired = hits_combined = 0
+    ratio = []
+    for _ in range(trials):
+        p = [rng.random() for _ in range(200)]
+        a = {str(i): float(rng.random() < q) for i, q in enumerate(p)}
+        b = {str(i): float(rng.random() < min(1.0, q + 0.05)) for i, q in enumerate(p)}
+        mean_a, mean_b = sum(a.values()) / 200, sum(b.values()) / 200
+        paired = paired_interval(a, b, mean_a, mean_b)
+        combined = 1.96 * math.sqrt(
+            standard_error(list(a.values())) ** 2 + standard_error(list(b.values())) ** 2
+        )
+        hits_paired += abs(mean_b - mean_a - true_diff) <= paired
+        hits_combined += abs(mean_b - mean_a - true_diff) <= combined
+        ratio.append(combined / paired)
+    assert 0.92 <= hits_paired / trials <= 0.98
+    assert hits_combined / trials >= 0.975
+    assert sum(ratio) / trials > 1.15
