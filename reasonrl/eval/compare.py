@@ -89,13 +89,15 @@ def load_problem_scores(path: str | Path) -> dict[str, dict[str, float]] | None:
     for name, problems in groups.items():
         n = min(len(g) for g in problems.values())
         out[name] = {
-            uid: sum(s["score"] for s in sorted(g, key=lambda s: s["sample"])[:n]) / n
-            for uid, g in problems.items()
+            key: sum(s["score"] for s in sorted(g, key=lambda s: s["sample"])[:n]) / n
+            for key, g in problems.items()
         }
     return out
 
 
-def paired_interval(x: dict[str, float] | None, y: dict[str, float] | None, mean_x: float, mean_y: float):
+def paired_interval(
+    x: dict[str, float] | None, y: dict[str, float] | None, mean_x: float, mean_y: float
+) -> float | None:
     """1.96 * the standard error of the per-problem differences y - x, or None where the two sides do not
     hold the same problems, or where their scores do not reproduce the tables' means (samples that
     belong to another results file)."""
