@@ -94,9 +94,17 @@ class Run:
             if f.name == "results.json" and isinstance(data, dict) and "benchmarks" in data:
                 out.append({"file": rel, "kind": "results", "benchmarks": data["benchmarks"],
                             "macro": data.get("macro") or {}})  # fmt: skip
-            elif f.name == "checkpoints.json" and isinstance(data, list):
-                out.append({"file": rel, "kind": "checkpoints", "rows": data})
+            elif f.name == "checkpoints.json" and (rows := _checkpoint_rows(data)) is not None:
+                out.append({"file": rel, "kind": "checkpoints", "rows": rows})
         return out
+
+
+def _checkpoint_rows(data) -> list[dict] | None:
+    """`reasonrl eval --all-checkpoints`' table ({step: {benchmark: mean@n}}) as rows [{"step": s,
+    benchmark: mean@n, ...}] in step order; None for anything else."""
+    if not isinstance(data, dict) or not all(k.isdigit() and isinstance(v, dict) for k, v in data.items()):
+        return None
+    return [{"step": int(k), **data[k]} for k in sorted(data, key=int)]
 
 
 def _metric_columns(path: Path | None) -> dict:

@@ -293,6 +293,18 @@ def test_all_checkpoints_gives_one_table_and_a_plot(tiny_model_dir, tmp_path):
         assert table[step]["gsm8k"] == ckpt_results["benchmarks"]["gsm8k"]["mean@n"]
     assert (out / "checkpoints.png").stat().st_size > 5_000
     assert "| 4 |" in (out / "checkpoints.md").read_text()
+    # `reasonrl view` shows the table (it once looked for another shape of this file and showed nothing)
+    import urllib.request
+
+    from reasonrl.viewer.server import Viewer
+
+    with Viewer([out]) as v, urllib.request.urlopen(v.url + "api/evals?run=0", timeout=10) as r:
+        tables = {t["file"]: t for t in json.loads(r.read())["tables"]}
+    assert tables["checkpoints.json"]["rows"] == [
+        {"step": 2, "gsm8k": table["2"]["gsm8k"]},
+        {"step": 4, "gsm8k": table["4"]["gsm8k"]},
+    ]
+    assert tables["step_000004/results.json"]["kind"] == "results"
 
 
 def test_val_benchmarks_are_logged_during_training_and_checked_first(tiny_model_dir, tmp_path):

@@ -173,3 +173,20 @@ def test_a_taken_port_or_one_out_of_range_is_a_clear_error(two_runs):
         first.close()
     with pytest.raises(InputError, match=r"--port 70000: a port is 0-65535"):
         Viewer([two_runs], port=70000)
+
+
+def test_checkpoint_tables_are_shown_in_step_order_and_other_shapes_skipped(tmp_path):
+    write_run(tmp_path / "run", steps=2, groups_per_step=1, n=2, seed=0)
+    (tmp_path / "run" / "eval" / "all").mkdir(parents=True)
+    # the shape `reasonrl eval --all-checkpoints` writes: {step: {benchmark: mean@n}}
+    table = {"10": {"gsm8k": 0.5, "aime24": 0.1}, "9": {"gsm8k": 0.4, "aime24": 0.0}}
+    (tmp_path / "run" / "eval" / "all" / "checkpoints.json").write_text(json.dumps(table))
+    (tmp_path / "run" / "eval" / "odd").mkdir()
+    (tmp_path / "run" / "eval" / "odd" / "checkpoints.json").write_text(json.dumps({"last": {"gsm8k": 1}}))
+    with Viewer([tmp_path / "run"]) as v:
+        tables = {t["file"]: t for t in _get(v.url + "api/evals?run=0")["tables"]}
+    assert tables["eval/all/checkpoints.json"]["rows"] == [
+        {"step": 9, "gsm8k": 0.4, "aime24": 0.0},
+        {"step": 10, "gsm8k": 0.5, "aime24": 0.1},
+    ]
+    assert "eval/odd/checkpoints.json" not in tables
