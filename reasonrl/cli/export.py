@@ -1,4 +1,4 @@
-"""`reasonrl export RUN_DIR_OR_CHECKPOINT OUT_DIR [--with-optimizer] [--push-to-hub ORG/NAME [--public]]`:
+"""`reasonrl export RUN_DIR_OR_CHECKPOINT OUT_DIR [--best] [--with-optimizer] [--push-to-hub ORG/NAME [--public]]`:
 a consolidated Hugging Face model with its model card, optionally uploaded to the Hub.
 
 Owns: the command's arguments and checking them before any work. Does not own: the export, the card
@@ -18,8 +18,13 @@ def _export(args) -> int:
         from reasonrl.publish.hub import check_repo_id
 
         check_repo_id(args.push_to_hub)
+    source = args.source
+    if args.best:
+        from reasonrl.engines.checkpoint import best_checkpoint
+
+        source = best_checkpoint(source)
     out = export(
-        args.source, args.out, log=lambda m: print(m, file=sys.stderr), with_optimizer=args.with_optimizer
+        source, args.out, log=lambda m: print(m, file=sys.stderr), with_optimizer=args.with_optimizer
     )
     if args.push_to_hub:
         from reasonrl.publish.hub import push_folder, upload_failed
@@ -39,6 +44,8 @@ def add_export_parser(sub) -> None:
     )
     x.add_argument("source", help="run directory (its newest valid checkpoint) or a checkpoint directory")
     x.add_argument("out", help="new output directory")
+    x.add_argument("--best", action="store_true",
+                   help="source is a run directory: export its best checkpoint (checkpoint.keep_best)")  # fmt: skip
     x.add_argument("--with-optimizer", action="store_true",
                    help="also training_state/ (optimizer, scheduler, RNG) to resume from the export")  # fmt: skip
     x.add_argument(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import json
 import sys
 
@@ -43,13 +44,18 @@ def _train(args) -> int:
     return 0
 
 
-def _eval_model_path(model: str) -> str:
-    """The model to evaluate: a HF directory, a run directory (its newest valid checkpoint), a hub id
-    or "demo" / "demo:<task>". Raises InputError naming what is wrong."""
+def _eval_model_path(model: str, best: bool = False) -> str:
+    """The model to evaluate: a HF directory, a run directory (its newest valid checkpoint, or with
+    `best` the one its checkpoints/best.json names), a hub id or "demo" / "demo:<task>". Raises
+    InputError naming what is wrong."""
     from pathlib import Path
 
-    from reasonrl.engines.checkpoint import run_checkpoint
+    from reasonrl.engines.checkpoint import best_checkpoint, run_checkpoint
     from reasonrl.errors import InputError
+
+    if best:
+        model = str(best_checkpoint(model))
+        print(f"evaluating {model} (the run's best checkpoint)", file=sys.stderr)
 
     if model == "demo" or model.startswith("demo:"):
         return model
@@ -101,13 +107,16 @@ def _eval(args) -> int:
     from reasonrl.models.loading import resolve_device
 
     resolve_device(args.device)  # a device this machine lacks fails before a model is resolved or built
+    if args.best and args.all_checkpoints:
+        raise InputError("--best and --all-checkpoints: choose one (the best checkpoint, or every one)")
+    model_path = functools.partial(_eval_model_path, best=args.best)
     if args.benchmarks is not None:
         from reasonrl.cli.evaluate import eval_benchmarks
 
-        return eval_benchmarks(args, _eval_model_path)
+        return eval_benchmarks(args, model_path)
     from reasonrl.cli.evaluate import eval_problems
 
-    return eval_problems(args, _eval_model_path)
+    return eval_problems(args, model_path)
 
 
 def _demo(args) -> int:
@@ -176,6 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--device", default="auto")
     e.add_argument("--engine", default="hf", help="rollout engine (a name in ROLLOUT_ENGINES: hf, vllm, ...)")
+    e.add_argument("--best", action="store_true",
+                   help="MODEL is a run directory: its best checkpoint (checkpoint.keep_best), not its newest")  # fmt: skip
     from reasonrl.cli.evaluate import add_benchmark_args
 
     add_benchmark_args(e)

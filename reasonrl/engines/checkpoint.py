@@ -7,7 +7,8 @@ file's size and the sha256 of the small ones. Everything is written to a temp di
 (files, then the directory), renamed, and the parent directory fsynced, so a crash mid-write never
 leaves a half checkpoint; only the newest `keep_last` valid ones are kept. `latest_valid_checkpoint`
 verifies against `complete.json` and falls back to an older one, naming the bad file;
-`run_checkpoint` is what a run directory stands for where a model is expected (eval, export).
+`run_checkpoint` is what a run directory stands for where a model is expected (eval, export), and
+`best_checkpoint` the one its `checkpoints/best.json` names (`--best`).
 
 Owns: the layout, atomic save, verification, listing / pruning and loading of those files, leftover
 temp directories, and RNG capture.
@@ -103,6 +104,31 @@ def run_checkpoint(path: str | Path, warn: Callable[[str], None] = print) -> Pat
         raise InputError(f"run directory {path} has no checkpoint yet (a run saves one every checkpoint.every "
                          "steps and at its last step)")  # fmt: skip
     return None
+
+
+def best_checkpoint(run_dir: str | Path) -> Path:
+    """The checkpoint `checkpoints/best.json` names (a run trained with `checkpoint.keep_best`; the
+    trainer writes the file with each new best's checkpoint); InputError when the run has none or it
+    no longer verifies (`--best` of eval and export)."""
+    from reasonrl.errors import InputError
+
+    run = Path(run_dir)
+    if not list_checkpoints(run):
+        raise InputError(f"--best: {run} is not a run directory with checkpoints")
+    record = checkpoint_dir(run) / "best.json"
+    try:
+        name = json.loads(record.read_text())["checkpoint"]
+    except FileNotFoundError:
+        raise InputError(f"--best: {record} not found: the run kept no best checkpoint "
+                         "(train with checkpoint.keep_best=METRIC)") from None  # fmt: skip
+    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+        raise InputError(f"--best: {record} does not name a checkpoint") from None
+    ckpt = checkpoint_dir(run) / str(name)
+    if not re.fullmatch(rf"{PREFIX}\d+", str(name)) or not ckpt.is_dir():
+        raise InputError(f"--best: {record} names {name!r}, which is not a checkpoint of the run")
+    if (problem := verify_checkpoint(ckpt)) is not None:
+        raise InputError(f"--best: {ckpt}: {problem}")
+    return ckpt
 
 
 def remove_temp_dirs(run_dir: str | Path) -> list[Path]:

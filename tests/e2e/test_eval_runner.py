@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -340,7 +341,7 @@ def test_val_benchmarks_are_logged_during_training_and_checked_first(tiny_model_
 
 
 def test_keep_best_keeps_the_best_validation_checkpoint_besides_the_last(
-    tiny_model_dir, tmp_path, monkeypatch
+    tiny_model_dir, tmp_path, monkeypatch, capsys
 ):
     from pathlib import Path
 
@@ -385,6 +386,38 @@ def test_keep_best_keeps_the_best_validation_checkpoint_besides_the_last(
     # best.json is written with each new best's own checkpoint (so a run stopped later still names it),
     # and by no other checkpoint
     assert written == [s for s in acc if acc[s] > max([acc[r] for r in acc if r < s], default=float("-inf"))]
+    _export_and_eval_the_best(tmp_path / "run", f"step_{best_step:06d}", here, capsys)
+
+
+def _export_and_eval_the_best(run, best, plugin_dir, capsys):
+    """`reasonrl export RUN OUT --best` and `reasonrl eval RUN --best` take the checkpoint best.json names
+    (the newest is another one); a run without it, or naming a checkpoint that no longer verifies, is
+    a one-line error before any work."""
+    from reasonrl.cli import main as cli
+
+    capsys.readouterr()
+    assert cli.main(["export", str(run), str(run.parent / "best_export"), "--best"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["checkpoint"] == str(run / "checkpoints" / best)  # here step 1 (the newest: step 6)
+    sys.path.insert(0, plugin_dir)  # the run's own validation set is scored by its plugin verifier
+    try:
+        assert cli.main(["eval", str(run), "--best", "--device", "cpu"]) == 0
+    finally:
+        sys.path.remove(plugin_dir)
+    assert f"evaluating {run / 'checkpoints' / best} (the run's best checkpoint)" in capsys.readouterr().err
+    shutil.copytree(run, run.parent / "nobest")
+    (run.parent / "nobest" / "checkpoints" / "best.json").unlink()
+    assert cli.main(["export", str(run.parent / "nobest"), str(run.parent / "x"), "--best"]) == 2
+    assert (
+        "the run kept no best checkpoint (train with checkpoint.keep_best=METRIC)" in capsys.readouterr().err
+    )
+    (run / "checkpoints" / best / "config.json").write_text("{}")  # damaged after it was saved
+    assert cli.main(["eval", str(run), "--best"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"reasonrl: error: --best: {run / 'checkpoints' / best}: ") and err.count("\n") == 1
+    assert cli.main(["eval", str(run), "--best", "--all-checkpoints", "--benchmarks", "gsm8k"]) == 2
+    assert "--best and --all-checkpoints: choose one" in capsys.readouterr().err
+    assert not (run.parent / "x").exists()
 
 
 def test_held_out_eval_samples_with_the_given_top_p(tiny_model_dir, monkeypatch, capsys):
