@@ -185,7 +185,8 @@ def eval_benchmarks(args, model_path) -> int:
 
 def _all_checkpoints(args, benches, kw) -> int:
     """Every valid checkpoint of a run: its own results under OUT/<checkpoint>, and OUT/checkpoints.md /
-    .json / .png with mean@n per benchmark against the training step."""
+    .json / .png with mean@n per benchmark against the training step (the table and the plot with each
+    value's 95% interval; the JSON keeps mean@n alone, each checkpoint's results.json the rest)."""
     import json
     from pathlib import Path
 
@@ -199,14 +200,19 @@ def _all_checkpoints(args, benches, kw) -> int:
     if not ckpts:
         raise InputError(f"--all-checkpoints: {args.model} is not a run directory with valid checkpoints")
     out = Path(args.out or run / "eval")  # RUN/eval/<checkpoint>/, beside the single-checkpoint default
-    table = {}
+    table, ci95 = {}, {}  # {step: {benchmark: mean@n}} (checkpoints.json), and its 95% half-widths
     for c in ckpts:
         step = int(c.name.rsplit("_", 1)[-1])
         res = run_benchmarks(str(c), benches, out / c.name, **kw)
         table[step] = {name: row["mean@n"] for name, row in res["benchmarks"].items()}
+        ci95[step] = {name: row["ci95"] for name, row in res["benchmarks"].items()}
     names = [b.name for b in benches]
-    lines = ["| step | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
-    lines += [f"| {s} | " + " | ".join(f"{row.get(n, float('nan')):.4f}" for n in names) + " |"
+    lines = [
+        "| step | " + " | ".join(f"{n} (mean@n ±ci95)" for n in names) + " |",
+        "|---" * (len(names) + 1) + "|",
+    ]
+    lines += [f"| {s} | " + " | ".join(f"{row.get(n, float('nan')):.4f} ±{ci95[s].get(n, float('nan')):.4f}"
+                                      for n in names) + " |"
               for s, row in table.items()]  # fmt: skip
     write_text(out / "checkpoints.md", "\n".join(lines) + "\n")
     write_text(out / "checkpoints.json", json.dumps(table, indent=1))
@@ -216,10 +222,11 @@ def _all_checkpoints(args, benches, kw) -> int:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for n in names:
-        ax.plot(list(table), [table[s].get(n) for s in table], "o-", label=n)
+    for n in names:  # each value with its 95% interval
+        ax.errorbar(list(table), [table[s].get(n) for s in table], yerr=[ci95[s].get(n) for s in table],
+                    fmt="o-", capsize=3, label=n)  # fmt: skip
     ax.set_xlabel("training step")
-    ax.set_ylabel("mean@n")
+    ax.set_ylabel("mean@n (±95% interval)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(out / "checkpoints.png", dpi=100)

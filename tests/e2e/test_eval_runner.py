@@ -293,7 +293,10 @@ def test_all_checkpoints_gives_one_table_and_a_plot(tiny_model_dir, tmp_path):
         ckpt_results = json.loads((out / f"step_00000{step}" / "results.json").read_text())
         assert table[step]["gsm8k"] == ckpt_results["benchmarks"]["gsm8k"]["mean@n"]
     assert (out / "checkpoints.png").stat().st_size > 5_000
-    assert "| 4 |" in (out / "checkpoints.md").read_text()
+    md = (out / "checkpoints.md").read_text()
+    row = json.loads((out / "step_000004" / "results.json").read_text())["benchmarks"]["gsm8k"]
+    assert md.splitlines()[0] == "| step | gsm8k (mean@n ±ci95) |"
+    assert f"| 4 | {row['mean@n']:.4f} ±{row['ci95']:.4f} |" in md
     # `reasonrl view` shows the table (it once looked for another shape of this file and showed nothing)
     import urllib.request
 
