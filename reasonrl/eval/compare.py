@@ -75,24 +75,17 @@ def load_problem_scores(path: str | Path) -> dict[str, dict[str, float]] | None:
     """{benchmark: {"index:uid": mean score of its first n samples}} from the samples.jsonl beside a
     results file (n: the fewest samples any of the benchmark's problems has, as the table counts);
     committed chunks only, the file left as it is. None when absent or damaged."""
-    from reasonrl.eval.samples import committed_samples
+    from reasonrl.eval.samples import committed_samples, problem_groups
 
     p = Path(path)
     try:
         rows, _ = committed_samples((p if p.is_dir() else p.parent) / "samples.jsonl", mend=False)
     except (OSError, InputError):
         return None
-    groups: dict[str, dict[str, list[dict]]] = {}
-    for r in rows:
-        groups.setdefault(r["benchmark"], {}).setdefault(f"{r['problem']}:{r.get('uid')}", []).append(r)
-    out = {}
-    for name, problems in groups.items():
-        n = min(len(g) for g in problems.values())
-        out[name] = {
-            key: sum(s["score"] for s in sorted(g, key=lambda s: s["sample"])[:n]) / n
-            for key, g in problems.items()
-        }
-    return out
+    return {
+        name: {f"{g[0]['problem']}:{g[0].get('uid')}": sum(s["score"] for s in g) / len(g) for g in groups}
+        for name, groups in problem_groups(rows).items()
+    }
 
 
 def paired_interval(

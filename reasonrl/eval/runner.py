@@ -35,7 +35,7 @@ from pathlib import Path
 from reasonrl.data.files import write_text
 from reasonrl.eval.benchmarks import Benchmark, load_benchmark
 from reasonrl.eval.metrics import answer_key, macro_average, maj_at_k, pass_at_k, standard_error
-from reasonrl.eval.samples import check_setup, commit_marker, committed_samples, sample_rows
+from reasonrl.eval.samples import check_setup, commit_marker, committed_samples, problem_groups, sample_rows
 from reasonrl.rollout.base import SamplingParams
 
 
@@ -246,13 +246,9 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
 
 def summarize(samples: list[dict], domains: dict[str, str]) -> dict:
     """The results table from samples alone (so anyone can recompute it from samples.jsonl)."""
-    by_bench: dict[str, dict[int, list[dict]]] = {}
-    for s in samples:
-        by_bench.setdefault(s["benchmark"], {}).setdefault(int(s["problem"]), []).append(s)
     rows = {}
-    for name, problems in by_bench.items():
-        groups = [sorted(g, key=lambda s: s["sample"]) for _, g in sorted(problems.items())]
-        n = min(len(g) for g in groups)
+    for name, groups in problem_groups(samples).items():
+        n = len(groups[0])  # every problem's first n samples (`eval.samples.problem_groups`)
         per_problem = [sum(s["score"] for s in g[:n]) / n for g in groups]
         flat = [s for g in groups for s in g[:n]]
         row = {"problems": len(groups), "n": n, "mean@n": sum(per_problem) / len(per_problem)}

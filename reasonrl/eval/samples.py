@@ -43,6 +43,21 @@ def sample_rows(bench: str, first: int, groups) -> list[dict]:
             for j, (comp, res) in enumerate(zip(g.completions, g.results))]  # fmt: skip
 
 
+def problem_groups(samples: list[dict]) -> dict[str, list[list[dict]]]:
+    """Per benchmark, each problem's samples in sample order (problems in index order), every group cut
+    to the n samples all of its benchmark's problems have: what the table counts (`runner.summarize`)
+    and what `eval compare` pairs."""
+    by_bench: dict[str, dict[int, list[dict]]] = {}
+    for s in samples:
+        by_bench.setdefault(s["benchmark"], {}).setdefault(int(s["problem"]), []).append(s)
+    out = {}
+    for name, problems in by_bench.items():
+        groups = [sorted(g, key=lambda s: s["sample"]) for _, g in sorted(problems.items())]
+        n = min(len(g) for g in groups)
+        out[name] = [g[:n] for g in groups]
+    return out
+
+
 def commit_marker(bench: str, first: int) -> dict:
     return {"committed": bench, "chunk": first}
 
