@@ -9,7 +9,8 @@ sandbox, fail under CI); `_torch_threads`, which gives every test torch's thread
 it (a test that set 1 thread once made every later test run single-threaded, and a test that holds only
 on one thread passed by the order of the files); `_registries_left_as_found`, which fails a test that
 leaves an entry it defined in one of the registries (an engine registered by one test made another
-test's list of known engines wrong, on CI's order of files only); `_no_processes_left`, which fails a
+test's list of known engines wrong, on CI's order of files only); `_hub_mode_left_as_found` (hub
+offline mode, which loading an unreachable hub id turns on for the process); `_no_processes_left`, which fails a
 module that leaves a process running below the test process (multiprocessing's forkservers and
 resource tracker excepted: they serve the whole session); and the order of the modules: the few
 that take minutes go first, so that `make test`'s parallel workers (pytest-xdist, one module per worker
@@ -202,6 +203,33 @@ def _torch_threads():
     yield
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _hub_mode_left_as_found():
+    """Hub offline mode as it was: loading a hub id the hub cannot serve turns it on for the whole
+    process (`models.hub`), which would make a later test in this worker (an upload to a stand-in hub)
+    fail."""
+    import os
+    import sys
+
+    env = os.environ.get("HF_HUB_OFFLINE")
+    yield
+    if "reasonrl.models.hub" not in sys.modules:
+        return
+    sys.modules["reasonrl.models.hub"]._probed.clear()
+    sys.modules["reasonrl.models.hub"]._turned_offline.clear()
+    if os.environ.get("HF_HUB_OFFLINE") == env:
+        return
+    if env is None:
+        os.environ.pop("HF_HUB_OFFLINE", None)
+    else:
+        os.environ["HF_HUB_OFFLINE"] = env
+    import huggingface_hub.constants as hub
+
+    hub.HF_HUB_OFFLINE = (env or "").upper() in {"1", "ON", "YES", "TRUE"}
+    if (config := sys.modules.get("datasets.config")) is not None:
+        config.HF_HUB_OFFLINE = config.HF_DATASETS_OFFLINE = hub.HF_HUB_OFFLINE
 
 
 # the registries (module, name); checked only once a test has imported the module

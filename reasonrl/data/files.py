@@ -182,8 +182,11 @@ def parse_hub_id(spec: str) -> tuple[str, str | None, str]:
     return name, (config or None), (split or "train")
 
 
-def _hub_rows(spec: str) -> list[dict]:  # pragma: no cover - needs the network
+def _hub_rows(spec: str) -> list[dict]:
+    from reasonrl.models.hub import offline_unless_reachable
+
     name, config, split = parse_hub_id(spec)
+    offline_unless_reachable(name)  # a hub it cannot reach: the local cache only, without retries
     datasets = _datasets()
     try:
         ds = datasets.load_dataset(name, config, split=split)

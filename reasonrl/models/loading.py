@@ -43,12 +43,16 @@ def cache_root() -> Path:
 
 
 def resolve_model_path(path: str, log=print) -> str:
-    """'demo' (or 'demo:<task>') -> the cached tiny model, built on first use; anything else unchanged."""
+    """'demo' (or 'demo:<task>') -> the cached tiny model, built on first use; anything else unchanged
+    (a hub id the hub cannot serve from here: offline mode first, `models.hub`)."""
     if path == "demo" or path.startswith("demo:"):
         from reasonrl.models.tiny import TinySpec, ensure_demo_model
 
         task = path.split(":", 1)[1] if ":" in path else "arithmetic"
         return str(ensure_demo_model(TinySpec(task=task), cache_root(), log=log))
+    from reasonrl.models.hub import offline_unless_reachable
+
+    offline_unless_reachable(path)
     return path
 
 

@@ -47,6 +47,9 @@ def hf_config(path: str):
         from reasonrl.models.tiny import TinySpec, qwen2_config
 
         return qwen2_config(TinySpec())
+    from reasonrl.models.hub import offline_unless_reachable
+
+    offline_unless_reachable(path)
     try:
         return AutoConfig.from_pretrained(path)
     except (OSError, ValueError) as e:

@@ -27,7 +27,10 @@ def push_folder(folder: str | Path, repo: str, private: bool = True, message: st
 
     from huggingface_hub import HfApi
 
+    from reasonrl.models.hub import online_again_if_reachable
+
     check_repo_id(repo)
+    online_again_if_reachable()  # a run that loaded its model while the hub was down
     api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None, token=token)  # read now, not at import
     repo_url = api.create_repo(repo, private=private, exist_ok=True, repo_type="model")
     commit = api.upload_folder(folder_path=str(folder), repo_id=repo, repo_type="model",
