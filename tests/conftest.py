@@ -215,21 +215,15 @@ def _hub_mode_left_as_found():
 
     env = os.environ.get("HF_HUB_OFFLINE")
     yield
-    if "reasonrl.models.hub" not in sys.modules:
+    if "reasonrl.network" in sys.modules:
+        sys.modules["reasonrl.network"].forget()
+    if (hub := sys.modules.get("reasonrl.models.hub")) is None:
         return
-    sys.modules["reasonrl.models.hub"]._probed.clear()
-    sys.modules["reasonrl.models.hub"]._turned_offline.clear()
-    if os.environ.get("HF_HUB_OFFLINE") == env:
-        return
-    if env is None:
-        os.environ.pop("HF_HUB_OFFLINE", None)
-    else:
-        os.environ["HF_HUB_OFFLINE"] = env
-    import huggingface_hub.constants as hub
-
-    hub.HF_HUB_OFFLINE = (env or "").upper() in {"1", "ON", "YES", "TRUE"}
-    if (config := sys.modules.get("datasets.config")) is not None:
-        config.HF_HUB_OFFLINE = config.HF_DATASETS_OFFLINE = hub.HF_HUB_OFFLINE
+    hub._turned_offline.clear()
+    if os.environ.get("HF_HUB_OFFLINE") != env:
+        hub.set_offline((env or "").upper() in {"1", "ON", "YES", "TRUE"})
+        if env is not None:
+            os.environ["HF_HUB_OFFLINE"] = env
 
 
 # the registries (module, name); checked only once a test has imported the module

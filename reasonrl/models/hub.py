@@ -4,8 +4,8 @@ once, or fails at once, instead of after huggingface_hub's retries.
 
 Owns: `offline_unless_reachable(name)`: when `name` is a hub id (not "demo", not a local path) and
 offline mode is not already on, it opens one TCP connection to the hub's host (`HF_ENDPOINT`, or the
-proxy that `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY` names for it), once per process. If that fails
-within `PROBE_TIMEOUT_S`, it turns on offline mode for this process and the processes it starts
+proxy the environment names for it; `reasonrl.network`), once per process. If that fails within 3 s,
+it turns on offline mode for this process and the processes it starts
 (`HF_HUB_OFFLINE=1`, read by huggingface_hub, transformers and datasets) and says so in one line;
 `online_again_if_reachable()`, before an upload, turns it off again where the hub answers by then.
 
@@ -21,15 +21,12 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import sys
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
-PROBE_TIMEOUT_S = 3.0
+from reasonrl.network import address_for, forget, reachable
+
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
-_probed: dict[str, bool] = {}  # hub address -> reachable, once per process
 _turned_offline: set[str] = set()  # the hub id whose probe turned offline mode on (here, not by the user)
 
 
@@ -51,25 +48,7 @@ def hub_address() -> tuple[str, int]:
     """(host, port) that a request to the hub connects to first: its proxy's where one is set for it."""
     import huggingface_hub.constants as hub
 
-    url = urllib.parse.urlsplit(hub.ENDPOINT)
-    host = url.hostname or "huggingface.co"
-    proxies = urllib.request.getproxies()  # the environment's, which the hub's HTTP client uses too
-    proxy = None if urllib.request.proxy_bypass(host) else proxies.get(url.scheme) or proxies.get("all")
-    if proxy:
-        p = urllib.parse.urlsplit(proxy if "://" in proxy else "http://" + proxy)
-        return p.hostname or host, p.port or (443 if p.scheme == "https" else 80)
-    return host, url.port or (443 if url.scheme == "https" else 80)
-
-
-def reachable(address: tuple[str, int], timeout: float = PROBE_TIMEOUT_S) -> bool:
-    key = f"{address[0]}:{address[1]}"
-    if key not in _probed:
-        try:
-            socket.create_connection(address, timeout=timeout).close()
-            _probed[key] = True
-        except OSError:
-            _probed[key] = False
-    return _probed[key]
+    return address_for(hub.ENDPOINT)
 
 
 def set_offline(on: bool) -> None:
@@ -106,7 +85,7 @@ def online_again_if_reachable() -> None:
     push at its end (`publish.hub`)."""
     if not _turned_offline:
         return
-    _probed.clear()
+    forget()
     if reachable(hub_address()):
         set_offline(False)
         _turned_offline.clear()

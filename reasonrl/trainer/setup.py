@@ -20,6 +20,7 @@ from reasonrl.data.prompts import fit_prompts
 from reasonrl.data.sampler import PromptSampler
 from reasonrl.data.schema import load_problems
 from reasonrl.data.tasks import generate
+from reasonrl.distributed import is_main
 from reasonrl.engines.single import SingleDeviceEngine, training_forward
 from reasonrl.errors import InputError
 from reasonrl.eval.accuracy import evaluate
@@ -216,6 +217,10 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     kind = check_parallel(cfg)
     resolve_device(cfg.model.device)  # model.device=cuda on a machine without one
     _check_extras(cfg)  # the optional packages the settings need (vLLM, peft)
+    if cfg.log.wandb and is_main():  # online logging: an API key and the server within reach
+        from reasonrl.trainer.wandb_log import check_online
+
+        check_online(cfg.log.wandb_mode)
     random.seed(cfg.train.seed)
     torch.manual_seed(cfg.train.seed)
     train, val = load_data(cfg)

@@ -1,0 +1,46 @@
+"""Whether a server this process needs can be reached, asked once and answered in seconds.
+
+Owns: `address_for(url)`, the (host, port) a request to `url` connects to first (the proxy that
+`HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY` name for it, unless `NO_PROXY` exempts its host), and
+`reachable(address)`, one TCP connection within `PROBE_TIMEOUT_S`, its answer kept for the process.
+Used before the Hugging Face Hub is asked for a model (`models.hub`) and before a run logs to W&B online
+(`trainer.wandb_log`): their clients retry a refused or unresolved connection for minutes.
+Does not own: what is done with the answer.
+"""
+
+from __future__ import annotations
+
+import socket
+import urllib.parse
+import urllib.request
+
+PROBE_TIMEOUT_S = 3.0
+_probed: dict[str, bool] = {}  # "host:port" -> reachable, once per process
+
+
+def address_for(url: str) -> tuple[str, int]:
+    """(host, port) that a request to `url` connects to first: its proxy's where one is set for it."""
+    u = urllib.parse.urlsplit(url)
+    host = u.hostname or ""
+    proxies = urllib.request.getproxies()  # the environment's, which the HTTP clients use too
+    proxy = None if urllib.request.proxy_bypass(host) else proxies.get(u.scheme) or proxies.get("all")
+    if proxy:
+        p = urllib.parse.urlsplit(proxy if "://" in proxy else "http://" + proxy)
+        return p.hostname or host, p.port or (443 if p.scheme == "https" else 80)
+    return host, u.port or (443 if u.scheme == "https" else 80)
+
+
+def reachable(address: tuple[str, int], timeout: float = PROBE_TIMEOUT_S) -> bool:
+    key = f"{address[0]}:{address[1]}"
+    if key not in _probed:
+        try:
+            socket.create_connection(address, timeout=timeout).close()
+            _probed[key] = True
+        except OSError:
+            _probed[key] = False
+    return _probed[key]
+
+
+def forget() -> None:
+    """Ask again next time (a server that was down may be back)."""
+    _probed.clear()
