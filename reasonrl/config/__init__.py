@@ -9,6 +9,7 @@ the key and valid choices. Does not own: the registries whose names and keyword 
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -100,7 +101,10 @@ def _fail(e: OmegaConfBaseException, source: str, key: str | None = None) -> Con
         for f in fields(RunConfig):
             if isinstance(f.default_factory, type) and f.default_factory.__name__ in msg:
                 key = f.name
-    return ConfigError(f"{source}: invalid config key '{key}': {msg}")
+    hint = ""
+    if re.search(r"\w:[^\s/]", key):  # `{a:0.1}` reads as the key "a:0.1", not as a: 0.1
+        hint = " (in {key: value} a space must follow each colon)"
+    return ConfigError(f"{source}: invalid config key '{key}': {msg}{hint}")
 
 
 def load_config(recipe: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:

@@ -428,6 +428,19 @@ def test_a_list_item_of_the_wrong_type_names_its_key_in_a_recipe_and_an_override
         load_config(None, ["train.steps=3", 'data.mixture=["a"]'])
 
 
+def test_a_mapping_without_a_space_after_its_colon_says_so():
+    """YAML reads `{format_think_answer:0.1}` as one key, "format_think_answer:0.1" (OmegaConf's error
+    alone, "... is not Optional", does not say why)."""
+    with pytest.raises(ConfigError, match=r"'reward.weights.format_think_answer:0.1': .* \(in \{key: value\} a "
+                                          r"space must follow each colon\)$"):  # fmt: skip
+        load_config(None, ["reward.weights={format_think_answer:0.1}"])
+    cfg = load_config(None, ["reward.weights={correctness: 1.0, format_think_answer: 0.1}"])
+    assert dict(cfg.reward.weights) == {"correctness": 1.0, "format_think_answer": 0.1}
+    with pytest.raises(ConfigError) as e:  # no hint where no colon is to blame
+        load_config(None, ["train.lrr=1"])
+    assert "colon" not in str(e.value)
+
+
 def test_keep_best_must_name_a_metric_the_validation_logs():
     """A typo would never save a best checkpoint: the name must be one validation logs."""
     assert (
