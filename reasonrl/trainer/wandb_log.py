@@ -39,7 +39,7 @@ def check_online(mode: str) -> None:
         from wandb.sdk.lib.wbauth import authenticate_session
 
         auth = authenticate_session(host=url, source="reasonrl", prompt=False, update_session=False)
-    except (ImportError, TypeError):  # another wandb version: leave the credentials to wandb.init
+    except (ImportError, AttributeError, TypeError):  # another wandb version: credentials left to wandb.init
         auth = True
     except wandb.errors.Error as e:  # a malformed key
         raise InputError(f"log.wandb=true: {str(e).splitlines()[0]}") from None
