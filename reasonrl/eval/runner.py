@@ -248,25 +248,23 @@ def summarize(samples: list[dict], domains: dict[str, str]) -> dict:
     """The results table from samples alone (so anyone can recompute it from samples.jsonl)."""
     rows = {}
     for name, groups in problem_groups(samples).items():
-        n = len(groups[0])  # every problem's first n samples (`eval.samples.problem_groups`)
-        per_problem = [sum(s["score"] for s in g[:n]) / n for g in groups]
-        flat = [s for g in groups for s in g[:n]]
+        n = len(groups[0])  # every group is already its problem's first n samples (`problem_groups`)
+        per_problem = [sum(s["score"] for s in g) / n for g in groups]
+        flat = [s for g in groups for s in g]
         row = {"problems": len(groups), "n": n, "mean@n": sum(per_problem) / len(per_problem)}
         row["se"] = standard_error(per_problem)
         row["ci95"] = 1.96 * row["se"]
+        correct = [sum(s["score"] >= 1.0 for s in g) for g in groups]
         k = 1
         while k <= n:
-            row[f"pass@{k}"] = sum(
-                pass_at_k(n, sum(s["score"] >= 1.0 for s in g[:n]), k) for g in groups
-            ) / len(groups)
+            row[f"pass@{k}"] = sum(pass_at_k(n, c, k) for c in correct) / len(groups)
             k *= 2
         if n > 1:
             row[f"maj@{n}"] = sum(
-                maj_at_k([answer_key(s["extracted"]) for s in g[:n]], [s["score"] for s in g[:n]], n)
-                for g in groups
+                maj_at_k([answer_key(s["extracted"]) for s in g], [s["score"] for s in g], n) for g in groups
             ) / len(groups)
-            row[f"best@{n}"] = sum(max(s["score"] for s in g[:n]) for g in groups) / len(groups)
-            row[f"worst@{n}"] = sum(min(s["score"] for s in g[:n]) for g in groups) / len(groups)
+            row[f"best@{n}"] = sum(max(s["score"] for s in g) for g in groups) / len(groups)
+            row[f"worst@{n}"] = sum(min(s["score"] for s in g) for g in groups) / len(groups)
         row["truncated"] = sum(s["finish_reason"] == "length" for s in flat) / len(flat)
         row["verifier_errors"] = sum(
             str(s.get("reason") or "").startswith(("error", "timeout")) for s in flat
