@@ -155,3 +155,52 @@ def test_extract_choice_returns_span():
 def test_lower_case_letter_in_a_box_or_tag(response, expected):
     p = Problem([{"role": "user", "content": "q"}], "C", "stem__gpqa", "stem", {})
     assert VERIFIERS.get("choice")(response, p).score == expected
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        "Answer: C (or B, A, D)",  # the gold first, every other option beside it
+        "Answer: C (or maybe A)",
+        "The answer is C or possibly B",
+        r"\boxed{C (or B)}",
+        "Answer: C, but A, B, D could also be right",
+        "Answer: C - or D",
+        "Answer: C. Or A.",
+        "Answer: C, also B",
+        "Answer: C. or, maybe, option B",
+        "Answer: C; A is also plausible",
+        "Answer: C or I",  # option I, not the pronoun
+    ],
+)
+def test_a_hedge_after_the_chosen_letter_is_ambiguous(response):
+    """Another option named beside the chosen one is no single choice, however it is joined."""
+    got = score(response)
+    assert (got.score, got.reason) == (0.0, "ambiguous")
+
+
+@pytest.mark.parametrize(
+    "response, extra",
+    [
+        ("Answer: C. Vitamin D", {}),  # a letter in the option's text, joined by nothing
+        ("Answer: C. Water and a salt", {}),  # "a", the article
+        ("Answer: C. 3 or 4 moles", {}),
+        ("Answer: C, and I think so", {}),  # "I", the pronoun
+        ("Answer: C. Compound B reacts with A", {}),
+        ("Answer: C) Heat and light", {}),
+        ("Answer: C. Both A and B", {}),  # option text, without the options listed
+        ("Answer: C. None of A, B or D", {}),
+        ("Answer: C. Both A and B", {"choices": ["x", "y", "Both A and B", "z"]}),  # its own listed text
+        ("Answer: C. both  a and b", {"choices": ["x", "y", "Both A and B", "z"]}),
+    ],
+)
+def test_words_after_the_letter_that_are_no_hedge(response, extra):
+    assert score(response, **extra).score == 1.0
+
+
+def test_option_text_is_only_the_chosen_options_own():
+    """With the options listed, another option's text or a hedge after the chosen option's own is one."""
+    listed = {"choices": ["Both A and B", "y", "z", "w"]}
+    assert score("Answer: C. Both A and B", **listed).reason == "ambiguous"  # A's text, not C's
+    own = {"choices": ["x", "y", "Both A and B", "z"]}
+    assert score("Answer: C. Both A and B, or maybe D", **own).reason == "ambiguous"

@@ -6,6 +6,11 @@ Owns: finding the chosen option letter (last `\\boxed{}`, `<answer>`, "Answer: X
 Policy: an answer that names no letter, or several letters ("A or B", "A, C"), scores 0 with reason
 "no_answer" / "ambiguous"; a random letter is never substituted (unlike Reasoning360's SuperGPQA
 scorer). Valid letters are A..J unless `extra_info["choices"]` / `["options"]` says how many.
+A hedge after the chosen letter is ambiguous too: another option joined by "or", "and", "also",
+"maybe", ... ("A (or B)", "A, also C", "the answer is A or possibly B") or a list of other options
+("A, but B, C, D could be right"). Words that restate the chosen option's own text are not a hedge:
+the listed text of that option when `extra_info` lists them ("D. Both A and B"), or, without a list,
+text that begins "Both", "All", "None" or "Neither".
 """
 
 from __future__ import annotations
@@ -26,22 +31,51 @@ _ANSWER_LINE = re.compile(
     re.IGNORECASE,
 )
 _LEAD = re.compile(r"^\(?\*{0,2}\(?([A-Z])\)?\*{0,2}(?:$|[\s.:,;)\]]+(.*))", re.DOTALL)
+# after the chosen letter: another option joined to it by a hedge word, or a list of other options
+_HEDGE_WORDS = r"(?i:or|and|also|maybe|possibly|perhaps|probably|alternatively|otherwise|either|plus)"
+_FILLER = r"(?:[\s,]+(?i:maybe|possibly|perhaps|probably|even|option|choice|answer))*"
+_OPTION_TEXT = re.compile(r"(?i:both|all|none|neither)\b")
 
 
-def _valid_letters(problem: Problem) -> str:
-    """A..J, or the first n letters where `extra_info` lists n >= 2 choices (a list beyond J: A..J).
+def _hedged(rest: str, valid: str) -> bool:
+    """Whether the words after a chosen letter name another option beside it."""
+    letter = rf"\(?(?!I\s+[a-z])[{valid}]\)?(?![\w'])"  # not the pronoun: "and I think"
+    joined = rf"\b{_HEDGE_WORDS}\b{_FILLER}[\s,:(]*{letter}"
+    listed = rf"(?<![\w\\']){letter}\s*[,/;&]\s*{letter}"
+    return re.search(joined, rest) is not None or re.search(listed, rest) is not None
+
+
+def _own_text(rest: str, letter: str, options: list | None) -> str:
+    """`rest` less the chosen option's own text at its start (all of it when it restates that text)."""
+    if options is None:
+        return "" if _OPTION_TEXT.match(rest) else rest
+    index = LETTERS.index(letter)
+    own = " ".join(str(options[index]).split()).lower() if index < len(options) else ""
+    flat = " ".join(rest.split())
+    return flat[len(own) :] if own and flat.lower().startswith(own) else rest
+
+
+def _options(problem: Problem) -> list | None:
+    """The listed options' text (`extra_info` "choices" / "options", n >= 2), or None.
 
     Only a list (or a parquet array) counts: a string there is the options' text, not their number.
     """
     for key in ("choices", "options"):
         opts = plain(problem.extra_info.get(key))
         if isinstance(opts, list) and len(opts) >= 2:
-            return LETTERS[: len(opts)]
-    return LETTERS
+            return opts
+    return None
 
 
-def letter_of(candidate: str, valid: str = LETTERS) -> tuple[str | None, str]:
-    """(letter, reason) for an answer span such as "C", "(C)", "\\text{C}", "C. 42 kJ"."""
+def _valid_letters(problem: Problem) -> str:
+    """A..J, or the first n letters where `extra_info` lists n >= 2 choices (a list beyond J: A..J)."""
+    opts = _options(problem)
+    return LETTERS if opts is None else LETTERS[: len(opts)]
+
+
+def letter_of(candidate: str, valid: str = LETTERS, options: list | None = None) -> tuple[str | None, str]:
+    """(letter, reason) for an answer span such as "C", "(C)", "\\text{C}", "C. 42 kJ". `options`: the
+    listed options' text, whose restatement after the letter is no hedge (module docstring)."""
     s = clean_latex(candidate).strip().strip("*").strip()
     s = re.sub(r"^(?:option|choice)\s+(?=\(?[A-Z]\b)", "", s, flags=re.IGNORECASE)  # "Option C"
     m = _LEAD.match(s)
@@ -51,13 +85,17 @@ def letter_of(candidate: str, valid: str = LETTERS) -> tuple[str | None, str]:
     if m.group(1) == "I" and rest[:1].islower():  # "I think ...", not option I
         return None, "no_answer"
     # "A or B", "A and C", "A, B": several standalone option letters means no single choice
-    if re.match(rf"^(?:(?:or|and|/|,|&)\s*)?\(?[{valid}]\)?(?:$|[\s,.;)])", rest):
+    if re.match(rf"^(?:(?:or|and|/|,|&)\s*)?\(?(?!I\s+[a-z])[{valid}]\)?(?:$|[\s,.;)])", rest):
+        return None, "ambiguous"
+    if _hedged(_own_text(rest, m.group(1), options), valid):  # "A (or B)", "A, also C"
         return None, "ambiguous"
     return m.group(1), "ok"
 
 
-def extract_choice(response: str, valid: str = LETTERS) -> tuple[str | None, str, str | None]:
-    """(letter, reason, raw span) from the answer region of a response."""
+def extract_choice(
+    response: str, valid: str = LETTERS, options: list | None = None
+) -> tuple[str | None, str, str | None]:
+    """(letter, reason, raw span) from the answer region of a response (`options`: see `letter_of`)."""
     region = answer_region(response)
     spans: list[str] = []
     for got in (last_boxed(region), answer_tag(region)):
@@ -76,7 +114,7 @@ def extract_choice(response: str, valid: str = LETTERS) -> tuple[str | None, str
         elif re.fullmatch(r"\*{1,3}\s*\(?[A-J]\)?\s*\*{1,3}\.?", lines[-1].strip()):
             spans.append(lines[-1])  # a last line that is only the letter in bold: "**C**"
     for span in spans:
-        letter, reason = letter_of(span, valid)
+        letter, reason = letter_of(span, valid, options)
         if letter or reason == "ambiguous":
             return letter, reason, span
     return None, "no_answer", spans[0] if spans else None
@@ -103,7 +141,7 @@ def _gold_and_letters(problem: Problem) -> tuple[str, str]:
 def choice(response: str, problem: Problem) -> RewardResult:
     """1 if the single chosen option letter equals the gold letter."""
     gold, valid = _gold_and_letters(problem)
-    letter, reason, span = extract_choice(response, valid)
+    letter, reason, span = extract_choice(response, valid, _options(problem))
     if letter is None:
         return result(False, span if reason == "ambiguous" else None, reason=reason)
     return result(letter == gold, letter)
