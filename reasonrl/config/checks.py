@@ -161,6 +161,7 @@ def validate(cfg: RunConfig) -> None:
         "val.temperature": cfg.val.temperature,
         "log.rollouts_per_step": cfg.log.rollouts_per_step,
         "algo.entropy_coef": a.entropy_coef,
+        "reward.error_patience": cfg.reward.error_patience,
     }
     for key, v in non_negative.items():
         if v < 0:
@@ -182,6 +183,10 @@ def validate(cfg: RunConfig) -> None:
         )
     if not 0 < r.top_p <= 1:
         raise ConfigError(f"rollout.top_p must be in (0, 1], got {r.top_p}")
+    if not 0 <= cfg.reward.max_error_rate < 1:
+        raise ConfigError(
+            f"reward.max_error_rate must be in [0, 1) (a share of calls), got {cfg.reward.max_error_rate}"
+        )
     if t.global_batch % r.n:
         raise ConfigError(
             f"train.global_batch={t.global_batch} is not divisible by rollout.n={r.n} (the group size)"

@@ -42,6 +42,7 @@ from reasonrl.trainer.step import (
     estimator_needs,
     make_loss_fn,
 )
+from reasonrl.trainer.verifier_watch import VerifierFailing, VerifierWatch
 
 
 def train(cfg: RunConfig, resume: bool = False, log=print, overwrite: bool = False,
@@ -119,6 +120,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     run.closers.insert(0, source.close)
     progress = Progress(cfg.train.steps, start, enabled=cfg.log.progress and main)
     saved, warned_gap = None, False
+    verifiers = VerifierWatch(cfg.reward.max_error_rate, cfg.reward.error_patience, log)
     for step in range(start + 1, t.steps + 1):
         t0 = time.perf_counter()
         watchdog.enter("generation", step)
@@ -126,6 +128,12 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         #    dynamic sampling, groups whose rewards are all equal are replaced by new prompts
         rollouts, async_metrics = source.get(step)
         groups, reward_metrics, baseline = rollouts.groups, rollouts.metrics, rollouts.baseline
+        try:  # a verifier failing on most of its calls for steps on end: stop before this update
+            verifiers.check(step, reward_metrics, groups)
+        except VerifierFailing:
+            progress.close()
+            metrics_log.close()
+            raise
         t_gen = time.perf_counter()
         batch = build_batch(groups, run.pad_id)
         step_metrics = shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, truncation

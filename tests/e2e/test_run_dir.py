@@ -159,6 +159,20 @@ def test_more_steps_are_refused_with_a_decaying_learning_rate_and_say_why(tmp_pa
     )
 
 
+def test_the_verifier_watch_settings_may_change_on_resume_and_need_not_be_in_an_older_checkpoint(tmp_path):
+    """They stop a run, they do not change its numbers; a checkpoint of an earlier release lacks them."""
+    from reasonrl.config import load_config, to_dict
+    from reasonrl.trainer.rundir import check_resume_config
+
+    saved = to_dict(load_config(None, []))
+    del saved["reward"]["max_error_rate"], saved["reward"]["error_patience"]
+    current = to_dict(load_config(None, ["reward.max_error_rate=0.2", "reward.error_patience=0"]))
+    assert check_resume_config(saved, current, False, tmp_path, 2) is False
+    # the rest of the section is not free
+    with pytest.raises(RunDirError, match=r"reward.timeout_s: 10.0 -> 5.0"):
+        check_resume_config(saved, to_dict(load_config(None, ["reward.timeout_s=5"])), False, tmp_path, 2)
+
+
 def test_sigterm_finishes_the_step_checkpoints_and_exits_without_traceback(tiny_model_dir, tmp_path):
     proc = _spawn(_overrides(tiny_model_dir, tmp_path, 500, "checkpoint.every=0"))
     _wait_for(

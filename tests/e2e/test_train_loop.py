@@ -13,31 +13,32 @@ from reasonrl.engines.checkpoint import list_checkpoints
 from reasonrl.trainer.loop import train
 
 
+def _overrides(model_dir, run_dir, steps, *extra) -> list[str]:
+    return [
+        f"model.path={model_dir}",
+        "model.device=cpu",
+        f"log.run_dir={run_dir}",
+        f"train.steps={steps}",
+        "train.global_batch=16",
+        "rollout.n=4",
+        "train.mini_batch=8",
+        "train.micro_batch=4",
+        "train.epochs=2",
+        "train.lr=1e-3",
+        "rollout.max_new_tokens=12",
+        "data.train_size=64",
+        "val.size=8",
+        "val.n=2",
+        "log.progress=false",
+        "log.tensorboard=false",
+        "checkpoint.every=2",
+        "checkpoint.keep_last=5",
+        *extra,
+    ]
+
+
 def _cfg(model_dir, run_dir, steps, *extra):
-    return load_config(
-        None,
-        [
-            f"model.path={model_dir}",
-            "model.device=cpu",
-            f"log.run_dir={run_dir}",
-            f"train.steps={steps}",
-            "train.global_batch=16",
-            "rollout.n=4",
-            "train.mini_batch=8",
-            "train.micro_batch=4",
-            "train.epochs=2",
-            "train.lr=1e-3",
-            "rollout.max_new_tokens=12",
-            "data.train_size=64",
-            "val.size=8",
-            "val.n=2",
-            "log.progress=false",
-            "log.tensorboard=false",
-            "checkpoint.every=2",
-            "checkpoint.keep_last=5",
-            *extra,
-        ],
-    )
+    return load_config(None, _overrides(model_dir, run_dir, steps, *extra))
 
 
 def _stable(row):
@@ -390,3 +391,47 @@ def test_the_kl_penalty_is_measured_against_the_reference_model_not_the_step_sta
                       "train.epochs=1", "train.mini_batch=16", "train.lr=1e-2", "checkpoint.every=0"),
                  log=lambda *a: None)["history"]  # fmt: skip
     assert hist[1]["loss/kl"] < 1e-6 < 1e-3 < hist[2]["loss/kl"]  # 0.0 and 0.013 here
+
+
+def test_a_verifier_failing_for_steps_on_end_stops_the_run_before_its_update(tiny_model_dir, tmp_path,
+                                                                           monkeypatch, capsys):  # fmt: skip
+    """The arithmetic verifier raises from step 3 on (after the step-2 checkpoint): step 3 warns, step 4
+    stops `reasonrl train` with one line (exit 2) before its update; the checkpoint and the metrics hold
+    steps up to 3; once the verifier works, --resume finishes the run from step 2."""
+    from reasonrl.cli.main import main
+    from reasonrl.rewards.base import VERIFIERS
+
+    run = tmp_path / "run"
+    real = VERIFIERS.get("arithmetic")
+
+    def saved() -> list[str]:
+        return [p.name for p in list_checkpoints(run)]
+
+    def broken_after_step_2(response, problem):
+        if saved():
+            raise ConnectionError("the scoring service went away")
+        return real(response, problem)
+
+    monkeypatch.setattr(VERIFIERS, "_entries", {**VERIFIERS._entries, "arithmetic": broken_after_step_2})
+    args = ["train", *_overrides(tiny_model_dir, run, 5, "reward.error_patience=2")]
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert [x for x in err.splitlines() if x.startswith("reasonrl")] == [  # (besides progress bars)
+        "reasonrl: error: verifier 'arithmetic' failed on 100% of its calls (e.g. 'error: ConnectionError: the "
+        "scoring service went away'), above reward.max_error_rate=0.5 for 2 steps in a row (steps 3-4); stopped "
+        "before step 4's update. Fix the verifier or its service and resume from the last checkpoint (--resume), "
+        "or set reward.error_patience=0 to train on"
+    ]
+    warned = [x for x in out.splitlines() if x.startswith("warning:")]
+    assert len(warned) == 1 and warned[0].startswith("warning: step 3: verifier 'arithmetic' failed on 100%")
+    assert saved() == ["step_000002"]
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 1, 2, 3]
+    assert (
+        rows[3]["verifier/arithmetic/error_rate"] == 1.0 and rows[2]["verifier/arithmetic/error_rate"] == 0.0
+    )
+    monkeypatch.setattr(VERIFIERS, "_entries", {**VERIFIERS._entries, "arithmetic": real})
+    assert main([*args, "--resume"]) == 0
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 1, 2, 3, 4, 5]
+    assert all(r.get("verifier/arithmetic/error_rate", 0.0) == 0.0 for r in rows)  # step 3 trained anew

@@ -204,3 +204,4 @@ def test_option_text_is_only_the_chosen_options_own():
     assert score("Answer: C. Both A and B", **listed).reason == "ambiguous"  # A's text, not C's
     own = {"choices": ["x", "y", "Both A and B", "z"]}
     assert score("Answer: C. Both A and B, or maybe D", **own).reason == "ambiguous"
+    assert score("Answer: C (or B)", **own).reason == "ambiguous"  # no restatement: nothing is cut
