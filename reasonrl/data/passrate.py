@@ -4,7 +4,8 @@
 Owns: `pass_rates` (n samples per prompt from a model and engine, scored by the same verifiers as
 training, through the eval suite's resumable generate-and-score path `eval.runner.generate_samples`;
 a sample counts as solved when its score >= `correct_threshold`, 1.0 as Reasoning360, so partial
-credit is a fail), `add_pass_rate_column` (the rate stored in a column named after the model,
+credit is a fail; a sample whose verifier call failed is no fail: the rates are refused until a rerun
+scores it, `eval.rescore`), `add_pass_rate_column` (the rate stored in a column named after the model,
 `<model>_pass_rate`, every other column of the input kept as it is), and `filter_rows` (keep rows whose
 rate in each named column lies in [low, high]; Reasoning360's Guru filter `drop if strong <= 1e-5 or
 weak >= 0.9` is `--range strong_pass_rate=0.00001:1 --range weak_pass_rate=0:0.9`), plus the
@@ -42,6 +43,7 @@ def pass_rates(model: str, problems: list[Problem], samples_path: str | Path, pa
                correct_threshold: float = 1.0, reward_options: dict | None = None, plugins=(),
                log=print, progress=None) -> list[float]:  # fmt: skip
     """The fraction of `params.n` samples that solve each problem (in order)."""
+    from reasonrl.eval.rescore import common_error, failed_samples
     from reasonrl.eval.runner import generate_samples
 
     samples = generate_samples(model, [("passrate", problems, params)], samples_path, engine=engine, device=device,
@@ -53,6 +55,14 @@ def pass_rates(model: str, problems: list[Problem], samples_path: str | Path, pa
     missing = [i for i in range(len(problems)) if len(solved.get(i, [])) != params.n]
     if missing:  # never silently a wrong rate
         raise RuntimeError(f"{samples_path}: problems {missing[:5]} lack samples; delete the file and rerun")
+    failed = failed_samples(samples)
+    if failed:  # a failed verifier call is no fail of the model: its problem's rate is unknown
+        raise InputError(
+            f"{samples_path}: {len(failed)} of {len(samples)} samples ended in a verifier error (e.g. "
+            f"{common_error(failed)!r}), so their problems' pass rates are unknown and nothing was written; "
+            "fix the verifier (or its service) and run the same command again: the samples are kept, and only "
+            "those are scored again"
+        )
     return [sum(solved[i]) / params.n for i in range(len(problems))]
 
 

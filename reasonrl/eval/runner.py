@@ -35,6 +35,7 @@ from pathlib import Path
 from reasonrl.data.files import write_text
 from reasonrl.eval.benchmarks import Benchmark, load_benchmark
 from reasonrl.eval.metrics import answer_key, macro_average, maj_at_k, pass_at_k, standard_error
+from reasonrl.eval.rescore import common_error, failed_samples, rescore_failed
 from reasonrl.eval.samples import check_setup, commit_marker, committed_samples, problem_groups, sample_rows
 from reasonrl.rollout.base import SamplingParams
 
@@ -69,6 +70,11 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
     samples = generate_samples(model, work, out / "samples.jsonl", engine=engine, device=device, seed=seed,
                                chunk_size=chunk_size, log=log, progress=progress, timing=timing,
                                workers=workers, reward_options=reward_options)  # fmt: skip
+    failed = failed_samples(samples)
+    if failed:  # counted as wrong in the table; a rerun scores just these again
+        log(f"warning: {len(failed)} samples ended in a verifier error (e.g. {common_error(failed)!r}), so the "
+            "table counts them wrong (verifier_errors); run the same command again once the verifier works: "
+            "only those samples are scored again")  # fmt: skip
     results = summarize(samples, {b.name: b.domain for b in benchmarks})
     notes = {b.name: b.note for b in benchmarks if b.note}
     if reward_options:  # a reader comparing tables must see that the verifiers were set otherwise
@@ -103,7 +109,8 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
                      overlap: bool | None = None, timing: dict | None = None,
                      workers: int | None = None) -> list[dict]:  # fmt: skip
     """Samples of every (name, problems, sampling) work item, generated and scored chunk by chunk into
-    `samples_path` (resumable: committed chunks are kept, the rest generated); the one path of the
+    `samples_path` (resumable: committed chunks are kept, the rest generated; committed samples whose
+    verifier call failed are scored again, `eval.rescore`); the one path of the
     eval suite and the pass-rate filter. `progress(done, total)` (chunks) is called as chunks commit.
     `overlap`: score each chunk beside the next one's generation (default: when the model is not on a
     CPU, where the verifier workers would take generation's cores); the samples are the same.
@@ -118,6 +125,9 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     samples_path.parent.mkdir(parents=True, exist_ok=True)
     check_setup(samples_path, eval_setup(model, work, engine, seed, chunk_size, reward_options))
     samples, done = committed_samples(samples_path)
+    # samples whose verifier call failed (a service that was down) are scored again, not generated again
+    rescore_failed(samples_path, samples, work, model, reward_options=reward_options, plugins=plugins,
+                   workers=workers, log=log)  # fmt: skip
     todo = [(name, c) for name, ps, _ in work for c in range(0, len(ps), chunk_size) if (name, c) not in done]
     clock = timing if timing is not None else {}
     clock.update(generate_s=0.0, score_s=0.0, score_wait_s=0.0, verifier_ready_s=0.0, chunks=0, samples=0)

@@ -13,3 +13,14 @@ def parity(response: str, problem) -> RewardResult:
     return RewardResult(
         float((sum(map(ord, response)) + k) % 2 == 0), {"extracted": response, "reason": "parity"}
     )
+
+
+@VERIFIERS.register("parity_unless_down")
+def parity_unless_down(response: str, problem) -> RewardResult:
+    """`parity`, but it raises while the file that extra_info["down_if"] names exists: a verifier whose
+    service is down, switched from the test process for the verifier workers too."""
+    import os
+
+    if os.path.exists(problem.extra_info["down_if"]):
+        raise ConnectionError("the parity service is down")
+    return parity(response, problem)

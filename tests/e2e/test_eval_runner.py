@@ -182,6 +182,64 @@ def test_sigkilled_eval_resumes_without_regenerating_and_matches(tiny_model_dir,
     )
 
 
+def test_samples_whose_verifier_failed_are_scored_again_by_the_same_command(tiny_model_dir, tmp_path):
+    """An eval whose verifier was down for four samples (their rows say so: score 0, reason "error: ...";
+    their completions made right answers here): the same command again scores just those again, with the
+    real verifier, and generates nothing; the table is recomputed from the new scores."""
+    data = _data(tmp_path)
+    ref = _run(_cmd(tiny_model_dir, data, tmp_path / "ref"))
+    assert ref.returncode == 0, ref.stderr[-2000:]
+    out = tmp_path / "out"
+    shutil.copytree(tmp_path / "ref", out)
+    rows = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+    hit = [r for r in rows if r.get("benchmark") == "gsm8k" and "sample" in r][:4]  # problems 0 and 1
+    for r in hit:  # "{i} + 1?" -> i + 1
+        r.update(completion=f"#### {r['problem'] + 1}", score=0.0, extracted=None,
+                 reason="error: ConnectionError: the verifier went away")  # fmt: skip
+    (out / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = _run(_cmd(tiny_model_dir, data, out))
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert (
+        f"{out / 'samples.jsonl'}: scored again the 4 samples whose verifier call had failed: 4 scored"
+        in (res.stdout)
+    )
+    assert not [x for x in res.stdout.splitlines() if " problems [" in x]  # no chunk generated
+    assert "warning" not in res.stdout + res.stderr
+    after, _ = _samples(out)
+    before, _ = _samples(tmp_path / "ref")
+    assert [(r["score"], r["reason"], r["extracted"]) for r in after[:4]] == [(1.0, "correct", "1")] * 2 + [
+        (1.0, "correct", "2")
+    ] * 2
+    assert after[4:] == before[4:]  # every other sample as it was
+    results = json.loads((out / "results.json").read_text())
+    assert results == json.loads(json.dumps(summarize(after, {"gsm8k": "math", "aime24": "math"})))
+    assert results["benchmarks"]["gsm8k"]["mean@n"] == pytest.approx(2 / 6)  # two of six problems now right
+
+
+def test_samples_still_failing_are_counted_wrong_and_said_so(tmp_path, monkeypatch):
+    from reasonrl.eval import runner
+    from reasonrl.eval.benchmarks import BENCHMARKS
+
+    def samples(score, reason):
+        return {"benchmark": "gsm8k", "problem": 0, "sample": 0, "score": score, "extracted": None,
+                "reason": reason, "finish_reason": "stop"}  # fmt: skip
+
+    failing = [samples(0.0, "error: ConnectionError: down"), {**samples(1.0, "correct"), "problem": 1}]
+    monkeypatch.setattr(runner, "generate_samples", lambda *a, **k: failing)
+    monkeypatch.setattr(runner, "load_benchmark", lambda *a, **k: [])
+    monkeypatch.setattr("reasonrl.rewards.check_routable", lambda *a, **k: None)
+    logs = []
+    res = runner.run_benchmarks("m", [BENCHMARKS.get("gsm8k")], tmp_path, log=logs.append)
+    assert logs == [
+        "warning: 1 samples ended in a verifier error (e.g. 'error: ConnectionError: down'), so the table counts "
+        "them wrong (verifier_errors); run the same command again once the verifier works: only those samples "
+        "are scored again"
+    ]
+    assert (
+        res["benchmarks"]["gsm8k"]["mean@n"] == 0.5 and res["benchmarks"]["gsm8k"]["verifier_errors"] == 0.5
+    )
+
+
 def test_a_resume_with_other_settings_is_refused_and_keeps_the_samples(tiny_model_dir, tmp_path):
     """A second run into the same --out adds to its samples only with the same setup: another chunk
     size would repeat some problems' samples under other seeds, another n or model would mix two

@@ -114,3 +114,51 @@ def test_progress_reports_every_committed_chunk(tiny_model_dir, tmp_path):
                        device="cpu", chunk_size=1, plugins=("parity_verifier",), log=lambda m: None,
                        progress=lambda d, t: seen.append((d, t)))  # fmt: skip
     assert seen == [(1, 3), (2, 3), (3, 3)] and len(rates) == 3
+
+
+def test_samples_whose_verifier_failed_are_scored_again_by_a_rerun_and_never_give_a_rate(tiny_model_dir, tmp_path,
+                                                                                         monkeypatch):  # fmt: skip
+    """The verifier's service is down for the first run: no rates (a clear error, nothing written). The same
+    call once it is back scores those samples again without generating anything, and gives the rates of a
+    run that never failed."""
+    sys.path.insert(0, str(HERE))
+    import parity_verifier  # noqa: F401 - registers "parity_unless_down" here
+
+    from reasonrl.data.passrate import pass_rates
+    from reasonrl.errors import InputError
+    from reasonrl.rollout.base import SamplingParams
+    from reasonrl.rollout.hf import HFRolloutEngine
+
+    down = tmp_path / "down"
+    down.touch()
+    problems = [Problem([{"role": "user", "content": f"tell me about {w}"}], "x", "parity_test", "x",
+                        {"index": i, "down_if": str(down)}, verifier="parity_unless_down", uid=f"p{i}")
+                for i, w in enumerate(["ab", "cd", "ef"])]  # fmt: skip
+    params = SamplingParams(n=2, max_new_tokens=4)
+    logs = []
+    kw = dict(device="cpu", chunk_size=1, plugins=("parity_verifier",), log=logs.append)
+    path = tmp_path / "s.jsonl"
+    with pytest.raises(InputError, match=r"s.jsonl: 6 of 6 samples ended in a verifier error \(e.g. 'error: "
+                                         r"ConnectionError: the parity service is down'\), so their problems' pass "
+                                         r"rates are unknown and nothing was written"):  # fmt: skip
+        pass_rates(tiny_model_dir, problems, path, params, **kw)
+    first = [json.loads(x) for x in path.read_text().splitlines()]
+    down.unlink()
+    generated = []
+    real = HFRolloutEngine.generate
+    monkeypatch.setattr(
+        HFRolloutEngine, "generate", lambda self, *a, **k: generated.append(1) or real(self, *a, **k)
+    )
+    rates = pass_rates(tiny_model_dir, problems, path, params, **kw)
+    assert generated == []  # nothing generated again
+    assert f"{path}: scored again the 6 samples whose verifier call had failed: 6 scored" in logs
+    clean = pass_rates(tiny_model_dir, problems, tmp_path / "clean.jsonl", params, **kw)
+    assert generated and rates == clean and 0 < sum(rates) < 3  # a mix, so the scores must be the real ones
+    again = [json.loads(x) for x in path.read_text().splitlines()]
+    assert again == [json.loads(x) for x in (tmp_path / "clean.jsonl").read_text().splitlines()]
+    # the same lines (committed markers too), only the failed samples' score / reason / extracted changed
+    assert [{k: v for k, v in r.items() if k not in ("score", "reason", "extracted")} for r in first] == [
+        {k: v for k, v in r.items() if k not in ("score", "reason", "extracted")} for r in again
+    ]
+    assert all(r["reason"].startswith("error") for r in first if "sample" in r)
+    assert all(r["reason"] == "parity" for r in again if "sample" in r)
