@@ -88,3 +88,21 @@ def test_latex_number_reader_builds_what_latex2sympy_builds_and_leaves_the_rest_
     assert math("\\boxed{\\frac{1,000}{8}}", P("125")).score == 1.0
     assert math("\\boxed{2.5\\sqrt{4}}", P("5")).score == 1.0
     assert math("\\boxed{2.5\\sqrt{4}}", P("6")).score == 0.0
+
+
+def test_installing_twice_wraps_once():
+    """Every process that scores math installs the readers; a second install must not wrap them again
+    (`published` unwraps one layer, so a double wrap would leave the benchmark's side on our reader)."""
+    import math_verify.parser
+    from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
+
+    from reasonrl.rewards.verifiers import math as m
+    from reasonrl.rewards.verifiers import math_numbers
+
+    m._mv()
+    reader, latex = math_verify.parser.Number, _Latex2Sympy.parse_number
+    math_numbers.install()
+    math_numbers.install()
+    assert math_verify.parser.Number is reader and _Latex2Sympy.parse_number is latex
+    assert not isinstance(reader.original, math_numbers.NumberReader)
+    assert not hasattr(latex.original, "original")
