@@ -190,6 +190,42 @@ def test_a_task_scorer_that_raises_on_the_answer_scores_it_zero(monkeypatch):
 
 
 @pytest.mark.parametrize(
+    "task_score, score_, reason",
+    [
+        (1.0, 1.0, "correct"),
+        (1.5, 1.0, "correct"),
+        (0.4, 0.4, "partial"),
+        (0.0, 0.0, "wrong"),
+        (-2.0, 0.0, "wrong"),
+    ],
+)
+def test_a_task_score_is_clamped_to_one_and_labelled(monkeypatch, task_score, score_, reason):
+    """A task scorer's value outside [0, 1] (a bug there) is clamped; the reason tells full from partial."""
+    from reasonrl.rewards.verifiers import gym
+
+    monkeypatch.setitem(gym.SCORE_OVERRIDES, "odd_task", lambda answer, entry: task_score)
+    got = score("<answer>1</answer>", P("1", task="odd_task"))
+    assert (got.score, got.reason) == (score_, reason)
+
+
+def test_score_entry_gives_zero_with_its_error(monkeypatch):
+    """`score_entry` (also the conformance sweep's) returns 0 with the error, the error cut to 100 characters."""
+    from reasonrl.rewards.verifiers import gym
+
+    def boom(answer, entry):
+        raise ValueError("x" * 300)
+
+    monkeypatch.setitem(gym.SCORE_OVERRIDES, "boom_task", boom)
+    monkeypatch.setitem(gym.SCORE_OVERRIDES, "one_task", lambda answer, entry: 1.0)
+    assert gym.score_entry("boom_task", "1", {"answer": "1", "metadata": {}}) == (
+        0.0,
+        "ValueError: " + "x" * 100,
+    )
+    got = gym.score_entry("one_task", "nan", {"answer": "1", "metadata": {}})
+    assert got[0] == 0.0 and got[1].startswith("non_finite")
+
+
+@pytest.mark.parametrize(
     "answer, expected",
     [
         ("(Q ∨ Q)", 1.0),  # modus ponens: needs both premises
