@@ -201,7 +201,8 @@ def test_slow_server_times_out_after_retries(server):
     server.script = [("sleep", 1.5, "Final verdict: YES")]
     t0 = time.monotonic()
     res = judge("<answer>42 J</answer>", prob(judge_cfg=fast(server.url, timeout_s=0.2, retries=1)))
-    assert (res.score, res.reason, res.info["attempts"]) == (0.0, "timeout", 2)
+    assert (res.score, res.info["attempts"]) == (0.0, 2)
+    assert res.reason == "error: timeout: no verdict in 2 attempts"  # the service's failure, not a score
     assert len(server.requests) == 2
     assert time.monotonic() - t0 < 1.4  # did not wait for the slow reply (hang guard)
 
@@ -321,7 +322,7 @@ def test_slow_loris_endpoint_costs_at_most_the_deadline(server):
     t0 = time.monotonic()
     res = judge("\\boxed{42 J}", prob(), **fast(server.url, timeout_s=1.0, deadline_s=1.5, retries=3))
     elapsed = time.monotonic() - t0
-    assert res.score == 0.0 and res.reason == "timeout"
+    assert res.score == 0.0 and res.reason.startswith("error: timeout: no verdict in ")
     assert elapsed < 10.0, elapsed  # 60 s of trickle without the deadline
     # the abandoned reader's socket is shut down, so its thread ends too (not 60 s later)
     until = time.monotonic() + 5.0

@@ -19,7 +19,8 @@ each attempt also within `timeout_s`. The HTTP exchange runs in a daemon thread 
 (its connection closed) at the deadline, so an endpoint that trickles bytes (slow-loris) costs at most
 the deadline and never blocks process exit. A route to the judge with no endpoint (REASONRL_JUDGE_URL,
 `reward.options.judge.base_url` or `extra_info.judge.base_url`) fails at load time (`check_setup`). A failed call scores 0 with
-info["reason"] = "timeout" (every attempt timed out) or "error: ..." ; unparsable judge output
+info["reason"] = "error: timeout: ..." (every attempt timed out: the service's failure, counted with the
+other errors) or "error: ..."; unparsable judge output
 scores 0 with reason "unparsable_verdict" and the output kept in info["judge_output"]; so does a
 reply cut at `max_tokens` (`finish_reason: "length"`, reason "judge_truncated"), whatever it holds.
 
@@ -307,7 +308,11 @@ def ask(cfg: JudgeConfig, prompt: str) -> tuple[str | None, str, int]:
         except _Cut as e:
             return str(e), "judge_truncated", tries
     assert last is not None
-    return None, ("timeout" if last.timeout else f"error: {last}"), tries
+    # a judge that never answered failed to score, as one that refused: an error, not a timeout score (a
+    # program's timeout is its own; the judge's is the service's), so the trainer's watch counts it and a
+    # rerun of an eval scores it again
+    why = f"error: timeout: no verdict in {tries} attempts" if last.timeout else f"error: {last}"
+    return None, why, tries
 
 
 def _reference(problem: Problem) -> str:
