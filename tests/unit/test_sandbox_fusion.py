@@ -126,6 +126,22 @@ def test_unreachable_servers_give_sandbox_error_not_exception(fusion_servers):
     assert res.stderr.count(dead_url) == 3  # first attempt + 2 retries, each named
 
 
+def test_a_sandbox_service_that_is_down_is_a_verifier_error_not_a_wrong_program(fusion_servers):
+    """The code verifier against an unreachable SandboxFusion: 0 with an `error: ...` reason, which the
+    health metrics count as an error (the trainer's watch stops on it; an eval rerun scores it again)."""
+    from reasonrl.rewards.health import kind
+    from reasonrl.rewards.verifiers.code import code
+    from reasonrl.types import Problem
+
+    dead = fusion_servers()
+    dead_url = dead.url
+    dead.close()
+    gt = json.dumps({"inputs": ["1 2\n"], "outputs": ["3\n"]})
+    prob = Problem(prompt=[{"role": "user", "content": "add"}], ground_truth=gt, data_source="codegen__t")
+    res = code("```python\nprint(3)\n```", prob, backend="sandbox_fusion", sandbox_fusion_urls=[dead_url])
+    assert (res.score, res.reason, kind(res)) == (0.0, "error: sandbox_error", "error")
+
+
 @pytest.mark.parametrize("bad", [{"retries": -1}, {"backoff_s": -0.5}, {"timeout_slack_s": -1}])
 def test_negative_retry_settings_are_refused(bad):
     with pytest.raises(ValueError, match="retries, backoff_s and timeout_slack_s must be >= 0"):

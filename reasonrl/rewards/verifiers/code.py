@@ -30,7 +30,8 @@ Known limit (as in HumanEval's own harness): a helper the tests call that the *p
 
 Score: score_mode="all_pass" (1 iff every test passes, stops at the first failure) or "fraction"
 (passed / total). info: reason ("correct", "wrong", "no_code", "timeout", "runtime_error",
-"sandbox_error", "bad_ground_truth: ..."), passed, total, first failure details.
+"error: sandbox_error" (the sandbox or SandboxFusion failed, not the program: a verifier error),
+"bad_ground_truth: ..."), passed, total, first failure details.
 """
 
 from __future__ import annotations
@@ -187,7 +188,9 @@ def _remote_job(job: dict[str, Any], execute) -> dict[str, Any]:
 
 def _failure_reason(reply: dict[str, Any], error: str = "") -> str:
     """Why a job failed: its status, else the first failed test's `error` (an assertion: "wrong")."""
-    if reply["status"] in ("timeout", "sandbox_error", "output_limit"):
+    if reply["status"] == "sandbox_error":  # the sandbox (or its remote service) failed, not the program:
+        return "error: sandbox_error"  # counted with the verifier errors, scored again by a rerun
+    if reply["status"] in ("timeout", "output_limit"):
         return reply["status"]
     if reply["status"] == "failed":
         return "exited_before_tests" if reply.get("program_failed") == "exit" else "runtime_error"
