@@ -43,16 +43,20 @@ class VerifierWatch:
         self.streak.append(step)
         what = _describe(rates, groups)
         if len(self.streak) == 1 and dist.is_main():
-            then = (f"the run stops if this lasts {self.patience} steps in a row (reward.error_patience)"
+            then = (f"reward.error_patience={self.patience}: the run stops when this lasts that many steps in a row"
                     if self.patience > 0 else "reward.error_patience=0: the run goes on")  # fmt: skip
             self.log(f"warning: step {step}: {what}: those calls score 0 without being measured; {then}")
         if self.patience > 0 and len(self.streak) >= self.patience:
             first = self.streak[0]
-            steps = f"steps {first}-{step}" if step > first else f"step {step}"
+            when = (
+                f"for {len(self.streak)} steps in a row (steps {first}-{step})"
+                if step > first
+                else f"at step {step}"
+            )
             raise VerifierFailing(
-                f"{what}, above reward.max_error_rate={self.limit:g} for {len(self.streak)} steps in a row "
-                f"({steps}); stopped before step {step}'s update. Fix the verifier or its service and resume "
-                "from the last checkpoint (--resume), or set reward.error_patience=0 to train on"
+                f"{what}, above reward.max_error_rate={self.limit:g} {when}; stopped before step {step}'s update. "
+                "Fix the verifier or its service and resume from the last checkpoint (--resume), or set "
+                "reward.error_patience=0 to train on"
             )
 
 

@@ -31,7 +31,7 @@ def test_a_streak_warns_once_then_stops_on_its_patience_th_step():
         "warning: step 4: verifier 'judge' failed on 100% of its calls"
     )
     assert f"(e.g. {REFUSED!r})" in logs[0]  # the most common error reason
-    assert "stops if this lasts 3 steps in a row (reward.error_patience)" in logs[0]
+    assert "reward.error_patience=3: the run stops when this lasts that many steps in a row" in logs[0]
     with pytest.raises(VerifierFailing) as e:
         watch.check(6, _failing(0.6), groups)
     msg = str(e.value)
@@ -83,6 +83,12 @@ def test_patience_zero_warns_and_trains_on():
         watch.check(step, _failing(0.01), [])
     assert len(logs) == 1 and "reward.error_patience=0: the run goes on" in logs[0]
     assert "(e.g." not in logs[0]  # no error reason in hand: none made up
+
+
+def test_the_example_reason_is_cut_for_one_line():
+    logs = []
+    VerifierWatch(0.5, 0, logs.append).check(1, _failing(), [_Group("error: " + "x" * 500)])
+    assert f"(e.g. {'error: ' + 'x' * 153!r})" in logs[0]  # 160 characters of the reason
 
 
 @pytest.mark.parametrize(
