@@ -60,20 +60,22 @@ def test_what_counts_as_failing():
     logs = []
     watch = VerifierWatch(0.5, 1, logs.append)
     watch.check(1, _failing(0.5), [])  # at the limit: not above it
-    watch.check(
-        2, {"verifier/code/timeout_rate": 1.0, "verifier/timeout_rate": 1.0}, []
-    )  # timeouts are scores
+    timeouts = {"verifier/code/timeout_rate": 1.0, "verifier/timeout_rate": 1.0}
+    watch.check(2, timeouts, [])  # timeouts are scores
     watch.check(
         3, {"verifier/error_rate": 1.0}, []
-    )  # the overall rate names no verifier: only per-name rates
+    )  # the overall rate names no verifier: per-name rates only
     watch.check(4, {"verifier/math/error_rate": 0.0, "reward/mean": 1.0}, [])
     assert logs == []
-    with pytest.raises(
-        VerifierFailing, match=r"^verifier 'code' failed on 51% of its calls; verifier 'judge'"
-    ):
-        watch.check(
-            5, {**_failing(0.9), "verifier/code/error_rate": 0.51}, []
-        )  # every failing verifier named
+    both = {**_failing(0.9), "verifier/code/error_rate": 0.51}
+    with pytest.raises(VerifierFailing) as e:
+        watch.check(5, both, [])
+    # every failing verifier named; with patience 1 the warning and the stop come on the same step
+    assert str(e.value).startswith(
+        "verifier 'code' failed on 51% of its calls; verifier 'judge' failed on 90%"
+    )
+    assert "above reward.max_error_rate=0.5 at step 5; stopped before step 5's update" in str(e.value)
+    assert len(logs) == 1 and "reward.error_patience=1: the run stops when this lasts" in logs[0]
 
 
 def test_patience_zero_warns_and_trains_on():
