@@ -34,7 +34,7 @@ model; the other side of the assertion comes from the row; the output side may n
 (as in CRUXEval's own scorer).
 
 info: reason ("correct", "wrong", "no_answer", "bad_form", "not_literal", "answer_too_long",
-"runtime_error", "timeout", "sandbox_error", "bad_ground_truth: ..."), extracted, task.
+"runtime_error", "timeout", "error: sandbox_error", "bad_ground_truth: ..."), extracted, task.
 """
 
 from __future__ import annotations
