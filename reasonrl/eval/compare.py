@@ -8,7 +8,8 @@ the rows carry no interval (`ci95` None, `significant` None, "n/a" in the table)
 mean@n's. Where the evaluations' `samples.setup.json` files sit beside their results, a benchmark
 evaluated on different problems (the problems' fingerprint) or with different sampling settings on the
 two sides is named under the table ("not like for like"): its difference measures the setup as much as
-the model.
+the model; so is a benchmark whose samples on either side hold verifier errors or timeouts (scored 0
+without a verdict: `verifier_errors`).
 Where both evaluations' samples.jsonl sit beside their results and hold the same problems (index and uid)
 with per-problem scores that reproduce each table's mean@n, mean@n rows also carry the paired interval:
 1.96 * the standard error of the per-problem differences (B - A). Two models scored on the same
@@ -138,7 +139,8 @@ def compare_results(
             paired = paired_interval(sx, sy, x[metric], y[metric])
         rows[name] = {"a": x[metric], "b": y[metric], "diff": diff, "ci95": half, "significant": significant,
                       "paired_ci95": paired, "paired_significant": None if paired is None else abs(diff) > paired,
-                      "differs": setup_differences(*setups, name)}  # fmt: skip
+                      "differs": setup_differences(*setups, name),
+                      "verifier_errors": (x.get("verifier_errors", 0.0), y.get("verifier_errors", 0.0))}  # fmt: skip
     only = sorted(set(ra) ^ set(rb))
     return {"metric": metric, "rows": rows, "only_in_one": only}
 
@@ -162,6 +164,11 @@ def comparison_markdown(c: dict) -> str:
     unlike = {name: r["differs"] for name, r in c["rows"].items() if r.get("differs")}
     if unlike:
         lines += ["", "not like for like: " + "; ".join(f"{n} ({', '.join(d)})" for n, d in unlike.items())]
+    # samples scored 0 without a verdict: part of a difference may be the verifier's, not the model's
+    failing = {n: r["verifier_errors"] for n, r in c["rows"].items() if any(r.get("verifier_errors") or ())}
+    if failing:
+        lines += ["", "verifier errors or timeouts (scored 0, not measured; rerun the eval to score errors again): "
+                  + "; ".join(f"{n} (A {a:.1%}, B {b:.1%})" for n, (a, b) in failing.items())]  # fmt: skip
     if c["only_in_one"]:
         lines += ["", "only in one file: " + ", ".join(c["only_in_one"])]
     return "\n".join(lines) + "\n"

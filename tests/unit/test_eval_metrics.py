@@ -247,6 +247,22 @@ def test_compare_names_benchmarks_evaluated_on_other_problems_or_settings(tmp_pa
     ]
 
 
+def test_compare_names_benchmarks_whose_samples_hold_verifier_errors():
+    from reasonrl.eval.compare import compare_results, comparison_markdown
+
+    a = {"benchmarks": {"gsm8k": {"mean@n": 0.4, "se": 0.02, "verifier_errors": 0.125},
+                        "math500": {"mean@n": 0.5, "se": 0.02, "verifier_errors": 0.0}}}  # fmt: skip
+    b = {"benchmarks": {"gsm8k": {"mean@n": 0.5, "se": 0.02, "verifier_errors": 0.0},
+                        "math500": {"mean@n": 0.5, "se": 0.02}}}  # fmt: skip
+    out = comparison_markdown(compare_results(a, b))
+    assert out.splitlines()[-1] == (
+        "verifier errors or timeouts (scored 0, not measured; rerun the eval to score errors again): "
+        "gsm8k (A 12.5%, B 0.0%)"
+    )  # math500 has none on either side (one side's table from before the column: none known)
+    clean = {"benchmarks": {k: {**v, "verifier_errors": 0.0} for k, v in a["benchmarks"].items()}}
+    assert "verifier errors" not in comparison_markdown(compare_results(clean, b))
+
+
 def test_result_files_are_found_down_to_the_depth_and_sorted(tmp_path):
     from reasonrl.eval.compare import find_result_files
 
