@@ -247,7 +247,8 @@ def cmd_passrate(args) -> int:
     ):
         rates = pass_rates(model, problems, samples, params, engine=args.engine, device=args.device, seed=args.seed,
                            chunk_size=args.chunk_size, correct_threshold=args.correct_threshold, log=log,
-                           plugins=args.plugins, progress=progress, reward_options=options)  # fmt: skip
+                           plugins=args.plugins, progress=progress, reward_options=options,
+                           allow_verifier_errors=args.allow_verifier_errors)  # fmt: skip
     write_rows(out, add_pass_rate_column(rows, column, rates))
     _print({"rows": len(rows), "column": column, "mean_pass_rate": sum(rates) / len(rates), "out": str(out),
             "samples": str(samples)})  # fmt: skip
@@ -374,6 +375,11 @@ def add_data_parser(sub) -> None:
         "--plugins", nargs="*", default=[], help="modules registering verifiers (as a recipe's plugins)"
     )
     r.add_argument("--quiet", action="store_true")
+    r.add_argument(
+        "--allow-verifier-errors",
+        action="store_true",
+        help="count samples whose verifier call failed (and still fails on a rerun) as unsolved",
+    )
     from reasonrl.cli.evaluate import add_verifier_option_arg
 
     add_verifier_option_arg(r)

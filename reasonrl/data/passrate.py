@@ -5,9 +5,9 @@ Owns: `pass_rates` (n samples per prompt from a model and engine, scored by the 
 training, through the eval suite's resumable generate-and-score path `eval.runner.generate_samples`;
 a sample counts as solved when its score >= `correct_threshold`, 1.0 as Reasoning360, so partial
 credit is a fail; a sample whose verifier call failed is no fail: the rates are refused until a rerun
-scores it, `eval.rescore`), `add_pass_rate_column` (the rate stored in a column named after the model,
-`<model>_pass_rate`, every other column of the input kept as it is), and `filter_rows` (keep rows whose
-rate in each named column lies in [low, high]; Reasoning360's Guru filter `drop if strong <= 1e-5 or
+scores it, `eval.rescore`, or `--allow-verifier-errors` counts it unsolved), `add_pass_rate_column`
+(the rate stored in a column named after the model, `<model>_pass_rate`, every other column of the
+input kept as it is), and `filter_rows` (keep rows whose rate in each named column lies in [low, high]; Reasoning360's Guru filter `drop if strong <= 1e-5 or
 weak >= 0.9` is `--range strong_pass_rate=0.00001:1 --range weak_pass_rate=0:0.9`), plus the
 prompt-length filter (tokens after the chat template). Does not own: generation, scoring, files.
 
@@ -41,8 +41,10 @@ def work_dir(out: str | Path, column: str) -> Path:
 def pass_rates(model: str, problems: list[Problem], samples_path: str | Path, params: SamplingParams, *,
                engine: str = "hf", device: str = "auto", seed: int = 0, chunk_size: int = 16,
                correct_threshold: float = 1.0, reward_options: dict | None = None, plugins=(),
-               log=print, progress=None) -> list[float]:  # fmt: skip
-    """The fraction of `params.n` samples that solve each problem (in order)."""
+               log=print, progress=None, allow_verifier_errors: bool = False) -> list[float]:  # fmt: skip
+    """The fraction of `params.n` samples that solve each problem (in order). Samples whose verifier call
+    failed (and failed again when this call scored them again) refuse the rates, unless
+    `allow_verifier_errors` counts them unsolved (a verifier that chokes on some answers for good)."""
     from reasonrl.eval.rescore import common_error, failed_samples
     from reasonrl.eval.runner import generate_samples
 
@@ -56,13 +58,17 @@ def pass_rates(model: str, problems: list[Problem], samples_path: str | Path, pa
     if missing:  # never silently a wrong rate
         raise RuntimeError(f"{samples_path}: problems {missing[:5]} lack samples; delete the file and rerun")
     failed = failed_samples(samples)
-    if failed:  # a failed verifier call is no fail of the model: its problem's rate is unknown
+    what = (
+        f"{len(failed)} of {len(samples)} samples ended in a verifier error (e.g. {common_error(failed)!r})"
+    )
+    if failed and not allow_verifier_errors:  # a failed verifier call is no fail of the model
         raise InputError(
-            f"{samples_path}: {len(failed)} of {len(samples)} samples ended in a verifier error (e.g. "
-            f"{common_error(failed)!r}), so their problems' pass rates are unknown and nothing was written; "
-            "fix the verifier (or its service) and run the same command again: the samples are kept, and only "
-            "those are scored again"
+            f"{samples_path}: {what}, so their problems' pass rates are unknown and nothing was written; fix the "
+            "verifier (or its service) and run the same command again (the samples are kept, and only those are "
+            "scored again), or pass --allow-verifier-errors to count them unsolved"
         )
+    if failed:
+        log(f"warning: {samples_path}: {what}; counted unsolved (--allow-verifier-errors)")
     return [sum(solved[i]) / params.n for i in range(len(problems))]
 
 

@@ -143,6 +143,13 @@ def test_samples_whose_verifier_failed_are_scored_again_by_a_rerun_and_never_giv
                                          r"rates are unknown and nothing was written"):  # fmt: skip
         pass_rates(tiny_model_dir, problems, path, params, **kw)
     first = [json.loads(x) for x in path.read_text().splitlines()]
+    # still down: scored again and failing again; --allow-verifier-errors counts them unsolved, saying so
+    logs.clear()
+    assert pass_rates(tiny_model_dir, problems, path, params, allow_verifier_errors=True, **kw) == [0.0] * 3
+    assert logs[0].startswith(f"{path}: scored again the 6 samples whose verifier call had failed: 0 scored, 6 "
+                              "failed again (e.g. 'error: ConnectionError: the parity service is down')")  # fmt: skip
+    assert logs[-1].startswith(f"warning: {path}: 6 of 6 samples ended in a verifier error")
+    assert [json.loads(x) for x in path.read_text().splitlines()] == first
     down.unlink()
     generated = []
     real = HFRolloutEngine.generate
