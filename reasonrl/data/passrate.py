@@ -7,8 +7,9 @@ a sample counts as solved when its score >= `correct_threshold`, 1.0 as Reasonin
 credit is a fail; a sample whose verifier call failed is no fail: the rates are refused until a rerun
 scores it, `eval.rescore`, or `--allow-verifier-errors` counts it unsolved), `add_pass_rate_column`
 (the rate stored in a column named after the model, `<model>_pass_rate`, every other column of the
-input kept as it is), and `filter_rows` (keep rows whose rate in each named column lies in [low, high]; Reasoning360's Guru filter `drop if strong <= 1e-5 or
-weak >= 0.9` is `--range strong_pass_rate=0.00001:1 --range weak_pass_rate=0:0.9`), plus the
+input kept as it is), and `filter_rows` (keep rows whose rate in each named column lies in [low, high];
+Reasoning360's Guru filter `drop if strong <= 1e-5 or weak >= 0.9` is `--range
+strong_pass_rate=0.00001:1 --range weak_pass_rate=0:0.9`), plus the
 prompt-length filter (tokens after the chat template). Does not own: generation, scoring, files.
 
 Resumable: samples go to `<out>.work/<column>/samples.jsonl` chunk by chunk (each chunk committed by
