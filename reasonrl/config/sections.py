@@ -175,8 +175,8 @@ class RewardConfig:
     # a prompt that opens <think> (R1-style templates): an answer left in the unclosed block scores 0
     think_from_prompt: bool = True
     # a verifier whose calls end in errors (it raised, its worker died, its judge / sandbox service
-    # refused) on more than this share of a step's calls warns; error_patience such steps in a row stop
-    # the run before that step's update (0: warn only). Timeouts are scores, not errors
+    # failed) on more than this share of a step's calls warns; error_patience such steps in a row stop
+    # the run before that step's update (0: warn only). A program's own timeout is its score, not an error
     max_error_rate: float = 0.5
     error_patience: int = 3
 

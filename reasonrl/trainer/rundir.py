@@ -22,7 +22,6 @@ from reasonrl.engines.checkpoint import checkpoint_dir, list_checkpoints, remove
 
 LOCK = ".lock"
 RUN_FILES = ("metrics.jsonl", "rollouts.jsonl", "config.yaml", "training.png", "config_changes.jsonl")
-# keys a resume may change without breaking exactness: where and how often things are logged / saved
 # settings a resume may change without breaking its exactness (what is logged, saved, validated, watched)
 _FREE_PREFIXES = ("log.", "checkpoint.", "val.", "name", "reward.max_error_rate", "reward.error_patience")
 

@@ -7,7 +7,8 @@ A step where some verifier's error rate is above `reward.max_error_rate` logs a 
 streak); `reward.error_patience` such steps in a row stop the run before that step's update, so the
 last checkpoint holds only updates from measured rewards up to the streak (0: warn only, never stop).
 Every rank decides alike (one collective per step). Timeouts are not counted: a program that loops is
-the policy's own, and its timeout is its score. Does not own: measuring the rates (`rewards.health`).
+the policy's own, and its timeout is its score (a judge that never answers reports an error, not a
+timeout: `rewards.verifiers.judge`). Does not own: measuring the rates (`rewards.health`).
 
 Why: a failed call scores 0, so a dead judge or a broken verifier turns the reward signal into noise
 while the run goes on looking healthy (before this, only `verifier/.../error_rate` in the metrics said
