@@ -295,3 +295,32 @@ def test_sigkill_of_an_async_trainer_leaves_no_worker_and_resumes(tiny_model_dir
     assert res.returncode == 0, err[-2000:]
     steps = [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert steps == list(range(7))
+
+
+def test_a_verifier_failing_under_async_rollouts_stops_the_run_and_its_worker(tiny_model_dir, tmp_path,
+                                                                            monkeypatch):  # fmt: skip
+    """The worker process scores with a plugin verifier whose service is down (a flag file): the trainer
+    warns at step 1, stops before step 2's update naming it, and the worker is gone."""
+    from reasonrl.data.schema import write_problems
+    from reasonrl.trainer.verifier_watch import VerifierFailing
+    from reasonrl.types import Problem
+
+    monkeypatch.syspath_prepend(HERE)  # the plugin module, for this process and the spawned worker
+    down = tmp_path / "down"
+    down.touch()
+    problems = [Problem([{"role": "user", "content": f"{i} + 1 = ?"}], "x", "parity_test", "x",
+                        {"index": i, "down_if": str(down)}, verifier="parity_unless_down", uid=f"p{i}")
+                for i in range(64)]  # fmt: skip
+    write_problems(tmp_path / "train.jsonl", problems)
+    _, workers, _ = _watch_async_source(monkeypatch)
+    logs = []
+    cfg = _cfg(tiny_model_dir, tmp_path / "run", 5, *ASYNC, "plugins=[parity_verifier]", "reward.error_patience=2",
+               f"data.train_files=[{tmp_path / 'train.jsonl'}]")  # fmt: skip
+    with pytest.raises(VerifierFailing, match=r"^verifier 'parity_unless_down' failed on 100% of its calls \(e.g. "
+                                              r"'error: ConnectionError: the parity service is down'\), above "
+                                              r"reward.max_error_rate=0.5 for 2 steps in a row \(steps 1-2\)"):  # fmt: skip
+        train(cfg, log=logs.append)
+    assert [x for x in logs if str(x).startswith("warning: step 1: verifier 'parity_unless_down'")]
+    assert len(workers) == 1 and not _running(workers[0].pid)
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 1]  # step 1 trained (patience 2), step 2 did not
