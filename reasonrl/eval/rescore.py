@@ -13,21 +13,20 @@ does the same before it generates the chunks still to do. Does not own: the samp
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 
 from reasonrl.data.files import write_text
+from reasonrl.rewards.health import is_error, most_common_error
 
 
 def failed_samples(samples: list[dict]) -> list[dict]:
-    """The samples whose verifier call ended in an error rather than a score."""
-    return [s for s in samples if str(s.get("reason") or "").startswith("error")]
+    """The samples whose verifier call ended in an error rather than a score (`rewards.health.is_error`)."""
+    return [s for s in samples if is_error(s.get("reason"))]
 
 
 def common_error(samples: list[dict]) -> str:
     """The most common reason among failed samples, cut for one line ('' if none failed)."""
-    reasons = Counter(str(s["reason"]) for s in failed_samples(samples))
-    return reasons.most_common(1)[0][0][:160] if reasons else ""
+    return most_common_error(s.get("reason") for s in samples)
 
 
 def rescore_failed(samples_path: Path, samples: list[dict], work, model: str, *, reward_options: dict | None,

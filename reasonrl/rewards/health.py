@@ -1,6 +1,7 @@
 """Health metrics of one batch of verifier calls: `verifier/...` rates, latencies and counts.
 
-Owns: `health_metrics` (overall and per verifier name) and `kind` (ok / timeout / error of a result).
+Owns: `health_metrics` (overall and per verifier name), `kind` (ok / timeout / error of a result), and
+`is_error` / `most_common_error`, the one reading of an error reason for everything that counts them.
 Does not own: running the calls (`rewards.runner`, which reports these for every batch) or reducing
 metrics across steps / ranks (`trainer.metrics`).
 """
@@ -8,16 +9,29 @@ metrics across steps / ranks (`trainer.metrics`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 
 from reasonrl.rewards.base import RewardResult
+
+
+def is_error(reason: str | None) -> bool:
+    """Whether a result's reason says the verifier failed ("error: ..."), rather than scored the answer:
+    what the error rate counts, the trainer's `verifier_watch` stops on and an eval rerun scores again."""
+    return str(reason or "").startswith("error")
+
+
+def most_common_error(reasons: Iterable[str | None], width: int = 160) -> str:
+    """The most common error reason among `reasons`, cut to `width` characters for one line ('' if none)."""
+    counts = Counter(str(r) for r in reasons if is_error(r))
+    return counts.most_common(1)[0][0][:width] if counts else ""
 
 
 def kind(res: RewardResult) -> str:
     r = res.reason
     if r == "timeout":
         return "timeout"
-    if r.startswith("error"):
+    if is_error(r):
         return "error"
     return "ok"
 
@@ -72,4 +86,4 @@ def health_metrics(jobs: Sequence) -> dict[str, float]:
     return {k: v for k, v in out.items() if not math.isnan(v)}  # no data -> no key (not NaN)
 
 
-__all__ = ["health_metrics", "kind"]
+__all__ = ["health_metrics", "is_error", "kind", "most_common_error"]

@@ -18,10 +18,10 @@ so).
 from __future__ import annotations
 
 import re
-from collections import Counter
 
 from reasonrl import distributed as dist
 from reasonrl.errors import InputError
+from reasonrl.rewards.health import most_common_error
 
 _RATE = re.compile(r"^verifier/(?P<name>[^/]+)/error_rate$")
 
@@ -66,10 +66,8 @@ def _describe(rates: dict[str, float], groups) -> str:
     if not rates:
         return "a verifier failed on most of its calls on another rank"
     failed = "; ".join(f"verifier '{n}' failed on {r:.0%} of its calls" for n, r in sorted(rates.items()))
-    reasons = Counter(
-        res.reason for g in groups for res in getattr(g, "results", ()) if res.reason.startswith("error")
-    )
-    example = f" (e.g. {reasons.most_common(1)[0][0][:160]!r})" if reasons else ""
+    common = most_common_error(res.reason for g in groups for res in getattr(g, "results", ()))
+    example = f" (e.g. {common!r})" if common else ""
     return f"{failed}{example}"
 
 
