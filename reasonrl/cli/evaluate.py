@@ -316,13 +316,17 @@ def eval_problems(args, model_path) -> int:
     engine = build_rollout_engine(args.engine, model, tok)
     batch = cfg.val.batch_size if cfg is not None else 256  # the run's own batching: identical greedy outputs
     try:
-        acc, _ = evaluate(
-            engine, tok, problems, params, batch_size=batch, think_from_prompt=think, scorer=scorer
-        )
+        ev = evaluate(engine, tok, problems, params, batch_size=batch, think_from_prompt=think, scorer=scorer)
     finally:
         engine.close()
         if scorer is not None:
             scorer.close()
-    out = {"model": args.model, "problems": len(problems), "n": n, "mean_score": acc}
+    from reasonrl.rewards.health import failed_share, failure_warning
+
+    warning = failure_warning("eval", ev.reasons)
+    if warning:
+        print(warning, file=sys.stderr)
+    out = {"model": args.model, "problems": len(problems), "n": n, "mean_score": ev.accuracy,
+           "verifier_errors": failed_share(ev.reasons)}  # fmt: skip
     print(json.dumps({**out, "verifier_options": options} if options else out))
     return 0

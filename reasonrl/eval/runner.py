@@ -37,6 +37,7 @@ from reasonrl.eval.benchmarks import Benchmark, load_benchmark
 from reasonrl.eval.metrics import answer_key, macro_average, maj_at_k, pass_at_k, standard_error
 from reasonrl.eval.rescore import common_error, failed_samples, rescore_failed
 from reasonrl.eval.samples import check_setup, commit_marker, committed_samples, problem_groups, sample_rows
+from reasonrl.rewards.health import failed_share, failure_warning
 from reasonrl.rollout.base import SamplingParams
 
 
@@ -276,9 +277,7 @@ def summarize(samples: list[dict], domains: dict[str, str]) -> dict:
             row[f"best@{n}"] = sum(max(s["score"] for s in g) for g in groups) / len(groups)
             row[f"worst@{n}"] = sum(min(s["score"] for s in g) for g in groups) / len(groups)
         row["truncated"] = sum(s["finish_reason"] == "length" for s in flat) / len(flat)
-        row["verifier_errors"] = sum(
-            str(s.get("reason") or "").startswith(("error", "timeout")) for s in flat
-        ) / len(flat)
+        row["verifier_errors"] = failed_share(s.get("reason") for s in flat)
         rows[name] = row
     macro = macro_average({k: v["mean@n"] for k, v in rows.items()}, domains)
     return {"benchmarks": rows, "macro": macro}
@@ -323,10 +322,12 @@ _NOT_LOGGED = ("problems", "n", "se")
 
 
 def benchmark_metrics(engine, tokenizer, scorer, loaded, max_new_tokens: int, seed: int,
-                      think_from_prompt: bool = True, chunk_size: int = 256) -> dict[str, float]:  # fmt: skip
+                      think_from_prompt: bool = True, chunk_size: int = 256, log=None,
+                      what: str = "validation") -> dict[str, float]:  # fmt: skip
     """In-training validation on benchmarks: [(Benchmark, problems)] through the run's own engine and
     scorer, each benchmark's sampling capped at the run's max_new_tokens; metrics named
-    eval/<benchmark>/<metric> (the same table `reasonrl eval` writes, from the same code)."""
+    eval/<benchmark>/<metric> (the same table `reasonrl eval` writes, from the same code). `log` gets one
+    warning per benchmark whose verifier failed on some samples (they count as wrong, as in the table)."""
     from reasonrl.rollout.scored import generate_and_score
 
     samples = []
@@ -337,6 +338,12 @@ def benchmark_metrics(engine, tokenizer, scorer, loaded, max_new_tokens: int, se
             groups, _ = generate_and_score(engine, tokenizer, scorer, problems[c : c + chunk_size], p,
                                            think_from_prompt=think_from_prompt)  # fmt: skip
             samples += sample_rows(b.name, c, groups)
+    for b, _ in loaded:
+        warning = failure_warning(
+            f"{what} ({b.name})", [s["reason"] for s in samples if s["benchmark"] == b.name]
+        )
+        if warning and log is not None:
+            log(warning)
     res = summarize(samples, {b.name: b.domain for b, _ in loaded})
     return {f"eval/{name}/{k}": float(v) for name, row in res["benchmarks"].items() for k, v in row.items()
             if k not in _NOT_LOGGED}  # fmt: skip

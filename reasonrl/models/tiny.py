@@ -155,7 +155,7 @@ def warm_start(model, tokenizer, spec: TinySpec, train: list[Problem], val: list
         opt.step()
         opt.zero_grad(set_to_none=True)
         if step % spec.sft_check_every == 0:
-            acc, _ = evaluate(engine, tokenizer, val, greedy)
+            acc = evaluate(engine, tokenizer, val, greedy).accuracy
             log(f"warm start step {step}: loss {loss.item():.3f} held-out greedy accuracy {acc:.3f}")
             if acc >= spec.sft_target_accuracy:
                 break

@@ -1,7 +1,7 @@
 """Health metrics of one batch of verifier calls: `verifier/...` rates, latencies and counts.
 
 Owns: `health_metrics` (overall and per verifier name), `kind` (ok / timeout / error of a result), and
-`is_error` / `most_common_error`, the one reading of an error reason for everything that counts them.
+`is_error` / `failed_share` / `failure_warning` / `most_common_error`, the one reading of an error reason for everything that counts them.
 Does not own: running the calls (`rewards.runner`, which reports these for every batch) or reducing
 metrics across steps / ranks (`trainer.metrics`).
 """
@@ -19,6 +19,24 @@ def is_error(reason: str | None) -> bool:
     """Whether a result's reason says the verifier failed ("error: ..."), rather than scored the answer:
     what the error rate counts, the trainer's `verifier_watch` stops on and an eval rerun scores again."""
     return str(reason or "").startswith("error")
+
+
+def failed_share(reasons: Iterable[str | None]) -> float:
+    """The share of `reasons` where the verifier failed or timed out (the eval tables' `verifier_errors`
+    column and in-training validation's `eval/verifier_errors`); 0.0 for none."""
+    reasons = [str(r or "") for r in reasons]
+    return sum(r.startswith(("error", "timeout")) for r in reasons) / len(reasons) if reasons else 0.0
+
+
+def failure_warning(what: str, reasons: Iterable[str | None]) -> str | None:
+    """One line when the verifier failed on some of these calls (each scored 0 without being measured,
+    so a mean over them is a lower bound, not the model's), else None."""
+    reasons = list(reasons)
+    failed = [r for r in reasons if is_error(r)]
+    if not failed:
+        return None
+    return (f"warning: {what}: the verifier failed on {len(failed)} of {len(reasons)} samples "
+            f"(e.g. {most_common_error(failed)!r}); they count as wrong")  # fmt: skip
 
 
 def most_common_error(reasons: Iterable[str | None], width: int = 160) -> str:

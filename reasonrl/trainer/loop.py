@@ -114,7 +114,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
 
     if start == 0:
         watchdog.enter("validation", 0)
-        metrics_log.log(0, validate_policy(run, cfg))
+        metrics_log.log(0, validate_policy(run, cfg, 0, log if main else None))
     # rollouts generated here between updates, or by a worker process up to max_staleness versions ahead
     source = rollout_source(run, cfg, needs, start, run.replay_rollouts)
     run.closers.insert(0, source.close)
@@ -193,7 +193,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         )
         if (cfg.val.every and step % cfg.val.every == 0) or step == t.steps:
             watchdog.enter("validation", step)
-            metrics.update(validate_policy(run, cfg))
+            metrics.update(validate_policy(run, cfg, step, log if main else None))
         watchdog.enter("checkpoint", step)  # metrics, then the checkpoint when due
         metrics = reduce_metrics(metrics)  # averaged over ranks (maxima maxed); identity on one process
         # (the gap is comparable only when the sampler drew from the full distribution at temperature 1)

@@ -26,6 +26,7 @@ from reasonrl.errors import InputError
 from reasonrl.eval.accuracy import evaluate
 from reasonrl.models.loading import load_model, load_tokenizer_and_config, resolve_device
 from reasonrl.rewards import check_routable
+from reasonrl.rewards.health import failed_share, failure_warning
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.factory import build_rollout_engine, check_available
 from reasonrl.types import Problem
@@ -323,18 +324,20 @@ def load_val_benchmarks(cfg: RunConfig, tokenizer, log=print, train: list[Proble
     return out
 
 
-def validate_policy(run: Run, cfg: RunConfig) -> dict[str, float]:
-    """Greedy accuracy and mean@n on the held-out problems (fixed seed, so reruns agree)."""
+def validate_policy(run: Run, cfg: RunConfig, step: int = 0, log=None) -> dict[str, float]:
+    """Greedy accuracy and mean@n on the held-out problems (fixed seed, so reruns agree), with the share of
+    samples whose verifier failed or timed out; `log` gets one warning per validation the verifier failed in
+    (those samples count as wrong, so the accuracy is a lower bound, not the model's)."""
     if not run.val and not run.benchmarks:
         return {}
     run.rollout_engine.wake()
     try:
-        return _validate(run, cfg)
+        return _validate(run, cfg, f"step {step}: validation", log or (lambda *a: None))
     finally:
         run.rollout_engine.sleep()
 
 
-def _validate(run: Run, cfg: RunConfig) -> dict[str, float]:
+def _validate(run: Run, cfg: RunConfig, what: str, log) -> dict[str, float]:
     v = cfg.val
     greedy = SamplingParams.greedy(cfg.rollout.max_new_tokens)
     think = run.think_from_prompt
@@ -343,16 +346,21 @@ def _validate(run: Run, cfg: RunConfig) -> dict[str, float]:
         from reasonrl.eval.runner import benchmark_metrics
 
         out.update(benchmark_metrics(run.rollout_engine, run.tokenizer, run.scorer, run.benchmarks,
-                                     cfg.rollout.max_new_tokens, cfg.train.seed, think))  # fmt: skip
+                                     cfg.rollout.max_new_tokens, cfg.train.seed, think, log=log, what=what))  # fmt: skip
     if not run.val:
         return out
-    acc, _ = evaluate(run.rollout_engine, run.tokenizer, run.val, greedy, batch_size=v.batch_size,
+    runs = {"eval/accuracy": greedy}
+    if v.n > 1:  # the rollout's own filters (top-p, top-k) at the validation temperature
+        runs[f"eval/mean@{v.n}"] = SamplingParams.of_rollout(cfg.rollout, cfg.train.seed, n=v.n,
+                                                              temperature=v.temperature)  # fmt: skip
+    reasons = []
+    for name, params in runs.items():
+        ev = evaluate(run.rollout_engine, run.tokenizer, run.val, params, batch_size=v.batch_size,
                       think_from_prompt=think, scorer=run.scorer)  # fmt: skip
-    out["eval/accuracy"] = acc
-    if v.n > 1:
-        # the rollout's own filters (top-p, top-k) at the validation temperature
-        sampled = SamplingParams.of_rollout(cfg.rollout, cfg.train.seed, n=v.n, temperature=v.temperature)
-        mean_n, _ = evaluate(run.rollout_engine, run.tokenizer, run.val, sampled, batch_size=v.batch_size,
-                             think_from_prompt=think, scorer=run.scorer)  # fmt: skip
-        out[f"eval/mean@{v.n}"] = mean_n
+        out[name] = ev.accuracy
+        reasons += ev.reasons
+        warning = failure_warning(f"{what} ({name})", ev.reasons)
+        if warning:
+            log(warning)
+    out["eval/verifier_errors"] = failed_share(reasons)
     return out

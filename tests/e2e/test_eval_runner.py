@@ -487,9 +487,15 @@ def test_held_out_eval_samples_with_the_given_top_p(tiny_model_dir, monkeypatch,
     from reasonrl.cli import main as cli
 
     seen = []
-    monkeypatch.setattr(accuracy, "evaluate", lambda engine, tok, problems, params, **kw: seen.append(params) or (0.5, None))  # fmt: skip
+    # (and says how many samples its verifier failed on: they count as wrong in the mean)
+    reasons = ["correct", "wrong", "error: ConnectionError: refused", "timeout"]
+    result = accuracy.Evaluation(0.25, [], reasons)
+    monkeypatch.setattr(accuracy, "evaluate", lambda engine, tok, problems, params, **kw: seen.append(params) or result)  # fmt: skip
     argv = ["eval", str(tiny_model_dir), "--task", "arithmetic", "--size", "3", "--device", "cpu"]
     assert cli.main([*argv, "--temperature", "0.7", "--top-p", "0.5"]) == 0
     assert cli.main([*argv, "--top-p", "0.5"]) == 0  # greedy: no nucleus
     assert [(p.temperature, p.top_p) for p in seen] == [(0.7, 0.5), (0.0, 1.0)]
-    assert '"mean_score": 0.5' in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert out.count('"mean_score": 0.25, "verifier_errors": 0.5') == 2
+    assert err.count("warning: eval: the verifier failed on 1 of 4 samples (e.g. 'error: ConnectionError: "
+                     "refused'); they count as wrong\n") == 2  # fmt: skip

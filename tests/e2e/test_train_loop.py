@@ -59,6 +59,7 @@ def test_loop_writes_artefacts_and_changes_policy(tiny_model_dir, tmp_path):
     last = out["history"][-1]
     for key in ("reward/mean", "loss/policy", "loss/kl", "actor/entropy", "eval/accuracy", "eval/mean@2"):
         assert key in last and last[key] is not None, key
+    assert [r["eval/verifier_errors"] for r in out["history"] if "eval/accuracy" in r] == [0.0, 0.0, 0.0]
     assert all(torch.isfinite(torch.tensor(r["loss/total"])) for r in out["history"][1:])
     for r in out["history"][1:]:  # where each step's time went: generating + training = the step
         gen, upd, whole = r["perf/generate_seconds"], r["perf/train_seconds"], r["perf/step_seconds"]
@@ -435,3 +436,31 @@ def test_a_verifier_failing_for_steps_on_end_stops_the_run_before_its_update(tin
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [0, 1, 2, 3, 4, 5]
     assert all(r.get("verifier/arithmetic/error_rate", 0.0) == 0.0 for r in rows)  # step 3 trained anew
+
+
+def test_validation_counts_and_names_the_samples_its_verifier_never_measured(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    """The arithmetic verifier raises on problems with an odd index: each validation (before training and
+    after the last step) logs eval/verifier_errors = 0.5 and one warning per pass naming how many samples
+    and the error, since those samples count as wrong in eval/accuracy and eval/mean@2."""
+    from reasonrl.rewards.base import VERIFIERS
+
+    real = VERIFIERS.get("arithmetic")
+
+    def odd_ones_fail(response, problem):
+        if problem.extra_info["index"] % 2:
+            raise ConnectionError("the scoring service went away")
+        return real(response, problem)
+
+    monkeypatch.setattr(VERIFIERS, "_entries", {**VERIFIERS._entries, "arithmetic": odd_ones_fail})
+    logs = []
+    cfg = _cfg(tiny_model_dir, tmp_path / "r", 1, "reward.error_patience=0", "checkpoint.every=0")
+    hist = train(cfg, log=logs.append)["history"]
+    assert [r["eval/verifier_errors"] for r in hist] == [0.5, 0.5]
+    assert all(r["eval/accuracy"] <= 0.5 and r["eval/mean@2"] <= 0.5 for r in hist)
+    assert [x for x in logs if "validation" in str(x)] == [
+        f"warning: step {step}: validation (eval/{name}): the verifier failed on {k} of {2 * k} samples (e.g. "
+        "'error: ConnectionError: the scoring service went away'); they count as wrong"
+        for step in (0, 1) for name, k in (("accuracy", 4), ("mean@2", 8))
+    ]  # fmt: skip

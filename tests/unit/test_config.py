@@ -461,6 +461,7 @@ def test_keep_best_must_name_a_metric_the_validation_logs():
         ):
             load_config(overrides=overrides)
     with pytest.raises(
-        ConfigError, match=r"it logs: eval/accuracy, eval/aime24/mean@n, eval/aime24/ci95, .*pass@16"
+        ConfigError,
+        match=r"it logs: eval/accuracy, eval/verifier_errors, eval/aime24/mean@n, eval/aime24/ci95, .*pass@16",
     ):
         load_config(overrides=["checkpoint.keep_best=eval/aime24/pass@3", "val.benchmarks=[aime24]"])
