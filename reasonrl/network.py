@@ -4,13 +4,16 @@ Owns: `address_for(url)`, the (host, port) a request to `url` connects to first 
 `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY` name for it, unless `NO_PROXY` exempts its host), and
 `reachable(address)`, one TCP connection within `PROBE_TIMEOUT_S`, its answer kept for the process.
 Used before the Hugging Face Hub is asked for a model (`models.hub`) and before a run logs to W&B online
-(`trainer.wandb_log`): their clients retry a refused or unresolved connection for minutes.
+(`trainer.wandb_log`): their clients retry a refused or unresolved connection for minutes. And
+`wait_for(url, wait_s)`, which asks again until the server answers or `wait_s` passes (a verifier's
+service that may still be starting: `rewards.services`).
 Does not own: what is done with the answer.
 """
 
 from __future__ import annotations
 
 import socket
+import time
 import urllib.parse
 import urllib.request
 
@@ -30,15 +33,38 @@ def address_for(url: str) -> tuple[str, int]:
     return host, u.port or (443 if u.scheme == "https" else 80)
 
 
+def _connect(address: tuple[str, int], timeout: float) -> str | None:
+    """None when a TCP connection to `address` opens within `timeout`, else why not."""
+    try:
+        socket.create_connection(address, timeout=timeout).close()
+        return None
+    except OSError as e:
+        return e.strerror or str(e) or type(e).__name__
+
+
 def reachable(address: tuple[str, int], timeout: float = PROBE_TIMEOUT_S) -> bool:
     key = f"{address[0]}:{address[1]}"
     if key not in _probed:
-        try:
-            socket.create_connection(address, timeout=timeout).close()
-            _probed[key] = True
-        except OSError:
-            _probed[key] = False
+        _probed[key] = _connect(address, timeout) is None
     return _probed[key]
+
+
+def wait_for(url: str, wait_s: float, on_wait=None, poll_s: float = 1.0) -> str | None:
+    """None once a connection to where a request to `url` goes (`address_for`) opens, asking again every
+    `poll_s` until `wait_s` has passed; else the last reason it did not (e.g. "Connection refused").
+    `on_wait(reason)` is called once, after the first refusal, when there is time left to wait."""
+    address = address_for(url)
+    deadline = time.monotonic() + wait_s
+    waited = False
+    while True:
+        reason = _connect(address, min(PROBE_TIMEOUT_S, max(deadline - time.monotonic(), 0.2)))
+        left = deadline - time.monotonic()
+        if reason is None or left <= 0:
+            return reason
+        if not waited and on_wait is not None:
+            on_wait(reason)
+        waited = True
+        time.sleep(min(poll_s, left))
 
 
 def forget() -> None:

@@ -155,6 +155,16 @@ class FusionServer:
 
 
 @pytest.fixture
+def refused_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, then released): connections to it are refused."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
 def fusion_servers():
     """make(behave=...) -> a SandboxFusion stand-in on 127.0.0.1 (by default it runs the code with our own
     sandbox and answers as SandboxFusion does); all closed after the test."""

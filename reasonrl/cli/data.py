@@ -232,6 +232,9 @@ def cmd_passrate(args) -> int:
         raise InputError(f"--correct-threshold must be in (0, 1], got {args.correct_threshold}")
     rows, problems, _, _ = _rows_and_problems([args.file])
     check_routable(problems, args.file, options)
+    from reasonrl.rewards.services import check_services
+
+    check_services(problems, options, log=lambda m: print(m, file=sys.stderr))  # a judge, SandboxFusion
     model = _eval_model_path(args.model)
     column = args.column or column_name(args.model)
     params = SamplingParams(

@@ -270,6 +270,7 @@ def eval_problems(args, model_path) -> int:
     from reasonrl.eval.accuracy import evaluate
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards import check_routable
+    from reasonrl.rewards.services import check_services
     from reasonrl.rollout.base import SamplingParams
     from reasonrl.rollout.factory import build_rollout_engine
 
@@ -290,6 +291,8 @@ def eval_problems(args, model_path) -> int:
         if not problems:  # (before: "problems": 0 and a mean score of 0.0)
             raise InputError(f"{args.model}: its run has no validation problems (no data.val_files, and no built-in "
                              "task in its data); evaluate it with --data FILE, --task NAME or --benchmarks NAMES")  # fmt: skip
+        check_services(problems, {k: dict(v) for k, v in cfg.reward.options.items()},
+                       log=lambda m: print(m, file=sys.stderr))  # fmt: skip
         model, tok = load_policy(args.model, device=args.device)
         problems = fit_prompts(tok, problems, cfg.data.max_prompt_tokens, "validation data",
                                cfg.data.drop_overlong_prompts, lambda *a: None)  # fmt: skip
@@ -304,6 +307,7 @@ def eval_problems(args, model_path) -> int:
             problems = generate(task, args.size, seed=args.seed, difficulty=args.difficulty, split="test")
         options = verifier_options(args.verifier_option)
         check_routable(problems, "eval data", options)
+        check_services(problems, options, log=lambda m: print(m, file=sys.stderr))  # a judge, SandboxFusion
         if options:
             from reasonrl.rewards.runner import RewardRunner
 

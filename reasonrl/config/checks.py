@@ -162,6 +162,7 @@ def validate(cfg: RunConfig) -> None:
         "log.rollouts_per_step": cfg.log.rollouts_per_step,
         "algo.entropy_coef": a.entropy_coef,
         "reward.error_patience": cfg.reward.error_patience,
+        "reward.service_wait_s": cfg.reward.service_wait_s,
     }
     for key, v in non_negative.items():
         if v < 0:

@@ -179,6 +179,9 @@ class RewardConfig:
     # the run before that step's update (0: warn only). A program's own timeout is its score, not an error
     max_error_rate: float = 0.5
     error_patience: int = 3
+    # the network services the data's verifiers call (an LLM judge, SandboxFusion servers) must accept a
+    # connection before the model loads; one that does not yet is waited for this long (it may be starting)
+    service_wait_s: float = 60.0
 
 
 @dataclass

@@ -66,6 +66,9 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
         problems = load_benchmark(b, data_dir, files.get(b.name), limit)
         check_routable(problems, f"benchmark {b.name}", reward_options)
         work.append((b.name, problems, sampling_for(b, overrides)))
+    from reasonrl.rewards.services import check_services
+
+    check_services([p for _, ps, _ in work for p in ps], reward_options, log=log)  # a judge, SandboxFusion
     out = Path(out_dir)
     timing: dict = {}
     samples = generate_samples(model, work, out / "samples.jsonl", engine=engine, device=device, seed=seed,

@@ -23,7 +23,8 @@ from reasonrl.engines.checkpoint import checkpoint_dir, list_checkpoints, remove
 LOCK = ".lock"
 RUN_FILES = ("metrics.jsonl", "rollouts.jsonl", "config.yaml", "training.png", "config_changes.jsonl")
 # settings a resume may change without breaking its exactness (what is logged, saved, validated, watched)
-_FREE_PREFIXES = ("log.", "checkpoint.", "val.", "name", "reward.max_error_rate", "reward.error_patience")
+_FREE_PREFIXES = ("log.", "checkpoint.", "val.", "name", "reward.max_error_rate", "reward.error_patience",
+                  "reward.service_wait_s")  # fmt: skip
 
 
 class RunDirError(ConfigError):

@@ -27,6 +27,7 @@ from reasonrl.eval.accuracy import evaluate
 from reasonrl.models.loading import load_model, load_tokenizer_and_config, resolve_device
 from reasonrl.rewards import check_routable
 from reasonrl.rewards.health import failed_share, failure_warning
+from reasonrl.rewards.services import check_services
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.factory import build_rollout_engine, check_available
 from reasonrl.types import Problem
@@ -240,6 +241,10 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     options = {k: dict(v) for k, v in cfg.reward.options.items()}  # (a mixture's files load here)
     sampler = build_sampler(cfg.data, cfg.train.global_batch // cfg.rollout.n, train, tokenizer, options, log)
     benchmarks = load_val_benchmarks(cfg, tokenizer, log, train)  # val.benchmarks: files, rows, routing
+    # the verifiers' network services (an LLM judge, SandboxFusion) up, or waited for, before the weights load
+    mixed = [p for src in getattr(sampler, "sources", ()) for p in getattr(src, "problems", ())]
+    check_services([*train, *val, *mixed, *(p for _, ps in benchmarks for p in ps)], options,
+                   cfg.reward.service_wait_s, log)  # fmt: skip
     model = load_model(path, config, tokenizer, cfg.model.dtype, cfg.model.device, log=log)
     if cfg.model.logprob_chunk > 0:  # before LoRA, compiling or sharding: the model as loaded
         from reasonrl.engines.output_head import check_output_head

@@ -165,8 +165,10 @@ def test_the_verifier_watch_settings_may_change_on_resume_and_need_not_be_in_an_
     from reasonrl.trainer.rundir import check_resume_config
 
     saved = to_dict(load_config(None, []))
-    del saved["reward"]["max_error_rate"], saved["reward"]["error_patience"]
-    current = to_dict(load_config(None, ["reward.max_error_rate=0.2", "reward.error_patience=0"]))
+    for key in ("max_error_rate", "error_patience", "service_wait_s"):
+        del saved["reward"][key]
+    current = to_dict(load_config(None, ["reward.max_error_rate=0.2", "reward.error_patience=0",
+                                         "reward.service_wait_s=5"]))  # fmt: skip
     assert check_resume_config(saved, current, False, tmp_path, 2) is False
     # the rest of the section is not free
     with pytest.raises(RunDirError, match=r"reward.timeout_s: 10.0 -> 5.0"):

@@ -284,6 +284,22 @@ def _check_code_setup(options: dict[str, Any], problem: Problem | None = None) -
 code.check_setup = _check_code_setup
 
 
+def backend_services(options: dict[str, Any], problems=()) -> dict[str, str]:  # noqa: ARG001 - per options
+    """The SandboxFusion servers a sandbox_fusion backend sends programs to ({url: where it is set});
+    none for the local sandbox. Shared by "code" and "cruxeval" (`rewards.services`)."""
+    from reasonrl.rewards.sandbox.fusion import ENV_URLS, parse_urls
+
+    if options.get("backend", "local") != "sandbox_fusion":
+        return {}
+    where = "its sandbox_fusion_urls option" if options.get("sandbox_fusion_urls") else ENV_URLS
+    return {
+        url: f"the SandboxFusion server ({where})" for url in parse_urls(options.get("sandbox_fusion_urls"))
+    }
+
+
+code.services = backend_services
+
+
 def run_spec(spec, program, run: JobRunner, *, prefix="", timeout_s, memory_mb, max_tests=None, tol=1e-6,
              stop_early=True, total_timeout_s=120.0):  # fmt: skip
     """Run parsed tests (`parse_tests`) against `program` with the job runner `run`.

@@ -46,7 +46,14 @@ from typing import Any
 from reasonrl.rewards.base import VERIFIERS, RewardResult
 from reasonrl.rewards.extract import answer_region
 from reasonrl.rewards.ground_truth import json_value
-from reasonrl.rewards.verifiers.code import check_backend, clip_text, extract_code, job_runner, run_spec
+from reasonrl.rewards.verifiers.code import (
+    backend_services,
+    check_backend,
+    clip_text,
+    extract_code,
+    job_runner,
+    run_spec,
+)
 from reasonrl.types import Problem
 
 MAX_PREDICTION_CHARS = 20_000
@@ -240,3 +247,4 @@ def _check(options: dict[str, Any], problem: Problem | None = None) -> None:
 
 
 cruxeval.check_setup = _check
+cruxeval.services = backend_services

@@ -363,6 +363,26 @@ def _check_judge_setup(options: dict[str, Any], problem: Problem | None = None) 
 judge.check_setup = _check_judge_setup
 
 
+def _judge_services(options: dict[str, Any], problems: Sequence[Problem]) -> dict[str, str]:
+    """The endpoints these problems are judged at ({url: where it is set}), as `JudgeConfig.resolve` picks
+    them: the options' base_url for every row, else a row's extra_info.judge.base_url, else the env's."""
+    if options.get("base_url"):
+        return {options["base_url"]: "the LLM judge (reward.options.judge.base_url)"}
+    out: dict[str, str] = {}
+    env = os.environ.get(ENV_PREFIX + "URL")
+    for p in problems:
+        url = ((p.extra_info or {}).get("judge") or {}).get("base_url")
+        if url:
+            row = f"uid {p.uid}" if p.uid else f"data_source {p.data_source}"
+            out.setdefault(url, f"the LLM judge (extra_info.judge.base_url of {row})")
+        elif env:
+            out.setdefault(env, f"the LLM judge ({ENV_PREFIX}URL)")
+    return out
+
+
+judge.services = _judge_services
+
+
 def judge_batch(
     responses: Sequence[str], problems: Sequence[Problem], **overrides: Any
 ) -> list[RewardResult]:

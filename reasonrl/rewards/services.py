@@ -1,0 +1,69 @@
+"""The network services routed problems' verifiers call (an LLM judge's endpoint, SandboxFusion servers),
+reached before any work.
+
+Owns: `endpoints(problems, options)`, every service URL the verifiers of `problems` will call with
+`options` (a verifier declares its own: `fn.services(options, problems) -> {url: what sets it}`), and
+`check_services(...)`, which waits until each one accepts a connection or `wait_s` passes, then raises one
+InputError naming the service, its URL, where the URL comes from and why it could not be reached. Without
+it a judge URL with a typo, or a sandbox server that is not up, cost loading the model and a whole step
+of rollouts (minutes on a large model), and then scored every answer 0 as a verifier error until
+`reward.max_error_rate` stopped the run. A service may still be starting when the run does (a judge
+model loading beside it): the wait covers that, and says it is waiting.
+Does not own: the probe itself (`network.wait_for`: a TCP connection to the URL's host and port, or its
+proxy's; an HTTP server that is up but broken is left to the verifier's own errors) or what each
+verifier sends (`rewards.verifiers.judge`, `rewards.sandbox.fusion`).
+"""
+
+from __future__ import annotations
+
+from reasonrl.errors import InputError
+from reasonrl.types import Problem
+
+SERVICE_WAIT_S = 60.0  # the default wait for a service that does not answer yet
+WAIT_ENV = "REASONRL_SERVICE_WAIT_S"  # the wait of `reasonrl eval` / `data passrate` (a run's: its config)
+
+
+def endpoints(problems: list[Problem], options: dict | None = None) -> dict[str, str]:
+    """{url: what sets it} over the verifiers `problems` route to (each asked once, with its options)."""
+    from reasonrl.rewards import VERIFIERS
+    from reasonrl.rewards.routing import verifier_name
+
+    options = options or {}
+    by_verifier: dict[str, list[Problem]] = {}
+    for p in problems:
+        by_verifier.setdefault(verifier_name(p), []).append(p)
+    out: dict[str, str] = {}
+    for name, routed in by_verifier.items():
+        declared = getattr(VERIFIERS.get(name), "services", None)
+        if declared is not None:
+            for url, what in declared(dict(options.get(name) or {}), routed).items():
+                out.setdefault(url, what)
+    return out
+
+
+def check_services(problems: list[Problem], options: dict | None = None, wait_s: float | None = None,
+                   log=print, setting: str = "reward.service_wait_s") -> None:  # fmt: skip
+    """InputError unless every service the problems' verifiers call accepts a connection within `wait_s`
+    seconds (None: env REASONRL_SERVICE_WAIT_S, else 60) (one line each while waiting; `setting` names
+    what sets the wait)."""
+    import os
+
+    from reasonrl.network import wait_for
+
+    if wait_s is None:
+        setting, raw = WAIT_ENV, os.environ.get(WAIT_ENV, "")
+        try:
+            wait_s = float(raw) if raw else SERVICE_WAIT_S
+        except ValueError:
+            raise InputError(f"{WAIT_ENV} must be a number of seconds, got {raw!r}") from None
+        if not wait_s >= 0:
+            raise InputError(f"{WAIT_ENV} must be >= 0, got {raw!r}")
+    for url, what in endpoints(problems, options).items():
+        reason = wait_for(url, wait_s, lambda r, u=url, w=what: log(
+            f"waiting up to {wait_s:g} s for {w} at {u} to accept connections ({r}; {setting} sets the wait)"))  # fmt: skip
+        if reason is not None:
+            raise InputError(f"{what} at {url} cannot be reached ({reason}, for {wait_s:g} s): start it or fix "
+                             f"its URL; nothing was generated or scored")  # fmt: skip
+
+
+__all__ = ["SERVICE_WAIT_S", "WAIT_ENV", "check_services", "endpoints"]
