@@ -55,9 +55,9 @@ def wait_for(url: str, wait_s: float, on_wait=None, poll_s: float = 1.0) -> str 
     `on_wait(reason)` is called once, after the first refusal, when there is time left to wait."""
     address = address_for(url)
     deadline = time.monotonic() + wait_s
-    waited = False
+    waited, timeout = False, PROBE_TIMEOUT_S  # the first attempt: the whole probe timeout (a far server)
     while True:
-        reason = _connect(address, min(PROBE_TIMEOUT_S, max(deadline - time.monotonic(), 0.2)))
+        reason = _connect(address, timeout)
         left = deadline - time.monotonic()
         if reason is None or left <= 0:
             return reason
@@ -65,6 +65,7 @@ def wait_for(url: str, wait_s: float, on_wait=None, poll_s: float = 1.0) -> str 
             on_wait(reason)
         waited = True
         time.sleep(min(poll_s, left))
+        timeout = min(PROBE_TIMEOUT_S, max(deadline - time.monotonic(), 0.2))  # later ones: what is left
 
 
 def forget() -> None:

@@ -90,7 +90,10 @@ def test_endpoints_are_where_each_verifier_takes_them(monkeypatch):
     assert endpoints(
         [_coded("e", "simulation__cruxeval-o")], {"cruxeval": {"backend": "sandbox_fusion"}}
     ) == {"http://s3:1/run_code": "the SandboxFusion server (REASONRL_SANDBOX_FUSION_URLS)"}
-    assert endpoints([_coded("d")]) == {} and endpoints([]) == {}
+    plain = Problem(
+        prompt=[{"role": "user", "content": "1+1="}], ground_truth="2", data_source="reasonrl/arithmetic"
+    )
+    assert endpoints([_coded("d"), plain]) == {} and endpoints([]) == {}  # (arithmetic declares no services)
 
 
 def test_a_service_that_never_answers_is_one_line_naming_it(listening, refused_port, monkeypatch):
