@@ -88,6 +88,7 @@ def test_validation_says_which_samples_the_verifier_never_measured(
     assert ev.reasons[4:8] == ["error: ConnectionError: judge refused"] * 4
     assert ev.reasons[:4] == ["correct", "correct", "wrong", "wrong"] == ev.reasons[8:]
     assert failed_share(ev.reasons) == 1 / 3 and failed_share(ev.reasons[:4] + ["timeout"]) == 0.2
+    assert failed_share([]) == 0.0 and failed_share([None, "error: x"]) == 0.5
     assert failure_warning("step 4: validation", ev.reasons) == (
         "warning: step 4: validation: the verifier failed on 4 of 12 samples (e.g. 'error: ConnectionError: "
         "judge refused'); they count as wrong"

@@ -53,6 +53,9 @@ def test_wait_for_answers_at_once_waits_for_a_late_server_and_gives_up_with_the_
     assert waited == []  # no time to wait: no "waiting" line
     assert wait_for(f"http://127.0.0.1:{port}", 0.6, waited.append, poll_s=0.1) == "Connection refused"
     assert waited == ["Connection refused"] and time.monotonic() - t0 >= 0.6  # said once, asked until the end
+    t0 = time.monotonic()  # never past the wait, whatever the poll interval; no one to tell is fine
+    assert wait_for(f"http://127.0.0.1:{port}", 0.5, None, poll_s=30) == "Connection refused"
+    assert 0.5 <= time.monotonic() - t0 < 3
 
     late = socket.socket()  # a server that starts listening while it is waited for
 
