@@ -263,6 +263,35 @@ def test_zebra_reasons_cells_and_malformed_answers(answer, score_, reason, cells
     assert got.info.get("all_correct", False) is (reason == "correct")
 
 
+@pytest.mark.parametrize(
+    "gold",
+    [
+        {"header": [], "rows": [["1"]]},  # no columns
+        {"header": "a", "rows": [["1"]]},  # header not a list
+        {"header": ["a"], "rows": "1"},  # rows not a list
+        {"header": ["a"], "rows": ["1"]},  # a row not a list
+        {"header": ["a", "b"], "rows": [["1"]]},  # a row shorter than the header
+        {"header": ["a"], "rows": [["1", "2"]]},  # or longer
+        {"header": ["a"], "rows": [[None]]},  # a cell that is no name
+        {"header": ["a"], "rows": [[["1"]]]},
+        {"header": ["a"], "rows": [[" "]]},  # a blank cell
+        {"header": [" "], "rows": [["1"]]},  # a blank column name
+        {"rows": [["1"]]},
+        [["1"]],
+    ],
+)
+def test_zebra_gold_must_be_a_grid_of_names(gold):
+    """A malformed gold fails at load time (the verifier's ground-truth check), not as a 0 per sample."""
+    from reasonrl.errors import InputError
+    from reasonrl.rewards import check_routable
+
+    p = Problem(
+        prompt=[{"role": "user", "content": "q"}], ground_truth=gold, data_source="x", verifier="zebra"
+    )
+    with pytest.raises(InputError, match=r"^train data row 0: zebra: ground truth is not \{'header'"):
+        check_routable([p], "train data")
+
+
 def test_zebra_empty_gold_grid_is_a_bad_row_not_a_solvable_one():
     p = Problem(
         prompt=[{"role": "user", "content": "q"}], ground_truth={"header": ["a"], "rows": []}, data_source="x"
@@ -384,3 +413,67 @@ def test_codeio_array_gold_length_bound_and_extracted():
     over = score("codeio", '{"output": "' + "a" * (MAX_PARSE_CHARS - 13) + '"}', "x")
     assert (over.score, over.reason) == (0.0, "answer_too_long")
     assert len(score("codeio", text, "x").info["extracted"]) == 200
+
+
+def _load_error(verifier, gold) -> str:
+    """The load-time error (`check_routable`) of one row routed to `verifier` with this ground truth."""
+    from reasonrl.errors import InputError
+    from reasonrl.rewards import check_routable
+
+    p = Problem(
+        prompt=[{"role": "user", "content": "q"}], ground_truth=gold, data_source="x", verifier=verifier
+    )
+    with pytest.raises(InputError) as e:
+        check_routable([p], "data")
+    return str(e.value)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "[Ann, 'Bob', \"Cy\"]",  # a bracket list without quotes, quotes dropped
+        "1. **Ann**\n2. _Bob_\n3. Cy",  # numbered, markdown emphasis dropped
+        "'Ann', \"Bob\", *Cy*.",  # one comma line: quotes, emphasis and the final period dropped
+    ],
+)
+def test_ordering_reads_every_list_form(answer):
+    got = score("ordering", f"<answer>{answer}</answer>", ["Ann", "Bob", "Cy"])
+    assert (got.score, got.reason) == (1.0, "correct")
+
+
+def test_ordering_a_list_holding_a_list_is_no_ordering_and_the_gold_must_be_names():
+    got = score("ordering", '<answer>["Ann", ["Bob", "Cy"]]</answer>', ["Ann", "Bob", "Cy"])
+    assert (got.score, got.reason) == (0.0, "not_a_list")
+    for gold in ([], ["a", None], ["a", " "], ["a", ["b"]]):
+        assert _load_error("ordering", gold).startswith(
+            f"data row 0: ordering: ground truth {gold!r} is not a list"
+        )
+
+
+def test_graph_answers_lose_their_quotes_emphasis_and_period():
+    assert score("graph", "<answer>`Yes`.</answer>", "yes").score == 1.0
+    assert score("graph", "<answer>**5**</answer>", 5).score == 1.0
+    assert score("graph", "<answer>'No'</answer>", "yes").score == 0.0
+
+
+def test_arc_grid_found_in_text_and_the_gold_must_be_a_grid():
+    assert score("arc", "<answer>[[1, 2], [3, 4]] is the grid</answer>", [[1, 2], [3, 4]]).score == 1.0
+    assert score("arc", "<answer>1 2\n3 4</answer>", [[1, 2], [3, 4]]).score == 1.0
+    for gold in ([[1], 2], [], [[1, "x"]], "[[1]] and more"):
+        assert (
+            _load_error("arc", gold)
+            == "data row 0: arc: ground truth is not a grid (list of lists of integers)"
+        )
+
+
+def test_codeio_refuses_a_functional_cruxeval_gold_it_cannot_run():
+    gold = {"functional": "def f(x):\n    return x", "input": "3", "output": "3"}
+    got = score("codeio", '<answer>{"output": 3}</answer>', gold)
+    assert (got.score, got.reason) == (
+        0.0,
+        "error: CRUXEval needs code execution (use the 'cruxeval' verifier)",
+    )
+    assert _load_error("codeio", gold) == (
+        "data row 0: codeio: a CRUXEval (functional) ground truth needs code execution: route it to 'cruxeval'"
+    )
+    assert score("codeio", '<answer>{"output": 3}</answer>', {"output": 3}).score == 1.0

@@ -326,6 +326,10 @@ def test_clean_latex_strips_every_math_delimiter():
     from reasonrl.rewards.verifiers.math import clean_latex
 
     assert [clean_latex(s) for s in (r"\(3\)", r"\[x+1\]", "$$5$$", "$7$", "$")] == ["3", "x+1", "5", "7", ""]
+    # presentation dropped, one space between tokens, a final period gone
+    assert clean_latex(r"\displaystyle \left( 3 \right)") == "( 3 )"
+    assert clean_latex(r"1\,000\quad\text{ cm}.") == "1 000 cm"
+    assert clean_latex(r"90^{\circ}\$") == "90"
     assert to_number(r"\(\frac{1}{2}\)")[0] * 2 == 1
 
 
