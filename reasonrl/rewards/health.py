@@ -1,7 +1,8 @@
 """Health metrics of one batch of verifier calls: `verifier/...` rates, latencies and counts.
 
 Owns: `health_metrics` (overall and per verifier name), `kind` (ok / timeout / error of a result), and
-`is_error` / `failed_share` / `failure_warning` / `most_common_error`, the one reading of an error reason for everything that counts them.
+`is_error` / `failed_share` / `failure_warning` / `most_common_error`, the one reading of an error reason
+for everything that counts them.
 Does not own: running the calls (`rewards.runner`, which reports these for every batch) or reducing
 metrics across steps / ranks (`trainer.metrics`).
 """
