@@ -477,3 +477,7 @@ def test_codeio_refuses_a_functional_cruxeval_gold_it_cannot_run():
         "data row 0: codeio: a CRUXEval (functional) ground truth needs code execution: route it to 'cruxeval'"
     )
     assert score("codeio", '<answer>{"output": 3}</answer>', {"output": 3}).score == 1.0
+    from reasonrl.rewards import check_routable
+
+    check_routable([Problem(prompt=[{"role": "user", "content": "q"}], ground_truth=g, data_source="x",
+                            verifier="codeio") for g in ({"output": 3}, {"x": 1, "y": [2]}, "[1, 2]")], "data")  # fmt: skip
