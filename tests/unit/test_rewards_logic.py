@@ -272,6 +272,7 @@ def test_zebra_reasons_cells_and_malformed_answers(answer, score_, reason, cells
         {"header": ["a"], "rows": ["1"]},  # a row not a list
         {"header": ["a", "b"], "rows": [["1"]]},  # a row shorter than the header
         {"header": ["a"], "rows": [["1", "2"]]},  # or longer
+        {"header": ["a"], "rows": [["1"], ["2", "3"]]},  # one bad row among good ones
         {"header": ["a"], "rows": [[None]]},  # a cell that is no name
         {"header": ["a"], "rows": [[["1"]]]},
         {"header": ["a"], "rows": [[" "]]},  # a blank cell
