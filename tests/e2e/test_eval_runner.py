@@ -486,10 +486,8 @@ def test_held_out_eval_samples_with_the_given_top_p(tiny_model_dir, monkeypatch,
     import reasonrl.eval.accuracy as accuracy
     from reasonrl.cli import main as cli
 
-    seen = []
-    # (and says how many samples its verifier failed on: they count as wrong in the mean)
-    reasons = ["correct", "wrong", "error: ConnectionError: refused", "timeout"]
-    result = accuracy.Evaluation(0.25, [], reasons)
+    seen = []  # (and it says how many samples its verifier failed on: they count as wrong in the mean)
+    result = accuracy.Evaluation(0.25, [], ["correct", "wrong", "error: ConnectionError: refused", "timeout"])
     monkeypatch.setattr(accuracy, "evaluate", lambda engine, tok, problems, params, **kw: seen.append(params) or result)  # fmt: skip
     argv = ["eval", str(tiny_model_dir), "--task", "arithmetic", "--size", "3", "--device", "cpu"]
     assert cli.main([*argv, "--temperature", "0.7", "--top-p", "0.5"]) == 0
