@@ -68,7 +68,7 @@ def test_held_out_eval_scores_with_them(tmp_path, monkeypatch, capsys):
 
     def fake_evaluate(engine, tok, problems, params, batch_size=256, think_from_prompt=True, scorer=None):
         seen["options"] = None if scorer is None else scorer.options
-        return 0.5, []
+        return accuracy.Evaluation(0.5, [], [])
 
     monkeypatch.setattr(loading, "load_policy", lambda *a, **k: (None, None))
     monkeypatch.setattr(
