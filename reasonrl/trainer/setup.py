@@ -242,7 +242,8 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     sampler = build_sampler(cfg.data, cfg.train.global_batch // cfg.rollout.n, train, tokenizer, options, log)
     benchmarks = load_val_benchmarks(cfg, tokenizer, log, train)  # val.benchmarks: files, rows, routing
     # the verifiers' network services (an LLM judge, SandboxFusion) up, or waited for, before the weights load
-    mixed = [p for src in getattr(sampler, "sources", ()) for p in getattr(src, "problems", ())]
+    # (a mixture's files load in build_sampler; without one, its sources hold `train` itself: not twice)
+    mixed = [p for src in sampler.sources for p in getattr(src, "problems", ())] if cfg.data.mixture else []
     check_services([*train, *val, *mixed, *(p for _, ps in benchmarks for p in ps)], options,
                    cfg.reward.service_wait_s, log)  # fmt: skip
     model = load_model(path, config, tokenizer, cfg.model.dtype, cfg.model.device, log=log)
