@@ -1,17 +1,19 @@
 """The network services routed problems' verifiers call (an LLM judge's endpoint, SandboxFusion servers),
-reached before any work.
+reached and tried before any work.
 
 Owns: `endpoints(problems, options)`, every service URL the verifiers of `problems` will call with
 `options` (a verifier declares its own: `fn.services(options, problems) -> {url: what sets it}`), and
-`check_services(...)`, which waits until each one accepts a connection or `wait_s` passes, then raises one
-InputError naming the service, its URL, where the URL comes from and why it could not be reached. Without
-it a judge URL with a typo, or a sandbox server that is not up, cost loading the model and a whole step
-of rollouts (minutes on a large model), and then scored every answer 0 as a verifier error until
-`reward.max_error_rate` stopped the run. A service may still be starting when the run does (a judge
-model loading beside it): the wait covers that, and says it is waiting.
-Does not own: the probe itself (`network.wait_for`: a TCP connection to the URL's host and port, or its
-proxy's; an HTTP server that is up but broken is left to the verifier's own errors) or what each
-verifier sends (`rewards.verifiers.judge`, `rewards.sandbox.fusion`).
+`check_services(...)`, which waits until each one accepts a connection or `wait_s` passes, then tries
+each with a test call (a verifier's `fn.probe(options, problems) -> [lines]`, ValueError naming what is
+wrong: the judge grades a right and a wrong answer, a SandboxFusion server runs a program), and raises
+one InputError naming the service, its URL, where the URL comes from and why it failed. Without it a
+judge URL with a typo, a wrong API key or model name, or a sandbox server that is not up, cost loading
+the model and a whole step of rollouts (minutes on a large model), and then scored every answer 0 as a
+verifier error until `reward.max_error_rate` stopped the run; a judge that gives no verdict line scored
+every answer 0 with no error at all. A service may still be starting when the run does (a judge model
+loading beside it): the wait covers that, and says it is waiting.
+Does not own: the connection probe (`network.wait_for`: a TCP connection to the URL's host and port, or
+its proxy's) or what each verifier sends (`rewards.verifiers.judge`, `rewards.verifiers.code`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ SERVICE_WAIT_S = 60.0  # the default wait for a service that does not answer yet
 WAIT_ENV = "REASONRL_SERVICE_WAIT_S"  # the wait of `reasonrl eval` / `data passrate` (a run's: its config)
 
 
-def endpoints(problems: list[Problem], options: dict | None = None) -> dict[str, str]:
-    """{url: what sets it} over the verifiers `problems` route to (each asked once, with its options)."""
+def _seams(problems: list[Problem], options: dict | None, seam: str):
+    """(the verifier's `seam` function, its options, the problems routed to it) for each verifier of
+    `problems` that has one."""
     from reasonrl.rewards import VERIFIERS
     from reasonrl.rewards.routing import verifier_name
 
@@ -32,12 +35,18 @@ def endpoints(problems: list[Problem], options: dict | None = None) -> dict[str,
     by_verifier: dict[str, list[Problem]] = {}
     for p in problems:
         by_verifier.setdefault(verifier_name(p), []).append(p)
-    out: dict[str, str] = {}
     for name, routed in by_verifier.items():
-        declared = getattr(VERIFIERS.get(name), "services", None)
-        if declared is not None:
-            for url, what in declared(dict(options.get(name) or {}), routed).items():
-                out.setdefault(url, what)
+        fn = getattr(VERIFIERS.get(name), seam, None)
+        if fn is not None:
+            yield fn, dict(options.get(name) or {}), routed
+
+
+def endpoints(problems: list[Problem], options: dict | None = None) -> dict[str, str]:
+    """{url: what sets it} over the verifiers `problems` route to (each asked once, with its options)."""
+    out: dict[str, str] = {}
+    for declared, opts, routed in _seams(problems, options, "services"):
+        for url, what in declared(opts, routed).items():
+            out.setdefault(url, what)
     return out
 
 
@@ -45,7 +54,7 @@ def check_services(problems: list[Problem], options: dict | None = None, wait_s:
                    log=print, setting: str = "reward.service_wait_s") -> None:  # fmt: skip
     """InputError unless every service the problems' verifiers call accepts a connection within `wait_s`
     seconds (None: env REASONRL_SERVICE_WAIT_S, else 60) (one line each while waiting; `setting` names
-    what sets the wait)."""
+    what sets the wait) and then passes its verifier's test call (one line each when it does)."""
     import os
 
     from reasonrl.network import wait_for
@@ -64,6 +73,12 @@ def check_services(problems: list[Problem], options: dict | None = None, wait_s:
         if reason is not None:
             raise InputError(f"{what} at {url} cannot be reached ({reason}, for {wait_s:g} s): start it or fix "
                              f"its URL; nothing was generated or scored")  # fmt: skip
+    for probe, opts, routed in _seams(problems, options, "probe"):
+        try:
+            for line in probe(opts, routed):
+                log(line)
+        except ValueError as e:
+            raise InputError(f"{e}; nothing was generated or scored") from None
 
 
 __all__ = ["SERVICE_WAIT_S", "WAIT_ENV", "check_services", "endpoints"]

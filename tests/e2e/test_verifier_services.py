@@ -70,3 +70,60 @@ def test_an_eval_of_benchmarks_reaches_its_verifiers_services_before_generating(
                        log=logs.append)  # fmt: skip
     assert not (tmp_path / "out").exists()
     assert len(logs) == 1 and "(Connection refused; REASONRL_SERVICE_WAIT_S sets the wait)" in logs[0]
+
+
+def test_a_judge_that_is_up_but_refuses_the_key_stops_train_and_eval_before_the_model_loads(
+    tiny_model_dir, tmp_path, monkeypatch, capsys
+):
+    """Reached is not enough: the judge is asked to grade two test answers with the run's own settings.
+    A wrong API key (every call http 401) is one line and exit 2, before the weights load; with the key
+    fixed the same command trains, and the judge scores its rollouts."""
+    from _judge_standin import StandIn
+
+    import reasonrl.trainer.setup as setup
+    from reasonrl.cli.main import main
+
+    loads = []
+    real_load = setup.load_model
+    monkeypatch.setattr(setup, "load_model", lambda *a, **kw: loads.append(1) or real_load(*a, **kw))
+    monkeypatch.delenv("REASONRL_JUDGE_URL", raising=False)
+    monkeypatch.setenv("REASONRL_JUDGE_API_KEY", "sk-wrong")
+    judge = StandIn()
+    try:
+        judge.script = [("status", 401)]
+        data = tmp_path / "stem.jsonl"
+        row = {"prompt": [{"role": "user", "content": "How much energy?"}], "reward_model": {"ground_truth": "42 J"},
+               "data_source": "stem_web", "extra_info": {"judge": {"base_url": judge.url}}}  # fmt: skip
+        data.write_text("".join(json.dumps({**row, "uid": f"r{i}"}) + "\n" for i in range(4)))
+        run = tmp_path / "run"
+        argv = ["train", f"model.path={tiny_model_dir}", "model.device=cpu", f"log.run_dir={run}",
+                f"data.train_files=[{data}]", f"data.val_files=[{data}]", "log.progress=false", "log.tensorboard=false",
+                "train.steps=1", "rollout.n=2", "train.global_batch=4", "train.mini_batch=4", "train.micro_batch=4",
+                "rollout.max_new_tokens=8", "val.every=0", "reward.options.judge.retries=0"]  # fmt: skip
+        assert main(argv) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == (
+            f"reasonrl: error: the LLM judge at {judge.url} (model 'default') could not grade a test answer: error: "
+            "http 401: the endpoint refused the API key (REASONRL_JUDGE_API_KEY); nothing was generated or scored"
+        )
+        assert loads == [] and not (run / "metrics.jsonl").exists() and len(judge.requests) == 1
+        assert main(["eval", str(tiny_model_dir), "--data", str(data), "--device", "cpu"]) == 2
+        assert "http 401: the endpoint refused the API key" in capsys.readouterr().err
+
+        judge.requests.clear()
+        judge.script = [
+            ("reply", "Final verdict: YES"),
+            ("reply", "Final verdict: NO"),
+            ("reply", "Final verdict: NO"),
+        ]
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert f"the LLM judge at {judge.url} (model 'default') graded two test answers right" in out
+        assert loads == [1] and len(judge.requests) > 2  # the test's two calls, then the rollouts' own
+        asked = [r["body"]["messages"][0]["content"] for r in judge.requests]
+        assert all("What is 2 + 3?" in q for q in asked[:2]) and all(
+            "How much energy?" in q for q in asked[2:]
+        )
+        steps = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        assert [s["step"] for s in steps if "reward/mean" in s] == [1]
+    finally:
+        judge.close()

@@ -6,11 +6,13 @@ with a typo cost loading the model and a step of rollouts, each answer scored 0 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
 
 import pytest
+from _judge_standin import StandIn
 
 from reasonrl.errors import InputError
 from reasonrl.network import wait_for
@@ -99,16 +101,26 @@ def test_endpoints_are_where_each_verifier_takes_them(monkeypatch):
     assert endpoints([_coded("d"), plain]) == {} and endpoints([]) == {}  # (arithmetic declares no services)
 
 
-def test_a_service_that_never_answers_is_one_line_naming_it(listening, refused_port, monkeypatch):
+def test_a_service_that_never_answers_is_one_line_naming_it(refused_port, monkeypatch):
     monkeypatch.delenv("REASONRL_JUDGE_URL", raising=False)
     port = refused_port
     logs = []
-    up = [_judged("a", f"http://127.0.0.1:{listening}/v1")]
-    check_services(up, {}, 5, logs.append)  # up: nothing said
-    assert logs == []
-    down = f"http://127.0.0.1:{port}/v1"
-    with pytest.raises(InputError) as e:
-        check_services([*up, _judged("b", down)], {}, 0.3, logs.append)
+    judge = StandIn()
+    judge.script = [("reply", "Final verdict: YES"), ("reply", "Final verdict: NO")]  # grades its test right
+    try:
+        up = [_judged("a", judge.url)]
+        check_services(up, {}, 5, logs.append)  # up: no waiting, one line for its test
+        assert len(logs) == 1 and re.fullmatch(
+            rf"the LLM judge at {judge.url} \(model 'default'\) graded two test answers right \(\d+\.\d s\)",
+            logs[0],
+        )
+        logs.clear()
+        down = f"http://127.0.0.1:{port}/v1"
+        with pytest.raises(InputError) as e:
+            check_services([*up, _judged("b", down)], {}, 0.3, logs.append)
+    finally:
+        judge.close()
+    assert len(judge.requests) == 2  # the judge that is up was not tried again once another was down
     assert str(e.value) == (
         f"the LLM judge (extra_info.judge.base_url of uid b) at {down} cannot be reached (Connection refused, for "
         "0.3 s): start it or fix its URL; nothing was generated or scored"

@@ -299,6 +299,37 @@ def backend_services(options: dict[str, Any], problems=()) -> dict[str, str]:  #
 
 code.services = backend_services
 
+# the probe's test programs: one stdin/stdout program and one called through the harness
+_PROBES = (("print(sum(map(int, input().split())))", {"inputs": ["2 3\n"], "outputs": ["5\n"]}),
+           ("def add(a, b):\n    return a + b", {"fn_name": "add", "inputs": [[2, 3]], "outputs": [5]}))  # fmt: skip
+
+
+def backend_probe(options: dict[str, Any], problems=()) -> list[str]:  # noqa: ARG001 - per options
+    """Run two right programs (stdin/stdout, and a function called through the harness) on each
+    SandboxFusion server; one line each, or ValueError naming the server and what it answered (a
+    server that is up but cannot run them fails every program as a sandbox error). Shared by "code"
+    and "cruxeval" (`rewards.services`)."""
+    lines = []
+    for url in backend_services(options):
+        t0 = time.monotonic()
+        run = job_runner("sandbox_fusion", [url], None)
+        for program, tests in _PROBES:
+            passed, _, failure = run_spec(parse_tests(tests), program, run, timeout_s=10.0, memory_mb=256)
+            if not all(passed):
+                failure = failure or {}
+                detail = str(failure.get("reason")) + "".join(
+                    f", {k} {failure[k]!r}" for k in ("stdout", "stderr", "error") if failure.get(k)
+                )
+                raise ValueError(f"the SandboxFusion server at {url} failed a test program that should pass "
+                                 f"({program.splitlines()[0]!r}): {detail}")  # fmt: skip
+        lines.append(
+            f"the SandboxFusion server at {url} ran two test programs ({time.monotonic() - t0:.1f} s)"
+        )
+    return lines
+
+
+code.probe = backend_probe
+
 
 def run_spec(spec, program, run: JobRunner, *, prefix="", timeout_s, memory_mb, max_tests=None, tol=1e-6,
              stop_early=True, total_timeout_s=120.0):  # fmt: skip

@@ -47,6 +47,7 @@ from reasonrl.rewards.base import VERIFIERS, RewardResult
 from reasonrl.rewards.extract import answer_region
 from reasonrl.rewards.ground_truth import json_value
 from reasonrl.rewards.verifiers.code import (
+    backend_probe,
     backend_services,
     check_backend,
     clip_text,
@@ -248,3 +249,4 @@ def _check(options: dict[str, Any], problem: Problem | None = None) -> None:
 
 cruxeval.check_setup = _check
 cruxeval.services = backend_services
+cruxeval.probe = backend_probe

@@ -18,7 +18,9 @@ Time bound of one call: `deadline_s` in all (attempts, backoff sleeps and readin
 each attempt also within `timeout_s`. The HTTP exchange runs in a daemon thread that is abandoned
 (its connection closed) at the deadline, so an endpoint that trickles bytes (slow-loris) costs at most
 the deadline and never blocks process exit. A route to the judge with no endpoint (REASONRL_JUDGE_URL,
-`reward.options.judge.base_url` or `extra_info.judge.base_url`) fails at load time (`check_setup`). A failed call scores 0 with
+`reward.options.judge.base_url` or `extra_info.judge.base_url`) fails at load time (`check_setup`), and
+before any work the judge grades a right and a wrong test answer with each distinct setting (`probe_judge`,
+run by `rewards.services.check_services`; `probe=False` skips it). A failed call scores 0 with
 info["reason"] = "error: timeout: ..." (every attempt timed out: the service's failure, counted with the
 other errors) or "error: ..."; unparsable judge output
 scores 0 with reason "unparsable_verdict" and the output kept in info["judge_output"]; so does a
@@ -103,6 +105,7 @@ class JudgeConfig:
     max_tokens: int = 1024
     temperature: float = 0.0
     max_answer_chars: int = 2000
+    probe: bool = True  # grade two test answers before any work (`probe_judge`)
 
     @classmethod
     def resolve(cls, extra_info: dict[str, Any] | None = None, **overrides: Any) -> JudgeConfig:
@@ -382,6 +385,61 @@ def _judge_services(options: dict[str, Any], problems: Sequence[Problem]) -> dic
 
 judge.services = _judge_services
 
+# the probe's test: a right answer the judge must accept and a wrong one it must refuse
+_PROBE_QUESTION, _PROBE_REFERENCE, _PROBE_ANSWERS = "What is 2 + 3?", "5", (("5", 1.0), ("7", 0.0))
+
+
+def _refused(failure: str) -> str:
+    """A failed test call's reason, with what an HTTP client error usually means here."""
+    if failure in ("error: http 401", "error: http 403"):
+        return f"{failure}: the endpoint refused the API key ({ENV_PREFIX}API_KEY)"
+    if failure == "error: http 404":
+        return (f"{failure}: no chat-completions route, or no such model (the URL must be the API's base, "
+                "usually ending in /v1, and the model one it serves)")  # fmt: skip
+    return failure
+
+
+def probe_judge(cfg: JudgeConfig) -> str:
+    """Ask the judge to grade a right and a wrong answer to a trivial question with `cfg` (its endpoint,
+    key, model and template); one line saying so, or ValueError naming what is wrong. Reachability is not
+    enough: a wrong key, model name or path answers every call with an error, and a judge that gives no
+    verdict line, or says YES to everything, scores 0 or 1 without any error."""
+    where = f"the LLM judge at {cfg.base_url} (model {cfg.model!r})"
+    skip = "; reward.options.judge.probe=false skips this test"
+    t0 = time.monotonic()
+    for answer, want in _PROBE_ANSWERS:
+        content, failure, _ = ask(cfg, cfg.prompt(_PROBE_QUESTION, _PROBE_REFERENCE, answer))
+        if content is None:
+            raise ValueError(f"{where} could not grade a test answer: {_refused(failure)}")
+        if failure:  # cut at max_tokens
+            raise ValueError(f"{where} was cut at max_tokens={cfg.max_tokens} before its verdict on a test "
+                             "answer: raise reward.options.judge.max_tokens")  # fmt: skip
+        verdict = parse_verdict(content)
+        if verdict is None:
+            raise ValueError(f"{where} gave no 'Final verdict: YES' or 'NO' line grading a test answer (its "
+                             f"reply ends {content[-120:]!r}): check the model and the judge's template{skip}")  # fmt: skip
+        if verdict != want:
+            said = "YES" if verdict else "NO"
+            raise ValueError(f"{where} graded a test answer wrongly: asked {_PROBE_QUESTION!r} (reference "
+                             f"{_PROBE_REFERENCE}), it said {said} to {answer!r}; it would score answers at "
+                             f"random: use another judge model or check its template{skip}")  # fmt: skip
+    return f"{where} graded two test answers right ({time.monotonic() - t0:.1f} s)"
+
+
+def _judge_probe(options: dict[str, Any], problems: Sequence[Problem]) -> list[str]:
+    """`probe_judge` once for each distinct judge setting these problems are judged with."""
+    seen: set[JudgeConfig] = set()
+    lines = []
+    for p in problems:
+        cfg = JudgeConfig.resolve(p.extra_info, **options)
+        if cfg.probe and cfg.base_url and cfg not in seen:
+            seen.add(cfg)
+            lines.append(probe_judge(cfg))
+    return lines
+
+
+judge.probe = _judge_probe
+
 
 def judge_batch(
     responses: Sequence[str], problems: Sequence[Problem], **overrides: Any
@@ -410,4 +468,5 @@ __all__ = [
     "judge",
     "judge_batch",
     "parse_verdict",
+    "probe_judge",
 ]
