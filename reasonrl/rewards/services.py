@@ -5,7 +5,8 @@ Owns: `endpoints(problems, options)`, every service URL the verifiers of `proble
 `options` (a verifier declares its own: `fn.services(options, problems) -> {url: what sets it}`), and
 `check_services(...)`, which waits until each one accepts a connection or `wait_s` passes, then tries
 each with a test call (a verifier's `fn.probe(options, problems) -> [lines]`, ValueError naming what is
-wrong: the judge grades a right and a wrong answer, a SandboxFusion server runs a program), and raises
+wrong: the judge grades a right and a wrong answer, the code sandbox (local, or each SandboxFusion
+server) runs two programs), and raises
 one InputError naming the service, its URL, where the URL comes from and why it failed. Without it a
 judge URL with a typo, a wrong API key or model name, or a sandbox server that is not up, cost loading
 the model and a whole step of rollouts (minutes on a large model), and then scored every answer 0 as a
@@ -73,7 +74,11 @@ def check_services(problems: list[Problem], options: dict | None = None, wait_s:
         if reason is not None:
             raise InputError(f"{what} at {url} cannot be reached ({reason}, for {wait_s:g} s): start it or fix "
                              f"its URL; nothing was generated or scored")  # fmt: skip
+    tried: list[tuple] = []
     for probe, opts, routed in _seams(problems, options, "probe"):
+        if (probe, opts) in tried:  # one backend behind two verifiers (code, cruxeval): tried once
+            continue
+        tried.append((probe, opts))
         try:
             for line in probe(opts, routed):
                 log(line)

@@ -127,7 +127,23 @@ def test_each_sandbox_fusion_server_runs_the_test_programs(fusion_servers, requi
         f"the SandboxFusion server at {good.url}/run_code ran two test programs (t)",
         f"the SandboxFusion server at {other.url}/run_code ran two test programs (t)",
     ]
-    assert check_services([_coded()], {"code": {"backend": "local"}}, 5, logs.append) is None  # none to try
+
+
+def test_the_local_sandbox_runs_the_test_programs_or_says_what_to_install(require_bwrap, monkeypatch):
+    import reasonrl.rewards.sandbox.process as process
+
+    logs = []
+    check_services([_coded(), _coded("simulation__cruxeval-i")], {}, 5, logs.append)
+    assert [re.sub(r"\(\d+\.\d s\)", "(t)", line) for line in logs] == [
+        "the local code sandbox (bwrap) ran two test programs (t)"]  # once for both verifiers  # fmt: skip
+    monkeypatch.setattr(process, "bwrap_problem", lambda interp=None: "the `bwrap` executable is not on PATH")
+    with pytest.raises(InputError) as e:
+        check_services([_coded()], {"code": {"backend": "local"}}, 5, logs.append)
+    assert str(e.value) == (
+        "the local code sandbox (bwrap) cannot run programs: bubblewrap sandbox unavailable: the `bwrap` "
+        "executable is not on PATH; install it (Debian/Ubuntu: `apt-get install bubblewrap`) or run model code "
+        "WITHOUT isolation: REASONRL_SANDBOX=unisolated; nothing was generated or scored"
+    )
 
 
 @pytest.mark.parametrize(

@@ -305,26 +305,37 @@ _PROBES = (("print(sum(map(int, input().split())))", {"inputs": ["2 3\n"], "outp
 
 
 def backend_probe(options: dict[str, Any], problems=()) -> list[str]:  # noqa: ARG001 - per options
-    """Run two right programs (stdin/stdout, and a function called through the harness) on each
-    SandboxFusion server; one line each, or ValueError naming the server and what it answered (a
-    server that is up but cannot run them fails every program as a sandbox error). Shared by "code"
-    and "cruxeval" (`rewards.services`)."""
+    """Run two right programs (stdin/stdout, and a function called through the harness) where this
+    backend runs programs: the local sandbox, or each SandboxFusion server; one line each, or ValueError
+    naming it and what it answered (a sandbox that cannot run them, e.g. bwrap missing or blocked in a
+    container, fails every program as a verifier error). Shared by "code" and "cruxeval"
+    (`rewards.services`)."""
+    from reasonrl.rewards.sandbox import ENV_VAR, SandboxUnavailable
+    from reasonrl.rewards.sandbox.process import isolation_mode
+
+    if options.get("backend", "local") == "local":
+        mode = isolation_mode(options.get("isolation"))
+        where = {f"the local code sandbox ({mode})": job_runner("local", None, options.get("isolation"))}
+    else:
+        where = {f"the SandboxFusion server at {url}": job_runner("sandbox_fusion", [url], None)
+                 for url in backend_services(options)}  # fmt: skip
     lines = []
-    for url in backend_services(options):
+    for what, run in where.items():
         t0 = time.monotonic()
-        run = job_runner("sandbox_fusion", [url], None)
         for program, tests in _PROBES:
-            passed, _, failure = run_spec(parse_tests(tests), program, run, timeout_s=10.0, memory_mb=256)
+            try:
+                passed, _, failure = run_spec(parse_tests(tests), program, run, timeout_s=10.0, memory_mb=256)
+            except SandboxUnavailable as e:
+                raise ValueError(f"{what} cannot run programs: {e}; install it (Debian/Ubuntu: `apt-get install "
+                                 f"bubblewrap`) or run model code WITHOUT isolation: {ENV_VAR}=unisolated") from None  # fmt: skip
             if not all(passed):
                 failure = failure or {}
                 detail = str(failure.get("reason")) + "".join(
                     f", {k} {failure[k]!r}" for k in ("stdout", "stderr", "error") if failure.get(k)
                 )
-                raise ValueError(f"the SandboxFusion server at {url} failed a test program that should pass "
+                raise ValueError(f"{what} failed a test program that should pass "
                                  f"({program.splitlines()[0]!r}): {detail}")  # fmt: skip
-        lines.append(
-            f"the SandboxFusion server at {url} ran two test programs ({time.monotonic() - t0:.1f} s)"
-        )
+        lines.append(f"{what} ran two test programs ({time.monotonic() - t0:.1f} s)")
     return lines
 
 
