@@ -136,7 +136,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="reasonrl", description=__doc__.splitlines()[0])
+    p = _Parser(
+        prog="reasonrl",
+        description="Reinforcement learning on verifiable rewards for reasoning models: train, evaluate, prepare data, inspect runs.",
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks of expected errors too")
     sub = p.add_subparsers(dest="command", required=True)
 

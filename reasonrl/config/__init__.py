@@ -107,12 +107,38 @@ def _fail(e: OmegaConfBaseException, source: str, key: str | None = None) -> Con
     return ConfigError(f"{source}: invalid config key '{key}': {msg}{hint}")
 
 
+BUILTIN_RECIPES = Path(__file__).resolve().parents[1] / "recipes"  # shipped in the package
+
+
+def builtin_recipes() -> list[str]:
+    """The recipes shipped with the package, by name ("grpo", "distributed/gpu1_qwen05b", ...)."""
+    return sorted(
+        p.relative_to(BUILTIN_RECIPES).with_suffix("").as_posix() for p in BUILTIN_RECIPES.rglob("*.yaml")
+    )
+
+
+def recipe_path(recipe: str | Path) -> Path:
+    """The recipe file: `recipe` itself when that file exists, else a built-in recipe named by it: "grpo",
+    "grpo.yaml", "distributed/gpu1_qwen05b", or the repository path the docs write, "recipes/grpo.yaml",
+    from any directory (a pip install has no recipes/ beside it). ConfigError listing the built-in ones."""
+    path = Path(recipe)
+    if path.is_file():
+        return path
+    name = path.as_posix().removeprefix("recipes/")
+    shipped = BUILTIN_RECIPES / (name if name.endswith(".yaml") else name + ".yaml")
+    if not path.is_absolute() and ".." not in Path(name).parts and shipped.is_file():
+        return shipped
+    raise ConfigError(
+        f"recipe file not found: {recipe} (built-in recipes, by name: {', '.join(builtin_recipes())})"
+    )
+
+
 def load_config(recipe: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
-    """Defaults <- YAML recipe <- dotted overrides, then `validate`. Returns a typed RunConfig object."""
+    """Defaults <- YAML recipe (a file, or a built-in recipe's name: `recipe_path`) <- dotted overrides, then
+    `validate`. Returns a typed RunConfig object."""
     cfg = OmegaConf.structured(RunConfig)
-    if recipe is not None and not Path(recipe).is_file():
-        raise ConfigError(f"recipe file not found: {recipe}")
     if recipe is not None:
+        recipe = recipe_path(recipe)
         _check_renamed(_check_recipe_shape(Path(recipe)), str(recipe))
     if overrides:
         for o in overrides:

@@ -138,6 +138,19 @@ def load_policy(path: str, dtype: str = "float32", device: str = "auto", log=pri
     return load_model(path, config, tokenizer, dtype, device, log=log), tokenizer
 
 
+def check_model_path(path: str) -> None:
+    """InputError for a local path (starting with ".", "/" or "~") that does not exist, or a directory
+    without config.json; a hub id passes (the hub says what it lacks)."""
+    from reasonrl.errors import InputError
+
+    local = Path(path).expanduser()
+    if path.startswith((".", "/", "~")) and not local.exists():
+        raise InputError(f"model path not found: {path}")
+    if local.is_dir() and not (local / "config.json").is_file():
+        raise InputError(f"model directory {path} has no config.json (a Hugging Face model directory holds "
+                         "config.json, the weights and the tokenizer's files)")  # fmt: skip
+
+
 def load_tokenizer_and_config(path: str, log=print):
     """(resolved path, tokenizer padded on the left, config): what checks before the weights need (a
     training run's prompt lengths and the planner's checks), read without loading the weights."""
@@ -146,12 +159,7 @@ def load_tokenizer_and_config(path: str, log=print):
     from reasonrl.errors import InputError
 
     path = resolve_model_path(path, log=log)
-    local = Path(path).expanduser()
-    if path.startswith((".", "/", "~")) and not local.exists():
-        raise InputError(f"model path not found: {path}")
-    if local.is_dir() and not (local / "config.json").is_file():
-        raise InputError(f"model directory {path} has no config.json (a Hugging Face model directory holds "
-                         "config.json, the weights and the tokenizer's files)")  # fmt: skip
+    check_model_path(path)
     try:
         config = AutoConfig.from_pretrained(path)  # (a hub id: its error says what the hub lacks)
         tokenizer = AutoTokenizer.from_pretrained(path)

@@ -48,7 +48,9 @@ def hf_config(path: str):
 
         return qwen2_config(TinySpec())
     from reasonrl.models.hub import offline_unless_reachable
+    from reasonrl.models.loading import check_model_path
 
+    check_model_path(path)
     offline_unless_reachable(path)
     try:
         return AutoConfig.from_pretrained(path)
