@@ -136,10 +136,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
-        prog="reasonrl",
-        description="Reinforcement learning on verifiable rewards for reasoning models: train, evaluate, prepare data, inspect runs.",
+    about = (
+        "Reinforcement learning on verifiable rewards for reasoning models: train, evaluate, prepare data."
     )
+    p = _Parser(prog="reasonrl", description=about)
     p.add_argument("--debug", action="store_true", help="show tracebacks of expected errors too")
     sub = p.add_subparsers(dest="command", required=True)
 
