@@ -80,6 +80,14 @@ def test_minibatch_early_stop(ratio, kl, max_ratio, max_kl, stop):
     assert bool(out) is stop
 
 
+def test_minibatch_early_stop_checks_only_the_limits_given():
+    # a limit left out is no limit, whatever the other statistic's value (ratio far above 1, kl large)
+    assert not bool(minibatch_early_stop(T(50.0), T(0.01), max_kl=0.1))
+    assert not bool(minibatch_early_stop(T(1.01), T(50.0), max_ratio=2.0))
+    assert bool(minibatch_early_stop(T(1.01), T(0.5), max_kl=0.1))
+    assert not bool(minibatch_early_stop(T(50.0), T(50.0)))
+
+
 def test_overlong_penalty_with_a_one_token_buffer():
     # max_len 4, buffer 1: no penalty up to 3 tokens, the full factor at 4 (the buffer's one token) and past
     close(overlong_penalty(T([3, 4, 5]), max_len=4, buffer=1, penalty_factor=0.5), [0.0, -0.5, -0.5])
