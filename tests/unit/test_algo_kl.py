@@ -41,6 +41,12 @@ def test_k3_is_stable_for_extreme_ratios():
     assert torch.isfinite(kl).all() and (kl >= 0).all()
 
 
+def test_the_default_estimator_is_k3():  # (GRPO's choice)
+    lp, ref = torch.tensor([[-1.0, -2.0]]), torch.tensor([[-1.5, -0.5]])
+    close(kl_penalty(lp, ref), kl_penalty(lp, ref, "k3"))
+    assert not torch.allclose(kl_penalty(lp, ref), kl_penalty(lp, ref, "k1"))
+
+
 def test_unknown_estimator():
     with pytest.raises(ValueError, match="k1, k2, k3, abs"):
         kl_penalty(T([0.0]), T([0.0]), "low_var")
