@@ -103,6 +103,8 @@ def test_masked_whiten():
     assert (out[~MASK] == 0).all()
     one = T([[True, False, False, False], [False] * 4, [False] * 4])
     close(masked_whiten(LOSS, one), torch.zeros(3, 4))  # a single entry cannot be whitened
+    # the default eps is tiny (1e-8): it keeps a zero std finite without shrinking a unit std's result
+    close(masked_whiten(T([1.0, 2.0, 3.0]), T([True, True, True])), [-1.0, 0.0, 1.0])
 
 
 def test_last_token_values():
