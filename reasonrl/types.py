@@ -185,6 +185,8 @@ class TrainBatch:
     values:           float [B, T]   critic values (PPO / GAE), or None
     returns:          float [B, T]   value targets from a token-level estimator (GAE), or None
     is_weights:       float [B, T]   truncated importance weights vs the sampler (TIS), or None
+    pg_mask:          bool [B, T]    tokens the policy-gradient term trains (algo.top_entropy_quantile), or
+                                     None: all of `mask`
     extras:           free-form per-row data for plugins (the trainer itself uses none)
     """
 
@@ -203,12 +205,13 @@ class TrainBatch:
     values: torch.Tensor | None = None
     returns: torch.Tensor | None = None
     is_weights: torch.Tensor | None = None
+    pg_mask: torch.Tensor | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
     # [B, P+T] fields (left-padded prompt, right-padded completion); [B, T] completion fields
     FULL_FIELDS = ("input_ids", "attention_mask")
     COMPLETION_FIELDS = ("mask", "advantages", "old_logprobs", "ref_logprobs", "sampler_logprobs", "values",
-                         "returns", "is_weights")  # fmt: skip
+                         "returns", "is_weights", "pg_mask")  # fmt: skip
 
     @property
     def size(self) -> int:
@@ -253,6 +256,7 @@ class TrainBatch:
             values=pick(self.values),
             returns=pick(self.returns),
             is_weights=pick(self.is_weights),
+            pg_mask=pick(self.pg_mask),
             extras={
                 k: (v[idx] if hasattr(v, "shape") and getattr(v, "ndim", 0) > 0 else v)
                 for k, v in self.extras.items()

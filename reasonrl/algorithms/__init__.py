@@ -9,6 +9,7 @@ from reasonrl.algorithms.advantages import ADVANTAGES
 from reasonrl.algorithms.correction import tis_weights
 from reasonrl.algorithms.filters import (
     dynamic_sampling_mask,
+    entropy_threshold,
     mask_truncated,
     minibatch_early_stop,
     overlong_penalty,
@@ -25,6 +26,7 @@ __all__ = [
     "aggregate",
     "dynamic_sampling_mask",
     "entropy_from_logits",
+    "entropy_threshold",
     "fold_kl_into_rewards",
     "kl_penalty",
     "mask_truncated",

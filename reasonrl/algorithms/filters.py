@@ -1,7 +1,8 @@
 """Group filters, length shaping and update guards, as pure tensor functions.
 
 Owns: which rows / groups to keep (DAPO dynamic sampling), the DAPO soft overlong penalty, masking of
-truncated completions, and the RLinf mini-batch early-stop test. Does not own: re-sampling until a
+truncated completions, the entropy threshold of high-entropy token training, and the RLinf mini-batch
+early-stop test. Does not own: re-sampling until a
 batch is full, adding penalties to rewards, or skipping optimizer steps (the trainer does those with
 these results), nor cross-rank reductions (pass already-reduced statistics).
 
@@ -14,12 +15,17 @@ overlong_penalty (DAPO "soft overlong punishment"), L = lengths, Lmax = max_len,
     -f                             if L > Lmax                    (f = penalty_factor)
     Returns float [N], added to the rewards by the trainer.
 mask_truncated (DAPO "overlong filtering"): mask [B, T] with rows of truncated completions cleared.
+entropy_threshold (Wang et al. 2025, arXiv:2506.01939, "Beyond the 80/20 rule"): the value at or above
+    which the top `quantile` share of a batch's token entropies lies; the trainer trains the
+    policy-gradient term on those tokens only (0.2 in the paper).
 minibatch_early_stop (RLinf / ReaL `early_stop_imp_ratio`, `early_stop_kl`): True when the global mean
     importance ratio exceeds max_ratio or the global approx KL exceeds max_kl (None = no test). RLinf
     then zeroes the loss of the rest of the mini-batch. Returns a 0-dim bool tensor (no host sync).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -47,6 +53,18 @@ def overlong_penalty(
     lengths = lengths.to(torch.get_default_dtype())
     frac = ((expected - lengths) / buffer).clamp(-1.0, 0.0)
     return frac * penalty_factor
+
+
+def entropy_threshold(entropies: torch.Tensor, quantile: float) -> float:
+    """The entropy at or above which the top `quantile` share of `entropies` (1-D: every trained token's)
+    lies: the ceil(quantile * n)-th largest value (ties at it are kept too); -inf for no tokens."""
+    if not 0 < quantile <= 1:
+        raise ValueError(f"top_entropy_quantile must be in (0, 1], got {quantile}")
+    n = int(entropies.numel())
+    if n == 0:
+        return float("-inf")
+    keep = math.ceil(quantile * n - 1e-9)  # (0.2 * 10 is 2.0000000000000004 in floats: 2, not 3)
+    return float(torch.kthvalue(entropies.float().reshape(-1).cpu(), n - keep + 1).values)
 
 
 def mask_truncated(mask: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:

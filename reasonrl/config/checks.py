@@ -184,6 +184,10 @@ def validate(cfg: RunConfig) -> None:
         )
     if not 0 < r.top_p <= 1:
         raise ConfigError(f"rollout.top_p must be in (0, 1], got {r.top_p}")
+    if not 0 < a.top_entropy_quantile <= 1:
+        raise ConfigError(
+            f"algo.top_entropy_quantile must be in (0, 1] (the share of tokens trained), got {a.top_entropy_quantile}"
+        )
     if not 0 <= cfg.reward.max_error_rate < 1:
         raise ConfigError(
             f"reward.max_error_rate must be in [0, 1) (a share of calls), got {cfg.reward.max_error_rate}"

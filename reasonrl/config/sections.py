@@ -144,6 +144,9 @@ class AlgoConfig:
     loss_kwargs: dict[str, Any] = field(default_factory=dict)  # extra options of the policy loss
     loss_agg: str = "token_mean"
     entropy_coef: float = 0.0
+    # < 1: the policy-gradient term trains only the top this share of each step's tokens by entropy (Wang
+    # et al. 2025, "Beyond the 80/20 rule": 0.2); the KL and entropy terms and the normalisers keep every token
+    top_entropy_quantile: float = 1.0
     kl: KLConfig = field(default_factory=KLConfig)
     shaping: ShapingConfig = field(default_factory=ShapingConfig)
     dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)

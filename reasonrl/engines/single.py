@@ -171,22 +171,28 @@ class SingleDeviceEngine:
         return TrainBatch(**moved)
 
     @torch.no_grad()
-    def outputs(self, batch: TrainBatch, micro_batch: int, reference: bool = False) -> torch.Tensor:
+    def outputs(
+        self, batch: TrainBatch, micro_batch: int, reference: bool = False, with_entropy: bool = False
+    ):
         """The forward's first output [B, T] (fp32, CPU), without gradients: log-probs of the completion
-        tokens under the policy (or the reference model), or a critic's values."""
+        tokens under the policy (or the reference model), or a critic's values. with_entropy: (log-probs,
+        entropies), both [B, T], from the same forward."""
         model = self.ref_model if reference else self.model
         if model is None:
             raise ValueError("no reference model loaded (algo.kl.coef is 0)")
         was_training = model.training
         model.eval()
-        out = []
+        out, ents = [], []
+        extra = {"with_entropy": True, "entropy_grad": False} if with_entropy else {}
         for rows in self.micro_rows(batch, micro_batch):
             micro = self.to_device(batch.select(rows or slice(0, 1)))
-            first = self.forward(model, micro, autocast=self._autocast)[0]
+            outs = self.forward(model, micro, autocast=self._autocast, **extra)
             if rows is not None:  # (None: a filler forward that keeps FSDP2 ranks in lock-step)
-                out.append(first.float().cpu())
+                out.append(outs[0].float().cpu())
+                if with_entropy:
+                    ents.append(outs[1].float().cpu())
         model.train(was_training)
-        return torch.cat(out)
+        return (torch.cat(out), torch.cat(ents)) if with_entropy else torch.cat(out)
 
     logprobs = outputs
 

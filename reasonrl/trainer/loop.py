@@ -36,6 +36,7 @@ from reasonrl.trainer.shaping import shape_batch
 from reasonrl.trainer.signals import Interrupted, StopOnSignal
 from reasonrl.trainer.state import is_new_best, restore_state, save_state
 from reasonrl.trainer.step import (
+    attach_entropy_mask,
     attach_tis_weights,
     compute_advantages,
     early_stop,
@@ -139,7 +140,13 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         step_metrics = shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, truncation
         # 2. the log-probs and values the advantages and the loss compare against, then advantages
         watchdog.enter("update", step)  # log-probs, values, advantages, then the updates
-        if needs_old:
+        if (
+            algo.top_entropy_quantile < 1
+        ):  # the tokens the policy gradient trains, by the entropy before the update
+            old, entropy = run.train_engine.outputs(batch, t.micro_batch, with_entropy=True)
+            batch.old_logprobs = old if needs_old else None
+            step_metrics.update(attach_entropy_mask(batch, entropy, algo.top_entropy_quantile))
+        elif needs_old:
             batch.old_logprobs = run.train_engine.logprobs(batch, t.micro_batch)
         if algo.kl.coef > 0:
             batch.ref_logprobs = run.train_engine.logprobs(batch, t.micro_batch, reference=True)

@@ -89,8 +89,12 @@ def _flatten(d: dict, prefix: str = "") -> dict:
 
 
 def config_changes(saved: dict, current: dict) -> dict[str, tuple]:
-    """{key: (checkpoint's value, current value)} for the keys whose change breaks an exact resume."""
-    old, new = _flatten(saved), _flatten(current)
+    """{key: (checkpoint's value, current value)} for the keys whose change breaks an exact resume. A key
+    the checkpoint lacks (a setting added since its release) counts as its default, which is how that
+    release ran: a new setting is added with the earlier behaviour as its default."""
+    from reasonrl.config import load_config, to_dict
+
+    old, new = {**_flatten(to_dict(load_config(None, []))), **_flatten(saved)}, _flatten(current)
     free = _FREE_PREFIXES + (("train.steps",) if new.get("train.lr_schedule") == "constant" else ())
     return {k: (old.get(k), new.get(k)) for k in sorted(old.keys() | new.keys())
             if old.get(k) != new.get(k) and not k.startswith(free)}  # fmt: skip

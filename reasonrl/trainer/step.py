@@ -10,10 +10,12 @@ Owns:
   `attach_tis_weights`: truncated IS weights min(exp(old - sampler), tis_cap), `batch.is_weights`
       (with one update per step there are no separate old log-probs: the loss takes the weights from the
       pre-update log-probs of its own forward, which are the old ones, saving a forward pass).
+  `attach_entropy_mask`: the tokens the policy-gradient term trains when `algo.top_entropy_quantile` < 1
+      (`batch.pg_mask`: the top share of the step's tokens by entropy, one threshold over every rank's).
   `make_loss_fn`: the per-micro-batch loss
-      loss = agg(w * policy_loss) + kl_coef * agg(kl(logprobs, ref))   [KL term only if not in reward]
+      loss = agg(w * m * policy_loss) + kl_coef * agg(kl(logprobs, ref))   [KL term only if not in reward]
              - entropy_coef * agg(entropy)
-      (w = TIS weights or 1), every aggregation using the mini-batch's global counts, so micro-batches
+      (w = TIS weights or 1, m = pg_mask or 1), every aggregation using the mini-batch's global counts, so micro-batches
       simply add up; entropy is always logged, and so is the sampler-vs-trainer log-prob gap
       (`logprob_gap`, against old_logprobs, or the pre-update log-probs when the step has one update).
   `early_stop`: RLinf mini-batch early stop (skip the mini-batch when its mean importance ratio or
@@ -28,7 +30,7 @@ import torch
 
 from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
 from reasonrl.algorithms.correction import tis_weights
-from reasonrl.algorithms.filters import minibatch_early_stop
+from reasonrl.algorithms.filters import entropy_threshold, minibatch_early_stop
 from reasonrl.algorithms.kl import fold_kl_into_rewards, kl_penalty
 from reasonrl.algorithms.masked import aggregate, masked_mean, masked_sum
 from reasonrl.config import AlgoConfig
@@ -104,6 +106,21 @@ def logprob_gap(sampler: torch.Tensor | None, old: torch.Tensor, mask: torch.Ten
     }
 
 
+def attach_entropy_mask(batch: TrainBatch, entropy: torch.Tensor, quantile: float) -> dict[str, float]:
+    """Set `batch.pg_mask` [B, T]: the trained tokens whose entropy (under the policy before this step's
+    updates, [B, T]) is among the top `quantile` share of every rank's trained tokens; returns metrics."""
+    from reasonrl import distributed as dist
+
+    mask = batch.mask.to(entropy.device)
+    own = entropy[mask].float().cpu()
+    every = torch.cat(dist.all_gather_objects(own)) if dist.world_size() > 1 else own
+    threshold = entropy_threshold(every, quantile)
+    batch.pg_mask = (mask & (entropy >= threshold)).to(batch.mask.device)
+    kept = int((every >= threshold).sum())  # every rank's, as every rank computes it from the same tokens
+    return {"actor/entropy_threshold": threshold if every.numel() else 0.0,
+            "actor/pg_token_frac": kept / max(int(every.numel()), 1)}  # fmt: skip
+
+
 def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_len: int):
     policy_loss = POLICY_LOSSES.get(algo.policy_loss)
     opts = loss_options(algo)
@@ -127,6 +144,8 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
                 )
                 metrics.update({f"actor/{k}": v for k, v in tis.items()})
             pg_tok = pg_tok * weights.to(pg_tok.device)
+        if micro.pg_mask is not None:  # high-entropy tokens only; the normalisers still count every token
+            pg_tok = pg_tok * micro.pg_mask.to(pg_tok.device, pg_tok.dtype)
         pg = agg(pg_tok, mask)
         loss = pg
         metrics.update(logprob_gap(micro.sampler_logprobs, old, mask))

@@ -175,6 +175,20 @@ def test_the_verifier_watch_settings_may_change_on_resume_and_need_not_be_in_an_
         check_resume_config(saved, to_dict(load_config(None, ["reward.timeout_s=5"])), False, tmp_path, 2)
 
 
+def test_a_setting_added_since_the_checkpoints_release_counts_as_its_default(tmp_path):
+    """A checkpoint of an earlier release lacks the settings added since (algo.top_entropy_quantile): they
+    ran as their defaults, so resuming with the defaults is no change; another value is named as one."""
+    from reasonrl.config import load_config, to_dict
+    from reasonrl.trainer.rundir import check_resume_config
+
+    saved = to_dict(load_config(None, []))
+    del saved["algo"]["top_entropy_quantile"], saved["train"]["micro_tokens"]
+    assert check_resume_config(saved, to_dict(load_config(None, [])), False, tmp_path, 2) is False
+    changed = to_dict(load_config(None, ["algo.top_entropy_quantile=0.2"]))
+    with pytest.raises(RunDirError, match=r"algo.top_entropy_quantile: 1.0 -> 0.2"):
+        check_resume_config(saved, changed, False, tmp_path, 2)
+
+
 def test_sigterm_finishes_the_step_checkpoints_and_exits_without_traceback(tiny_model_dir, tmp_path):
     proc = _spawn(_overrides(tiny_model_dir, tmp_path, 500, "checkpoint.every=0"))
     _wait_for(

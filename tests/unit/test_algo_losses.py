@@ -96,7 +96,6 @@ def test_ppo_clip_and_dual_clip_with_fractional_advantages():
     close(m["clipfrac_dual"], 1 / 4)
 
 
-
 def test_ppo_dual_clip_fraction_counts_the_tokens_over_the_bound():
     # clip_c = 2, A = -1 (bound 2): r 3 and r 5 are over it (loss 3, 5 -> 2), r 1.5 under; the fraction is
     # 2 of 3 tokens, not the 1 of 3 a reversed comparison would count
@@ -105,6 +104,7 @@ def test_ppo_dual_clip_fraction_counts_the_tokens_over_the_bound():
     loss, m = POLICY_LOSSES.get("ppo_clip")(lp, torch.zeros(1, 3), T([[-1.0, -1.0, -1.0]]), mask, clip_c=2.0)
     close(loss, [[2.0, 2.0, 1.5]])
     close(m["clipfrac_dual"], 2 / 3)
+
 
 # ---- gspo --------------------------------------------------------------------------------------
 # row 0: log ratios [.1, .3, pad 5] -> mean .2, s0 = e^.2 = 1.221403, A = +1

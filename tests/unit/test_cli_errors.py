@@ -54,7 +54,7 @@ PASSRATE = ["data", "passrate", "x.parquet", "--model", "demo", "--out", "y.parq
             "--device-memory must be a finite number > 0 (GiB), got inf",
         ),
         (["plan", "model.path=demo", "--prompt-tokens", "0"], "--prompt-tokens must be >= 1, got 0"),
-        (["plan", "grpo", "model.path=/no/such/model"], "model path not found: /no/such/model"),  # (as train says)
+        (["plan", "grpo", "model.path=/no/such/model"], "model path not found: /no/such/model"),
         (["train", "dapo", "model.path=./no/such/model"], "model path not found: ./no/such/model"),
         (
             [
