@@ -140,9 +140,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         step_metrics = shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, truncation
         # 2. the log-probs and values the advantages and the loss compare against, then advantages
         watchdog.enter("update", step)  # log-probs, values, advantages, then the updates
-        if (
-            algo.top_entropy_quantile < 1
-        ):  # the tokens the policy gradient trains, by the entropy before the update
+        if algo.top_entropy_quantile < 1:  # the tokens the policy gradient trains, by their entropy now
             old, entropy = run.train_engine.outputs(batch, t.micro_batch, with_entropy=True)
             batch.old_logprobs = old if needs_old else None
             step_metrics.update(attach_entropy_mask(batch, entropy, algo.top_entropy_quantile))

@@ -15,8 +15,8 @@ Owns:
   `make_loss_fn`: the per-micro-batch loss
       loss = agg(w * m * policy_loss) + kl_coef * agg(kl(logprobs, ref))   [KL term only if not in reward]
              - entropy_coef * agg(entropy)
-      (w = TIS weights or 1, m = pg_mask or 1), every aggregation using the mini-batch's global counts, so micro-batches
-      simply add up; entropy is always logged, and so is the sampler-vs-trainer log-prob gap
+      (w = TIS weights or 1, m = pg_mask or 1), every aggregation using the mini-batch's global counts,
+      so micro-batches simply add up; entropy is always logged, and so is the sampler-vs-trainer log-prob gap
       (`logprob_gap`, against old_logprobs, or the pre-update log-probs when the step has one update).
   `early_stop`: RLinf mini-batch early stop (skip the mini-batch when its mean importance ratio or
       approx KL against old_logprobs exceeds the threshold), measured with one no-grad forward.
