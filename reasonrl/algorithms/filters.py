@@ -55,16 +55,17 @@ def overlong_penalty(
     return frac * penalty_factor
 
 
-def entropy_threshold(entropies: torch.Tensor, quantile: float) -> float:
-    """The entropy at or above which the top `quantile` share of `entropies` (1-D: every trained token's)
-    lies: the ceil(quantile * n)-th largest value (ties at it are kept too); -inf for no tokens."""
+def entropy_threshold(entropies: torch.Tensor, quantile: float) -> torch.Tensor:
+    """0-dim: the entropy at or above which the top `quantile` share of `entropies` (1-D: every trained
+    token's) lies, the ceil(quantile * n)-th largest value (ties at it are kept too); -inf for no tokens."""
     if not 0 < quantile <= 1:
         raise ValueError(f"top_entropy_quantile must be in (0, 1], got {quantile}")
-    n = int(entropies.numel())
+    flat = entropies.float().reshape(-1)
+    n = flat.numel()
     if n == 0:
-        return float("-inf")
+        return flat.new_full((), float("-inf"))
     keep = math.ceil(quantile * n - 1e-9)  # (0.2 * 10 is 2.0000000000000004 in floats: 2, not 3)
-    return float(torch.kthvalue(entropies.float().reshape(-1).cpu(), n - keep + 1).values)
+    return torch.kthvalue(flat, n - keep + 1).values
 
 
 def mask_truncated(mask: torch.Tensor, truncated: torch.Tensor) -> torch.Tensor:

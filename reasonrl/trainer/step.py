@@ -114,7 +114,7 @@ def attach_entropy_mask(batch: TrainBatch, entropy: torch.Tensor, quantile: floa
     mask = batch.mask.to(entropy.device)
     own = entropy[mask].float().cpu()
     every = torch.cat(dist.all_gather_objects(own)) if dist.world_size() > 1 else own
-    threshold = entropy_threshold(every, quantile)
+    threshold = float(entropy_threshold(every, quantile))
     batch.pg_mask = (mask & (entropy >= threshold)).to(batch.mask.device)
     kept = int((every >= threshold).sum())  # every rank's, as every rank computes it from the same tokens
     return {"actor/entropy_threshold": threshold if every.numel() else 0.0,
