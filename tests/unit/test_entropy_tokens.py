@@ -60,6 +60,15 @@ def test_the_mask_picks_the_highest_entropy_trained_tokens_of_the_whole_batch():
     }
     # rows go on to micro-batches with their share of the mask (the threshold is the whole step's)
     assert b.select(slice(1, 2)).pg_mask.tolist() == [[True, False, False, False]]
+    none = _batch([[0, 0], [0, 0]])  # no trained token (all truncated and masked): nothing picked, no NaN
+    assert attach_entropy_mask(none, T([[1.0, 2.0], [3.0, 4.0]]), 0.2) == {
+        "actor/entropy_threshold": 0.0, "actor/pg_token_frac": 0.0}  # fmt: skip
+    assert not none.pg_mask.any()
+    one = _batch([[0, 1]])  # one trained token: it is the top share whatever the share
+    assert attach_entropy_mask(one, T([[9.0, 0.5]]), 0.2) == {
+        "actor/entropy_threshold": 0.5,
+        "actor/pg_token_frac": 1.0,
+    }
 
 
 def test_the_policy_gradient_trains_only_the_picked_tokens_and_the_normalisers_keep_every_token():

@@ -60,6 +60,8 @@ def test_a_judge_that_grades_its_test_right_passes_with_the_runs_own_settings(ju
     [
         ([("status", 401)], "could not grade a test answer: error: http 401: the endpoint refused the API key "
                             "(REASONRL_JUDGE_API_KEY)"),
+        ([("status", 403)], "could not grade a test answer: error: http 403: the endpoint refused the API key "
+                            "(REASONRL_JUDGE_API_KEY)"),
         ([("status", 404)], "could not grade a test answer: error: http 404: no chat-completions route, or no such "
                             "model (the URL must be the API's base, usually ending in /v1, and the model one it serves)"),
         ([("status", 400)], "could not grade a test answer: error: http 400"),
