@@ -138,6 +138,15 @@ def test_the_local_sandbox_runs_the_test_programs_or_says_what_to_install(requir
     check_services([_coded(), _coded("simulation__cruxeval-i")], {}, 5, logs.append)
     assert [re.sub(r"\(\d+\.\d s\)", "(t)", line) for line in logs] == [
         "the local code sandbox (bwrap) ran two test programs (t)"]  # once for both verifiers  # fmt: skip
+    import reasonrl.rewards.verifiers.code as code
+
+    logs.clear()  # the isolation the options ask for is the one tried (the runner asked for is recorded)
+    asked, real = [], code.job_runner
+    monkeypatch.setattr(code, "job_runner", lambda *a: asked.append(a) or real("local", None, None))
+    check_services([_coded()], {"code": {"isolation": "unisolated"}}, 5, logs.append)
+    assert asked == [("local", None, "unisolated")]
+    assert logs[0].startswith("the local code sandbox (unisolated) ran two test programs")
+    monkeypatch.undo()
     monkeypatch.setattr(process, "bwrap_problem", lambda interp=None: "the `bwrap` executable is not on PATH")
     with pytest.raises(InputError) as e:
         check_services([_coded()], {"code": {"backend": "local"}}, 5, logs.append)
