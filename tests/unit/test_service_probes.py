@@ -164,7 +164,7 @@ def test_the_local_sandbox_runs_the_test_programs_or_says_what_to_install(requir
             "status": "Finished", "return_code": 1, "stdout": "", "stderr": "python3: not found"}}),
          "runtime_error, stderr 'python3: not found'"),
         (lambda req: (200, {"status": "Success", "message": "", "run_result": {
-            "status": "Finished", "return_code": 0, "stdout": "", "stderr": ""}}), "wrong"),
+            "status": "Finished", "return_code": 0, "stdout": "6\n", "stderr": ""}}), "wrong, stdout '6\\n'"),
         (lambda req: (200, {"status": "SandboxError", "message": "no runner for python"}),
          "error: sandbox_error, stderr 'SandboxFusion request failed: http://127.0.0.1:"),
         (lambda req: (404, {"detail": "Not Found"}), "error: sandbox_error, stderr 'SandboxFusion request failed: http://127.0.0.1:"),
