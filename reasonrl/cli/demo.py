@@ -9,9 +9,10 @@ returns the summary that the CLI prints as one JSON line.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
-RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "demo.yaml"
+from reasonrl.config import BUILTIN_RECIPES
+
+RECIPE = BUILTIN_RECIPES / "demo.yaml"
 
 
 def run_demo(run_dir: str = "runs/demo", overrides: list[str] | None = None) -> dict:
