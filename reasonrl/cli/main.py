@@ -135,6 +135,13 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+def recipe_help() -> str:
+    """The RECIPE argument's help for train and plan: what it may be, with the shipped recipes' names."""
+    from reasonrl.config import builtin_recipes
+
+    return f"a YAML file or a shipped recipe by name ({', '.join(builtin_recipes())}); none: the defaults"
+
+
 def build_parser() -> argparse.ArgumentParser:
     about = (
         "Reinforcement learning on verifiable rewards for reasoning models: train, evaluate, prepare data."
@@ -144,12 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("demo", help="train the tiny model with GRPO on CPU and show it learning")
-    d.add_argument("--run-dir", default="runs/demo")
+    d.add_argument("--run-dir", default="runs/demo", help="where the run writes (default: runs/demo)")
     d.add_argument("overrides", nargs="*", help="dotted overrides, e.g. train.steps=50")
     d.set_defaults(fn=_demo)
 
     t = sub.add_parser("train", help="train from a YAML recipe plus dotted overrides")
-    t.add_argument("recipe", nargs="?", default=None)
+    t.add_argument("recipe", nargs="?", default=None, help=recipe_help())
     t.add_argument("overrides", nargs="*", help="dotted overrides, e.g. algo.clip_high=0.28")
     t.add_argument("--resume", action="store_true", help="continue from the run's latest checkpoint")
     t.add_argument("--overwrite", action="store_true", help="start a new run over an old one's files")
@@ -176,8 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--task", default=None, help="a built-in task (default: a run's own validation data, else arithmetic)"
     )
-    e.add_argument("--difficulty", type=int, default=2)
-    e.add_argument("--size", type=int, default=200)
+    e.add_argument("--difficulty", type=int, default=2, help="the built-in task's difficulty (default 2)")
+    e.add_argument("--size", type=int, default=200, help="problems generated from the built-in task")
     e.add_argument(
         "--n", type=int, default=None, help="samples per problem (default 1; benchmarks: their own)"
     )
@@ -185,8 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--temperature", type=float, default=None, help="default 0 (greedy); benchmarks: their own"
     )
     e.add_argument("--max-new-tokens", type=int, default=None, help="default 64; benchmarks: their own")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--device", default="auto")
+    e.add_argument(
+        "--seed", type=int, default=0, help="seed of the sampling and of a built-in task's problems"
+    )
+    e.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (a GPU when there is one)")
     e.add_argument("--engine", default="hf", help="rollout engine (a name in ROLLOUT_ENGINES: hf, vllm, ...)")
     e.add_argument("--best", action="store_true",
                    help="MODEL is a run directory: its best checkpoint (checkpoint.keep_best), not its newest")  # fmt: skip

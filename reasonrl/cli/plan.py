@@ -156,7 +156,9 @@ def add_plan_parser(sub) -> None:
     p = sub.add_parser(
         "plan", help="batch arithmetic, estimated memory per device and config mistakes, before a run"
     )
-    p.add_argument("recipe", nargs="?", default=None)
+    from reasonrl.cli.main import recipe_help
+
+    p.add_argument("recipe", nargs="?", default=None, help=recipe_help())
     p.add_argument("overrides", nargs="*", help="dotted overrides, as for train")
     p.add_argument("--world-size", type=int, default=None, help="ranks to plan for (default: this launch's)")
     p.add_argument("--device-memory", type=float, default=None, metavar="GIB",

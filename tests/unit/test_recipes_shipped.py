@@ -52,3 +52,16 @@ def test_every_file_the_package_ships_is_in_its_package_data():
         if not any(fnmatch.fnmatch(f, pat) and f.count("/") == pat.count("/") for pat in patterns)
     ]
     assert missing == []
+
+
+@pytest.mark.parametrize("command", ["train", "plan"])
+def test_the_recipe_argument_help_names_every_shipped_recipe(command, capsys):
+    from reasonrl.cli.main import build_parser
+    from reasonrl.config import builtin_recipes
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps at any space
+    names = builtin_recipes()
+    assert {"demo", "grpo", "dapo", "distributed/gpu1_qwen05b"} <= set(names)
+    assert f"({', '.join(names)})" in text
