@@ -310,16 +310,17 @@ def add_data_parser(sub) -> None:
     p.add_argument("--out", required=True, help=".parquet or .jsonl")
     p.add_argument("--option", action="append", default=[], help="converter option KEY=VALUE")
     p.add_argument("--skip-bad-rows", action="store_true", help="skip and report malformed rows")
-    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--limit", type=int, default=None, help="convert the first N rows only")
     p.set_defaults(fn=cmd_prepare)
 
     g = ds.add_parser("generate", help="a built-in task or reasoning_gym as verl rows")
     g.add_argument("task", help="arithmetic, addsub, countdown or reasoning_gym")
-    g.add_argument("--out", required=True)
-    g.add_argument("--size", type=int, default=1000)
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--difficulty", type=int, default=2)
-    g.add_argument("--split", default="train", choices=["train", "test"])
+    g.add_argument("--out", required=True, help=".parquet or .jsonl")
+    g.add_argument("--size", type=int, default=1000, help="rows to write (default 1000)")
+    g.add_argument("--seed", type=int, default=0, help="the same seed writes the same rows")
+    g.add_argument("--difficulty", type=int, default=2, help="a built-in task's difficulty (default 2)")
+    g.add_argument("--split", default="train", choices=["train", "test"],
+                   help="which side of the stable held-out split (by a hash of the prompt)")  # fmt: skip
     g.add_argument("--tasks", default=None, help="reasoning_gym mix: 'basic_arithmetic:2,leg_counting:1'")
     g.add_argument(
         "--config", action="append", default=[], help="reasoning_gym TASK.FIELD=VALUE or TASK.level=L"
@@ -327,18 +328,18 @@ def add_data_parser(sub) -> None:
     g.set_defaults(fn=cmd_generate)
 
     s = ds.add_parser("stats", help="rows per data_source, routes, prompt lengths, pass rates")
-    s.add_argument("files", nargs="+")
+    s.add_argument("files", nargs="+", help="parquet or jsonl files of verl rows")
     s.add_argument(
         "--tokenizer", default=None, help="count prompt tokens with this tokenizer's chat template"
     )
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     s.set_defaults(fn=cmd_stats)
 
     for name, fn, help_ in (("dedup", cmd_dedup, "remove exact and near duplicates"),
                             ("decontaminate", cmd_decontaminate, "remove rows overlapping evaluation sets")):  # fmt: skip
         x = ds.add_parser(name, help=help_)
-        x.add_argument("files", nargs="+")
-        x.add_argument("--out", required=True)
+        x.add_argument("files", nargs="+", help="parquet or jsonl files of verl rows")
+        x.add_argument("--out", required=True, help="the rows kept (.parquet or .jsonl)")
         x.add_argument("--report", default=None, help="removed rows and why (default OUT.removed.jsonl)")
         x.add_argument("--template-share", type=float, default=0.05,
                        help="word n-grams in more than this share of one source's rows (and in 3+) are its "
@@ -354,30 +355,31 @@ def add_data_parser(sub) -> None:
             x.add_argument("--data-dir", default=None, help="where the benchmarks' standard files are")
             x.add_argument("--file", action="append", default=[], metavar="NAME=PATH",
                            help="the file of one benchmark (repeatable)")  # fmt: skip
-            x.add_argument("--ngram", type=int, default=8)
-            x.add_argument("--min-matches", type=int, default=1)
+            x.add_argument("--ngram", type=int, default=8, help="words per compared n-gram (default 8)")
+            x.add_argument("--min-matches", type=int, default=1,
+                           help="a row goes when it shares this many n-grams with an evaluation row")  # fmt: skip
         x.set_defaults(fn=fn)
 
     r = ds.add_parser("passrate", help="pass rate per prompt with a model, as a column")
-    r.add_argument("file")
+    r.add_argument("file", help="parquet or jsonl file of verl rows")
     r.add_argument("--model", required=True, help="HF model directory, run directory, hub id or 'demo'")
-    r.add_argument("--out", required=True)
+    r.add_argument("--out", required=True, help="the rows with the pass-rate column added")
     r.add_argument("--column", default=None, help="default: <model basename>_pass_rate")
-    r.add_argument("--n", type=int, default=16)
-    r.add_argument("--temperature", type=float, default=1.0)
-    r.add_argument("--top-p", type=float, default=1.0)
-    r.add_argument("--max-new-tokens", type=int, default=4096)
+    r.add_argument("--n", type=int, default=16, help="samples per prompt (default 16)")
+    r.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default 1.0)")
+    r.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (default 1.0: off)")
+    r.add_argument("--max-new-tokens", type=int, default=4096, help="per sample (default 4096)")
     r.add_argument(
         "--correct-threshold", type=float, default=1.0, help="a sample counts as solved at this score"
     )
-    r.add_argument("--engine", default="hf")
-    r.add_argument("--device", default="auto")
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--chunk-size", type=int, default=16)
+    r.add_argument("--engine", default="hf", help="rollout engine (a name in ROLLOUT_ENGINES: hf, vllm, ...)")
+    r.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (a GPU when there is one)")
+    r.add_argument("--seed", type=int, default=0, help="sampling seed")
+    r.add_argument("--chunk-size", type=int, default=16, help="prompts per generation call (and commit)")
     r.add_argument(
         "--plugins", nargs="*", default=[], help="modules registering verifiers (as a recipe's plugins)"
     )
-    r.add_argument("--quiet", action="store_true")
+    r.add_argument("--quiet", action="store_true", help="no progress bar or progress lines")
     r.add_argument(
         "--allow-verifier-errors",
         action="store_true",
@@ -389,17 +391,19 @@ def add_data_parser(sub) -> None:
     r.set_defaults(fn=cmd_passrate)
 
     f = ds.add_parser("filter", help="keep rows by pass-rate ranges and / or prompt length")
-    f.add_argument("file")
-    f.add_argument("--out", required=True)
+    f.add_argument("file", help="parquet or jsonl file of verl rows")
+    f.add_argument("--out", required=True, help="the rows kept (.parquet or .jsonl)")
     f.add_argument(
         "--range", action="append", default=[], help="COLUMN=LOW:HIGH (kept when inside, bounds included)"
     )
-    f.add_argument("--max-prompt-tokens", type=int, default=None)
-    f.add_argument("--tokenizer", default=None)
+    f.add_argument("--max-prompt-tokens", type=int, default=None, help="keep prompts of at most N tokens")
+    f.add_argument(
+        "--tokenizer", default=None, help="model or tokenizer directory whose chat template counts them"
+    )
     f.set_defaults(fn=cmd_filter)
 
     c = ds.add_parser("chat-template", help="a think-aware copy of a model's tokenizer")
-    c.add_argument("model_dir")
-    c.add_argument("out_dir")
+    c.add_argument("model_dir", help="a model or tokenizer directory")
+    c.add_argument("out_dir", help="where the copy goes")
     c.add_argument("--keep-history-reasoning", action="store_true", help="keep <think> blocks of past turns")
     c.set_defaults(fn=cmd_chat_template)
