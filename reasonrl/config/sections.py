@@ -76,7 +76,7 @@ class RolloutConfig:
         default_factory=dict
     )  # that engine's settings, e.g. {max_batch: 256}
     n: int = 8  # samples per prompt (group size)
-    temperature: float = 1.0
+    temperature: float = 1.0  # the trainer's log-probs (ratio, KL, entropy) are at this temperature too
     top_p: float = 1.0
     top_k: int = 0
     max_new_tokens: int = 64

@@ -67,24 +67,28 @@ def head_logits(head, hidden: torch.Tensor, divisor: float = 1.0, scale: float =
     return logits
 
 
-def _chunk_logprobs(head, hidden, targets, with_entropy: bool, entropy_grad: bool, *transform):
-    lp, ent = logprobs_and_entropy(head_logits(head, hidden, *transform), targets, with_entropy, entropy_grad)
+def _chunk_logprobs(
+    head, hidden, targets, with_entropy: bool, entropy_grad: bool, temperature: float, *transform
+):
+    logits = head_logits(head, hidden, *transform)
+    lp, ent = logprobs_and_entropy(logits, targets, with_entropy, entropy_grad, temperature)
     return (lp, ent) if with_entropy else (lp,)
 
 
 def head_logprobs(
-    model, hidden, targets, with_entropy: bool, autocast, chunk: int, entropy_grad: bool = True
-):
+    model, hidden, targets, with_entropy: bool, autocast, chunk: int, entropy_grad: bool = True,
+    temperature: float = 1.0,
+):  # fmt: skip
     """(log-probs, entropy or None) of `targets` [..., N] from `hidden` [..., N, H] through the model's
-    output head (and its logit transform), `chunk` positions at a time, each chunk's logits recomputed
-    in backward."""
+    output head (and its logit transform, then / temperature), `chunk` positions at a time, each chunk's
+    logits recomputed in backward."""
     from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
     head, transform = model.get_output_embeddings(), logit_transform(model)
     lps, ents = [], []
     for s in range(0, targets.shape[-1], chunk):
         args = (head, hidden[..., s : s + chunk, :], targets[..., s : s + chunk], with_entropy, entropy_grad,
-                *transform)  # fmt: skip
+                temperature, *transform)  # fmt: skip
         # no early stop: the recomputation runs the whole chunk (a compiled log-prob function must
         # not be interrupted half-way by checkpoint's stop signal)
         with autocast(), set_checkpoint_early_stop(False):

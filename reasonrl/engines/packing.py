@@ -416,7 +416,7 @@ def _set_pack_mask(model, on: bool) -> None:
 
 
 def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, pack_tokens: int = 1024,
-                    entropy_grad: bool = True, chunk: int = 0):  # fmt: skip
+                    entropy_grad: bool = True, chunk: int = 0, temperature: float = 1.0):  # fmt: skip
     """(logprobs [B, T], entropy [B, T] or None) of the completion tokens, from packed forwards. chunk > 0:
     from the last hidden states, `chunk` completion positions at a time (`output_head.head_logprobs`: no
     [P, V] logits)."""
@@ -455,9 +455,11 @@ def packed_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autoca
         at_t = torch.tensor(at, device=ids.device)
         picked, targets = out.index_select(0, at_t), seq[0].index_select(0, at_t + 1)
         if chunk:
-            lp, ent = head_logprobs(model, picked, targets, with_entropy, autocast, chunk, entropy_grad)
+            lp, ent = head_logprobs(
+                model, picked, targets, with_entropy, autocast, chunk, entropy_grad, temperature
+            )
         else:  # one log-softmax over all the pack's completion positions
-            lp, ent = logprobs_and_entropy(picked, targets, with_entropy, entropy_grad)
+            lp, ent = logprobs_and_entropy(picked, targets, with_entropy, entropy_grad, temperature)
         where = (torch.tensor(rows, device=ids.device), torch.tensor(cols, device=ids.device))
         lp_out = lp_out.index_put(where, lp)
         if with_entropy:

@@ -32,19 +32,20 @@ LossFn = Callable[
 
 
 def completion_logprobs(model, batch: TrainBatch, with_entropy: bool = False, autocast=nullcontext, chunk: int = 0,
-                        entropy_grad: bool = True):  # fmt: skip
-    """(logprobs [B, T], entropy [B, T] or None) of the completion tokens under `model`. chunk > 0:
+                        entropy_grad: bool = True, temperature: float = 1.0):  # fmt: skip
+    """(logprobs [B, T], entropy [B, T] or None) of the completion tokens under `model`, its logits
+    divided by `temperature` (the rollouts' sampling temperature: `training_forward`). chunk > 0:
     from the last hidden states, `chunk` positions at a time (`chunked_logprobs`). entropy_grad=False:
     the entropy is a metric only (no entropy bonus), computed from detached logits so that its graph
     does not keep softmax-sized tensors alive through the backward pass."""
     ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
     pos = (attn.cumsum(-1) - 1).clamp_min(0)
     if chunk > 0:
-        return chunked_logprobs(model, batch, pos, with_entropy, autocast, chunk, entropy_grad)
+        return chunked_logprobs(model, batch, pos, with_entropy, autocast, chunk, entropy_grad, temperature)
     with autocast():
         logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False).logits
     logits = logits[:, p - 1 : -1]  # logits at position t predict token t + 1
-    return logprobs_and_entropy(logits, ids[:, p:], with_entropy, entropy_grad)
+    return logprobs_and_entropy(logits, ids[:, p:], with_entropy, entropy_grad, temperature)
 
 
 def _fsdp_root(model) -> bool:
@@ -54,14 +55,14 @@ def _fsdp_root(model) -> bool:
 
 
 def chunked_logprobs(model, batch: TrainBatch, pos, with_entropy: bool, autocast, chunk: int,
-                     entropy_grad: bool = True):  # fmt: skip
+                     entropy_grad: bool = True, temperature: float = 1.0):  # fmt: skip
     """Log-probs (and entropy) from the decoder's last hidden states through the output head, `chunk`
     completion positions at a time; with gradients each chunk's logits are recomputed in backward
     (activation checkpointing), so at most [B, chunk, V] logits exist at once instead of [B, T, V]."""
     ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
     hidden = last_hidden(model, autocast, input_ids=ids, attention_mask=attn, position_ids=pos)
     return head_logprobs(
-        model, hidden[:, p - 1 : -1], ids[:, p:], with_entropy, autocast, chunk, entropy_grad
+        model, hidden[:, p - 1 : -1], ids[:, p:], with_entropy, autocast, chunk, entropy_grad, temperature
     )
 
 
@@ -75,10 +76,12 @@ def last_hidden(model, autocast, **inputs) -> torch.Tensor:
         return decoder(model)(**inputs, use_cache=False)[0]
 
 
-def training_forward(model_cfg):
+def training_forward(model_cfg, temperature: float = 1.0):
     """The log-prob forward `model.*` asks for: chunked (`logprob_chunk`), packed (`pack_tokens`, chunked
     too when both are set) or plain (None: the engine's default, `completion_logprobs`); with
-    `model.compile`, torch.compile's failures in it become a ConfigError naming the key."""
+    `model.compile`, torch.compile's failures in it become a ConfigError naming the key. `temperature`:
+    `rollout.temperature`, so that the trainer's log-probs are those of the distribution the rollouts
+    were sampled from (the policy, the old and the reference log-probs alike)."""
     if model_cfg.pack_tokens > 0:
         from reasonrl.engines.packing import packed_logprobs
 
@@ -89,6 +92,8 @@ def training_forward(model_cfg):
         forward = functools.partial(completion_logprobs, chunk=model_cfg.logprob_chunk)
     else:
         forward = None
+    if temperature != 1.0:
+        forward = functools.partial(forward or completion_logprobs, temperature=temperature)
     if model_cfg.compile:
         from reasonrl.engines.compiled import naming_compile_failures
 

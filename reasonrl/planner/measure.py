@@ -130,7 +130,7 @@ def measure_train_step(cfg: RunConfig, prompt_tokens: int, device: str = "cpu") 
         from reasonrl.engines.packing import check_packing  # a block mask; one that cannot pack is named
 
         check_packing(model)
-    forward = training_forward(cfg.model)  # as trainer.setup picks it
+    forward = training_forward(cfg.model, cfg.rollout.temperature)  # as trainer.setup picks it
     engine = SingleDeviceEngine(model, lr=1e-6, bf16=cfg.model.dtype == "bfloat16", forward=forward)
     rows, tc = cfg.train.micro_batch, cfg.rollout.max_new_tokens
     batch = _batch(rows, prompt_tokens, tc, model.config.vocab_size, device)

@@ -270,7 +270,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     kw = dict(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), warmup_steps=t.warmup_steps,
               lr_schedule=t.lr_schedule, total_steps=t.steps * t.epochs * (t.global_batch // t.mini_batch),
               min_lr_ratio=t.min_lr_ratio, grad_clip=t.grad_clip, bf16=cfg.model.dtype == "bfloat16", ref_model=ref)  # fmt: skip
-    if (forward := training_forward(cfg.model)) is not None:
+    if (forward := training_forward(cfg.model, cfg.rollout.temperature)) is not None:
         kw["forward"] = forward
     if kind == "fsdp2":
         from reasonrl.engines.fsdp2 import FSDP2Engine

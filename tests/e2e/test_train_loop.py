@@ -237,12 +237,12 @@ def test_an_engine_off_the_trained_policy_is_warned_about_once(tiny_model_dir, t
     assert all(r["rollout/logprob_gap_mean"] == pytest.approx(0.5, abs=1e-3) for r in hist[1:])
     warned = [x for x in logs if "rollout/logprob_gap_mean" in str(x)]
     assert len(warned) == 1 and warned[0].startswith("warning: step 1:") and "0.5 per token" in warned[0]
-    # at another temperature, or drawn from a truncated distribution, the gap is not comparable: no warning
-    for name, other in (
-        ("t", "rollout.temperature=0.7"),
-        ("p", "rollout.top_p=0.9"),
-        ("k", "rollout.top_k=5"),
-    ):
+    # at another temperature the trainer's log-probs are the tempered ones: the same warning
+    logs = []
+    train(_cfg(tiny_model_dir, tmp_path / "t", 1, "rollout.temperature=0.7"), log=logs.append)
+    assert len([x for x in logs if "rollout/logprob_gap_mean" in str(x)]) == 1
+    # drawn from a truncated distribution, the gap is not comparable: no warning
+    for name, other in (("p", "rollout.top_p=0.9"), ("k", "rollout.top_k=5")):
         logs = []
         train(_cfg(tiny_model_dir, tmp_path / name, 1, other), log=logs.append)
         assert not [x for x in logs if "logprob_gap" in str(x)], other
@@ -464,3 +464,15 @@ def test_validation_counts_and_names_the_samples_its_verifier_never_measured(
         "'error: ConnectionError: the scoring service went away'); they count as wrong"
         for step in (0, 1) for name, k in (("accuracy", 4), ("mean@2", 8))
     ]  # fmt: skip
+
+
+def test_training_at_a_rollout_temperature_reads_the_log_probs_it_sampled(tiny_model_dir, tmp_path):
+    """rollout.temperature 0.7: the trainer's log-probs are those of the tempered policy the rollouts came
+    from, so the sampler-vs-trainer gap stays at rounding (it was ~0.3 nats per token, the trainer
+    reading temperature-1 log-probs)."""
+    hist = train(
+        _cfg(tiny_model_dir, tmp_path / "t", 2, "checkpoint.every=0", "rollout.temperature=0.7"),
+        log=lambda *a: None,
+    )["history"]
+    steps = [h for h in hist if "rollout/logprob_gap_max" in h]
+    assert len(steps) == 2 and max(h["rollout/logprob_gap_max"] for h in steps) < 1e-4

@@ -7,7 +7,7 @@ import torch
 from _tolerance import close
 from torch.distributions import Categorical
 
-from reasonrl.algorithms.logprobs import entropy_from_logits, token_logprobs
+from reasonrl.algorithms.logprobs import entropy_from_logits, logprobs_and_entropy, token_logprobs
 
 
 def test_entropy_hand_computed():
@@ -47,6 +47,26 @@ def test_token_logprobs_matches_categorical():
     close(token_logprobs(logits, targets), Categorical(logits=logits).log_prob(targets))
     # hand: logits [0, ln 3] target 1 -> ln .75 = -.287682
     close(token_logprobs(torch.tensor([[[0.0, 1.098612]]]), torch.tensor([[1]])), [[-0.287682]])
+
+
+def test_log_probs_and_entropy_at_a_temperature_are_those_of_logits_over_it():
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(2, 5, 9, generator=g) * 3
+    targets = torch.randint(0, 9, (2, 5), generator=g)
+    for t in (0.6, 1.7):
+        want = Categorical(logits=logits / t)
+        close(token_logprobs(logits, targets, temperature=t), want.log_prob(targets))
+        close(
+            entropy_from_logits(logits, chunk_rows=3, temperature=t), want.entropy(), atol=1e-5
+        )  # two formulas
+        lp, ent = logprobs_and_entropy(logits, targets, with_entropy=True, temperature=t)
+        close(lp, want.log_prob(targets))
+        close(ent, want.entropy(), atol=1e-5)
+        assert (lp - token_logprobs(logits, targets)).abs().max() > 0.05  # the temperature changed them
+    # hand: logits [0, ln 3] at temperature 2 -> [0, ln sqrt 3]; target 1 -> ln(sqrt3 / (1 + sqrt3)) = -.455746
+    close(
+        token_logprobs(torch.tensor([[[0.0, 1.098612]]]), torch.tensor([[1]]), temperature=2.0), [[-0.455746]]
+    )
 
 
 def test_empty():
@@ -90,13 +110,13 @@ def test_the_compiled_path_its_fallback_and_its_cache(monkeypatch):
     t = torch.randint(0, 11, (2, 3), generator=torch.Generator().manual_seed(2))
     calls = []
 
-    def lp_fn(logits, targets):
-        calls.append("lp")
-        return L._fused_logprobs(logits, targets)
+    def lp_fn(logits, targets, temperature):
+        calls.append("lp" if temperature == 1.0 else f"lp/{temperature}")
+        return L._fused_logprobs(logits, targets, temperature)
 
-    def ent_fn(logits):
-        calls.append("ent")
-        return L._fused_entropy(logits)
+    def ent_fn(logits, temperature):
+        calls.append("ent" if temperature == 1.0 else f"ent/{temperature}")
+        return L._fused_entropy(logits, temperature)
 
     monkeypatch.setattr(L, "_compiled", {"fns": (lp_fn, ent_fn)})
     lp, ent = L._logprobs_and_entropy(z, t, True, True, compiled=True)
@@ -107,6 +127,11 @@ def test_the_compiled_path_its_fallback_and_its_cache(monkeypatch):
     assert L._logprobs_and_entropy(z, t, False, True, compiled=True)[1] is None
     assert calls == ["lp", "ent", "lp", "ent", "lp"]
     assert L._logprobs_and_entropy(z, t, True, True, compiled=False)[0] is not None and len(calls) == 5
+    lp, ent = L._logprobs_and_entropy(z, t, True, False, compiled=True, temperature=0.5)  # the rollouts'
+    assert calls[5:] == ["lp/0.5", "ent/0.5"]
+    assert torch.allclose(lp, L.token_logprobs(z * 2, t)) and torch.allclose(
+        ent, L.entropy_from_logits(z * 2)
+    )
 
     def broken(*args):
         raise RuntimeError("no compiler")

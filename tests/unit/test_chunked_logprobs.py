@@ -107,7 +107,11 @@ def test_compiled_logprobs_inside_checkpointed_chunks_match_eager():
     batch = TrainBatch(ids, torch.ones_like(ids), torch.ones(2, 16, dtype=torch.bool), 8)
 
     def run(compiled: bool):
-        fn = (lambda z, t, w=False, g=True: L._logprobs_and_entropy(z, t, w, g, True)) if compiled else None
+        fn = (
+            (lambda z, t, w=False, g=True, temp=1.0: L._logprobs_and_entropy(z, t, w, g, True, temp))
+            if compiled
+            else None
+        )
         with pytest.MonkeyPatch.context() as mp:
             if fn:
                 mp.setattr(O, "logprobs_and_entropy", fn)  # the chunked path's

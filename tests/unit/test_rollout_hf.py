@@ -162,6 +162,40 @@ def test_sampler_logprobs_are_of_the_tempered_distribution(setup, temperature):
     assert _max_masked_diff(raw, batch.sampler_logprobs, batch.mask) > 1e-2
 
 
+@pytest.mark.parametrize("setting", ["plain", "logprob_chunk", "pack_tokens", "pack_tokens+logprob_chunk"])
+def test_the_trainer_computes_log_probs_at_the_rollout_temperature(setup, setting):
+    """Every training forward `training_forward` picks gives the log-probs (and entropy) of the
+    distribution the sampler drew from at rollout.temperature, so the ratio, the old and reference
+    log-probs and the sampler-vs-trainer gap are all of the policy that produced the rollouts (before,
+    the trainer read temperature-1 log-probs whatever the rollouts' temperature: a gap of ~0.5 nats)."""
+    from reasonrl.algorithms.logprobs import entropy_from_logits
+    from reasonrl.config import ModelConfig
+    from reasonrl.engines.single import training_forward
+
+    s, temperature = setup, 0.6
+    engine = HFRolloutEngine(s.model, s.tok)
+    batch = _batch(
+        s, engine.generate(s.prompts, SamplingParams(n=3, temperature=temperature, max_new_tokens=8, seed=5))
+    )
+    knobs = {
+        "logprob_chunk": 3 if "logprob_chunk" in setting else 0,
+        "pack_tokens": 64 if "pack" in setting else 0,
+    }
+    forward = training_forward(ModelConfig(**knobs), temperature)
+    assert forward is not None  # a temperature is never left to the engine's default forward
+    with torch.no_grad():
+        lp, ent = forward(s.model, batch, with_entropy=True)
+        untempered, _ = (training_forward(ModelConfig(**knobs), 1.0) or completion_logprobs)(s.model, batch)
+        logits = _Tempered(s.model, temperature)(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                                                 position_ids=(batch.attention_mask.cumsum(-1) - 1).clamp_min(0)).logits  # fmt: skip
+    assert batch.mask.sum() > 20
+    assert _max_masked_diff(lp, batch.sampler_logprobs, batch.mask) < 1e-4
+    assert _max_masked_diff(untempered, batch.sampler_logprobs, batch.mask) > 1e-2  # the temperature matters
+    tempered_logits = logits[:, batch.prompt_len - 1 : -1]
+    assert _max_masked_diff(ent, entropy_from_logits(tempered_logits), batch.mask) < 1e-4
+    assert _max_masked_diff(ent, entropy_from_logits(tempered_logits * temperature), batch.mask) > 1e-2
+
+
 def test_greedy_sampler_logprobs_are_the_model_logprobs(setup):
     s = setup
     engine = HFRolloutEngine(s.model, s.tok)
