@@ -36,6 +36,8 @@ class Problem:
     verifier:      explicit verifier name; overrides routing by `data_source` when set
     apply_chat_template: False for prompts already rendered for one model (AReaL-boba's R1-Distill
                    text): the messages' text is tokenised as it is, without the tokenizer's template
+    chat_template_kwargs: extra arguments of the tokenizer's chat template for this prompt, e.g.
+                   {"enable_thinking": false} for Qwen3 (a row's own, over `data.chat_template_kwargs`)
     """
 
     prompt: list[dict[str, str]]
@@ -46,6 +48,7 @@ class Problem:
     verifier: str | None = None
     uid: str = ""
     apply_chat_template: bool = True
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
 
     @property
     def user_text(self) -> str:
@@ -69,6 +72,10 @@ class Problem:
             "reward_model": {"style": "rule", "ground_truth": self.ground_truth},
             "extra_info": extra,
             "apply_chat_template": self.apply_chat_template,
+            # only when set: an empty mapping has no parquet type
+            **(
+                {"chat_template_kwargs": dict(self.chat_template_kwargs)} if self.chat_template_kwargs else {}
+            ),
         }
 
     @classmethod
@@ -106,6 +113,7 @@ class Problem:
             verifier=verifier or None,
             uid=str(uid if uid is not None else extra.get("index", "")),
             apply_chat_template=_flag(row.get("apply_chat_template", True), "apply_chat_template", where),
+            chat_template_kwargs=template_kwargs(row.get("chat_template_kwargs"), where),
         )
 
 
@@ -287,6 +295,26 @@ def _flag(value: Any, name: str, where: str) -> bool:
     if not isinstance(value, bool):
         raise InputError(f"{where}: field {name!r} must be true or false, got {value!r}")
     return value
+
+
+# apply_chat_template's own arguments, which reasonrl sets: not a template's extra variables
+RESERVED_TEMPLATE_KWARGS = frozenset(
+    {"conversation", "add_generation_prompt", "tokenize", "return_dict", "return_tensors", "padding",
+     "truncation", "max_length", "continue_final_message", "tools", "documents", "chat_template"}
+)  # fmt: skip
+
+
+def template_kwargs(value: Any, where: str, name: str = "chat_template_kwargs") -> dict[str, Any]:
+    """A prompt's chat-template arguments ({} when absent): a mapping (or a JSON string of one) whose
+    keys are template variables, none of them one of apply_chat_template's own arguments."""
+    if value is None:
+        return {}
+    out = _mapping(value, name, where)
+    for k in out:
+        if not isinstance(k, str) or not k.isidentifier() or k in RESERVED_TEMPLATE_KWARGS:
+            raise InputError(f"{where}: field {name!r} has the key {k!r}, which is not a chat-template variable "
+                             "(an identifier other than apply_chat_template's own arguments)")  # fmt: skip
+    return {k: (v.item() if hasattr(v, "item") else v) for k, v in out.items()}
 
 
 def _mapping(value: Any, name: str, where: str) -> dict[str, Any]:

@@ -230,7 +230,11 @@ def cmd_passrate(args) -> int:
     check_engine(args.engine)  # registered (plugins imported above) and its package installed
     if not 0 < args.correct_threshold <= 1:  # scores are in [0, 1]: 0 solves everything, above 1 nothing
         raise InputError(f"--correct-threshold must be in (0, 1], got {args.correct_threshold}")
+    from reasonrl.cli.evaluate import template_kwargs_arg
+    from reasonrl.data.prompts import with_template_kwargs
+
     rows, problems, _, _ = _rows_and_problems([args.file])
+    problems = with_template_kwargs(problems, template_kwargs_arg(args.chat_template_kwarg))
     check_routable(problems, args.file, options)
     from reasonrl.rewards.services import check_services
 
@@ -385,9 +389,10 @@ def add_data_parser(sub) -> None:
         action="store_true",
         help="count samples whose verifier call failed (and still fails on a rerun) as unsolved",
     )
-    from reasonrl.cli.evaluate import add_verifier_option_arg
+    from reasonrl.cli.evaluate import add_template_kwarg_arg, add_verifier_option_arg
 
     add_verifier_option_arg(r)
+    add_template_kwarg_arg(r)
     r.set_defaults(fn=cmd_passrate)
 
     f = ds.add_parser("filter", help="keep rows by pass-rate ranges and / or prompt length")

@@ -98,6 +98,22 @@ def verifier_options(pairs: list[str]) -> dict[str, dict]:
     return out
 
 
+def add_template_kwarg_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--chat-template-kwarg", action="append", default=[], metavar="KEY=VALUE",
+                   help="a chat-template argument for every prompt, as a recipe's data.chat_template_kwargs "
+                        "(repeatable; e.g. enable_thinking=false; a run's own are the default)")  # fmt: skip
+
+
+def template_kwargs_arg(pairs: list[str], model: str | None = None) -> dict:
+    """`--chat-template-kwarg KEY=VALUE ...` over the run's own `data.chat_template_kwargs` when `model` is
+    one of its checkpoints; an InputError naming the flag for a key that is no template variable."""
+    from reasonrl.types import template_kwargs
+
+    cfg = run_config(model) if model is not None else None
+    given = template_kwargs(dict(key_values(pairs, "--chat-template-kwarg")), "--chat-template-kwarg", "KEY")
+    return {**(dict(cfg.data.chat_template_kwargs) if cfg is not None else {}), **given}
+
+
 def add_benchmark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmarks", default=None,
                    help="comma list of benchmarks or suites (reasoning360, r1); see --list-benchmarks")  # fmt: skip
@@ -114,6 +130,7 @@ def add_benchmark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all-checkpoints", action="store_true",
                    help="MODEL is a run directory: evaluate every valid checkpoint, one table + a PNG")  # fmt: skip
     add_verifier_option_arg(p)
+    add_template_kwarg_arg(p)
 
 
 def benchmarks_and_files(names: str, file_args: list[str]) -> tuple[list, dict[str, str]]:
@@ -168,9 +185,11 @@ def eval_benchmarks(args, model_path) -> int:
     kw = dict(data_dir=args.data_dir, files=files, overrides=overrides, engine=args.engine, device=args.device,
               seed=args.seed, limit=args.limit, chunk_size=args.chunk_size, workers=args.workers,
               reward_options=options)  # fmt: skip
+    template_kwargs_arg(args.chat_template_kwarg)  # checked before any model path is resolved
     if args.all_checkpoints:
         return _all_checkpoints(args, benches, kw)
     model = model_path(args.model)
+    kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, model)
     out = args.out or default_out(args.model, model)
     from reasonrl.cli.bars import chunk_progress
 
@@ -203,6 +222,7 @@ def _all_checkpoints(args, benches, kw) -> int:
     table, ci95 = {}, {}  # {step: {benchmark: mean@n}} (checkpoints.json), and its 95% half-widths
     for c in ckpts:
         step = int(c.name.rsplit("_", 1)[-1])
+        kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, str(c))  # the run's own too
         res = run_benchmarks(str(c), benches, out / c.name, **kw)
         table[step] = {name: row["mean@n"] for name, row in res["benchmarks"].items()}
         ci95[step] = {name: row["ci95"] for name, row in res["benchmarks"].items()}
@@ -254,6 +274,7 @@ def eval_problems(args, model_path) -> int:
     import json
     import sys
 
+    from reasonrl.data.prompts import with_template_kwargs
     from reasonrl.data.schema import load_problems
     from reasonrl.errors import InputError
 
@@ -274,6 +295,7 @@ def eval_problems(args, model_path) -> int:
     from reasonrl.rollout.base import SamplingParams
     from reasonrl.rollout.factory import build_rollout_engine
 
+    given = template_kwargs_arg(args.chat_template_kwarg)  # over the run's own (its load_data applies them)
     cfg = run_config(args.model) if not args.data and args.task is None else None
     scorer, think, max_new = None, True, args.max_new_tokens or 64
     if cfg is not None:  # the run's own held-out set and settings
@@ -287,6 +309,7 @@ def eval_problems(args, model_path) -> int:
         from reasonrl.trainer.rollouts import make_scorer
         from reasonrl.trainer.setup import load_data
 
+        cfg.data.chat_template_kwargs = {**cfg.data.chat_template_kwargs, **given}
         _, problems = load_data(cfg)
         if not problems:  # (before: "problems": 0 and a mean score of 0.0)
             raise InputError(f"{args.model}: its run has no validation problems (no data.val_files, and no built-in "
@@ -305,6 +328,7 @@ def eval_problems(args, model_path) -> int:
         else:
             task = args.task or "arithmetic"
             problems = generate(task, args.size, seed=args.seed, difficulty=args.difficulty, split="test")
+        problems = with_template_kwargs(problems, template_kwargs_arg(args.chat_template_kwarg, args.model))
         options = verifier_options(args.verifier_option)
         check_routable(problems, "eval data", options)
         check_services(problems, options, log=lambda m: print(m, file=sys.stderr))  # a judge, SandboxFusion

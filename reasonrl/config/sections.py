@@ -63,6 +63,9 @@ class DataConfig:
     drop_overlong_prompts: bool = False  # False: a prompt over max_prompt_tokens is a load-time error
     shuffle: bool = True
     seed: int = 0
+    # the tokenizer's chat template's extra arguments for every prompt, e.g. {enable_thinking: false}
+    # (Qwen3); a row's own `chat_template_kwargs` wins over these
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     # several sources with weights (docs/data.md): [{name, weight, files: [...]} | {name, weight, task,
     # difficulty} | {name, weight, reasoning_gym: 'a:2,b:1', config: [...]}]; replaces train_files / task
     mixture: list[dict[str, Any]] = field(default_factory=list)

@@ -22,8 +22,9 @@ import random
 from typing import Any
 
 from reasonrl.data.curriculum import Curriculum, CurriculumConfig
+from reasonrl.data.prompts import with_template_kwargs
 from reasonrl.errors import InputError
-from reasonrl.types import Problem
+from reasonrl.types import Problem, template_kwargs
 
 MIXTURE_KINDS = ("files", "task", "reasoning_gym")
 _MIXTURE_KEYS = {"name", "weight", "files", "task", "difficulty", "reasoning_gym", "config"}
@@ -35,6 +36,12 @@ def check_data_config(d) -> None:
 
     if d.difficulty < 1:  # every built-in task starts at 1
         raise ConfigError(f"data.difficulty must be >= 1, got {d.difficulty}")
+    try:
+        template_kwargs(dict(d.chat_template_kwargs), "data", "chat_template_kwargs")
+    except InputError as e:
+        raise ConfigError(
+            str(e).replace("data: field 'chat_template_kwargs'", "data.chat_template_kwargs")
+        ) from None
     names = set()
     for i, m in enumerate(d.mixture):
         where = f"data.mixture[{i}]"
@@ -228,7 +235,8 @@ class MixtureSampler:
     Same interface as `PromptSampler` plus `observe(groups)`, `metrics()` and `bind(tokenizer)`."""
 
     def __init__(self, sources: list[tuple[Any, float]], batch_size: int, seed: int,
-                 curriculum: CurriculumConfig | None = None, max_prompt_tokens: int | None = None):  # fmt: skip
+                 curriculum: CurriculumConfig | None = None, max_prompt_tokens: int | None = None,
+                 template_kwargs: dict | None = None):  # fmt: skip
         if not sources:
             raise InputError("data.mixture: no sources")
         self.sources = [s for s, _ in sources]
@@ -243,6 +251,7 @@ class MixtureSampler:
         self.overlong = 0
         self.drawn = [0] * len(self.sources)
         self._tokenizer = None
+        self.template_kwargs = dict(template_kwargs or {})  # data.chat_template_kwargs, for generated prompts
 
     def bind(self, tokenizer) -> None:
         """The tokenizer that measures generated prompts against `max_prompt_tokens`."""
@@ -263,6 +272,8 @@ class MixtureSampler:
         src = self.sources[k]
         for _ in range(100):
             p = src.draw(self.curriculum)
+            if not isinstance(src, FileSource):  # (files got them at load)
+                p = with_template_kwargs([p], self.template_kwargs)[0]
             if isinstance(src, FileSource) or self._fits(p):  # files were fitted at load
                 self.drawn[k] += 1
                 return p
@@ -318,6 +329,7 @@ def build_sampler(d, batch_size: int, train: list[Problem], tokenizer, reward_op
 
     if not d.mixture and not d.curriculum.enabled:
         return PromptSampler(train, batch_size, seed=d.seed, shuffle=d.shuffle)
+    kwargs = dict(d.chat_template_kwargs)
     entries = list(d.mixture) or [
         {"name": "train", "files": list(d.train_files)} if d.train_files else
         {"name": d.task, "task": d.task, "difficulty": d.difficulty}
@@ -327,7 +339,7 @@ def build_sampler(d, batch_size: int, train: list[Problem], tokenizer, reward_op
         name, weight = m["name"], float(m.get("weight", 1.0))
         if m.get("files"):
             files = [m["files"]] if isinstance(m["files"], str) else list(m["files"])
-            problems = train if not d.mixture else load_problems(files)
+            problems = train if not d.mixture else with_template_kwargs(load_problems(files), kwargs)
             check_routable(problems, f"data.mixture {name}", reward_options)
             problems = fit_prompts(tokenizer, problems, d.max_prompt_tokens, f"data.mixture {name}",
                                    d.drop_overlong_prompts, log)  # fmt: skip
@@ -337,6 +349,6 @@ def build_sampler(d, batch_size: int, train: list[Problem], tokenizer, reward_op
         else:
             src = GymSource(name, str(m["reasoning_gym"]), d.seed, list(m.get("config") or []))
         sources.append((src, weight))
-    sampler = MixtureSampler(sources, batch_size, d.seed, d.curriculum, d.max_prompt_tokens)
+    sampler = MixtureSampler(sources, batch_size, d.seed, d.curriculum, d.max_prompt_tokens, kwargs)
     sampler.bind(tokenizer)
     return sampler

@@ -1,6 +1,7 @@
 """Prompt formatting: chat messages -> token ids through the tokenizer's chat template.
 
-Owns: `encode_prompt(s)`, `fit_prompts` (the token budget, checked when data loads), and the
+Owns: `encode_prompt(s)` (with each prompt's chat-template arguments, `with_template_kwargs`),
+`fit_prompts` (the token budget, checked when data loads), and the
 think-block policy at the prompt side: when the rendered prompt ends inside an open `<think>` (as
 DeepSeek-R1-style templates' generation prompts do), `scoring_text` gives the verifiers the completion
 with that `<think>` in front, so an answer the model leaves inside a never-closed think block earns nothing (the
@@ -11,6 +12,8 @@ in each row's `prompt`) or generation.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from reasonrl.errors import InputError
 from reasonrl.types import Problem
@@ -32,7 +35,9 @@ def _render(tokenizer, problem: Problem, generation: bool = True, **kwargs):
     from jinja2.exceptions import TemplateError
 
     try:
-        return tokenizer.apply_chat_template(problem.prompt, add_generation_prompt=generation, **kwargs)
+        return tokenizer.apply_chat_template(
+            problem.prompt, add_generation_prompt=generation, **problem.chat_template_kwargs, **kwargs
+        )
     except TemplateError as e:
         roles = ", ".join(str(m.get("role")) for m in problem.prompt)
         hint = (
@@ -42,6 +47,14 @@ def _render(tokenizer, problem: Problem, generation: bool = True, **kwargs):
         )
         raise InputError(f"prompt of uid {problem.uid!r} (roles: {roles}): the tokenizer's chat template refuses "
                          f"it: {e}{hint}") from None  # fmt: skip
+
+
+def with_template_kwargs(problems: list[Problem], defaults: dict) -> list[Problem]:
+    """`problems` with the chat-template arguments `defaults` (`data.chat_template_kwargs`, eval's
+    `--chat-template-kwarg`) under each row's own; the same list when there are none."""
+    if not defaults:
+        return problems
+    return [replace(p, chat_template_kwargs={**defaults, **p.chat_template_kwargs}) for p in problems]
 
 
 def encode_prompt(tokenizer, problem: Problem) -> list[int]:

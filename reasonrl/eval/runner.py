@@ -55,15 +55,19 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
                    files: dict[str, str] | None = None, overrides: dict | None = None, engine: str = "hf",
                    device: str = "auto", seed: int = 0, limit: int | None = None, chunk_size: int = 32,
                    log=print, progress=None, workers: int | None = None,
-                   reward_options: dict | None = None) -> dict:  # fmt: skip
+                   reward_options: dict | None = None, template_kwargs: dict | None = None) -> dict:  # fmt: skip
     """`reward_options`: {verifier: {option: value}}, as a recipe's reward.options (recorded in
-    samples.setup.json and under the table)."""
+    samples.setup.json and under the table). `template_kwargs`: chat-template arguments for every prompt
+    (a row's own win), as a recipe's data.chat_template_kwargs (in each benchmark's fingerprint)."""
+    from reasonrl.data.prompts import with_template_kwargs
     from reasonrl.rewards import check_routable
 
     files, overrides = dict(files or {}), dict(overrides or {})
     work = []
     for b in benchmarks:  # every input checked before any generation
-        problems = load_benchmark(b, data_dir, files.get(b.name), limit)
+        problems = with_template_kwargs(
+            load_benchmark(b, data_dir, files.get(b.name), limit), template_kwargs
+        )
         check_routable(problems, f"benchmark {b.name}", reward_options)
         work.append((b.name, problems, sampling_for(b, overrides)))
     from reasonrl.rewards.services import check_services
@@ -87,6 +91,8 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
             for name, kw in sorted(reward_options.items())
             for k, v in sorted(kw.items())
         )
+    if template_kwargs:  # and that the prompts were rendered otherwise
+        notes["chat template"] = ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(template_kwargs.items()))
     if notes:
         results["notes"] = notes
     write_text(out / "results.json", json.dumps(results, indent=1))
@@ -153,7 +159,9 @@ def eval_setup(
     for name, problems, params in work:
         h = hashlib.sha256()
         for p in problems:
-            h.update(json.dumps([p.uid, p.prompt, p.ground_truth], default=str).encode())
+            # (a prompt's chat-template arguments only when it has some: older fingerprints stay valid)
+            own = [p.chat_template_kwargs] if p.chat_template_kwargs else []
+            h.update(json.dumps([p.uid, p.prompt, p.ground_truth, *own], default=str).encode())
         benches[name] = {"problems": len(problems), "fingerprint": h.hexdigest()[:16],
                          "sampling": json.loads(json.dumps(asdict(params), default=str))}  # fmt: skip
     setup = {

@@ -16,7 +16,7 @@ import torch
 
 from reasonrl.config import ConfigError, RunConfig, import_plugins
 from reasonrl.data.mixture import build_sampler
-from reasonrl.data.prompts import fit_prompts
+from reasonrl.data.prompts import fit_prompts, with_template_kwargs
 from reasonrl.data.sampler import PromptSampler
 from reasonrl.data.schema import load_problems
 from reasonrl.data.tasks import generate
@@ -70,6 +70,8 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
             val = load_problems(d.val_files)
         else:
             val = generate(d.task, d.val_size, seed=d.seed + 1, difficulty=d.difficulty, split="test")
+    kwargs = dict(d.chat_template_kwargs)  # every prompt rendered with them (a row's own win)
+    train, val = with_template_kwargs(train, kwargs), with_template_kwargs(val, kwargs)
     options = {k: dict(v) for k, v in cfg.reward.options.items()}
     check_routable(train, "train data", options)
     check_routable(val, "validation data", options)
@@ -310,6 +312,7 @@ def load_val_benchmarks(cfg: RunConfig, tokenizer, log=print, train: list[Proble
     out = []
     for b in resolve(list(cfg.val.benchmarks)):
         problems = load_benchmark(b, cfg.val.data_dir, limit=cfg.val.benchmark_limit, dir_key="val.data_dir")
+        problems = with_template_kwargs(problems, dict(cfg.data.chat_template_kwargs))
         check_routable(
             problems, f"val benchmark {b.name}", {k: dict(v) for k, v in cfg.reward.options.items()}
         )
