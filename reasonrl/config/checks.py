@@ -132,6 +132,14 @@ def validate(cfg: RunConfig) -> None:
             check_options(name, dict(opts))
         except ValueError as e:
             raise ConfigError(f"reward.options.{name}: {e}") from None
+    if cfg.reward.verifier is not None:  # every row of the data files goes to it: its options must work
+        _choice("reward.verifier", cfg.reward.verifier, VERIFIERS.names())
+        try:
+            check_options(cfg.reward.verifier, dict(cfg.reward.options.get(cfg.reward.verifier, {})))
+        except ValueError as e:
+            raise ConfigError(
+                f"reward.verifier {cfg.reward.verifier}: {e} (reward.options.{cfg.reward.verifier})"
+            ) from None
     positive = {
         "rollout.n": r.n,
         "rollout.max_new_tokens": r.max_new_tokens,

@@ -178,6 +178,10 @@ class RewardConfig:
     # correctness (the routed verifier) plus shaping terms by verifier name, e.g. {format_think_answer: 0.1}
     weights: dict[str, float] = field(default_factory=lambda: {"correctness": 1.0})
     options: dict[str, Any] = field(default_factory=dict)  # keyword options per verifier name
+    # a verifier for every row of the run's data files (train_files, val_files, a mixture's files) whatever
+    # its data_source, unless the row names its own; e.g. verl_function (a verl reward function file, with
+    # reward.options.verl_function.path). Generated tasks and val.benchmarks keep their own verifiers
+    verifier: str | None = None
     # a prompt that opens <think> (R1-style templates): an answer left in the unclosed block scores 0
     think_from_prompt: bool = True
     # a verifier whose calls end in errors (it raised, its worker died, its judge / sandbox service

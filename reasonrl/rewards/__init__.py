@@ -31,6 +31,7 @@ from reasonrl.rewards.verifiers import (
     procedural,  # noqa: F401  (registers arithmetic, countdown)
     qa,  # noqa: F401  (registers qa_em)
     table,  # noqa: F401  (registers table)
+    verl_function,  # noqa: F401  (registers verl_function: a verl reward function file, as it is)
 )
 
 

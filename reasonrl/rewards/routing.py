@@ -97,6 +97,16 @@ def verifier_name(problem: Problem) -> str:
     )
 
 
+def with_verifier(problems: list[Problem], name: str | None) -> list[Problem]:
+    """`problems` routed to verifier `name` (`reward.verifier`) unless a row names its own
+    (`extra_info.verifier`); the same list when `name` is empty."""
+    if not name:
+        return problems
+    from dataclasses import replace
+
+    return [p if p.verifier else replace(p, verifier=name) for p in problems]
+
+
 def check_route(problem: Problem, options: dict | None = None, checked: set[str] | None = None) -> None:
     """InputError (the reason alone; callers add where) if `problem` routes to no registered verifier,
     or its verifier cannot work with `options` (per-verifier keyword options, as in `reward.options`).

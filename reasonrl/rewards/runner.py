@@ -433,7 +433,9 @@ class RewardRunner:
                 reasons[term] = res.reason
         if main:
             info["verifier"] = main.name
-            info["correctness"] = min(max(float(main.result.score), 0.0), 1.0)
+            # the verifier's own correctness where it gives one (a verl function's "acc"), else its score
+            own = main.result.info.get("correctness", main.result.score)
+            info["correctness"] = min(max(float(own), 0.0), 1.0)
             info["latency_s"] = main.latency
         if len(self.weights) > 1 or CORRECTNESS not in self.weights:
             info["terms"] = terms

@@ -27,6 +27,7 @@ from reasonrl.eval.accuracy import evaluate
 from reasonrl.models.loading import load_model, load_tokenizer_and_config, resolve_device
 from reasonrl.rewards import check_routable
 from reasonrl.rewards.health import failed_share, failure_warning
+from reasonrl.rewards.routing import with_verifier
 from reasonrl.rewards.services import check_services
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.factory import build_rollout_engine, check_available
@@ -57,17 +58,20 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     d = cfg.data
     _check_data_files(d)
     if d.mixture:  # each source loads and checks its own data (data.mixture.build_sampler)
-        train, val = [], (load_problems(d.val_files) if d.val_files else [])
+        train, val = (
+            [],
+            (with_verifier(load_problems(d.val_files), cfg.reward.verifier) if d.val_files else []),
+        )
         task = next((m["task"] for m in d.mixture if m.get("task")), None)
         if not val and task:
             val = generate(task, d.val_size, seed=d.seed + 1, difficulty=d.difficulty, split="test")
     elif d.train_files:
-        train = load_problems(d.train_files)
-        val = load_problems(d.val_files) if d.val_files else []
+        train = with_verifier(load_problems(d.train_files), cfg.reward.verifier)
+        val = with_verifier(load_problems(d.val_files), cfg.reward.verifier) if d.val_files else []
     else:  # a built-in task; its test split validates unless data.val_files says otherwise
         train = generate(d.task, d.train_size, seed=d.seed, difficulty=d.difficulty, split="train")
         if d.val_files:
-            val = load_problems(d.val_files)
+            val = with_verifier(load_problems(d.val_files), cfg.reward.verifier)
         else:
             val = generate(d.task, d.val_size, seed=d.seed + 1, difficulty=d.difficulty, split="test")
     kwargs = dict(d.chat_template_kwargs)  # every prompt rendered with them (a row's own win)
@@ -241,7 +245,8 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     # the planner's checks, on a copy (building its meta model sets the attention on the config it gets)
     preflight(cfg, None if cfg.data.mixture else seen.get("longest"), copy.deepcopy(config), log)
     options = {k: dict(v) for k, v in cfg.reward.options.items()}  # (a mixture's files load here)
-    sampler = build_sampler(cfg.data, cfg.train.global_batch // cfg.rollout.n, train, tokenizer, options, log)
+    sampler = build_sampler(cfg.data, cfg.train.global_batch // cfg.rollout.n, train, tokenizer, options, log,
+                            cfg.reward.verifier)  # fmt: skip
     benchmarks = load_val_benchmarks(cfg, tokenizer, log, train)  # val.benchmarks: files, rows, routing
     # the verifiers' network services (an LLM judge, SandboxFusion) up, or waited for, before the weights load
     # (a mixture's files load in build_sampler; without one, its sources hold `train` itself: not twice)

@@ -38,14 +38,26 @@ def test_the_sweep_covers_the_typed_options_of_the_built_in_verifiers():
     assert len(CASES) >= 20
 
 
+def _required(name: str, tmp_path) -> dict:
+    """The options a verifier cannot work without (the rest of each case is its default)."""
+    if name != "verl_function":
+        return {}
+    path = tmp_path / "fn.py"
+    path.write_text(
+        "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.0\n"
+    )
+    return {"path": str(path)}
+
+
 @pytest.mark.parametrize(("name", "key", "default"), CASES, ids=[f"{n}.{k}" for n, k, _ in CASES])
-def test_an_option_of_the_wrong_kind_is_refused_naming_it(name, key, default):
-    check_setup(name, {key: default})  # the default itself is fine
+def test_an_option_of_the_wrong_kind_is_refused_naming_it(name, key, default, tmp_path):
+    base = _required(name, tmp_path)
+    check_setup(name, {**base, key: default})  # the default itself is fine
     if type(default) in (int, float):
-        check_setup(name, {key: type(default)(default)})
+        check_setup(name, {**base, key: type(default)(default)})
     for value in WRONG[type(default)]:
         with pytest.raises(ValueError) as e:
-            check_setup(name, {key: value})
+            check_setup(name, {**base, key: value})
         msg = str(e.value)
         assert "\n" not in msg and repr(value) in msg and key in msg, msg
 
