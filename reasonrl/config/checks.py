@@ -172,6 +172,10 @@ def validate(cfg: RunConfig) -> None:
         "reward.error_patience": cfg.reward.error_patience,
         "reward.service_wait_s": cfg.reward.service_wait_s,
     }
+    if not 0 <= t.warmup_ratio < 1:
+        raise ConfigError(f"train.warmup_ratio must be in [0, 1), got {t.warmup_ratio}")
+    if t.warmup_ratio and t.warmup_steps:
+        raise ConfigError("train.warmup_steps and train.warmup_ratio are both set; give one")
     for key, v in non_negative.items():
         if v < 0:
             raise ConfigError(f"{key} must be >= 0, got {v}")

@@ -208,6 +208,8 @@ class TrainConfig:
     weight_decay: float = 0.0
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
     warmup_steps: int = 0  # optimizer steps of linear warm-up
+    # or a share of the run's optimizer steps, rounded up (TRL's warmup_ratio, verl's lr_warmup_steps_ratio)
+    warmup_ratio: float = 0.0
     lr_schedule: str = "constant"  # constant | linear | cosine (decay to min_lr_ratio * lr at the end)
     min_lr_ratio: float = 0.0
     grad_clip: float = 1.0

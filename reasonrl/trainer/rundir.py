@@ -95,7 +95,9 @@ def config_changes(saved: dict, current: dict) -> dict[str, tuple]:
     from reasonrl.config import load_config, to_dict
 
     old, new = {**_flatten(to_dict(load_config(None, []))), **_flatten(saved)}, _flatten(current)
-    free = _FREE_PREFIXES + (("train.steps",) if new.get("train.lr_schedule") == "constant" else ())
+    # train.steps sets the learning rate's schedule unless it is constant without a warm-up share of the run
+    steps_free = new.get("train.lr_schedule") == "constant" and not new.get("train.warmup_ratio")
+    free = _FREE_PREFIXES + (("train.steps",) if steps_free else ())
     return {k: (old.get(k), new.get(k)) for k in sorted(old.keys() | new.keys())
             if old.get(k) != new.get(k) and not k.startswith(free)}  # fmt: skip
 
@@ -107,8 +109,8 @@ def _shown(changes: dict[str, tuple]) -> str:
 def _refuse(changes: dict[str, tuple]) -> RunDirError:
     more = f" (and {len(changes) - 6} more)" if len(changes) > 6 else ""
     # the usual one: a run extended with more steps, whose learning rate decays over all of them
-    steps = ("; train.steps sets where the learning rate's schedule ends (train.lr_schedule="
-             "constant leaves it free)") if "train.steps" in changes else ""  # fmt: skip
+    steps = ("; train.steps sets the learning rate's schedule (train.lr_schedule=constant without "
+             "train.warmup_ratio leaves it free)") if "train.steps" in changes else ""  # fmt: skip
     return RunDirError(
         f"the config differs from the checkpoint's, which breaks an exact resume: {_shown(changes)}{more}"
         f"{steps}. Resume with the checkpoint's settings, or pass --allow-config-change to apply the new ones"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import math
 import random
 from dataclasses import dataclass, field
 
@@ -217,6 +218,17 @@ def preflight(cfg: RunConfig, longest_prompt: int | None, model_config=None, log
         raise ConfigError("; ".join(f"{f.key}: {f.message}" for f in plan.errors))
 
 
+def optimizer_updates(t) -> int:
+    """The optimizer updates of a whole run (`train` section): steps x epochs x mini-batches per step."""
+    return t.steps * t.epochs * (t.global_batch // t.mini_batch)
+
+
+def warmup_updates(t) -> int:
+    """`train.warmup_steps`, or `train.warmup_ratio` of the run's updates rounded up (as transformers'
+    Trainer rounds warmup_ratio; but 0.1 of 30 is 3, not the 4 that 0.1 * 30 = 3.0000000000000004 gives)."""
+    return t.warmup_steps or math.ceil(round(t.warmup_ratio * optimizer_updates(t), 9))
+
+
 def build_run(cfg: RunConfig, log=print) -> Run:
     import_plugins(cfg.plugins)  # (plugins may register the engines named)
     # settings this launch cannot run, the data (files of a mixture and of val.benchmarks too), the
@@ -274,8 +286,8 @@ def build_run(cfg: RunConfig, log=print) -> Run:
 
         log(f"model.compile: {compile_decoder_layers(model)} decoder layers compiled for training")
     t = cfg.train
-    kw = dict(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), warmup_steps=t.warmup_steps,
-              lr_schedule=t.lr_schedule, total_steps=t.steps * t.epochs * (t.global_batch // t.mini_batch),
+    kw = dict(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), warmup_steps=warmup_updates(t),
+              lr_schedule=t.lr_schedule, total_steps=optimizer_updates(t),
               min_lr_ratio=t.min_lr_ratio, grad_clip=t.grad_clip, bf16=cfg.model.dtype == "bfloat16", ref_model=ref)  # fmt: skip
     if (forward := training_forward(cfg.model, cfg.rollout.temperature)) is not None:
         kw["forward"] = forward

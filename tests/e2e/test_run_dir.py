@@ -149,14 +149,20 @@ def test_more_steps_are_refused_with_a_decaying_learning_rate_and_say_why(tmp_pa
         return to_dict(load_config(None, list(extra)))
 
     saved = cfg("train.steps=2", "train.lr_schedule=cosine")
-    with pytest.raises(RunDirError, match=r"train.steps: 2 -> 3; train.steps sets where the learning rate's schedule "
-                                          r"ends \(train.lr_schedule=constant leaves it free\)"):  # fmt: skip
+    with pytest.raises(RunDirError, match=r"train.steps: 2 -> 3; train.steps sets the learning rate's schedule "
+                                          r"\(train.lr_schedule=constant without train.warmup_ratio leaves it free\)"):  # fmt: skip
         check_resume_config(saved, cfg("train.steps=3", "train.lr_schedule=cosine"), False, tmp_path, 2)
     constant = cfg("train.steps=2", "train.lr_schedule=constant")
     assert (
         check_resume_config(constant, cfg("train.steps=3", "train.lr_schedule=constant"), False, tmp_path, 2)
         is False
     )
+    # a warm-up that is a share of the run: more steps, a longer warm-up
+    warm = cfg("train.steps=2", "train.warmup_ratio=0.5")
+    with pytest.raises(
+        RunDirError, match=r"train.steps: 2 -> 3; train.steps sets the learning rate's schedule"
+    ):
+        check_resume_config(warm, cfg("train.steps=3", "train.warmup_ratio=0.5"), False, tmp_path, 2)
 
 
 def test_the_verifier_watch_settings_may_change_on_resume_and_need_not_be_in_an_older_checkpoint(tmp_path):
@@ -308,3 +314,14 @@ def test_resuming_with_another_model_is_refused_before_anything_is_loaded_or_rec
     with pytest.raises(ConfigError, match=expect):
         train(_cfg(dirs["b"], run, 4), resume=True, allow_config_change=True)
     assert not (run / "config_changes.jsonl").exists()
+
+
+def test_a_warm_up_share_of_the_run_reaches_the_optimizer(tiny_model_dir, tmp_path):
+    """train.warmup_ratio=0.5 of 3 steps x 2 updates: 3 warm-up updates at 1/3, 2/3, 3/3 of lr, so the
+    logged mean rates of the steps are 0.5, 1 and 1 (without the warm-up: 1, 1, 1)."""
+    out = train(
+        _cfg(tiny_model_dir, tmp_path, 3, "train.warmup_ratio=0.5", "train.epochs=1", "checkpoint.every=0"),
+        log=lambda *a: None,
+    )
+    lrs = [round(r["lr"] / 1e-3, 6) for r in out["history"] if "lr" in r]
+    assert lrs == [0.5, 1.0, 1.0]
