@@ -196,6 +196,8 @@ def validate(cfg: RunConfig) -> None:
         )
     if not 0 < r.top_p <= 1:
         raise ConfigError(f"rollout.top_p must be in (0, 1], got {r.top_p}")
+    if not 0 <= r.min_p < 1:  # 1 would keep the top token alone: greedy in disguise
+        raise ConfigError(f"rollout.min_p must be in [0, 1), got {r.min_p}")
     if not 0 < a.top_entropy_quantile <= 1:
         raise ConfigError(
             f"algo.top_entropy_quantile must be in (0, 1] (the share of tokens trained), got {a.top_entropy_quantile}"

@@ -82,6 +82,7 @@ class RolloutConfig:
     temperature: float = 1.0  # the trainer's log-probs (ratio, KL, entropy) are at this temperature too
     top_p: float = 1.0
     top_k: int = 0
+    min_p: float = 0.0  # leave out tokens below min_p x the top token's probability (Qwen3's advice: 0)
     max_new_tokens: int = 64
     # 0: generate, then train (synchronous). k > 0: a rollout worker process with its own engine and
     # weights generates and scores up to k policy versions ahead while the trainer updates (needs

@@ -16,13 +16,15 @@ from reasonrl.types import Completion
 
 @dataclass(frozen=True)
 class SamplingParams:
-    """temperature 0 means greedy. top_k 0 and top_p 1 disable those filters."""
+    """temperature 0 means greedy. top_k 0, top_p 1 and min_p 0 disable those filters (min_p: tokens
+    less likely than min_p x the most likely one's probability are left out, after temperature)."""
 
     n: int = 1
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
     max_new_tokens: int = 64
+    min_p: float = 0.0
     seed: int | None = None
 
     @classmethod
@@ -31,10 +33,10 @@ class SamplingParams:
 
     @classmethod
     def of_rollout(cls, rollout, seed: int | None, **changes) -> SamplingParams:
-        """The recipe's sampling (`rollout.n / temperature / top_p / top_k / max_new_tokens`), with
+        """The recipe's sampling (`rollout.n / temperature / top_p / top_k / min_p / max_new_tokens`), with
         `changes` (e.g. validation's n and temperature)."""
         base = dict(n=rollout.n, temperature=rollout.temperature, top_p=rollout.top_p, top_k=rollout.top_k,
-                    max_new_tokens=rollout.max_new_tokens, seed=seed)  # fmt: skip
+                    min_p=rollout.min_p, max_new_tokens=rollout.max_new_tokens, seed=seed)  # fmt: skip
         return cls(**{**base, **changes})
 
 

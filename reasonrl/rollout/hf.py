@@ -19,7 +19,12 @@ from __future__ import annotations
 
 import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
-from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+from transformers.generation.logits_process import (
+    MinPLogitsWarper,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
 
 from reasonrl.engines.compiled import eager
 from reasonrl.rollout.base import SamplingParams, cut_at_stop, stop_token_ids
@@ -61,7 +66,7 @@ class _ChosenTokenLogprobs(LogitsProcessor):
 
 
 def _sampling_processors(params: SamplingParams) -> list[LogitsProcessor]:
-    """The filters transformers would add for sampling, in its order (temperature, top-k, top-p)."""
+    """The filters transformers would add for sampling, in its order (temperature, top-k, top-p, min-p)."""
     if params.temperature <= 0:
         return []
     procs: list[LogitsProcessor] = []
@@ -71,6 +76,8 @@ def _sampling_processors(params: SamplingParams) -> list[LogitsProcessor]:
         procs.append(TopKLogitsWarper(top_k=params.top_k, min_tokens_to_keep=1))
     if params.top_p < 1.0:
         procs.append(TopPLogitsWarper(top_p=params.top_p, min_tokens_to_keep=1))
+    if params.min_p > 0:
+        procs.append(MinPLogitsWarper(min_p=params.min_p, min_tokens_to_keep=1))
     return procs
 
 

@@ -283,6 +283,7 @@ class VLLMRolloutEngine:
             temperature=0.0 if greedy else params.temperature,
             top_p=params.top_p,
             top_k=params.top_k if params.top_k > 0 else -1,
+            min_p=params.min_p,
             max_tokens=params.max_new_tokens,
             seed=seed,
             logprobs=0,  # the drawn token's log-prob only

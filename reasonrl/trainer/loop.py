@@ -203,7 +203,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         metrics = reduce_metrics(metrics)  # averaged over ranks (maxima maxed); identity on one process
         # (comparable only when the sampler drew from the whole tempered distribution: top-p / top-k
         # renormalise over fewer tokens than the trainer's log-softmax sees)
-        plain = r.top_p >= 1.0 and r.top_k <= 0
+        plain = r.top_p >= 1.0 and r.top_k <= 0 and r.min_p <= 0
         warned_gap = warned_gap or (main and plain and _warn_gap(metrics, r.warn_logprob_gap, step, log))
         _warn_nonfinite(metrics, step, log if main else None)
         metrics_log.log(step, metrics)

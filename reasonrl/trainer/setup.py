@@ -376,7 +376,7 @@ def _validate(run: Run, cfg: RunConfig, what: str, log) -> dict[str, float]:
     if not run.val:
         return out
     runs = {"eval/accuracy": greedy}
-    if v.n > 1:  # the rollout's own filters (top-p, top-k) at the validation temperature
+    if v.n > 1:  # the rollout's own filters (top-p, top-k, min-p) at the validation temperature
         runs[f"eval/mean@{v.n}"] = SamplingParams.of_rollout(cfg.rollout, cfg.train.seed, n=v.n,
                                                               temperature=v.temperature)  # fmt: skip
     reasons = []

@@ -242,7 +242,7 @@ def test_an_engine_off_the_trained_policy_is_warned_about_once(tiny_model_dir, t
     train(_cfg(tiny_model_dir, tmp_path / "t", 1, "rollout.temperature=0.7"), log=logs.append)
     assert len([x for x in logs if "rollout/logprob_gap_mean" in str(x)]) == 1
     # drawn from a truncated distribution, the gap is not comparable: no warning
-    for name, other in (("p", "rollout.top_p=0.9"), ("k", "rollout.top_k=5")):
+    for name, other in (("p", "rollout.top_p=0.9"), ("k", "rollout.top_k=5"), ("m", "rollout.min_p=0.1")):
         logs = []
         train(_cfg(tiny_model_dir, tmp_path / name, 1, other), log=logs.append)
         assert not [x for x in logs if "logprob_gap" in str(x)], other

@@ -185,6 +185,8 @@ BAD_OVERRIDES = [
     (["val.every=-1"], ["val.every must be >= 0"]),
     (["log.rollouts_per_step=-1"], ["log.rollouts_per_step must be >= 0"]),
     (["rollout.top_k=-3"], ["rollout.top_k must be >= 0"]),
+    (["rollout.min_p=1"], ["rollout.min_p must be in [0, 1), got 1"]),
+    (["rollout.min_p=-0.1"], ["rollout.min_p must be in [0, 1), got -0.1"]),
     # before: accepted, then a ValueError traceback when the first prompt was generated
     (["data.difficulty=0"], ["data.difficulty must be >= 1, got 0"]),
     (

@@ -255,6 +255,31 @@ def test_top_p_tokens_come_from_the_nucleus(setup, drop_finished):
     assert _max_masked_diff(expected, batch.sampler_logprobs, batch.mask) < 1e-4
 
 
+@pytest.mark.parametrize("drop_finished", [True, False])  # rollout.decode, and transformers' generate
+def test_min_p_tokens_are_at_least_min_p_of_the_top_token(setup, drop_finished):
+    """min_p (after temperature) leaves out tokens below min_p x the most likely token's probability: every
+    drawn token clears that bar, some token that did not was left out, and the log-prob is of the
+    renormalised survivors; min_p 0 draws from the whole distribution."""
+    s, min_p, temperature = setup, 0.3, 1.5
+    engine = HFRolloutEngine(s.model, s.tok, drop_finished=drop_finished)
+    params = SamplingParams(n=4, temperature=temperature, min_p=min_p, max_new_tokens=8, seed=5)
+    batch = _batch(s, engine.generate(s.prompts, params))
+    z, tokens = _next_token_logits(s.model, batch)
+    probs = torch.softmax(z.float() / temperature, -1)
+    drawn = probs.gather(-1, tokens[..., None])[..., 0]
+    bar = min_p * probs.max(-1).values
+    assert (drawn[batch.mask] >= bar[batch.mask] * (1 - 1e-5)).all()
+    kept = (probs * (probs >= bar[..., None])).sum(-1)
+    assert (kept[batch.mask] < 0.999).all()  # the filter left tokens out at every position
+    assert _max_masked_diff(torch.log(drawn / kept), batch.sampler_logprobs, batch.mask) < 1e-4
+    free = _batch(
+        s, engine.generate(s.prompts, SamplingParams(n=4, temperature=temperature, max_new_tokens=8, seed=5))
+    )
+    z, tokens = _next_token_logits(s.model, free)
+    whole = torch.log_softmax(z.float() / temperature, -1).gather(-1, tokens[..., None])[..., 0]
+    assert _max_masked_diff(whole, free.sampler_logprobs, free.mask) < 1e-4
+
+
 @pytest.mark.parametrize("drop_finished", [True, False])
 def test_samples_without_dropout_and_restores_training_mode(setup, drop_finished):
     """A policy left in training mode (dropout on) samples as in eval mode, and is left as it was."""
