@@ -356,3 +356,33 @@ def test_log_probs_are_taken_without_dropout_and_updates_with_it(tiny_model_and_
     engine.train_step(batch, loss_fn, micro_batch=4)
     assert model.training
     assert not torch.allclose(seen[0] * batch.mask, clean * batch.mask, atol=1e-3)
+
+
+def test_a_warm_up_share_of_the_run_in_optimizer_updates_rounded_up():
+    from reasonrl.config import ConfigError, load_config
+    from reasonrl.trainer.setup import optimizer_updates, warmup_updates
+
+    def t(*extra):
+        return load_config(
+            None,
+            [
+                "train.steps=10",
+                "train.global_batch=64",
+                "train.mini_batch=32",
+                "train.micro_batch=32",
+                *extra,
+            ],
+        ).train
+
+    assert optimizer_updates(t()) == 20 and optimizer_updates(t("train.epochs=3")) == 60
+    assert warmup_updates(t()) == 0
+    assert warmup_updates(t("train.warmup_steps=7")) == 7
+    assert warmup_updates(t("train.warmup_ratio=0.1")) == 2  # 0.1 x 20 updates
+    assert warmup_updates(t("train.warmup_ratio=0.1", "train.steps=15")) == 3  # 0.1 x 30, not 4 by rounding
+    assert warmup_updates(t("train.warmup_ratio=0.12")) == 3  # 2.4 rounded up
+    for bad, msg in (("train.warmup_ratio=1", r"train.warmup_ratio must be in \[0, 1\), got 1"),
+                     ("train.warmup_ratio=-0.1", r"must be in \[0, 1\)")):  # fmt: skip
+        with pytest.raises(ConfigError, match=msg):
+            t(bad)
+    with pytest.raises(ConfigError, match="train.warmup_steps and train.warmup_ratio are both set"):
+        t("train.warmup_steps=2", "train.warmup_ratio=0.1")
