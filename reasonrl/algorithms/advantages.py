@@ -17,6 +17,8 @@ Declared at registration (`declare`), read by the trainer instead of branching o
                   (rewards of greedy completions, so they are generated)
   token_level     returns (advantages [B, T], returns [B, T]) instead of advantages [N]
   group_relative  compares each sample with its group: needs rollout.n >= 2
+  batch_stats     uses statistics of the whole batch (whitening): with several data-parallel ranks the
+                  trainer computes it over every rank's rows, not each rank's own
 
 grpo (Shao et al. 2024, DeepSeekMath, arXiv:2402.03300):
     A_i = (r_i - mean_g(r)) / (std_g(r) + eps), std unbiased (Bessel), as in the paper's code.
@@ -51,12 +53,14 @@ ADVANTAGES: Registry = Registry("advantage estimator", positional=2)
 TRAINER_INPUTS = ("values", "mask", "token_rewards", "baseline_rewards")
 
 
-def declare(fn, *, needs: tuple[str, ...] = (), token_level: bool = False, group_relative: bool = False):
-    """Record what estimator `fn` needs beyond (rewards, group_ids) and what it returns."""
+def declare(fn, *, needs: tuple[str, ...] = (), token_level: bool = False, group_relative: bool = False,
+            batch_stats: bool = False):  # fmt: skip
+    """Record what estimator `fn` needs beyond (rewards, group_ids), what it returns and what it reads."""
     unknown = set(needs) - set(TRAINER_INPUTS)
     if unknown:
         raise ValueError(f"{fn.__name__}: unknown trainer inputs {sorted(unknown)}; known: {TRAINER_INPUTS}")
     fn.needs, fn.token_level, fn.group_relative = frozenset(needs), token_level, group_relative
+    fn.batch_stats = batch_stats
     return fn
 
 
@@ -115,8 +119,8 @@ def reinforce_pp_baseline(rewards: torch.Tensor, group_ids: torch.Tensor, eps: f
     return masked_whiten(rewards - mean, count > 1, eps=eps)
 
 
-declare(reinforce_pp, group_relative=False)
-declare(reinforce_pp_baseline, group_relative=True)
+declare(reinforce_pp, group_relative=False, batch_stats=True)
+declare(reinforce_pp_baseline, group_relative=True, batch_stats=True)
 
 
 @ADVANTAGES.register("remax")
@@ -182,4 +186,4 @@ def gae(
     return adv, returns
 
 
-declare(gae, needs=("values", "mask", "token_rewards"), token_level=True)
+declare(gae, needs=("values", "mask", "token_rewards"), token_level=True, batch_stats=True)  # (whiten)

@@ -6,7 +6,9 @@ Owns:
       folding KL into the rewards when `algo.kl.in_reward` (token rewards for gae; for sequence
       estimators r_i - kl_coef * sum_t kl_it, kl = kl_estimator(old_logprobs, ref_logprobs));
       remax gets the greedy `baseline_rewards`, gae the critic's `values` and leaves `returns` in
-      `batch.returns` for the critic update.
+      `batch.returns` for the critic update. An estimator with batch statistics (whitening: reinforce_pp,
+      reinforce_pp_baseline, gae) runs over every rank's rows (`over_all_ranks`), so that each rank's
+      advantages are what one process holding the whole batch computes.
   `attach_tis_weights`: truncated IS weights min(exp(old - sampler), tis_cap), `batch.is_weights`
       (with one update per step there are no separate old log-probs: the loss takes the weights from the
       pre-update log-probs of its own forward, which are the old ones, saving a forward pass).
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import torch
 
+from reasonrl import distributed as dist
 from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
 from reasonrl.algorithms.correction import tis_weights
 from reasonrl.algorithms.filters import entropy_threshold, minibatch_early_stop
@@ -68,14 +71,46 @@ def compute_advantages(
     if baseline_rewards is not None:
         metrics["reward/baseline_mean"] = baseline_rewards.float().mean().item()
     if estimator.token_level:
-        adv, returns = estimator(rewards, batch.group_ids, **kwargs)
+        adv, returns = over_all_ranks(estimator, rewards, batch.group_ids, kwargs)
         batch.returns = returns
         metrics["critic/returns_mean"] = masked_mean(returns, mask).item()
     else:
-        adv = estimator(rewards, batch.group_ids, **kwargs)[:, None].expand_as(mask)
+        adv = over_all_ranks(estimator, rewards, batch.group_ids, kwargs)[:, None].expand_as(mask)
     batch.advantages = adv * mask
     metrics["actor/advantage_abs_mean"] = masked_mean(batch.advantages.abs(), mask).item()
     return metrics
+
+
+def over_all_ranks(estimator, rewards: torch.Tensor, group_ids: torch.Tensor, kwargs: dict):
+    """`estimator(rewards, group_ids, **kwargs)` for this rank's rows. With several ranks and an estimator
+    whose statistics span the batch (`batch_stats`), computed over every rank's rows (gathered; group ids
+    made unique per rank; [B, T] inputs right-padded to the widest rank's, padding out of the mask) and
+    cut back to this rank's rows and width; otherwise (group-local or row-local estimators) on its own."""
+    if not getattr(estimator, "batch_stats", False) or dist.world_size() < 2:
+        return estimator(rewards, group_ids, **kwargs)
+    tensors = {k: v for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
+    own = {"rewards": rewards, "group_ids": group_ids, **tensors}
+    parts = dist.all_gather_objects({k: v.detach().cpu() for k, v in own.items()})
+    width = max((p[k].shape[1] for p in parts for k in tensors if p[k].dim() == 2), default=0)
+
+    def joined(key: str) -> torch.Tensor:
+        pieces = [p[key] for p in parts]
+        if pieces[0].dim() == 2:  # zeros to the right: False for a mask, 0 for values and rewards
+            pieces = [torch.cat([x, x.new_zeros(x.shape[0], width - x.shape[1])], 1) for x in pieces]
+        return torch.cat(pieces).to(rewards.device)
+
+    offsets, total = [], 0
+    for p in parts:
+        offsets.append(total)
+        total += int(p["group_ids"].max()) + 1 if p["group_ids"].numel() else 0
+    ids = torch.cat([p["group_ids"] + o for p, o in zip(parts, offsets)]).to(group_ids.device)
+    out = estimator(joined("rewards"), ids, **{**kwargs, **{k: joined(k) for k in tensors}})
+    start = sum(p["rewards"].shape[0] for p in parts[: dist.rank()])
+    rows = slice(start, start + rewards.shape[0])
+    if isinstance(out, tuple):  # token level: (advantages, returns), each cut to this rank's width
+        cols = next(v.shape[1] for v in tensors.values() if v.dim() == 2)
+        return tuple(x[rows, :cols] for x in out)
+    return out[rows]
 
 
 def attach_tis_weights(batch: TrainBatch, cap: float) -> dict[str, float]:
@@ -109,8 +144,6 @@ def logprob_gap(sampler: torch.Tensor | None, old: torch.Tensor, mask: torch.Ten
 def attach_entropy_mask(batch: TrainBatch, entropy: torch.Tensor, quantile: float) -> dict[str, float]:
     """Set `batch.pg_mask` [B, T]: the trained tokens whose entropy (under the policy before this step's
     updates, [B, T]) is among the top `quantile` share of every rank's trained tokens; returns metrics."""
-    from reasonrl import distributed as dist
-
     mask = batch.mask.to(entropy.device)
     own = entropy[mask].float().cpu()
     every = torch.cat(dist.all_gather_objects(own)) if dist.world_size() > 1 else own
