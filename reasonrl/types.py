@@ -304,16 +304,18 @@ RESERVED_TEMPLATE_KWARGS = frozenset(
 )  # fmt: skip
 
 
-def template_kwargs(value: Any, where: str, name: str = "chat_template_kwargs") -> dict[str, Any]:
+def template_kwargs(value: Any, where: str, label: str | None = None) -> dict[str, Any]:
     """A prompt's chat-template arguments ({} when absent): a mapping (or a JSON string of one) whose
-    keys are template variables, none of them one of apply_chat_template's own arguments."""
+    keys are template variables, none of them one of apply_chat_template's own arguments. Errors name
+    `where` (a file's row) and the field, or `label` (a recipe key, a flag) instead."""
     if value is None:
         return {}
-    out = _mapping(value, name, where)
+    out = _mapping(value, "chat_template_kwargs", where)
+    named = label or f"{where}: field 'chat_template_kwargs'"
     for k in out:
         if not isinstance(k, str) or not k.isidentifier() or k in RESERVED_TEMPLATE_KWARGS:
-            raise InputError(f"{where}: field {name!r} has the key {k!r}, which is not a chat-template variable "
-                             "(an identifier other than apply_chat_template's own arguments)")  # fmt: skip
+            raise InputError(f"{named} has the key {k!r}, which is not a chat-template variable (an identifier "
+                             "other than apply_chat_template's own arguments)")  # fmt: skip
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in out.items()}
 
 

@@ -110,7 +110,8 @@ def template_kwargs_arg(pairs: list[str], model: str | None = None) -> dict:
     from reasonrl.types import template_kwargs
 
     cfg = run_config(model) if model is not None else None
-    given = template_kwargs(dict(key_values(pairs, "--chat-template-kwarg")), "--chat-template-kwarg", "KEY")
+    flag = "--chat-template-kwarg"
+    given = template_kwargs(dict(key_values(pairs, flag)), flag, label=flag)
     return {**(dict(cfg.data.chat_template_kwargs) if cfg is not None else {}), **given}
 
 

@@ -37,11 +37,9 @@ def check_data_config(d) -> None:
     if d.difficulty < 1:  # every built-in task starts at 1
         raise ConfigError(f"data.difficulty must be >= 1, got {d.difficulty}")
     try:
-        template_kwargs(dict(d.chat_template_kwargs), "data", "chat_template_kwargs")
+        template_kwargs(dict(d.chat_template_kwargs), "data", label="data.chat_template_kwargs")
     except InputError as e:
-        raise ConfigError(
-            str(e).replace("data: field 'chat_template_kwargs'", "data.chat_template_kwargs")
-        ) from None
+        raise ConfigError(str(e)) from None
     names = set()
     for i, m in enumerate(d.mixture):
         where = f"data.mixture[{i}]"

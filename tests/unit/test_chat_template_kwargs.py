@@ -76,7 +76,7 @@ def test_a_rows_own_arguments_round_trip_and_bad_ones_name_the_row():
 def test_the_recipe_key_is_checked_and_reaches_every_training_prompt(tmp_path):
     from reasonrl.trainer.setup import load_data
 
-    with pytest.raises(ConfigError, match=r"data.chat_template_kwargs has the key 'add_generation_prompt'"):
+    with pytest.raises(ConfigError, match=r"^data\.chat_template_kwargs has the key 'add_generation_prompt'"):
         load_config(None, ["data.chat_template_kwargs={add_generation_prompt: true}"])
     cfg = load_config(None, ["data.chat_template_kwargs={enable_thinking: false}", "data.train_size=20",
                              "data.val_size=8", "val.size=8"])  # fmt: skip
@@ -118,7 +118,9 @@ def test_an_evals_fingerprint_holds_them_and_the_flag_is_checked():
         "enable_thinking": False,
         "mode": "fast",
     }
-    with pytest.raises(InputError, match=r"--chat-template-kwarg: field 'KEY' has the key 'tokenize'"):
+    with pytest.raises(
+        InputError, match=r"^--chat-template-kwarg has the key 'tokenize', which is not a chat"
+    ):
         template_kwargs_arg(["tokenize=false"])
     with pytest.raises(InputError, match=r"--chat-template-kwarg 'x': expected KEY=VALUE"):
         template_kwargs_arg(["x"])
