@@ -190,6 +190,11 @@ BAD_OVERRIDES = [
     # before: accepted, then a ValueError traceback when the first prompt was generated
     (["data.difficulty=0"], ["data.difficulty must be >= 1, got 0"]),
     (
+        ["data.mixture=[{name: a, task: addsub}, {name: a, task: countdown}]"],
+        ["data.mixture[1].name must be a unique non-empty string"],
+    ),
+    (["data.mixture=[{name: '', task: addsub}]"], ["data.mixture[0].name must be a unique non-empty string"]),
+    (
         ["data.mixture=[{name: a, task: arithmetic, difficulty: 0}]"],
         ["data.mixture[0].difficulty must be a whole number >= 1, got 0"],
     ),
@@ -469,3 +474,10 @@ def test_keep_best_must_name_a_metric_the_validation_logs():
         match=r"it logs: eval/accuracy, eval/verifier_errors, eval/aime24/mean@n, eval/aime24/ci95, .*pass@16",
     ):
         load_config(overrides=["checkpoint.keep_best=eval/aime24/pass@3", "val.benchmarks=[aime24]"])
+
+
+def test_the_lowest_difficulty_and_a_mixture_of_distinct_names_load():
+    cfg = load_config(
+        None, ["data.difficulty=1", "data.mixture=[{name: a, task: addsub}, {name: b, task: countdown}]"]
+    )
+    assert cfg.data.difficulty == 1 and [m["name"] for m in cfg.data.mixture] == ["a", "b"]
