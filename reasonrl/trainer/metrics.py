@@ -120,6 +120,8 @@ class MetricsLog:
         with open(self.rollouts_path, "a") as f:
             for r in rows:
                 f.write(json.dumps({"step": step, **r}, default=str) + "\n")
+        if self.wandb is not None:
+            self.wandb.rollouts(step, rows)
 
     def close(self) -> None:
         if self.tb is not None:

@@ -5,7 +5,8 @@ RUN_DIR/wandb), checking before any work that an online run can log (`check_onli
 server within reach), keeping one wandb run per run directory across resumes (its id in RUN_DIR/wandb_run_id),
 and plotting every metric against our own `step` metric, so a resumed run that re-logs steps after its
 last checkpoint shows them again instead of wandb dropping them as out of order. The only module that
-imports wandb. Does not own: the metric values or names (`trainer.metrics`); jsonl stays the record.
+imports wandb. Also logs each step's sampled rollouts as a table (`rollouts`). Does not own: the metric
+values or names (`trainer.metrics`); jsonl stays the record.
 """
 
 from __future__ import annotations
@@ -71,6 +72,20 @@ class WandbLog:
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         self.run.log({"step": step, **metrics})
+
+    def rollouts(self, step: int, rows: list[dict]) -> None:
+        """The step's sampled rollouts (rollouts.jsonl's groups) as a table `rollouts`, one row per
+        completion (as TRL's `log_completions`): step, data source, prompt, ground truth, completion,
+        reward, reason, tokens, finish reason."""
+        import wandb
+
+        columns = ["step", "data_source", "prompt", "ground_truth", "completion", "reward", "reason", "tokens",
+                   "finish_reason"]  # fmt: skip
+        data = [[step, g["data_source"], g["prompt"], str(g["ground_truth"]), c["text"], c["reward"],
+                 str(c["reason"]), c["tokens"], c["finish_reason"]]
+                for g in rows for c in g["completions"]]  # fmt: skip
+        if data:
+            self.run.log({"step": step, "rollouts": wandb.Table(columns=columns, data=data)})
 
     def close(self) -> None:
         self.run.finish()

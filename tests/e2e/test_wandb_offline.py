@@ -36,6 +36,17 @@ def test_offline_wandb_run_files_and_resume(tiny_model_dir, tmp_path, monkeypatc
     for key in (b"reward/mean", b"actor/entropy", b"eval/accuracy", b"rr-test", b"step"):
         assert key in data, key
     assert b"clip_low" in data  # the resolved config went with it
+    # each step's sampled rollouts as a table, one row per completion of rollouts.jsonl
+    import json
+
+    tables = sorted((first / "files" / "media" / "table").glob("rollouts_*.table.json"))
+    logged = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
+    assert len(tables) == 2 and b"rollouts" in data
+    table = json.loads(tables[0].read_text())
+    step_rows = [c for g in logged if g["step"] == table["data"][0][0] for c in g["completions"]]
+    assert table["columns"][:5] == ["step", "data_source", "prompt", "ground_truth", "completion"]
+    assert [r[4] for r in table["data"]] == [c["text"] for c in step_rows]
+    assert [r[5] for r in table["data"]] == [c["reward"] for c in step_rows]
     train(_cfg(tiny_model_dir, run, 3, *opts), resume=True, log=lambda *a: None)
     runs = sorted((run / "wandb").glob("offline-run-*"))
     assert len(runs) == 2 and (run / "wandb_run_id").read_text().strip() == run_id
