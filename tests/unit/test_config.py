@@ -478,6 +478,11 @@ def test_keep_best_must_name_a_metric_the_validation_logs():
 
 def test_the_lowest_difficulty_and_a_mixture_of_distinct_names_load():
     cfg = load_config(
-        None, ["data.difficulty=1", "data.mixture=[{name: a, task: addsub}, {name: b, task: countdown}]"]
+        None,
+        [
+            "data.difficulty=1",
+            "data.mixture=[{name: a, task: addsub, difficulty: 3}, {name: b, task: countdown}]",
+        ],
     )
     assert cfg.data.difficulty == 1 and [m["name"] for m in cfg.data.mixture] == ["a", "b"]
+    assert cfg.data.mixture[0]["difficulty"] == 3  # a built-in task's own difficulty is allowed
