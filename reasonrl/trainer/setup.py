@@ -58,21 +58,21 @@ def _check_data_files(d) -> None:
 def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     d = cfg.data
     _check_data_files(d)
+
+    def files(paths: list[str]) -> list[Problem]:  # rows of data files, to reward.verifier where it is set
+        return with_verifier(load_problems(paths), cfg.reward.verifier) if paths else []
+
     if d.mixture:  # each source loads and checks its own data (data.mixture.build_sampler)
-        train, val = (
-            [],
-            (with_verifier(load_problems(d.val_files), cfg.reward.verifier) if d.val_files else []),
-        )
+        train, val = [], files(d.val_files)
         task = next((m["task"] for m in d.mixture if m.get("task")), None)
         if not val and task:
             val = generate(task, d.val_size, seed=d.seed + 1, difficulty=d.difficulty, split="test")
     elif d.train_files:
-        train = with_verifier(load_problems(d.train_files), cfg.reward.verifier)
-        val = with_verifier(load_problems(d.val_files), cfg.reward.verifier) if d.val_files else []
+        train, val = files(d.train_files), files(d.val_files)
     else:  # a built-in task; its test split validates unless data.val_files says otherwise
         train = generate(d.task, d.train_size, seed=d.seed, difficulty=d.difficulty, split="train")
         if d.val_files:
-            val = with_verifier(load_problems(d.val_files), cfg.reward.verifier)
+            val = files(d.val_files)
         else:
             val = generate(d.task, d.val_size, seed=d.seed + 1, difficulty=d.difficulty, split="test")
     kwargs = dict(d.chat_template_kwargs)  # every prompt rendered with them (a row's own win)
