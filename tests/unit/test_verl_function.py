@@ -127,3 +127,30 @@ def test_rows_of_the_files_go_to_it_generated_tasks_and_a_rows_own_verifier_keep
     assert {p.verifier for p in train + val} == {None}  # the built-in task's rows route by their data_source
     with pytest.raises(ValueError, match=r"no verifier for data_source 'my_data'"):  # without it: unroutable
         load_data(load_config(None, [f"data.train_files=[{path}]"]))
+
+
+def test_what_a_function_returns_read_as_verl_reads_it():
+    import numpy as np
+    import torch
+
+    for value, score, reason in ((np.float32(0.5), 0.5, "partial"), (torch.tensor(1.0), 1.0, "correct"),
+                                 (0, 0.0, "wrong"), (-1.0, -1.0, "wrong"), (False, 0.0, "wrong")):  # fmt: skip
+        got = read_return(value)
+        assert (got.score, got.reason, "correctness" in got.info) == (score, reason, False), value
+    # a numeric "acc" counts as verl's boolean; "score", "acc" and "pred" are read, not copied into info
+    for acc, solved in (
+        (1.0, True),
+        (0, False),
+        (0.3, True),
+        (np.bool_(True), True),
+        ("yes", True),
+        ("", False),
+    ):
+        got = read_return({"score": 0.5, "acc": acc, "pred": 7, "note": "n"})
+        assert (got.info["correctness"], got.reason) == ((1.0, "correct") if solved else (0.0, "wrong")), acc
+        assert got.extracted == "7" and got.info["note"] == "n"
+        assert not {"score", "acc", "pred"} & set(got.info), got.info
+    with pytest.raises(ValueError, match=r"^the function's return value is 'x', not a finite number"):
+        read_return("x")
+    with pytest.raises(ValueError, match=r"^its 'score' is inf, not a finite number"):
+        read_return({"score": float("inf")})
