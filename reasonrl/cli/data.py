@@ -230,11 +230,15 @@ def cmd_passrate(args) -> int:
     check_engine(args.engine)  # registered (plugins imported above) and its package installed
     if not 0 < args.correct_threshold <= 1:  # scores are in [0, 1]: 0 solves everything, above 1 nothing
         raise InputError(f"--correct-threshold must be in (0, 1], got {args.correct_threshold}")
-    from reasonrl.cli.evaluate import template_kwargs_arg
+    from reasonrl.cli.evaluate import check_verifier_arg, template_kwargs_arg
     from reasonrl.data.prompts import with_template_kwargs
+    from reasonrl.rewards.routing import with_verifier
 
+    check_verifier_arg(args.verifier)
     rows, problems, _, _ = _rows_and_problems([args.file])
-    problems = with_template_kwargs(problems, template_kwargs_arg(args.chat_template_kwarg))
+    problems = with_template_kwargs(
+        with_verifier(problems, args.verifier), template_kwargs_arg(args.chat_template_kwarg)
+    )
     check_routable(problems, args.file, options)
     from reasonrl.rewards.services import check_services
 

@@ -53,6 +53,18 @@ def add_verifier_option_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verifier-option", action="append", default=[], metavar="VERIFIER.KEY=VALUE",
                    help="a verifier option, as a recipe's reward.options (repeatable; e.g. "
                         "math.accept_unevaluated=true, code.backend=sandbox_fusion)")  # fmt: skip
+    p.add_argument("--verifier", default=None, metavar="NAME",
+                   help="score every row of the data file(s) with this verifier unless a row names its own, as a "
+                        "recipe's reward.verifier (e.g. verl_function with --verifier-option verl_function.path=F)")  # fmt: skip
+
+
+def check_verifier_arg(name: str | None) -> None:
+    """`--verifier NAME` names a registered verifier (plugins imported first): an InputError listing them."""
+    from reasonrl.errors import InputError
+    from reasonrl.rewards import VERIFIERS
+
+    if name is not None and name not in VERIFIERS:
+        raise InputError(f"--verifier {name!r}: no such verifier; known: {', '.join(VERIFIERS.names())}")
 
 
 def key_values(pairs: list[str], flag: str, form: str = "KEY=VALUE") -> list[tuple[str, object]]:
@@ -175,8 +187,11 @@ def default_out(given: str, model: str) -> str:
 def eval_benchmarks(args, model_path) -> int:
     import json
 
+    from reasonrl.errors import InputError
     from reasonrl.eval.runner import results_markdown, run_benchmarks, timing_line
 
+    if args.verifier is not None:  # (a benchmark's rows route to the verifiers written for it)
+        raise InputError("--verifier applies to the rows of --data files, not to --benchmarks")
     benches, files = benchmarks_and_files(args.benchmarks, args.file)
     options = verifier_options(args.verifier_option)
     check_engine(args.engine)
@@ -278,9 +293,12 @@ def eval_problems(args, model_path) -> int:
     from reasonrl.data.prompts import with_template_kwargs
     from reasonrl.data.schema import load_problems
     from reasonrl.errors import InputError
+    from reasonrl.rewards.routing import with_verifier
 
     if args.data is not None and not args.data:
         raise InputError("--data needs at least one parquet / jsonl / json file")
+    if args.verifier is not None and not args.data:  # a built-in task or a run's own data route as they are
+        raise InputError("--verifier applies to the rows of --data files")
     check_run_options(args, ("n", "size", "max_new_tokens", "difficulty"))
     check_engine(args.engine)
     if args.task is not None:
@@ -325,7 +343,8 @@ def eval_problems(args, model_path) -> int:
         print(f"evaluating on the run's own validation data ({len(problems)} problems)", file=sys.stderr)
     else:
         if args.data:
-            problems = load_problems(args.data)
+            check_verifier_arg(args.verifier)
+            problems = with_verifier(load_problems(args.data), args.verifier)
         else:
             task = args.task or "arithmetic"
             problems = generate(task, args.size, seed=args.seed, difficulty=args.difficulty, split="test")

@@ -38,6 +38,16 @@ PASSRATE = ["data", "passrate", "x.parquet", "--model", "demo", "--out", "y.parq
         ),
         (["eval", "demo", "--size", "4", "--device", "tpu"], "device 'tpu': not a torch device"),
         (["eval", "demo", "--data"], "--data needs at least one parquet / jsonl / json file"),
+        (["eval", "demo", "--verifier", "math"], "--verifier applies to the rows of --data files"),
+        (
+            ["eval", "demo", "--benchmarks", "gsm8k", "--verifier", "math"],
+            "--verifier applies to the rows of --data",
+        ),
+        (
+            ["eval", "demo", "--data", "x.jsonl", "--verifier", "nope"],
+            "--verifier 'nope': no such verifier; known:",
+        ),
+        ([*PASSRATE, "--verifier", "nope"], "--verifier 'nope': no such verifier; known:"),
         ([*PASSRATE, "--engine", "nope"], "--engine 'nope' is not a rollout engine; known: hf"),
         (["eval"], "eval needs a MODEL"),
         (["eval", "compare", "a/results.json"], "eval compare needs two results.json files"),
