@@ -50,18 +50,27 @@ def train(cfg: RunConfig, resume: bool = False, log=print, overwrite: bool = Fal
           allow_config_change: bool = False) -> dict:  # fmt: skip
     # under torchrun: join the process group (gloo on CPU, NCCL on GPU); with one rank only for fsdp2
     created = dist.init_from_env(cfg.train.dist_timeout_s, single_rank=cfg.train.engine == "fsdp2")
+    finished = False
     try:
         # rank 0 owns the run directory (exclusive lock; refuses to mix runs); the others wait for it
         lock = claim(cfg.log.run_dir, resume, overwrite, log=log) if dist.is_main() else None
         dist.barrier()
         try:
             with StopOnSignal(log=log) as stop:
-                return _train(cfg, resume, log, allow_config_change, stop)
+                out = _train(cfg, resume, log, allow_config_change, stop)
+                finished = True
+                return out
         finally:
             if lock is not None:
                 lock.release()
     finally:
         if created:
+            # a finished run: no rank tears the group down while another may still use it (rank 0 plots and
+            # releases the lock after the last checkpoint; a rank whose gloo threads were cut off by its peer's
+            # teardown once aborted at exit: "terminate called without an active exception"). A failed run
+            # skips this: a peer that died would never reach it
+            if finished:
+                dist.barrier("teardown")
             dist.shutdown()
 
 
