@@ -1,40 +1,94 @@
-"""Importance correction for the rollout-engine / trainer mismatch (the sampler is not exactly the
-policy whose log-probabilities the trainer recomputes: different kernels, precision, batching).
+"""Importance correction for samples that drifted from the policy being trained: the rollout-engine /
+trainer mismatch (the sampler is not exactly the policy whose log-probabilities the trainer recomputes:
+different kernels, precision, batching, an engine a policy version or more behind).
 
-Owns: truncated importance sampling weights. Does not own: producing `sampler_logprobs` (the rollout
-engine) or applying the weights (the trainer multiplies the per-token policy loss by them before
-`masked.aggregate`).
+Owns: the importance weights that correct the policy loss for the sampler (`tis_weights`, four modes)
+and the off-policy sequence mask (`off_policy_sequence_mask`). Does not own: producing
+`sampler_logprobs` (the rollout engine) or applying the weights / mask (the trainer multiplies the
+per-token policy loss by them before `masked.aggregate`).
 
 tis_weights (Yao et al. 2025, "Your efficient RL framework secretly brings you off-policy RL training",
-fengyao.notion.site/off-policy-rl; Ionides 2008 for truncated IS):
-    w_t = min(exp(old_logprobs_t - sampler_logprobs_t), cap)        token level, no gradient
-    L'_t = w_t * L_t  (per-token policy loss)
-Shapes: [B, T] in, weights [B, T] out (0 where `mask` is False). Metrics (masked means over this call):
-is_weight_mean, is_capped_frac (tokens where the cap bit), mismatch_kl (k3 estimate of
-KL(sampler || trainer) from the sampled tokens: w - 1 - log w with the uncapped w).
+fengyao.notion.site/off-policy-rl; Ionides 2008 for truncated IS), modes as TRL's
+`vllm_importance_sampling_mode`:
+    log w_t = old_logprobs_t - sampler_logprobs_t                      token level
+    log w_i = sum_{t in M_i} log w_t, on every token of row i          sequence level
+    *_truncate:  w' = min(w, cap)
+    *_mask:      w' = w where floor <= w <= cap, else 0                 (masked importance sampling)
+    L'_t = w'_t * L_t  (per-token policy loss), no gradient through w'.
+    `token_mask` with floor 0.5 and cap 5 is IcePop (Ant Group's Ling team, 2025, used to train Ring-1T;
+    prime-rl ships it: tokens whose trainer / sampler probability ratio leaves [0.5, 5] get no gradient). `floor` applies to the mask modes only (0 = no lower bound).
+Shapes: [B, T] in, weights [B, T] out (0 where `mask` is False). Log weights are clamped to [-20, 20].
+Metrics (masked means over this call's tokens): is_weight_mean (of w'), is_capped_frac (tokens whose
+weight the cap or floor changed), mismatch_kl (k3 estimate of KL(sampler || trainer) from the sampled
+tokens: w - 1 - log w with the uncapped token w, whatever the mode).
+
+off_policy_sequence_mask (DeepSeek-AI 2025, DeepSeek-V3.2, arXiv:2512.02556, eq. 9; TRL's
+`off_policy_mask_threshold`):
+    keep_it = A_it >= 0  or  (1/|M_i|) sum_{t in M_i} (behaviour_logprobs_t - logprobs_t) <= threshold
+    Negative-advantage sequences that the current policy has drifted far from (mean per-token KL of the
+    policy that sampled them, `behaviour_logprobs`: the sampler's, to the current one) are dropped from
+    the policy loss: pushing down tokens the policy no longer produces is mostly noise. `logprobs` is
+    read without gradient; the mean uses each row's own mask, so it does not depend on how rows are cut
+    into micro-batches. Metric: opsm_masked_frac (share of this call's tokens dropped).
 """
 
 from __future__ import annotations
 
 import torch
 
-from reasonrl.algorithms.masked import masked_mean
+from reasonrl.algorithms.masked import masked_mean, masked_sum
+
+TIS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+_LOG_CLAMP = 20.0
 
 
 def tis_weights(
-    old_logprobs: torch.Tensor, sampler_logprobs: torch.Tensor, mask: torch.Tensor, cap: float = 2.0
+    old_logprobs: torch.Tensor,
+    sampler_logprobs: torch.Tensor,
+    mask: torch.Tensor,
+    cap: float = 2.0,
+    mode: str = "token_truncate",
+    floor: float = 0.0,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Truncated IS weights [B, T] (detached) and their metrics."""
+    """Importance weights [B, T] (detached, 0 off-mask) in `mode` and their metrics."""
+    if mode not in TIS_MODES:
+        raise ValueError(f"tis_weights: unknown mode {mode!r}; known: {', '.join(TIS_MODES)}")
     if cap <= 0:
         raise ValueError(f"tis_weights: cap must be > 0, got {cap}")
+    if not 0 <= floor < cap:
+        raise ValueError(f"tis_weights: floor must be in [0, cap), got {floor} with cap {cap}")
     with torch.no_grad():
-        log_w = (old_logprobs - sampler_logprobs).clamp(-20.0, 20.0)
+        token_log_w = (old_logprobs - sampler_logprobs).clamp(-_LOG_CLAMP, _LOG_CLAMP)
+        log_w = token_log_w
+        if mode.startswith("sequence"):
+            seq = masked_sum(token_log_w, mask, dim=-1).clamp(-_LOG_CLAMP, _LOG_CLAMP)
+            log_w = seq.unsqueeze(-1).expand_as(token_log_w)
         w = torch.exp(log_w)
-        capped = w > cap
-        weights = torch.where(mask, w.clamp(max=cap), 0.0)
+        if mode.endswith("truncate"):
+            changed = w > cap
+            w_used = w.clamp(max=cap)
+        else:
+            changed = (w > cap) | (w < floor)
+            w_used = torch.where(changed, torch.zeros_like(w), w)
+        weights = torch.where(mask, w_used, 0.0)
         metrics = {
             "is_weight_mean": masked_mean(weights, mask),
-            "is_capped_frac": masked_mean(capped.to(w.dtype), mask),
-            "mismatch_kl": masked_mean(torch.expm1(log_w) - log_w, mask),
+            "is_capped_frac": masked_mean(changed.to(w.dtype), mask),
+            "mismatch_kl": masked_mean(torch.expm1(token_log_w) - token_log_w, mask),
         }
     return weights, metrics
+
+
+def off_policy_sequence_mask(
+    logprobs: torch.Tensor,
+    behaviour_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    threshold: float,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Bool [B, T]: the tokens the policy loss keeps (DeepSeek-V3.2's off-policy sequence masking)."""
+    with torch.no_grad():
+        drift = masked_mean(behaviour_logprobs - logprobs.detach(), mask, dim=-1)  # [B]
+        keep = (advantages >= 0) | (drift <= threshold).unsqueeze(-1)
+        metrics = {"opsm_masked_frac": masked_mean((~keep).to(logprobs.dtype), mask)}
+    return keep, metrics

@@ -17,6 +17,13 @@ Shapes: [B, T] in, [B, T] out. d is clamped to [-20, 20] for k3 (exp overflow).
 As a differentiable loss term, the expected gradients differ from the values' meaning: k1's expected
 gradient is 0, k2's equals the gradient of KL(pi || ref), k3's that of KL(ref || pi) (on-policy
 samples). GRPO uses k3 as a loss term; REINFORCE++ uses k2; PPO-RLHF folds k1 into the reward.
+
+`importance_weighted(kl, logprobs, old_logprobs)` = kl * pi / pi_old per token, the ratio kept in the
+graph (DeepSeek-AI 2025, DeepSeek-V3.2, arXiv:2512.02556, section 3.1's unbiased KL estimate; TRL's
+`use_bias_correction_kl`). With k3 and tokens sampled from pi_old, E[r k3] = KL(pi || ref) and its
+expected gradient is exactly that of KL(pi || ref), however far pi has moved from pi_old; k3 alone has
+the gradient of KL(ref || pi) only on-policy and drifts off-policy (tested by enumeration). On-policy
+(pi_old = sg(pi)) the weight has value 1 and adds the score-function term kl * d logprobs.
 """
 
 from __future__ import annotations
@@ -55,3 +62,8 @@ def fold_kl_into_rewards(
     """
     penalty = torch.where(mask, -kl_coef * kl.detach(), 0.0)
     return penalty + last_token_values(rewards.to(penalty.dtype), mask)
+
+
+def importance_weighted(kl: torch.Tensor, logprobs: torch.Tensor, old_logprobs: torch.Tensor) -> torch.Tensor:
+    """`kl` [B, T] times pi / pi_old (log ratio clamped to [-20, 20]); differentiable in `logprobs`."""
+    return kl * torch.exp((logprobs - old_logprobs.detach()).clamp(-20.0, 20.0))

@@ -30,6 +30,13 @@ cispo (MiniMax-M1, arXiv:2506.13585):
     comparable to ppo_clip's (it contains logprobs); only its gradient -w A d logprobs matters.
     Defaults: clip_low=1.0 (no lower bound, as in the paper), clip_high=0.28 (our choice; the paper
     tunes it). clipfrac_low / clipfrac_high: r below / above the bounds, whatever the sign of A.
+sapo (Gao et al. 2025, Soft Adaptive Policy Optimization, arXiv:2511.20347):
+    r = exp(logprobs - old_logprobs);  g(r) = sigmoid(tau (r - 1)) * 4 / tau;  L_it = -g(r_it) A_it
+    with tau = tau_pos where A > 0 and tau_neg elsewhere (paper and TRL: 1.0 / 1.05; tau_neg > tau_pos
+    damps negative-advantage tokens faster). No hard clip: the gradient -A * 4 s (1 - s) r * d logprobs
+    (s = sigmoid(tau (r - 1))) equals the plain policy gradient at r = 1 and fades smoothly as r leaves
+    1. clip_low / clip_high are accepted and ignored; clipfrac_* are 0; `gate_weight_mean` reports the mean
+    4 s (1 - s) r, the share of the plain gradient each token keeps.
 reinforce (Williams 1992): L_it = -A_it * logprobs_it. No ratio and no clipping: correct only for
     on-policy updates (one optimizer step per rollout batch). clip_low / clip_high are accepted and
     ignored; the ratio metrics are still reported as a diagnostic.
@@ -160,6 +167,32 @@ def cispo(
     loss = -weight * advantages * logprobs
     with torch.no_grad():
         metrics = _metrics(log_ratio, ratio, mask, ratio < 1.0 - clip_low, ratio > 1.0 + clip_high)
+    return loss, metrics
+
+
+@POLICY_LOSSES.register("sapo")
+def sapo(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+    tau_pos: float = 1.0,
+    tau_neg: float = 1.05,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    del clip_low, clip_high  # accepted for the shared call; the soft gate replaces the clip
+    if tau_pos <= 0 or tau_neg <= 0:
+        raise ValueError(f"sapo: tau_pos and tau_neg must be > 0, got {tau_pos} and {tau_neg}")
+    log_ratio = _log_ratio(logprobs, old_logprobs)
+    ratio = torch.exp(log_ratio)
+    tau = torch.where(advantages > 0, tau_pos, tau_neg).to(ratio.dtype)
+    gate = torch.sigmoid(tau * (ratio - 1.0))
+    loss = -gate * (4.0 / tau) * advantages
+    with torch.no_grad():
+        never = torch.zeros_like(mask)
+        metrics = _metrics(log_ratio, ratio, mask, never, never)
+        metrics["gate_weight_mean"] = masked_mean(4.0 * gate * (1.0 - gate) * ratio, mask)
     return loss, metrics
 
 

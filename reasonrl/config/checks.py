@@ -296,17 +296,42 @@ def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
         )
     optional_positive = {"off_policy.early_stop_ratio": a.off_policy.early_stop_ratio,
                          "off_policy.early_stop_kl": a.off_policy.early_stop_kl, "critic.lr": a.critic.lr,
-                         "critic.value_clip": a.critic.value_clip}  # fmt: skip
+                         "critic.value_clip": a.critic.value_clip,
+                         "off_policy.mask_threshold": a.off_policy.mask_threshold}  # fmt: skip
     for key, v in optional_positive.items():
         if v is not None and v <= 0:
             raise ConfigError(f"algo.{key} must be > 0 (or null), got {v}")
-    if a.off_policy.tis_cap < 0:
-        raise ConfigError(f"algo.off_policy.tis_cap must be >= 0 (0 = off), got {a.off_policy.tis_cap}")
+    _validate_correction(a)
     from reasonrl.algorithms import ADVANTAGES
 
     if a.critic.model and "values" not in ADVANTAGES.get(a.adv_estimator).needs:
         raise ConfigError(
             f"algo.critic.model is only used by estimators with a critic (gae), not {a.adv_estimator}"
+        )
+
+
+def _validate_correction(a: AlgoConfig) -> None:
+    """The importance correction (`algo.off_policy.tis_*`) and the importance-weighted KL."""
+    from reasonrl.algorithms.correction import TIS_MODES
+
+    op = a.off_policy
+    if op.tis_cap < 0:
+        raise ConfigError(f"algo.off_policy.tis_cap must be >= 0 (0 = off), got {op.tis_cap}")
+    _choice("algo.off_policy.tis_mode", op.tis_mode, TIS_MODES)
+    if op.tis_cap == 0 and (op.tis_mode != "token_truncate" or op.tis_floor):
+        raise ConfigError(
+            "algo.off_policy.tis_mode / tis_floor have no effect unless algo.off_policy.tis_cap > 0"
+        )
+    if op.tis_floor and not op.tis_mode.endswith("_mask"):
+        raise ConfigError(
+            f"algo.off_policy.tis_floor applies to the *_mask modes only, not tis_mode={op.tis_mode}"
+        )
+    if not 0 <= op.tis_floor < max(op.tis_cap, 1e-12):
+        raise ConfigError(f"algo.off_policy.tis_floor must be in [0, tis_cap), got {op.tis_floor}")
+    if a.kl.importance_weighted and (a.kl.coef <= 0 or a.kl.in_reward):
+        raise ConfigError(
+            "algo.kl.importance_weighted=true weights the KL loss term: it needs algo.kl.coef > 0 "
+            "and algo.kl.in_reward=false"
         )
 
 

@@ -100,6 +100,9 @@ class KLConfig:
     coef: float = 0.0  # > 0 adds a KL(policy || reference) loss term and loads a reference model
     estimator: str = "k3"
     in_reward: bool = False  # true: fold coef * KL(old || ref) into the rewards instead of the loss
+    # true: the KL loss term is weighted by pi / pi_old per token (DeepSeek-V3.2's unbiased KL estimate,
+    # TRL's use_bias_correction_kl): its gradient is then that of KL(pi || ref) even for off-policy samples
+    importance_weighted: bool = False
 
 
 @dataclass
@@ -127,6 +130,14 @@ class OffPolicyConfig:
     early_stop_ratio: float | None = None  # skip a mini-batch whose mean importance ratio exceeds this
     early_stop_kl: float | None = None  # ... or whose approx KL(old || current) exceeds this
     tis_cap: float = 0.0  # > 0: truncated IS weight min(pi_old / pi_sampler, cap) per token; 0 = off
+    # how the weight is formed (TRL's vllm_importance_sampling_mode): token_truncate | token_mask |
+    # sequence_truncate | sequence_mask (*_mask: weight 0 outside [tis_floor, tis_cap]; token_mask with
+    # floor 0.5 and cap 5 is IcePop)
+    tis_mode: str = "token_truncate"
+    tis_floor: float = 0.0  # *_mask modes: weights below this are masked too; 0 = no lower bound
+    # DeepSeek-V3.2's off-policy sequence masking (TRL's off_policy_mask_threshold): a negative-advantage
+    # sequence whose mean per-token KL(sampler || current policy) exceeds this gets no policy loss; null = off
+    mask_threshold: float | None = None
 
 
 @dataclass

@@ -161,7 +161,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             batch.values = critic.values(batch, t.micro_batch)
         step_metrics.update(compute_advantages(batch, algo, baseline))
         if algo.off_policy.tis_cap > 0 and batch.old_logprobs is not None:
-            step_metrics.update(attach_tis_weights(batch, algo.off_policy.tis_cap))
+            step_metrics.update(attach_tis_weights(batch, algo.off_policy))
 
         # 3. updates: `epochs` passes over the batch in shuffled mini-batches; a mini-batch that has
         #    drifted too far from the sampling policy is skipped (RLinf early stop)

@@ -9,15 +9,19 @@ Owns:
       `batch.returns` for the critic update. An estimator with batch statistics (whitening: reinforce_pp,
       reinforce_pp_baseline, gae) runs over every rank's rows (`over_all_ranks`), so that each rank's
       advantages are what one process holding the whole batch computes.
-  `attach_tis_weights`: truncated IS weights min(exp(old - sampler), tis_cap), `batch.is_weights`
-      (with one update per step there are no separate old log-probs: the loss takes the weights from the
-      pre-update log-probs of its own forward, which are the old ones, saving a forward pass).
+  `attach_tis_weights`: importance weights for the sampler (`algo.off_policy.tis_mode`: token or
+      sequence ratio exp(old - sampler), truncated at tis_cap or masked outside [tis_floor, tis_cap]),
+      `batch.is_weights` (with one update per step there are no separate old log-probs: the loss takes
+      the weights from the pre-update log-probs of its own forward, which are the old ones, saving a
+      forward pass).
   `attach_entropy_mask`: the tokens the policy-gradient term trains when `algo.top_entropy_quantile` < 1
       (`batch.pg_mask`: the top share of the step's tokens by entropy, one threshold over every rank's).
   `make_loss_fn`: the per-micro-batch loss
-      loss = agg(w * m * policy_loss) + kl_coef * agg(kl(logprobs, ref))   [KL term only if not in reward]
+      loss = agg(w * m * o * policy_loss) + kl_coef * agg(v * kl(logprobs, ref))   [KL only if not in reward]
              - entropy_coef * agg(entropy)
-      (w = TIS weights or 1, m = pg_mask or 1), every aggregation using the mini-batch's global counts,
+      (w = importance weights or 1, m = pg_mask or 1, o = the off-policy sequence mask of
+      `off_policy.mask_threshold` or 1, v = pi / pi_old with `kl.importance_weighted` or 1), every
+      aggregation using the mini-batch's global counts,
       so micro-batches simply add up; entropy is always logged, and so is the sampler-vs-trainer log-prob gap
       (`logprob_gap`, against old_logprobs, or the pre-update log-probs when the step has one update).
   `early_stop`: RLinf mini-batch early stop (skip the mini-batch when its mean importance ratio or
@@ -32,11 +36,11 @@ import torch
 
 from reasonrl import distributed as dist
 from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
-from reasonrl.algorithms.correction import tis_weights
+from reasonrl.algorithms.correction import off_policy_sequence_mask, tis_weights
 from reasonrl.algorithms.filters import entropy_threshold, minibatch_early_stop
-from reasonrl.algorithms.kl import fold_kl_into_rewards, kl_penalty
+from reasonrl.algorithms.kl import fold_kl_into_rewards, importance_weighted, kl_penalty
 from reasonrl.algorithms.masked import aggregate, masked_mean, masked_sum
-from reasonrl.config import AlgoConfig
+from reasonrl.config import AlgoConfig, OffPolicyConfig
 from reasonrl.distributed import global_masked_mean
 from reasonrl.types import TrainBatch
 
@@ -113,9 +117,14 @@ def over_all_ranks(estimator, rewards: torch.Tensor, group_ids: torch.Tensor, kw
     return out[rows]
 
 
-def attach_tis_weights(batch: TrainBatch, cap: float) -> dict[str, float]:
-    """Store truncated IS weights [B, T] in `batch.is_weights`; returns their metrics."""
-    weights, metrics = tis_weights(batch.old_logprobs, batch.sampler_logprobs, batch.mask, cap=cap)
+def tis_options(op: OffPolicyConfig) -> dict:
+    """`tis_weights` keyword arguments from the recipe's `algo.off_policy`."""
+    return {"cap": op.tis_cap, "mode": op.tis_mode, "floor": op.tis_floor}
+
+
+def attach_tis_weights(batch: TrainBatch, op: OffPolicyConfig) -> dict[str, float]:
+    """Store the importance weights [B, T] in `batch.is_weights`; returns their metrics."""
+    weights, metrics = tis_weights(batch.old_logprobs, batch.sampler_logprobs, batch.mask, **tis_options(op))
     batch.is_weights = weights
     return {f"actor/{k}": v.item() for k, v in metrics.items()}
 
@@ -173,10 +182,17 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
             weights = micro.is_weights
             if weights is None:  # one update per step: the pre-update log-probs are the old ones
                 weights, tis = tis_weights(
-                    old, micro.sampler_logprobs.to(old.device), mask, cap=algo.off_policy.tis_cap
+                    old, micro.sampler_logprobs.to(old.device), mask, **tis_options(algo.off_policy)
                 )
                 metrics.update({f"actor/{k}": v for k, v in tis.items()})
             pg_tok = pg_tok * weights.to(pg_tok.device)
+        if algo.off_policy.mask_threshold is not None:  # the sampler's log-probs where the engine gave them
+            behaviour = old if micro.sampler_logprobs is None else micro.sampler_logprobs.to(old.device)
+            keep, opsm = off_policy_sequence_mask(
+                logprobs, behaviour, micro.advantages, mask, algo.off_policy.mask_threshold
+            )
+            pg_tok = pg_tok * keep.to(pg_tok.dtype)
+            metrics.update({f"actor/{k}": v for k, v in opsm.items()})
         if micro.pg_mask is not None:  # high-entropy tokens only; the normalisers still count every token
             pg_tok = pg_tok * micro.pg_mask.to(pg_tok.device, pg_tok.dtype)
         pg = agg(pg_tok, mask)
@@ -184,7 +200,10 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         metrics.update(logprob_gap(micro.sampler_logprobs, old, mask))
         metrics["loss/policy"] = pg.detach()
         if kl_loss:
-            kl = agg(kl_penalty(logprobs, micro.ref_logprobs, algo.kl.estimator), mask)
+            kl_tok = kl_penalty(logprobs, micro.ref_logprobs, algo.kl.estimator)
+            if algo.kl.importance_weighted:
+                kl_tok = importance_weighted(kl_tok, logprobs, old)
+            kl = agg(kl_tok, mask)
             loss = loss + algo.kl.coef * kl
             metrics["loss/kl"] = kl.detach()
         if entropy is not None:

@@ -119,6 +119,18 @@ COMBOS = [
     ),
     ("reinforce_pp", ("algo.adv_estimator=reinforce_pp_baseline",), ["reward/kl_penalty"]),
     (
+        "sapo",  # two mini-batches: old log-probs precomputed, the corrections on the stored weights
+        (
+            "algo.off_policy.tis_cap=5",
+            "algo.off_policy.tis_mode=sequence_mask",
+            "algo.off_policy.tis_floor=0.2",
+            "algo.off_policy.mask_threshold=0.5",
+            "algo.kl.coef=0.01",
+            "algo.kl.importance_weighted=true",
+        ),
+        ["actor/is_weight_mean", "actor/opsm_masked_frac", "actor/gate_weight_mean", "loss/kl"],
+    ),
+    (
         "ppo_gae",
         ("algo.kl.coef=0.01", "algo.kl.in_reward=true", "algo.critic.value_clip=null"),
         ["loss/value"],

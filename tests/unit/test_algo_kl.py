@@ -8,7 +8,7 @@ import pytest
 import torch
 from _tolerance import close
 
-from reasonrl.algorithms.kl import KL_ESTIMATORS, fold_kl_into_rewards, kl_penalty
+from reasonrl.algorithms.kl import KL_ESTIMATORS, fold_kl_into_rewards, importance_weighted, kl_penalty
 
 T = torch.tensor
 
@@ -77,6 +77,35 @@ def test_k1_k3_unbiased_and_expected_gradients():
     close(g3, g_rev)  # k3 as a loss: gradient of KL(ref || pi)
     _, _, _, _, g2 = _exact("k2")
     close(g2, g_fwd)  # k2 as a loss: gradient of KL(pi || ref)
+
+
+def test_importance_weighted_k3_is_unbiased_off_policy_in_value_and_gradient():
+    # tokens drawn from pi_old != pi: E_old[(pi / pi_old) k3] = KL(pi || ref) and its gradient is that of
+    # KL(pi || ref) exactly (DeepSeek-V3.2); plain k3 under pi_old is neither (the comparison below)
+    theta = T([0.3, -0.2, 1.0, 0.0, -1.5], requires_grad=True)
+    ref = torch.log_softmax(T([0.0, 0.5, -0.5, 1.0, 0.2]), -1)
+    old = torch.log_softmax(T([1.0, 0.0, -1.0, 0.5, 0.0]), -1)  # the sampling policy
+    logp = torch.log_softmax(theta, -1)
+    p_old = old.exp()
+    weighted = (p_old * importance_weighted(kl_penalty(logp, ref, "k3"), logp, old)).sum()
+    kl_fwd = (logp.exp() * (logp - ref)).sum()
+    (g_w,) = torch.autograd.grad(weighted, theta, retain_graph=True)
+    (g_fwd,) = torch.autograd.grad(kl_fwd, theta, retain_graph=True)
+    close(weighted.detach(), kl_fwd.detach())
+    close(g_w, g_fwd)
+    plain = (p_old * kl_penalty(logp, ref, "k3")).sum()
+    (g_plain,) = torch.autograd.grad(plain, theta)
+    assert abs(plain.item() - kl_fwd.item()) > 1e-2 and (g_plain - g_fwd).abs().max() > 1e-2
+
+
+def test_importance_weighted_on_policy_is_value_one_plus_the_score_term():
+    # pi_old = sg(pi): value unchanged, gradient d kl + kl * d logprobs. kl = k3 at d = .5: .106531,
+    # d k3 / d logprobs = .393469, so the gradient is .393469 + .106531 = .5
+    lp = T([[-1.0]], requires_grad=True)
+    w = importance_weighted(kl_penalty(lp, T([[-1.5]]), "k3"), lp, lp.detach())
+    close(w, [[0.106531]])
+    w.sum().backward()
+    close(lp.grad, [[0.5]])
 
 
 def test_fold_kl_into_rewards():

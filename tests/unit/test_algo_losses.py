@@ -191,8 +191,40 @@ def test_reinforce_hand_computed():
     close(m["clipfrac_low"], 0.0)
 
 
+# ---- sapo --------------------------------------------------------------------------------------
+# old = 0, logprobs = log r; s = sigmoid(tau (r - 1)), tau = 1.0 where A > 0, 1.05 otherwise;
+# L = -s * 4 / tau * A; dL/dlogprob = -4 A s (1 - s) r.
+# token  r    A     tau   s          L           dL/dlogprob
+#  a    1.5  +1    1.0   0.6224593  -2.4898373  -1.4100223
+#  b    0.5  -1    1.05  0.3716838  +1.4159383  +0.4670699
+#  c    1.0  +2    1.0   0.5        -4.0        -2.0        (on policy: exactly the plain gradient -A)
+#  d    2.0  -0.5  1.05  0.7407749  +1.4109998  +0.7681098
+#  pad  3.0  +1    masked out
+def test_sapo_hand_computed():
+    lp = leaf([[LN(1.5), LN(0.5), 0.0, LN(2.0), LN(3.0)]])
+    adv, mask = T([[1.0, -1.0, 2.0, -0.5, 1.0]]), T([[True] * 4 + [False]])
+    loss, m = POLICY_LOSSES.get("sapo")(lp, torch.zeros(1, 5), adv, mask)
+    close(loss[0, :4], [-2.4898373, 1.4159383, -4.0, 1.4109998], rtol=1e-6)
+    close(grad_of(loss, mask, lp)[0], [-1.4100223, 0.4670699, -2.0, 0.7681098, 0.0], rtol=1e-6)
+    close(m["gate_weight_mean"], (1.4100223 + 0.4670699 + 1.0 + 1.5362196) / 4, rtol=1e-6)
+    close(m["clipfrac_low"], 0.0)
+    close(m["clipfrac_high"], 0.0)
+    close(m["ratio_max"], 2.0)
+
+
+def test_sapo_takes_its_temperatures_and_refuses_nonpositive_ones():
+    lp = leaf([[LN(1.5), LN(0.5)]])
+    adv, mask = T([[1.0, -1.0]]), T([[True, True]])
+    # tau_pos 2 on token a: s = sigmoid(1) = 0.7310586, L = -s * 2 = -1.4621172; tau_neg 0.5 on b:
+    # s = sigmoid(-0.25) = 0.4378235, L = +s * 8 = 3.5025880
+    loss, _ = POLICY_LOSSES.get("sapo")(lp, torch.zeros(1, 2), adv, mask, tau_pos=2.0, tau_neg=0.5)
+    close(loss[0], [-1.4621172, 3.5025880], rtol=1e-6)
+    with pytest.raises(ValueError, match="tau_pos and tau_neg must be > 0"):
+        POLICY_LOSSES.get("sapo")(lp, torch.zeros(1, 2), adv, mask, tau_neg=0.0)
+
+
 # ---- shared behaviour --------------------------------------------------------------------------
-ALL = ["ppo_clip", "gspo", "cispo", "reinforce"]
+ALL = ["ppo_clip", "gspo", "cispo", "sapo", "reinforce"]
 
 
 @pytest.mark.parametrize("name", ALL)

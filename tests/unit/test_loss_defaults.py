@@ -18,7 +18,13 @@ def test_the_loss_defaults_reach_it(loss):
     opts = loss_options(cfg.algo)
     assert "clip_low" not in opts and "clip_high" not in opts  # so the function's defaults apply
     sig = inspect.signature(POLICY_LOSSES.get(loss)).parameters
-    expected = {"ppo_clip": (0.2, 0.2), "gspo": (3e-4, 4e-4), "cispo": (1.0, 0.28), "reinforce": (0.2, 0.2)}
+    expected = {
+        "ppo_clip": (0.2, 0.2),
+        "gspo": (3e-4, 4e-4),
+        "cispo": (1.0, 0.28),
+        "sapo": (0.2, 0.2),
+        "reinforce": (0.2, 0.2),
+    }
     assert (sig["clip_low"].default, sig["clip_high"].default) == expected[loss]
 
 

@@ -237,7 +237,7 @@ def test_tis_weights_scale_the_policy_loss_and_kl_in_reward_drops_the_kl_term():
     # w = exp(old - sampler): [3 -> capped 2, 1], [0.5, pad]
     b.sampler_logprobs = b.old_logprobs - torch.log(torch.tensor([[3.0, 1.0], [0.5, 1.0]]))
     b.ref_logprobs = b.old_logprobs.clone()
-    m = attach_tis_weights(b, cap=2.0)
+    m = attach_tis_weights(b, OffPolicyConfig(tis_cap=2.0))
     assert m["actor/is_capped_frac"] == pytest.approx(1 / 3)
     logprobs = b.old_logprobs.clone().requires_grad_(True)  # ratio 1: per-token loss = -A
     algo = AlgoConfig(off_policy=OffPolicyConfig(tis_cap=2.0), kl=KLConfig(coef=0.1, in_reward=True))
