@@ -18,11 +18,16 @@ Declared at registration (`declare`), read by the trainer instead of branching o
   token_level     returns (advantages [B, T], returns [B, T]) instead of advantages [N]
   group_relative  compares each sample with its group: needs rollout.n >= 2
   batch_stats     uses statistics of the whole batch (whitening): with several data-parallel ranks the
-                  trainer computes it over every rank's rows, not each rank's own
+                  trainer computes it over every rank's rows, not each rank's own. A bool, or a function
+                  of the estimator's options (grpo: only with std_scope="batch"); read it with
+                  `uses_batch_stats`
 
 grpo (Shao et al. 2024, DeepSeekMath, arXiv:2402.03300):
     A_i = (r_i - mean_g(r)) / (std_g(r) + eps), std unbiased (Bessel), as in the paper's code.
     `scale_by_std=False` gives Dr.GRPO (Liu et al. 2025, arXiv:2503.20783): A_i = r_i - mean_g(r).
+    `std_scope="batch"`: A_i = (r_i - mean_g(r)) / (std_batch(r) + eps), the group mean with the std of
+    every reward in the batch (TRL's scale_rewards="batch"; "Lite PPO", Liu et al. 2025, arXiv:2508.08221):
+    a group whose rewards barely differ is not blown up to unit scale.
 rloo (Ahmadian et al. 2024, arXiv:2402.14740; Kool et al. 2019):
     A_i = r_i - (sum_g(r) - r_i) / (K_g - 1)  =  K_g / (K_g - 1) * (r_i - mean_g(r)).
 reinforce_pp (Hu 2025, REINFORCE++, arXiv:2501.03262):
@@ -64,6 +69,12 @@ def declare(fn, *, needs: tuple[str, ...] = (), token_level: bool = False, group
     return fn
 
 
+def uses_batch_stats(fn, options: dict) -> bool:
+    """Whether estimator `fn` called with `options` reads statistics of the whole batch."""
+    stats = getattr(fn, "batch_stats", False)
+    return bool(stats(options) if callable(stats) else stats)
+
+
 def group_stats(
     values: torch.Tensor, group_ids: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -86,11 +97,19 @@ def _whiten(x: torch.Tensor, eps: float) -> torch.Tensor:
 
 @ADVANTAGES.register("grpo")
 def grpo(
-    rewards: torch.Tensor, group_ids: torch.Tensor, scale_by_std: bool = True, eps: float = 1e-6
+    rewards: torch.Tensor,
+    group_ids: torch.Tensor,
+    scale_by_std: bool = True,
+    eps: float = 1e-6,
+    std_scope: str = "group",
 ) -> torch.Tensor:
+    if std_scope not in ("group", "batch"):
+        raise ValueError(f"grpo: std_scope must be 'group' or 'batch', got {std_scope!r}")
     mean, std, count = group_stats(rewards, group_ids)
     adv = rewards - mean
     if scale_by_std:
+        if std_scope == "batch":
+            std = rewards.std() if rewards.numel() > 1 else torch.zeros((), dtype=rewards.dtype)
         adv = adv / (std + eps)
     return torch.where(count > 1, adv, torch.zeros_like(adv))
 
@@ -103,7 +122,7 @@ def rloo(rewards: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
     return torch.where(count > 1, adv, torch.zeros_like(adv))
 
 
-declare(grpo, group_relative=True)
+declare(grpo, group_relative=True, batch_stats=lambda options: options.get("std_scope") == "batch")
 declare(rloo, group_relative=True)
 
 

@@ -30,6 +30,15 @@ cispo (MiniMax-M1, arXiv:2506.13585):
     comparable to ppo_clip's (it contains logprobs); only its gradient -w A d logprobs matters.
     Defaults: clip_low=1.0 (no lower bound, as in the paper), clip_high=0.28 (our choice; the paper
     tunes it). clipfrac_low / clipfrac_high: r below / above the bounds, whatever the sign of A.
+gmpo (Zhao et al. 2025, Geometric-Mean Policy Optimization, arXiv:2507.20673; verl's `geo_mean`):
+    l_it = log r_it clipped in log space where the clip helps the objective: min(l, clip(l, -clip_low,
+    clip_high)) for A > 0, max(...) for A < 0;  rho_i = exp(mean_{t in M_i} l_it) (geometric mean of the
+    token ratios);  L_it = -mean_{t in M_i}(A_it) * rho_i on every token of row i.
+    With aggregation `seq_mean_token_mean` this is the paper's objective -mean_i A_i rho_i (the row's
+    copies average back to one); `token_mean` weights rows by length. The paper's clip is wide and in log
+    space: (e^-0.4, e^0.4), our defaults 0.4 / 0.4. A clipped token gets no gradient; the others get
+    -A_i rho_i / |M_i| d logprobs. ratio_* report rho_i; clipfrac_high / _low: tokens with
+    l > clip_high and A > 0 / l < -clip_low and A < 0.
 sapo (Gao et al. 2025, Soft Adaptive Policy Optimization, arXiv:2511.20347):
     r = exp(logprobs - old_logprobs);  g(r) = sigmoid(tau (r - 1)) * 4 / tau;  L_it = -g(r_it) A_it
     with tau = tau_pos where A > 0 and tau_neg elsewhere (paper and TRL: 1.0 / 1.05; tau_neg > tau_pos
@@ -167,6 +176,28 @@ def cispo(
     loss = -weight * advantages * logprobs
     with torch.no_grad():
         metrics = _metrics(log_ratio, ratio, mask, ratio < 1.0 - clip_low, ratio > 1.0 + clip_high)
+    return loss, metrics
+
+
+@POLICY_LOSSES.register("gmpo")
+def gmpo(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float = 0.4,
+    clip_high: float = 0.4,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    log_ratio = _log_ratio(logprobs, old_logprobs)
+    sign = torch.sign(advantages)
+    clipped = log_ratio.clamp(-clip_low, clip_high)
+    chosen = sign * torch.minimum(sign * log_ratio, sign * clipped)  # the pessimistic side, as PPO's min
+    rho = torch.exp(masked_mean(chosen, mask, dim=-1)).unsqueeze(-1)  # [B, 1]
+    seq_adv = masked_mean(advantages, mask, dim=-1).unsqueeze(-1)
+    loss = (-seq_adv * rho).expand_as(logprobs)
+    with torch.no_grad():
+        metrics = _metrics(log_ratio, rho.expand_as(logprobs), mask,
+                           (log_ratio < -clip_low) & (advantages < 0), (log_ratio > clip_high) & (advantages > 0))  # fmt: skip
     return loss, metrics
 
 

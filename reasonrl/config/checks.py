@@ -108,6 +108,7 @@ def validate(cfg: RunConfig) -> None:
         POLICY_LOSSES.check_kwargs(a.policy_loss, loss_opts, where="algo.loss_kwargs")
     except RegistryError as e:
         raise ConfigError(str(e)) from None
+    _dry_run_algo(a)
     from reasonrl.rewards import VERIFIERS
 
     for term in cfg.reward.weights:
@@ -308,6 +309,35 @@ def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
         raise ConfigError(
             f"algo.critic.model is only used by estimators with a critic (gae), not {a.adv_estimator}"
         )
+
+
+def _dry_run_algo(a: AlgoConfig) -> None:
+    """Call the estimator and the policy loss once on two tiny rows with the recipe's options, so a bad
+    option value (grpo's std_scope, ppo_clip's clip_c, sapo's temperatures) is an error now, not at step 1."""
+    import torch
+
+    from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
+    from reasonrl.trainer.step import loss_options
+
+    estimator = ADVANTAGES.get(a.adv_estimator)
+    mask = torch.ones(2, 1, dtype=torch.bool)
+    supplied = {
+        "values": torch.zeros(2, 1),
+        "mask": mask,
+        "token_rewards": None,
+        "baseline_rewards": torch.zeros(2),
+    }
+    zeros = torch.zeros(2, 1)
+    for key, call in (
+        ("algo.adv_kwargs", lambda: estimator(torch.tensor([1.0, 0.0]), torch.tensor([0, 0]),
+                                              **{**a.adv_kwargs, **{k: supplied[k] for k in estimator.needs}})),
+        ("algo.loss_kwargs", lambda: POLICY_LOSSES.get(a.policy_loss)(zeros, zeros, zeros + 1, mask,
+                                                                       **loss_options(a))),
+    ):  # fmt: skip
+        try:
+            call()
+        except (ValueError, TypeError) as e:
+            raise ConfigError(f"{key}: {e}") from None
 
 
 def _validate_correction(a: AlgoConfig) -> None:

@@ -154,8 +154,10 @@ class AlgoConfig:
     adv_estimator: str = "grpo"
     adv_kwargs: dict[str, Any] = field(default_factory=dict)
     policy_loss: str = "ppo_clip"
-    clip_low: float | None = None  # None: the policy loss's own default (ppo_clip 0.2, gspo 3e-4, cispo 1.0)
-    clip_high: float | None = None  # None: the loss's default (ppo_clip 0.2, gspo 4e-4, cispo 0.28)
+    # None: the policy loss's own defaults (low / high): ppo_clip 0.2 / 0.2, gspo 3e-4 / 4e-4, gmpo 0.4 / 0.4
+    # (log space), cispo 1.0 / 0.28; sapo and reinforce have no clip
+    clip_low: float | None = None
+    clip_high: float | None = None
     loss_kwargs: dict[str, Any] = field(default_factory=dict)  # extra options of the policy loss
     loss_agg: str = "token_mean"
     entropy_coef: float = 0.0

@@ -36,6 +36,7 @@ import torch
 
 from reasonrl import distributed as dist
 from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
+from reasonrl.algorithms.advantages import uses_batch_stats
 from reasonrl.algorithms.correction import off_policy_sequence_mask, tis_weights
 from reasonrl.algorithms.filters import entropy_threshold, minibatch_early_stop
 from reasonrl.algorithms.kl import fold_kl_into_rewards, importance_weighted, kl_penalty
@@ -90,7 +91,7 @@ def over_all_ranks(estimator, rewards: torch.Tensor, group_ids: torch.Tensor, kw
     whose statistics span the batch (`batch_stats`), computed over every rank's rows (gathered; group ids
     made unique per rank; [B, T] inputs right-padded to the widest rank's, padding out of the mask) and
     cut back to this rank's rows and width; otherwise (group-local or row-local estimators) on its own."""
-    if not getattr(estimator, "batch_stats", False) or dist.world_size() < 2:
+    if not uses_batch_stats(estimator, kwargs) or dist.world_size() < 2:
         return estimator(rewards, group_ids, **kwargs)
     tensors = {k: v for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
     own = {"rewards": rewards, "group_ids": group_ids, **tensors}

@@ -2,7 +2,8 @@
 over the batch, gae over its trained tokens; with 2 real gloo ranks holding uneven shards (different
 row counts, completion widths and reward levels) each rank's advantages equal one process's over the
 whole batch (before, each rank whitened its own rows: different advantages, a different update).
-Group-local estimators (grpo) need nothing gathered and stay rank-local."""
+grpo with std_scope="batch" (the std of every reward) as well. Group-local estimators (plain grpo) need
+nothing gathered and stay rank-local."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import pytest
 import torch
 
 from reasonrl.algorithms import ADVANTAGES
+from reasonrl.algorithms.advantages import uses_batch_stats
 from reasonrl.trainer.step import over_all_ranks
 
-ESTIMATORS = ("reinforce_pp", "reinforce_pp_baseline", "gae", "grpo")
+# label -> (estimator, its options)
+ESTIMATORS = {"reinforce_pp": ("reinforce_pp", {}), "reinforce_pp_baseline": ("reinforce_pp_baseline", {}),
+              "gae": ("gae", {}), "grpo": ("grpo", {}), "grpo_batch_std": ("grpo", {"std_scope": "batch"})}  # fmt: skip
 
 
 def _whole():
@@ -34,8 +38,13 @@ def _shard(r: int):
     return rewards[rows], ids, mask[rows, :width], values[rows, :width]
 
 
-def _kwargs(name, mask, values):
-    return {"values": values, "mask": mask, "token_rewards": None} if name == "gae" else {}
+def _kwargs(label, mask, values):
+    name, options = ESTIMATORS[label]
+    return {"values": values, "mask": mask, "token_rewards": None} if name == "gae" else dict(options)
+
+
+def _fn(label):
+    return ADVANTAGES.get(ESTIMATORS[label][0])
 
 
 def _rank(r: int, port: int, out):
@@ -44,7 +53,7 @@ def _rank(r: int, port: int, out):
         rewards, ids, mask, values = _shard(r)
         got = {}
         for name in ESTIMATORS:
-            res = over_all_ranks(ADVANTAGES.get(name), rewards, ids, _kwargs(name, mask, values))
+            res = over_all_ranks(_fn(name), rewards, ids, _kwargs(name, mask, values))
             got[name] = [x.tolist() for x in res] if isinstance(res, tuple) else res.tolist()
         out.put((r, got))
     finally:
@@ -57,7 +66,7 @@ def test_each_rank_gets_the_advantages_one_process_computes_over_the_whole_batch
     results = dict(run_ranks(_rank, 2, timeout=90))
     rewards, group_ids, mask, values = _whole()
     for name in ESTIMATORS:
-        whole = ADVANTAGES.get(name)(rewards, group_ids, **_kwargs(name, mask, values))
+        whole = _fn(name)(rewards, group_ids, **_kwargs(name, mask, values))
         for r in (0, 1):
             rows, width = (slice(0, 2), 3) if r == 0 else (slice(2, 5), 5)
             if isinstance(whole, tuple):
@@ -69,7 +78,7 @@ def test_each_rank_gets_the_advantages_one_process_computes_over_the_whole_batch
             else:
                 assert results[r][name] == pytest.approx(whole[rows].tolist(), abs=1e-6), (name, r)
         # the negative control: the rank-local statistics give other advantages (what was computed before)
-        local = ADVANTAGES.get(name)(*_shard(0)[:2], **_kwargs(name, *_shard(0)[2:]))
+        local = _fn(name)(*_shard(0)[:2], **_kwargs(name, *_shard(0)[2:]))
         local = local[0] if isinstance(local, tuple) else local
         whole0 = (whole[0] if isinstance(whole, tuple) else whole)[0:2]
         whole0 = whole0[:, :3] if whole0.dim() == 2 else whole0
@@ -80,7 +89,7 @@ def test_each_rank_gets_the_advantages_one_process_computes_over_the_whole_batch
 def test_one_process_computes_as_before():
     rewards, group_ids, mask, values = _whole()
     for name in ESTIMATORS:
-        fn = ADVANTAGES.get(name)
+        fn = _fn(name)
         a, b = (
             over_all_ranks(fn, rewards, group_ids, _kwargs(name, mask, values)),
             fn(rewards, group_ids, **_kwargs(name, mask, values)),
@@ -89,8 +98,9 @@ def test_one_process_computes_as_before():
             assert all(torch.equal(x, y) for x, y in zip(a, b))
         else:
             assert torch.equal(a, b)
-    assert {n for n in ADVANTAGES.names() if getattr(ADVANTAGES.get(n), "batch_stats", False)} == {
+    assert {n for n in ADVANTAGES.names() if uses_batch_stats(ADVANTAGES.get(n), {})} == {
         "reinforce_pp",
         "reinforce_pp_baseline",
         "gae",
     }
+    assert uses_batch_stats(ADVANTAGES.get("grpo"), {"std_scope": "batch"})

@@ -55,6 +55,16 @@ CASES = [
     ),
     # Dr.GRPO on [3, 0, 0] (ids interleaved with [1, 1]): mean 1 -> [2, -1, -1]; [1, 1] -> 0
     ("grpo", {"scale_by_std": False}, [3, 1, 0, 1, 0], [4, 2, 4, 2, 4], [2.0, 0.0, -1.0, 0.0, -1.0]),
+    # grpo std_scope=batch on [1, 0 | .2, .4]: group means .5, .3 -> [.5, -.5, -.1, .1]; the std of all four
+    # rewards (mean .4, sum sq .36 + .16 + .04 + 0 = .56, var .56/3, std .432049) scales every group, so
+    # the low-spread group stays small (group std would give it +-.707107 too)
+    (
+        "grpo",
+        {"std_scope": "batch"},
+        [1, 0, 0.2, 0.4],
+        [0, 0, 1, 1],
+        [1.157275, -1.157275, -0.231455, 0.231455],
+    ),
     # rloo [2, 0, 1]: 2 - (0+1)/2 = 1.5 ; 0 - (2+1)/2 = -1.5 ; 1 - (2+0)/2 = 0 ; [1, 0]: 1 - 0, 0 - 1
     ("rloo", {}, [2, 0, 1, 1, 0, 7], [0, 0, 0, 1, 1, 2], [1.5, -1.5, 0.0, 1.0, -1.0, 0.0]),
     # reinforce_pp: groups ignored. [3, 1, 2, 2]: mean 2, deviations [1, -1, 0, 0], var 2/3,
@@ -103,6 +113,11 @@ def test_api_example_and_dtypes():
     close(adv, [0.707106, -0.707106, 0.0, 0.0])
     adv64 = ADVANTAGES.get("grpo")(rewards.double(), group_ids)
     assert adv64.dtype == torch.float64
+
+
+def test_grpo_std_scope_is_checked():
+    with pytest.raises(ValueError, match="std_scope must be 'group' or 'batch'"):
+        ADVANTAGES.get("grpo")(T([1.0, 0.0]), T([0, 0]), std_scope="global")
 
 
 def test_empty_batch():

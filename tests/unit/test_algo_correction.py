@@ -152,11 +152,15 @@ BAD = [
     (["algo.off_policy.mask_threshold=0"], "algo.off_policy.mask_threshold must be > 0"),
     (["algo.kl.importance_weighted=true"], "algo.kl.importance_weighted=true"),
     (["algo.kl.coef=0.1", "algo.kl.in_reward=true", "algo.kl.importance_weighted=true"], "in_reward=false"),
+    # option values of the estimator and the loss are tried on two tiny rows when the recipe loads
+    (["algo.adv_kwargs.std_scope=global"], "algo.adv_kwargs: grpo: std_scope must be 'group' or 'batch'"),
+    (["algo.loss_kwargs.clip_c=0.5"], "algo.loss_kwargs: ppo_clip: clip_c must be > 1"),
+    (["algo.policy_loss=sapo", "algo.loss_kwargs.tau_neg=0"], "algo.loss_kwargs: sapo: tau_pos and tau_neg"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("overrides,needle", BAD, ids=[" ".join(o) for o, _ in BAD])
-def test_bad_correction_settings_name_the_key(overrides, needle):
+def test_bad_settings_name_the_key(overrides, needle):
     with pytest.raises(ConfigError) as e:
         load_config(None, overrides)
     assert needle in str(e.value)

@@ -92,7 +92,7 @@ def run(b, pieces_per_rank, loss_name, mode, composite, global_norms=True, norm_
 
 
 SPLITS = {"micro": [MICRO], "dp": RANKS}
-LOSSES = ["ppo_clip", "gspo", "cispo", "sapo", "reinforce"]
+LOSSES = ["ppo_clip", "gspo", "gmpo", "cispo", "sapo", "reinforce"]
 
 
 @pytest.mark.parametrize("split", list(SPLITS))

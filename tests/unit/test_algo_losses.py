@@ -191,6 +191,45 @@ def test_reinforce_hand_computed():
     close(m["clipfrac_low"], 0.0)
 
 
+# ---- gmpo --------------------------------------------------------------------------------------
+# old = 0, logprobs = l; clip .4 / .4 in log space.
+# row 0: A = +1, l = [.1, .5, -.2] -> min(l, clip(l)) = [.1, .4, -.2], mean .1, rho = e^.1 = 1.1051709
+#        loss -1.1051709 on each token; d(row value)/dl_t = -A rho / 3 = -.3683903, 0 for the clipped .5
+# row 1: A = -2, l = [-.6, .3], padding l = 5 -> max(l, clip(l)) = [-.4, .3], mean -.05,
+#        rho = e^-.05 = .9512294; loss +1.9024588; d/dl_t = 2 rho / 2 = .9512294, 0 for the clipped -.6
+def test_gmpo_hand_computed():
+    lp = leaf([[0.1, 0.5, -0.2], [-0.6, 0.3, 5.0]])
+    adv = T([[1.0, 1.0, 1.0], [-2.0, -2.0, -2.0]])
+    mask = T([[True, True, True], [True, True, False]])
+    loss, m = POLICY_LOSSES.get("gmpo")(lp, torch.zeros(2, 3), adv, mask)
+    close(loss[0], [-1.1051709] * 3, rtol=1e-6)
+    close(loss[1, :2], [1.9024588] * 2, rtol=1e-6)
+    (g,) = torch.autograd.grad(loss[0, 0] + loss[1, 0], lp)  # one copy of each row's value
+    close(g, [[-0.3683903, 0.0, -0.3683903], [0.0, 0.9512294, 0.0]], rtol=1e-6)
+    close(m["clipfrac_high"], 0.2)  # row 0's .5
+    close(m["clipfrac_low"], 0.2)  # row 1's -.6
+    close(m["ratio_max"], 1.1051709, rtol=1e-6)
+    close(m["ratio_mean"], (3 * 1.1051709 + 2 * 0.9512294) / 5, rtol=1e-6)
+    # seq_mean_token_mean gives the paper's -mean_i A_i rho_i
+    close(aggregate(loss, mask, "seq_mean_token_mean"), (-1.1051709 + 1.9024588) / 2, rtol=1e-6)
+
+
+def test_gmpo_on_policy_gradient_equals_grpo_sequence_mean():
+    # rho = 1 on policy: the gradient of -A rho per row is -A mean_t d logprobs, GRPO's (ppo_clip with
+    # seq_mean_token_mean) exactly
+    g = torch.Generator().manual_seed(4)
+    base = -torch.rand(3, 4, generator=g)
+    mask = T([[1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 0, 0]]).bool()
+    adv = torch.randn(3, 1, generator=g).expand(3, 4)
+    grads = []
+    for name in ("gmpo", "ppo_clip"):
+        lp = base.clone().requires_grad_(True)
+        loss, _ = POLICY_LOSSES.get(name)(lp, lp.detach(), adv, mask)
+        (grad,) = torch.autograd.grad(aggregate(loss, mask, "seq_mean_token_mean"), lp)
+        grads.append(grad)
+    close(grads[0], grads[1], rtol=1e-6)
+
+
 # ---- sapo --------------------------------------------------------------------------------------
 # old = 0, logprobs = log r; s = sigmoid(tau (r - 1)), tau = 1.0 where A > 0, 1.05 otherwise;
 # L = -s * 4 / tau * A; dL/dlogprob = -4 A s (1 - s) r.
@@ -224,7 +263,7 @@ def test_sapo_takes_its_temperatures_and_refuses_nonpositive_ones():
 
 
 # ---- shared behaviour --------------------------------------------------------------------------
-ALL = ["ppo_clip", "gspo", "cispo", "sapo", "reinforce"]
+ALL = ["ppo_clip", "gspo", "gmpo", "cispo", "sapo", "reinforce"]
 
 
 @pytest.mark.parametrize("name", ALL)

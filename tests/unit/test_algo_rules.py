@@ -78,7 +78,7 @@ def test_policy_loss_signature(name):
 
 def test_registered_names():
     assert ADVANTAGES.names() == ["gae", "grpo", "reinforce_pp", "reinforce_pp_baseline", "remax", "rloo"]
-    assert POLICY_LOSSES.names() == ["cispo", "gspo", "ppo_clip", "reinforce", "sapo"]
+    assert POLICY_LOSSES.names() == ["cispo", "gmpo", "gspo", "ppo_clip", "reinforce", "sapo"]
 
 
 def test_every_estimator_declares_its_inputs():

@@ -22,6 +22,7 @@ def test_the_loss_defaults_reach_it(loss):
         "ppo_clip": (0.2, 0.2),
         "gspo": (3e-4, 4e-4),
         "cispo": (1.0, 0.28),
+        "gmpo": (0.4, 0.4),
         "sapo": (0.2, 0.2),
         "reinforce": (0.2, 0.2),
     }
