@@ -71,6 +71,11 @@ def validate(cfg: RunConfig) -> None:
             raise ConfigError(f"watchdog.{k} must be >= 0 (0 turns that phase's watchdog off), got {v}")
     if cfg.model.lora.rank < 0 or cfg.model.lora.alpha <= 0 or not 0 <= cfg.model.lora.dropout < 1:
         raise ConfigError("model.lora: rank must be >= 0, alpha > 0 and dropout in [0, 1)")
+    if cfg.model.lora.rank > 0 and cfg.algo.kl.ref_sync_steps:
+        raise ConfigError(
+            "algo.kl.ref_sync_steps is not supported with model.lora (the reference is the base "
+            "model the adapters sit on; TRL refuses this too): set model.lora.rank=0 or ref_sync_steps=0"
+        )
     if cfg.model.pack_tokens < 0:
         raise ConfigError(f"model.pack_tokens must be >= 0, got {cfg.model.pack_tokens}")
     if cfg.train.micro_tokens < 0:
@@ -358,6 +363,15 @@ def _validate_correction(a: AlgoConfig) -> None:
         )
     if not 0 <= op.tis_floor < max(op.tis_cap, 1e-12):
         raise ConfigError(f"algo.off_policy.tis_floor must be in [0, tis_cap), got {op.tis_floor}")
+    if a.kl.ref_sync_steps < 0 or not 0 < a.kl.ref_sync_alpha <= 1:
+        raise ConfigError(
+            f"algo.kl.ref_sync_steps must be >= 0 and algo.kl.ref_sync_alpha in (0, 1], got "
+            f"{a.kl.ref_sync_steps} and {a.kl.ref_sync_alpha}"
+        )
+    if a.kl.ref_sync_steps and a.kl.coef <= 0:
+        raise ConfigError(
+            "algo.kl.ref_sync_steps moves the reference model, which only exists with algo.kl.coef > 0"
+        )
     if a.kl.importance_weighted and (a.kl.coef <= 0 or a.kl.in_reward):
         raise ConfigError(
             "algo.kl.importance_weighted=true weights the KL loss term: it needs algo.kl.coef > 0 "

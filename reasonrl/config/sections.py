@@ -103,6 +103,11 @@ class KLConfig:
     # true: the KL loss term is weighted by pi / pi_old per token (DeepSeek-V3.2's unbiased KL estimate,
     # TRL's use_bias_correction_kl): its gradient is then that of KL(pi || ref) even for off-policy samples
     importance_weighted: bool = False
+    # > 0: every this many steps (after the step's updates) the reference moves to the policy:
+    # ref <- ref_sync_alpha * policy + (1 - ref_sync_alpha) * ref (alpha 1: ProRL's reference reset; TRL's
+    # sync_ref_model uses 0.6 every 512 steps); 0 = the reference stays the initial model
+    ref_sync_steps: int = 0
+    ref_sync_alpha: float = 1.0
 
 
 @dataclass

@@ -124,11 +124,28 @@ class FSDP2Engine(SingleDeviceEngine):
         )
 
     def state_dict(self, optimizer: bool = True) -> dict:
-        """Scheduler state, and (optimizer=True) the full optimizer state gathered on every rank."""
+        """Scheduler state, and (optimizer=True) the full optimizer state gathered on every rank; a synced
+        reference's full weights too."""
         out = {"scheduler": self.scheduler.state_dict(), "world_size": self.world}
         if optimizer:
             out["optimizer"] = self.full_state()[1]
+        if self.ref_synced:
+            out["reference"] = self.reference_state()
         return out
+
+    def reference_state(self) -> dict:
+        """The reference's full tensors on CPU, gathered one decoder layer at a time on every rank (a
+        collective: every rank calls it)."""
+        from reasonrl.engines.weights import full_weights
+
+        return {k: v.clone() for k, v in full_weights(self.ref_model).items()}
+
+    def load_reference(self, state: dict) -> None:
+        """Full tensors in (every rank, the same dict), each rank keeps its own shards (any number of ranks)."""
+        from reasonrl.engines.weights import load_hf_weights
+
+        load_hf_weights(self.ref_model, state)
+        self.ref_synced = True
 
     def load_state_dict(self, state: dict, keep_hyperparams: bool = False) -> None:
         """A full optimizer state is scattered to this rank's shards first; the schedule and the

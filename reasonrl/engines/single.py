@@ -144,6 +144,7 @@ class SingleDeviceEngine:
     ):
         self.model = model
         self.ref_model = ref_model
+        self.ref_synced = False  # set by sync_reference: the reference is then part of the saved state
         # what one forward returns: (logprobs, entropy) of the completion tokens for a policy, or
         # (values,) for a critic; the loss function receives these after the micro-batch
         self.forward = forward or completion_logprobs
@@ -278,11 +279,41 @@ class SingleDeviceEngine:
         """Clip the gradients to `grad_clip` (total norm); returns the norm before clipping."""
         return torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
 
+    @torch.no_grad()
+    def sync_reference(self, alpha: float) -> None:
+        """reference <- alpha * policy + (1 - alpha) * reference, parameter by parameter (alpha 1: a copy
+        of the policy, ProRL's reference reset; FSDP2: each rank updates its own shards, both models
+        being sharded alike). From then on the reference is saved with the engine state."""
+        if self.ref_model is None:
+            raise ValueError("no reference model loaded (algo.kl.coef is 0)")
+        own = dict(self.model.named_parameters())
+        for name, ref in self.ref_model.named_parameters():
+            policy = own[name].detach().to(ref.dtype)
+            if alpha == 1.0:
+                ref.copy_(policy)
+            else:
+                ref.mul_(1.0 - alpha).add_(policy, alpha=alpha)
+        self.ref_synced = True
+
+    def reference_state(self) -> dict:
+        """The reference model's full state on CPU (every rank calls it under FSDP2: a collective)."""
+        return {k: v.detach().cpu().clone() for k, v in self.ref_model.state_dict().items()}
+
+    def load_reference(self, state: dict) -> None:
+        """Tensors by name, as either engine saves them (tied weights once or twice)."""
+        from reasonrl.engines.weights import load_hf_weights
+
+        load_hf_weights(self.ref_model, state)
+        self.ref_synced = True
+
     def state_dict(self, optimizer: bool = True) -> dict:
-        """Scheduler state and (optimizer=True) the optimizer state, for `load_state_dict`."""
+        """Scheduler state and (optimizer=True) the optimizer state, for `load_state_dict`; the
+        reference model's weights too once `sync_reference` has changed them."""
         out = {"scheduler": self.scheduler.state_dict()}
         if optimizer:
             out["optimizer"] = self.optimizer.state_dict()
+        if self.ref_synced:
+            out["reference"] = self.reference_state()
         return out
 
     def save_sharded_optimizer(self, path) -> None:
@@ -308,6 +339,8 @@ class SingleDeviceEngine:
         lr / betas / weight decay / schedule (a resume that deliberately changed them) instead of the
         checkpoint's. A state without "optimizer" (a sharded checkpoint, read by
         `load_sharded_optimizer` first) keeps the optimizer as loaded."""
+        if "reference" in state:  # a reference synced to the policy during the run
+            self.load_reference(state["reference"])
         if "optimizer" not in state:
             state = {**state, "optimizer": self.optimizer.state_dict()}
         if not keep_hyperparams:

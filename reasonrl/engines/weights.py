@@ -116,15 +116,25 @@ def full_weights(model) -> dict[str, torch.Tensor]:
 
 
 def load_hf_weights(model, weights: dict[str, torch.Tensor]) -> None:
-    """Copy HF-named tensors (what `hf_weight_groups` yields) into a plain model's own tensors. Every
+    """Copy HF-named tensors (what `hf_weight_groups` yields) into a plain or FSDP2-sharded model's own
+    tensors (every rank calls it with the full tensors, in the same order, when sharded). Every
     name must be the model's, and every tensor of the model must be given (tied ones through the
     tensor they share), so a push can never leave part of the model stale."""
     own = model.state_dict()
     unknown = sorted(set(weights) - set(own))
-    given = {own[n].data_ptr() for n in weights if n in own}
-    missing = [n for n, t in own.items() if n not in weights and t.data_ptr() not in given]
+    given = {_ptr(own[n]) for n in weights if n in own}
+    missing = [n for n, t in own.items() if n not in weights and _ptr(t) not in given]
     if unknown or missing:
         raise ValueError(f"weights do not fit the model: unknown {unknown[:3]}, missing {missing[:3]}")
     with torch.no_grad():
         for name, t in weights.items():
-            own[name].copy_(t)
+            dst = own[name]
+            if hasattr(dst, "device_mesh"):  # an FSDP2 shard takes its part of the full tensor (collective)
+                from torch.distributed.tensor import distribute_tensor
+
+                t = distribute_tensor(t.to(dst.dtype), dst.device_mesh, dst.placements)
+            dst.copy_(t)
+
+
+def _ptr(t: torch.Tensor) -> int:
+    return getattr(t, "_local_tensor", t).data_ptr()

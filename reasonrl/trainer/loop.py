@@ -187,6 +187,11 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
                 updates.append(run.train_engine.train_step(mini, loss_fn, t.micro_batch,
                                                            with_entropy=algo.entropy_coef > 0 or lg.entropy,
                                                            entropy_grad=algo.entropy_coef > 0))  # fmt: skip
+        if algo.kl.ref_sync_steps:  # the reference moves to the policy (ProRL reset / TRL sync_ref_model)
+            synced = step % algo.kl.ref_sync_steps == 0
+            if synced:
+                run.train_engine.sync_reference(algo.kl.ref_sync_alpha)
+            step_metrics["actor/ref_synced"] = float(synced)
         watchdog.enter("sync", step)
         source.updated(step)  # push the new policy (version = updates applied) to whoever samples
         t_end = time.perf_counter()

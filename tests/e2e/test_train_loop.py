@@ -371,9 +371,11 @@ def test_tis_weights_come_from_the_old_logprobs_when_the_step_computes_them(
 
     attached, real = [], loop.attach_tis_weights
 
-    def spy(batch, cap):
-        out = real(batch, cap)
-        attached.append((batch.old_logprobs is not None, batch.is_weights.shape == batch.mask.shape, cap))
+    def spy(batch, op):
+        out = real(batch, op)
+        attached.append(
+            (batch.old_logprobs is not None, batch.is_weights.shape == batch.mask.shape, op.tis_cap)
+        )
         return out
 
     monkeypatch.setattr(loop, "attach_tis_weights", spy)
