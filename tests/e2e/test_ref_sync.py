@@ -45,7 +45,7 @@ def test_the_kl_restarts_from_zero_after_each_reset(tiny_model_dir, tmp_path):
 def test_a_mixed_sync_is_the_weighted_average_and_makes_the_reference_part_of_the_state(
     tiny_model_and_tokenizer,
 ):
-    model, _ = tiny_model_and_tokenizer
+    model = copy.deepcopy(tiny_model_and_tokenizer[0])  # the fixture is shared: this test moves weights
     ref = copy.deepcopy(model).requires_grad_(False)
     engine = SingleDeviceEngine(model, lr=1e-3, ref_model=ref)
     with torch.no_grad():
