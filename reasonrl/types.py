@@ -195,6 +195,8 @@ class TrainBatch:
     is_weights:       float [B, T]   truncated importance weights vs the sampler (TIS), or None
     pg_mask:          bool [B, T]    tokens the policy-gradient term trains (algo.top_entropy_quantile), or
                                      None: all of `mask`
+    term_rewards:     float [B, K]   each reward term's raw score (gdpo), or None
+    term_weights:     K floats       the terms' weights (`reward.weights`, then 1 for a shaping term), or None
     extras:           free-form per-row data for plugins (the trainer itself uses none)
     """
 
@@ -214,6 +216,8 @@ class TrainBatch:
     returns: torch.Tensor | None = None
     is_weights: torch.Tensor | None = None
     pg_mask: torch.Tensor | None = None
+    term_rewards: torch.Tensor | None = None
+    term_weights: tuple[float, ...] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
     # [B, P+T] fields (left-padded prompt, right-padded completion); [B, T] completion fields
@@ -265,6 +269,8 @@ class TrainBatch:
             returns=pick(self.returns),
             is_weights=pick(self.is_weights),
             pg_mask=pick(self.pg_mask),
+            term_rewards=pick(self.term_rewards),
+            term_weights=self.term_weights,
             extras={
                 k: (v[idx] if hasattr(v, "shape") and getattr(v, "ndim", 0) > 0 else v)
                 for k, v in self.extras.items()

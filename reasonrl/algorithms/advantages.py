@@ -4,7 +4,7 @@ Owns: turning rewards into advantages. Does not own: reward computation (`reward
 (`filters`, `kl.fold_kl_into_rewards`), or broadcasting [N] advantages over tokens (the trainer).
 
 Signature: `fn(rewards [N] float, group_ids [N] long, **options)`.
-  Sequence-level estimators (grpo, rloo, reinforce_pp, reinforce_pp_baseline, remax) return
+  Sequence-level estimators (grpo, rloo, reinforce_pp, reinforce_pp_baseline, gdpo, remax) return
   advantages [N]; the trainer broadcasts them over each row's completion tokens.
   The token-level estimator `gae` returns a pair (advantages [B, T], returns [B, T]) and takes its
   tensors (`values`, `mask`, optionally `token_rewards`) as keyword arguments; N == B.
@@ -14,7 +14,8 @@ batch is split into mini-, micro-batches or data-parallel shards.
 Declared at registration (`declare`), read by the trainer instead of branching on names:
   needs           the keyword tensors the trainer must supply: "values" (critic values, so a critic is
                   built), "mask", "token_rewards" (KL folded into per-token rewards), "baseline_rewards"
-                  (rewards of greedy completions, so they are generated)
+                  (rewards of greedy completions, so they are generated), "term_rewards" / "term_weights"
+                  (each reward term's raw score [N, K] and its weight, from `reward.weights`)
   token_level     returns (advantages [B, T], returns [B, T]) instead of advantages [N]
   group_relative  compares each sample with its group: needs rollout.n >= 2
   batch_stats     uses statistics of the whole batch (whitening): with several data-parallel ranks the
@@ -34,6 +35,12 @@ reinforce_pp (Hu 2025, REINFORCE++, arXiv:2501.03262):
     A_i = (r_i - mean_batch(r)) / (std_batch(r) + eps)  (groups ignored; global batch whitening).
 reinforce_pp_baseline (same paper, group_size > 1 variant):
     a_i = r_i - mean_g(r);  A_i = (a_i - mean_batch(a)) / (std_batch(a) + eps).
+gdpo (NVIDIA 2026, GDPO: Group reward-Decoupled Normalization Policy Optimization, arXiv:2601.05242; TRL's
+    multi_objective_aggregation="normalize_then_sum"), for K reward terms r_k (`reward.weights`):
+    A_k,i = (r_k,i - mean_g(r_k)) / (std_g(r_k) + eps) per term (GRPO's, so a constant term gives 0);
+    a_i = sum_k w_k A_k,i;  A_i = (a_i - mean_batch(a)) / (std_batch(a) + eps) over rows of real groups.
+    Summing first (grpo) lets a large term swamp a small one and maps different reward combinations to
+    the same advantage; normalising each term first keeps every term's signal.
 remax (Li et al. 2023, ReMax, arXiv:2310.10505):
     A_i = r_i - b_i, with b_i the reward of the greedy completion of row i's prompt (`baseline_rewards`).
 gae (Schulman et al. 2016, arXiv:1506.02438), token level with a critic:
@@ -55,7 +62,7 @@ from reasonrl.algorithms.masked import last_token_values, masked_whiten
 from reasonrl.registry import Registry
 
 ADVANTAGES: Registry = Registry("advantage estimator", positional=2)
-TRAINER_INPUTS = ("values", "mask", "token_rewards", "baseline_rewards")
+TRAINER_INPUTS = ("values", "mask", "token_rewards", "baseline_rewards", "term_rewards", "term_weights")
 
 
 def declare(fn, *, needs: tuple[str, ...] = (), token_level: bool = False, group_relative: bool = False,
@@ -140,6 +147,33 @@ def reinforce_pp_baseline(rewards: torch.Tensor, group_ids: torch.Tensor, eps: f
 
 declare(reinforce_pp, group_relative=False, batch_stats=True)
 declare(reinforce_pp_baseline, group_relative=True, batch_stats=True)
+
+
+@ADVANTAGES.register("gdpo")
+def gdpo(
+    rewards: torch.Tensor,
+    group_ids: torch.Tensor,
+    *,
+    term_rewards: torch.Tensor | None = None,
+    term_weights: tuple[float, ...] | None = None,
+    eps: float = 1e-6,
+) -> torch.Tensor:
+    """`term_rewards` [N, K]: each reward term's raw score per row; `term_weights`: K weights (floats,
+    not a tensor: the same on every rank). `rewards` is unused (the weighted terms replace it)."""
+    if term_rewards is None or term_weights is None:
+        raise ValueError("gdpo needs term_rewards= [N, K] and term_weights= (K floats)")
+    if term_rewards.dim() != 2 or term_rewards.shape[1] != len(term_weights):
+        raise ValueError(
+            f"gdpo: term_rewards {tuple(term_rewards.shape)} does not fit {len(term_weights)} weights"
+        )
+    summed = torch.zeros_like(rewards, dtype=term_rewards.dtype)
+    for k, w in enumerate(term_weights):
+        summed = summed + float(w) * grpo(term_rewards[:, k], group_ids, eps=eps)
+    _, _, count = group_stats(summed, group_ids)
+    return masked_whiten(summed, count > 1, eps=eps)
+
+
+declare(gdpo, needs=("term_rewards", "term_weights"), group_relative=True, batch_stats=True)
 
 
 @ADVANTAGES.register("remax")

@@ -277,6 +277,7 @@ def _validate_async(a: AlgoConfig, r: RolloutConfig) -> None:
 
 def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
     """Checks of the algo fields beyond estimator / loss / aggregation (shaping, guards, critic)."""
+    from reasonrl.algorithms import ADVANTAGES
     from reasonrl.algorithms.advantages import TRAINER_INPUTS  # keyword tensors the trainer supplies
 
     reserved = [k for k in a.adv_kwargs if k in TRAINER_INPUTS]
@@ -284,6 +285,11 @@ def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
         raise ConfigError(f"algo.adv_kwargs.{reserved[0]} is set by the trainer, not the recipe")
     if a.kl.in_reward and a.kl.coef <= 0:
         raise ConfigError("algo.kl.in_reward=true needs algo.kl.coef > 0")
+    if "term_rewards" in ADVANTAGES.get(a.adv_estimator).needs and (a.shaping.reward_map or a.kl.in_reward):
+        raise ConfigError(
+            f"algo.adv_estimator={a.adv_estimator} normalises each reward term on its own: "
+            "algo.shaping.reward_map and algo.kl.in_reward change the summed reward it does not use"
+        )
     if a.shaping.reward_map and (
         len(a.shaping.reward_map) != 2 or a.shaping.reward_map[0] >= a.shaping.reward_map[1]
     ):
@@ -308,8 +314,6 @@ def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
         if v is not None and v <= 0:
             raise ConfigError(f"algo.{key} must be > 0 (or null), got {v}")
     _validate_correction(a)
-    from reasonrl.algorithms import ADVANTAGES
-
     if a.critic.model and "values" not in ADVANTAGES.get(a.adv_estimator).needs:
         raise ConfigError(
             f"algo.critic.model is only used by estimators with a critic (gae), not {a.adv_estimator}"
@@ -331,6 +335,8 @@ def _dry_run_algo(a: AlgoConfig) -> None:
         "mask": mask,
         "token_rewards": None,
         "baseline_rewards": torch.zeros(2),
+        "term_rewards": torch.zeros(2, 1),
+        "term_weights": (1.0,),
     }
     zeros = torch.zeros(2, 1)
     for key, call in (

@@ -50,6 +50,27 @@ def build_batch(groups: list[RolloutGroup], pad_id: int) -> TrainBatch:
     )
 
 
+def term_scores(
+    groups: list[RolloutGroup], weights: dict[str, float]
+) -> tuple[torch.Tensor, tuple[float, ...]]:
+    """Each reward term's raw score per row, [B, K] in `reward.weights` order (rows as `build_batch`), and
+    the K weights. The runner records the terms in info["terms"]; with `correctness` as the only term it
+    records none, and the score is the reward over its weight."""
+    names = list(weights)
+    rows = []
+    for g in groups:
+        results = g.results or [None] * len(g.rewards)
+        for reward, res in zip(g.rewards, results):
+            terms = res.info.get("terms") if res is not None else None
+            if terms is None:  # the one term: reward = weight * score
+                rows.append([float(reward) / weights[names[0]]])
+            else:
+                rows.append([float(terms[n]) for n in names])
+    return torch.tensor(rows, dtype=torch.float32).reshape(len(rows), len(names)), tuple(
+        float(weights[n]) for n in names
+    )
+
+
 def minibatches(batch: TrainBatch, size: int, generator: torch.Generator | None = None) -> list[TrainBatch]:
     """Split into mini-batches of `size` rows; shuffled when a generator is given."""
     order = (

@@ -23,7 +23,7 @@ from reasonrl.data.files import write_text
 from reasonrl.distributed import global_normalisers, is_main, reduce_metrics
 from reasonrl.trainer import watchdog
 from reasonrl.trainer.balance import balanced_minibatches, gather_batch
-from reasonrl.trainer.batching import build_batch, minibatches, without_inert_rows
+from reasonrl.trainer.batching import build_batch, minibatches, term_scores, without_inert_rows
 from reasonrl.trainer.critic import build_critic
 from reasonrl.trainer.metrics import MetricsLog, mean_metrics
 from reasonrl.trainer.plot import plot_run
@@ -146,6 +146,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             raise
         t_gen = time.perf_counter()
         batch = build_batch(groups, run.pad_id)
+        if "term_rewards" in needs:  # gdpo: every reward term normalised on its own
+            batch.term_rewards, batch.term_weights = term_scores(groups, cfg.reward.weights)
         step_metrics = shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, truncation
         # 2. the log-probs and values the advantages and the loss compare against, then advantages
         watchdog.enter("update", step)  # log-probs, values, advantages, then the updates

@@ -6,6 +6,9 @@ truncated completions when `algo.shaping.mask_truncated`). Does not own: the pen
 (`algorithms.filters.overlong_penalty`), KL folded into rewards (`trainer.step.compute_advantages`,
 which needs log-probs), or the verifier scores themselves (`rewards/`).
 
+With per-term rewards (`batch.term_rewards`, gdpo) the overlong penalty is also added as a term of its own
+(weight 1), so it is normalised like the verifier's terms.
+
 Order, for a verifier score s and completion length L (tokens, EOS included):
     r = low + (high - low) * s          if algo.shaping.reward_map = [low, high]  (RLinf's +5 / -5: [-5, 5])
     r = r + overlong_penalty(L, rollout.max_new_tokens, algo.shaping.overlong_buffer, algo.shaping.overlong_penalty)
@@ -51,6 +54,9 @@ def shape_batch(batch: TrainBatch, algo: AlgoConfig, max_len: int) -> dict[str, 
         )
         metrics["reward/overlong_penalty"] = penalty.mean().item()
         metrics["reward/overlong_frac"] = (penalty < 0).float().mean().item()
+        if batch.term_rewards is not None:  # per-term advantages (gdpo): the penalty is a term of its own
+            batch.term_rewards = torch.cat([batch.term_rewards, penalty[:, None].to(batch.term_rewards)], 1)
+            batch.term_weights = (*batch.term_weights, 1.0)
     if algo.shaping.mask_truncated:
         truncated = batch.truncated
         batch.mask = mask_truncated(batch.mask, truncated)

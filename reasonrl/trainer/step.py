@@ -71,7 +71,8 @@ def compute_advantages(
         else:
             rewards = rewards - penalty
     supplied = {"values": batch.values, "mask": mask, "token_rewards": token_rewards,
-                "baseline_rewards": baseline_rewards}  # fmt: skip
+                "baseline_rewards": baseline_rewards, "term_rewards": batch.term_rewards,
+                "term_weights": batch.term_weights}  # fmt: skip
     kwargs = {**algo.adv_kwargs, **{k: supplied[k] for k in estimator.needs}}
     if baseline_rewards is not None:
         metrics["reward/baseline_mean"] = baseline_rewards.float().mean().item()

@@ -119,6 +119,16 @@ COMBOS = [
     ),
     ("reinforce_pp", ("algo.adv_estimator=reinforce_pp_baseline",), ["reward/kl_penalty"]),
     (
+        "dapo",  # per-term advantages with a shaping term and the overlong penalty as a third term
+        (
+            "algo.adv_estimator=gdpo",
+            "reward.weights={correctness: 1.0, format_think_answer: 0.2}",
+            "algo.adv_kwargs={}",
+            "algo.dynamic_sampling.enabled=false",
+        ),
+        ["reward/overlong_penalty", "actor/advantage_abs_mean"],
+    ),
+    (
         "sapo",  # two mini-batches: old log-probs precomputed, the corrections on the stored weights
         (
             "algo.off_policy.tis_cap=5",

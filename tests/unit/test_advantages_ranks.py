@@ -16,7 +16,8 @@ from reasonrl.trainer.step import over_all_ranks
 
 # label -> (estimator, its options)
 ESTIMATORS = {"reinforce_pp": ("reinforce_pp", {}), "reinforce_pp_baseline": ("reinforce_pp_baseline", {}),
-              "gae": ("gae", {}), "grpo": ("grpo", {}), "grpo_batch_std": ("grpo", {"std_scope": "batch"})}  # fmt: skip
+              "gae": ("gae", {}), "grpo": ("grpo", {}), "grpo_batch_std": ("grpo", {"std_scope": "batch"}),
+              "gdpo": ("gdpo", {})}  # fmt: skip
 
 
 def _whole():
@@ -38,8 +39,11 @@ def _shard(r: int):
     return rewards[rows], ids, mask[rows, :width], values[rows, :width]
 
 
-def _kwargs(label, mask, values):
+def _kwargs(label, mask, values, rewards):
     name, options = ESTIMATORS[label]
+    if name == "gdpo":  # two terms per row, from the row's reward (so each rank holds its rows' terms)
+        terms = torch.stack([rewards, (rewards > 0.3).float()], 1)
+        return {"term_rewards": terms, "term_weights": (1.0, 0.5)}
     return {"values": values, "mask": mask, "token_rewards": None} if name == "gae" else dict(options)
 
 
@@ -53,7 +57,7 @@ def _rank(r: int, port: int, out):
         rewards, ids, mask, values = _shard(r)
         got = {}
         for name in ESTIMATORS:
-            res = over_all_ranks(_fn(name), rewards, ids, _kwargs(name, mask, values))
+            res = over_all_ranks(_fn(name), rewards, ids, _kwargs(name, mask, values, rewards))
             got[name] = [x.tolist() for x in res] if isinstance(res, tuple) else res.tolist()
         out.put((r, got))
     finally:
@@ -66,7 +70,7 @@ def test_each_rank_gets_the_advantages_one_process_computes_over_the_whole_batch
     results = dict(run_ranks(_rank, 2, timeout=90))
     rewards, group_ids, mask, values = _whole()
     for name in ESTIMATORS:
-        whole = _fn(name)(rewards, group_ids, **_kwargs(name, mask, values))
+        whole = _fn(name)(rewards, group_ids, **_kwargs(name, mask, values, rewards))
         for r in (0, 1):
             rows, width = (slice(0, 2), 3) if r == 0 else (slice(2, 5), 5)
             if isinstance(whole, tuple):
@@ -78,7 +82,7 @@ def test_each_rank_gets_the_advantages_one_process_computes_over_the_whole_batch
             else:
                 assert results[r][name] == pytest.approx(whole[rows].tolist(), abs=1e-6), (name, r)
         # the negative control: the rank-local statistics give other advantages (what was computed before)
-        local = _fn(name)(*_shard(0)[:2], **_kwargs(name, *_shard(0)[2:]))
+        local = _fn(name)(*_shard(0)[:2], **_kwargs(name, *_shard(0)[2:], _shard(0)[0]))
         local = local[0] if isinstance(local, tuple) else local
         whole0 = (whole[0] if isinstance(whole, tuple) else whole)[0:2]
         whole0 = whole0[:, :3] if whole0.dim() == 2 else whole0
@@ -91,8 +95,8 @@ def test_one_process_computes_as_before():
     for name in ESTIMATORS:
         fn = _fn(name)
         a, b = (
-            over_all_ranks(fn, rewards, group_ids, _kwargs(name, mask, values)),
-            fn(rewards, group_ids, **_kwargs(name, mask, values)),
+            over_all_ranks(fn, rewards, group_ids, _kwargs(name, mask, values, rewards)),
+            fn(rewards, group_ids, **_kwargs(name, mask, values, rewards)),
         )
         if isinstance(a, tuple):
             assert all(torch.equal(x, y) for x, y in zip(a, b))
@@ -102,5 +106,7 @@ def test_one_process_computes_as_before():
         "reinforce_pp",
         "reinforce_pp_baseline",
         "gae",
+        "gdpo",
     }
     assert uses_batch_stats(ADVANTAGES.get("grpo"), {"std_scope": "batch"})
+    assert uses_batch_stats(ADVANTAGES.get("gdpo"), {})

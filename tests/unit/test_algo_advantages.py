@@ -115,6 +115,35 @@ def test_api_example_and_dtypes():
     assert adv64.dtype == torch.float64
 
 
+# gdpo, two groups of 3, two terms with weights (1, .5). Per-term GRPO (std unbiased, 1/sqrt(3) = .577350):
+#   group 0: term0 [1, 0, 0] -> [1.154701, -.577350, -.577350]; term1 [0, 1, 1] -> [-1.154701, .577350, .577350]
+#   group 1: term0 [1, 1, 0] -> [.577350, .577350, -1.154701]; term1 [1, 0, 0] -> [1.154701, -.577350, -.577350]
+# a = term0 + .5 term1 = [.577350, -.288675, -.288675, 1.154701, .288675, -1.443376]: mean 0, var 4/5,
+# std .894427 -> [.645497, -.322749, -.322749, 1.290994, .322749, -1.613743]
+GDPO_TERMS = [[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]]
+
+
+def test_gdpo_hand_computed_and_unlike_grpo_on_the_sum():
+    ids = T([0, 0, 0, 1, 1, 1])
+    terms = T(GDPO_TERMS)
+    summed = terms[:, 0] + 0.5 * terms[:, 1]
+    adv = ADVANTAGES.get("gdpo")(summed, ids, term_rewards=terms, term_weights=(1.0, 0.5))
+    close(adv, [0.645497, -0.322749, -0.322749, 1.290994, 0.322749, -1.613743], atol=2e-6)
+    # grpo on the weighted sum [1, .5, .5 | 1.5, 1, 0]: group 0 -> [1.154701, -.577350, -.577350], not the above
+    assert not torch.allclose(ADVANTAGES.get("grpo")(summed, ids), adv, atol=1e-2)
+    # a singleton group's row gets 0 and stays out of the batch statistics
+    one = ADVANTAGES.get("gdpo")(T([1.0, 0.0, 5.0]), T([0, 0, 1]), term_rewards=T([[1.0], [0.0], [5.0]]),
+                                 term_weights=(1.0,))  # fmt: skip
+    close(one, [0.707106, -0.707106, 0.0], atol=2e-6)  # [.707107, -.707107] whitened: itself
+
+
+def test_gdpo_needs_its_terms():
+    with pytest.raises(ValueError, match="gdpo needs term_rewards"):
+        ADVANTAGES.get("gdpo")(T([1.0, 0.0]), T([0, 0]))
+    with pytest.raises(ValueError, match="does not fit 1 weights"):
+        ADVANTAGES.get("gdpo")(T([1.0, 0.0]), T([0, 0]), term_rewards=torch.zeros(2, 2), term_weights=(1.0,))
+
+
 def test_grpo_std_scope_is_checked():
     with pytest.raises(ValueError, match="std_scope must be 'group' or 'batch'"):
         ADVANTAGES.get("grpo")(T([1.0, 0.0]), T([0, 0]), std_scope="global")

@@ -77,7 +77,15 @@ def test_policy_loss_signature(name):
 
 
 def test_registered_names():
-    assert ADVANTAGES.names() == ["gae", "grpo", "reinforce_pp", "reinforce_pp_baseline", "remax", "rloo"]
+    assert ADVANTAGES.names() == [
+        "gae",
+        "gdpo",
+        "grpo",
+        "reinforce_pp",
+        "reinforce_pp_baseline",
+        "remax",
+        "rloo",
+    ]
     assert POLICY_LOSSES.names() == ["cispo", "gmpo", "gspo", "ppo_clip", "reinforce", "sapo"]
 
 
