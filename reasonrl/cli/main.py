@@ -217,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     from reasonrl.cli.plan import add_plan_parser
 
     add_plan_parser(sub)
+    from reasonrl.cli.convert import add_convert_parser
+
+    add_convert_parser(sub)
     return p
 
 

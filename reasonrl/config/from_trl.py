@@ -1,0 +1,214 @@
+"""TRL GRPOConfig files (YAML / JSON of its fields, as `trl grpo --config` reads) as reasonrl recipes.
+
+Owns: the key table (`TRL`) and the settings computed from several fields (batch sizes, loss type,
+importance sampling, reference sync). Does not own: what the verl and TRL readers share (`config.foreign`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from reasonrl.config.foreign import Converted, parse_value, read_source
+from reasonrl.errors import InputError
+
+
+def trl_fields(path: str | Path) -> dict[str, Any]:
+    """A TRL config file's fields (YAML or JSON: `trl grpo --config` reads YAML)."""
+    import yaml
+
+    text = read_source(path)
+    try:
+        data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as e:
+        raise InputError(f"{path}: not a YAML / JSON mapping ({str(e).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: not a YAML / JSON mapping of GRPOConfig fields")
+    return {k: parse_value(v) if isinstance(v, str) else v for k, v in data.items()}
+
+
+SCHEDULES = {
+    "constant": "constant",
+    "cosine": "cosine",
+    "linear": "linear",
+    "constant_with_warmup": "constant",
+}
+# TRL loss_type -> (policy loss, aggregation)
+LOSS_TYPES = {"grpo": ("ppo_clip", "seq_mean_token_mean"), "bnpo": ("ppo_clip", "token_mean"),
+              "dr_grpo": ("ppo_clip", "seq_mean_token_sum_norm"), "dapo": ("ppo_clip", "token_mean"),
+              "cispo": ("cispo", "token_mean"), "sapo": ("sapo", "seq_mean_token_mean")}  # fmt: skip
+# fields read as they are: TRL field -> (reasonrl key, conversion)
+TRL: dict[str, tuple[str, Any]] = {
+    "model_name_or_path": ("model.path", str),
+    "learning_rate": ("train.lr", float),
+    "num_generations": ("rollout.n", int),
+    "max_completion_length": ("rollout.max_new_tokens", int),
+    "max_prompt_length": ("data.max_prompt_tokens", int),
+    "temperature": ("rollout.temperature", float),
+    "top_p": ("rollout.top_p", float),
+    "top_k": ("rollout.top_k", lambda v: int(v or 0)),
+    "min_p": ("rollout.min_p", lambda v: float(v or 0.0)),
+    "epsilon_high": ("algo.clip_high", float),
+    "delta": ("algo.loss_kwargs.clip_c", float),
+    "mask_truncated_completions": ("algo.shaping.mask_truncated", bool),
+    "top_entropy_quantile": ("algo.top_entropy_quantile", float),
+    "off_policy_mask_threshold": ("algo.off_policy.mask_threshold", float),
+    "sapo_temperature_pos": ("algo.loss_kwargs.tau_pos", float),
+    "sapo_temperature_neg": ("algo.loss_kwargs.tau_neg", float),
+    "num_iterations": ("train.epochs", int),
+    "warmup_ratio": ("train.warmup_ratio", float),
+    "lr_scheduler_type": ("train.lr_schedule", lambda v: SCHEDULES[str(v)]),
+    "weight_decay": ("train.weight_decay", float),
+    "max_grad_norm": ("train.grad_clip", float),
+    "seed": ("train.seed", int),
+    "data_seed": ("data.seed", int),
+    "gradient_checkpointing": ("model.gradient_checkpointing", bool),
+    "torch_compile": ("model.compile", bool),
+    "chat_template_kwargs": ("data.chat_template_kwargs", dict),
+    "vllm_gpu_memory_utilization": ("rollout.engine_kwargs.gpu_memory_utilization", float),
+    "vllm_tensor_parallel_size": ("rollout.engine_kwargs.tensor_parallel_size", int),
+    "output_dir": ("log.run_dir", str),
+    "save_total_limit": ("checkpoint.keep_last", int),
+    "run_name": ("name", str),
+    "lora_r": ("model.lora.rank", int),
+    "lora_alpha": ("model.lora.alpha", float),
+    "lora_dropout": ("model.lora.dropout", float),
+    "lora_target_modules": ("model.lora.target_modules", lambda v: v if isinstance(v, list) else [v]),
+}
+# fields reasonrl needs no setting for: the reason, shown in the notes
+TRL_NOT_NEEDED = {
+    "logging_steps": "every step is logged",
+    "log_completions": "log.rollouts_per_step samples go to rollouts.jsonl every step",
+    "per_device_eval_batch_size": "val.batch_size",
+    "bf16": None, "use_peft": None, "save_strategy": None, "eval_strategy": None, "report_to": None,
+    "vllm_mode": "the vLLM engine runs in the trainer's process (colocated)",
+    "dataset_name": "data comes from local files: data.train_files (reasonrl data convert ...), or data.task",
+    "dataset_train_split": "data comes from local files", "dataset_config": "data comes from local files",
+    "reward_funcs": "rewards come from the routed verifiers and reward.weights (docs/rewards.md)",
+    "reward_weights": "set reward.weights for reasonrl's verifiers (docs/rewards.md)",
+    "use_liger_kernel": "model.logprob_chunk computes log-probs without the [B, T, V] logits",
+}  # fmt: skip
+
+
+def convert_trl(path) -> Converted:
+    f = trl_fields(path)
+    out, used = Converted(), set()
+
+    def take(key, default=None):
+        used.add(key)
+        return f.get(key, default)
+
+    for key, (ours, fn) in TRL.items():
+        if key in f and f[key] is not None:
+            used.add(key)
+            try:
+                out.set(ours, fn(f[key]))
+            except (ValueError, TypeError, KeyError) as e:
+                out.notes.append(f"{key}={f[key]!r}: no reasonrl equivalent ({e}); left out")
+    _trl_batches(take, out)
+    _trl_loss(f, take, out)
+    _trl_optimizer(f, take, out)
+    for key, value in f.items():
+        if key in used:
+            continue
+        if key in TRL_NOT_NEEDED:
+            if TRL_NOT_NEEDED[key]:
+                out.notes.append(f"{key}: not needed ({TRL_NOT_NEEDED[key]})")
+        else:
+            out.notes.append(f"{key}={value!r}: no reasonrl equivalent, left out")
+    return out
+
+
+def _trl_batches(take, out: Converted) -> None:
+    per = int(take("per_device_train_batch_size", 8))
+    accum = int(take("gradient_accumulation_steps", 1))
+    per_generation = int(take("steps_per_generation") or accum)
+    generation = int(take("generation_batch_size") or per * per_generation)
+    out.set("train.micro_batch", per)
+    out.set("train.mini_batch", per * accum)
+    out.set("train.global_batch", generation)
+    out.notes.append(f"batch sizes for one process: train.global_batch={generation} (generation batch), "
+                     f"train.mini_batch={per * accum} (per device x accumulation); with P processes multiply "
+                     "both by P (reasonrl's are global)")  # fmt: skip
+    steps = take("max_steps", -1)
+    if steps is not None and int(steps) > 0:
+        out.set("train.steps", int(steps))
+    elif (epochs := take("num_train_epochs")) is not None:
+        out.notes.append(f"num_train_epochs={epochs}: reasonrl counts steps; set train.steps")
+    if (every := take("save_steps")) is not None and take("save_strategy", "steps") != "no":
+        out.set("checkpoint.every", int(every))
+    if (every := take("eval_steps")) is not None and take("eval_strategy", "no") != "no":
+        out.set("val.every", int(every))
+    if "wandb" in (take("report_to") or []) or take("report_to") == "wandb":
+        out.set("log.wandb", True)
+    if take("bf16"):
+        out.set("model.dtype", "bfloat16")
+    if take("use_peft") and "lora_r" not in out.recipe.get("model", {}).get("lora", {}):
+        out.set("model.lora.rank", 16)  # TRL's ModelConfig default lora_r
+
+
+def _trl_loss(f, take, out: Converted) -> None:
+    loss_type = str(take("loss_type", "dapo"))
+    if loss_type in LOSS_TYPES:
+        loss, agg = LOSS_TYPES[loss_type]
+        out.set("algo.policy_loss", loss)
+        out.set("algo.loss_agg", agg)
+    else:
+        out.notes.append(
+            f"loss_type={loss_type!r}: no reasonrl equivalent, the default ppo_clip / token_mean"
+        )
+        loss = "ppo_clip"
+    eps = take("epsilon")
+    if loss == "cispo":  # TRL caps the weight at epsilon_high itself; reasonrl's bound is 1 + clip_high
+        out.set("algo.clip_high", float(take("epsilon_high", 5.0)) - 1.0)
+        out.set("algo.clip_low", 1.0)
+    elif eps is not None:
+        out.set("algo.clip_low", float(eps))
+        if "epsilon_high" not in f:
+            out.set("algo.clip_high", float(eps))
+    if str(take("importance_sampling_level", "token")) == "sequence":
+        if loss == "ppo_clip":
+            out.set("algo.policy_loss", "gspo")
+        else:
+            out.notes.append(f"importance_sampling_level=sequence with loss_type={loss_type}: left out")
+    scale = take("scale_rewards", "group")
+    if take("multi_objective_aggregation") == "normalize_then_sum":
+        out.set("algo.adv_estimator", "gdpo")  # which normalises by group and batch itself, as TRL does
+        if "scale_rewards" in f:
+            out.notes.append(
+                f"scale_rewards={scale!r}: not needed (normalize_then_sum ignores it, in TRL too)"
+            )
+    elif scale in (False, "none", "false"):
+        out.set("algo.adv_kwargs.scale_by_std", False)
+    elif scale == "batch":
+        out.set("algo.adv_kwargs.std_scope", "batch")
+    beta = float(take("beta", 0.0) or 0.0)
+    out.set("algo.kl.coef", beta)  # TRL's KL term is k3 (reasonrl's default estimator)
+    if beta > 0 and take("use_bias_correction_kl"):
+        out.set("algo.kl.importance_weighted", True)
+    if beta > 0 and take("sync_ref_model"):
+        out.set("algo.kl.ref_sync_steps", int(take("ref_model_sync_steps", 512)))
+        out.set("algo.kl.ref_sync_alpha", float(take("ref_model_mixup_alpha", 0.6)))
+    for key in ("use_bias_correction_kl", "sync_ref_model", "ref_model_sync_steps", "ref_model_mixup_alpha"):
+        take(key)
+    if take("use_vllm"):
+        out.set("rollout.engine", "vllm")
+        if take("vllm_importance_sampling_correction", True):  # TRL's defaults when not given
+            out.set("algo.off_policy.tis_mode", str(take("vllm_importance_sampling_mode", "sequence_mask")))
+            out.set("algo.off_policy.tis_cap", float(take("vllm_importance_sampling_cap", 3.0)))
+    for key in (
+        "vllm_importance_sampling_correction",
+        "vllm_importance_sampling_mode",
+        "vllm_importance_sampling_cap",
+    ):
+        take(key)
+
+
+def _trl_optimizer(f, take, out: Converted) -> None:
+    if "adam_beta1" in f or "adam_beta2" in f:
+        out.set("train.betas", [float(take("adam_beta1", 0.9)), float(take("adam_beta2", 0.999))])
+    warm = take("warmup_steps")
+    if warm is not None:  # transformers reads a float below 1 as a share of the steps
+        out.set("train.warmup_ratio" if isinstance(warm, float) and warm < 1 else "train.warmup_steps",
+                float(warm) if isinstance(warm, float) and warm < 1 else int(warm))  # fmt: skip

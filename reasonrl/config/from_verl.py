@@ -1,0 +1,297 @@
+"""verl launch scripts as reasonrl recipes.
+
+Owns: reading a verl launch script without running it (`verl_overrides`: NAME=value assignments with
+$VAR, ${VAR}, ${VAR:-default} and $((integer arithmetic)) filled into the `... main_ppo key=value ...`
+command), the key table (`VERL`: verl key -> reasonrl key and value conversion), the settings computed
+from several keys (batch sizes in sequences, the KL term, the reward function file, rollout correction)
+and the notes on keys left out. Does not own: what the verl and TRL readers share (`config.foreign`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from reasonrl.config.foreign import Converted, as_list, choice, off_if_negative, parse_value
+from reasonrl.errors import InputError
+
+KL_TYPES = {"low_var_kl": "k3", "k3": "k3", "kl": "k1", "k1": "k1", "mse": "k2", "k2": "k2", "abs": "abs"}
+LOSS_AGG = {"token-mean": "token_mean", "seq-mean-token-mean": "seq_mean_token_mean",
+            "seq-mean-token-sum": "seq_mean_token_sum", "seq-mean-token-sum-norm": "seq_mean_token_sum_norm"}  # fmt: skip
+SCHEDULES = {
+    "constant": "constant",
+    "cosine": "cosine",
+    "linear": "linear",
+    "constant_with_warmup": "constant",
+}
+A = "actor_rollout_ref."
+# verl key -> (reasonrl key, conversion or None); keys whose meaning depends on others are in convert_verl
+VERL: dict[str, tuple[str, Callable | None]] = {
+    "algorithm.adv_estimator": ("algo.adv_estimator", choice({
+        "grpo": "grpo", "rloo": "rloo", "reinforce_plus_plus": "reinforce_pp", "remax": "remax", "gae": "gae",
+        "reinforce_plus_plus_baseline": "reinforce_pp_baseline"}, "algorithm.adv_estimator")),
+    "algorithm.gamma": ("algo.adv_kwargs.gamma", float),
+    "algorithm.lam": ("algo.adv_kwargs.lam", float),
+    "algorithm.filter_groups.enable": ("algo.dynamic_sampling.enabled", bool),
+    "data.train_files": ("data.train_files", as_list),
+    "data.val_files": ("data.val_files", as_list),
+    "data.max_prompt_length": ("data.max_prompt_tokens", int),
+    "data.max_response_length": ("rollout.max_new_tokens", int),
+    "data.filter_overlong_prompts": ("data.drop_overlong_prompts", bool),
+    "data.shuffle": ("data.shuffle", bool),
+    "data.seed": ("data.seed", int),
+    A + "model.path": ("model.path", str),
+    A + "model.enable_gradient_checkpointing": ("model.gradient_checkpointing", bool),
+    A + "model.use_remove_padding": ("model.remove_padding", bool),
+    A + "model.lora_rank": ("model.lora.rank", int),
+    A + "model.lora_alpha": ("model.lora.alpha", float),
+    A + "model.target_modules": ("model.lora.target_modules", as_list),
+    A + "actor.optim.lr": ("train.lr", float),
+    A + "actor.optim.weight_decay": ("train.weight_decay", float),
+    A + "actor.optim.betas": ("train.betas", list),
+    A + "actor.optim.lr_warmup_steps": ("train.warmup_steps", off_if_negative),
+    A + "actor.optim.lr_warmup_steps_ratio": ("train.warmup_ratio", float),
+    A + "actor.optim.warmup_style": ("train.lr_schedule", choice(SCHEDULES, "warmup_style")),
+    A + "actor.optim.lr_scheduler_type": ("train.lr_schedule", choice(SCHEDULES, "lr_scheduler_type")),
+    A + "actor.optim.min_lr_ratio": ("train.min_lr_ratio", float),
+    A + "actor.optim.clip_grad": ("train.grad_clip", float),
+    A + "actor.grad_clip": ("train.grad_clip", float),
+    A + "actor.ppo_micro_batch_size_per_gpu": ("train.micro_batch", int),
+    A + "actor.ppo_epochs": ("train.epochs", int),
+    A + "actor.clip_ratio_low": ("algo.clip_low", float),
+    A + "actor.clip_ratio_high": ("algo.clip_high", float),
+    A + "actor.clip_ratio_c": ("algo.loss_kwargs.clip_c", float),
+    A + "actor.loss_agg_mode": ("algo.loss_agg", choice(LOSS_AGG, "loss_agg_mode")),
+    A + "actor.entropy_coeff": ("algo.entropy_coef", float),
+    A + "actor.policy_loss.loss_mode": ("algo.policy_loss", choice({
+        "vanilla": "ppo_clip", "gspo": "gspo", "geo_mean": "gmpo", "cispo": "cispo", "sapo": "sapo"},
+        "policy_loss.loss_mode")),
+    A + "actor.tau_pos": ("algo.loss_kwargs.tau_pos", float),
+    A + "actor.tau_neg": ("algo.loss_kwargs.tau_neg", float),
+    A + "actor.tis_imp_ratio_cap": ("algo.off_policy.tis_cap", float),
+    A + "rollout.name": ("rollout.engine", choice({"vllm": "vllm", "hf": "hf"}, "rollout.name")),
+    A + "rollout.n": ("rollout.n", int),
+    A + "rollout.temperature": ("rollout.temperature", float),
+    A + "rollout.top_p": ("rollout.top_p", float),
+    A + "rollout.top_k": ("rollout.top_k", off_if_negative),
+    A + "rollout.tensor_model_parallel_size": ("rollout.engine_kwargs.tensor_parallel_size", int),
+    A + "rollout.gpu_memory_utilization": ("rollout.engine_kwargs.gpu_memory_utilization", float),
+    A + "rollout.max_model_len": ("rollout.engine_kwargs.max_model_len", int),
+    A + "rollout.enforce_eager": ("rollout.engine_kwargs.enforce_eager", bool),
+    A + "rollout.val_kwargs.n": ("val.n", int),
+    A + "rollout.val_kwargs.temperature": ("val.temperature", float),
+    "critic.optim.lr": ("algo.critic.lr", float),
+    "critic.model.path": ("algo.critic.model", str),
+    "critic.cliprange_value": ("algo.critic.value_clip", float),
+    "trainer.total_training_steps": ("train.steps", int),
+    "trainer.save_freq": ("checkpoint.every", off_if_negative),
+    "trainer.test_freq": ("val.every", off_if_negative),
+    "trainer.max_actor_ckpt_to_keep": ("checkpoint.keep_last", int),
+    "trainer.experiment_name": ("name", str),
+    "trainer.project_name": ("log.wandb_project", str),
+    "trainer.default_local_dir": ("log.run_dir", str),
+    "trainer.logger": ("log.wandb", lambda v: "wandb" in as_list(v)),
+}  # fmt: skip
+# keys reasonrl needs no setting for: the reason, shown in the notes
+VERL_NOT_NEEDED = {
+    "data.truncation": "a prompt over data.max_prompt_tokens is an error, or dropped with data.drop_overlong_prompts",
+    "data.prompt_key": "the verl parquet's `prompt` column is read as it is",
+    "data.reward_fn_key": "rows are routed by their data_source",
+    "trainer.val_before_train": "validation always runs at step 0",
+    "trainer.n_gpus_per_node": "launch with torchrun --nproc-per-node N (docs/distributed.md)",
+    "trainer.nnodes": "launch with torchrun --nnodes N, or recipes/distributed/slurm.sh",
+    "reward_model.reward_manager": "rewards are computed by the routed verifiers (docs/rewards.md)",
+    "trainer.critic_warmup": None,
+    "trainer.resume_mode": "resume with `reasonrl train RECIPE --resume`",
+    "trainer.log_val_generations": "log.rollouts_per_step samples go to rollouts.jsonl every step",
+}
+VERL_PREFIXES_NOT_NEEDED = {  # families of engine knobs reasonrl sets itself or does not have
+    A + "ref.": "the reference model shares the policy's engine settings",
+    A + "rollout.log_prob_": "log-prob forwards use train.micro_batch / train.micro_tokens",
+    A + "actor.fsdp_config.": "FSDP2 wraps every decoder layer (train.cpu_offload for offload)",
+    A + "actor.checkpoint.": "checkpoints hold the HF model, optimizer and state (docs/operations.md)",
+    A + "actor.ulysses_sequence_parallel_size": "sequence parallelism is not implemented",
+}
+
+
+def _expand(text: str, env: dict[str, str]) -> str:
+    """$VAR, ${VAR}, ${VAR:-default} and $((integer arithmetic)) with the script's own variables, then the
+    environment's (as the shell would); the innermost first, so a default may hold variables. An unknown
+    variable is left as written (it shows in the recipe)."""
+
+    def var(name: str, default: str | None = None) -> str | None:
+        return env.get(name, os.environ.get(name, default))
+
+    def arith(m):
+        expr = re.sub(r"\$?\{?([A-Za-z_]\w*)\}?", lambda v: var(v.group(1)) or v.group(0), m.group(1))
+        if re.fullmatch(r"[\d\s+\-*/()]+", expr):
+            return str(int(eval(expr.replace("/", "//"), {"__builtins__": {}})))  # noqa: S307 - digits only
+        return m.group(0)
+
+    prev = None
+    while prev != text:
+        prev = text
+        text = re.sub(r"\$\(\(([^()]*(?:\([^()]*\)[^()]*)*)\)\)", arith, text)
+        text = re.sub(r"\$\{([A-Za-z_]\w*):-([^${}]*)\}", lambda m: var(m.group(1), m.group(2)), text)
+        text = re.sub(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)",
+                      lambda m: var(m.group(1) or m.group(2)) or m.group(0), text)  # fmt: skip
+    return text
+
+
+def verl_overrides(text: str) -> dict[str, Any]:
+    """The `key=value` overrides of a verl launch script (or a file of overrides), values parsed."""
+    joined = re.sub(r"\\\n", " ", text)
+    env: dict[str, str] = {}
+    overrides: dict[str, Any] = {}
+    for raw in joined.splitlines():
+        line = raw.split(" #")[0].strip() if not raw.lstrip().startswith("#") else ""
+        if not line:
+            continue
+        assign = re.fullmatch(r"(?:export\s+)?([A-Za-z_]\w*)=(.*)", line)
+        if assign:
+            try:
+                env[assign.group(1)] = (
+                    " ".join(shlex.split(_expand(assign.group(2), env))) if assign.group(2) else ""
+                )
+            except ValueError:
+                env[assign.group(1)] = assign.group(2)
+            continue
+        try:
+            tokens = shlex.split(_expand(line, env), comments=True)
+        except ValueError:
+            continue
+        for tok in tokens:
+            m = re.fullmatch(r"\+{0,2}([A-Za-z_][\w.]*\.[\w.]+)=(.*)", tok, re.S)
+            if m:
+                overrides[m.group(1)] = parse_value(m.group(2))
+    return overrides
+
+
+def convert_verl(text: str) -> Converted:
+    o = verl_overrides(text)
+    if not o:
+        raise InputError("no verl overrides (key=value with a dotted key) found in the script")
+    out, used = Converted(), set()
+
+    def take(key, default=None):
+        used.add(key)
+        return o.get(key, default)
+
+    for key, (ours, fn) in VERL.items():
+        if key in o and o[key] is not None:
+            used.add(key)
+            try:
+                out.set(ours, fn(o[key]) if fn else o[key])
+            except (ValueError, TypeError) as e:
+                out.notes.append(f"{key}={o[key]!r}: {e}; left out")
+    n = int(take(A + "rollout.n", 1))
+    if (bs := take("data.train_batch_size")) is not None:
+        out.set("train.global_batch", int(bs) * n)  # verl counts prompts, reasonrl sequences
+        out.notes.append(
+            f"data.train_batch_size={bs} prompts -> train.global_batch={int(bs) * n} sequences (x n)"
+        )
+    if (mini := take(A + "actor.ppo_mini_batch_size")) is not None:
+        out.set("train.mini_batch", int(mini) * n)
+    if (clip := take(A + "actor.clip_ratio")) is not None:
+        for side in ("low", "high"):
+            if A + f"actor.clip_ratio_{side}" not in o:
+                out.set(f"algo.clip_{side}", float(clip))
+    if take(A + "actor.use_dynamic_bsz"):
+        out.set("train.micro_tokens", int(take(A + "actor.ppo_max_token_len_per_gpu", 16384)))
+    if take(A + "actor.fsdp_config.param_offload") or take(A + "actor.fsdp_config.optimizer_offload"):
+        out.set("train.cpu_offload", True)
+    _verl_kl(o, take, out)
+    _verl_reward(o, take, out)
+    _verl_correction(take, out)
+    if "algorithm.norm_adv_by_std_in_grpo" in o and not take("algorithm.norm_adv_by_std_in_grpo"):
+        out.set("algo.adv_kwargs.scale_by_std", False)
+    if (rounds := take("algorithm.filter_groups.max_num_gen_batches")) is not None:
+        out.set("algo.dynamic_sampling.max_rounds", max(int(rounds) - 1, 0) if int(rounds) > 0 else 10)
+        if int(rounds) <= 0:
+            out.notes.append("algorithm.filter_groups.max_num_gen_batches<=0 (unlimited) -> max_rounds=10")
+    if (epochs := take("trainer.total_epochs")) is not None and "trainer.total_training_steps" not in o:
+        out.notes.append(f"trainer.total_epochs={epochs}: reasonrl counts steps; set train.steps "
+                         "(epochs x rows / prompts per step)")  # fmt: skip
+    _leftovers(o, used, out)
+    return out
+
+
+def _verl_kl(o, take, out: Converted) -> None:
+    if take(A + "actor.use_kl_loss"):
+        out.set("algo.kl.coef", float(take(A + "actor.kl_loss_coef", 0.001)))
+        out.set(
+            "algo.kl.estimator",
+            choice(KL_TYPES, "kl_loss_type")(take(A + "actor.kl_loss_type", "low_var_kl")),
+        )
+    elif take("algorithm.use_kl_in_reward"):
+        out.set("algo.kl.coef", float(take("algorithm.kl_ctrl.kl_coef", 0.001)))
+        out.set("algo.kl.in_reward", True)
+        out.set("algo.kl.estimator", choice(KL_TYPES, "kl_penalty")(take("algorithm.kl_penalty", "kl")))
+        if take("algorithm.kl_ctrl.type", "fixed") != "fixed":
+            out.notes.append("algorithm.kl_ctrl.type=adaptive: reasonrl's KL coefficient is fixed")
+    else:  # the coefficients of a KL that is off
+        for key in (
+            A + "actor.kl_loss_coef",
+            A + "actor.kl_loss_type",
+            "algorithm.kl_ctrl.kl_coef",
+            "algorithm.kl_penalty",
+        ):
+            take(key)
+        out.set("algo.kl.coef", 0.0)
+
+
+def _verl_reward(o, take, out: Converted) -> None:
+    if path := take("custom_reward_function.path"):
+        out.set("reward.verifier", "verl_function")
+        opts = {"path": path, "name": take("custom_reward_function.name", "compute_score")}
+        kwargs = {
+            k.rsplit(".", 1)[1]: v
+            for k, v in o.items()
+            if k.startswith("custom_reward_function.reward_kwargs.")
+        }
+        used_kwargs = [take(k) for k in o if k.startswith("custom_reward_function.reward_kwargs.")]
+        del used_kwargs
+        if kwargs:
+            opts["kwargs"] = kwargs
+        out.set("reward.options.verl_function", opts)
+    take("custom_reward_function.name")
+    for prefix in ("reward_model.overlong_buffer.", "reward_model.reward_kwargs.overlong_buffer_cfg."):
+        if take(prefix + "enable"):  # DAPO's overlong penalty (recipe/dapo; newer verl: reward_kwargs)
+            out.set("algo.shaping.overlong_buffer", int(take(prefix + "len", 0)))
+            out.set("algo.shaping.overlong_penalty", float(take(prefix + "penalty_factor", 1.0)))
+        for key in ("len", "penalty_factor", "log"):
+            take(prefix + key)
+    take("reward_model.reward_kwargs.max_resp_len")  # the rollout's max_new_tokens
+
+
+def _verl_correction(take, out: Converted) -> None:
+    rc = "algorithm.rollout_correction."
+    level, cap = take(rc + "rollout_is"), take(rc + "rollout_is_threshold", 2.0)
+    reject, reject_cap = take(rc + "rollout_rs"), take(rc + "rollout_rs_threshold")
+    if level in ("token", "sequence"):
+        out.set("algo.off_policy.tis_cap", float(cap))
+        out.set("algo.off_policy.tis_mode", f"{level}_truncate")
+        if reject:
+            out.notes.append(
+                f"{rc}rollout_rs={reject}: with rollout_is set too, only the truncated weights are kept"
+            )
+    elif reject in ("token", "sequence") and reject_cap is not None:
+        out.set("algo.off_policy.tis_cap", float(reject_cap))
+        out.set("algo.off_policy.tis_mode", f"{reject}_mask")
+    elif level or reject:
+        out.notes.append(f"{rc}rollout_is={level} / rollout_rs={reject}: no reasonrl equivalent, left out")
+
+
+def _leftovers(o: dict, used: set, out: Converted) -> None:
+    for key, value in o.items():
+        if key in used:
+            continue
+        why = VERL_NOT_NEEDED.get(key, "") if key in VERL_NOT_NEEDED else next(
+            (r for p, r in VERL_PREFIXES_NOT_NEEDED.items() if key.startswith(p)), False)  # fmt: skip
+        if why is False:
+            out.notes.append(f"{key}={value!r}: no reasonrl equivalent, left out")
+        elif why:
+            out.notes.append(f"{key}: not needed ({why})")

@@ -1,0 +1,226 @@
+"""`reasonrl convert`: a verl launch script (read, never run) and a TRL GRPOConfig file become reasonrl
+recipes that load, with every setting mapped to its reasonrl meaning (verl's prompt counts become
+sequence counts, TRL's absolute CISPO cap a relative bound, ...) and a note for each one left out."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from reasonrl.cli.main import main
+from reasonrl.config import load_config
+from reasonrl.config.foreign import convert, parse_value
+from reasonrl.config.from_verl import verl_overrides
+from reasonrl.errors import InputError
+
+VERL_SCRIPT = r"""#!/usr/bin/env bash
+set -xeuo pipefail
+project_name='RL'
+exp_name="grpo-${project_name}"   # a variable from a variable
+n=8
+max_response_length=$((1024 * 3))
+DATA=${DATA:-"/data/gsm8k"}
+touched=$(touch {marker})
+python3 -m verl.trainer.main_ppo \
+    algorithm.adv_estimator=grpo \
+    algorithm.norm_adv_by_std_in_grpo=False \
+    data.train_files="['$DATA/train.parquet','$DATA/extra.parquet']" \
+    data.val_files=$DATA/test.parquet \
+    data.train_batch_size=32 \
+    data.max_prompt_length=512 \
+    data.max_response_length=${max_response_length} \
+    actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B \
+    actor_rollout_ref.actor.optim.lr=1e-6 \
+    actor_rollout_ref.actor.optim.lr_warmup_steps=-1 \
+    actor_rollout_ref.actor.ppo_mini_batch_size=16 \
+    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 \
+    actor_rollout_ref.actor.clip_ratio=0.2 \
+    actor_rollout_ref.actor.clip_ratio_high=0.28 \
+    actor_rollout_ref.actor.use_kl_loss=True \
+    actor_rollout_ref.actor.kl_loss_coef=0.001 \
+    actor_rollout_ref.actor.kl_loss_type=low_var_kl \
+    actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum-norm \
+    actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov \
+    actor_rollout_ref.rollout.name=vllm \
+    actor_rollout_ref.rollout.n=$n \
+    actor_rollout_ref.rollout.top_k=-1 \
+    algorithm.filter_groups.enable=True \
+    algorithm.filter_groups.max_num_gen_batches=4 \
+    algorithm.rollout_correction.rollout_is=sequence \
+    algorithm.rollout_correction.rollout_is_threshold=2.5 \
+    custom_reward_function.path={reward} \
+    custom_reward_function.name=score_fn \
+    +custom_reward_function.reward_kwargs.strict=true \
+    trainer.logger='["console","wandb"]' \
+    trainer.experiment_name="$exp_name" \
+    trainer.total_training_steps=300 \
+    trainer.save_freq=-1 \
+    trainer.n_gpus_per_node=8 \
+    trainer.some_new_knob=7 $@
+"""
+
+
+def _verl(tmp_path):
+    reward = tmp_path / "score.py"
+    reward.write_text("def score_fn(data_source, solution_str, ground_truth, extra_info=None, strict=False):\n"
+                      "    return float(solution_str.strip() == ground_truth)\n")  # fmt: skip
+    script = tmp_path / "run.sh"
+    script.write_text(VERL_SCRIPT.replace("{reward}", str(reward)).replace("{marker}", str(tmp_path / "ran")))
+    return script, reward
+
+
+def test_a_verl_script_becomes_a_recipe_with_reasonrl_meanings(tmp_path):
+    script, reward = _verl(tmp_path)
+    out = convert("verl", script)
+    r = out.recipe
+    assert r["data"]["train_files"] == ["/data/gsm8k/train.parquet", "/data/gsm8k/extra.parquet"]
+    assert r["data"]["val_files"] == ["/data/gsm8k/test.parquet"] and r["rollout"]["max_new_tokens"] == 3072
+    # verl counts prompts per step and per mini-batch; reasonrl counts sequences (x rollout.n)
+    assert (r["train"]["global_batch"], r["train"]["mini_batch"], r["train"]["micro_batch"]) == (256, 128, 4)
+    assert (r["algo"]["clip_low"], r["algo"]["clip_high"]) == (0.2, 0.28)  # clip_ratio fills the unset side
+    assert r["algo"]["kl"] == {"coef": 0.001, "estimator": "k3"} and r["algo"]["adv_kwargs"] == {
+        "scale_by_std": False
+    }
+    assert r["algo"]["loss_agg"] == "seq_mean_token_sum_norm" and "policy_loss" not in r["algo"]
+    assert r["algo"]["dynamic_sampling"] == {"enabled": True, "max_rounds": 3}
+    assert r["algo"]["off_policy"] == {"tis_cap": 2.5, "tis_mode": "sequence_truncate"}
+    assert r["reward"] == {"verifier": "verl_function",
+                           "options": {"verl_function": {"path": str(reward), "name": "score_fn", "kwargs": {"strict": True}}}}  # fmt: skip
+    assert (r["rollout"]["engine"], r["rollout"]["n"], r["rollout"]["top_k"]) == ("vllm", 8, 0)
+    assert (r["train"]["steps"], r["train"]["warmup_steps"], r["checkpoint"]["every"]) == (300, 0, 0)
+    assert r["name"] == "grpo-RL" and r["log"]["wandb"] is True and r["model"]["path"] == "Qwen/Qwen2.5-0.5B"
+    notes = "\n".join(out.notes)
+    assert "policy_loss.loss_mode 'clip_cov' has no reasonrl equivalent" in notes
+    assert "trainer.some_new_knob=7: no reasonrl equivalent, left out" in notes
+    assert "trainer.n_gpus_per_node: not needed (launch with torchrun --nproc-per-node N" in notes
+    assert not (tmp_path / "ran").exists()  # the script was read, never run
+
+
+def test_the_converted_recipes_load_and_the_cli_writes_them(tmp_path, capsys):
+    script, _ = _verl(tmp_path)
+    out = tmp_path / "recipe.yaml"
+    assert main(["convert", "verl", str(script), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"wrote {out}; train it with: reasonrl train {out}" in err and "note: trainer.some_new_knob" in err
+    assert out.read_text().startswith(f"# Converted by `reasonrl convert verl {script}`")
+    cfg = load_config(out)  # the recipe reasonrl trains
+    assert (cfg.train.global_batch, cfg.rollout.n, cfg.reward.verifier, cfg.algo.kl.coef) == (
+        256,
+        8,
+        "verl_function",
+        0.001,
+    )
+    assert main(["convert", "verl", str(script), "-o", str(out)]) == 2  # never over a file by accident
+    assert "exists; pass --overwrite" in capsys.readouterr().err
+    assert main(["convert", "verl", str(script), "-o", str(out), "--overwrite"]) == 0
+
+
+TRL = """
+model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct
+dataset_name: trl-lib/DeepMath-103K
+learning_rate: 1.0e-6
+per_device_train_batch_size: 8
+gradient_accumulation_steps: 4
+steps_per_generation: 8
+num_generations: 8
+max_completion_length: 1024
+max_steps: 500
+beta: 0.04
+loss_type: {loss_type}
+epsilon_high: 4.0
+scale_rewards: batch
+use_vllm: true
+bf16: true
+warmup_steps: 0.05
+report_to: [wandb]
+sync_ref_model: true
+ref_model_sync_steps: 100
+use_bias_correction_kl: true
+multi_objective_aggregation: normalize_then_sum
+chat_template_kwargs: {{enable_thinking: false}}
+logging_steps: 1
+some_future_field: 3
+"""
+
+
+def test_a_trl_config_becomes_a_recipe_that_loads(tmp_path):
+    path = tmp_path / "grpo.yaml"
+    path.write_text(TRL.format(loss_type="cispo"))
+    out = convert("trl", path)
+    r = out.recipe
+    # one process: the generation batch is per device x steps_per_generation, an update per device x accumulation
+    assert (r["train"]["global_batch"], r["train"]["mini_batch"], r["train"]["micro_batch"]) == (64, 32, 8)
+    # TRL's CISPO caps the weight at epsilon_high itself; reasonrl's bound is 1 + clip_high
+    assert (r["algo"]["policy_loss"], r["algo"]["clip_high"], r["algo"]["loss_agg"]) == (
+        "cispo",
+        3.0,
+        "token_mean",
+    )
+    assert (
+        r["algo"]["adv_estimator"] == "gdpo" and "adv_kwargs" not in r["algo"]
+    )  # TRL ignores scale_rewards then
+    assert r["algo"]["kl"] == {
+        "coef": 0.04,
+        "importance_weighted": True,
+        "ref_sync_steps": 100,
+        "ref_sync_alpha": 0.6,
+    }
+    assert r["algo"]["off_policy"] == {
+        "tis_mode": "sequence_mask",
+        "tis_cap": 3.0,
+    }  # TRL's defaults with vLLM
+    assert (r["train"]["warmup_ratio"], r["model"]["dtype"], r["rollout"]["engine"]) == (
+        0.05,
+        "bfloat16",
+        "vllm",
+    )
+    assert r["data"]["chat_template_kwargs"] == {"enable_thinking": False}
+    notes = "\n".join(out.notes)
+    assert (
+        "with P processes multiply both by P" in notes
+        and "some_future_field=3: no reasonrl equivalent" in notes
+    )
+    assert "dataset_name: not needed (data comes from local files" in notes
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump(r))
+    cfg = load_config(recipe, ["rollout.engine=hf"])  # (vLLM is an optional extra)
+    assert (cfg.algo.policy_loss, cfg.algo.clip_high, cfg.train.global_batch) == ("cispo", 3.0, 64)
+
+
+@pytest.mark.parametrize(
+    "loss_type,loss,agg",
+    [("grpo", "ppo_clip", "seq_mean_token_mean"), ("dr_grpo", "ppo_clip", "seq_mean_token_sum_norm"),
+     ("dapo", "ppo_clip", "token_mean"), ("sapo", "sapo", "seq_mean_token_mean")],
+)  # fmt: skip
+def test_trl_loss_types(tmp_path, loss_type, loss, agg):
+    path = tmp_path / "grpo.yaml"
+    text = TRL.format(loss_type=loss_type).replace("epsilon_high: 4.0", "epsilon_high: 0.28")
+    path.write_text(text.replace("multi_objective_aggregation: normalize_then_sum\n", ""))
+    r = convert("trl", path).recipe
+    assert (r["algo"]["policy_loss"], r["algo"]["loss_agg"], r["algo"]["clip_high"]) == (loss, agg, 0.28)
+    assert r["algo"]["adv_kwargs"] == {"std_scope": "batch"}  # scale_rewards: batch
+
+
+def test_values_scripts_and_bad_input():
+    assert [parse_value(x) for x in ("1e-6", "3", "True", "null", "['a','b']", "x.parquet")] == [
+        1e-06, 3, True, None, ["a", "b"], "x.parquet"
+    ]  # fmt: skip
+    o = verl_overrides(
+        "lr=1e-6\nbs=$((4 * (2 + 1)))\npython3 -m verl.trainer.main_ppo a.b=$bs c.d=${lr} e.f=${nope:-7}\n"
+    )
+    assert o == {"a.b": 12, "c.d": 1e-06, "e.f": 7}
+    with pytest.raises(InputError, match="no verl overrides"):
+        from reasonrl.config.from_verl import convert_verl
+
+        convert_verl("echo hello\n")
+    with pytest.raises(InputError, match="no such file"):
+        convert("verl", "/nonexistent/run.sh")
+    with pytest.raises(InputError, match="unknown source 'openrlhf'"):
+        convert("openrlhf", "x")
+
+
+def test_a_trl_file_that_is_not_a_mapping(tmp_path):
+    bad = tmp_path / "grpo.yaml"
+    bad.write_text("- a\n- b\n")
+    with pytest.raises(InputError, match="not a YAML / JSON mapping of GRPOConfig fields"):
+        convert("trl", bad)
