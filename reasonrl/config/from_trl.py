@@ -106,9 +106,12 @@ def convert_trl(path) -> Converted:
                 out.set(ours, fn(f[key]))
             except (ValueError, TypeError, KeyError) as e:
                 out.notes.append(f"{key}={f[key]!r}: no reasonrl equivalent ({e}); left out")
-    _trl_batches(take, out)
-    _trl_loss(f, take, out)
-    _trl_optimizer(f, take, out)
+    try:
+        _trl_batches(take, out)
+        _trl_loss(f, take, out)
+        _trl_optimizer(f, take, out)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"{path}: a field is not a number where TRL expects one ({e})") from None
     for key, value in f.items():
         if key in used:
             continue

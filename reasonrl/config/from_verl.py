@@ -181,12 +181,25 @@ def convert_verl(text: str) -> Converted:
         return o.get(key, default)
 
     for key, (ours, fn) in VERL.items():
-        if key in o and o[key] is not None:
+        if key in o:
             used.add(key)
+        if key in o and o[key] is not None:
             try:
                 out.set(ours, fn(o[key]) if fn else o[key])
             except (ValueError, TypeError) as e:
                 out.notes.append(f"{key}={o[key]!r}: {e}; left out")
+    try:
+        _derived(o, take, out)
+    except (ValueError, TypeError) as e:  # e.g. a variable the script does not set, left as "$N"
+        raise InputError(
+            f"a setting of the script is not a number ({e}); a variable it does not set?"
+        ) from None
+    _leftovers(o, used, out)
+    return out
+
+
+def _derived(o, take, out: Converted) -> None:
+    """The settings computed from several verl keys."""
     n = int(take(A + "rollout.n", 1))
     if (bs := take("data.train_batch_size")) is not None:
         out.set("train.global_batch", int(bs) * n)  # verl counts prompts, reasonrl sequences
@@ -215,30 +228,27 @@ def convert_verl(text: str) -> Converted:
     if (epochs := take("trainer.total_epochs")) is not None and "trainer.total_training_steps" not in o:
         out.notes.append(f"trainer.total_epochs={epochs}: reasonrl counts steps; set train.steps "
                          "(epochs x rows / prompts per step)")  # fmt: skip
-    _leftovers(o, used, out)
-    return out
 
 
 def _verl_kl(o, take, out: Converted) -> None:
+    def estimator(key: str, default: str) -> None:
+        try:
+            out.set("algo.kl.estimator", choice(KL_TYPES, key)(take(key, default)))
+        except ValueError as e:  # e.g. verl's straight-through "k3+": the coefficient stays, k3 is used
+            out.notes.append(f"{e}; reasonrl's default k3 is used")
+
     if take(A + "actor.use_kl_loss"):
         out.set("algo.kl.coef", float(take(A + "actor.kl_loss_coef", 0.001)))
-        out.set(
-            "algo.kl.estimator",
-            choice(KL_TYPES, "kl_loss_type")(take(A + "actor.kl_loss_type", "low_var_kl")),
-        )
+        estimator(A + "actor.kl_loss_type", "low_var_kl")
     elif take("algorithm.use_kl_in_reward"):
         out.set("algo.kl.coef", float(take("algorithm.kl_ctrl.kl_coef", 0.001)))
         out.set("algo.kl.in_reward", True)
-        out.set("algo.kl.estimator", choice(KL_TYPES, "kl_penalty")(take("algorithm.kl_penalty", "kl")))
+        estimator("algorithm.kl_penalty", "kl")
         if take("algorithm.kl_ctrl.type", "fixed") != "fixed":
             out.notes.append("algorithm.kl_ctrl.type=adaptive: reasonrl's KL coefficient is fixed")
-    else:  # the coefficients of a KL that is off
-        for key in (
-            A + "actor.kl_loss_coef",
-            A + "actor.kl_loss_type",
-            "algorithm.kl_ctrl.kl_coef",
-            "algorithm.kl_penalty",
-        ):
+    else:  # the settings of a KL that is off
+        for key in (A + "actor.kl_loss_coef", A + "actor.kl_loss_type", "algorithm.kl_ctrl.kl_coef",
+                    "algorithm.kl_penalty"):  # fmt: skip
             take(key)
         out.set("algo.kl.coef", 0.0)
 

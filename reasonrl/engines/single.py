@@ -296,7 +296,7 @@ class SingleDeviceEngine:
         self.ref_synced = True
 
     def reference_state(self) -> dict:
-        """The reference model's full state on CPU (every rank calls it under FSDP2: a collective)."""
+        """The reference model's full state on CPU (FSDP2's gathers it from the shards)."""
         return {k: v.detach().cpu().clone() for k, v in self.ref_model.state_dict().items()}
 
     def load_reference(self, state: dict) -> None:
@@ -339,7 +339,7 @@ class SingleDeviceEngine:
         lr / betas / weight decay / schedule (a resume that deliberately changed them) instead of the
         checkpoint's. A state without "optimizer" (a sharded checkpoint, read by
         `load_sharded_optimizer` first) keeps the optimizer as loaded."""
-        if "reference" in state:  # a reference synced to the policy during the run
+        if "reference" in state and self.ref_model is not None:  # a reference the run moved to the policy
             self.load_reference(state["reference"])
         if "optimizer" not in state:
             state = {**state, "optimizer": self.optimizer.state_dict()}

@@ -214,6 +214,14 @@ def test_values_scripts_and_bad_input():
         from reasonrl.config.from_verl import convert_verl
 
         convert_verl("echo hello\n")
+    with pytest.raises(InputError, match="not a number .* a variable it does not set"):
+        convert_verl(
+            "python3 -m verl.trainer.main_ppo data.train_batch_size=$BS actor_rollout_ref.rollout.n=8\n"
+        )
+    kl = convert_verl(
+        "run actor_rollout_ref.actor.use_kl_loss=True actor_rollout_ref.actor.kl_loss_type=k3+\n"
+    )
+    assert kl.recipe["algo"]["kl"] == {"coef": 0.001} and "reasonrl's default k3 is used" in kl.notes[0]
     with pytest.raises(InputError, match="no such file"):
         convert("verl", "/nonexistent/run.sh")
     with pytest.raises(InputError, match="unknown source 'openrlhf'"):
@@ -224,4 +232,7 @@ def test_a_trl_file_that_is_not_a_mapping(tmp_path):
     bad = tmp_path / "grpo.yaml"
     bad.write_text("- a\n- b\n")
     with pytest.raises(InputError, match="not a YAML / JSON mapping of GRPOConfig fields"):
+        convert("trl", bad)
+    bad.write_text("per_device_train_batch_size: eight\n")
+    with pytest.raises(InputError, match="a field is not a number where TRL expects one"):
         convert("trl", bad)
