@@ -46,6 +46,12 @@ def test_importance_weight_modes_hand_computed(mode, floor, weights, changed, me
     close(m["mismatch_kl"], MISMATCH, rtol=1e-6)
 
 
+def test_a_mask_mode_without_a_floor_keeps_small_weights():
+    old, mask = torch.zeros(1, 2), torch.ones(1, 2, dtype=torch.bool)
+    w, _ = tis_weights(old, -torch.log(T([[0.1, 9.0]])), mask, cap=3.0, mode="token_mask")
+    close(w, [[0.1, 0.0]], rtol=1e-6)  # only the cap masks: no lower bound by default
+
+
 def test_importance_weight_modes_refuse_bad_arguments():
     z = torch.zeros(1, 2)
     mask = torch.ones(1, 2, dtype=torch.bool)
