@@ -80,17 +80,29 @@ def test_mixture_with_curriculum_resumes_exactly_after_sigkill(tiny_model_dir, t
 
     run = tmp_path / "killed"
     cmd = [sys.executable, "-m", "reasonrl.cli.main", "train", *_overrides(tiny_model_dir, run, files, steps)]
+    resumed = kill_after_checkpoint_and_resume(cmd, run, 4, steps)
+    for r in resumed:
+        assert _stable(r) == rows[r["step"]], r["step"]
+
+
+def kill_after_checkpoint_and_resume(cmd: list[str], run, step: int, steps: int, check=None) -> list[dict]:
+    """Run `cmd` (a `train` command writing to `run`), SIGKILL it once the checkpoint of `step` is complete,
+    run `check()` on what it left, resume it to the end; returns the resumed run's metrics rows, after
+    checking they hold every step once."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-    _wait_for(lambda: (run / "checkpoints" / "step_000004" / "complete.json").exists(), proc, timeout=240)
+    _wait_for(
+        lambda: (run / "checkpoints" / f"step_{step:06d}" / "complete.json").exists(), proc, timeout=240
+    )
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     assert list_checkpoints(run)[-1].name != f"step_{steps:06d}", "the kill came too late to test anything"
+    if check is not None:
+        check()
     res = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=400, env=_env())
     assert res.returncode == 0, res.stderr[-2000:]
     resumed = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
     assert [r["step"] for r in resumed] == list(range(steps + 1))
-    for r in resumed:
-        assert _stable(r) == rows[r["step"]], r["step"]
+    return resumed
 
 
 def test_async_worker_trains_on_the_mixture(tiny_model_dir, tmp_path):

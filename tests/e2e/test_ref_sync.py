@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import copy
 import json
-import signal
 import subprocess
 import sys
 
 import pytest
 import torch
-from test_mixture_resume import _env
-from test_run_dir import _wait_for
+from test_mixture_resume import _env, kill_after_checkpoint_and_resume
 from test_train_loop import _cfg, _overrides, _stable
 
 from reasonrl.config import ConfigError, load_config
@@ -75,18 +73,15 @@ def test_a_trainer_killed_after_a_reset_resumes_with_that_reference(tiny_model_d
     assert res.returncode == 0, res.stderr[-2000:]
     rows = {r["step"]: _stable(r) for r in map(json.loads, (tmp_path / "full" / "metrics.jsonl").open())}
     run = tmp_path / "killed"
+
+    def saved_reference():  # synced at step 2, so the checkpoint of step 3 holds it
+        assert list_checkpoints(run)[-1].name == "step_000003"
+        assert "reference" in torch.load(
+            run / "checkpoints" / "step_000003" / "engine.pt", weights_only=False
+        )
+
     cmd = [*base, *_overrides(tiny_model_dir, run, steps, *args)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-    _wait_for(lambda: (run / "checkpoints" / "step_000003" / "complete.json").exists(), proc, timeout=240)
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()
-    assert list_checkpoints(run)[-1].name == "step_000003", "the kill came too late to test anything"
-    state = torch.load(run / "checkpoints" / "step_000003" / "engine.pt", weights_only=False)
-    assert "reference" in state  # synced at step 2, so saved
-    res = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=400, env=_env())
-    assert res.returncode == 0, res.stderr[-2000:]
-    resumed = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x.strip()]
-    assert [r["step"] for r in resumed] == list(range(steps + 1))
+    resumed = kill_after_checkpoint_and_resume(cmd, run, 3, steps, check=saved_reference)
     for r in resumed:
         assert _stable(r) == rows[r["step"]], r["step"]
     assert rows[4]["loss/kl"] > 1e-4  # the step the saved reference decides
