@@ -65,6 +65,7 @@ CASES = [
         [0, 0, 1, 1],
         [1.157275, -1.157275, -0.231455, 0.231455],
     ),
+    ("grpo", {"std_scope": "batch"}, [1, 0], [0, 0], [0.707106, -0.707106]),  # two rows: the group's std
     # rloo [2, 0, 1]: 2 - (0+1)/2 = 1.5 ; 0 - (2+1)/2 = -1.5 ; 1 - (2+0)/2 = 0 ; [1, 0]: 1 - 0, 0 - 1
     ("rloo", {}, [2, 0, 1, 1, 0, 7], [0, 0, 0, 1, 1, 2], [1.5, -1.5, 0.0, 1.0, -1.0, 0.0]),
     # reinforce_pp: groups ignored. [3, 1, 2, 2]: mean 2, deviations [1, -1, 0, 0], var 2/3,
@@ -138,8 +139,13 @@ def test_gdpo_hand_computed_and_unlike_grpo_on_the_sum():
 
 
 def test_gdpo_needs_its_terms():
-    with pytest.raises(ValueError, match="gdpo needs term_rewards"):
-        ADVANTAGES.get("gdpo")(T([1.0, 0.0]), T([0, 0]))
+    for given in ({}, {"term_rewards": torch.zeros(2, 1)}, {"term_weights": (1.0,)}):
+        with pytest.raises(ValueError, match="^gdpo needs term_rewards"):
+            ADVANTAGES.get("gdpo")(T([1.0, 0.0]), T([0, 0]), **given)
+    from reasonrl.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="compares each sample with the others of its group"):
+        load_config(None, ["algo.adv_estimator=gdpo", "rollout.n=1"])
     with pytest.raises(ValueError, match="does not fit 1 weights"):
         ADVANTAGES.get("gdpo")(T([1.0, 0.0]), T([0, 0]), term_rewards=torch.zeros(2, 2), term_weights=(1.0,))
 

@@ -4,6 +4,8 @@ loss terms are 0 / grad KL(pi || ref) / grad KL(ref || pi), as the module docstr
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from _tolerance import close
@@ -96,6 +98,11 @@ def test_importance_weighted_k3_is_unbiased_off_policy_in_value_and_gradient():
     plain = (p_old * kl_penalty(logp, ref, "k3")).sum()
     (g_plain,) = torch.autograd.grad(plain, theta)
     assert abs(plain.item() - kl_fwd.item()) > 1e-2 and (g_plain - g_fwd).abs().max() > 1e-2
+
+
+def test_importance_weighted_clamps_the_log_ratio_to_20():
+    w = importance_weighted(T([[1.0, 1.0]]), T([[50.0, -50.0]]), T([[0.0, 0.0]]))
+    close(w, [[math.exp(20.0), math.exp(-20.0)]], rtol=1e-6)
 
 
 def test_importance_weighted_on_policy_is_value_one_plus_the_score_term():

@@ -214,6 +214,15 @@ def test_gmpo_hand_computed():
     close(aggregate(loss, mask, "seq_mean_token_mean"), (-1.1051709 + 1.9024588) / 2, rtol=1e-6)
 
 
+def test_gmpo_clip_fractions_count_only_the_side_the_advantage_pushes():
+    # A = .5 > 0 with l = -.6 below the band: the clip is not active there (it only caps gains); A = -1
+    # with l = .2, .3 inside the band: nothing clipped either
+    _, m = POLICY_LOSSES.get("gmpo")(
+        T([[-0.6], [0.2]]), torch.zeros(2, 1), T([[0.5], [-1.0]]), T([[True], [True]])
+    )
+    assert (m["clipfrac_low"].item(), m["clipfrac_high"].item()) == (0.0, 0.0)
+
+
 def test_gmpo_on_policy_gradient_equals_grpo_sequence_mean():
     # rho = 1 on policy: the gradient of -A rho per row is -A mean_t d logprobs, GRPO's (ppo_clip with
     # seq_mean_token_mean) exactly
