@@ -123,7 +123,8 @@ def _expand(text: str, env: dict[str, str]) -> str:
     variable is left as written (it shows in the recipe)."""
 
     def var(name: str, default: str | None = None) -> str | None:
-        return env.get(name, os.environ.get(name, default))
+        value = env.get(name, os.environ.get(name))
+        return default if default is not None and not value else value  # ${X:-d}: d when X is unset or empty
 
     def arith(m):
         expr = re.sub(r"\$?\{?([A-Za-z_]\w*)\}?", lambda v: var(v.group(1)) or v.group(0), m.group(1))
@@ -132,7 +133,9 @@ def _expand(text: str, env: dict[str, str]) -> str:
         return m.group(0)
 
     prev = None
-    while prev != text:
+    for _ in range(64):  # each pass fills one level of nesting; a value naming itself cannot loop forever
+        if prev == text or len(text) > 1_000_000:
+            break
         prev = text
         text = re.sub(r"\$\(\(([^()]*(?:\([^()]*\)[^()]*)*)\)\)", arith, text)
         text = re.sub(r"\$\{([A-Za-z_]\w*):-([^${}]*)\}", lambda m: var(m.group(1), m.group(2)), text)
@@ -141,30 +144,56 @@ def _expand(text: str, env: dict[str, str]) -> str:
     return text
 
 
+def _logical_lines(text: str):
+    """The script's commands: continuation lines joined, and a quoted string that spans lines kept whole."""
+    buf = ""
+    for raw in re.sub(r"\\\n", " ", text).splitlines():
+        buf = f"{buf}\n{raw}" if buf else raw
+        try:
+            shlex.split(buf, comments=True)
+        except ValueError:  # an open quote: the string goes on in the next line
+            continue
+        yield buf
+        buf = ""
+    if buf:
+        yield buf
+
+
+OVERRIDE = r"\+{0,2}([A-Za-z_][\w.]*\.[\w.]+)=(.*)"
+
+
 def verl_overrides(text: str) -> dict[str, Any]:
-    """The `key=value` overrides of a verl launch script (or a file of overrides), values parsed."""
-    joined = re.sub(r"\\\n", " ", text)
+    """The `key=value` overrides of a verl launch script (or a file of overrides), values parsed. Control
+    flow is not followed: both branches of an `if` are read, in order (the notes show what came out)."""
     env: dict[str, str] = {}
     overrides: dict[str, Any] = {}
-    for raw in joined.splitlines():
-        line = raw.split(" #")[0].strip() if not raw.lstrip().startswith("#") else ""
-        if not line:
+    for line in _logical_lines(text):
+        line = line.strip()
+        if not line or line.startswith("#"):
             continue
-        assign = re.fullmatch(r"(?:export\s+)?([A-Za-z_]\w*)=(.*)", line)
-        if assign:
-            try:
-                env[assign.group(1)] = (
-                    " ".join(shlex.split(_expand(assign.group(2), env))) if assign.group(2) else ""
-                )
-            except ValueError:
-                env[assign.group(1)] = assign.group(2)
-            continue
+        assign = re.fullmatch(r"(?:export\s+)?([A-Za-z_]\w*)=(.*)", line, re.S)
+        plain = re.sub(r"\$\(\(.*?\)\)|\$\([^)]*\)", "0", line)  # $((...)), $(...): one word each
         try:
-            tokens = shlex.split(_expand(line, env), comments=True)
+            words = shlex.split(plain, comments=True)[1 + line.startswith("export") :]
         except ValueError:
+            words = []
+        if assign and words and re.fullmatch(r"[A-Za-z_./][\w./-]*", words[0]):
+            assign = None  # `NAME=value command ...`: a command run with that variable set
+        if assign:  # X="$X more" appends to X's value so far (unset: empty), as the shell does
+            name, value = assign.groups()
+            env.setdefault(name, os.environ.get(name, ""))
+            try:
+                env[name] = " ".join(shlex.split(_expand(value, env), comments=True))
+            except ValueError:
+                env[name] = _expand(value, env).strip("\"'")
             continue
+        expanded = _expand(line, env)
+        try:
+            tokens = shlex.split(expanded, comments=True)
+        except ValueError:  # still unbalanced: take what looks like key=value
+            tokens = re.findall(r"\S+=(?:'[^']*'|\"[^\"]*\"|\S)*", expanded)
         for tok in tokens:
-            m = re.fullmatch(r"\+{0,2}([A-Za-z_][\w.]*\.[\w.]+)=(.*)", tok, re.S)
+            m = re.fullmatch(OVERRIDE, tok, re.S)
             if m:
                 overrides[m.group(1)] = parse_value(m.group(2))
     return overrides

@@ -228,6 +228,28 @@ def test_values_scripts_and_bad_input():
         convert("openrlhf", "x")
 
 
+def test_overrides_kept_in_variables_across_lines_and_commands_with_an_environment():
+    # verl's larger examples build the command from multi-line quoted variables that append to themselves,
+    # and run it with a variable set in front; a value naming itself must not expand forever
+    script = """
+ACTOR="
+    actor_rollout_ref.actor.optim.lr=1e-6 \\
+    actor_rollout_ref.actor.ppo_mini_batch_size=4"
+EXTRA=""
+if [[ $backend == "megatron" ]]; then
+    ACTOR="$ACTOR actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"
+else
+    ACTOR="$ACTOR actor_rollout_ref.actor.fsdp_config.param_offload=True"
+fi
+PYTHONPATH=/opt/verl python3 -m verl.trainer.main_ppo data.train_batch_size=8 $ACTOR $EXTRA
+"""
+    o = verl_overrides(script)
+    assert o == {"data.train_batch_size": 8, "actor_rollout_ref.actor.optim.lr": 1e-06,
+                 "actor_rollout_ref.actor.ppo_mini_batch_size": 4,
+                 "actor_rollout_ref.actor.megatron.tensor_model_parallel_size": 2,  # both branches are read
+                 "actor_rollout_ref.actor.fsdp_config.param_offload": True}  # fmt: skip
+
+
 def test_a_trl_file_that_is_not_a_mapping(tmp_path):
     bad = tmp_path / "grpo.yaml"
     bad.write_text("- a\n- b\n")
