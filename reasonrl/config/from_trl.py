@@ -76,6 +76,9 @@ TRL: dict[str, tuple[str, Any]] = {
     "lora_dropout": ("model.lora.dropout", float),
     "lora_target_modules": ("model.lora.target_modules", lambda v: v if isinstance(v, list) else [v]),
 }
+# GRPOConfig's defaults (and transformers' TrainingArguments') where they differ from reasonrl's
+TRL_DEFAULTS = {"learning_rate": 1e-6, "max_completion_length": 512, "lr_scheduler_type": "linear",
+                "gradient_checkpointing": True, "bf16": True}  # fmt: skip
 # fields reasonrl needs no setting for: the reason, shown in the notes
 TRL_NOT_NEEDED = {
     "logging_steps": "every step is logged",
@@ -92,8 +95,15 @@ TRL_NOT_NEEDED = {
 
 
 def convert_trl(path) -> Converted:
-    f = trl_fields(path)
+    given = trl_fields(path)
     out, used = Converted(), set()
+    defaults = {k: v for k, v in TRL_DEFAULTS.items() if k not in given}
+    if defaults:  # what TRL would use where the file sets nothing, so the run is the same run
+        out.notes.append(
+            "TRL's defaults where the file sets nothing: "
+            + ", ".join(f"{k}={v}" for k, v in defaults.items())
+        )
+    f = {**defaults, **given}
 
     def take(key, default=None):
         used.add(key)
@@ -199,12 +209,21 @@ def _trl_loss(f, take, out: Converted) -> None:
         out.set("rollout.engine", "vllm")
         if take("vllm_importance_sampling_correction", True):  # TRL's defaults when not given
             out.set("algo.off_policy.tis_mode", str(take("vllm_importance_sampling_mode", "sequence_mask")))
-            out.set("algo.off_policy.tis_cap", float(take("vllm_importance_sampling_cap", 3.0)))
-    for key in (
-        "vllm_importance_sampling_correction",
-        "vllm_importance_sampling_mode",
-        "vllm_importance_sampling_cap",
-    ):
+            cap = take(
+                "vllm_importance_sampling_clip_max", take("vllm_importance_sampling_cap", 3.0)
+            )  # (the old name)
+            out.set("algo.off_policy.tis_cap", float(cap))
+            floor = take("vllm_importance_sampling_clip_min")
+            if floor is not None and str(take("vllm_importance_sampling_mode", "sequence_mask")).endswith(
+                "mask"
+            ):
+                out.set("algo.off_policy.tis_floor", float(floor))
+            elif floor is not None:
+                out.notes.append(
+                    f"vllm_importance_sampling_clip_min={floor}: reasonrl's truncate modes cap only from above; left out"
+                )
+    for key in ("vllm_importance_sampling_correction", "vllm_importance_sampling_mode", "vllm_importance_sampling_cap",
+                "vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_min"):  # fmt: skip
         take(key)
 
 

@@ -95,6 +95,13 @@ VERL: dict[str, tuple[str, Callable | None]] = {
     "trainer.default_local_dir": ("log.run_dir", str),
     "trainer.logger": ("log.wandb", lambda v: "wandb" in as_list(v)),
 }  # fmt: skip
+# verl's defaults (verl/trainer/config/_generated_ppo_trainer.yaml) where they differ from reasonrl's
+VERL_DEFAULTS = {
+    "algorithm.adv_estimator": "gae", A + "rollout.n": 1, "data.max_response_length": 512,
+    "data.train_batch_size": 1024, A + "actor.ppo_mini_batch_size": 256, A + "actor.optim.lr": 1e-6,
+    A + "actor.optim.weight_decay": 0.01, A + "model.enable_gradient_checkpointing": True,
+    A + "model.use_remove_padding": True,
+}  # fmt: skip
 # keys reasonrl needs no setting for: the reason, shown in the notes
 VERL_NOT_NEEDED = {
     "data.truncation": "a prompt over data.max_prompt_tokens is an error, or dropped with data.drop_overlong_prompts",
@@ -200,10 +207,15 @@ def verl_overrides(text: str) -> dict[str, Any]:
 
 
 def convert_verl(text: str) -> Converted:
-    o = verl_overrides(text)
-    if not o:
+    given = verl_overrides(text)
+    if not given:
         raise InputError("no verl overrides (key=value with a dotted key) found in the script")
     out, used = Converted(), set()
+    defaults = {k: v for k, v in VERL_DEFAULTS.items() if k not in given}
+    if defaults:  # what verl would use where the script sets nothing, so the run is the same run
+        out.notes.append("verl's defaults where the script sets nothing: "
+                         + ", ".join(f"{k}={v}" for k, v in defaults.items()))  # fmt: skip
+    o = {**defaults, **given}
 
     def take(key, default=None):
         used.add(key)

@@ -89,7 +89,13 @@ def test_a_verl_script_becomes_a_recipe_with_reasonrl_meanings(tmp_path):
     assert (r["rollout"]["engine"], r["rollout"]["n"], r["rollout"]["top_k"]) == ("vllm", 8, 0)
     assert (r["train"]["steps"], r["train"]["warmup_steps"], r["checkpoint"]["every"]) == (300, 0, 0)
     assert r["name"] == "grpo-RL" and r["log"]["wandb"] is True and r["model"]["path"] == "Qwen/Qwen2.5-0.5B"
+    # verl's own defaults where the script sets nothing (reasonrl's differ): the same run as verl's
+    assert (r["train"]["weight_decay"], r["model"]["gradient_checkpointing"], r["model"]["remove_padding"]) == (
+        0.01, True, True)  # fmt: skip
     notes = "\n".join(out.notes)
+    assert (
+        "verl's defaults where the script sets nothing: " in notes and "rollout.n" not in notes.split("\n")[0]
+    )
     assert "policy_loss.loss_mode 'clip_cov' has no reasonrl equivalent" in notes
     assert "trainer.some_new_knob=7: no reasonrl equivalent, left out" in notes
     assert "trainer.n_gpus_per_node: not needed (launch with torchrun --nproc-per-node N" in notes
@@ -175,6 +181,8 @@ def test_a_trl_config_becomes_a_recipe_that_loads(tmp_path):
         "vllm",
     )
     assert r["data"]["chat_template_kwargs"] == {"enable_thinking": False}
+    # TRL's / transformers' defaults where the file sets nothing
+    assert (r["train"]["lr_schedule"], r["model"]["gradient_checkpointing"]) == ("linear", True)
     notes = "\n".join(out.notes)
     assert (
         "with P processes multiply both by P" in notes
@@ -221,7 +229,9 @@ def test_values_scripts_and_bad_input():
     kl = convert_verl(
         "run actor_rollout_ref.actor.use_kl_loss=True actor_rollout_ref.actor.kl_loss_type=k3+\n"
     )
-    assert kl.recipe["algo"]["kl"] == {"coef": 0.001} and "reasonrl's default k3 is used" in kl.notes[0]
+    assert kl.recipe["algo"]["kl"] == {"coef": 0.001} and "reasonrl's default k3 is used" in "\n".join(
+        kl.notes
+    )
     with pytest.raises(InputError, match="no such file"):
         convert("verl", "/nonexistent/run.sh")
     with pytest.raises(InputError, match="unknown source 'openrlhf'"):
