@@ -110,12 +110,15 @@ def convert_trl(path) -> Converted:
         return f.get(key, default)
 
     for key, (ours, fn) in TRL.items():
-        if key in f and f[key] is not None:
+        if key in f:
             used.add(key)
+        if key in f and f[key] is not None:
             try:
                 out.set(ours, fn(f[key]))
             except (ValueError, TypeError, KeyError) as e:
                 out.notes.append(f"{key}={f[key]!r}: no reasonrl equivalent ({e}); left out")
+    if not f.get("use_peft") and out.recipe.get("model", {}).pop("lora", None):  # LoRA only with use_peft
+        out.notes.append("lora_* fields without use_peft=true: TRL trains every weight; so does the recipe")
     try:
         _trl_batches(take, out)
         _trl_loss(f, take, out)
@@ -157,7 +160,7 @@ def _trl_batches(take, out: Converted) -> None:
         out.set("log.wandb", True)
     if take("bf16"):
         out.set("model.dtype", "bfloat16")
-    if take("use_peft") and "lora_r" not in out.recipe.get("model", {}).get("lora", {}):
+    if take("use_peft") and "rank" not in out.recipe.get("model", {}).get("lora", {}):
         out.set("model.lora.rank", 16)  # TRL's ModelConfig default lora_r
 
 

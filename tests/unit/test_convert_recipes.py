@@ -260,6 +260,19 @@ PYTHONPATH=/opt/verl python3 -m verl.trainer.main_ppo data.train_batch_size=8 $A
                  "actor_rollout_ref.actor.fsdp_config.param_offload": True}  # fmt: skip
 
 
+def test_trl_lora_fields(tmp_path):
+    path = tmp_path / "grpo.yaml"
+    path.write_text("use_peft: true\nlora_r: 32\nlora_alpha: 64\ntop_k: null\n")
+    out = convert("trl", path)
+    assert out.recipe["model"]["lora"] == {"rank": 32, "alpha": 64.0}
+    assert not any("top_k" in note for note in out.notes)  # null: TRL's default, nothing to say
+    path.write_text("use_peft: true\n")
+    assert convert("trl", path).recipe["model"]["lora"] == {"rank": 16}  # TRL's ModelConfig default
+    path.write_text("lora_r: 32\n")  # without use_peft TRL ignores it
+    out = convert("trl", path)
+    assert "lora" not in out.recipe["model"] and "without use_peft=true" in "\n".join(out.notes)
+
+
 def test_a_trl_file_that_is_not_a_mapping(tmp_path):
     bad = tmp_path / "grpo.yaml"
     bad.write_text("- a\n- b\n")
