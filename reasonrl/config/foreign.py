@@ -1,6 +1,7 @@
 """Recipes of other trainers as reasonrl recipes: what the verl and TRL readers share.
 
-Owns: `Converted` (the recipe being built and the notes on what was left out or derived), value
+Owns: `Converted` (the recipe being built and the notes on what was left out or derived), `Reading` (one
+file's settings: the other trainer's defaults, reading keys, applying a key table, noting leftovers), value
 conversions (`choice`, `parse_value`: a Hydra / YAML value as Python), `read_source`, and `convert`
 (dispatch by trainer). Does not own: each trainer's keys (`config.from_verl`, `config.from_trl`), the
 config itself (`config.sections`), checking the result (`load_config`) or writing it (`cli.convert`).
@@ -31,6 +32,50 @@ class Converted:
         for p in parents:
             node = node.setdefault(p, {})
         node[last] = value
+
+
+class Reading:
+    """One file's settings being read into a recipe: the other trainer's defaults filled in where the file
+    sets nothing (one note lists them), `take` reads a key (and marks it read), `apply` maps a key table,
+    `leftovers` notes every key no rule read: left out, or not needed (with the reason)."""
+
+    def __init__(self, who: str, given: dict[str, Any], defaults: dict[str, Any]):
+        self.out, self.used = Converted(), set()
+        missing = {k: v for k, v in defaults.items() if k not in given}
+        if missing:  # what the other trainer would use where the file is silent: the same run
+            self.out.notes.append(f"{who}'s defaults where the file sets nothing: "
+                                  + ", ".join(f"{k}={v}" for k, v in missing.items()))  # fmt: skip
+        self.values = {**missing, **given}
+
+    def take(self, key: str, default: Any = None) -> Any:
+        self.used.add(key)
+        return self.values.get(key, default)
+
+    def apply(self, table: dict[str, tuple[str, Callable]]) -> None:
+        """Each key of `table` the file sets: its value converted to the reasonrl key (a value with no
+        equivalent is noted)."""
+        for key, (ours, convert) in table.items():
+            if key not in self.values:
+                continue
+            value = self.take(key)
+            if value is None:
+                continue
+            try:
+                self.out.set(ours, convert(value))
+            except (ValueError, TypeError) as e:
+                self.out.notes.append(f"{key}={value!r}: {e}; left out")
+
+    def leftovers(self, not_needed: dict[str, str | None], prefixes: dict[str, str] | None = None) -> None:
+        """A note for every key no rule read: not needed (the reason; None: nothing to say) or left out."""
+        for key, value in self.values.items():
+            if key in self.used:
+                continue
+            why = not_needed[key] if key in not_needed else next(
+                (r for p, r in (prefixes or {}).items() if key.startswith(p)), False)  # fmt: skip
+            if why is False:
+                self.out.notes.append(f"{key}={value!r}: no reasonrl equivalent, left out")
+            elif why:
+                self.out.notes.append(f"{key}: not needed ({why})")
 
 
 def choice(table: dict[str, Any], what: str) -> Callable[[Any], Any]:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reasonrl.config.foreign import Converted, parse_value, read_source
+from reasonrl.config.foreign import Converted, Reading, choice, parse_value, read_source
 from reasonrl.errors import InputError
 
 
@@ -58,7 +58,7 @@ TRL: dict[str, tuple[str, Any]] = {
     "sapo_temperature_neg": ("algo.loss_kwargs.tau_neg", float),
     "num_iterations": ("train.epochs", int),
     "warmup_ratio": ("train.warmup_ratio", float),
-    "lr_scheduler_type": ("train.lr_schedule", lambda v: SCHEDULES[str(v)]),
+    "lr_scheduler_type": ("train.lr_schedule", choice(SCHEDULES, "lr_scheduler_type")),
     "weight_decay": ("train.weight_decay", float),
     "max_grad_norm": ("train.grad_clip", float),
     "seed": ("train.seed", int),
@@ -95,45 +95,18 @@ TRL_NOT_NEEDED = {
 
 
 def convert_trl(path) -> Converted:
-    given = trl_fields(path)
-    out, used = Converted(), set()
-    defaults = {k: v for k, v in TRL_DEFAULTS.items() if k not in given}
-    if defaults:  # what TRL would use where the file sets nothing, so the run is the same run
-        out.notes.append(
-            "TRL's defaults where the file sets nothing: "
-            + ", ".join(f"{k}={v}" for k, v in defaults.items())
-        )
-    f = {**defaults, **given}
-
-    def take(key, default=None):
-        used.add(key)
-        return f.get(key, default)
-
-    for key, (ours, fn) in TRL.items():
-        if key in f:
-            used.add(key)
-        if key in f and f[key] is not None:
-            try:
-                out.set(ours, fn(f[key]))
-            except (ValueError, TypeError, KeyError) as e:
-                out.notes.append(f"{key}={f[key]!r}: no reasonrl equivalent ({e}); left out")
-    if not f.get("use_peft") and out.recipe.get("model", {}).pop("lora", None):  # LoRA only with use_peft
-        out.notes.append("lora_* fields without use_peft=true: TRL trains every weight; so does the recipe")
+    r = Reading("TRL", trl_fields(path), TRL_DEFAULTS)
+    r.apply(TRL)
+    if not r.values.get("use_peft") and r.out.recipe.get("model", {}).pop("lora", None):  # only with use_peft
+        r.out.notes.append("lora_* fields without use_peft=true: TRL trains every weight; so does the recipe")
     try:
-        _trl_batches(take, out)
-        _trl_loss(f, take, out)
-        _trl_optimizer(f, take, out)
+        _trl_batches(r.take, r.out)
+        _trl_loss(r.values, r.take, r.out)
+        _trl_optimizer(r.values, r.take, r.out)
     except (ValueError, TypeError) as e:
         raise InputError(f"{path}: a field is not a number where TRL expects one ({e})") from None
-    for key, value in f.items():
-        if key in used:
-            continue
-        if key in TRL_NOT_NEEDED:
-            if TRL_NOT_NEEDED[key]:
-                out.notes.append(f"{key}: not needed ({TRL_NOT_NEEDED[key]})")
-        else:
-            out.notes.append(f"{key}={value!r}: no reasonrl equivalent, left out")
-    return out
+    r.leftovers(TRL_NOT_NEEDED)
+    return r.out
 
 
 def _trl_batches(take, out: Converted) -> None:

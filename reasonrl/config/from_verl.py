@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from reasonrl.config.foreign import Converted, as_list, choice, off_if_negative, parse_value
+from reasonrl.config.foreign import Converted, Reading, as_list, choice, off_if_negative, parse_value
 from reasonrl.errors import InputError
 
 KL_TYPES = {"low_var_kl": "k3", "k3": "k3", "kl": "k1", "k1": "k1", "mse": "k2", "k2": "k2", "abs": "abs"}
@@ -210,33 +210,16 @@ def convert_verl(text: str) -> Converted:
     given = verl_overrides(text)
     if not given:
         raise InputError("no verl overrides (key=value with a dotted key) found in the script")
-    out, used = Converted(), set()
-    defaults = {k: v for k, v in VERL_DEFAULTS.items() if k not in given}
-    if defaults:  # what verl would use where the script sets nothing, so the run is the same run
-        out.notes.append("verl's defaults where the script sets nothing: "
-                         + ", ".join(f"{k}={v}" for k, v in defaults.items()))  # fmt: skip
-    o = {**defaults, **given}
-
-    def take(key, default=None):
-        used.add(key)
-        return o.get(key, default)
-
-    for key, (ours, fn) in VERL.items():
-        if key in o:
-            used.add(key)
-        if key in o and o[key] is not None:
-            try:
-                out.set(ours, fn(o[key]) if fn else o[key])
-            except (ValueError, TypeError) as e:
-                out.notes.append(f"{key}={o[key]!r}: {e}; left out")
+    r = Reading("verl", given, VERL_DEFAULTS)
+    r.apply(VERL)
     try:
-        _derived(o, take, out)
+        _derived(r.values, r.take, r.out)
     except (ValueError, TypeError) as e:  # e.g. a variable the script does not set, left as "$N"
         raise InputError(
             f"a setting of the script is not a number ({e}); a variable it does not set?"
         ) from None
-    _leftovers(o, used, out)
-    return out
+    r.leftovers(VERL_NOT_NEEDED, VERL_PREFIXES_NOT_NEEDED)
+    return r.out
 
 
 def _derived(o, take, out: Converted) -> None:
@@ -334,15 +317,3 @@ def _verl_correction(take, out: Converted) -> None:
         out.set("algo.off_policy.tis_mode", f"{reject}_mask")
     elif level or reject:
         out.notes.append(f"{rc}rollout_is={level} / rollout_rs={reject}: no reasonrl equivalent, left out")
-
-
-def _leftovers(o: dict, used: set, out: Converted) -> None:
-    for key, value in o.items():
-        if key in used:
-            continue
-        why = VERL_NOT_NEEDED.get(key, "") if key in VERL_NOT_NEEDED else next(
-            (r for p, r in VERL_PREFIXES_NOT_NEEDED.items() if key.startswith(p)), False)  # fmt: skip
-        if why is False:
-            out.notes.append(f"{key}={value!r}: no reasonrl equivalent, left out")
-        elif why:
-            out.notes.append(f"{key}: not needed ({why})")

@@ -94,7 +94,7 @@ def test_a_verl_script_becomes_a_recipe_with_reasonrl_meanings(tmp_path):
         0.01, True, True)  # fmt: skip
     notes = "\n".join(out.notes)
     assert (
-        "verl's defaults where the script sets nothing: " in notes and "rollout.n" not in notes.split("\n")[0]
+        "verl's defaults where the file sets nothing: " in notes and "rollout.n" not in notes.split("\n")[0]
     )
     assert "policy_loss.loss_mode 'clip_cov' has no reasonrl equivalent" in notes
     assert "trainer.some_new_knob=7: no reasonrl equivalent, left out" in notes
