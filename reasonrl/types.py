@@ -125,12 +125,24 @@ class Completion:
     text:             decoded completion (special tokens removed)
     sampler_logprobs: the rollout engine's log-probability of each sampled token, length T_i
     finish_reason:    "stop" (EOS / stop string) or "length" (hit max_new_tokens)
+    tool_mask:        True on the tokens a tool wrote (its outputs: no loss on them), or None: the model
+                      wrote every token (`rollout.tools`)
+    model_text:       the text without the tool outputs (what the verifiers score), or None: `text`
+    tool_calls:       each tool call's status ("success", "error", "timeout", ...), in order
     """
 
     token_ids: list[int]
     text: str
     sampler_logprobs: list[float]
     finish_reason: str = "stop"
+    tool_mask: list[bool] | None = None
+    model_text: str | None = None
+    tool_calls: tuple[str, ...] = ()
+
+    @property
+    def answer_text(self) -> str:
+        """What the verifiers score: the model's own text."""
+        return self.text if self.model_text is None else self.model_text
 
 
 @dataclass

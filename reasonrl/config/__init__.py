@@ -35,6 +35,7 @@ from reasonrl.config.sections import (
     RolloutConfig,
     RunConfig,
     ShapingConfig,
+    ToolsConfig,
     TrainConfig,
     ValConfig,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "RolloutConfig",
     "RunConfig",
     "ShapingConfig",
+    "ToolsConfig",
     "TrainConfig",
     "ValConfig",
     "from_dict",

@@ -234,6 +234,9 @@ def validate(cfg: RunConfig) -> None:
                           f"generated (data.val_size); raise data.val_size to {cfg.val.size}")  # fmt: skip
     _validate_algo_extras(a, r)
     _validate_async(a, r)
+    from reasonrl.rollout.tools import check_tools
+
+    check_tools(r.tools, r.max_new_tokens)
     _choice("checkpoint.best_mode", cfg.checkpoint.best_mode, ("max", "min"))
     benchmarks = []
     if cfg.val.benchmarks:

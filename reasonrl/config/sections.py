@@ -73,6 +73,20 @@ class DataConfig:
 
 
 @dataclass
+class ToolsConfig:
+    """Tool-integrated reasoning (rollout.tools; docs/rollouts.md): code the model writes runs in the
+    sandbox and its output joins the completion, with no loss on the output's tokens."""
+
+    enabled: bool = False
+    format: str = "markdown"  # rollout.tools.TOOL_FORMATS: markdown (```python -> ```output), xml (<code>)
+    max_calls: int = 4  # calls run per completion; a later call stays plain text
+    timeout_s: float = 5.0  # wall-clock limit of one call
+    memory_mb: int = 512
+    max_output_chars: int = 512  # of one call's output; the rest is cut with a marker
+    workers: int = 4  # calls run at once
+
+
+@dataclass
 class RolloutConfig:
     engine: str = "hf"  # a name in rollout.factory.ROLLOUT_ENGINES (hf, vllm)
     engine_kwargs: dict[str, Any] = field(
@@ -93,6 +107,7 @@ class RolloutConfig:
     # a warning when rollout/logprob_gap_mean (|sampler log-prob - trainer's|) passes this: the engine
     # is not sampling the policy being trained (a sync that did not take, another model); 0 = off
     warn_logprob_gap: float = 0.25
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
 
 
 @dataclass

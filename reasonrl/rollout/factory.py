@@ -2,7 +2,7 @@
 
 Owns: one builder per engine name, `(model, tokenizer, **settings) -> RolloutEngine`, with that
 engine's settings as keyword options (checked against the builder's signature when the config loads,
-from `rollout.engine_kwargs`), and `build_rollout_engine`. Builders import their engine module lazily,
+from `rollout.engine_kwargs`), and `build_rollout_engine` (with the tool loop when asked). Builders import their engine module lazily,
 so the registry (and config validation) stays free of torch / vllm. Does not own: the engines
 (`rollout.hf`, `rollout.vllm`) or the protocol they implement (`rollout.base.RolloutEngine`).
 """
@@ -101,6 +101,12 @@ def memory_share(name: str, settings: dict[str, Any] | None = None) -> float:
     return float(dict(settings or {}).get(key, default))
 
 
-def build_rollout_engine(name: str, model, tokenizer, settings: dict[str, Any] | None = None):
-    """The engine `name` for `model`, with its settings (e.g. `rollout.engine_kwargs`)."""
-    return ROLLOUT_ENGINES.get(name)(model, tokenizer, **dict(settings or {}))
+def build_rollout_engine(name: str, model, tokenizer, settings: dict[str, Any] | None = None, tools=None):
+    """The engine `name` for `model`, with its settings (e.g. `rollout.engine_kwargs`); with `tools`
+    (`rollout.tools`, enabled) wrapped so that the code the model writes runs (`rollout.tools`)."""
+    engine = ROLLOUT_ENGINES.get(name)(model, tokenizer, **dict(settings or {}))
+    if tools is not None and tools.enabled:
+        from reasonrl.rollout.tools import ToolRolloutEngine
+
+        engine = ToolRolloutEngine(engine, tokenizer, tools)
+    return engine

@@ -42,7 +42,7 @@ def score_groups(groups: list[RolloutGroup], tokenizer, scorer, think_from_promp
 def _score_groups(groups, tokenizer, scorer, think_from_prompt: bool) -> dict:
     flat = [(g, c) for g in groups for c in g.completions]
     opens = {id(g): think_from_prompt and prompt_opens_think(tokenizer, g.problem) for g in groups}
-    texts = [scoring_text(c.text, opens[id(g)]) for g, c in flat]
+    texts = [scoring_text(c.answer_text, opens[id(g)]) for g, c in flat]  # tool outputs left out
     results, health = scorer.score(texts, [g.problem for g, _ in flat])
     it = iter(results)
     for g in groups:

@@ -1,6 +1,7 @@
 """Rollout groups -> `TrainBatch` tensors, and splitting a batch into mini-batches.
 
-Owns: padding layout (prompt left-padded to P, completion right-padded to T), the completion mask,
+Owns: padding layout (prompt left-padded to P, completion right-padded to T), the completion mask (off on
+tool outputs),
 rewards / group ids / sampler log-probs as tensors. Does not own: advantages or losses.
 """
 
@@ -32,6 +33,8 @@ def build_batch(groups: list[RolloutGroup], pad_id: int) -> TrainBatch:
             ids[i, P : P + n] = torch.tensor(c.token_ids, dtype=torch.long)
             attn[i, P : P + n] = 1
             mask[i, :n] = True
+            if c.tool_mask is not None:  # no loss on what a tool wrote
+                mask[i, :n] &= ~torch.tensor(c.tool_mask, dtype=torch.bool)
             sampler[i, :n] = torch.tensor(c.sampler_logprobs, dtype=torch.float32)
         rewards[i] = float(g.rewards[ci]) if g.rewards else 0.0
         group_ids[i] = gi

@@ -47,8 +47,28 @@ def collect_rollouts(run, problems: list[Problem], params: SamplingParams) -> tu
         "reward/solved_all_frac": sum(min(g.correctness) >= 1.0 for g in groups) / len(groups),
         "reward/solved_none_frac": sum(max(g.correctness) <= 0.0 for g in groups) / len(groups),
         **health,
+        **tool_metrics(
+            [c for g in groups for c in g.completions], getattr(run.rollout_engine, "runs_tools", False)
+        ),
     }
     return groups, metrics
+
+
+def tool_metrics(completions, enabled: bool) -> dict[str, float]:
+    """`rollout/tool_*` when the engine runs tools (rollout.tools): calls per completion, the share of
+    completions that made one, of calls that failed or timed out, and of tokens a tool wrote."""
+    if not enabled:
+        return {}
+    calls = [s for c in completions for s in c.tool_calls]
+    tokens = sum(len(c.token_ids) for c in completions)
+    written = sum(sum(c.tool_mask) for c in completions if c.tool_mask is not None)
+    return {
+        "rollout/tool_calls_mean": len(calls) / max(len(completions), 1),
+        "rollout/tool_used_frac": sum(bool(c.tool_calls) for c in completions) / max(len(completions), 1),
+        "rollout/tool_error_frac": sum(s != "success" for s in calls) / max(len(calls), 1),
+        "rollout/tool_timeout_frac": sum(s == "timeout" for s in calls) / max(len(calls), 1),
+        "rollout/tool_token_frac": written / max(tokens, 1),
+    }
 
 
 def rollout_metrics(batch: TrainBatch) -> dict[str, float]:

@@ -136,7 +136,7 @@ def greedy_baseline(run, groups: list[RolloutGroup], algo: AlgoConfig, max_new_t
     """ReMax baseline [N]: the shaped reward of each prompt's greedy completion, one per row."""
     greedy = SamplingParams.greedy(max_new_tokens)
     completions = [cs[0] for cs in run.rollout_engine.generate([g.prompt_ids for g in groups], greedy)]
-    results, _ = run.scorer.score([c.text for c in completions], [g.problem for g in groups])
+    results, _ = run.scorer.score([c.answer_text for c in completions], [g.problem for g in groups])
     scores = torch.tensor([float(r.score) for r in results])
     lengths = torch.tensor([len(c.token_ids) for c in completions])
     baseline = shape_rewards(scores, lengths, algo, max_new_tokens)

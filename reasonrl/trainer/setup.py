@@ -303,7 +303,9 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     run = Run(
         model,
         tokenizer,
-        build_rollout_engine(cfg.rollout.engine, model, tokenizer, cfg.rollout.engine_kwargs),
+        build_rollout_engine(
+            cfg.rollout.engine, model, tokenizer, cfg.rollout.engine_kwargs, cfg.rollout.tools
+        ),
         engine,
         scorer,
         sampler,

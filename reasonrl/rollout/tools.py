@@ -1,0 +1,231 @@
+"""Tool-integrated reasoning: the model writes code, the code runs in the sandbox, its output goes back
+into the completion and generation goes on (ToRL, SimpleTIR, ZeroTIR; verl's multi-turn code tool, TRL's
+`tools`).
+
+Owns: `ToolRolloutEngine`, which wraps any `RolloutEngine` and runs the multi-turn loop for every sample
+(generate -> first complete tool call -> cut there -> run it -> append the output's tokens -> generate
+the rest), `TOOL_FORMATS` (how a call is written and its output shown; a real seam), the program a call
+runs as (`cell_program`: earlier cells replayed, their output hidden) and `check_tools` (the recipe's
+`rollout.tools`). Does not own: running code (`rewards.sandbox`, the only place model code runs),
+the engines, or the loss mask built from `Completion.tool_mask` (`trainer.batching`).
+
+What the trainer gets: one `Completion` per sample whose `token_ids` hold the model's tokens and the tool
+outputs' tokens in order; `tool_mask` marks the output tokens (no loss, no KL, no entropy on them; their
+`sampler_logprobs` are 0); `model_text` is the completion without the tool outputs (its segments joined
+by newlines), which is what the
+verifiers score, so a program that prints an answer does not answer for the model. The whole completion,
+outputs included, counts against `rollout.max_new_tokens` (verl's response length).
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+from reasonrl.registry import Registry
+from reasonrl.rollout.base import SamplingParams
+from reasonrl.types import Completion
+
+TOOL_FORMATS: Registry = Registry("tool format")
+
+
+@dataclass(frozen=True)
+class ToolFormat:
+    """call: a regex whose group 1 is the code of a complete call, searched in the model's text;
+    output: the text put after a call, from the program's output (`{output}`)."""
+
+    call: re.Pattern
+    output: str
+
+    def find(self, text: str) -> re.Match | None:
+        return self.call.search(text)
+
+
+# ToRL / SimpleTIR / Qwen2.5-Math-TIR: a ```python block, answered with an ```output block
+TOOL_FORMATS.register("markdown")(ToolFormat(re.compile(r"```python[ \t]*\n(.*?)```", re.S),
+                                             "\n```output\n{output}\n```\n"))  # fmt: skip
+# Qwen3 / Hermes-style tags, for models trained to call a code tool that way
+TOOL_FORMATS.register("xml")(ToolFormat(re.compile(r"<code>\n?(.*?)</code>", re.S),
+                                        "\n<interpreter>\n{output}\n</interpreter>\n"))  # fmt: skip
+
+_CELL_RUNNER = """import contextlib as _cl, io as _io
+_g = {"__name__": "__main__"}
+for _i, _c in enumerate(_CELLS):
+    if _i < len(_CELLS) - 1:
+        with _cl.redirect_stdout(_io.StringIO()), _cl.redirect_stderr(_io.StringIO()):
+            exec(compile(_c, "<cell %d>" % (_i + 1), "exec"), _g)
+    else:
+        exec(compile(_c, "<cell %d>" % (_i + 1), "exec"), _g)
+"""
+
+
+def cell_program(cells: list[str]) -> str:
+    """One program running `cells` in one namespace; only the last cell's output shows (earlier cells are
+    replayed so their variables and functions exist: a notebook's state without a long-lived process)."""
+    return f"_CELLS = {cells!r}\n{_CELL_RUNNER}"
+
+
+def render_output(result, max_chars: int) -> tuple[str, str]:
+    """(the text the model sees, the call's status: "success", "error", "timeout", ...) for a
+    `SandboxResult`: its stdout, then the last line of a traceback, cut to `max_chars`."""
+    if result.timed_out or result.status == "timeout":
+        return "timed out", "timeout"
+    text = result.stdout
+    if result.status == "output_limit":
+        text += "[output limit]"
+    elif not result.ok:  # the traceback's last line (the exception), or the exit status
+        lines = [ln for ln in result.stderr.strip().splitlines() if ln.strip()]
+        text += lines[-1] if lines else f"exit status {result.exit_code}"
+    text = text.rstrip("\n")
+    if len(text) > max_chars:
+        text = text[:max_chars] + "...[truncated]"
+    return text, "success" if result.ok else ("error" if result.status == "failed" else result.status)
+
+
+@dataclass
+class _Sample:
+    prompt: list[int]
+    tokens: list[int]
+    logprobs: list[float]
+    tool_mask: list[bool]
+    segments: list[str]  # the model's own text, segment by segment
+    cells: list[str]  # the code of the calls that ran without error (replayed before the next)
+    calls: list[str]  # each call's status
+    finish: str = "stop"
+
+
+class ToolRolloutEngine:
+    """`engine` with a code tool: each sample generates until its first complete call, the call runs in
+    the sandbox and its output is appended, and generation resumes, until the sample stops, reaches
+    `max_calls` (later calls stay plain text) or the token budget."""
+
+    runs_tools = True  # read by the rollout metrics (`trainer.rollouts.tool_metrics`)
+
+    def __init__(self, engine, tokenizer, tools) -> None:
+        self.engine, self.tokenizer, self.cfg = engine, tokenizer, tools
+        self.format = TOOL_FORMATS.get(tools.format)
+
+    def __getattr__(self, name):  # anything else an engine offers (stats, wake, sleep, ...)
+        return getattr(self.engine, name)
+
+    def sync_weights(self, model, version: int | None = None) -> None:
+        self.engine.sync_weights(model, version)
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
+        first = self.engine.generate(prompts, params)
+        samples = [_Sample(p, [], [], [], [], [], []) for p in prompts for _ in range(params.n)]
+        pending = [(s, c) for s, c in zip(samples, (c for cs in first for c in cs))]
+        round_ = 0
+        while pending:
+            calls = [self._take(s, c, params.max_new_tokens) for s, c in pending]
+            todo = [(s, code) for (s, _), code in zip(pending, calls) if code is not None]
+            if not todo:
+                break
+            outputs = self._run([cells_with(s, code) for s, code in todo])
+            resumed = []
+            for (s, code), (text, status) in zip(todo, outputs):
+                s.calls.append(status)
+                if status == "success":
+                    s.cells.append(code)
+                if self._append_output(s, text, params.max_new_tokens):
+                    resumed.append(s)
+            if not resumed:
+                break
+            round_ += 1
+            seed = None if params.seed is None else params.seed + 7919 * round_
+            budget = [params.max_new_tokens - len(s.tokens) for s in resumed]
+            # one call per budget so that no sample generates past its own
+            by_budget: dict[int, list[_Sample]] = {}
+            for s, b in zip(resumed, budget):
+                by_budget.setdefault(b, []).append(s)
+            pending = []
+            for b, group in sorted(by_budget.items()):
+                step = replace(params, n=1, max_new_tokens=b, seed=seed)
+                outs = self.engine.generate([s.prompt + s.tokens for s in group], step)
+                pending += [(s, cs[0]) for s, cs in zip(group, outs)]
+        return [[self._completion(s) for s in samples[i * params.n : (i + 1) * params.n]]
+                for i in range(len(prompts))]  # fmt: skip
+
+    def _take(self, s: _Sample, c: Completion, budget: int) -> str | None:
+        """Add the segment `c` to `s`, cut after its first complete call when one is allowed (returns that
+        call's code), else whole (returns None)."""
+        toks, logps, text = list(c.token_ids), list(c.sampler_logprobs), c.text
+        match = self.format.find(text) if len(s.calls) < self.cfg.max_calls else None
+        if match is not None:
+            cut = self._cut(toks, match.end())
+            toks, logps = toks[:cut], logps[:cut]
+            text = self.tokenizer.decode(toks, skip_special_tokens=True)
+            if len(s.tokens) + cut >= budget:  # the call ends the budget: no room for its output
+                match = None
+        s.tokens += toks
+        s.logprobs += logps
+        s.tool_mask += [False] * len(toks)
+        s.segments.append(text)
+        s.finish = "stop" if match is not None else c.finish_reason
+        return None if match is None else match.group(1)
+
+    def _cut(self, toks: list[int], end: int) -> int:
+        """The fewest leading tokens whose text holds a complete call (binary search over prefixes)."""
+        lo, hi = 1, len(toks)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.format.find(self.tokenizer.decode(toks[:mid], skip_special_tokens=True)):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _append_output(self, s: _Sample, text: str, budget: int) -> bool:
+        """Append the output's tokens (masked); False when the budget ends inside them."""
+        rendered = self.format.output.format(output=text)
+        # special tokens in the output stay text: a program cannot print an end-of-turn or a role marker
+        ids = self.tokenizer(rendered, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        room = budget - len(s.tokens)
+        ids = ids[:room]
+        s.tokens += ids
+        s.logprobs += [0.0] * len(ids)
+        s.tool_mask += [True] * len(ids)
+        if len(s.tokens) >= budget:
+            s.finish = "length"
+            return False
+        return True
+
+    def _run(self, programs: list[str]) -> list[tuple[str, str]]:
+        from reasonrl.rewards.sandbox import run_python
+
+        def one(program: str) -> tuple[str, str]:
+            res = run_python(program, timeout_s=self.cfg.timeout_s, memory_mb=self.cfg.memory_mb,
+                             max_output_bytes=max(4 * self.cfg.max_output_chars, 4096))  # fmt: skip
+            return render_output(res, self.cfg.max_output_chars)
+
+        with ThreadPoolExecutor(max(1, min(self.cfg.workers, len(programs)))) as pool:
+            return list(pool.map(one, programs))
+
+    def _completion(self, s: _Sample) -> Completion:
+        text = self.tokenizer.decode(s.tokens, skip_special_tokens=True)
+        return Completion(s.tokens, text, s.logprobs, s.finish, tool_mask=s.tool_mask if s.calls else None,
+                          model_text="\n".join(s.segments), tool_calls=tuple(s.calls))  # fmt: skip
+
+
+def cells_with(s: _Sample, code: str) -> str:
+    return cell_program([*s.cells, code])
+
+
+def check_tools(tools, max_new_tokens: int) -> None:
+    """ConfigError naming the `rollout.tools` key that is wrong."""
+    from reasonrl.config import ConfigError
+
+    if not tools.enabled:
+        return
+    if tools.format not in TOOL_FORMATS.names():
+        raise ConfigError(
+            f"rollout.tools.format={tools.format!r} is not one of {', '.join(TOOL_FORMATS.names())}"
+        )
+    for key in ("max_calls", "workers", "memory_mb", "max_output_chars"):
+        if getattr(tools, key) < 1:
+            raise ConfigError(f"rollout.tools.{key} must be >= 1, got {getattr(tools, key)}")
+    if tools.timeout_s <= 0:
+        raise ConfigError(f"rollout.tools.timeout_s must be > 0, got {tools.timeout_s}")
+    if max_new_tokens < 2:
+        raise ConfigError("rollout.tools needs rollout.max_new_tokens >= 2 (a call and its output)")
