@@ -127,6 +127,24 @@ def template_kwargs_arg(pairs: list[str], model: str | None = None) -> dict:
     return {**(dict(cfg.data.chat_template_kwargs) if cfg is not None else {}), **given}
 
 
+def tools_arg(given: str | None, cfg=None):
+    """The tool settings of an eval (`--tools`): the named format, else the run's own `rollout.tools`
+    (`cfg`), else None (off); 'off' turns a run's off."""
+    from reasonrl.config import ConfigError, ToolsConfig
+    from reasonrl.rollout.tools import TOOL_FORMATS
+
+    if given is None:
+        return cfg.rollout.tools if cfg is not None and cfg.rollout.tools.enabled else None
+    if given == "off":
+        return None
+    if given not in TOOL_FORMATS:
+        raise ConfigError(
+            f"--tools {given!r} is not a tool format; known: off, {', '.join(TOOL_FORMATS.names())}"
+        )
+    base = cfg.rollout.tools if cfg is not None else ToolsConfig()
+    return ToolsConfig(**{**vars(base), "enabled": True, "format": given})
+
+
 def add_benchmark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmarks", default=None,
                    help="comma list of benchmarks or suites (reasoning360, r1); see --list-benchmarks")  # fmt: skip
@@ -202,10 +220,12 @@ def eval_benchmarks(args, model_path) -> int:
               seed=args.seed, limit=args.limit, chunk_size=args.chunk_size, workers=args.workers,
               reward_options=options)  # fmt: skip
     template_kwargs_arg(args.chat_template_kwarg)  # checked before any model path is resolved
+    tools_arg(args.tools)
     if args.all_checkpoints:
         return _all_checkpoints(args, benches, kw)
     model = model_path(args.model)
     kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, model)
+    kw["tools"] = tools_arg(args.tools, run_config(model))
     out = args.out or default_out(args.model, model)
     from reasonrl.cli.bars import chunk_progress
 
@@ -239,6 +259,7 @@ def _all_checkpoints(args, benches, kw) -> int:
     for c in ckpts:
         step = int(c.name.rsplit("_", 1)[-1])
         kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, str(c))  # the run's own too
+        kw["tools"] = tools_arg(args.tools, run_config(str(c)))
         res = run_benchmarks(str(c), benches, out / c.name, **kw)
         table[step] = {name: row["mean@n"] for name, row in res["benchmarks"].items()}
         ci95[step] = {name: row["ci95"] for name, row in res["benchmarks"].items()}
@@ -361,7 +382,7 @@ def eval_problems(args, model_path) -> int:
     temperature = args.temperature or 0.0
     top_p = args.top_p if args.top_p is not None and temperature > 0 else 1.0  # greedy: no nucleus
     params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new, seed=args.seed)
-    engine = build_rollout_engine(args.engine, model, tok)
+    engine = build_rollout_engine(args.engine, model, tok, tools=tools_arg(args.tools, cfg))
     batch = cfg.val.batch_size if cfg is not None else 256  # the run's own batching: identical greedy outputs
     try:
         ev = evaluate(engine, tok, problems, params, batch_size=batch, think_from_prompt=think, scorer=scorer)

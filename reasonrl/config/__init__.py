@@ -159,8 +159,11 @@ def load_config(recipe: str | Path | None = None, overrides: list[str] | None = 
             cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
     except OmegaConfBaseException as e:
         raise _fail(e, source, _failing_key(cfg, _parts(part, list(overrides or [])))) from None
-    run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
-    validate(run)
+    try:
+        run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+        validate(run)
+    except OmegaConfBaseException as e:  # a ${...} interpolation naming nothing (e.g. a shell variable)
+        raise ConfigError(f"{getattr(e, 'full_key', None) or source}: {str(e).splitlines()[0]}") from None
     return run
 
 

@@ -129,9 +129,35 @@ def convert(source: str, path: str | Path) -> Converted:
     if source == "verl":
         from reasonrl.config.from_verl import convert_verl
 
-        return convert_verl(read_source(path))
+        return without_foreign_options(convert_verl(read_source(path)))
     if source == "trl":
         from reasonrl.config.from_trl import convert_trl
 
-        return convert_trl(path)
+        return without_foreign_options(convert_trl(path))
     raise InputError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
+
+
+def without_foreign_options(out: Converted) -> Converted:
+    """Options the recipe's own estimator, loss or engine does not take left out, with a note (the other
+    trainer sets them whatever it runs: verl's gamma / lam beside GRPO, clip_ratio_c beside GSPO, vLLM's
+    settings for another engine)."""
+    from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
+    from reasonrl.config.sections import AlgoConfig, RolloutConfig
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+
+    algo, rollout = out.recipe.get("algo", {}), out.recipe.get("rollout", {})
+    for section, key, registry, name in (
+        (algo, "algo.adv_kwargs", ADVANTAGES, algo.get("adv_estimator", AlgoConfig.adv_estimator)),
+        (algo, "algo.loss_kwargs", POLICY_LOSSES, algo.get("policy_loss", AlgoConfig.policy_loss)),
+        (rollout, "rollout.engine_kwargs", ROLLOUT_ENGINES, rollout.get("engine", RolloutConfig.engine)),
+    ):
+        key, dotted = key.split(".")[1], key
+        options = section.get(key, {})
+        if name not in registry:
+            continue
+        valid = registry.options(name)
+        for k in [k for k in options if k not in valid]:
+            out.notes.append(f"{dotted}.{k}={options.pop(k)!r}: not an option of {name}, left out")
+        if key in section and not options:
+            del section[key]
+    return out

@@ -91,6 +91,8 @@ TRL_NOT_NEEDED = {
     "reward_funcs": "rewards come from the routed verifiers and reward.weights (docs/rewards.md)",
     "reward_weights": "set reward.weights for reasonrl's verifiers (docs/rewards.md)",
     "use_liger_kernel": "model.logprob_chunk computes log-probs without the [B, T, V] logits",
+    "max_tool_calling_iterations": "TRL's tools are Python functions given in code; reasonrl's is the sandboxed "
+    "Python interpreter: rollout.tools.enabled=true, rollout.tools.max_calls (docs/rollouts.md)",
 }  # fmt: skip
 
 

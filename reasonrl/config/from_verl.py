@@ -72,7 +72,8 @@ VERL: dict[str, tuple[str, Callable | None]] = {
     A + "actor.tau_pos": ("algo.loss_kwargs.tau_pos", float),
     A + "actor.tau_neg": ("algo.loss_kwargs.tau_neg", float),
     A + "actor.tis_imp_ratio_cap": ("algo.off_policy.tis_cap", float),
-    A + "rollout.name": ("rollout.engine", choice({"vllm": "vllm", "hf": "hf"}, "rollout.name")),
+    # SGLang and TensorRT-LLM are not engines here: their recipes get reasonrl's fast engine (a note says so)
+    A + "rollout.name": ("rollout.engine", choice({"vllm": "vllm", "hf": "hf", "sglang": "vllm", "trtllm": "vllm"}, "rollout.name")),
     A + "rollout.n": ("rollout.n", int),
     A + "rollout.temperature": ("rollout.temperature", float),
     A + "rollout.top_p": ("rollout.top_p", float),
@@ -125,7 +126,8 @@ VERL_PREFIXES_NOT_NEEDED = {  # families of engine knobs reasonrl sets itself or
 
 
 def _expand(text: str, env: dict[str, str]) -> str:
-    """$VAR, ${VAR}, ${VAR:-default} and $((integer arithmetic)) with the script's own variables, then the
+    """$VAR, ${VAR}, ${VAR:-default}, ${VAR:+alternative} and $((integer arithmetic)) with the script's own
+    variables, then the
     environment's (as the shell would); the innermost first, so a default may hold variables. An unknown
     variable is left as written (it shows in the recipe)."""
 
@@ -145,7 +147,11 @@ def _expand(text: str, env: dict[str, str]) -> str:
             break
         prev = text
         text = re.sub(r"\$\(\(([^()]*(?:\([^()]*\)[^()]*)*)\)\)", arith, text)
-        text = re.sub(r"\$\{([A-Za-z_]\w*):-([^${}]*)\}", lambda m: var(m.group(1), m.group(2)), text)
+        # (${1:-d}: a positional parameter, which a converted script never has: d)
+        text = re.sub(r"\$\{([A-Za-z_]\w*|\d+):-([^${}]*)\}", lambda m: var(m.group(1), m.group(2)), text)
+        text = re.sub(
+            r"\$\{([A-Za-z_]\w*|\d+):\+([^${}]*)\}", lambda m: m.group(2) if var(m.group(1)) else "", text
+        )  # ${X:+a}: a when X is set and not empty, else nothing
         text = re.sub(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)",
                       lambda m: var(m.group(1) or m.group(2)) or m.group(0), text)  # fmt: skip
     return text
@@ -240,7 +246,10 @@ def _derived(o, take, out: Converted) -> None:
         out.set("train.micro_tokens", int(take(A + "actor.ppo_max_token_len_per_gpu", 16384)))
     if take(A + "actor.fsdp_config.param_offload") or take(A + "actor.fsdp_config.optimizer_offload"):
         out.set("train.cpu_offload", True)
+    if (name := str(o.get(A + "rollout.name", "")).lower()) in ("sglang", "trtllm"):
+        out.notes.append(f"{A}rollout.name={name} -> rollout.engine=vllm (reasonrl has no {name} engine)")
     _verl_kl(o, take, out)
+    _verl_tools(take, out)
     _verl_reward(o, take, out)
     _verl_correction(take, out)
     if "algorithm.norm_adv_by_std_in_grpo" in o and not take("algorithm.norm_adv_by_std_in_grpo"):
@@ -261,10 +270,11 @@ def _verl_kl(o, take, out: Converted) -> None:
         except ValueError as e:  # e.g. verl's straight-through "k3+": the coefficient stays, k3 is used
             out.notes.append(f"{e}; reasonrl's default k3 is used")
 
+    in_reward = take("algorithm.use_kl_in_reward")  # (read even when the KL loss is on, so not a leftover)
     if take(A + "actor.use_kl_loss"):
         out.set("algo.kl.coef", float(take(A + "actor.kl_loss_coef", 0.001)))
         estimator(A + "actor.kl_loss_type", "low_var_kl")
-    elif take("algorithm.use_kl_in_reward"):
+    elif in_reward:
         out.set("algo.kl.coef", float(take("algorithm.kl_ctrl.kl_coef", 0.001)))
         out.set("algo.kl.in_reward", True)
         estimator("algorithm.kl_penalty", "kl")
@@ -275,6 +285,30 @@ def _verl_kl(o, take, out: Converted) -> None:
                     "algorithm.kl_penalty"):  # fmt: skip
             take(key)
         out.set("algo.kl.coef", 0.0)
+
+
+def _verl_tools(take, out: Converted) -> None:
+    """verl's multi-turn tool calls -> rollout.tools (reasonrl's tool is the sandboxed Python interpreter)."""
+    mt = A + "rollout.multi_turn."
+    enabled, tool_cfg = take(mt + "enable"), take(mt + "tool_config_path")
+    fmt, turns, chars = (
+        take(mt + "format", "hermes"),
+        take(mt + "max_assistant_turns"),
+        take(mt + "max_tool_response_length"),
+    )
+    if not (enabled or tool_cfg):
+        return
+    out.set("rollout.tools.enabled", True)
+    if turns is not None:  # k calls take k + 1 assistant turns
+        out.set("rollout.tools.max_calls", max(int(turns) - 1, 1))
+    if chars is not None:  # verl counts the response's tokens, reasonrl its characters (~4 per token)
+        out.set("rollout.tools.max_output_chars", 4 * int(chars))
+    out.notes.append(
+        f"{mt}enable / tool_config_path: the code completions write runs in reasonrl's sandbox (rollout.tools, format markdown: ```python "
+        f"blocks answered by ```output blocks); verl's {fmt} tool calls"
+        + (f" and the tools of {tool_cfg}" if tool_cfg else "")
+        + " are not read: the prompts must tell the model how to call it (docs/rollouts.md)"
+    )
 
 
 def _verl_reward(o, take, out: Converted) -> None:

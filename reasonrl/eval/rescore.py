@@ -44,7 +44,7 @@ def rescore_failed(samples_path: Path, samples: list[dict], work, model: str, *,
     _, tokenizer, _ = load_tokenizer_and_config(model, log=lambda *a: None)
     ps = [problems[s["benchmark"]][s["problem"]] for s in failed]
     opens = {id(p): prompt_opens_think(tokenizer, p) for p in ps}
-    texts = [scoring_text(s["completion"], opens[id(p)]) for s, p in zip(failed, ps)]
+    texts = [scoring_text(s.get("answer_text", s["completion"]), opens[id(p)]) for s, p in zip(failed, ps)]
     with RewardRunner(workers=workers or default_workers(), options=reward_options, modules=plugins,
                       preload=preload_modules(ps)) as scorer:  # fmt: skip
         results, _ = scorer.score(texts, ps)

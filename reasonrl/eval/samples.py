@@ -3,7 +3,7 @@
 Owns the format of
   samples.jsonl   one line per sample (`sample_rows`: benchmark, problem index, uid, sample index,
                   prompt, completion, extracted answer, score, reason, completion tokens, finish
-                  reason), written one chunk of problems at a time; a chunk is committed by a marker line
+                  reason; with tool calls also answer_text, the text scored, and tool_calls), written one chunk of problems at a time; a chunk is committed by a marker line
                   {"committed": benchmark, "chunk": first problem index} written (and fsynced) after
                   its samples. `committed_samples` keeps the committed chunks and cuts a torn or
                   uncommitted tail (what a kill leaves); anything else wrong in the file (a line that
@@ -38,7 +38,9 @@ def sample_rows(bench: str, first: int, groups) -> list[dict]:
     return [{"benchmark": bench, "problem": first + i, "uid": g.problem.uid, "sample": j,
              "prompt": g.problem.user_text, "completion": comp.text, "extracted": res.extracted,
              "score": float(res.correctness), "reason": res.info.get("reason"), "tokens": len(comp.token_ids),
-             "finish_reason": comp.finish_reason}
+             "finish_reason": comp.finish_reason,
+             # with tool calls: the model's own text, which the verifiers scored, and the calls' statuses
+             **({"answer_text": comp.model_text, "tool_calls": list(comp.tool_calls)} if comp.tool_calls else {})}
             for i, g in enumerate(groups)
             for j, (comp, res) in enumerate(zip(g.completions, g.results))]  # fmt: skip
 

@@ -281,3 +281,45 @@ def test_a_trl_file_that_is_not_a_mapping(tmp_path):
     bad.write_text("per_device_train_batch_size: eight\n")
     with pytest.raises(InputError, match="a field is not a number where TRL expects one"):
         convert("trl", bad)
+
+
+def test_verl_multi_turn_tools_other_engines_and_options_of_another_estimator(tmp_path):
+    """verl's multi-turn tool calls turn on reasonrl's code tool; SGLang / TensorRT-LLM recipes get the vLLM
+    engine; options the recipe's own estimator / loss / engine does not take (verl sets gamma beside GRPO,
+    clip_ratio_c beside GSPO) are left out with a note, so the recipe loads; `${1:-d}` and `${X:+a}` expand
+    as the shell would; use_kl_in_reward=False beside a KL loss is read, not reported as left out."""
+    script = tmp_path / "run.sh"
+    script.write_text(
+        'ENGINE=${1:-sglang}\nNAME=run${SUFFIX:+"-x"}\n'
+        "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo algorithm.gamma=1.0 "
+        "actor_rollout_ref.actor.policy_loss.loss_mode=gspo actor_rollout_ref.actor.clip_ratio_c=10.0 "
+        "actor_rollout_ref.rollout.name=$ENGINE actor_rollout_ref.rollout.n=4 trainer.experiment_name=$NAME "
+        "actor_rollout_ref.actor.use_kl_loss=True algorithm.use_kl_in_reward=False "
+        "actor_rollout_ref.rollout.multi_turn.enable=True actor_rollout_ref.rollout.multi_turn.max_assistant_turns=5 "
+        "actor_rollout_ref.rollout.multi_turn.max_tool_response_length=100 "
+        "actor_rollout_ref.rollout.multi_turn.tool_config_path=tools.yaml\n"
+    )
+    out = convert("verl", script)
+    r, notes = out.recipe, "\n".join(out.notes)
+    assert r["rollout"]["tools"] == {"enabled": True, "max_calls": 4, "max_output_chars": 400}
+    assert r["rollout"]["engine"] == "vllm" and r["name"] == "run" and r["algo"]["policy_loss"] == "gspo"
+    assert "adv_kwargs" not in r["algo"] and "loss_kwargs" not in r["algo"]
+    assert "algo.adv_kwargs.gamma=1.0: not an option of grpo, left out" in notes
+    assert "algo.loss_kwargs.clip_c=10.0: not an option of gspo, left out" in notes
+    assert (
+        "rollout.name=sglang -> rollout.engine=vllm" in notes and "tools of tools.yaml are not read" in notes
+    )
+    assert "use_kl_in_reward" not in notes
+    cfg_file = tmp_path / "r.yaml"
+    cfg_file.write_text(yaml.safe_dump({k: v for k, v in r.items() if k != "model"}))
+    cfg = load_config(cfg_file, ["rollout.engine=hf"])
+    assert cfg.rollout.tools.enabled and cfg.rollout.tools.max_calls == 4
+
+
+def test_a_shell_variable_left_in_a_recipe_is_a_config_error_naming_its_key(tmp_path):
+    from reasonrl.config import ConfigError
+
+    bad = tmp_path / "r.yaml"
+    bad.write_text("model:\n  path: ${MODEL_HOME}/qwen\n")
+    with pytest.raises(ConfigError, match="model.path: Interpolation key 'MODEL_HOME' not found"):
+        load_config(bad)

@@ -40,8 +40,13 @@ class Scripted:
         for p in prompts:
             k = self.tok.decode(p).count(self.marker)
             ids = self.tok(self.script[k], add_special_tokens=False)["input_ids"]
-            ids, reason = ids[: params.max_new_tokens], "stop" if len(ids) <= params.max_new_tokens else "length"
-            out.append([Completion(ids, self.tok.decode(ids), [LOGP] * len(ids), reason) for _ in range(params.n)])
+            ids, reason = (
+                ids[: params.max_new_tokens],
+                "stop" if len(ids) <= params.max_new_tokens else "length",
+            )
+            out.append(
+                [Completion(ids, self.tok.decode(ids), [LOGP] * len(ids), reason) for _ in range(params.n)]
+            )
         return out
 
     def sync_weights(self, model, version=None):
@@ -60,22 +65,38 @@ def test_a_call_runs_and_its_output_joins_the_completion_without_loss(tok):
     assert len(groups) == 2 and all(len(g) == 2 for g in groups)
     c = groups[0][0]
     assert c.tool_calls == ("success",) and c.finish_reason == "stop"
-    assert c.text == "Let me compute.\n```python\nprint(6*7)\n```\n```output\n42\n```\nSo the answer is \\boxed{42}."
+    assert (
+        c.text
+        == "Let me compute.\n```python\nprint(6*7)\n```\n```output\n42\n```\nSo the answer is \\boxed{42}."
+    )
     # the segment was cut right after the call: the text the model wrote after it ("hello hello") is gone
     assert c.model_text == "Let me compute.\n```python\nprint(6*7)\n```\nSo the answer is \\boxed{42}."
     out = tok("\n```output\n42\n```\n", add_special_tokens=False, split_special_tokens=True)["input_ids"]
     first = len(tok("Let me compute.\n```python\nprint(6*7)\n```", add_special_tokens=False)["input_ids"])
-    assert c.tool_mask == [False] * first + [True] * len(out) + [False] * (len(c.token_ids) - first - len(out))
+    assert c.tool_mask == [False] * first + [True] * len(out) + [False] * (
+        len(c.token_ids) - first - len(out)
+    )
     assert c.token_ids[first : first + len(out)] == out
     assert c.sampler_logprobs == [0.0 if m else LOGP for m in c.tool_mask]
     # the batch: the loss mask is off exactly on the output's tokens, the attention on every token
-    batch = build_batch([RolloutGroup(Problem([{"role": "user", "content": "Q"}], "42", "math"), [1], [c])], 0)
+    batch = build_batch(
+        [RolloutGroup(Problem([{"role": "user", "content": "Q"}], "42", "math"), [1], [c])], 0
+    )
     assert batch.mask[0].tolist() == [not m for m in c.tool_mask]
-    assert int(batch.attention_mask[0, 1:].sum()) == len(c.token_ids) and int(batch.lengths[0]) == len(c.token_ids)
+    assert int(batch.attention_mask[0, 1:].sum()) == len(c.token_ids) and int(batch.lengths[0]) == len(
+        c.token_ids
+    )
     # one first call for all prompts x n, then one call for the four samples that resumed, n=1 each
     (n0, p0), (n1, p1) = engine.engine.calls
-    assert (n0, p0.n, n1, p1.n, p1.max_new_tokens) == (2, 2, 4, 1, 400 - len(c.token_ids) + len(
-        tok("So the answer is \\boxed{42}.", add_special_tokens=False)["input_ids"]))
+    assert (n0, p0.n, n1, p1.n, p1.max_new_tokens) == (
+        2,
+        2,
+        4,
+        1,
+        400
+        - len(c.token_ids)
+        + len(tok("So the answer is \\boxed{42}.", add_special_tokens=False)["input_ids"]),
+    )
     assert p1.seed != p0.seed
 
 
@@ -89,7 +110,12 @@ def test_cells_share_state_and_only_the_last_cells_output_shows(tok):
 
 
 def test_errors_and_timeouts_come_back_as_output_and_failed_cells_are_not_replayed(tok):
-    script = ["```python\nx = 1/0\n```", "```python\nwhile True: pass\n```", "```python\nprint(x)\n```", "done"]
+    script = [
+        "```python\nx = 1/0\n```",
+        "```python\nwhile True: pass\n```",
+        "```python\nprint(x)\n```",
+        "done",
+    ]
     (groups, _) = _run(tok, script, timeout_s=1.0)
     c = groups[0][0]
     assert c.tool_calls == ("error", "timeout", "error")
@@ -141,7 +167,11 @@ def test_a_printed_answer_does_not_answer_for_the_model(tok):
 def test_an_output_cannot_forge_special_tokens_or_flood_the_completion(tok):
     """A program printing the end-of-text token gets its characters, never the token; a program printing
     10 MB is cut to max_output_chars."""
-    script = ["```python\nprint('<' + '|endoftext|' + '>')\n```", "```python\nprint('x' * 10**7)\n```", "done"]
+    script = [
+        "```python\nprint('<' + '|endoftext|' + '>')\n```",
+        "```python\nprint('x' * 10**7)\n```",
+        "done",
+    ]
     (groups, _) = _run(tok, script, max_output_chars=20)
     c = groups[0][0]
     tool_ids = [t for t, m in zip(c.token_ids, c.tool_mask) if m]
@@ -163,7 +193,9 @@ def test_a_program_cannot_reach_the_network_or_the_host_files(tok):
 def test_cell_program_replays_in_one_namespace():
     from reasonrl.rewards.sandbox import run_python
 
-    res = run_python(cell_program(["def f(a):\n    return a + 1\nprint('hidden')", "print(f(41))"]), timeout_s=10)
+    res = run_python(
+        cell_program(["def f(a):\n    return a + 1\nprint('hidden')", "print(f(41))"]), timeout_s=10
+    )
     assert res.ok and res.stdout == "42\n"
 
 
@@ -182,6 +214,8 @@ def test_the_xml_format(tok):
     script = ["<code>\nprint(6*7)\n</code> hello", "done"]
     engine = ToolRolloutEngine(Scripted(tok, script, marker="<interpreter>"), tok,
                                ToolsConfig(enabled=True, format="xml"))  # fmt: skip
-    (c,), = engine.generate([tok("Q", add_special_tokens=False)["input_ids"]], SamplingParams(max_new_tokens=300))
+    ((c,),) = engine.generate(
+        [tok("Q", add_special_tokens=False)["input_ids"]], SamplingParams(max_new_tokens=300)
+    )
     assert c.text == "<code>\nprint(6*7)\n</code>\n<interpreter>\n42\n</interpreter>\ndone"
     assert torch.tensor(c.tool_mask).sum() > 0
