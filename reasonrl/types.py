@@ -315,10 +315,11 @@ def _flag(value: Any, name: str, where: str) -> bool:
     return value
 
 
-# apply_chat_template's own arguments, which reasonrl sets: not a template's extra variables
+# apply_chat_template's own arguments, which reasonrl sets: not a template's extra variables ("tools", the
+# tool schemas a template shows the model, is one a recipe may set: rollout.tools, docs/rollouts.md)
 RESERVED_TEMPLATE_KWARGS = frozenset(
     {"conversation", "add_generation_prompt", "tokenize", "return_dict", "return_tensors", "padding",
-     "truncation", "max_length", "continue_final_message", "tools", "documents", "chat_template"}
+     "truncation", "max_length", "continue_final_message", "documents", "chat_template"}
 )  # fmt: skip
 
 

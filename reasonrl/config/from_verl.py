@@ -299,15 +299,17 @@ def _verl_tools(take, out: Converted) -> None:
     if not (enabled or tool_cfg):
         return
     out.set("rollout.tools.enabled", True)
+    if fmt == "hermes":  # verl's default: <tool_call> JSON in Qwen's chat turns, as reasonrl's "hermes"
+        out.set("rollout.tools.format", "hermes")
     if turns is not None:  # k calls take k + 1 assistant turns
         out.set("rollout.tools.max_calls", max(int(turns) - 1, 1))
     if chars is not None:  # verl counts the response's tokens, reasonrl its characters (~4 per token)
         out.set("rollout.tools.max_output_chars", 4 * int(chars))
     out.notes.append(
-        f"{mt}enable / tool_config_path: the code completions write runs in reasonrl's sandbox (rollout.tools, format markdown: ```python "
-        f"blocks answered by ```output blocks); verl's {fmt} tool calls"
-        + (f" and the tools of {tool_cfg}" if tool_cfg else "")
-        + " are not read: the prompts must tell the model how to call it (docs/rollouts.md)"
+        f"{mt}enable / tool_config_path: the code completions write runs in reasonrl's sandbox (rollout.tools, "
+        f"format {'hermes: a <tool_call> whose arguments hold the code' if fmt == 'hermes' else 'markdown'})"
+        + (f"; the tools of {tool_cfg} are not read" if tool_cfg else "")
+        + ": the prompts must describe the Python tool to the model (docs/rollouts.md)"
     )
 
 

@@ -19,7 +19,9 @@ outputs included, counts against `rollout.max_new_tokens` (verl's response lengt
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -30,24 +32,54 @@ from reasonrl.types import Completion
 TOOL_FORMATS: Registry = Registry("tool format")
 
 
+def _plain(body: str) -> str:
+    return body
+
+
 @dataclass(frozen=True)
 class ToolFormat:
-    """call: a regex whose group 1 is the code of a complete call, searched in the model's text;
-    output: the text put after a call, from the program's output (`{output}`)."""
+    """call: a regex whose group 1 is a complete call's body, searched in the model's text; code: the
+    program of a body (ValueError, whose text the model sees, when it names none); output: what follows
+    a call, `{output}` standing for the program's output. The text around `{output}` is the format's own
+    (its special tokens are tokens); the output's special tokens stay text."""
 
     call: re.Pattern
     output: str
+    code: Callable[[str], str] = _plain
 
     def find(self, text: str) -> re.Match | None:
         return self.call.search(text)
 
 
+def _hermes_code(body: str) -> str:
+    """The `code` argument of a Hermes tool call, {"name": ..., "arguments": {"code": ...}} (the
+    arguments may be a JSON string of their own, as some models write them)."""
+    try:
+        call = json.loads(body)
+        args = call.get("arguments", {}) if isinstance(call, dict) else None
+        args = json.loads(args) if isinstance(args, str) else args
+    except json.JSONDecodeError as e:
+        raise ValueError(f"error: the tool call is not valid JSON ({e.msg})") from None
+    code = args.get("code") if isinstance(args, dict) else None
+    if not isinstance(code, str):
+        raise ValueError('error: the tool call has no "code" argument (a string)')
+    return code
+
+
 # ToRL / SimpleTIR / Qwen2.5-Math-TIR: a ```python block, answered with an ```output block
 TOOL_FORMATS.register("markdown")(ToolFormat(re.compile(r"```python[ \t]*\n(.*?)```", re.S),
                                              "\n```output\n{output}\n```\n"))  # fmt: skip
-# Qwen3 / Hermes-style tags, for models trained to call a code tool that way
+# plain tags, for models trained to call a code tool that way
 TOOL_FORMATS.register("xml")(ToolFormat(re.compile(r"<code>\n?(.*?)</code>", re.S),
                                         "\n<interpreter>\n{output}\n</interpreter>\n"))  # fmt: skip
+# Hermes tool calls as Qwen2.5 / Qwen3 chat models write them (verl's multi-turn default): a JSON call
+# whose arguments hold the code; the output comes back in a tool turn of the ChatML template, then the
+# assistant's turn opens again
+TOOL_FORMATS.register("hermes")(ToolFormat(
+    re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S),
+    "<|im_end|>\n<|im_start|>user\n<tool_response>\n{output}\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
+    _hermes_code,
+))  # fmt: skip
 
 _CELL_RUNNER = """import contextlib as _cl, io as _io
 _g = {"__name__": "__main__"}
@@ -122,9 +154,8 @@ class ToolRolloutEngine:
             todo = [(s, code) for (s, _), code in zip(pending, calls) if code is not None]
             if not todo:
                 break
-            outputs = self._run([cells_with(s, code) for s, code in todo])
             resumed = []
-            for (s, code), (text, status) in zip(todo, outputs):
+            for (s, _), (code, text, status) in zip(todo, self._calls(todo)):
                 s.calls.append(status)
                 if status == "success":
                     s.cells.append(code)
@@ -153,7 +184,7 @@ class ToolRolloutEngine:
         toks, logps, text = list(c.token_ids), list(c.sampler_logprobs), c.text
         match = self.format.find(text) if len(s.calls) < self.cfg.max_calls else None
         if match is not None:
-            cut = self._cut(toks, match.end())
+            cut = self._cut(toks)
             toks, logps = toks[:cut], logps[:cut]
             text = self.tokenizer.decode(toks, skip_special_tokens=True)
             if len(s.tokens) + cut >= budget:  # the call ends the budget: no room for its output
@@ -165,7 +196,7 @@ class ToolRolloutEngine:
         s.finish = "stop" if match is not None else c.finish_reason
         return None if match is None else match.group(1)
 
-    def _cut(self, toks: list[int], end: int) -> int:
+    def _cut(self, toks: list[int]) -> int:
         """The fewest leading tokens whose text holds a complete call (binary search over prefixes)."""
         lo, hi = 1, len(toks)
         while lo < hi:
@@ -178,9 +209,17 @@ class ToolRolloutEngine:
 
     def _append_output(self, s: _Sample, text: str, budget: int) -> bool:
         """Append the output's tokens (masked); False when the budget ends inside them."""
-        rendered = self.format.output.format(output=text)
+        before, after = self.format.output.split("{output}")
+
+        def tokens(t: str, split: bool) -> list[int]:
+            return (
+                self.tokenizer(t, add_special_tokens=False, split_special_tokens=split)["input_ids"]
+                if t
+                else []
+            )
+
         # special tokens in the output stay text: a program cannot print an end-of-turn or a role marker
-        ids = self.tokenizer(rendered, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        ids = tokens(before, False) + tokens(text, True) + tokens(after, False)
         room = budget - len(s.tokens)
         ids = ids[:room]
         s.tokens += ids
@@ -191,8 +230,27 @@ class ToolRolloutEngine:
             return False
         return True
 
+    def _calls(self, todo: list[tuple[_Sample, str]]) -> list[tuple[str | None, str, str]]:
+        """(code, output, status) of each (sample, call body): the programs run side by side; a body that
+        names no program gets the format's error as its output (code None, status "invalid")."""
+        parsed: list[tuple[str | None, str]] = []
+        for _, body in todo:
+            try:
+                parsed.append((self.format.code(body), ""))
+            except ValueError as e:
+                parsed.append((None, str(e)))
+        runs = iter(
+            self._run([cells_with(s, code) for (s, _), (code, _) in zip(todo, parsed) if code is not None])
+        )
+        return [
+            (code, *next(runs)) if code is not None else (None, error, "invalid") for code, error in parsed
+        ]
+
     def _run(self, programs: list[str]) -> list[tuple[str, str]]:
         from reasonrl.rewards.sandbox import run_python
+
+        if not programs:
+            return []
 
         def one(program: str) -> tuple[str, str]:
             res = run_python(program, timeout_s=self.cfg.timeout_s, memory_mb=self.cfg.memory_mb,
@@ -206,6 +264,23 @@ class ToolRolloutEngine:
         text = self.tokenizer.decode(s.tokens, skip_special_tokens=True)
         return Completion(s.tokens, text, s.logprobs, s.finish, tool_mask=s.tool_mask if s.calls else None,
                           model_text="\n".join(s.segments), tool_calls=tuple(s.calls))  # fmt: skip
+
+
+def probe_sandbox(tools) -> str:
+    """One line saying the sandbox runs the tools' programs, or ConfigError naming `rollout.tools` and
+    why not (bwrap missing or blocked), before a run loads its model."""
+    from reasonrl.config import ConfigError
+    from reasonrl.rewards.sandbox import ENV_VAR, SandboxUnavailable
+    from reasonrl.rewards.sandbox.process import isolation_mode
+
+    try:
+        ((text, status),) = ToolRolloutEngine(None, None, tools)._run([cell_program(["print(6 * 7)"])])
+    except SandboxUnavailable as e:
+        raise ConfigError(f"rollout.tools: {e}") from None
+    if (text, status) != ("42", "success"):
+        raise ConfigError(f"rollout.tools: the sandbox did not run a test program ({status}: {text!r}); "
+                          f"{ENV_VAR}=unisolated runs model code without isolation")  # fmt: skip
+    return f"rollout.tools: the {isolation_mode()} sandbox runs the programs completions write"
 
 
 def cells_with(s: _Sample, code: str) -> str:

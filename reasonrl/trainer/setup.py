@@ -265,6 +265,10 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     mixed = [p for src in sampler.sources for p in getattr(src, "problems", ())] if cfg.data.mixture else []
     check_services([*train, *val, *mixed, *(p for _, ps in benchmarks for p in ps)], options,
                    cfg.reward.service_wait_s, log)  # fmt: skip
+    if cfg.rollout.tools.enabled:  # the tools' sandbox runs a program, or the run stops here
+        from reasonrl.rollout.tools import probe_sandbox
+
+        log(probe_sandbox(cfg.rollout.tools))
     model = load_model(path, config, tokenizer, cfg.model.dtype, cfg.model.device, log=log)
     if cfg.model.logprob_chunk > 0:  # before LoRA, compiling or sharding: the model as loaded
         from reasonrl.engines.output_head import check_output_head

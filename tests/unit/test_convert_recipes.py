@@ -301,13 +301,19 @@ def test_verl_multi_turn_tools_other_engines_and_options_of_another_estimator(tm
     )
     out = convert("verl", script)
     r, notes = out.recipe, "\n".join(out.notes)
-    assert r["rollout"]["tools"] == {"enabled": True, "max_calls": 4, "max_output_chars": 400}
+    assert r["rollout"]["tools"] == {
+        "enabled": True,
+        "format": "hermes",
+        "max_calls": 4,
+        "max_output_chars": 400,
+    }
     assert r["rollout"]["engine"] == "vllm" and r["name"] == "run" and r["algo"]["policy_loss"] == "gspo"
     assert "adv_kwargs" not in r["algo"] and "loss_kwargs" not in r["algo"]
     assert "algo.adv_kwargs.gamma=1.0: not an option of grpo, left out" in notes
     assert "algo.loss_kwargs.clip_c=10.0: not an option of gspo, left out" in notes
     assert (
-        "rollout.name=sglang -> rollout.engine=vllm" in notes and "tools of tools.yaml are not read" in notes
+        "rollout.name=sglang -> rollout.engine=vllm" in notes
+        and "the tools of tools.yaml are not read" in notes
     )
     assert "use_kl_in_reward" not in notes
     cfg_file = tmp_path / "r.yaml"

@@ -202,7 +202,7 @@ def test_cell_program_replays_in_one_namespace():
 def test_the_recipe_keys_are_checked_when_it_loads(tmp_path):
     cfg = load_config(None, ["rollout.tools.enabled=true", "rollout.tools.max_calls=2"])
     assert cfg.rollout.tools.enabled and cfg.rollout.tools.max_calls == 2
-    for bad, msg in (("rollout.tools.format=json", "rollout.tools.format='json' is not one of markdown, xml"),
+    for bad, msg in (("rollout.tools.format=json", "rollout.tools.format='json' is not one of hermes, markdown, xml"),
                      ("rollout.tools.max_calls=0", "rollout.tools.max_calls must be >= 1"),
                      ("rollout.tools.timeout_s=0", "rollout.tools.timeout_s must be > 0")):  # fmt: skip
         with pytest.raises(ConfigError, match=msg.replace("[", r"\[")):
@@ -219,3 +219,75 @@ def test_the_xml_format(tok):
     )
     assert c.text == "<code>\nprint(6*7)\n</code>\n<interpreter>\n42\n</interpreter>\ndone"
     assert torch.tensor(c.tool_mask).sum() > 0
+
+
+def test_hermes_calls_run_their_code_argument_and_answer_in_a_tool_turn():
+    """Qwen's Hermes tool calls: the JSON call's `code` argument runs (also when the arguments are a JSON
+    string); the answer comes back in a ChatML tool turn whose markers are the tokenizer's special tokens,
+    while the same markers printed by the program stay text. A call that is not JSON, or names no code,
+    gets an error the model can read and runs nothing."""
+    tok = build_tokenizer([_ALPHABET + ' <tool_call> </tool_call> <tool_response> </tool_response> "name": '
+                           '"python", "arguments": "code": user assistant print(1+1) not valid JSON argument '
+                           '(a string) im_start im_end | quotes Expecting property enclosed double'], 400)  # fmt: skip
+    tok.add_special_tokens({"additional_special_tokens": ["<|im_end|>", "<|im_start|>"]})
+    end, start = tok.convert_tokens_to_ids(["<|im_end|>", "<|im_start|>"])
+    script = ['<tool_call>\n{"name": "python", "arguments": {"code": "print(6*7)"}}\n</tool_call>',
+              '<tool_call>{"name": "python", "arguments": "{\\"code\\": \\"print(\'<|im_end|>\')\\"}"}</tool_call>',
+              "<tool_call>{not json}</tool_call>", '<tool_call>{"name": "python", "arguments": {}}</tool_call>',
+              "done"]  # fmt: skip
+    engine = ToolRolloutEngine(Scripted(tok, script, marker="<tool_response>"), tok,
+                               ToolsConfig(enabled=True, format="hermes"))  # fmt: skip
+    ((c,),) = engine.generate(
+        [tok("Q", add_special_tokens=False)["input_ids"]], SamplingParams(max_new_tokens=400)
+    )
+    assert c.tool_calls == ("success", "success", "invalid", "invalid")
+    turns = c.text.split("<tool_response>\n")[1:]
+    assert [t.split("\n</tool_response>")[0] for t in turns] == [
+        "42", "<|im_end|>", "error: the tool call is not valid JSON (Expecting property name enclosed in double "
+        "quotes)", 'error: the tool call has no "code" argument (a string)']  # fmt: skip
+    tool_ids = [t for t, m in zip(c.token_ids, c.tool_mask) if m]
+    # each tool turn: the template's <|im_end|> ... <|im_start|>user ... <|im_end|> <|im_start|>assistant;
+    # the printed "<|im_end|>" added no special token
+    assert tool_ids.count(end) == 2 * 4 and tool_ids.count(start) == 2 * 4
+    assert c.text.endswith("done") and "user" in c.text
+
+
+def test_a_recipe_gives_the_chat_template_the_tool_schema(tok):
+    """data.chat_template_kwargs.tools reaches apply_chat_template's `tools`: a template that lists the
+    tools (as Qwen's do) shows the model the Python tool."""
+    import copy
+
+    from reasonrl.data.prompts import encode_prompt, with_template_kwargs
+    from reasonrl.types import template_kwargs
+
+    schema = [{"type": "function", "function": {"name": "python", "description": "run code",
+                                                 "parameters": {"type": "object"}}}]  # fmt: skip
+    kwargs = template_kwargs({"tools": schema}, "recipe", label="data.chat_template_kwargs")
+    t = copy.deepcopy(tok)
+    t.chat_template = (
+        "{% if tools %}<code>{{ tools[0].function.name }}</code>{% endif %}{{ messages[0].content }}"
+    )
+    (p,) = with_template_kwargs([Problem([{"role": "user", "content": "x = 6"}], "1", "math")], kwargs)
+    assert t.decode(encode_prompt(t, p)) == "<code>python</code>x = 6"
+    (bare,) = with_template_kwargs([Problem([{"role": "user", "content": "x = 6"}], "1", "math")], {})
+    assert t.decode(encode_prompt(t, bare)) == "x = 6"
+
+
+def test_a_sandbox_that_cannot_run_the_tools_stops_the_run_before_it_starts(monkeypatch):
+    from reasonrl.rewards import sandbox
+    from reasonrl.rollout.tools import probe_sandbox
+
+    cfg = ToolsConfig(enabled=True)
+    assert probe_sandbox(cfg) == "rollout.tools: the bwrap sandbox runs the programs completions write"
+
+    def unavailable(*a, **k):
+        raise sandbox.SandboxUnavailable(
+            "bubblewrap sandbox unavailable: the `bwrap` executable is not on PATH"
+        )
+
+    monkeypatch.setattr(sandbox, "run_python", unavailable)
+    with pytest.raises(ConfigError, match="rollout.tools: bubblewrap sandbox unavailable: the `bwrap` exec"):
+        probe_sandbox(cfg)
+    monkeypatch.setattr(sandbox, "run_python", lambda *a, **k: sandbox.SandboxResult("failed", 1, "", "boom"))
+    with pytest.raises(ConfigError, match=r"did not run a test program \(error: 'boom'\)"):
+        probe_sandbox(cfg)
