@@ -133,6 +133,24 @@ def test_the_data_source_option_reroutes_every_problem(tmp_path):
     assert len(read_problems(out)) == 2  # the earlier output is untouched by the failed runs
 
 
+def test_the_system_option_puts_a_system_message_first_where_a_prompt_has_none(tmp_path):
+    """`--option system=TEXT` on any converter (how a tool is announced to the model: docs/rollouts.md);
+    a row's own system message is kept."""
+    src = _jsonl(tmp_path / "ds.jsonl", [{"problem": "1+1?", "answer": "2"}])
+    own = _jsonl(tmp_path / "g.jsonl", [{"data_source": "math__x", "reward_model": {"ground_truth": "2"},
+                                          "prompt": [{"role": "system", "content": "mine"},
+                                                     {"role": "user", "content": "1+1?"}]}])  # fmt: skip
+    tool = "Write Python in ```python blocks; its output follows in an ```output block."
+    prepare("deepscaler", [src], tmp_path / "a.jsonl", {"system": tool})
+    (p,) = read_problems(tmp_path / "a.jsonl")
+    assert p.prompt[0] == {"role": "system", "content": tool} and p.prompt[1]["role"] == "user"
+    prepare("guru", [own], tmp_path / "b.jsonl", {"system": tool})
+    (q,) = read_problems(tmp_path / "b.jsonl")
+    assert [m["content"] for m in q.prompt] == ["mine", "1+1?"]
+    with pytest.raises(InputError, match=r"known: \[.*'data_source', 'system'\]"):
+        prepare("deepscaler", [src], tmp_path / "c.jsonl", {"sytem": tool})
+
+
 def test_limit_stops_reading_further_files(tmp_path):
     rows = [{"problem": f"{i}+1?", "answer": str(i + 1)} for i in range(3)]
     first, second = _jsonl(tmp_path / "a.jsonl", rows[:2]), _jsonl(tmp_path / "b.jsonl", rows[2:])

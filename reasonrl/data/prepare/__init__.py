@@ -49,6 +49,11 @@ class Context:
 RowFn = Callable[[dict, Context], "Problem | list[Problem] | None"]
 
 
+# options every converter takes: data_source (route the rows elsewhere), system (a system message put
+# first in every prompt that has none, e.g. telling the model of a tool: docs/rollouts.md "Tool use")
+COMMON_OPTIONS = ("data_source", "system")
+
+
 @dataclass(frozen=True)
 class Converter:
     name: str
@@ -58,11 +63,11 @@ class Converter:
 
     def resolve_options(self, given: dict[str, Any] | None) -> dict[str, Any]:
         given = dict(given or {})
-        unknown = sorted(set(given) - set(self.options) - {"data_source"})
+        unknown = sorted(set(given) - set(self.options) - set(COMMON_OPTIONS))
         if unknown:
             raise InputError(
                 f"converter {self.name}: unknown option(s) {unknown}; "
-                f"known: {sorted(self.options) + ['data_source']}"
+                f"known: {sorted(self.options) + list(COMMON_OPTIONS)}"
             )
         return {**self.options, **given}
 
@@ -144,6 +149,8 @@ def convert_rows(conv: Converter, rows: list[dict], where: str, ctx: Context, re
             for p in got:
                 if ctx.options.get("data_source"):
                     p.data_source = ctx.options["data_source"]
+                if ctx.options.get("system") and not any(m.get("role") == "system" for m in p.prompt):
+                    p.prompt = [{"role": "system", "content": str(ctx.options["system"])}, *p.prompt]
                 check_route(p, checked=ctx.routed)  # every problem must route to a verifier
         except InputError as e:
             msg = str(e).removeprefix("row: ")  # pass-through converters' Problem.from_row(where="row")
