@@ -131,18 +131,22 @@ def tools_arg(given: str | None, cfg=None):
     """The tool settings of an eval (`--tools`): the named format, else the run's own `rollout.tools`
     (`cfg`), else None (off); 'off' turns a run's off."""
     from reasonrl.config import ConfigError, ToolsConfig
-    from reasonrl.rollout.tools import TOOL_FORMATS
+    from reasonrl.rollout.tools import TOOL_FORMATS, probe_sandbox
 
     if given is None:
-        return cfg.rollout.tools if cfg is not None and cfg.rollout.tools.enabled else None
-    if given == "off":
-        return None
-    if given not in TOOL_FORMATS:
+        tools = cfg.rollout.tools if cfg is not None and cfg.rollout.tools.enabled else None
+    elif given == "off":
+        tools = None
+    elif given not in TOOL_FORMATS:
         raise ConfigError(
             f"--tools {given!r} is not a tool format; known: off, {', '.join(TOOL_FORMATS.names())}"
         )
-    base = cfg.rollout.tools if cfg is not None else ToolsConfig()
-    return ToolsConfig(**{**vars(base), "enabled": True, "format": given})
+    else:
+        base = cfg.rollout.tools if cfg is not None else ToolsConfig()
+        tools = ToolsConfig(**{**vars(base), "enabled": True, "format": given})
+    if tools is not None:
+        probe_sandbox(tools)  # a sandbox that cannot run the programs: an error before the model loads
+    return tools
 
 
 def add_benchmark_args(p: argparse.ArgumentParser) -> None:

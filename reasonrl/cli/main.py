@@ -198,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (a GPU when there is one)")
     e.add_argument("--engine", default="hf", help="rollout engine (a name in ROLLOUT_ENGINES: hf, vllm, ...)")
     e.add_argument("--tools", default=None, metavar="FORMAT",
-                   help="run the code completions write (rollout.tools) in this format: markdown or xml "
+                   help="run the code completions write (rollout.tools) in this format: markdown, xml or hermes "
                    "(default: a run's own rollout.tools, else off); 'off' turns a run's off")  # fmt: skip
     e.add_argument("--best", action="store_true",
                    help="MODEL is a run directory: its best checkpoint (checkpoint.keep_best), not its newest")  # fmt: skip

@@ -291,3 +291,11 @@ def test_a_sandbox_that_cannot_run_the_tools_stops_the_run_before_it_starts(monk
     monkeypatch.setattr(sandbox, "run_python", lambda *a, **k: sandbox.SandboxResult("failed", 1, "", "boom"))
     with pytest.raises(ConfigError, match=r"did not run a test program \(error: 'boom'\)"):
         probe_sandbox(cfg)
+
+
+def test_eval_tools_flag_names_the_formats_before_anything_loads(tmp_path, capsys):
+    from reasonrl.cli.main import main
+
+    rc = main(["eval", str(tmp_path / "no-model"), "--benchmarks", "gsm8k", "--tools", "json"])
+    assert rc == 2
+    assert "--tools 'json' is not a tool format; known: off, hermes, markdown, xml" in capsys.readouterr().err
