@@ -130,3 +130,13 @@ def test_eval_runs_the_tools_and_scores_only_what_the_model_wrote(tmp_path, monk
     assert json.loads((tmp_path / "good" / "samples.setup.json").read_text())["tools"]["format"] == "xml"
     with pytest.raises(InputError, match="tools"):
         run_benchmarks(model, [BENCHMARKS.get("gsm8k")], tmp_path / "good", engine="tool-user", **kw)
+
+
+def test_the_asynchronous_worker_runs_the_tools_too(tmp_path):
+    """max_staleness=1: the worker process builds its engine with rollout.tools, so its steps carry the tool
+    metrics (a random model writes no call: 0 calls, every step)."""
+    hist = train(_cfg(_model_dir(tmp_path), tmp_path / "run", 2, "rollout.tools.enabled=true",
+                      "rollout.max_staleness=1", "algo.off_policy.tis_cap=2.0", "checkpoint.every=0"),
+                 log=lambda *a: None)["history"]  # fmt: skip
+    steps = [h for h in hist if "rollout/staleness" in h]
+    assert len(steps) == 2 and all(h["rollout/tool_calls_mean"] == 0.0 for h in steps)
