@@ -274,21 +274,21 @@ def test_a_recipe_gives_the_chat_template_the_tool_schema(tok):
 
 
 def test_a_sandbox_that_cannot_run_the_tools_stops_the_run_before_it_starts(monkeypatch):
-    from reasonrl.rewards import sandbox
+    from reasonrl.rewards.sandbox import SandboxUnavailable, server
     from reasonrl.rollout.tools import probe_sandbox
 
     cfg = ToolsConfig(enabled=True)
     assert probe_sandbox(cfg) == "rollout.tools: the bwrap sandbox runs the programs completions write"
 
     def unavailable(*a, **k):
-        raise sandbox.SandboxUnavailable(
-            "bubblewrap sandbox unavailable: the `bwrap` executable is not on PATH"
-        )
+        raise SandboxUnavailable("bubblewrap sandbox unavailable: the `bwrap` executable is not on PATH")
 
-    monkeypatch.setattr(sandbox, "run_python", unavailable)
+    monkeypatch.setattr(server, "run_job", unavailable)
     with pytest.raises(ConfigError, match="rollout.tools: bubblewrap sandbox unavailable: the `bwrap` exec"):
         probe_sandbox(cfg)
-    monkeypatch.setattr(sandbox, "run_python", lambda *a, **k: sandbox.SandboxResult("failed", 1, "", "boom"))
+    monkeypatch.setattr(
+        server, "run_job", lambda *a, **k: {"status": "failed", "stdout": "", "stderr": "boom"}
+    )
     with pytest.raises(ConfigError, match=r"did not run a test program \(error: 'boom'\)"):
         probe_sandbox(cfg)
 
