@@ -6,6 +6,8 @@ the result can be checked."""
 
 from __future__ import annotations
 
+import string
+
 import pytest
 import torch
 
@@ -16,7 +18,9 @@ from reasonrl.rollout.tools import ToolRolloutEngine, cell_program
 from reasonrl.trainer.batching import build_batch
 from reasonrl.types import Completion, Problem, RolloutGroup
 
-_ALPHABET = ("Let me compute.\n```python\nprint(6*7)\n```\n```output\n42\n```\nSo the answer is \\boxed{42}. "
+# every printable ASCII character in the alphabet: the BPE drops a character it has never seen, so a text
+# that differs only in such characters would decode the same
+_ALPHABET = string.printable + ("Let me compute.\n```python\nprint(6*7)\n```\n```output\n42\n```\nSo the answer is \\boxed{42}. "
              "x = 6 ZeroDivisionError: division by zero timed out [truncated] <code> </code> <interpreter> "
              "import socket open while True: pass hello done [output limit]_'\"{}#! NameError defined")  # fmt: skip
 LOGP = -0.5  # the scripted engine's log-prob of every token it writes
@@ -186,8 +190,8 @@ def test_a_program_cannot_reach_the_network_or_the_host_files(tok):
     (groups, _) = _run(tok, script)
     c = groups[0][0]
     assert c.tool_calls == ("error", "error") and "root:" not in c.text
-    # (the test tokenizer has no "O" or "F": the outputs read "SError", "ileNotoundError")
-    assert "Network is unreachable" in c.text and "No such file or directory: '/etc/passwd'" in c.text
+    assert "OSError: [Errno 101] Network is unreachable" in c.text
+    assert "FileNotFoundError: [Errno 2] No such file or directory: '/etc/passwd'" in c.text
 
 
 def test_cell_program_replays_in_one_namespace():
