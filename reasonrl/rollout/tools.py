@@ -12,9 +12,9 @@ the engines, or the loss mask built from `Completion.tool_mask` (`trainer.batchi
 What the trainer gets: one `Completion` per sample whose `token_ids` hold the model's tokens and the tool
 outputs' tokens in order; `tool_mask` marks the output tokens (no loss, no KL, no entropy on them; their
 `sampler_logprobs` are 0); `model_text` is the completion without the tool outputs (its segments joined
-by newlines), which is what the
-verifiers score, so a program that prints an answer does not answer for the model. The whole completion,
-outputs included, counts against `rollout.max_new_tokens` (verl's response length).
+by newlines), which is what the verifiers score, so a program that prints an answer does not answer for
+the model. The whole completion, outputs included, counts against `rollout.max_new_tokens` (verl's
+response length).
 """
 
 from __future__ import annotations
