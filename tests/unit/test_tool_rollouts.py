@@ -303,3 +303,15 @@ def test_eval_tools_flag_names_the_formats_before_anything_loads(tmp_path, capsy
     rc = main(["eval", str(tmp_path / "no-model"), "--benchmarks", "gsm8k", "--tools", "json"])
     assert rc == 2
     assert "--tools 'json' is not a tool format; known: off, hermes, markdown, xml" in capsys.readouterr().err
+
+
+def test_an_eval_of_a_run_uses_its_own_tools_unless_told_otherwise():
+    from reasonrl.cli.evaluate import tools_arg
+
+    run = load_config(
+        None, ["rollout.tools.enabled=true", "rollout.tools.max_calls=2", "rollout.tools.format=xml"]
+    )
+    assert tools_arg(None, run) == run.rollout.tools and tools_arg("off", run) is None
+    assert tools_arg("hermes", run) == ToolsConfig(enabled=True, format="hermes", max_calls=2)
+    assert tools_arg(None, load_config(None, [])) is None and tools_arg(None) is None
+    assert tools_arg("markdown") == ToolsConfig(enabled=True, format="markdown")
