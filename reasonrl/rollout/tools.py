@@ -106,13 +106,14 @@ def render_output(reply: dict, max_chars: int) -> tuple[str, str]:
     if status == "timeout":
         return "timed out", "timeout"
     text = reply.get("stdout") or ""
-    if status == "output_limit":
-        text += "[output limit]"
-    elif status != "success":  # the traceback's last line (the exception), or the exit status
+    if status not in (
+        "success",
+        "output_limit",
+    ):  # the traceback's last line (the exception), or the exit status
         lines = [ln for ln in (reply.get("stderr") or "").strip().splitlines() if ln.strip()]
         text += lines[-1] if lines else f"exit status {reply.get('exit_code')}"
     text = text.rstrip("\n")
-    if len(text) > max_chars:
+    if len(text) > max_chars or status == "output_limit":  # (killed for printing too much: cut as well)
         text = text[:max_chars] + "...[truncated]"
     return text, "error" if status == "failed" else status
 

@@ -54,7 +54,7 @@ class Scripted:
         return out
 
     def sync_weights(self, model, version=None):
-        self.synced = model
+        self.synced = (model, version)
 
 
 def _run(tok, script, n=1, max_new=400, prompts=("Q",), **tools):
@@ -102,6 +102,18 @@ def test_a_call_runs_and_its_output_joins_the_completion_without_loss(tok):
         + len(tok("So the answer is \\boxed{42}.", add_special_tokens=False)["input_ids"]),
     )
     assert p1.seed != p0.seed
+
+
+def test_the_wrapper_passes_weight_syncs_and_the_engines_lifecycle_through(tok):
+    inner = Scripted(tok, ["done"])
+    inner.close = lambda: setattr(inner, "closed", True)
+    engine = ToolRolloutEngine(inner, tok, ToolsConfig(enabled=True))
+    engine.sync_weights("model")
+    assert inner.synced == ("model", None)
+    engine.sync_weights("model", 3)
+    assert inner.synced == ("model", 3)
+    engine.close()
+    assert inner.closed and engine.runs_tools
 
 
 def test_cells_share_state_and_only_the_last_cells_output_shows(tok):
@@ -253,7 +265,9 @@ def test_hermes_calls_run_their_code_argument_and_answer_in_a_tool_turn():
     # each tool turn: the template's <|im_end|> ... <|im_start|>user ... <|im_end|> <|im_start|>assistant;
     # the printed "<|im_end|>" added no special token
     assert tool_ids.count(end) == 2 * 4 and tool_ids.count(start) == 2 * 4
-    assert c.text.endswith("done") and "user" in c.text
+    # (the text is decoded without special tokens: the turn's markers are gone, its words stay)
+    assert "</tool_call>\nuser\n<tool_response>\n42\n</tool_response>\nassistant\n<tool_call>" in c.text
+    assert c.text.endswith("done")
 
 
 def test_a_recipe_gives_the_chat_template_the_tool_schema(tok):
