@@ -116,6 +116,16 @@ def test_the_wrapper_passes_weight_syncs_and_the_engines_lifecycle_through(tok):
     assert inner.closed and engine.runs_tools
 
 
+def test_unseeded_sampling_stays_unseeded_and_a_sample_without_calls_keeps_its_finish(tok):
+    engine = ToolRolloutEngine(Scripted(tok, ["```python\nprint(1)\n```", "so so so so so so so so"]), tok,
+                               ToolsConfig(enabled=True))  # fmt: skip
+    ((c,),) = engine.generate([[5]], SamplingParams(max_new_tokens=30, seed=None))
+    assert [p.seed for _, p in engine.engine.calls] == [None, None] and c.finish_reason == "length"
+    engine = ToolRolloutEngine(Scripted(tok, ["so so so so so so so so"]), tok, ToolsConfig(enabled=True))
+    ((c,),) = engine.generate([[5]], SamplingParams(max_new_tokens=4))
+    assert (c.finish_reason, c.tool_calls, c.tool_mask, c.model_text) == ("length", (), None, c.text)
+
+
 def test_cells_share_state_and_only_the_last_cells_output_shows(tok):
     script = ["```python\nx = 6\nprint('hello')\n```", "```python\nprint(x*7)\n```", "done"]
     (groups, _) = _run(tok, script)
