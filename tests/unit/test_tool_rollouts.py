@@ -161,12 +161,37 @@ def test_max_calls_leaves_later_calls_as_text(tok):
 def test_the_budget_counts_the_outputs_and_ends_inside_one(tok):
     call = "```python\nprint(6*7)\n```"
     n_call = len(tok(call, add_special_tokens=False)["input_ids"])
-    (groups, _) = _run(tok, [call, "So"], max_new=n_call + 3)
+    (groups, engine) = _run(tok, [call, "So"], max_new=n_call + 3)
     c = groups[0][0]
     assert len(c.token_ids) == n_call + 3 and c.finish_reason == "length" and c.tool_mask[-3:] == [True] * 3
+    assert len(engine.engine.calls) == 1  # no generation asked for with nothing left of the budget
     # a call that fills the budget exactly: nothing runs (no room for its output)
     (groups, _) = _run(tok, [call, "So"], max_new=n_call)
     assert groups[0][0].tool_calls == () and groups[0][0].tool_mask is None
+
+
+def test_in_one_round_a_call_naming_no_code_does_not_take_another_samples_output(tok):
+    """Two samples call in the same round, the first with a Hermes call that has no code: it gets its
+    error, the second its own program's output."""
+    bad, good = (
+        '<tool_call>{"name": "python"}</tool_call>',
+        '<tool_call>{"arguments": {"code": "print(7)"}}</tool_call>',
+    )
+
+    class TwoScripts(Scripted):
+        def generate(self, prompts, params):
+            self.calls.append((len(prompts), params))
+            texts = [
+                ("done" if "<tool_response>" in self.tok.decode(p) else bad if p == [5] else good)
+                for p in prompts
+            ]
+            ids = [self.tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+            return [[Completion(i, self.tok.decode(i), [LOGP] * len(i))] for i in ids]
+
+    engine = ToolRolloutEngine(TwoScripts(tok, []), tok, ToolsConfig(enabled=True, format="hermes"))
+    (a,), (b,) = engine.generate([[5], [6]], SamplingParams(max_new_tokens=300))
+    assert a.tool_calls == ("invalid",) and 'no "code" argument' in a.text
+    assert b.tool_calls == ("success",) and "<tool_response>\n7\n</tool_response>" in b.text
 
 
 def test_a_printed_answer_does_not_answer_for_the_model(tok):
