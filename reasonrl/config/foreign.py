@@ -146,12 +146,12 @@ def without_foreign_options(out: Converted) -> Converted:
     from reasonrl.rollout.factory import ROLLOUT_ENGINES
 
     algo, rollout = out.recipe.get("algo", {}), out.recipe.get("rollout", {})
-    for section, key, registry, name in (
+    for section, dotted, registry, name in (
         (algo, "algo.adv_kwargs", ADVANTAGES, algo.get("adv_estimator", AlgoConfig.adv_estimator)),
         (algo, "algo.loss_kwargs", POLICY_LOSSES, algo.get("policy_loss", AlgoConfig.policy_loss)),
         (rollout, "rollout.engine_kwargs", ROLLOUT_ENGINES, rollout.get("engine", RolloutConfig.engine)),
     ):
-        key, dotted = key.split(".")[1], key
+        key = dotted.split(".")[1]
         options = section.get(key, {})
         if name not in registry:
             continue

@@ -127,9 +127,8 @@ VERL_PREFIXES_NOT_NEEDED = {  # families of engine knobs reasonrl sets itself or
 
 def _expand(text: str, env: dict[str, str]) -> str:
     """$VAR, ${VAR}, ${VAR:-default}, ${VAR:+alternative} and $((integer arithmetic)) with the script's own
-    variables, then the
-    environment's (as the shell would); the innermost first, so a default may hold variables. An unknown
-    variable is left as written (it shows in the recipe)."""
+    variables, then the environment's (as the shell would); the innermost first, so a default may hold
+    variables. An unknown variable is left as written (it shows in the recipe)."""
 
     def var(name: str, default: str | None = None) -> str | None:
         value = env.get(name, os.environ.get(name))

@@ -78,7 +78,8 @@ class ToolsConfig:
     sandbox and its output joins the completion, with no loss on the output's tokens."""
 
     enabled: bool = False
-    format: str = "markdown"  # rollout.tools.TOOL_FORMATS: markdown (```python -> ```output), xml (<code>)
+    # rollout.tools.TOOL_FORMATS: markdown (```python -> ```output), xml (<code>), hermes (Qwen's <tool_call>)
+    format: str = "markdown"
     max_calls: int = 4  # calls run per completion; a later call stays plain text
     timeout_s: float = 5.0  # wall-clock limit of one call
     memory_mb: int = 512
