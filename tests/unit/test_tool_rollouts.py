@@ -259,6 +259,12 @@ def test_the_recipe_keys_are_checked_when_it_loads(tmp_path):
         with pytest.raises(ConfigError, match=msg.replace("[", r"\[")):
             load_config(None, ["rollout.tools.enabled=true", bad])
     load_config(None, ["rollout.tools.format=json"])  # off: not checked
+    with pytest.raises(ConfigError, match=r"needs rollout.max_new_tokens >= 2"):
+        load_config(None, ["rollout.tools.enabled=true", "rollout.max_new_tokens=1"])
+    assert (
+        load_config(None, ["rollout.tools.enabled=true", "rollout.max_new_tokens=2"]).rollout.max_new_tokens
+        == 2
+    )
 
 
 def test_the_xml_format(tok):
