@@ -370,3 +370,23 @@ def test_an_eval_of_a_run_uses_its_own_tools_unless_told_otherwise():
     assert tools_arg("hermes", run) == ToolsConfig(enabled=True, format="hermes", max_calls=2)
     assert tools_arg(None, load_config(None, [])) is None and tools_arg(None) is None
     assert tools_arg("markdown") == ToolsConfig(enabled=True, format="markdown")
+
+
+def test_tool_metrics_by_hand():
+    from reasonrl.trainer.rollouts import tool_metrics
+
+    def comp(n, tool_tokens, calls):
+        return Completion([1] * n, "", [0.0] * n, tool_mask=[True] * tool_tokens + [False] * (n - tool_tokens)
+                          if calls else None, tool_calls=calls)  # fmt: skip
+
+    cs = [comp(10, 4, ("success", "timeout")), comp(6, 0, ()), comp(4, 2, ("error",)), comp(4, 0, ())]
+    assert tool_metrics(cs, True) == {
+        "rollout/tool_calls_mean": 3 / 4, "rollout/tool_used_frac": 2 / 4, "rollout/tool_error_frac": 2 / 3,
+        "rollout/tool_timeout_frac": 1 / 3, "rollout/tool_token_frac": 6 / 24}  # fmt: skip
+    assert tool_metrics(cs, False) == {}
+    one = tool_metrics([comp(5, 5, ("timeout",))], True)
+    assert one == {"rollout/tool_calls_mean": 1.0, "rollout/tool_used_frac": 1.0, "rollout/tool_error_frac": 1.0,
+                   "rollout/tool_timeout_frac": 1.0, "rollout/tool_token_frac": 1.0}  # fmt: skip
+    assert (
+        tool_metrics([comp(3, 0, ())], True)["rollout/tool_error_frac"] == 0.0
+    )  # no calls: no division by 0
