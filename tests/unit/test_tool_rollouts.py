@@ -259,6 +259,15 @@ def test_the_recipe_keys_are_checked_when_it_loads(tmp_path):
         with pytest.raises(ConfigError, match=msg.replace("[", r"\[")):
             load_config(None, ["rollout.tools.enabled=true", bad])
     load_config(None, ["rollout.tools.format=json"])  # off: not checked
+    least = load_config(None, ["rollout.tools.enabled=true", *(f"rollout.tools.{k}=1" for k in (
+        "max_calls", "workers", "memory_mb", "max_output_chars")), "rollout.tools.timeout_s=0.5"]).rollout.tools  # fmt: skip
+    assert (least.max_calls, least.workers, least.memory_mb, least.max_output_chars, least.timeout_s) == (
+        1,
+        1,
+        1,
+        1,
+        0.5,
+    )
     with pytest.raises(ConfigError, match=r"needs rollout.max_new_tokens >= 2"):
         load_config(None, ["rollout.tools.enabled=true", "rollout.max_new_tokens=1"])
     assert (
