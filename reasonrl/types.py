@@ -207,6 +207,8 @@ class TrainBatch:
     is_weights:       float [B, T]   truncated importance weights vs the sampler (TIS), or None
     pg_mask:          bool [B, T]    tokens the policy-gradient term trains (algo.top_entropy_quantile), or
                                      None: all of `mask`
+    cov_select:       bool [B, T]    tokens a covariance loss acts on (clip_cov / kl_cov, chosen once per step
+                                     over every rank's tokens by `trainer.step.attach_cov_selection`), or None
     term_rewards:     float [B, K]   each reward term's raw score (gdpo), or None
     term_weights:     K floats       the terms' weights (`reward.weights`, then 1 for a shaping term), or None
     extras:           free-form per-row data for plugins (the trainer itself uses none)
@@ -228,6 +230,7 @@ class TrainBatch:
     returns: torch.Tensor | None = None
     is_weights: torch.Tensor | None = None
     pg_mask: torch.Tensor | None = None
+    cov_select: torch.Tensor | None = None
     term_rewards: torch.Tensor | None = None
     term_weights: tuple[float, ...] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
@@ -235,7 +238,7 @@ class TrainBatch:
     # [B, P+T] fields (left-padded prompt, right-padded completion); [B, T] completion fields
     FULL_FIELDS = ("input_ids", "attention_mask")
     COMPLETION_FIELDS = ("mask", "advantages", "old_logprobs", "ref_logprobs", "sampler_logprobs", "values",
-                         "returns", "is_weights", "pg_mask")  # fmt: skip
+                         "returns", "is_weights", "pg_mask", "cov_select")  # fmt: skip
 
     @property
     def size(self) -> int:
@@ -281,6 +284,7 @@ class TrainBatch:
             returns=pick(self.returns),
             is_weights=pick(self.is_weights),
             pg_mask=pick(self.pg_mask),
+            cov_select=pick(self.cov_select),
             term_rewards=pick(self.term_rewards),
             term_weights=self.term_weights,
             extras={

@@ -7,6 +7,7 @@ See docs/algorithms.md for formulas, papers and shapes.
 
 from reasonrl.algorithms.advantages import ADVANTAGES
 from reasonrl.algorithms.correction import tis_weights
+from reasonrl.algorithms.covariance import clip_cov, kl_cov  # noqa: F401  (registers them)
 from reasonrl.algorithms.filters import (
     dynamic_sampling_mask,
     entropy_threshold,

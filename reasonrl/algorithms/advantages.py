@@ -4,7 +4,7 @@ Owns: turning rewards into advantages. Does not own: reward computation (`reward
 (`filters`, `kl.fold_kl_into_rewards`), or broadcasting [N] advantages over tokens (the trainer).
 
 Signature: `fn(rewards [N] float, group_ids [N] long, **options)`.
-  Sequence-level estimators (grpo, rloo, reinforce_pp, reinforce_pp_baseline, gdpo, remax) return
+  Sequence-level estimators (grpo, rloo, reinforce_pp, reinforce_pp_baseline, gdpo, gpg, remax) return
   advantages [N]; the trainer broadcasts them over each row's completion tokens.
   The token-level estimator `gae` returns a pair (advantages [B, T], returns [B, T]) and takes its
   tensors (`values`, `mask`, optionally `token_rewards`) as keyword arguments; N == B.
@@ -41,6 +41,11 @@ gdpo (NVIDIA 2026, GDPO: Group reward-Decoupled Normalization Policy Optimizatio
     a_i = sum_k w_k A_k,i;  A_i = (a_i - mean_batch(a)) / (std_batch(a) + eps) over rows of real groups.
     Summing first (grpo) lets a large term swamp a small one and maps different reward combinations to
     the same advantage; normalising each term first keeps every term's signal.
+gpg (Chu et al. 2025, GPG: Group Policy Gradient, arXiv:2504.02546; verl's `gpg`):
+    A_i = alpha (r_i - mean_g(r)) / f_norm,  alpha = N / max(1, #{j : r_j != 0}) over the whole batch,
+    the scale verl computes: with few rewarded samples, each one's signal is scaled up instead of being
+    diluted by the batch. No std division. As in verl, a singleton group's mean is 0 (A_i = alpha r_i / f_norm).
+    Paired with the plain policy-gradient loss (`reinforce`, verl's loss_mode gpg).
 remax (Li et al. 2023, ReMax, arXiv:2310.10505):
     A_i = r_i - b_i, with b_i the reward of the greedy completion of row i's prompt (`baseline_rewards`).
 gae (Schulman et al. 2016, arXiv:1506.02438), token level with a critic:
@@ -174,6 +179,18 @@ def gdpo(
 
 
 declare(gdpo, needs=("term_rewards", "term_weights"), group_relative=True, batch_stats=True)
+
+
+@ADVANTAGES.register("gpg")
+def gpg(rewards: torch.Tensor, group_ids: torch.Tensor, f_norm: float = 1.0) -> torch.Tensor:
+    if not f_norm > 0:
+        raise ValueError(f"gpg: f_norm must be > 0, got {f_norm}")
+    mean, _, count = group_stats(rewards, group_ids)
+    alpha = rewards.numel() / (rewards != 0).sum().clamp_min(1).to(rewards.dtype)
+    return alpha * (rewards - torch.where(count > 1, mean, torch.zeros_like(mean))) / f_norm
+
+
+declare(gpg, group_relative=True, batch_stats=True)
 
 
 @ADVANTAGES.register("remax")

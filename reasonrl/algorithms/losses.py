@@ -46,6 +46,17 @@ sapo (Gao et al. 2025, Soft Adaptive Policy Optimization, arXiv:2511.20347):
     (s = sigmoid(tau (r - 1))) equals the plain policy gradient at r = 1 and fades smoothly as r leaves
     1. clip_low / clip_high are accepted and ignored; clipfrac_* are 0; `gate_weight_mean` reports the mean
     4 s (1 - s) r, the share of the plain gradient each token keeps.
+vespo (Variational Sequence-Level Soft Policy Optimization, arXiv:2602.10693; TRL's `vespo`):
+    log w_i = clamp(sum_{t in M_i} (logprobs - old_logprobs), log 1e-8, 20)   (sequence ratio, a product)
+    phi(w) = exp(lam + k log w - lam w) = e^lam w^k e^(-lam w)  (a Gamma kernel, phi(1) = 1), detached
+    L_it = -phi(w_i) A_it logprobs_it
+    with (k, lam) = (k_pos, lambda_pos) where A >= 0 and (k_neg, lambda_neg) elsewhere (TRL: 2, 3 / 3, 2).
+    No hard clip: phi scales the plain policy gradient, vanishing smoothly as w -> 0 (like w^k) and as w
+    grows (like e^(-lam w)); its peak, e^(lam - k) (k / lam)^k, is at w = k / lam (1.21 at 2/3 for A >= 0
+    with TRL's values, 1.24 at 1.5 for A < 0). Like cispo the loss value contains logprobs; only its gradient
+    -phi A d logprobs matters. TRL folds the sampler ratio pi_old / pi_sampler into w; here the sampler
+    correction is `algo.off_policy` (TIS) as for every loss, a separate factor. clip_low / clip_high are
+    accepted and ignored; `phi_mean` reports the mean weight. TRL aggregates with token_mean (dapo).
 reinforce (Williams 1992): L_it = -A_it * logprobs_it. No ratio and no clipping: correct only for
     on-policy updates (one optimizer step per rollout batch). clip_low / clip_high are accepted and
     ignored; the ratio metrics are still reported as a diagnostic.
@@ -53,9 +64,11 @@ reinforce (Williams 1992): L_it = -A_it * logprobs_it. No ratio and no clipping:
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from reasonrl.algorithms.masked import masked_mean
+from reasonrl.algorithms.masked import masked_mean, masked_sum
 from reasonrl.registry import Registry
 
 POLICY_LOSSES: Registry = Registry("policy loss", positional=4)
@@ -224,6 +237,38 @@ def sapo(
         never = torch.zeros_like(mask)
         metrics = _metrics(log_ratio, ratio, mask, never, never)
         metrics["gate_weight_mean"] = masked_mean(4.0 * gate * (1.0 - gate) * ratio, mask)
+    return loss, metrics
+
+
+@POLICY_LOSSES.register("vespo")
+def vespo(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+    k_pos: float = 2.0,
+    lambda_pos: float = 3.0,
+    k_neg: float = 3.0,
+    lambda_neg: float = 2.0,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    del clip_low, clip_high  # accepted for the shared call; the Gamma weight replaces the clip
+    if min(k_pos, k_neg) < 0 or min(lambda_pos, lambda_neg) <= 0:
+        raise ValueError(f"vespo: k must be >= 0 and lambda > 0, got k {k_pos}/{k_neg}, "
+                         f"lambda {lambda_pos}/{lambda_neg}")  # fmt: skip
+    log_ratio = _log_ratio(logprobs, old_logprobs)
+    with torch.no_grad():
+        log_w = masked_sum(log_ratio, mask, dim=-1).clamp(math.log(1e-8), _LOG_RATIO_CLAMP).unsqueeze(-1)
+        pos = advantages >= 0
+        k = torch.where(pos, k_pos, k_neg).to(log_w.dtype)
+        lam = torch.where(pos, lambda_pos, lambda_neg).to(log_w.dtype)
+        phi = torch.exp(lam + k * log_w - lam * torch.exp(log_w)).nan_to_num(0.0, 0.0, 0.0)
+    loss = -phi * advantages * logprobs
+    with torch.no_grad():
+        never = torch.zeros_like(mask)
+        metrics = _metrics(log_ratio, torch.exp(log_ratio), mask, never, never)
+        metrics["phi_mean"] = masked_mean(phi.expand_as(logprobs), mask)
     return loss, metrics
 
 

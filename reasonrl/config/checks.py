@@ -111,6 +111,9 @@ def validate(cfg: RunConfig) -> None:
         ADVANTAGES.check_kwargs(a.adv_estimator, a.adv_kwargs, where="algo.adv_kwargs")
         loss_opts = dict(a.loss_kwargs)
         POLICY_LOSSES.check_kwargs(a.policy_loss, loss_opts, where="algo.loss_kwargs")
+        if "selected" in loss_opts:  # clip_cov / kl_cov: chosen by the trainer each step
+            raise RegistryError("algo.loss_kwargs.selected: the trainer chooses these tokens each step; "
+                                "set the loss's ratio instead")  # fmt: skip
     except RegistryError as e:
         raise ConfigError(str(e)) from None
     _dry_run_algo(a)

@@ -37,7 +37,10 @@ SCHEDULES = {
 # TRL loss_type -> (policy loss, aggregation)
 LOSS_TYPES = {"grpo": ("ppo_clip", "seq_mean_token_mean"), "bnpo": ("ppo_clip", "token_mean"),
               "dr_grpo": ("ppo_clip", "seq_mean_token_sum_norm"), "dapo": ("ppo_clip", "token_mean"),
-              "cispo": ("cispo", "token_mean"), "sapo": ("sapo", "seq_mean_token_mean")}  # fmt: skip
+              "cispo": ("cispo", "token_mean"), "sapo": ("sapo", "seq_mean_token_mean"),
+              # LUSPO: each sequence's loss times its length, averaged over sequences (GSPO's sequence ratio
+              # with importance_sampling_level=sequence, below, as the paper runs it)
+              "luspo": ("ppo_clip", "seq_mean_token_sum"), "vespo": ("vespo", "token_mean")}  # fmt: skip
 # fields read as they are: TRL field -> (reasonrl key, conversion)
 TRL: dict[str, tuple[str, Any]] = {
     "model_name_or_path": ("model.path", str),
@@ -56,6 +59,10 @@ TRL: dict[str, tuple[str, Any]] = {
     "off_policy_mask_threshold": ("algo.off_policy.mask_threshold", float),
     "sapo_temperature_pos": ("algo.loss_kwargs.tau_pos", float),
     "sapo_temperature_neg": ("algo.loss_kwargs.tau_neg", float),
+    "vespo_k_pos": ("algo.loss_kwargs.k_pos", float),
+    "vespo_lambda_pos": ("algo.loss_kwargs.lambda_pos", float),
+    "vespo_k_neg": ("algo.loss_kwargs.k_neg", float),
+    "vespo_lambda_neg": ("algo.loss_kwargs.lambda_neg", float),
     "num_iterations": ("train.epochs", int),
     "warmup_ratio": ("train.warmup_ratio", float),
     "lr_scheduler_type": ("train.lr_schedule", choice(SCHEDULES, "lr_scheduler_type")),
@@ -161,6 +168,10 @@ def _trl_loss(f, take, out: Converted) -> None:
     if str(take("importance_sampling_level", "token")) == "sequence":
         if loss == "ppo_clip":
             out.set("algo.policy_loss", "gspo")
+            if eps is None:  # TRL clips the sequence ratio at its epsilon default, not GSPO's 3e-4
+                out.set("algo.clip_low", 0.2)
+                if "epsilon_high" not in f:
+                    out.set("algo.clip_high", 0.2)
         else:
             out.notes.append(f"importance_sampling_level=sequence with loss_type={loss_type}: left out")
     scale = take("scale_rewards", "group")

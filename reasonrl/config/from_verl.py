@@ -32,7 +32,7 @@ A = "actor_rollout_ref."
 VERL: dict[str, tuple[str, Callable | None]] = {
     "algorithm.adv_estimator": ("algo.adv_estimator", choice({
         "grpo": "grpo", "rloo": "rloo", "reinforce_plus_plus": "reinforce_pp", "remax": "remax", "gae": "gae",
-        "reinforce_plus_plus_baseline": "reinforce_pp_baseline"}, "algorithm.adv_estimator")),
+        "reinforce_plus_plus_baseline": "reinforce_pp_baseline", "gpg": "gpg"}, "algorithm.adv_estimator")),
     "algorithm.gamma": ("algo.adv_kwargs.gamma", float),
     "algorithm.lam": ("algo.adv_kwargs.lam", float),
     "algorithm.filter_groups.enable": ("algo.dynamic_sampling.enabled", bool),
@@ -67,8 +67,13 @@ VERL: dict[str, tuple[str, Callable | None]] = {
     A + "actor.loss_agg_mode": ("algo.loss_agg", choice(LOSS_AGG, "loss_agg_mode")),
     A + "actor.entropy_coeff": ("algo.entropy_coef", float),
     A + "actor.policy_loss.loss_mode": ("algo.policy_loss", choice({
-        "vanilla": "ppo_clip", "gspo": "gspo", "geo_mean": "gmpo", "cispo": "cispo", "sapo": "sapo"},
-        "policy_loss.loss_mode")),
+        "vanilla": "ppo_clip", "gspo": "gspo", "geo_mean": "gmpo", "cispo": "cispo", "sapo": "sapo",
+        "clip_cov": "clip_cov", "kl_cov": "kl_cov", "gpg": "reinforce"}, "policy_loss.loss_mode")),
+    A + "actor.policy_loss.clip_cov_ratio": ("algo.loss_kwargs.clip_cov_ratio", float),
+    A + "actor.policy_loss.clip_cov_lb": ("algo.loss_kwargs.clip_cov_lb", float),
+    A + "actor.policy_loss.clip_cov_ub": ("algo.loss_kwargs.clip_cov_ub", float),
+    A + "actor.policy_loss.kl_cov_ratio": ("algo.loss_kwargs.kl_cov_ratio", float),
+    A + "actor.policy_loss.ppo_kl_coef": ("algo.loss_kwargs.kl_coef", float),
     A + "actor.tau_pos": ("algo.loss_kwargs.tau_pos", float),
     A + "actor.tau_neg": ("algo.loss_kwargs.tau_neg", float),
     A + "actor.tis_imp_ratio_cap": ("algo.off_policy.tis_cap", float),

@@ -36,12 +36,15 @@ from reasonrl.trainer.shaping import shape_batch
 from reasonrl.trainer.signals import Interrupted, StopOnSignal
 from reasonrl.trainer.state import is_new_best, restore_state, save_state
 from reasonrl.trainer.step import (
+    attach_cov_selection,
     attach_entropy_mask,
     attach_tis_weights,
     compute_advantages,
     early_stop,
     estimator_needs,
+    linear_in_advantage,
     make_loss_fn,
+    selects_tokens,
 )
 from reasonrl.trainer.verifier_watch import VerifierFailing, VerifierWatch
 
@@ -109,9 +112,9 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     # old log-probs: for off-policy updates, KL-in-reward and TIS (otherwise old == current, exactly)
     # rows with zero advantage contribute nothing unless the loss has other per-token terms
     # (not with several ranks: every rank must run the same number of forward / backward passes)
-    skip_inert = (
-        algo.kl.coef == 0 and algo.entropy_coef == 0 and not algo.kl.in_reward and dist.world_size() == 1
-    )
+    skip_inert = (algo.kl.coef == 0 and algo.entropy_coef == 0 and not algo.kl.in_reward
+                  and dist.world_size() == 1
+                  and linear_in_advantage(algo))  # fmt: skip
     mini_rows = t.mini_batch // dist.world_size()  # this rank's rows of each (global) mini-batch
     # several ranks: each global mini-batch re-split by tokens (the rows one process would take); on
     # one process (model.remove_padding) the same split into one part: the mini-batch by length
@@ -120,7 +123,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     for engine in [run.train_engine] + ([critic.engine] if critic is not None else []):
         engine.micro_tokens = t.micro_tokens  # micro-batches by tokens: rows of similar length fill each
     # (TIS with one update per step takes its weights inside the loss, from those same log-probs)
-    needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl.in_reward
+    # (and clip_cov / kl_cov, which choose their tokens from them)
+    needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl.in_reward or selects_tokens(algo)
 
     if start == 0:
         watchdog.enter("validation", 0)
@@ -162,6 +166,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         if critic is not None:
             batch.values = critic.values(batch, t.micro_batch)
         step_metrics.update(compute_advantages(batch, algo, baseline))
+        if selects_tokens(algo):  # clip_cov / kl_cov: their tokens, chosen over the whole batch
+            step_metrics.update(attach_cov_selection(batch, algo, step_seed(t.seed, step) + 2))
         if algo.off_policy.tis_cap > 0 and batch.old_logprobs is not None:
             step_metrics.update(attach_tis_weights(batch, algo.off_policy))
 

@@ -16,6 +16,9 @@ Owns:
       forward pass).
   `attach_entropy_mask`: the tokens the policy-gradient term trains when `algo.top_entropy_quantile` < 1
       (`batch.pg_mask`: the top share of the step's tokens by entropy, one threshold over every rank's).
+  `attach_cov_selection`: the tokens clip_cov / kl_cov act on (`batch.cov_select`), chosen once per step
+      over every rank's trained tokens from the pre-update log-probs and the advantages, with a generator
+      seeded from (run seed, step): micro-batching, ranks and resume leave the choice unchanged.
   `make_loss_fn`: the per-micro-batch loss
       loss = agg(w * m * o * policy_loss) + kl_coef * agg(v * kl(logprobs, ref))   [KL only if not in reward]
              - entropy_coef * agg(entropy)
@@ -32,12 +35,15 @@ Does not own: the formulas (`algorithms/`), reward shaping (`trainer.shaping`), 
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 from reasonrl import distributed as dist
 from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
 from reasonrl.algorithms.advantages import uses_batch_stats
 from reasonrl.algorithms.correction import off_policy_sequence_mask, tis_weights
+from reasonrl.algorithms.covariance import token_covariance
 from reasonrl.algorithms.filters import entropy_threshold, minibatch_early_stop
 from reasonrl.algorithms.kl import fold_kl_into_rewards, importance_weighted, kl_penalty
 from reasonrl.algorithms.masked import aggregate, masked_mean, masked_sum
@@ -165,6 +171,33 @@ def attach_entropy_mask(batch: TrainBatch, entropy: torch.Tensor, quantile: floa
             "actor/pg_token_frac": kept / max(int(every.numel()), 1)}  # fmt: skip
 
 
+def selects_tokens(algo: AlgoConfig) -> bool:
+    """The policy loss acts on tokens chosen over the whole batch (clip_cov, kl_cov: a `select`)."""
+    return hasattr(POLICY_LOSSES.get(algo.policy_loss), "select")
+
+
+def linear_in_advantage(algo: AlgoConfig) -> bool:
+    """The policy loss is 0 with its gradient on a row of zero advantage (all but kl_cov)."""
+    return getattr(POLICY_LOSSES.get(algo.policy_loss), "linear_in_advantage", True)
+
+
+def attach_cov_selection(batch: TrainBatch, algo: AlgoConfig, seed: int) -> dict[str, float]:
+    """Set `batch.cov_select` [B, T] from every rank's trained tokens (covariance of the advantages
+    and the log-probs before this step's updates, `batch.old_logprobs`); returns metrics."""
+    select = POLICY_LOSSES.get(algo.policy_loss).select
+    mask = batch.mask
+    own = (batch.advantages[mask].float().cpu(), batch.old_logprobs.to(mask.device)[mask].float().cpu())
+    every = dist.all_gather_objects(own) if dist.world_size() > 1 else [own]
+    cov = token_covariance(torch.cat([a for a, _ in every]), torch.cat([lp for _, lp in every]))
+    opts = {k: v for k, v in loss_options(algo).items() if k in inspect.signature(select).parameters}
+    chosen = select(cov, torch.Generator().manual_seed(seed), **opts)
+    start = sum(a.numel() for a, _ in every[: dist.rank()])
+    batch.cov_select = torch.zeros_like(mask)
+    batch.cov_select[mask] = chosen[start : start + own[0].numel()].to(mask.device)
+    return {"actor/cov_selected_tokens": float(chosen.sum()),
+            "actor/cov_max": float(cov.max()) if cov.numel() else 0.0}  # fmt: skip
+
+
 def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_len: int):
     policy_loss = POLICY_LOSSES.get(algo.policy_loss)
     opts = loss_options(algo)
@@ -178,7 +211,8 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
     def loss_fn(micro: TrainBatch, logprobs: torch.Tensor, entropy: torch.Tensor | None):
         mask = micro.mask
         old = micro.old_logprobs if micro.old_logprobs is not None else logprobs.detach()
-        pg_tok, pg_metrics = policy_loss(logprobs, old, micro.advantages, mask, **opts)
+        chosen = {} if micro.cov_select is None else {"selected": micro.cov_select}
+        pg_tok, pg_metrics = policy_loss(logprobs, old, micro.advantages, mask, **opts, **chosen)
         metrics = {f"actor/{k}": v for k, v in pg_metrics.items()}
         if algo.off_policy.tis_cap > 0:
             weights = micro.is_weights

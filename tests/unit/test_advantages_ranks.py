@@ -17,7 +17,7 @@ from reasonrl.trainer.step import over_all_ranks
 # label -> (estimator, its options)
 ESTIMATORS = {"reinforce_pp": ("reinforce_pp", {}), "reinforce_pp_baseline": ("reinforce_pp_baseline", {}),
               "gae": ("gae", {}), "grpo": ("grpo", {}), "grpo_batch_std": ("grpo", {"std_scope": "batch"}),
-              "gdpo": ("gdpo", {})}  # fmt: skip
+              "gdpo": ("gdpo", {}), "gpg": ("gpg", {})}  # fmt: skip
 
 
 def _whole():
@@ -107,6 +107,7 @@ def test_one_process_computes_as_before():
         "reinforce_pp_baseline",
         "gae",
         "gdpo",
+        "gpg",
     }
     assert uses_batch_stats(ADVANTAGES.get("grpo"), {"std_scope": "batch"})
     assert uses_batch_stats(ADVANTAGES.get("gdpo"), {})

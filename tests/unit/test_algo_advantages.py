@@ -241,6 +241,7 @@ def test_gae_needs_values_and_mask():
         ("reinforce_pp", set(), False, False),  # batch whitening: one completion per prompt is fine
         ("reinforce_pp_baseline", set(), False, True),
         ("remax", {"baseline_rewards"}, False, False),
+        ("gpg", set(), False, True),
         ("gae", {"values", "mask", "token_rewards"}, True, False),
     ],
 )
@@ -258,3 +259,18 @@ def test_declare_returns_the_function_and_refuses_unknown_inputs():
     assert declare(est, needs=("mask",)) is est and est.needs == frozenset({"mask"})
     with pytest.raises(ValueError, match=r"est: unknown trainer inputs \['critic'\]"):
         declare(est, needs=("critic",))
+
+
+def test_gpg_scales_the_centred_rewards_by_the_share_of_rewarded_samples():
+    gpg = ADVANTAGES.get("gpg")
+    rewards, groups = T([1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0]), T([0, 0, 0, 0, 1, 1, 1, 1])
+    # 8 samples, 4 rewarded: alpha = 2; group means 0.25 and 0.75; no std division
+    expected = [1.5, -0.5, -0.5, -0.5, 0.5, 0.5, -1.5, 0.5]
+    assert gpg(rewards, groups).tolist() == expected
+    assert gpg(rewards, groups, f_norm=4.0).tolist() == [x / 4 for x in expected]
+    # one rewarded sample in 8: alpha = 8; nothing rewarded: alpha = 8 / 1 on all-zero advantages
+    assert gpg(T([1.0] + [0.0] * 7), T([0] * 4 + [1] * 4)).tolist()[:2] == [6.0, -2.0]
+    assert gpg(torch.zeros(4), T([0, 0, 1, 1])).tolist() == [0.0] * 4
+    assert gpg(T([2.0, 1.0, 3.0]), T([0, 1, 1])).tolist() == [2.0, -1.0, 1.0]  # a singleton keeps alpha r
+    with pytest.raises(ValueError, match="gpg: f_norm must be > 0"):
+        gpg(rewards, groups, f_norm=0.0)

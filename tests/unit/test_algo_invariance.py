@@ -6,15 +6,20 @@ to its own longest row, accumulating into one W, and (b) 2 simulated data-parall
 their own copy of W, micro-batches inside), whose losses and gradients are summed (the all-reduce).
 Every piece gets the global `normalisers` (summed over ranks) and norm_len = T. fp32, rtol 1e-5.
 Negative controls show that local normalisers or a default norm_len break the equality.
+clip_cov / kl_cov get the tokens chosen once over the whole batch (as the trainer passes them); choosing
+inside each piece instead (verl's way) breaks the equality, which a negative control shows.
 """
 
 from __future__ import annotations
+
+import inspect
 
 import pytest
 import torch
 
 from reasonrl.algorithms import POLICY_LOSSES
 from reasonrl.algorithms.correction import tis_weights
+from reasonrl.algorithms.covariance import token_covariance
 from reasonrl.algorithms.kl import kl_penalty
 from reasonrl.algorithms.logprobs import entropy_from_logits, token_logprobs
 from reasonrl.algorithms.masked import AGG_MODES, aggregate, normalisers
@@ -59,9 +64,11 @@ def piece_loss(b, rows, w, wv, loss_name, mode, norms, norm_len, composite):
     mask = b["mask"][sl]
     logits = b["x"][sl] @ w
     lp = token_logprobs(logits, b["targets"][sl])
-    per_tok, _ = POLICY_LOSSES.get(loss_name)(
-        lp, b["old"][sl], b["adv"][sl], mask, clip_low=0.2, clip_high=0.28
-    )
+    fn = POLICY_LOSSES.get(loss_name)
+    extra = dict(COV_OPTIONS.get(loss_name, {}))
+    if hasattr(fn, "select") and b.get("selected") is not None:
+        extra["selected"] = b["selected"][sl]
+    per_tok, _ = fn(lp, b["old"][sl], b["adv"][sl], mask, clip_low=0.2, clip_high=0.28, **extra)
     if composite:
         weights, _ = tis_weights(b["old"][sl], b["sampler"][sl], mask, cap=1.5)
         per_tok = per_tok * weights + 0.1 * kl_penalty(lp, b["ref"][sl], "k3")
@@ -92,14 +99,31 @@ def run(b, pieces_per_rank, loss_name, mode, composite, global_norms=True, norm_
 
 
 SPLITS = {"micro": [MICRO], "dp": RANKS}
-LOSSES = ["ppo_clip", "gspo", "gmpo", "cispo", "sapo", "reinforce"]
+LOSSES = ["ppo_clip", "gspo", "gmpo", "cispo", "sapo", "reinforce", "vespo", "clip_cov", "kl_cov"]
+# wide enough that several of the 29 tokens are chosen
+COV_OPTIONS = {"clip_cov": {"clip_cov_ratio": 0.2, "clip_cov_lb": 0.0, "clip_cov_ub": 100.0},
+               "kl_cov": {"kl_cov_ratio": 0.2, "kl_coef": 0.5}}  # fmt: skip
+
+
+def with_selection(b, loss_name):
+    """The tokens clip_cov / kl_cov act on, chosen over the whole batch (trainer.step's pass)."""
+    fn = POLICY_LOSSES.get(loss_name)
+    if hasattr(fn, "select"):
+        cov = token_covariance(b["adv"][b["mask"]], b["old"][b["mask"]])
+        b["selected"] = torch.zeros_like(b["mask"])
+        opts = {
+            k: v for k, v in COV_OPTIONS[loss_name].items() if k in inspect.signature(fn.select).parameters
+        }
+        b["selected"][b["mask"]] = fn.select(cov, torch.Generator().manual_seed(1), **opts)
+        assert 3 <= int(b["selected"].sum()) < int(b["mask"].sum())
+    return b
 
 
 @pytest.mark.parametrize("split", list(SPLITS))
 @pytest.mark.parametrize("mode", AGG_MODES)
 @pytest.mark.parametrize("loss_name", LOSSES)
 def test_split_matches_whole_batch(loss_name, mode, split):
-    b = make_batch()
+    b = with_selection(make_batch(), loss_name)
     full = run(b, [[(0, B)]], loss_name, mode, composite=False)
     got = run(b, SPLITS[split], loss_name, mode, composite=False)
     assert full[1].abs().sum() > 1e-3  # not vacuous
@@ -140,3 +164,11 @@ def test_default_norm_len_breaks_invariance_with_ragged_padding():
     full = run(b, [[(0, B)]], "ppo_clip", "seq_mean_token_sum_norm", composite=False, norm_len=None)
     got = run(b, SPLITS["micro"], "ppo_clip", "seq_mean_token_sum_norm", composite=False, norm_len=None)
     assert not torch.allclose(got[0], full[0], rtol=1e-3)
+
+
+@pytest.mark.parametrize("loss_name", ["clip_cov", "kl_cov"])
+def test_choosing_cov_tokens_per_piece_breaks_invariance(loss_name):
+    b = make_batch()  # no batch-wide selection: each micro-batch chooses from its own tokens
+    full = run(b, [[(0, B)]], loss_name, "token_mean", composite=False)
+    got = run(b, SPLITS["micro"], loss_name, "token_mean", composite=False)
+    assert not torch.allclose(got[1], full[1], rtol=1e-3)

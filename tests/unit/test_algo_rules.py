@@ -80,13 +80,24 @@ def test_registered_names():
     assert ADVANTAGES.names() == [
         "gae",
         "gdpo",
+        "gpg",
         "grpo",
         "reinforce_pp",
         "reinforce_pp_baseline",
         "remax",
         "rloo",
     ]
-    assert POLICY_LOSSES.names() == ["cispo", "gmpo", "gspo", "ppo_clip", "reinforce", "sapo"]
+    assert POLICY_LOSSES.names() == [
+        "cispo",
+        "clip_cov",
+        "gmpo",
+        "gspo",
+        "kl_cov",
+        "ppo_clip",
+        "reinforce",
+        "sapo",
+        "vespo",
+    ]
 
 
 def test_every_estimator_declares_its_inputs():

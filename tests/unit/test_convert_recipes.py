@@ -41,6 +41,8 @@ python3 -m verl.trainer.main_ppo \
     actor_rollout_ref.actor.kl_loss_type=low_var_kl \
     actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum-norm \
     actor_rollout_ref.actor.policy_loss.loss_mode=clip_cov \
+    actor_rollout_ref.actor.policy_loss.clip_cov_ratio=0.0005 \
+    actor_rollout_ref.actor.policy_loss.kl_cov_ratio=0.002 \
     actor_rollout_ref.rollout.name=vllm \
     actor_rollout_ref.rollout.n=$n \
     actor_rollout_ref.rollout.top_k=-1 \
@@ -81,7 +83,8 @@ def test_a_verl_script_becomes_a_recipe_with_reasonrl_meanings(tmp_path):
     assert r["algo"]["kl"] == {"coef": 0.001, "estimator": "k3"} and r["algo"]["adv_kwargs"] == {
         "scale_by_std": False
     }
-    assert r["algo"]["loss_agg"] == "seq_mean_token_sum_norm" and "policy_loss" not in r["algo"]
+    assert r["algo"]["loss_agg"] == "seq_mean_token_sum_norm" and r["algo"]["policy_loss"] == "clip_cov"
+    assert r["algo"]["loss_kwargs"] == {"clip_cov_ratio": 0.0005}  # kl_cov's ratio is not clip_cov's option
     assert r["algo"]["dynamic_sampling"] == {"enabled": True, "max_rounds": 3}
     assert r["algo"]["off_policy"] == {"tis_cap": 2.5, "tis_mode": "sequence_truncate"}
     assert r["reward"] == {"verifier": "verl_function",
@@ -96,7 +99,7 @@ def test_a_verl_script_becomes_a_recipe_with_reasonrl_meanings(tmp_path):
     assert (
         "verl's defaults where the file sets nothing: " in notes and "rollout.n" not in notes.split("\n")[0]
     )
-    assert "policy_loss.loss_mode 'clip_cov' has no reasonrl equivalent" in notes
+    assert "algo.loss_kwargs.kl_cov_ratio=0.002: not an option of clip_cov, left out" in notes
     assert "trainer.some_new_knob=7: no reasonrl equivalent, left out" in notes
     assert "trainer.n_gpus_per_node: not needed (launch with torchrun --nproc-per-node N" in notes
     assert not (tmp_path / "ran").exists()  # the script was read, never run
@@ -198,7 +201,8 @@ def test_a_trl_config_becomes_a_recipe_that_loads(tmp_path):
 @pytest.mark.parametrize(
     "loss_type,loss,agg",
     [("grpo", "ppo_clip", "seq_mean_token_mean"), ("dr_grpo", "ppo_clip", "seq_mean_token_sum_norm"),
-     ("dapo", "ppo_clip", "token_mean"), ("sapo", "sapo", "seq_mean_token_mean")],
+     ("dapo", "ppo_clip", "token_mean"), ("sapo", "sapo", "seq_mean_token_mean"),
+     ("vespo", "vespo", "token_mean"), ("luspo", "ppo_clip", "seq_mean_token_sum")],
 )  # fmt: skip
 def test_trl_loss_types(tmp_path, loss_type, loss, agg):
     path = tmp_path / "grpo.yaml"
@@ -207,6 +211,39 @@ def test_trl_loss_types(tmp_path, loss_type, loss, agg):
     r = convert("trl", path).recipe
     assert (r["algo"]["policy_loss"], r["algo"]["loss_agg"], r["algo"]["clip_high"]) == (loss, agg, 0.28)
     assert r["algo"]["adv_kwargs"] == {"std_scope": "batch"}  # scale_rewards: batch
+
+
+def test_trl_luspo_and_vespo_as_their_papers_run_them(tmp_path):
+    path = tmp_path / "grpo.yaml"
+    base = TRL.format(loss_type="luspo").replace("multi_objective_aggregation: normalize_then_sum\n", "")
+    path.write_text(base.replace("epsilon_high: 4.0\n", "importance_sampling_level: sequence\n"))
+    out = convert("trl", path)
+    # LUSPO: GSPO's sequence ratio, each sequence's loss times its length; TRL's epsilon default (0.2)
+    algo = out.recipe["algo"]
+    assert (algo["policy_loss"], algo["loss_agg"], algo["clip_low"], algo["clip_high"]) == (
+        "gspo", "seq_mean_token_sum", 0.2, 0.2)  # fmt: skip
+    assert not any("importance_sampling_level" in n for n in out.notes)
+    path.write_text(
+        TRL.format(loss_type="vespo").replace("epsilon_high: 4.0", "vespo_k_pos: 1.5\nvespo_lambda_neg: 2.5")
+    )
+    recipe = convert("trl", path).recipe
+    assert recipe["algo"]["policy_loss"] == "vespo"
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
+    cfg = load_config(tmp_path / "r.yaml", ["rollout.engine=hf"])  # the options reach the loss and load
+    assert dict(cfg.algo.loss_kwargs) == {"k_pos": 1.5, "lambda_neg": 2.5}
+
+
+def test_verl_gpg_and_kl_cov(tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=gpg "
+                      "actor_rollout_ref.actor.policy_loss.loss_mode=gpg actor_rollout_ref.rollout.n=4\n")  # fmt: skip
+    algo = convert("verl", script).recipe["algo"]
+    assert (algo["adv_estimator"], algo["policy_loss"]) == ("gpg", "reinforce")
+    script.write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.policy_loss.loss_mode=kl_cov "
+                      "actor_rollout_ref.actor.policy_loss.kl_cov_ratio=0.002 "
+                      "actor_rollout_ref.actor.policy_loss.ppo_kl_coef=1\n")  # fmt: skip
+    algo = convert("verl", script).recipe["algo"]
+    assert algo["policy_loss"] == "kl_cov" and algo["loss_kwargs"] == {"kl_cov_ratio": 0.002, "kl_coef": 1.0}
 
 
 def test_values_scripts_and_bad_input():
