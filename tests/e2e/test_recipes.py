@@ -87,6 +87,8 @@ FEATURE_KEYS = {
     "ppo_gae": ["loss/value", "critic/explained_var", "critic/returns_mean"],
     "rlinf_math": ["reward/shaped_mean", "actor/early_stopped_minibatches"],
     "remax": ["reward/baseline_mean"],
+    "clip_cov": ["actor/cov_selected_tokens", "actor/cov_selected_frac"],
+    "kl_cov": ["actor/cov_selected_tokens", "actor/cov_selected_frac"],
 }
 
 
