@@ -30,11 +30,13 @@ way. Called without `selected` (a single un-split batch), a loss selects from it
 fixed-seed generator.
 
 Each loss carries `select(cov, generator, **options) -> bool`, the selection over a flat vector of
-covariances, which the trainer calls; `linear_in_advantage` is False for kl_cov (its penalty does not
+covariances, which the trainer calls with `select_options(loss, algo.loss_kwargs)`; `linear_in_advantage` is False for kl_cov (its penalty does not
 vanish with the advantage, so rows with zero advantage still train).
 """
 
 from __future__ import annotations
+
+import inspect
 
 import torch
 
@@ -54,12 +56,21 @@ def _quota(ratio: float, n: int) -> int:
     return max(1, int(ratio * n)) if n else 0
 
 
+def select_options(loss, options: dict) -> dict:
+    """The options `loss.select` takes: the loss's own defaults, overridden by `options` (a recipe's
+    algo.loss_kwargs); the loss's signature is the one place the defaults are written."""
+    own = {k: p.default for k, p in inspect.signature(loss).parameters.items() if p.default is not p.empty}
+    wanted = inspect.signature(loss.select).parameters
+    return {k: v for k, v in {**own, **options}.items() if k in wanted}
+
+
 def clip_cov_select(
     cov: torch.Tensor,
     generator: torch.Generator,
-    clip_cov_ratio: float = 2e-4,
-    clip_cov_lb: float = 1.0,
-    clip_cov_ub: float = 5.0,
+    *,
+    clip_cov_ratio: float,
+    clip_cov_lb: float,
+    clip_cov_ub: float,
 ) -> torch.Tensor:
     """bool like `cov`: max(1, floor(ratio * N)) tokens drawn at random among lb < cov < ub."""
     if not clip_cov_lb < clip_cov_ub:
@@ -72,7 +83,7 @@ def clip_cov_select(
     return out
 
 
-def kl_cov_select(cov: torch.Tensor, generator: torch.Generator, kl_cov_ratio: float = 2e-4) -> torch.Tensor:
+def kl_cov_select(cov: torch.Tensor, generator: torch.Generator, *, kl_cov_ratio: float) -> torch.Tensor:
     """bool like `cov`: the max(1, floor(ratio * N)) tokens of largest covariance."""
     del generator  # a deterministic top-k
     quota = _quota(kl_cov_ratio, cov.numel())

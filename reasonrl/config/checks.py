@@ -380,6 +380,11 @@ def _validate_correction(a: AlgoConfig) -> None:
             f"algo.kl.ref_sync_steps must be >= 0 and algo.kl.ref_sync_alpha in (0, 1], got "
             f"{a.kl.ref_sync_steps} and {a.kl.ref_sync_alpha}"
         )
+    if a.kl.ref_sync_reset_optimizer and not a.kl.ref_sync_steps:
+        raise ConfigError(
+            "algo.kl.ref_sync_reset_optimizer restarts the optimizer at each reference sync: it needs "
+            "algo.kl.ref_sync_steps > 0"
+        )
     if a.kl.ref_sync_steps and a.kl.coef <= 0:
         raise ConfigError(
             "algo.kl.ref_sync_steps moves the reference model, which only exists with algo.kl.coef > 0"

@@ -124,6 +124,9 @@ class KLConfig:
     # sync_ref_model uses 0.6 every 512 steps); 0 = the reference stays the initial model
     ref_sync_steps: int = 0
     ref_sync_alpha: float = 1.0
+    # true: each reference sync also restarts the policy's optimizer (AdamW's moments and step counts as a
+    # new optimizer's; the learning-rate schedule goes on): ProRL's full reset (arXiv:2505.24864)
+    ref_sync_reset_optimizer: bool = False
 
 
 @dataclass

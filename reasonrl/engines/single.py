@@ -295,6 +295,18 @@ class SingleDeviceEngine:
                 ref.mul_(1.0 - alpha).add_(policy, alpha=alpha)
         self.ref_synced = True
 
+    @torch.no_grad()
+    def reset_optimizer(self) -> None:
+        """The optimizer's state back to a new optimizer's (ProRL's reset): every moment and step count
+        zeroed in place (a zero AdamW state is exactly a fresh one's), so the state keeps its layout:
+        FSDP2's shards and the checkpoint keys stay as they are. The learning-rate schedule goes on."""
+        for state in self.optimizer.state.values():
+            for key, value in state.items():
+                if isinstance(value, torch.Tensor):
+                    value.zero_()
+                elif isinstance(value, (int, float)):
+                    state[key] = type(value)(0)
+
     def reference_state(self) -> dict:
         """The reference model's full state on CPU (FSDP2's gathers it from the shards)."""
         return {k: v.detach().cpu().clone() for k, v in self.ref_model.state_dict().items()}

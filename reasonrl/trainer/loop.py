@@ -199,6 +199,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             synced = step % algo.kl.ref_sync_steps == 0
             if synced:
                 run.train_engine.sync_reference(algo.kl.ref_sync_alpha)
+                if algo.kl.ref_sync_reset_optimizer:  # ProRL: the optimizer starts over with the reference
+                    run.train_engine.reset_optimizer()
             step_metrics["actor/ref_synced"] = float(synced)
         watchdog.enter("sync", step)
         source.updated(step)  # push the new policy (version = updates applied) to whoever samples

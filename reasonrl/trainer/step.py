@@ -35,15 +35,13 @@ Does not own: the formulas (`algorithms/`), reward shaping (`trainer.shaping`), 
 
 from __future__ import annotations
 
-import inspect
-
 import torch
 
 from reasonrl import distributed as dist
 from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
 from reasonrl.algorithms.advantages import uses_batch_stats
 from reasonrl.algorithms.correction import off_policy_sequence_mask, tis_weights
-from reasonrl.algorithms.covariance import token_covariance
+from reasonrl.algorithms.covariance import select_options, token_covariance
 from reasonrl.algorithms.filters import entropy_threshold, minibatch_early_stop
 from reasonrl.algorithms.kl import fold_kl_into_rewards, importance_weighted, kl_penalty
 from reasonrl.algorithms.masked import aggregate, masked_mean, masked_sum
@@ -184,13 +182,12 @@ def linear_in_advantage(algo: AlgoConfig) -> bool:
 def attach_cov_selection(batch: TrainBatch, algo: AlgoConfig, seed: int) -> dict[str, float]:
     """Set `batch.cov_select` [B, T] from every rank's trained tokens (covariance of the advantages
     and the log-probs before this step's updates, `batch.old_logprobs`); returns metrics."""
-    select = POLICY_LOSSES.get(algo.policy_loss).select
+    loss = POLICY_LOSSES.get(algo.policy_loss)
     mask = batch.mask
     own = (batch.advantages[mask].float().cpu(), batch.old_logprobs.to(mask.device)[mask].float().cpu())
     every = dist.all_gather_objects(own) if dist.world_size() > 1 else [own]
     cov = token_covariance(torch.cat([a for a, _ in every]), torch.cat([lp for _, lp in every]))
-    opts = {k: v for k, v in loss_options(algo).items() if k in inspect.signature(select).parameters}
-    chosen = select(cov, torch.Generator().manual_seed(seed), **opts)
+    chosen = loss.select(cov, torch.Generator().manual_seed(seed), **select_options(loss, loss_options(algo)))
     start = sum(a.numel() for a, _ in every[: dist.rank()])
     batch.cov_select = torch.zeros_like(mask)
     batch.cov_select[mask] = chosen[start : start + own[0].numel()].to(mask.device)

@@ -87,6 +87,65 @@ def test_a_trainer_killed_after_a_reset_resumes_with_that_reference(tiny_model_d
     assert rows[4]["loss/kl"] > 1e-4  # the step the saved reference decides
 
 
+def test_a_reset_optimizer_is_a_new_optimizer(tiny_model_and_tokenizer):
+    model = copy.deepcopy(tiny_model_and_tokenizer[0])  # the fixture is shared: this test moves weights
+    engine = SingleDeviceEngine(model, lr=1e-2, ref_model=copy.deepcopy(model).requires_grad_(False))
+    params = [p for p in model.parameters() if p.requires_grad]
+    g = torch.Generator().manual_seed(0)
+    grads = [torch.randn(p.shape, generator=g) for p in params]
+
+    def step():
+        for p, gr in zip(params, grads):
+            p.grad = gr.clone()
+        engine.optimizer.step()
+
+    step()
+    step()
+    assert all(
+        float(s["exp_avg"].abs().sum()) > 0 and float(s["step"]) == 2 for s in engine.optimizer.state.values()
+    )
+    engine.reset_optimizer()
+    fresh = SingleDeviceEngine(copy.deepcopy(model), lr=1e-2)
+    step()
+    own = [p.detach().clone() for p in params]
+    for p, gr in zip([p for p in fresh.model.parameters() if p.requires_grad], grads):
+        p.grad = gr.clone()
+    fresh.optimizer.step()
+    # a first Adam step moves every weight by about lr; a reset one moves exactly as a fresh optimizer's
+    theirs = [p.detach() for p in fresh.model.parameters() if p.requires_grad]
+    assert all(torch.equal(a, b) for a, b in zip(own, theirs))
+    assert all(float(s["step"]) == 1 for s in engine.optimizer.state.values())
+
+
+def test_the_optimizer_restarts_with_the_reference_and_resumes(tiny_model_dir, tmp_path, monkeypatch):
+    from test_async_rollouts import _interrupted_copy
+
+    quiet = lambda *a: None  # noqa: E731
+    reset = (*ONE_UPDATE, "algo.kl.ref_sync_steps=2", "algo.kl.ref_sync_reset_optimizer=true")
+    calls, real = [], SingleDeviceEngine.reset_optimizer
+
+    def spy(engine):
+        real(engine)
+        calls.append(
+            all(float(v.abs().sum()) == 0 for s in engine.optimizer.state.values() for v in s.values())
+        )
+
+    monkeypatch.setattr(SingleDeviceEngine, "reset_optimizer", spy)
+    hist = train(_cfg(tiny_model_dir, tmp_path / "a", 4, *reset, "checkpoint.every=1"), log=quiet)["history"]
+    assert calls == [True, True]  # after steps 2 and 4, each leaving a zero (fresh) state
+    plain = train(_cfg(tiny_model_dir, tmp_path / "p", 4, *ONE_UPDATE, "algo.kl.ref_sync_steps=2",
+                       "checkpoint.every=0"), log=quiet)["history"]  # fmt: skip
+    # the same run up to step 3's gradient (taken before its update); its update restarts Adam, so step 4
+    # starts from other weights
+    assert [_stable(r) for r in hist[:3]] == [_stable(r) for r in plain[:3]]
+    assert hist[3]["grad_norm"] == plain[3]["grad_norm"] and hist[4]["loss/kl"] != plain[4]["loss/kl"]
+    # interrupted after step 2 (its checkpoint holds the restarted optimizer): the same steps 3 and 4
+    run_b = _interrupted_copy(tmp_path / "a", tmp_path / "b", after_step=2)
+    resumed = {r["step"]: _stable(r) for r in train(_cfg(tiny_model_dir, run_b, 4, *reset), resume=True,
+                                                    log=quiet)["history"]}  # fmt: skip
+    assert resumed[3] == _stable(hist[3]) and resumed[4] == _stable(hist[4])
+
+
 @pytest.mark.parametrize(
     "extra,needle",
     [
@@ -99,6 +158,10 @@ def test_a_trainer_killed_after_a_reset_resumes_with_that_reference(tiny_model_d
         (
             ["algo.kl.coef=0.1", "algo.kl.ref_sync_steps=2", "model.lora.rank=4"],
             "not supported with model.lora",
+        ),
+        (
+            ["algo.kl.coef=0.1", "algo.kl.ref_sync_reset_optimizer=true"],
+            "it needs algo.kl.ref_sync_steps > 0",
         ),
     ],
 )

@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from reasonrl.algorithms import POLICY_LOSSES
-from reasonrl.algorithms.covariance import clip_cov_select, kl_cov_select, token_covariance
+from reasonrl.algorithms.covariance import clip_cov_select, kl_cov_select, select_options, token_covariance
+
+BAND = {"clip_cov_lb": 1.0, "clip_cov_ub": 5.0}
 
 
 def test_token_covariance_by_hand():
@@ -21,19 +23,36 @@ def test_token_covariance_by_hand():
 def test_clip_cov_draws_its_quota_from_the_band_only():
     cov = torch.tensor([0.5, 1.5, 2.0, 4.9, 5.0, 7.0, 1.0, 3.0, -2.0, 1.2] * 100)  # 1000 tokens
     band = (cov > 1.0) & (cov < 5.0)
-    picked = clip_cov_select(cov, torch.Generator().manual_seed(3), clip_cov_ratio=0.01)
+    picked = clip_cov_select(cov, torch.Generator().manual_seed(3), clip_cov_ratio=0.01, **BAND)
     assert int(picked.sum()) == 10 and bool((picked <= band).all())  # floor(0.01 * 1000) = 10
-    again = clip_cov_select(cov, torch.Generator().manual_seed(3), clip_cov_ratio=0.01)
-    other = clip_cov_select(cov, torch.Generator().manual_seed(4), clip_cov_ratio=0.01)
+    again = clip_cov_select(cov, torch.Generator().manual_seed(3), clip_cov_ratio=0.01, **BAND)
+    other = clip_cov_select(cov, torch.Generator().manual_seed(4), clip_cov_ratio=0.01, **BAND)
     assert torch.equal(picked, again) and not torch.equal(picked, other)  # seeded, and really drawn
     # at least one token, never more than the band holds; an empty band picks nothing
-    assert int(clip_cov_select(cov[:10], torch.Generator(), clip_cov_ratio=2e-4).sum()) == 1
-    assert int(clip_cov_select(cov[:10], torch.Generator(), clip_cov_ratio=0.9).sum()) == 5
-    assert int(clip_cov_select(cov, torch.Generator(), clip_cov_lb=8.0, clip_cov_ub=9.0).sum()) == 0
+    assert int(clip_cov_select(cov[:10], torch.Generator(), clip_cov_ratio=2e-4, **BAND).sum()) == 1
+    assert int(clip_cov_select(cov[:10], torch.Generator(), clip_cov_ratio=0.9, **BAND).sum()) == 5
+    assert (
+        int(
+            clip_cov_select(
+                cov, torch.Generator(), clip_cov_ratio=0.1, clip_cov_lb=8.0, clip_cov_ub=9.0
+            ).sum()
+        )
+        == 0
+    )
+    assert int(clip_cov_select(cov[:0], torch.Generator(), clip_cov_ratio=0.1, **BAND).sum()) == 0
     with pytest.raises(ValueError, match="clip_cov_lb must be < clip_cov_ub"):
-        clip_cov_select(cov, torch.Generator(), clip_cov_lb=5.0, clip_cov_ub=1.0)
+        clip_cov_select(cov, torch.Generator(), clip_cov_ratio=0.1, clip_cov_lb=5.0, clip_cov_ub=1.0)
     with pytest.raises(ValueError, match="ratio must be > 0"):
-        clip_cov_select(cov, torch.Generator(), clip_cov_ratio=0.0)
+        clip_cov_select(cov, torch.Generator(), clip_cov_ratio=0.0, **BAND)
+
+
+def test_the_selections_take_the_losses_defaults_and_the_recipes_values():
+    clip, kl = POLICY_LOSSES.get("clip_cov"), POLICY_LOSSES.get("kl_cov")
+    assert select_options(clip, {}) == {"clip_cov_ratio": 2e-4, "clip_cov_lb": 1.0, "clip_cov_ub": 5.0}
+    assert select_options(clip, {"clip_cov_ub": 9.0, "clip_high": 0.28}) == {
+        "clip_cov_ratio": 2e-4, "clip_cov_lb": 1.0, "clip_cov_ub": 9.0}  # fmt: skip
+    assert select_options(kl, {"kl_coef": 1.0}) == {"kl_cov_ratio": 2e-4}
+    assert POLICY_LOSSES.options("kl_cov")["kl_coef"].default == 0.1  # verl's ppo_kl_coef
 
 
 def test_kl_cov_picks_the_largest_covariances():
@@ -41,6 +60,7 @@ def test_kl_cov_picks_the_largest_covariances():
     picked = kl_cov_select(cov, torch.Generator(), kl_cov_ratio=0.3)
     assert picked.nonzero().squeeze(-1).tolist() == [1, 4, 9]
     assert kl_cov_select(cov, torch.Generator(), kl_cov_ratio=1e-4).nonzero().squeeze(-1).tolist() == [1]
+    assert kl_cov_select(cov[:0], torch.Generator(), kl_cov_ratio=0.3).numel() == 0
 
 
 def _inputs():

@@ -12,14 +12,12 @@ inside each piece instead (verl's way) breaks the equality, which a negative con
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 import torch
 
 from reasonrl.algorithms import POLICY_LOSSES
 from reasonrl.algorithms.correction import tis_weights
-from reasonrl.algorithms.covariance import token_covariance
+from reasonrl.algorithms.covariance import select_options, token_covariance
 from reasonrl.algorithms.kl import kl_penalty
 from reasonrl.algorithms.logprobs import entropy_from_logits, token_logprobs
 from reasonrl.algorithms.masked import AGG_MODES, aggregate, normalisers
@@ -111,9 +109,7 @@ def with_selection(b, loss_name):
     if hasattr(fn, "select"):
         cov = token_covariance(b["adv"][b["mask"]], b["old"][b["mask"]])
         b["selected"] = torch.zeros_like(b["mask"])
-        opts = {
-            k: v for k, v in COV_OPTIONS[loss_name].items() if k in inspect.signature(fn.select).parameters
-        }
+        opts = select_options(fn, COV_OPTIONS[loss_name])
         b["selected"][b["mask"]] = fn.select(cov, torch.Generator().manual_seed(1), **opts)
         assert 3 <= int(b["selected"].sum()) < int(b["mask"].sum())
     return b

@@ -34,6 +34,9 @@ def test_kl_cov_chooses_the_top_covariance_trained_tokens():
     # mean A = 3/11, mean log-prob -1.45: the two largest (A - mean)(lp - mean) are row 1's -4.0 and -3.5
     assert b.cov_select.tolist() == [[False] * 4, [True, False, True, False], [False] * 4]
     assert metrics["actor/cov_selected_tokens"] == 2.0 and metrics["actor/cov_max"] > 0
+    plain = _scored_batch()  # the loss's own default ratio (2e-4): at least one token, the largest
+    attach_cov_selection(plain, load_config(None, ["algo.policy_loss=kl_cov"]).algo, seed=7)
+    assert plain.cov_select.nonzero().tolist() == [[1, 0]]
 
 
 def test_clip_cov_choice_is_seeded_by_the_step_and_stays_in_the_band():
