@@ -181,6 +181,12 @@ def validate(cfg: RunConfig) -> None:
         "reward.error_patience": cfg.reward.error_patience,
         "reward.service_wait_s": cfg.reward.service_wait_s,
     }
+    ec = a.entropy_control
+    if ec.enabled and not (ec.target > 0 and ec.delta > 0 and 0 <= ec.coef_min <= ec.coef_max):
+        raise ConfigError(
+            "algo.entropy_control needs target > 0, delta > 0 and 0 <= coef_min <= coef_max, got "
+            f"target {ec.target}, delta {ec.delta}, coef_min {ec.coef_min}, coef_max {ec.coef_max}"
+        )
     if not 0 <= t.warmup_ratio < 1:
         raise ConfigError(f"train.warmup_ratio must be in [0, 1), got {t.warmup_ratio}")
     if t.warmup_ratio and t.warmup_steps:

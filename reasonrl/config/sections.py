@@ -174,6 +174,21 @@ class CriticConfig:
 
 
 @dataclass
+class EntropyControlConfig:
+    """Skywork-OR1's adaptive entropy control (arXiv:2505.22312; TRL's use_adaptive_entropy): after every
+    optimizer update the entropy coefficient moves by `delta` toward keeping the policy's entropy at
+    `target` (up while the update's mean entropy is at or below it, down while above; within [coef_min,
+    coef_max]), and the bonus is applied only while the last measured entropy is at or below `target`.
+    algo.entropy_coef is the starting coefficient."""
+
+    enabled: bool = False
+    target: float = 0.2  # nats per token (TRL's entropy_target default)
+    delta: float = 0.005
+    coef_min: float = 0.0
+    coef_max: float = 1.0
+
+
+@dataclass
 class AlgoConfig:
     adv_estimator: str = "grpo"
     adv_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -185,6 +200,7 @@ class AlgoConfig:
     loss_kwargs: dict[str, Any] = field(default_factory=dict)  # extra options of the policy loss
     loss_agg: str = "token_mean"
     entropy_coef: float = 0.0
+    entropy_control: EntropyControlConfig = field(default_factory=EntropyControlConfig)
     # < 1: the policy-gradient term trains only the top this share of each step's tokens by entropy (Wang
     # et al. 2025, "Beyond the 80/20 rule": 0.2); the KL and entropy terms and the normalisers keep every token
     top_entropy_quantile: float = 1.0

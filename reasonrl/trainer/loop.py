@@ -25,6 +25,7 @@ from reasonrl.trainer import watchdog
 from reasonrl.trainer.balance import balanced_minibatches, gather_batch
 from reasonrl.trainer.batching import build_batch, minibatches, term_scores, without_inert_rows
 from reasonrl.trainer.critic import build_critic
+from reasonrl.trainer.entropy_control import EntropyControl
 from reasonrl.trainer.metrics import MetricsLog, mean_metrics
 from reasonrl.trainer.plot import plot_run
 from reasonrl.trainer.progress import Progress
@@ -93,6 +94,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     run_dir = Path(cfg.log.run_dir)
     needs = estimator_needs(cfg.algo)  # what the advantage estimator declared it takes
     critic = build_critic(cfg, log=log) if "values" in needs else None  # PPO value model
+    run.entropy_control = control = EntropyControl(cfg.algo)  # saved with, restored from, the trainer state
     start = restore_state(run, critic, cfg, allow_config_change, log) if resume else 0
     if start:  # an engine with its own weights samples the restored policy
         run.rollout_engine.sync_weights(run.model, start)
@@ -112,7 +114,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     # old log-probs: for off-policy updates, KL-in-reward and TIS (otherwise old == current, exactly)
     # rows with zero advantage contribute nothing unless the loss has other per-token terms
     # (not with several ranks: every rank must run the same number of forward / backward passes)
-    skip_inert = (algo.kl.coef == 0 and algo.entropy_coef == 0 and not algo.kl.in_reward
+    skip_inert = (algo.kl.coef == 0 and algo.entropy_coef == 0 and not algo.entropy_control.enabled
+                  and not algo.kl.in_reward
                   and dist.world_size() == 1
                   and linear_in_advantage(algo))  # fmt: skip
     mini_rows = t.mini_batch // dist.world_size()  # this rank's rows of each (global) mini-batch
@@ -174,7 +177,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         # 3. updates: `epochs` passes over the batch in shuffled mini-batches; a mini-batch that has
         #    drifted too far from the sampling policy is skipped (RLinf early stop)
         shuffle = torch.Generator().manual_seed(step_seed(t.seed, step) + 1)
-        updates, stopped = [], 0
+        updates, stopped, bonus_on = [], 0, []
         whole = gather_batch(batch, run.pad_id) if balance else None  # every rank's rows
         for _ in range(t.epochs):
             minis = (
@@ -189,12 +192,19 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
                     stopped += 1
                     continue
                 counts = global_normalisers(mini.mask)  # the same divisor on every rank
-                loss_fn = make_loss_fn(algo, counts["total_tokens"], counts["total_seqs"], r.max_new_tokens)
+                coef = control.applied()  # algo.entropy_coef, or what adaptive entropy control says now
+                loss_fn = make_loss_fn(algo, counts["total_tokens"], counts["total_seqs"], r.max_new_tokens,
+                                       entropy_coef=coef)  # fmt: skip
                 if skip_inert:  # zero-advantage rows add exactly nothing: skip their forward/backward
                     mini = without_inert_rows(mini)
                 updates.append(run.train_engine.train_step(mini, loss_fn, t.micro_batch,
-                                                           with_entropy=algo.entropy_coef > 0 or lg.entropy,
-                                                           entropy_grad=algo.entropy_coef > 0))  # fmt: skip
+                                                           with_entropy=coef > 0 or lg.entropy or control.enabled,
+                                                           entropy_grad=coef > 0))  # fmt: skip
+                control.update(updates[-1].get("actor/entropy", 0.0))
+                bonus_on.append(coef > 0)
+        if control.enabled:
+            step_metrics.update({"actor/entropy_coef": control.coef,
+                                 "actor/entropy_bonus_frac": sum(bonus_on) / max(len(bonus_on), 1)})  # fmt: skip
         if algo.kl.ref_sync_steps:  # the reference moves to the policy (ProRL reset / TRL sync_ref_model)
             synced = step % algo.kl.ref_sync_steps == 0
             if synced:

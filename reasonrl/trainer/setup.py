@@ -192,6 +192,7 @@ class Run:
     replay_rollouts: list | None = None  # an async checkpoint's batches asked for and not yet trained on
     benchmarks: list = field(default_factory=list)  # [(Benchmark, problems)] for val.benchmarks
     best: dict | None = None  # checkpoint.keep_best: {metric, step, value} of the best validation so far
+    entropy_control: object = None  # trainer.entropy_control.EntropyControl, set by the training loop
 
     @property
     def pad_id(self) -> int:

@@ -31,6 +31,8 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
 
     sampler = pending[-1]["rollouts"].sampler_state if pending else run.sampler.state_dict()
     state = {"sampler": sampler, "config": to_dict(cfg), "best": run.best, "world_size": world_size()}
+    if run.entropy_control is not None and run.entropy_control.enabled:
+        state["entropy_control"] = run.entropy_control.state_dict()
     sharded = cfg.checkpoint.sharded
     tmp = None
     if sharded:  # rank 0 makes the directory; every rank writes its optimizer shards into it
@@ -142,6 +144,8 @@ def restore_state(run, critic, cfg: RunConfig, allow_config_change: bool = False
         run.sampler.load_state_dict(state["sampler"])
         run.replay_rollouts = _pending_rollouts(engine_state, state.get("world_size", 1), log)
         run.best = state.get("best")
+        if run.entropy_control is not None:
+            run.entropy_control.load_state_dict(state.get("entropy_control"))
         set_rng_state(rng)
         log(f"resumed from {ckpt} (step {state['step']})")
         return int(state["step"])

@@ -195,7 +195,10 @@ def attach_cov_selection(batch: TrainBatch, algo: AlgoConfig, seed: int) -> dict
             "actor/cov_max": float(cov.max()) if cov.numel() else 0.0}  # fmt: skip
 
 
-def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_len: int):
+def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_len: int,
+                 entropy_coef: float | None = None):  # fmt: skip
+    """entropy_coef: this update's entropy coefficient (adaptive entropy control), else algo.entropy_coef."""
+    entropy_coef = algo.entropy_coef if entropy_coef is None else entropy_coef
     policy_loss = POLICY_LOSSES.get(algo.policy_loss)
     opts = loss_options(algo)
     kl_loss = algo.kl.coef > 0 and not algo.kl.in_reward
@@ -241,8 +244,8 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
             metrics["loss/kl"] = kl.detach()
         if entropy is not None:
             ent = agg(entropy, mask)
-            if algo.entropy_coef:
-                loss = loss - algo.entropy_coef * ent
+            if entropy_coef:
+                loss = loss - entropy_coef * ent
             metrics["actor/entropy"] = masked_mean(entropy.detach(), mask)
         metrics["loss/total"] = loss.detach()
         return loss, metrics
