@@ -144,5 +144,19 @@ def test_vespo_weight_is_the_gamma_kernel_of_the_sequence_ratio():
     (loss2 * mask).sum().backward()
     torch.testing.assert_close(lp2.grad[mask], -adv[mask])
     assert float(m2["phi_mean"]) == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="vespo: k must be >= 0 and lambda > 0"):
-        POLICY_LOSSES.get("vespo")(lp, old, adv, mask, lambda_pos=0.0)
+    for bad in ({"lambda_pos": 0.0}, {"lambda_neg": 0.0}, {"k_pos": -1.0}, {"k_neg": -0.5}):
+        with pytest.raises(ValueError, match="vespo: k must be >= 0 and lambda > 0"):
+            POLICY_LOSSES.get("vespo")(lp, old, adv, mask, **bad)
+    POLICY_LOSSES.get("vespo")(lp, old, adv, mask, k_pos=0.0, k_neg=0.5)  # k = 0 is allowed
+
+
+def test_vespo_small_advantages_and_far_off_policy_rows():
+    lp = torch.zeros(2, 2, requires_grad=True)
+    # row 0: A = 0.5 > 0 takes (k_pos, lambda_pos); row 1: w = e^-30, clamped to 1e-8 (phi ~ 1e-15, not 0.25-ish)
+    old = torch.tensor([[-math.log(2.0), 0.0], [15.0, 15.0]])
+    adv = torch.tensor([[0.5, 0.5], [1.0, 1.0]])
+    loss, _ = POLICY_LOSSES.get("vespo")(lp, old, adv, torch.ones(2, 2, dtype=torch.bool))
+    loss.sum().backward()
+    phi = math.exp(3.0) * 2.0**2 * math.exp(-6.0)
+    torch.testing.assert_close(lp.grad[0], torch.full((2,), -0.5 * phi))
+    assert 0 < float(-lp.grad[1, 0]) < 1e-12
