@@ -300,12 +300,9 @@ class SingleDeviceEngine:
         """The optimizer's state back to a new optimizer's (ProRL's reset): every moment and step count
         zeroed in place (a zero AdamW state is exactly a fresh one's), so the state keeps its layout:
         FSDP2's shards and the checkpoint keys stay as they are. The learning-rate schedule goes on."""
-        for state in self.optimizer.state.values():
-            for key, value in state.items():
-                if isinstance(value, torch.Tensor):
-                    value.zero_()
-                elif isinstance(value, (int, float)):
-                    state[key] = type(value)(0)
+        for state in self.optimizer.state.values():  # AdamW's: exp_avg, exp_avg_sq and step, all tensors
+            for value in state.values():
+                value.zero_()
 
     def reference_state(self) -> dict:
         """The reference model's full state on CPU (FSDP2's gathers it from the shards)."""
