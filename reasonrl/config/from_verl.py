@@ -124,6 +124,8 @@ VERL_NOT_NEEDED = {
 VERL_PREFIXES_NOT_NEEDED = {  # families of engine knobs reasonrl sets itself or does not have
     A + "ref.": "the reference model shares the policy's engine settings",
     A + "rollout.log_prob_": "log-prob forwards use train.micro_batch / train.micro_tokens",
+    "critic.ppo_micro_batch_size": "the critic's forwards use train.micro_batch / train.micro_tokens",
+    "critic.forward_micro_batch_size": "the critic's forwards use train.micro_batch / train.micro_tokens",
     A + "actor.fsdp_config.": "FSDP2 wraps every decoder layer (train.cpu_offload for offload)",
     A + "actor.checkpoint.": "checkpoints hold the HF model, optimizer and state (docs/operations.md)",
     A + "actor.ulysses_sequence_parallel_size": "sequence parallelism is not implemented",
@@ -246,8 +248,18 @@ def _derived(o, take, out: Converted) -> None:
         for side in ("low", "high"):
             if A + f"actor.clip_ratio_{side}" not in o:
                 out.set(f"algo.clip_{side}", float(clip))
+    micro = take(A + "actor.ppo_micro_batch_size")  # verl's deprecated global one: sequences over every GPU
+    if micro is not None and A + "actor.ppo_micro_batch_size_per_gpu" not in o:
+        gpus = int(o.get("trainer.n_gpus_per_node", 1)) * int(o.get("trainer.nnodes", 1))
+        per_rank = max(1, int(micro) // gpus)
+        out.set("train.micro_batch", per_rank)
+        out.notes.append(
+            f"{A}actor.ppo_micro_batch_size={micro} over {gpus} GPU(s) -> train.micro_batch={per_rank}"
+        )
     if take(A + "actor.use_dynamic_bsz"):
         out.set("train.micro_tokens", int(take(A + "actor.ppo_max_token_len_per_gpu", 16384)))
+        if mini is not None:  # verl then ignores the micro-batch sizes: the token budget cuts micro-batches
+            out.set("train.micro_batch", int(mini) * n)
     if take(A + "actor.fsdp_config.param_offload") or take(A + "actor.fsdp_config.optimizer_offload"):
         out.set("train.cpu_offload", True)
     if (name := str(o.get(A + "rollout.name", "")).lower()) in ("sglang", "trtllm"):
@@ -278,6 +290,9 @@ def _verl_kl(o, take, out: Converted) -> None:
     if take(A + "actor.use_kl_loss"):
         out.set("algo.kl.coef", float(take(A + "actor.kl_loss_coef", 0.001)))
         estimator(A + "actor.kl_loss_type", "low_var_kl")
+        if not in_reward:  # the in-reward KL's settings, which verl does not use then either
+            take("algorithm.kl_ctrl.kl_coef")
+            take("algorithm.kl_penalty")
     elif in_reward:
         out.set("algo.kl.coef", float(take("algorithm.kl_ctrl.kl_coef", 0.001)))
         out.set("algo.kl.in_reward", True)

@@ -366,3 +366,29 @@ def test_a_shell_variable_left_in_a_recipe_is_a_config_error_naming_its_key(tmp_
     bad.write_text("model:\n  path: ${MODEL_HOME}/qwen\n")
     with pytest.raises(ConfigError, match="model.path: Interpolation key 'MODEL_HOME' not found"):
         load_config(bad)
+
+
+def test_verl_micro_batches_deprecated_and_dynamic(tmp_path):
+    script = tmp_path / "run.sh"
+    base = ("python3 -m verl.trainer.main_ppo data.train_batch_size=32 actor_rollout_ref.actor.ppo_mini_batch_size=16 "
+            "actor_rollout_ref.rollout.n=5 trainer.n_gpus_per_node=4 ")  # fmt: skip
+    # the deprecated global micro-batch is over every GPU; reasonrl's is per rank
+    script.write_text(base + "actor_rollout_ref.actor.ppo_micro_batch_size=40 actor_rollout_ref.actor.use_kl_loss=True "
+                      "algorithm.kl_ctrl.kl_coef=0.001 critic.ppo_micro_batch_size_per_gpu=4\n")  # fmt: skip
+    out = convert("verl", script)
+    notes = "\n".join(out.notes)
+    assert "kl_ctrl" not in notes  # the in-reward KL's coefficient, unused beside the KL loss (as in verl)
+    assert (
+        "critic.ppo_micro_batch_size_per_gpu: not needed (the critic's forwards use train.micro_batch"
+        in notes
+    )
+    assert (out.recipe["train"]["mini_batch"], out.recipe["train"]["micro_batch"]) == (80, 10)
+    assert "ppo_micro_batch_size=40 over 4 GPU(s) -> train.micro_batch=10" in "\n".join(out.notes)
+    # with use_dynamic_bsz verl ignores the micro-batch size: the token budget cuts micro-batches
+    script.write_text(base + "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3 "
+                      "actor_rollout_ref.actor.use_dynamic_bsz=True actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192\n")  # fmt: skip
+    train = convert("verl", script).recipe["train"]
+    assert (train["micro_batch"], train["micro_tokens"], train["mini_batch"]) == (80, 8192, 80)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump(convert("verl", script).recipe))
+    assert load_config(recipe, ["rollout.engine=hf"]).train.micro_batch == 80  # loads (3 does not divide 80)
