@@ -92,6 +92,9 @@ VERL: dict[str, tuple[str, Callable | None]] = {
     "critic.optim.lr": ("algo.critic.lr", float),
     "critic.model.path": ("algo.critic.model", str),
     "critic.cliprange_value": ("algo.critic.value_clip", float),
+    "trainer.balance_batch": ("train.balance_tokens", bool),
+    A + "nccl_timeout": ("train.dist_timeout_s", float),
+    A + "actor.use_torch_compile": ("model.compile", bool),
     "trainer.total_training_steps": ("train.steps", int),
     "trainer.save_freq": ("checkpoint.every", off_if_negative),
     "trainer.test_freq": ("val.every", off_if_negative),
@@ -126,6 +129,10 @@ VERL_PREFIXES_NOT_NEEDED = {  # families of engine knobs reasonrl sets itself or
     A + "rollout.log_prob_": "log-prob forwards use train.micro_batch / train.micro_tokens",
     "critic.ppo_micro_batch_size": "the critic's forwards use train.micro_batch / train.micro_tokens",
     "critic.forward_micro_batch_size": "the critic's forwards use train.micro_batch / train.micro_tokens",
+    "critic.ppo_max_token_len": "the critic's forwards use train.micro_batch / train.micro_tokens",
+    "critic.forward_max_token_len": "the critic's forwards use train.micro_batch / train.micro_tokens",
+    "critic.use_dynamic_bsz": "the critic's forwards use train.micro_batch / train.micro_tokens",
+    A + "model.use_fused_kernels": "model.logprob_chunk computes log-probs without the [B, T, V] logits",
     A + "actor.fsdp_config.": "FSDP2 wraps every decoder layer (train.cpu_offload for offload)",
     A + "actor.checkpoint.": "checkpoints hold the HF model, optimizer and state (docs/operations.md)",
     A + "actor.ulysses_sequence_parallel_size": "sequence parallelism is not implemented",
@@ -260,6 +267,8 @@ def _derived(o, take, out: Converted) -> None:
         out.set("train.micro_tokens", int(take(A + "actor.ppo_max_token_len_per_gpu", 16384)))
         if mini is not None:  # verl then ignores the micro-batch sizes: the token budget cuts micro-batches
             out.set("train.micro_batch", int(mini) * n)
+    else:  # a token budget verl does not use without dynamic batch sizes
+        take(A + "actor.ppo_max_token_len_per_gpu")
     if take(A + "actor.fsdp_config.param_offload") or take(A + "actor.fsdp_config.optimizer_offload"):
         out.set("train.cpu_offload", True)
     if (name := str(o.get(A + "rollout.name", "")).lower()) in ("sglang", "trtllm"):

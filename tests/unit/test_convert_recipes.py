@@ -392,3 +392,11 @@ def test_verl_micro_batches_deprecated_and_dynamic(tmp_path):
     recipe = tmp_path / "r.yaml"
     recipe.write_text(yaml.safe_dump(convert("verl", script).recipe))
     assert load_config(recipe, ["rollout.engine=hf"]).train.micro_batch == 80  # loads (3 does not divide 80)
+    script.write_text(base + "trainer.balance_batch=False actor_rollout_ref.nccl_timeout=900 "
+                      "actor_rollout_ref.actor.use_torch_compile=True actor_rollout_ref.actor.ppo_max_token_len_per_gpu=4096\n")  # fmt: skip
+    out = convert("verl", script)
+    train, model = out.recipe["train"], out.recipe["model"]
+    assert (train["balance_tokens"], train["dist_timeout_s"], model["compile"]) == (False, 900.0, True)
+    assert "micro_tokens" not in train and "ppo_max_token_len" not in "\n".join(
+        out.notes
+    )  # unused, as in verl
