@@ -89,6 +89,7 @@ FEATURE_KEYS = {
     "remax": ["reward/baseline_mean"],
     "clip_cov": ["actor/cov_selected_tokens", "actor/cov_selected_frac"],
     "kl_cov": ["actor/cov_selected_tokens", "actor/cov_selected_frac"],
+    "vespo": ["actor/phi_mean"],
 }
 
 
