@@ -30,8 +30,9 @@ way. Called without `selected` (a single un-split batch), a loss selects from it
 fixed-seed generator.
 
 Each loss carries `select(cov, generator, **options) -> bool`, the selection over a flat vector of
-covariances, which the trainer calls with `select_options(loss, algo.loss_kwargs)`; `linear_in_advantage` is False for kl_cov (its penalty does not
-vanish with the advantage, so rows with zero advantage still train).
+covariances, which the trainer calls with `select_options(loss, algo.loss_kwargs)`;
+`linear_in_advantage` is False for kl_cov (its penalty does not vanish with the advantage, so rows with
+zero advantage still train).
 """
 
 from __future__ import annotations
