@@ -1,9 +1,10 @@
 """KL between the current policy and a reference: per-token estimators and the shaping that folds
 them into token rewards.
 
-Owns: `kl_penalty` (the estimators, used as a loss term or as a reward penalty) and
-`fold_kl_into_rewards` (PPO / REINFORCE++ style KL-in-reward). Does not own: the coefficient schedule
-(a constant from the config; no adaptive controller here) or aggregation (`masked.aggregate`).
+Owns: `kl_penalty` (the estimators, used as a loss term or as a reward penalty),
+`fold_kl_into_rewards` (PPO / REINFORCE++ style KL-in-reward) and `adaptive_kl_coef` (one step of the
+adaptive controller). Does not own: the coefficient's state across a run (`trainer.kl_control`) or
+aggregation (`masked.aggregate`).
 
 Estimators (Schulman, "Approximating KL divergence", 2020), with d = logprobs - ref_logprobs on
 tokens sampled from the current policy:
@@ -24,6 +25,12 @@ graph (DeepSeek-AI 2025, DeepSeek-V3.2, arXiv:2512.02556, section 3.1's unbiased
 expected gradient is exactly that of KL(pi || ref), however far pi has moved from pi_old; k3 alone has
 the gradient of KL(ref || pi) only on-policy and drifts off-policy (tested by enumeration). On-policy
 (pi_old = sg(pi)) the weight has value 1 and adds the score-function term kl * d logprobs.
+
+`adaptive_kl_coef(coef, kl, target, horizon, n)` (Ziegler et al. 2019, "Fine-Tuning Language Models from
+Human Preferences", arXiv:1909.08593, section 2.2; verl's AdaptiveKLController, OpenRLHF's kl_target):
+    e = clip(kl / target - 1, -0.2, 0.2);   coef <- coef * (1 + e * n / horizon)
+a proportional controller: the coefficient grows while the measured KL is above the target and shrinks
+while below, by at most 20% of n / horizon per call (n: the sequences the KL was measured on).
 """
 
 from __future__ import annotations
@@ -67,3 +74,13 @@ def fold_kl_into_rewards(
 def importance_weighted(kl: torch.Tensor, logprobs: torch.Tensor, old_logprobs: torch.Tensor) -> torch.Tensor:
     """`kl` [B, T] times pi / pi_old (log ratio clamped to [-20, 20]); differentiable in `logprobs`."""
     return kl * torch.exp((logprobs - old_logprobs.detach()).clamp(-20.0, 20.0))
+
+
+def adaptive_kl_coef(coef: float, kl: float, target: float, horizon: int, n: int) -> float:
+    """The KL coefficient after a batch of `n` sequences whose mean KL was `kl` (see the module doc)."""
+    if target <= 0 or horizon <= 0:
+        raise ValueError(
+            f"adaptive KL needs target > 0 and horizon > 0, got target={target}, horizon={horizon}"
+        )
+    error = min(max(kl / target - 1.0, -0.2), 0.2)
+    return coef * (1.0 + error * n / horizon)

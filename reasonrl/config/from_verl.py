@@ -300,17 +300,28 @@ def _verl_kl(o, take, out: Converted) -> None:
         out.set("algo.kl.coef", float(take(A + "actor.kl_loss_coef", 0.001)))
         estimator(A + "actor.kl_loss_type", "low_var_kl")
         if not in_reward:  # the in-reward KL's settings, which verl does not use then either
-            take("algorithm.kl_ctrl.kl_coef")
-            take("algorithm.kl_penalty")
+            for key in (
+                "kl_ctrl.kl_coef",
+                "kl_penalty",
+                "kl_ctrl.type",
+                "kl_ctrl.target_kl",
+                "kl_ctrl.horizon",
+            ):
+                take("algorithm." + key)
     elif in_reward:
         out.set("algo.kl.coef", float(take("algorithm.kl_ctrl.kl_coef", 0.001)))
         out.set("algo.kl.in_reward", True)
         estimator("algorithm.kl_penalty", "kl")
-        if take("algorithm.kl_ctrl.type", "fixed") != "fixed":
-            out.notes.append("algorithm.kl_ctrl.type=adaptive: reasonrl's KL coefficient is fixed")
+        kind = take("algorithm.kl_ctrl.type", "fixed")
+        if kind == "adaptive":  # verl's defaults: target 0.1, horizon 10000
+            out.set("algo.kl.target", float(take("algorithm.kl_ctrl.target_kl", 0.1)))
+            out.set("algo.kl.horizon", int(take("algorithm.kl_ctrl.horizon", 10000)))
+        elif kind != "fixed":
+            out.notes.append(f"algorithm.kl_ctrl.type={kind!r} (verl knows fixed and adaptive): left fixed")
     else:  # the settings of a KL that is off
         for key in (A + "actor.kl_loss_coef", A + "actor.kl_loss_type", "algorithm.kl_ctrl.kl_coef",
-                    "algorithm.kl_penalty"):  # fmt: skip
+                    "algorithm.kl_penalty", "algorithm.kl_ctrl.type", "algorithm.kl_ctrl.target_kl",
+                    "algorithm.kl_ctrl.horizon"):  # fmt: skip
             take(key)
         out.set("algo.kl.coef", 0.0)
 

@@ -26,6 +26,7 @@ from reasonrl.trainer.balance import balanced_minibatches, gather_batch
 from reasonrl.trainer.batching import build_batch, minibatches, term_scores, without_inert_rows
 from reasonrl.trainer.critic import build_critic
 from reasonrl.trainer.entropy_control import EntropyControl
+from reasonrl.trainer.kl_control import KLControl
 from reasonrl.trainer.metrics import MetricsLog, mean_metrics
 from reasonrl.trainer.plot import plot_run
 from reasonrl.trainer.progress import Progress
@@ -95,6 +96,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     needs = estimator_needs(cfg.algo)  # what the advantage estimator declared it takes
     critic = build_critic(cfg, log=log) if "values" in needs else None  # PPO value model
     run.entropy_control = control = EntropyControl(cfg.algo)  # saved with, restored from, the trainer state
+    run.kl_control = KLControl(cfg.algo)  # the in-reward KL coefficient (adaptive with algo.kl.target); same
     start = restore_state(run, critic, cfg, allow_config_change, log) if resume else 0
     if start:  # an engine with its own weights samples the restored policy
         run.rollout_engine.sync_weights(run.model, start)
@@ -168,7 +170,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             batch.ref_logprobs = run.train_engine.logprobs(batch, t.micro_batch, reference=True)
         if critic is not None:
             batch.values = critic.values(batch, t.micro_batch)
-        step_metrics.update(compute_advantages(batch, algo, baseline))
+        step_metrics.update(compute_advantages(batch, algo, baseline, run.kl_control))
         if selects_tokens(algo):  # clip_cov / kl_cov: their tokens, chosen over the whole batch
             step_metrics.update(attach_cov_selection(batch, algo, step_seed(t.seed, step) + 2))
         if algo.off_policy.tis_cap > 0 and batch.old_logprobs is not None:

@@ -193,6 +193,7 @@ class Run:
     benchmarks: list = field(default_factory=list)  # [(Benchmark, problems)] for val.benchmarks
     best: dict | None = None  # checkpoint.keep_best: {metric, step, value} of the best validation so far
     entropy_control: object = None  # trainer.entropy_control.EntropyControl, set by the training loop
+    kl_control: object = None  # trainer.kl_control.KLControl, set by the training loop
 
     @property
     def pad_id(self) -> int:

@@ -33,6 +33,8 @@ def save_state(run, critic, cfg: RunConfig, step: int, pending: list[dict] | Non
     state = {"sampler": sampler, "config": to_dict(cfg), "best": run.best, "world_size": world_size()}
     if run.entropy_control is not None and run.entropy_control.enabled:
         state["entropy_control"] = run.entropy_control.state_dict()
+    if run.kl_control is not None and run.kl_control.adaptive:
+        state["kl_control"] = run.kl_control.state_dict()
     sharded = cfg.checkpoint.sharded
     tmp = None
     if sharded:  # rank 0 makes the directory; every rank writes its optimizer shards into it
@@ -146,6 +148,8 @@ def restore_state(run, critic, cfg: RunConfig, allow_config_change: bool = False
         run.best = state.get("best")
         if run.entropy_control is not None:
             run.entropy_control.load_state_dict(state.get("entropy_control"))
+        if run.kl_control is not None and run.kl_control.adaptive:
+            run.kl_control.load_state_dict(state.get("kl_control"))
         set_rng_state(rng)
         log(f"resumed from {ckpt} (step {state['step']})")
         return int(state["step"])

@@ -4,7 +4,8 @@ are combined in one visible place; `trainer/loop.py` calls them in order).
 Owns:
   `compute_advantages`: rewards -> per-token advantages [B, T] with the configured estimator, after
       folding KL into the rewards when `algo.kl.in_reward` (token rewards for gae; for sequence
-      estimators r_i - kl_coef * sum_t kl_it, kl = kl_estimator(old_logprobs, ref_logprobs));
+      estimators r_i - kl_coef * sum_t kl_it, kl = kl_estimator(old_logprobs, ref_logprobs); kl_coef
+      from `trainer.kl_control`, which the step's per-sequence KL then updates (`sequence_kl`));
       remax gets the greedy `baseline_rewards`, gae the critic's `values` and leaves `returns` in
       `batch.returns` for the critic update. An estimator with batch statistics (whitening: reinforce_pp,
       reinforce_pp_baseline, gae) runs over every rank's rows (`over_all_ranks`), so that each rank's
@@ -47,6 +48,7 @@ from reasonrl.algorithms.kl import fold_kl_into_rewards, importance_weighted, kl
 from reasonrl.algorithms.masked import aggregate, masked_mean, masked_sum
 from reasonrl.config import AlgoConfig, OffPolicyConfig
 from reasonrl.distributed import global_masked_mean
+from reasonrl.trainer.kl_control import KLControl
 from reasonrl.types import TrainBatch
 
 
@@ -56,24 +58,31 @@ def estimator_needs(algo: AlgoConfig) -> frozenset[str]:
 
 
 def compute_advantages(
-    batch: TrainBatch, algo: AlgoConfig, baseline_rewards: torch.Tensor | None = None
-) -> dict[str, float]:
+    batch: TrainBatch, algo: AlgoConfig, baseline_rewards: torch.Tensor | None = None,
+    kl_control: KLControl | None = None,
+) -> dict[str, float]:  # fmt: skip
     """Set `batch.advantages` [B, T] (0 off-mask); returns metrics. Supplies what the estimator
     declared it needs: critic `values` (`batch.values`), the `mask`, `token_rewards` (KL folded in,
-    with kl_in_reward), `baseline_rewards` (greedy completions' rewards)."""
+    with kl_in_reward), `baseline_rewards` (greedy completions' rewards). With KL in the reward the
+    coefficient is `kl_control`'s (`algo.kl.coef` without one), which then sees the step's KL."""
     rewards, mask = batch.rewards, batch.mask
     estimator = ADVANTAGES.get(algo.adv_estimator)
     token_rewards = None
     metrics: dict[str, float] = {}
     if algo.kl.in_reward:
+        coef = kl_control.coef if kl_control is not None else algo.kl.coef
         kl = kl_penalty(batch.old_logprobs, batch.ref_logprobs, algo.kl.estimator)
-        penalty = algo.kl.coef * masked_sum(kl, mask, dim=-1)  # [B]
+        penalty = coef * masked_sum(kl, mask, dim=-1)  # [B]
         metrics["reward/kl_penalty"] = penalty.mean().item()
         metrics["actor/kl_ref"] = masked_mean(kl, mask).item()
         if "token_rewards" in estimator.needs:
-            token_rewards = fold_kl_into_rewards(rewards, kl, mask, algo.kl.coef)
+            token_rewards = fold_kl_into_rewards(rewards, kl, mask, coef)
         else:
             rewards = rewards - penalty
+        if kl_control is not None and kl_control.adaptive:
+            seq_kl, sequences = sequence_kl(kl, mask)
+            metrics.update({"reward/kl_coef": coef, "reward/kl_seq_mean": seq_kl})
+            kl_control.update(seq_kl, sequences)
     supplied = {"values": batch.values, "mask": mask, "token_rewards": token_rewards,
                 "baseline_rewards": baseline_rewards, "term_rewards": batch.term_rewards,
                 "term_weights": batch.term_weights}  # fmt: skip
@@ -89,6 +98,13 @@ def compute_advantages(
     batch.advantages = adv * mask
     metrics["actor/advantage_abs_mean"] = masked_mean(batch.advantages.abs(), mask).item()
     return metrics
+
+
+def sequence_kl(kl: torch.Tensor, mask: torch.Tensor) -> tuple[float, int]:
+    """(mean over every rank's sequences of each one's mean per-token `kl`, the number of sequences)."""
+    per_seq = masked_sum(kl.detach(), mask, dim=-1) / mask.sum(-1).clamp_min(1)
+    both = dist.all_reduce_sum(torch.stack([per_seq.sum(), per_seq.new_tensor(float(per_seq.numel()))]))
+    return (both[0] / both[1].clamp_min(1)).item(), int(both[1].item())
 
 
 def over_all_ranks(estimator, rewards: torch.Tensor, group_ids: torch.Tensor, kwargs: dict):
