@@ -252,6 +252,7 @@ def vespo(
     lambda_pos: float = 3.0,
     k_neg: float = 3.0,
     lambda_neg: float = 2.0,
+    is_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     del clip_low, clip_high  # accepted for the shared call; the Gamma weight replaces the clip
     if min(k_pos, k_neg) < 0 or min(lambda_pos, lambda_neg) <= 0:
@@ -259,7 +260,12 @@ def vespo(
                          f"lambda {lambda_pos}/{lambda_neg}")  # fmt: skip
     log_ratio = _log_ratio(logprobs, old_logprobs)
     with torch.no_grad():
-        log_w = masked_sum(log_ratio, mask, dim=-1).clamp(math.log(1e-8), _LOG_RATIO_CLAMP).unsqueeze(-1)
+        log_w = masked_sum(log_ratio, mask, dim=-1)
+        if is_weights is not None:  # the sampler's token weights pi_old / pi_sampler, folded into w (TRL)
+            floor = math.log(1e-8)  # (a masked-out token's weight 0 counts as 1e-8: phi ~ 0 for the row)
+            log_is = torch.log(is_weights.to(log_w.dtype)).clamp(floor, _LOG_RATIO_CLAMP)
+            log_w = log_w + masked_sum(log_is, mask, dim=-1)
+        log_w = log_w.clamp(math.log(1e-8), _LOG_RATIO_CLAMP).unsqueeze(-1)
         pos = advantages >= 0
         k = torch.where(pos, k_pos, k_neg).to(log_w.dtype)
         lam = torch.where(pos, lambda_pos, lambda_neg).to(log_w.dtype)
@@ -270,6 +276,9 @@ def vespo(
         metrics = _metrics(log_ratio, torch.exp(log_ratio), mask, never, never)
         metrics["phi_mean"] = masked_mean(phi.expand_as(logprobs), mask)
     return loss, metrics
+
+
+vespo.folds_is_weights = True  # the trainer passes the sampler weights in (is_weights=), not as a factor
 
 
 @POLICY_LOSSES.register("reinforce")

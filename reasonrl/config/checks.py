@@ -390,6 +390,11 @@ def _validate_correction(a: AlgoConfig) -> None:
         )
     if not 0 <= op.tis_floor < max(op.tis_cap, 1e-12):
         raise ConfigError(f"algo.off_policy.tis_floor must be in [0, tis_cap), got {op.tis_floor}")
+    if op.tis_cap > 0 and op.tis_mode.startswith("sequence") and a.policy_loss == "vespo":
+        raise ConfigError(
+            f"algo.off_policy.tis_mode={op.tis_mode} with vespo: vespo folds the sampler's token weights into "
+            "its own sequence ratio (as TRL, which takes token_truncate or token_mask only)"
+        )
     if a.kl.ref_sync_steps < 0 or not 0 < a.kl.ref_sync_alpha <= 1:
         raise ConfigError(
             f"algo.kl.ref_sync_steps must be >= 0 and algo.kl.ref_sync_alpha in (0, 1], got "

@@ -23,11 +23,12 @@ Owns:
   `make_loss_fn`: the per-micro-batch loss
       loss = agg(w * m * o * policy_loss) + kl_coef * agg(v * kl(logprobs, ref))   [KL only if not in reward]
              - entropy_coef * agg(entropy)
-      (w = importance weights or 1, m = pg_mask or 1, o = the off-policy sequence mask of
-      `off_policy.mask_threshold` or 1, v = pi / pi_old with `kl.importance_weighted` or 1), every
-      aggregation using the mini-batch's global counts,
-      so micro-batches simply add up; entropy is always logged, and so is the sampler-vs-trainer log-prob gap
-      (`logprob_gap`, against old_logprobs, or the pre-update log-probs when the step has one update).
+      (w = importance weights or 1, folded into its own sequence ratio instead by a loss that says so,
+      vespo; m = pg_mask or 1, o = the off-policy sequence mask of `off_policy.mask_threshold` or 1,
+      v = pi / pi_old with `kl.importance_weighted` or 1), every aggregation using the mini-batch's global
+      counts, so micro-batches simply add up; entropy is always logged, and so is the sampler-vs-trainer
+      log-prob gap (`logprob_gap`, against old_logprobs, or the pre-update log-probs when the step has one
+      update).
   `early_stop`: RLinf mini-batch early stop (skip the mini-batch when its mean importance ratio or
       approx KL against old_logprobs exceeds the threshold), measured with one no-grad forward.
 Does not own: the formulas (`algorithms/`), reward shaping (`trainer.shaping`), the critic
@@ -218,6 +219,7 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
     policy_loss = POLICY_LOSSES.get(algo.policy_loss)
     opts = loss_options(algo)
     kl_loss = algo.kl.coef > 0 and not algo.kl.in_reward
+    folds = getattr(policy_loss, "folds_is_weights", False)
 
     def agg(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return aggregate(
@@ -228,8 +230,7 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         mask = micro.mask
         old = micro.old_logprobs if micro.old_logprobs is not None else logprobs.detach()
         chosen = {} if micro.cov_select is None else {"selected": micro.cov_select}
-        pg_tok, pg_metrics = policy_loss(logprobs, old, micro.advantages, mask, **opts, **chosen)
-        metrics = {f"actor/{k}": v for k, v in pg_metrics.items()}
+        metrics, weights = {}, None
         if algo.off_policy.tis_cap > 0:
             weights = micro.is_weights
             if weights is None:  # one update per step: the pre-update log-probs are the old ones
@@ -237,7 +238,13 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
                     old, micro.sampler_logprobs.to(old.device), mask, **tis_options(algo.off_policy)
                 )
                 metrics.update({f"actor/{k}": v for k, v in tis.items()})
-            pg_tok = pg_tok * weights.to(pg_tok.device)
+            weights = weights.to(logprobs.device)
+            if folds:  # vespo: the weights go into its sequence ratio instead of multiplying the loss
+                chosen["is_weights"], weights = weights, None
+        pg_tok, pg_metrics = policy_loss(logprobs, old, micro.advantages, mask, **opts, **chosen)
+        metrics.update({f"actor/{k}": v for k, v in pg_metrics.items()})
+        if weights is not None:
+            pg_tok = pg_tok * weights
         if algo.off_policy.mask_threshold is not None:  # the sampler's log-probs where the engine gave them
             behaviour = old if micro.sampler_logprobs is None else micro.sampler_logprobs.to(old.device)
             keep, opsm = off_policy_sequence_mask(

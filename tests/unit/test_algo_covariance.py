@@ -160,3 +160,23 @@ def test_vespo_small_advantages_and_far_off_policy_rows():
     phi = math.exp(3.0) * 2.0**2 * math.exp(-6.0)
     torch.testing.assert_close(lp.grad[0], torch.full((2,), -0.5 * phi))
     assert 0 < float(-lp.grad[1, 0]) < 1e-12
+
+
+def test_vespo_folds_the_sampler_weights_into_its_sequence_ratio():
+    lp = torch.tensor([[-1.0, -2.0, -0.5], [-0.3, -1.2, -4.0]])
+    old = lp - torch.tensor([[0.3, -0.1, 0.0], [0.2, 0.0, 7.0]])
+    adv = torch.tensor([[1.0, 1.0, 1.0], [-2.0, -2.0, -2.0]])
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    c = torch.tensor([[0.4, 0.0, -0.2], [-0.5, 0.25, 3.0]])  # log pi_old / pi_sampler per token
+    vespo = POLICY_LOSSES.get("vespo")
+    # w = prod pi/pi_old * prod pi_old/pi_sampler: the same as measuring the ratio against the sampler
+    folded, m1 = vespo(lp, old, adv, mask, is_weights=torch.exp(c))
+    as_sampler, m2 = vespo(lp, old - c, adv, mask)
+    torch.testing.assert_close(folded[mask], as_sampler[mask])
+    assert float(m1["phi_mean"]) == pytest.approx(float(m2["phi_mean"]))
+    plain, _ = vespo(lp, old, adv, mask)
+    assert not torch.allclose(folded[mask], plain[mask])  # (the weights changed phi)
+    # a token masked out by token_mask (weight 0) counts as 1e-8: its row's weight is ~0, not NaN
+    zeroed = torch.exp(c).index_put((torch.tensor([0]), torch.tensor([1])), torch.tensor(0.0))
+    loss, _ = vespo(lp, old, adv, mask, is_weights=zeroed)
+    assert torch.isfinite(loss).all() and float(loss[0].abs().max()) < 1e-12 and float(loss[1, 0]) != 0
