@@ -61,3 +61,14 @@ def test_clip_cov_and_vespo_train_and_change_the_update(tiny_model_dir, tmp_path
                   log=QUIET)["history"]  # fmt: skip
     assert 0.5 < vespo[1]["actor/phi_mean"] < 1.25  # near phi(1) = 1; the kernel never exceeds 1.24
     assert vespo[1]["reward/mean"] == base[1]["reward/mean"] and math.isfinite(vespo[2]["loss/total"])
+    # with TIS the sampler weights go into vespo's ratio; the CPU sampler's log-probs are the trainer's to
+    # ~1e-7, so the weights are ~1 and phi stays the plain run's (a wrong fold, e.g. the weights' log taken
+    # twice or the weights summed instead of their logs, moves phi by far more)
+    two = ("algo.policy_loss=vespo", "train.mini_batch=8")
+    plain = train(_cfg(tiny_model_dir, tmp_path / "v2", 2, *SHAPED, *two), log=QUIET)["history"]
+    tis = train(_cfg(tiny_model_dir, tmp_path / "vtis", 2, *SHAPED, *two, "algo.off_policy.tis_cap=2"),
+                log=QUIET)["history"]  # fmt: skip
+    assert tis[1]["rollout/logprob_gap_mean"] < 1e-5 and plain[1]["actor/phi_mean"] < 0.95
+    assert abs(tis[1]["actor/phi_mean"] - plain[1]["actor/phi_mean"]) < 1e-5 and math.isfinite(
+        tis[2]["loss/total"]
+    )
