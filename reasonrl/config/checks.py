@@ -211,6 +211,10 @@ def validate(cfg: RunConfig) -> None:
         )
     if not 0 < r.top_p <= 1:
         raise ConfigError(f"rollout.top_p must be in (0, 1], got {r.top_p}")
+    if cfg.val.top_p is not None and not 0 < cfg.val.top_p <= 1:
+        raise ConfigError(f"val.top_p must be in (0, 1] (or null: the rollout's), got {cfg.val.top_p}")
+    if cfg.val.top_k is not None and cfg.val.top_k < 0:
+        raise ConfigError(f"val.top_k must be >= 0 (0 = off; null: the rollout's), got {cfg.val.top_k}")
     if not 0 <= r.min_p < 1:  # 1 would keep the top token alone: greedy in disguise
         raise ConfigError(f"rollout.min_p must be in [0, 1), got {r.min_p}")
     if not 0 < a.top_entropy_quantile <= 1:

@@ -89,6 +89,8 @@ VERL: dict[str, tuple[str, Callable | None]] = {
     A + "rollout.enforce_eager": ("rollout.engine_kwargs.enforce_eager", bool),
     A + "rollout.val_kwargs.n": ("val.n", int),
     A + "rollout.val_kwargs.temperature": ("val.temperature", float),
+    A + "rollout.val_kwargs.top_p": ("val.top_p", float),
+    A + "rollout.val_kwargs.top_k": ("val.top_k", off_if_negative),
     "critic.optim.lr": ("algo.critic.lr", float),
     "critic.model.path": ("algo.critic.model", str),
     "critic.cliprange_value": ("algo.critic.value_clip", float),
@@ -123,6 +125,7 @@ VERL_NOT_NEEDED = {
     "trainer.critic_warmup": None,
     "trainer.resume_mode": "resume with `reasonrl train RECIPE --resume`",
     "trainer.log_val_generations": "log.rollouts_per_step samples go to rollouts.jsonl every step",
+    A + "rollout.val_kwargs.do_sample": "eval/accuracy is always greedy; val.n > 1 adds a sampled mean@n",
 }
 VERL_PREFIXES_NOT_NEEDED = {  # families of engine knobs reasonrl sets itself or does not have
     A + "ref.": "the reference model shares the policy's engine settings",

@@ -292,6 +292,9 @@ class ValConfig:
     size: int = 200
     n: int = 1  # samples per problem for mean@n at val temperature (besides greedy accuracy)
     temperature: float = 1.0
+    # mean@n's nucleus / top-k filters (verl's val_kwargs.top_p / top_k); None: the rollout's
+    top_p: float | None = None
+    top_k: int | None = None
     batch_size: int = 256
     # registered benchmarks (eval.benchmarks) run at every validation, logged as eval/<name>/<metric>,
     # with each benchmark's own n / temperature / top_p and the run's rollout.max_new_tokens

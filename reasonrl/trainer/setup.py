@@ -384,9 +384,10 @@ def _validate(run: Run, cfg: RunConfig, what: str, log) -> dict[str, float]:
     if not run.val:
         return out
     runs = {"eval/accuracy": greedy}
-    if v.n > 1:  # the rollout's own filters (top-p, top-k, min-p) at the validation temperature
+    if v.n > 1:  # the rollout's own filters (top-p, top-k, min-p) at the validation temperature, unless
+        filters = {k: x for k, x in (("top_p", v.top_p), ("top_k", v.top_k)) if x is not None}  # val's own
         runs[f"eval/mean@{v.n}"] = SamplingParams.of_rollout(cfg.rollout, cfg.train.seed, n=v.n,
-                                                              temperature=v.temperature)  # fmt: skip
+                                                              temperature=v.temperature, **filters)  # fmt: skip
     reasons = []
     for name, params in runs.items():
         ev = evaluate(run.rollout_engine, run.tokenizer, run.val, params, batch_size=v.batch_size,
