@@ -78,6 +78,7 @@ TRL: dict[str, tuple[str, Any]] = {
     "data_seed": ("data.seed", int),
     "gradient_checkpointing": ("model.gradient_checkpointing", bool),
     "torch_compile": ("model.compile", bool),
+    "disable_dropout": ("model.disable_dropout", bool),
     "chat_template_kwargs": ("data.chat_template_kwargs", dict),
     "vllm_gpu_memory_utilization": ("rollout.engine_kwargs.gpu_memory_utilization", float),
     "vllm_tensor_parallel_size": ("rollout.engine_kwargs.tensor_parallel_size", int),

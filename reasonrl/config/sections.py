@@ -48,6 +48,10 @@ class ModelConfig:
     # torch.compile every decoder layer for training (engines/compiled.py): fused elementwise kernels;
     # the first steps pay the compilation (tens of seconds); generation stays eager
     compile: bool = False
+    # every dropout of the policy (and critic) off for training, as TRL's disable_dropout (its default):
+    # with dropout the update's forward differs from the no-grad one the old log-probs came from, so the
+    # importance ratio is noise even on-policy. LoRA's own dropout (model.lora.dropout) is left as set
+    disable_dropout: bool = True
     lora: LoraSpec = field(default_factory=LoraSpec)
 
 

@@ -194,6 +194,22 @@ def load_model(path: str, config, tokenizer, dtype: str = "float32", device: str
     return model
 
 
+def disable_dropout(model) -> int:
+    """Sets every dropout of `model` to 0 in place: `nn.Dropout` modules' p, and the float rates
+    attention modules read in training mode (transformers' `attention_dropout`); returns how many were
+    above 0. The config is left as it is, so exported checkpoints keep the model's own settings."""
+    import torch
+
+    changed = 0
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout) and module.p > 0:
+            module.p, changed = 0.0, changed + 1
+        rate = getattr(module, "attention_dropout", None)
+        if isinstance(rate, float) and rate > 0:
+            module.attention_dropout, changed = 0.0, changed + 1
+    return changed
+
+
 def lean_attention(model, log=None) -> None:
     """Replace eager attention where transformers runs a model with it only because SDPA cannot do its
     arithmetic, which writes out every layer's [B, H, Q, K] scores: attention sinks through SDPA

@@ -86,7 +86,7 @@ def build_critic(cfg, log=print) -> Critic:
     """The critic for `cfg` (a RunConfig): value head on `algo.critic.model` or the policy's model."""
     from transformers import AutoConfig, AutoModelForTokenClassification
 
-    from reasonrl.models.loading import attention_kwargs, resolve_device, resolve_model_path
+    from reasonrl.models.loading import attention_kwargs, disable_dropout, resolve_device, resolve_model_path
 
     path = resolve_model_path(cfg.algo.critic.model or cfg.model.path, log=log)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[cfg.model.dtype]
@@ -97,6 +97,8 @@ def build_critic(cfg, log=print) -> Critic:
     model = AutoModelForTokenClassification.from_pretrained(path, config=config, dtype=dtype,
                                                             **attention_kwargs(config))  # fmt: skip
     model.to(resolve_device(cfg.model.device))
+    if cfg.model.disable_dropout:  # values in training mode = the values GAE used
+        disable_dropout(model)
     t = cfg.train
     lr = cfg.algo.critic.lr if cfg.algo.critic.lr is not None else t.lr
     return Critic(model, lr=lr, betas=t.betas, weight_decay=t.weight_decay, grad_clip=t.grad_clip)

@@ -25,7 +25,7 @@ from reasonrl.distributed import is_main
 from reasonrl.engines.single import SingleDeviceEngine, training_forward
 from reasonrl.errors import InputError
 from reasonrl.eval.accuracy import evaluate
-from reasonrl.models.loading import load_model, load_tokenizer_and_config, resolve_device
+from reasonrl.models.loading import disable_dropout, load_model, load_tokenizer_and_config, resolve_device
 from reasonrl.rewards import check_routable
 from reasonrl.rewards.health import failed_share, failure_warning
 from reasonrl.rewards.routing import with_verifier
@@ -272,6 +272,8 @@ def build_run(cfg: RunConfig, log=print) -> Run:
 
         log(probe_sandbox(cfg.rollout.tools))
     model = load_model(path, config, tokenizer, cfg.model.dtype, cfg.model.device, log=log)
+    if cfg.model.disable_dropout and (off := disable_dropout(model)):  # before the reference copy and LoRA
+        log(f"model.disable_dropout: {off} dropout rate(s) above 0 set to 0 for training")
     if cfg.model.logprob_chunk > 0:  # before LoRA, compiling or sharding: the model as loaded
         from reasonrl.engines.output_head import check_output_head
 
