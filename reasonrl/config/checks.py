@@ -305,11 +305,8 @@ def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
         raise ConfigError(
             f"algo.kl.target must be >= 0 and algo.kl.horizon > 0, got {a.kl.target} and {a.kl.horizon}"
         )
-    if a.kl.target > 0 and not a.kl.in_reward:
-        raise ConfigError(
-            "algo.kl.target (the adaptive KL controller) steers the KL folded into the rewards, as verl's "
-            "kl_ctrl does: set algo.kl.in_reward=true, or algo.kl.target=0 for a fixed coefficient"
-        )
+    if a.kl.target > 0 and a.kl.coef <= 0:
+        raise ConfigError("algo.kl.target (the adaptive KL controller) needs a starting algo.kl.coef > 0")
     if "term_rewards" in ADVANTAGES.get(a.adv_estimator).needs and (a.shaping.reward_map or a.kl.in_reward):
         raise ConfigError(
             f"algo.adv_estimator={a.adv_estimator} normalises each reward term on its own: "

@@ -120,9 +120,10 @@ class KLConfig:
     coef: float = 0.0  # > 0 adds a KL(policy || reference) loss term and loads a reference model
     estimator: str = "k3"
     in_reward: bool = False  # true: fold coef * KL(old || ref) into the rewards instead of the loss
-    # > 0 (with in_reward): the adaptive controller (Ziegler et al. 2019; verl's kl_ctrl.type=adaptive,
-    # OpenRLHF's kl_target) moves the coefficient, starting at `coef`, toward a mean per-sequence KL of
-    # `target`: coef *= 1 + clip(kl / target - 1, -0.2, 0.2) * sequences / horizon each step; 0 = fixed
+    # > 0: the adaptive controller (Ziegler et al. 2019; verl's kl_ctrl.type=adaptive, OpenRLHF's
+    # kl.target) moves the coefficient, starting at `coef`, toward a measured KL of `target` (in the
+    # reward: the mean per-sequence KL; as a loss term: the step's KL term, loss/kl):
+    # coef *= 1 + clip(kl / target - 1, -0.2, 0.2) * sequences / horizon each step; 0 = fixed
     target: float = 0.0
     horizon: int = 10000  # verl's and OpenRLHF's default
     # true: the KL loss term is weighted by pi / pi_old per token (DeepSeek-V3.2's unbiased KL estimate,

@@ -196,7 +196,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
                 counts = global_normalisers(mini.mask)  # the same divisor on every rank
                 coef = control.applied()  # algo.entropy_coef, or what adaptive entropy control says now
                 loss_fn = make_loss_fn(algo, counts["total_tokens"], counts["total_seqs"], r.max_new_tokens,
-                                       entropy_coef=coef)  # fmt: skip
+                                       entropy_coef=coef, kl_coef=run.kl_control.coef)  # fmt: skip
                 if skip_inert:  # zero-advantage rows add exactly nothing: skip their forward/backward
                     mini = without_inert_rows(mini)
                 updates.append(run.train_engine.train_step(mini, loss_fn, t.micro_batch,
@@ -204,6 +204,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
                                                            entropy_grad=coef > 0))  # fmt: skip
                 control.update(updates[-1].get("actor/entropy", 0.0))
                 bonus_on.append(coef > 0)
+        # the adaptive KL loss coefficient moves with the KL the updates measured (in-reward: above)
+        step_metrics.update(run.kl_control.after_updates(updates, len(batch.rewards)))
         if control.enabled:
             step_metrics.update({"actor/entropy_coef": control.coef,
                                  "actor/entropy_bonus_frac": sum(bonus_on) / max(len(bonus_on), 1)})  # fmt: skip

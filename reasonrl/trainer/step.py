@@ -213,9 +213,11 @@ def attach_cov_selection(batch: TrainBatch, algo: AlgoConfig, seed: int) -> dict
 
 
 def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_len: int,
-                 entropy_coef: float | None = None):  # fmt: skip
-    """entropy_coef: this update's entropy coefficient (adaptive entropy control), else algo.entropy_coef."""
+                 entropy_coef: float | None = None, kl_coef: float | None = None):  # fmt: skip
+    """entropy_coef: this update's entropy coefficient (adaptive entropy control), else algo.entropy_coef;
+    kl_coef: its KL coefficient (the adaptive KL controller's), else algo.kl.coef."""
     entropy_coef = algo.entropy_coef if entropy_coef is None else entropy_coef
+    kl_coef = algo.kl.coef if kl_coef is None else kl_coef
     policy_loss = POLICY_LOSSES.get(algo.policy_loss)
     opts = loss_options(algo)
     kl_loss = algo.kl.coef > 0 and not algo.kl.in_reward
@@ -263,7 +265,7 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
             if algo.kl.importance_weighted:
                 kl_tok = importance_weighted(kl_tok, logprobs, old)
             kl = agg(kl_tok, mask)
-            loss = loss + algo.kl.coef * kl
+            loss = loss + kl_coef * kl
             metrics["loss/kl"] = kl.detach()
         if entropy is not None:
             ent = agg(entropy, mask)

@@ -45,3 +45,15 @@ def test_a_fixed_coefficient_saves_no_controller_state(tiny_model_dir, tmp_path)
     assert "reward/kl_coef" not in hist[2] and hist[2]["reward/kl_penalty"] != 0
     state = json.loads((tmp_path / "f" / "checkpoints" / "step_000002" / "state.json").read_text())
     assert "kl_control" not in state
+
+
+def test_with_the_kl_as_a_loss_term_it_follows_the_updates_kl(tiny_model_dir, tmp_path):
+    # (OpenRLHF's --algo.kl.use_loss with --algo.kl.target): the step's mean loss/kl moves the coefficient
+    opts = ("algo.kl.coef=0.05", "algo.kl.estimator=k3", "algo.kl.target=1e-4", "algo.kl.horizon=32",
+            "train.lr=3e-3", "checkpoint.every=0", "algo.entropy_coef=0.01")  # fmt: skip
+    rows = train(_cfg(tiny_model_dir, tmp_path / "l", 3, *opts), log=QUIET)["history"][1:]
+    assert rows[0]["actor/kl_coef"] == pytest.approx(0.05) and "reward/kl_coef" not in rows[0]
+    for before, after in zip(rows, rows[1:]):  # 16 sequences a step
+        expected = adaptive_kl_coef(before["actor/kl_coef"], before["loss/kl"], 1e-4, 32, 16)
+        assert after["actor/kl_coef"] == pytest.approx(expected, rel=1e-6)
+    assert rows[0]["loss/kl"] > 1e-4 and rows[1]["actor/kl_coef"] > 0.05  # above the target: it grew

@@ -15,7 +15,7 @@ from reasonrl.algorithms.kl import adaptive_kl_coef
 from reasonrl.config import AlgoConfig, ConfigError, KLConfig, load_config
 from reasonrl.config.foreign import convert
 from reasonrl.trainer.kl_control import KLControl
-from reasonrl.trainer.step import compute_advantages
+from reasonrl.trainer.step import compute_advantages, make_loss_fn
 
 
 @pytest.mark.parametrize(
@@ -88,10 +88,39 @@ def test_a_fixed_coefficient_never_moves_and_logs_no_controller_metrics():
     )
 
 
+def test_with_the_kl_as_a_loss_term_the_updates_measured_kl_moves_it():
+    algo = dataclasses.replace(_algo(target=0.1), kl=KLConfig(coef=0.1, target=0.1, horizon=4))
+    control = KLControl(algo)
+    # two updates measured 0.2 and 0.1 (a third was early-stopped: no loss/kl): mean 0.15 over 2 sequences
+    out = control.after_updates(
+        [{"loss/kl": torch.tensor(0.2)}, {"loss/kl": 0.1}, {"grad_norm": 1.0}], rows=2
+    )
+    assert out == {"actor/kl_coef": pytest.approx(0.1)}  # the coefficient the updates used
+    assert control.coef == pytest.approx(0.1 * (1 + 0.2 * 2 / 4))  # error 0.5, clipped to 0.2
+    control.after_updates([{"grad_norm": 1.0}], rows=2)  # every update early-stopped: nothing measured
+    assert control.coef == pytest.approx(0.11)
+    # in the reward the step's advantages update it instead; a fixed one never moves
+    assert KLControl(_algo(target=0.1)).after_updates([{"loss/kl": 9.0}], 2) == {}
+    fixed = KLControl(dataclasses.replace(algo, kl=KLConfig(coef=0.1)))
+    assert fixed.after_updates([{"loss/kl": 9.0}], 2) == {} and fixed.coef == 0.1
+
+
+def test_the_loss_takes_the_controllers_coefficient():
+    b = _kl_batch()
+    b.advantages = torch.tensor([[1.0, 1.0], [-1.0, 0.0]])
+    b.ref_logprobs = b.old_logprobs - 0.5  # k1 = 0.5 on every token
+    algo = AlgoConfig(kl=KLConfig(coef=0.1, estimator="k1", target=0.1))
+    logprobs = b.old_logprobs.clone()
+    base, m = make_loss_fn(algo, b.mask.sum(), 2, 2)(b, logprobs, None)
+    moved, _ = make_loss_fn(algo, b.mask.sum(), 2, 2, kl_coef=0.3)(b, logprobs, None)
+    assert float(m["loss/kl"]) == pytest.approx(0.5)
+    assert float(moved - base) == pytest.approx((0.3 - 0.1) * 0.5)  # only the KL term's weight changed
+
+
 @pytest.mark.parametrize(
     "overrides,needle",
     [
-        (["algo.kl.coef=0.01", "algo.kl.target=0.1"], "set algo.kl.in_reward=true"),
+        (["algo.kl.target=0.1"], "needs a starting algo.kl.coef > 0"),
         (["algo.kl.coef=0.01", "algo.kl.in_reward=true", "algo.kl.target=-1"], "algo.kl.target must be >= 0"),
         (["algo.kl.coef=0.01", "algo.kl.in_reward=true", "algo.kl.horizon=0"], "algo.kl.horizon > 0"),
     ],
