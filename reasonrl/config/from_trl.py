@@ -204,7 +204,13 @@ def _trl_loss(f, take, out: Converted) -> None:
     if take("use_vllm"):
         out.set("rollout.engine", "vllm")
         if take("vllm_importance_sampling_correction", True):  # TRL's defaults when not given
-            out.set("algo.off_policy.tis_mode", str(take("vllm_importance_sampling_mode", "sequence_mask")))
+            mode = str(take("vllm_importance_sampling_mode", "sequence_mask"))
+            if out.recipe.get("algo", {}).get("policy_loss") == "vespo" and mode.startswith("sequence"):
+                token = mode.replace("sequence", "token")  # (vespo builds its own sequence ratio from them)
+                out.notes.append(f"vllm_importance_sampling_mode={mode}: TRL refuses it with vespo (token_truncate "
+                                 f"or token_mask only); {token} is used")  # fmt: skip
+                mode = token
+            out.set("algo.off_policy.tis_mode", mode)
             cap = take(
                 "vllm_importance_sampling_clip_max", take("vllm_importance_sampling_cap", 3.0)
             )  # (the old name)

@@ -1,21 +1,19 @@
 """verl launch scripts as reasonrl recipes.
 
-Owns: reading a verl launch script without running it (`verl_overrides`: NAME=value assignments with
-$VAR, ${VAR}, ${VAR:-default} and $((integer arithmetic)) filled into the `... main_ppo key=value ...`
-command), the key table (`VERL`: verl key -> reasonrl key and value conversion), the settings computed
+Owns: the `key=value` overrides of a verl launch script (`verl_overrides`, over `config.shell`'s reading
+of the script), the key table (`VERL`: verl key -> reasonrl key and value conversion), the settings computed
 from several keys (batch sizes in sequences, the KL term, the reward function file, rollout correction)
 and the notes on keys left out. Does not own: what the verl and TRL readers share (`config.foreign`).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
 from collections.abc import Callable
 from typing import Any
 
 from reasonrl.config.foreign import Converted, Reading, as_list, choice, off_if_negative, parse_value
+from reasonrl.config.shell import script_commands
 from reasonrl.errors import InputError
 
 KL_TYPES = {"low_var_kl": "k3", "k3": "k3", "kl": "k1", "k1": "k1", "mse": "k2", "k2": "k2", "abs": "abs"}
@@ -142,86 +140,16 @@ VERL_PREFIXES_NOT_NEEDED = {  # families of engine knobs reasonrl sets itself or
 }
 
 
-def _expand(text: str, env: dict[str, str]) -> str:
-    """$VAR, ${VAR}, ${VAR:-default}, ${VAR:+alternative} and $((integer arithmetic)) with the script's own
-    variables, then the environment's (as the shell would); the innermost first, so a default may hold
-    variables. An unknown variable is left as written (it shows in the recipe)."""
-
-    def var(name: str, default: str | None = None) -> str | None:
-        value = env.get(name, os.environ.get(name))
-        return default if default is not None and not value else value  # ${X:-d}: d when X is unset or empty
-
-    def arith(m):
-        expr = re.sub(r"\$?\{?([A-Za-z_]\w*)\}?", lambda v: var(v.group(1)) or v.group(0), m.group(1))
-        if re.fullmatch(r"[\d\s+\-*/()]+", expr) and "**" not in expr:  # no powers: bounded work
-            return str(int(eval(expr.replace("/", "//"), {"__builtins__": {}})))  # noqa: S307 - digits only
-        return m.group(0)
-
-    prev = None
-    for _ in range(64):  # each pass fills one level of nesting; a value naming itself cannot loop forever
-        if prev == text or len(text) > 1_000_000:
-            break
-        prev = text
-        text = re.sub(r"\$\(\(([^()]*(?:\([^()]*\)[^()]*)*)\)\)", arith, text)
-        # (${1:-d}: a positional parameter, which a converted script never has: d)
-        text = re.sub(r"\$\{([A-Za-z_]\w*|\d+):-([^${}]*)\}", lambda m: var(m.group(1), m.group(2)), text)
-        text = re.sub(
-            r"\$\{([A-Za-z_]\w*|\d+):\+([^${}]*)\}", lambda m: m.group(2) if var(m.group(1)) else "", text
-        )  # ${X:+a}: a when X is set and not empty, else nothing
-        text = re.sub(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)",
-                      lambda m: var(m.group(1) or m.group(2)) or m.group(0), text)  # fmt: skip
-    return text
-
-
-def _logical_lines(text: str):
-    """The script's commands: continuation lines joined, and a quoted string that spans lines kept whole."""
-    buf = ""
-    for raw in re.sub(r"\\\n", " ", text).splitlines():
-        buf = f"{buf}\n{raw}" if buf else raw
-        try:
-            shlex.split(buf, comments=True)
-        except ValueError:  # an open quote: the string goes on in the next line
-            continue
-        yield buf
-        buf = ""
-    if buf:
-        yield buf
-
-
 OVERRIDE = r"\+{0,2}([A-Za-z_][\w.]*\.[\w.]+)=(.*)"
 
 
 def verl_overrides(text: str) -> dict[str, Any]:
     """The `key=value` overrides of a verl launch script (or a file of overrides), values parsed. Control
     flow is not followed: both branches of an `if` are read, in order (the notes show what came out)."""
-    env: dict[str, str] = {}
     overrides: dict[str, Any] = {}
-    for line in _logical_lines(text):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        assign = re.fullmatch(r"(?:export\s+)?([A-Za-z_]\w*)=(.*)", line, re.S)
-        plain = re.sub(r"\$\(\(.*?\)\)|\$\([^)]*\)", "0", line)  # $((...)), $(...): one word each
-        try:
-            words = shlex.split(plain, comments=True)[1 + line.startswith("export") :]
-        except ValueError:
-            words = []
-        if assign and words and re.fullmatch(r"[A-Za-z_./][\w./-]*", words[0]):
-            assign = None  # `NAME=value command ...`: a command run with that variable set
-        if assign:  # X="$X more" appends to X's value so far (unset: empty), as the shell does
-            name, value = assign.groups()
-            env.setdefault(name, os.environ.get(name, ""))
-            try:
-                env[name] = " ".join(shlex.split(_expand(value, env), comments=True))
-            except ValueError:
-                env[name] = _expand(value, env).strip("\"'")
-            continue
-        expanded = _expand(line, env)
-        try:
-            tokens = shlex.split(expanded, comments=True)
-        except ValueError:  # still unbalanced: take what looks like key=value
-            tokens = re.findall(r"\S+=(?:'[^']*'|\"[^\"]*\"|\S)*", expanded)
-        for tok in tokens:
+    # (a line whose quotes do not balance: what looks like key=value)
+    for words in script_commands(text, lambda line: re.findall(r"\S+=(?:'[^']*'|\"[^\"]*\"|\S)*", line)):
+        for tok in words:
             m = re.fullmatch(OVERRIDE, tok, re.S)
             if m:
                 overrides[m.group(1)] = parse_value(m.group(2))

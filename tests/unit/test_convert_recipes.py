@@ -226,8 +226,12 @@ def test_trl_luspo_and_vespo_as_their_papers_run_them(tmp_path):
     path.write_text(
         TRL.format(loss_type="vespo").replace("epsilon_high: 4.0", "vespo_k_pos: 1.5\nvespo_lambda_neg: 2.5")
     )
-    recipe = convert("trl", path).recipe
+    out = convert("trl", path)
+    recipe = out.recipe
     assert recipe["algo"]["policy_loss"] == "vespo"
+    # TRL's default sequence_mask is refused with vespo (by TRL too): the token-level mask instead
+    assert recipe["algo"]["off_policy"]["tis_mode"] == "token_mask"
+    assert "vllm_importance_sampling_mode=sequence_mask: TRL refuses it with vespo" in "\n".join(out.notes)
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
     cfg = load_config(tmp_path / "r.yaml", ["rollout.engine=hf"])  # the options reach the loss and load
     assert dict(cfg.algo.loss_kwargs) == {"k_pos": 1.5, "lambda_neg": 2.5}
