@@ -1,9 +1,10 @@
-"""`reasonrl convert {verl,trl} FILE [-o RECIPE.yaml] [--overwrite]`: another trainer's recipe (a verl launch
-script, a TRL GRPOConfig YAML / JSON) as a reasonrl recipe, with a note per setting left out or derived.
+"""`reasonrl convert {verl,trl,openrlhf} FILE [-o RECIPE.yaml] [--overwrite]`: another trainer's recipe (a
+verl launch script, a TRL GRPOConfig YAML / JSON, an OpenRLHF launch script) as a reasonrl recipe, with a
+note per setting left out or derived.
 
 Owns: the command's arguments, writing the recipe (atomically; an existing file only with --overwrite),
 its header of notes, and loading it back to say whether it trains as it is. Does not own: the key
-mapping (`config.foreign`, `config.from_verl`, `config.from_trl`).
+mapping (`config.foreign`, `config.from_verl`, `config.from_trl`, `config.from_openrlhf`).
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ def _convert(args) -> int:
 
 
 def add_convert_parser(sub) -> None:
-    c = sub.add_parser("convert", help="a verl launch script or a TRL GRPOConfig file as a reasonrl recipe")
-    c.add_argument("source", choices=["verl", "trl"], help="the trainer the file is for")
-    c.add_argument(
-        "file", help="verl: the launch script (or a file of key=value overrides); trl: YAML / JSON"
+    c = sub.add_parser(
+        "convert", help="a verl / OpenRLHF launch script or a TRL GRPOConfig file as a reasonrl recipe"
     )
+    c.add_argument("source", choices=["verl", "trl", "openrlhf"], help="the trainer the file is for")
+    c.add_argument("file", help="verl: the launch script (or a file of key=value overrides); trl: YAML / JSON; "
+                   "openrlhf: the launch script (python -m openrlhf.cli.train_ppo_ray ...)")  # fmt: skip
     c.add_argument("-o", "--out", default=None, help="the recipe file to write (default: print it)")
     c.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     c.set_defaults(fn=_convert)

@@ -1,9 +1,10 @@
-"""Recipes of other trainers as reasonrl recipes: what the verl and TRL readers share.
+"""Recipes of other trainers as reasonrl recipes: what the verl, TRL and OpenRLHF readers share.
 
 Owns: `Converted` (the recipe being built and the notes on what was left out or derived), `Reading` (one
 file's settings: the other trainer's defaults, reading keys, applying a key table, noting leftovers), value
 conversions (`choice`, `parse_value`: a Hydra / YAML value as Python), `read_source`, and `convert`
-(dispatch by trainer). Does not own: each trainer's keys (`config.from_verl`, `config.from_trl`), the
+(dispatch by trainer). Does not own: each trainer's keys (`config.from_verl`, `config.from_trl`,
+`config.from_openrlhf`), reading launch scripts (`config.shell`), the
 config itself (`config.sections`), checking the result (`load_config`) or writing it (`cli.convert`).
 docs/porting.md is the user's side of it.
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 from reasonrl.errors import InputError
 
-SOURCES = ("verl", "trl")
+SOURCES = ("verl", "trl", "openrlhf")
 
 
 @dataclass
@@ -125,7 +126,8 @@ def read_source(path: str | Path) -> str:
 
 
 def convert(source: str, path: str | Path) -> Converted:
-    """The recipe for `path`, a verl launch script (source "verl") or a TRL config file ("trl")."""
+    """The recipe for `path`, a verl launch script (source "verl"), a TRL config file ("trl") or an
+    OpenRLHF launch script ("openrlhf")."""
     if source == "verl":
         from reasonrl.config.from_verl import convert_verl
 
@@ -134,6 +136,10 @@ def convert(source: str, path: str | Path) -> Converted:
         from reasonrl.config.from_trl import convert_trl
 
         return without_foreign_options(convert_trl(path))
+    if source == "openrlhf":
+        from reasonrl.config.from_openrlhf import convert_openrlhf
+
+        return without_foreign_options(convert_openrlhf(read_source(path)))
     raise InputError(f"unknown source {source!r}; known: {', '.join(SOURCES)}")
 
 

@@ -1,8 +1,9 @@
 """Reading a launch script without running it: what the verl and OpenRLHF readers share.
 
 Owns: `script_commands` (each command of a shell script as its words, with the script's NAME=value
-assignments and the environment filled in: $VAR, ${VAR}, ${VAR:-default}, ${VAR:+alternative},
-$((integer arithmetic)); continuation lines joined, a quoted string over several lines kept whole).
+assignments, its arrays NAME=( ... ) and the environment filled in: $VAR, ${VAR}, ${VAR:-default},
+${VAR:+alternative}, ${NAME[@]}, $((integer arithmetic)); continuation lines joined, a quoted string or
+an array over several lines kept whole; a command substitution $(...) is not run, it stays as written).
 Control flow is not followed: both branches of an `if` are read, in order. Does not own: what a
 trainer's words mean (`config.from_verl`, `config.from_openrlhf`).
 """
@@ -31,19 +32,46 @@ def script_commands(text: str, unbalanced: Callable[[str], list[str]] = str.spli
             words = []
         if assign and words and re.fullmatch(r"[A-Za-z_./][\w./-]*", words[0]):
             assign = None  # `NAME=value command ...`: a command run with that variable set
+        if assign and assign.group(2).startswith("("):  # an array: NAME=( words, over lines, # comments )
+            name, value = assign.group(1), _expand(assign.group(2), env)
+            try:
+                words = _split(value[1 : value.rindex(")")])
+            except ValueError:
+                words = value.strip("()").split()
+            env[name] = " ".join(shlex.quote(w) for w in words)  # "${NAME[@]}": the words, each kept whole
+            continue
         if assign:  # X="$X more" appends to X's value so far (unset: empty), as the shell does
             name, value = assign.groups()
             env.setdefault(name, os.environ.get(name, ""))
+            expanded = _expand(value, env)
             try:
-                env[name] = " ".join(shlex.split(_expand(value, env), comments=True))
+                env[name] = " ".join(_split(expanded))
             except ValueError:
-                env[name] = _expand(value, env).strip("\"'")
+                env[name] = expanded.strip("\"'")
             continue
         expanded = _expand(line, env)
         try:
-            yield shlex.split(expanded, comments=True)
+            yield _split(expanded)
         except ValueError:
             yield unbalanced(expanded)
+
+
+def _split(text: str) -> list[str]:
+    """shlex's words of `text`, a command substitution $(...) (not run) kept whole inside its word, as
+    written; ValueError for quotes that do not balance."""
+    kept: list[str] = []
+
+    def keep(m) -> str:
+        kept.append(m.group(0))
+        return f"\x00{len(kept) - 1}\x00"
+
+    prev = None
+    while prev != text:  # the innermost first: $(a "$(b)") is kept whole
+        prev, text = text, re.sub(r"\$\([^()]*\)", keep, text)
+    words = shlex.split(text, comments=True)
+    for _ in range(len(kept) + 1):  # restored from the outermost in, as many levels as were kept
+        words = [re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], w) for w in words]
+    return words
 
 
 def _expand(text: str, env: dict[str, str]) -> str:
@@ -72,20 +100,26 @@ def _expand(text: str, env: dict[str, str]) -> str:
         text = re.sub(
             r"\$\{([A-Za-z_]\w*|\d+):\+([^${}]*)\}", lambda m: m.group(2) if var(m.group(1)) else "", text
         )  # ${X:+a}: a when X is set and not empty, else nothing
+        # "${NAME[@]}": an array's words, outside the quotes so that each stays a word of its own
+        text = re.sub(r'"?\$\{([A-Za-z_]\w*)\[[@*]\]\}"?', lambda m: var(m.group(1)) or m.group(0), text)
         text = re.sub(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)",
                       lambda m: var(m.group(1) or m.group(2)) or m.group(0), text)  # fmt: skip
     return text
 
 
 def _logical_lines(text: str):
-    """The script's commands: continuation lines joined, and a quoted string that spans lines kept whole."""
+    """The script's commands: continuation lines joined, and a quoted string or an array assignment that
+    spans lines kept whole."""
     buf = ""
     for raw in re.sub(r"\\\n", " ", text).splitlines():
         buf = f"{buf}\n{raw}" if buf else raw
         try:
-            shlex.split(buf, comments=True)
+            words = shlex.split(buf, comments=True)
         except ValueError:  # an open quote: the string goes on in the next line
             continue
+        if re.match(r"\s*(?:export\s+)?[A-Za-z_]\w*=\(", buf) and not (words and words[-1].endswith(")")):
+            continue  # an array assignment goes on to its closing parenthesis
+
         yield buf
         buf = ""
     if buf:

@@ -275,8 +275,8 @@ def test_values_scripts_and_bad_input():
     )
     with pytest.raises(InputError, match="no such file"):
         convert("verl", "/nonexistent/run.sh")
-    with pytest.raises(InputError, match="unknown source 'openrlhf'"):
-        convert("openrlhf", "x")
+    with pytest.raises(InputError, match="unknown source 'nemo'"):
+        convert("nemo", "x")
 
 
 def test_overrides_kept_in_variables_across_lines_and_commands_with_an_environment():
