@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from reasonrl.algorithms import ADVANTAGES
 from reasonrl.config.foreign import Converted, Reading, as_list, choice, off_if_negative, parse_value
 from reasonrl.config.shell import script_commands
 from reasonrl.errors import InputError
@@ -236,14 +237,13 @@ def _algorithm(o, take, out: Converted) -> None:
     out.set("algo.adv_estimator", estimator)
     for k, v in options.items():
         out.set(f"algo.adv_kwargs.{k}", v)
-    gamma, lambd = take("algo.advantage.gamma"), take("algo.advantage.lambd")
-    if name == "gae":
-        for key, value in (("gamma", gamma), ("lam", lambd)):
-            if value is not None:
-                out.set(f"algo.adv_kwargs.{key}", float(value))
-    elif gamma is not None and float(gamma) != 1.0:
-        out.notes.append(f"algo.advantage.gamma={gamma}: reasonrl's {estimator} has no discount (OpenRLHF's "
-                         "reinforce discounts token returns); left out")  # fmt: skip
+    valid = ADVANTAGES.options(estimator)  # gae takes a discount and lambda; the others neither
+    for key, value in (("gamma", take("algo.advantage.gamma")), ("lam", take("algo.advantage.lambd"))):
+        if value is not None and key in valid:
+            out.set(f"algo.adv_kwargs.{key}", float(value))
+        elif value is not None and key == "gamma" and float(value) != 1.0:
+            out.notes.append(f"algo.advantage.gamma={value}: reasonrl's {estimator} has no discount (OpenRLHF's "
+                             "reinforce discounts token returns); left out")  # fmt: skip
     if name in ("reinforce", "reinforce_baseline", "gae"):
         out.notes.append(f"{name}: OpenRLHF whitens advantages over the batch's tokens, reasonrl's {estimator} "
                          "over its sequences (gae: tokens too)")  # fmt: skip
@@ -284,7 +284,8 @@ def _kl(o, take, out: Converted) -> None:
     out.set("algo.kl.estimator", choice({"k1": "k1", "k2": "k2", "k3": "k3"}, "algo.kl.estimator")(estimator))
     if not take("algo.kl.use_loss"):  # OpenRLHF's default: the KL folded into the reward
         out.set("algo.kl.in_reward", True)
-        if o.get("algo.advantage.estimator", "gae") != "gae":
+        estimator = ADVANTAGES.get(ESTIMATORS[str(o.get("algo.advantage.estimator"))][0])
+        if "token_rewards" not in estimator.needs:  # (gae takes the per-token KL rewards, as OpenRLHF)
             out.notes.append("KL in the reward: OpenRLHF subtracts each token's return-to-go of -coef*kl, "
                              "reasonrl each sequence's summed -coef*kl from its reward")  # fmt: skip
     if target is not None:  # the adaptive controller, in the reward or on the loss as OpenRLHF runs it

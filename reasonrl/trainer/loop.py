@@ -96,7 +96,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     needs = estimator_needs(cfg.algo)  # what the advantage estimator declared it takes
     critic = build_critic(cfg, log=log) if "values" in needs else None  # PPO value model
     run.entropy_control = control = EntropyControl(cfg.algo)  # saved with, restored from, the trainer state
-    run.kl_control = KLControl(cfg.algo)  # the in-reward KL coefficient (adaptive with algo.kl.target); same
+    run.kl_control = KLControl(cfg.algo)  # the KL coefficient (adaptive with algo.kl.target); saved too
     start = restore_state(run, critic, cfg, allow_config_change, log) if resume else 0
     if start:  # an engine with its own weights samples the restored policy
         run.rollout_engine.sync_weights(run.model, start)

@@ -138,11 +138,12 @@ def test_async_resume_with_dropout_restores_the_trainers_random_state(tiny_model
     config = AutoConfig.from_pretrained(model)
     config.attention_dropout = 0.3
     config.save_pretrained(model)
-    full = {r["step"]: _stable(r) for r in train(_cfg(model, tmp_path / "a", 4, *ASYNC))["history"]}
+    live = (*ASYNC, "model.disable_dropout=false")  # (on by default: dropout off for training)
+    full = {r["step"]: _stable(r) for r in train(_cfg(model, tmp_path / "a", 4, *live))["history"]}
 
     def resumed(run_dir):  # interrupted after step 2 (checkpoints every 2 steps)
         _interrupted_copy(tmp_path / "a", run_dir, after_step=2)
-        return {r["step"]: _stable(r) for r in train(_cfg(model, run_dir, 4, *ASYNC), resume=True)["history"]}
+        return {r["step"]: _stable(r) for r in train(_cfg(model, run_dir, 4, *live), resume=True)["history"]}
 
     again = resumed(tmp_path / "b")
     assert [again[s] for s in (3, 4)] == [full[s] for s in (3, 4)]
