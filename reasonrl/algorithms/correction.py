@@ -2,8 +2,9 @@
 trainer mismatch (the sampler is not exactly the policy whose log-probabilities the trainer recomputes:
 different kernels, precision, batching, an engine a policy version or more behind).
 
-Owns: the importance weights that correct the policy loss for the sampler (`tis_weights`, four modes)
-and the off-policy sequence mask (`off_policy_sequence_mask`). Does not own: producing
+Owns: the importance weights that correct the policy loss for the sampler (`tis_weights`, four modes),
+the rejection mask (`rejection_mask`, verl's rollout rejection sampling) and the off-policy sequence
+mask (`off_policy_sequence_mask`). Does not own: producing
 `sampler_logprobs` (the rollout engine) or applying the weights / mask (the trainer multiplies the
 per-token policy loss by them before `masked.aggregate`).
 
@@ -22,6 +23,14 @@ Metrics (masked means over this call's tokens): is_weight_mean (of w'), is_cappe
 weight the cap or floor changed), mismatch_kl (k3 estimate of KL(sampler || trainer) from the sampled
 tokens: w - 1 - log w with the uncapped token w, whatever the mode).
 
+rejection_mask (verl's rollout rejection sampling, `algorithm.rollout_correction.rollout_rs`; a hard trust
+region on the sampler / trainer mismatch): with log r_t = old_logprobs_t - sampler_logprobs_t, per-token
+divergences k1 = -log r, k2 = (log r)^2 / 2, k3 = r - 1 - log r, each taken per token (`token_k*`) or per
+row over its tokens (`seq_sum_k*`, `seq_mean_k*`, `seq_max_k2/3`). A k1 mode keeps log(low) <= x <=
+log(high) (ratio bounds; low defaults to 1/high); a k2 / k3 mode keeps x <= high. A sequence mode keeps
+or rejects a whole row; with several modes a token is kept only if every one keeps it. seq_mean_k1 is the
+geometric-mean filter (verl's "geo RS"). Metric: rs_masked_frac (share of this call's tokens rejected).
+
 off_policy_sequence_mask (DeepSeek-AI 2025, DeepSeek-V3.2, arXiv:2512.02556, eq. 9; TRL's
 `off_policy_mask_threshold`):
     keep_it = A_it >= 0  or  (1/|M_i|) sum_{t in M_i} (behaviour_logprobs_t - logprobs_t) <= threshold
@@ -33,6 +42,8 @@ off_policy_sequence_mask (DeepSeek-AI 2025, DeepSeek-V3.2, arXiv:2512.02556, eq.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -91,4 +102,49 @@ def off_policy_sequence_mask(
         drift = masked_mean(behaviour_logprobs - logprobs.detach(), mask, dim=-1)  # [B]
         keep = (advantages >= 0) | (drift <= threshold).unsqueeze(-1)
         metrics = {"opsm_masked_frac": masked_mean((~keep).to(logprobs.dtype), mask)}
+    return keep, metrics
+
+
+# verl's rollout_rs options: where (token, or a sequence's sum / mean / max) and which divergence
+REJECT_MODES = ("token_k1", "token_k2", "token_k3", "seq_sum_k1", "seq_sum_k2", "seq_sum_k3", "seq_mean_k1",
+                "seq_mean_k2", "seq_mean_k3", "seq_max_k2", "seq_max_k3")  # fmt: skip
+
+
+def rejection_mask(
+    old_logprobs: torch.Tensor,
+    sampler_logprobs: torch.Tensor,
+    mask: torch.Tensor,
+    modes: list[str] | tuple[str, ...],
+    high: float,
+    low: float | None = None,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Bool [B, T]: the tokens every one of `modes` keeps (verl's rollout rejection sampling; see the
+    module doc), and the share of this call's tokens rejected."""
+    unknown = [m for m in modes if m not in REJECT_MODES]
+    if unknown or not modes:
+        raise ValueError(
+            f"rejection_mask: unknown mode(s) {unknown or modes}; known: {', '.join(REJECT_MODES)}"
+        )
+    if high <= 0 or (low is not None and low <= 0):
+        raise ValueError(f"rejection_mask: bounds must be > 0, got low {low}, high {high}")
+    low = 1.0 / high if low is None else low
+    with torch.no_grad():
+        log_r = (old_logprobs - sampler_logprobs).clamp(-_LOG_CLAMP, _LOG_CLAMP)
+        divergence = {"k1": -log_r, "k2": 0.5 * log_r * log_r, "k3": torch.expm1(log_r) - log_r}
+        keep = torch.ones_like(mask)
+        for mode in modes:
+            where, k = mode.rsplit("_", 1)
+            x = divergence[k]
+            if where == "seq_sum":
+                x = masked_sum(x, mask, dim=-1).unsqueeze(-1)
+            elif where == "seq_mean":
+                x = masked_mean(x, mask, dim=-1).unsqueeze(-1)
+            elif where == "seq_max":
+                x = torch.where(mask, x, float("-inf")).amax(dim=-1, keepdim=True).clamp_min(0.0)
+            if k == "k1":  # log ratio bounds
+                ok = (x >= math.log(low)) & (x <= math.log(high))
+            else:  # a divergence: an upper bound
+                ok = x <= high
+            keep = keep & ok.expand_as(mask)
+        metrics = {"rs_masked_frac": masked_mean((~keep).to(old_logprobs.dtype), mask)}
     return keep, metrics

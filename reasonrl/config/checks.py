@@ -391,6 +391,7 @@ def _validate_correction(a: AlgoConfig) -> None:
         )
     if not 0 <= op.tis_floor < max(op.tis_cap, 1e-12):
         raise ConfigError(f"algo.off_policy.tis_floor must be in [0, tis_cap), got {op.tis_floor}")
+    _validate_rejection(op)
     if op.tis_cap > 0 and op.tis_mode.startswith("sequence") and a.policy_loss == "vespo":
         raise ConfigError(
             f"algo.off_policy.tis_mode={op.tis_mode} with vespo: vespo folds the sampler's token weights into "
@@ -415,6 +416,28 @@ def _validate_correction(a: AlgoConfig) -> None:
             "algo.kl.importance_weighted=true weights the KL loss term: it needs algo.kl.coef > 0 "
             "and algo.kl.in_reward=false"
         )
+
+
+def _validate_rejection(op) -> None:
+    """`algo.off_policy.reject_*` (verl's rollout rejection sampling)."""
+    from reasonrl.algorithms.correction import REJECT_MODES
+
+    for mode in op.reject_modes:
+        _choice("algo.off_policy.reject_modes", mode, REJECT_MODES)
+    if op.reject_modes and op.reject_high <= 0:
+        raise ConfigError(
+            f"algo.off_policy.reject_modes needs algo.off_policy.reject_high > 0, got {op.reject_high}"
+        )
+    if not op.reject_modes and (op.reject_high or op.reject_low is not None):
+        raise ConfigError(
+            "algo.off_policy.reject_high / reject_low have no effect without algo.off_policy.reject_modes"
+        )
+    if op.reject_low is not None:
+        if not any(m.endswith("k1") for m in op.reject_modes):
+            raise ConfigError("algo.off_policy.reject_low bounds the ratio of the k1 modes only (k2 / k3 have an "
+                              f"upper bound alone), got reject_modes={list(op.reject_modes)}")  # fmt: skip
+        if not 0 < op.reject_low < op.reject_high:
+            raise ConfigError(f"algo.off_policy.reject_low must be in (0, reject_high), got {op.reject_low}")
 
 
 def _check_log(cfg: RunConfig) -> None:

@@ -305,9 +305,17 @@ def _correction(take, out: Converted) -> None:
         out.set("algo.off_policy.tis_mode", "token_truncate")
         out.notes.append(f"is_correction_type=tis clamps the token weights to [{low}, {high}]; reasonrl's "
                          f"token_truncate caps them at {high} only")  # fmt: skip
+    elif kind == "seq-mask-tis":  # rows whose geometric-mean ratio leaves [low, high] out, token weights
+        out.set("algo.off_policy.tis_mode", "token_truncate")
+        # (k1 = -log r: OpenRLHF's ratio range [low, high] is [1/high, 1/low] of k1's ratio bounds)
+        out.set("algo.off_policy.reject_modes", ["seq_mean_k1"])
+        out.set("algo.off_policy.reject_high", 1.0 / low)
+        out.set("algo.off_policy.reject_low", 1.0 / high)
+        out.notes.append(f"is_correction_type=seq-mask-tis: its token weights are not capped; reasonrl's "
+                         f"token_truncate caps them at {high}")  # fmt: skip
     else:
-        out.notes.append(f"is_correction_type={kind!r} (a geometric-mean sequence filter with token weights) "
-                         "has no reasonrl equivalent; set algo.off_policy (docs/algorithms.md)")  # fmt: skip
+        out.notes.append(f"is_correction_type={kind!r}: unknown (OpenRLHF knows tis, icepop, seq-mask-tis); "
+                         "left out")  # fmt: skip
         return
     out.set("algo.off_policy.tis_cap", high)
 

@@ -310,16 +310,38 @@ def _verl_reward(o, take, out: Converted) -> None:
 def _verl_correction(take, out: Converted) -> None:
     rc = "algorithm.rollout_correction."
     level, cap = take(rc + "rollout_is"), take(rc + "rollout_is_threshold", 2.0)
-    reject, reject_cap = take(rc + "rollout_rs"), take(rc + "rollout_rs_threshold")
+    reject, spec = take(rc + "rollout_rs"), take(rc + "rollout_rs_threshold")
     if level in ("token", "sequence"):
         out.set("algo.off_policy.tis_cap", float(cap))
         out.set("algo.off_policy.tis_mode", f"{level}_truncate")
-        if reject:
+    elif level:
+        out.notes.append(f"{rc}rollout_is={level}: no reasonrl equivalent, left out")
+    if reject in ("token", "sequence"):  # verl's earlier API: a masked importance weight
+        if level:
             out.notes.append(
                 f"{rc}rollout_rs={reject}: with rollout_is set too, only the truncated weights are kept"
             )
-    elif reject in ("token", "sequence") and reject_cap is not None:
-        out.set("algo.off_policy.tis_cap", float(reject_cap))
-        out.set("algo.off_policy.tis_mode", f"{reject}_mask")
-    elif level or reject:
-        out.notes.append(f"{rc}rollout_is={level} / rollout_rs={reject}: no reasonrl equivalent, left out")
+        elif spec is not None:
+            out.set("algo.off_policy.tis_cap", float(spec))
+            out.set("algo.off_policy.tis_mode", f"{reject}_mask")
+    elif reject:
+        _verl_rejection(rc, str(reject), spec, out)
+
+
+def _verl_rejection(rc: str, reject: str, spec, out: Converted) -> None:
+    """verl's rollout_rs criteria (comma-separated) and their threshold (one for all: 'low_high' for the k1
+    ratio modes, an upper bound otherwise) -> algo.off_policy.reject_*."""
+    from reasonrl.algorithms.correction import REJECT_MODES
+
+    modes = list(dict.fromkeys(m.strip() for m in reject.split(",") if m.strip()))
+    specs = {p.strip() for p in str(spec).split(",")} if spec is not None else set()
+    unknown = [m for m in modes if m not in REJECT_MODES]
+    if unknown or len(specs) != 1:
+        why = f"unknown criteria {unknown}" if unknown else "not one threshold shared by every criterion"
+        out.notes.append(f"{rc}rollout_rs={reject} / rollout_rs_threshold={spec}: {why}; left out")
+        return
+    low, _, high = specs.pop().rpartition("_")
+    out.set("algo.off_policy.reject_modes", modes)
+    out.set("algo.off_policy.reject_high", float(high))
+    if low:
+        out.set("algo.off_policy.reject_low", float(low))

@@ -21,10 +21,11 @@ Owns:
       over every rank's trained tokens from the pre-update log-probs and the advantages, with a generator
       seeded from (run seed, step): micro-batching, ranks and resume leave the choice unchanged.
   `make_loss_fn`: the per-micro-batch loss
-      loss = agg(w * m * o * policy_loss) + kl_coef * agg(v * kl(logprobs, ref))   [KL only if not in reward]
+      loss = agg(w * m * o * j * policy_loss) + kl_coef * agg(v * kl(logprobs, ref))   [KL only if not in reward]
              - entropy_coef * agg(entropy)
       (w = importance weights or 1, folded into its own sequence ratio instead by a loss that says so,
       vespo; m = pg_mask or 1, o = the off-policy sequence mask of `off_policy.mask_threshold` or 1,
+      j = the rejection mask of `off_policy.reject_modes` (from the old and the sampler's log-probs) or 1,
       v = pi / pi_old with `kl.importance_weighted` or 1), every aggregation using the mini-batch's global
       counts, so micro-batches simply add up; entropy is always logged, and so is the sampler-vs-trainer
       log-prob gap (`logprob_gap`, against old_logprobs, or the pre-update log-probs when the step has one
@@ -42,7 +43,7 @@ import torch
 from reasonrl import distributed as dist
 from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
 from reasonrl.algorithms.advantages import uses_batch_stats
-from reasonrl.algorithms.correction import off_policy_sequence_mask, tis_weights
+from reasonrl.algorithms.correction import off_policy_sequence_mask, rejection_mask, tis_weights
 from reasonrl.algorithms.covariance import select_options, token_covariance
 from reasonrl.algorithms.filters import entropy_threshold, minibatch_early_stop
 from reasonrl.algorithms.kl import fold_kl_into_rewards, importance_weighted, kl_penalty
@@ -218,6 +219,7 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
     kl_coef: its KL coefficient (the adaptive KL controller's), else algo.kl.coef."""
     entropy_coef = algo.entropy_coef if entropy_coef is None else entropy_coef
     kl_coef = algo.kl.coef if kl_coef is None else kl_coef
+    op = algo.off_policy
     policy_loss = POLICY_LOSSES.get(algo.policy_loss)
     opts = loss_options(algo)
     kl_loss = algo.kl.coef > 0 and not algo.kl.in_reward
@@ -247,6 +249,11 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         metrics.update({f"actor/{k}": v for k, v in pg_metrics.items()})
         if weights is not None:
             pg_tok = pg_tok * weights
+        if op.reject_modes:  # verl's rejection sampling: tokens / rows outside the bounds get no policy loss
+            keep, rs = rejection_mask(old, micro.sampler_logprobs.to(old.device), mask, op.reject_modes,
+                                      op.reject_high, op.reject_low)  # fmt: skip
+            pg_tok = pg_tok * keep.to(pg_tok.dtype)
+            metrics.update({f"actor/{k}": v for k, v in rs.items()})
         if algo.off_policy.mask_threshold is not None:  # the sampler's log-probs where the engine gave them
             behaviour = old if micro.sampler_logprobs is None else micro.sampler_logprobs.to(old.device)
             keep, opsm = off_policy_sequence_mask(
