@@ -26,9 +26,10 @@ tokens: w - 1 - log w with the uncapped token w, whatever the mode).
 rejection_mask (verl's rollout rejection sampling, `algorithm.rollout_correction.rollout_rs`; a hard trust
 region on the sampler / trainer mismatch): with log r_t = old_logprobs_t - sampler_logprobs_t, per-token
 divergences k1 = -log r, k2 = (log r)^2 / 2, k3 = r - 1 - log r, each taken per token (`token_k*`) or per
-row over its tokens (`seq_sum_k*`, `seq_mean_k*`, `seq_max_k2/3`). A k1 mode keeps log(low) <= x <=
-log(high) (ratio bounds; low defaults to 1/high); a k2 / k3 mode keeps x <= high. A sequence mode keeps
-or rejects a whole row; with several modes a token is kept only if every one keeps it. seq_mean_k1 is the
+row over its tokens (`seq_sum_k*`, `seq_mean_k*`, `seq_max_k2/3`). Each criterion {mode, high, low}: a k1
+mode keeps log(low) <= x <= log(high) (ratio bounds; low defaults to 1/high); a k2 / k3 mode keeps
+x <= high (`check_criterion`). A sequence mode keeps or rejects a whole row; with several criteria a
+token is kept only if every one keeps it. seq_mean_k1 is the
 geometric-mean filter (verl's "geo RS"). Metric: rs_masked_frac (share of this call's tokens rejected).
 
 off_policy_sequence_mask (DeepSeek-AI 2025, DeepSeek-V3.2, arXiv:2512.02556, eq. 9; TRL's
@@ -114,25 +115,19 @@ def rejection_mask(
     old_logprobs: torch.Tensor,
     sampler_logprobs: torch.Tensor,
     mask: torch.Tensor,
-    modes: list[str] | tuple[str, ...],
-    high: float,
-    low: float | None = None,
+    criteria: list[dict] | tuple[dict, ...],
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Bool [B, T]: the tokens every one of `modes` keeps (verl's rollout rejection sampling; see the
-    module doc), and the share of this call's tokens rejected."""
-    unknown = [m for m in modes if m not in REJECT_MODES]
-    if unknown or not modes:
-        raise ValueError(
-            f"rejection_mask: unknown mode(s) {unknown or modes}; known: {', '.join(REJECT_MODES)}"
-        )
-    if high <= 0 or (low is not None and low <= 0):
-        raise ValueError(f"rejection_mask: bounds must be > 0, got low {low}, high {high}")
-    low = 1.0 / high if low is None else low
+    """Bool [B, T]: the tokens every criterion keeps (verl's rollout rejection sampling; see the module
+    doc), and the share of this call's tokens rejected. A criterion: {"mode": one of REJECT_MODES, "high":
+    > 0, "low": the k1 modes' lower ratio bound, absent or None for 1 / high}."""
+    checked = [check_criterion(c) for c in criteria]
+    if not checked:
+        raise ValueError("rejection_mask: no criterion")
     with torch.no_grad():
         log_r = (old_logprobs - sampler_logprobs).clamp(-_LOG_CLAMP, _LOG_CLAMP)
         divergence = {"k1": -log_r, "k2": 0.5 * log_r * log_r, "k3": torch.expm1(log_r) - log_r}
         keep = torch.ones_like(mask)
-        for mode in modes:
+        for mode, high, low in checked:
             where, k = mode.rsplit("_", 1)
             x = divergence[k]
             if where == "seq_sum":
@@ -148,3 +143,23 @@ def rejection_mask(
             keep = keep & ok.expand_as(mask)
         metrics = {"rs_masked_frac": masked_mean((~keep).to(old_logprobs.dtype), mask)}
     return keep, metrics
+
+
+def check_criterion(criterion: dict) -> tuple[str, float, float | None]:
+    """(mode, high, low) of one rejection criterion; ValueError naming what is wrong with it."""
+    extra = set(criterion) - {"mode", "high", "low"}
+    mode, high, low = criterion.get("mode"), criterion.get("high"), criterion.get("low")
+    if extra:
+        raise ValueError(f"unknown key(s) {sorted(extra)} (a criterion takes mode, high, low)")
+    if mode not in REJECT_MODES:
+        raise ValueError(f"unknown mode {mode!r}; known: {', '.join(REJECT_MODES)}")
+    if not isinstance(high, (int, float)) or high <= 0:
+        raise ValueError(f"{mode}: high must be a number > 0, got {high!r}")
+    if low is not None and not mode.endswith("k1"):
+        raise ValueError(f"{mode}: low bounds the ratio of the k1 modes only (k2 / k3 take high alone)")
+    if low is not None and not 0 < low < high:
+        raise ValueError(f"{mode}: low must be in (0, high), got {low!r}")
+    high = float(high)
+    if mode.endswith("k1"):
+        return mode, high, float(low) if low is not None else 1.0 / high
+    return mode, high, None

@@ -419,25 +419,14 @@ def _validate_correction(a: AlgoConfig) -> None:
 
 
 def _validate_rejection(op) -> None:
-    """`algo.off_policy.reject_*` (verl's rollout rejection sampling)."""
-    from reasonrl.algorithms.correction import REJECT_MODES
+    """`algo.off_policy.reject` (verl's rollout rejection sampling): each criterion checked."""
+    from reasonrl.algorithms.correction import check_criterion
 
-    for mode in op.reject_modes:
-        _choice("algo.off_policy.reject_modes", mode, REJECT_MODES)
-    if op.reject_modes and op.reject_high <= 0:
-        raise ConfigError(
-            f"algo.off_policy.reject_modes needs algo.off_policy.reject_high > 0, got {op.reject_high}"
-        )
-    if not op.reject_modes and (op.reject_high or op.reject_low is not None):
-        raise ConfigError(
-            "algo.off_policy.reject_high / reject_low have no effect without algo.off_policy.reject_modes"
-        )
-    if op.reject_low is not None:
-        if not any(m.endswith("k1") for m in op.reject_modes):
-            raise ConfigError("algo.off_policy.reject_low bounds the ratio of the k1 modes only (k2 / k3 have an "
-                              f"upper bound alone), got reject_modes={list(op.reject_modes)}")  # fmt: skip
-        if not 0 < op.reject_low < op.reject_high:
-            raise ConfigError(f"algo.off_policy.reject_low must be in (0, reject_high), got {op.reject_low}")
+    for i, criterion in enumerate(op.reject):
+        try:
+            check_criterion(dict(criterion))
+        except (ValueError, TypeError) as e:
+            raise ConfigError(f"algo.off_policy.reject[{i}]: {e}") from None
 
 
 def _check_log(cfg: RunConfig) -> None:

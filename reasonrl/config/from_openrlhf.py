@@ -308,9 +308,7 @@ def _correction(take, out: Converted) -> None:
     elif kind == "seq-mask-tis":  # rows whose geometric-mean ratio leaves [low, high] out, token weights
         out.set("algo.off_policy.tis_mode", "token_truncate")
         # (k1 = -log r: OpenRLHF's ratio range [low, high] is [1/high, 1/low] of k1's ratio bounds)
-        out.set("algo.off_policy.reject_modes", ["seq_mean_k1"])
-        out.set("algo.off_policy.reject_high", 1.0 / low)
-        out.set("algo.off_policy.reject_low", 1.0 / high)
+        out.set("algo.off_policy.reject", [{"mode": "seq_mean_k1", "high": 1.0 / low, "low": 1.0 / high}])
         out.notes.append(f"is_correction_type=seq-mask-tis: its token weights are not capped; reasonrl's "
                          f"token_truncate caps them at {high}")  # fmt: skip
     else:

@@ -329,19 +329,24 @@ def _verl_correction(take, out: Converted) -> None:
 
 
 def _verl_rejection(rc: str, reject: str, spec, out: Converted) -> None:
-    """verl's rollout_rs criteria (comma-separated) and their threshold (one for all: 'low_high' for the k1
-    ratio modes, an upper bound otherwise) -> algo.off_policy.reject_*."""
-    from reasonrl.algorithms.correction import REJECT_MODES
+    """verl's rollout_rs criteria (comma-separated) and their thresholds (one shared, or one per criterion:
+    'low_high' for the k1 ratio modes, an upper bound otherwise) -> algo.off_policy.reject."""
+    from reasonrl.algorithms.correction import check_criterion
 
-    modes = list(dict.fromkeys(m.strip() for m in reject.split(",") if m.strip()))
-    specs = {p.strip() for p in str(spec).split(",")} if spec is not None else set()
-    unknown = [m for m in modes if m not in REJECT_MODES]
-    if unknown or len(specs) != 1:
-        why = f"unknown criteria {unknown}" if unknown else "not one threshold shared by every criterion"
-        out.notes.append(f"{rc}rollout_rs={reject} / rollout_rs_threshold={spec}: {why}; left out")
+    modes = list(dict.fromkeys(m.strip() for m in reject.strip("'\"").split(",") if m.strip()))
+    specs = [p.strip() for p in str(spec).strip("'\"").split(",")] if spec is not None else []
+    if len(specs) == 1:
+        specs *= len(modes)
+    try:
+        if len(specs) != len(modes):
+            raise ValueError(f"{len(modes)} criteria, {len(specs)} thresholds")
+        criteria = []
+        for mode, bounds in zip(modes, specs):
+            low, _, high = bounds.rpartition("_")
+            criterion = {"mode": mode, "high": float(high), **({"low": float(low)} if low else {})}
+            check_criterion(criterion)
+            criteria.append(criterion)
+    except ValueError as e:
+        out.notes.append(f"{rc}rollout_rs={reject} / rollout_rs_threshold={spec}: {e}; left out")
         return
-    low, _, high = specs.pop().rpartition("_")
-    out.set("algo.off_policy.reject_modes", modes)
-    out.set("algo.off_policy.reject_high", float(high))
-    if low:
-        out.set("algo.off_policy.reject_low", float(low))
+    out.set("algo.off_policy.reject", criteria)

@@ -170,12 +170,10 @@ class OffPolicyConfig:
     tis_mode: str = "token_truncate"
     tis_floor: float = 0.0  # *_mask modes: weights below this are masked too; 0 = no lower bound
     # verl's rollout rejection sampling (rollout_rs): tokens / sequences whose sampler-vs-trainer divergence
-    # leaves the bounds get no policy loss; modes token_k1..3, seq_sum_k1..3, seq_mean_k1..3, seq_max_k2/3
-    # (several: all must keep); k1 modes keep ratios in [reject_low, reject_high] (low null: 1 / high),
-    # k2 / k3 modes divergences <= reject_high (docs/algorithms.md)
-    reject_modes: list[str] = field(default_factory=list)
-    reject_high: float = 0.0
-    reject_low: float | None = None
+    # leaves a criterion's bounds get no policy loss; each criterion {mode, high, low}: mode token_k1..3,
+    # seq_sum_k1..3, seq_mean_k1..3, seq_max_k2/3; a k1 mode keeps ratios in [low, high] (low absent:
+    # 1 / high), k2 / k3 divergences <= high; several: all must keep (docs/algorithms.md)
+    reject: list[dict[str, Any]] = field(default_factory=list)
     # DeepSeek-V3.2's off-policy sequence masking (TRL's off_policy_mask_threshold): a negative-advantage
     # sequence whose mean per-token KL(sampler || current policy) exceeds this gets no policy loss; null = off
     mask_threshold: float | None = None

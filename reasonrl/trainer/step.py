@@ -25,7 +25,7 @@ Owns:
              - entropy_coef * agg(entropy)
       (w = importance weights or 1, folded into its own sequence ratio instead by a loss that says so,
       vespo; m = pg_mask or 1, o = the off-policy sequence mask of `off_policy.mask_threshold` or 1,
-      j = the rejection mask of `off_policy.reject_modes` (from the old and the sampler's log-probs) or 1,
+      j = the rejection mask of `off_policy.reject` (from the old and the sampler's log-probs) or 1,
       v = pi / pi_old with `kl.importance_weighted` or 1), every aggregation using the mini-batch's global
       counts, so micro-batches simply add up; entropy is always logged, and so is the sampler-vs-trainer
       log-prob gap (`logprob_gap`, against old_logprobs, or the pre-update log-probs when the step has one
@@ -249,9 +249,8 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         metrics.update({f"actor/{k}": v for k, v in pg_metrics.items()})
         if weights is not None:
             pg_tok = pg_tok * weights
-        if op.reject_modes:  # verl's rejection sampling: tokens / rows outside the bounds get no policy loss
-            keep, rs = rejection_mask(old, micro.sampler_logprobs.to(old.device), mask, op.reject_modes,
-                                      op.reject_high, op.reject_low)  # fmt: skip
+        if op.reject:  # verl's rejection sampling: tokens / rows outside the bounds get no policy loss
+            keep, rs = rejection_mask(old, micro.sampler_logprobs.to(old.device), mask, op.reject)
             pg_tok = pg_tok * keep.to(pg_tok.dtype)
             metrics.update({f"actor/{k}": v for k, v in rs.items()})
         if algo.off_policy.mask_threshold is not None:  # the sampler's log-probs where the engine gave them

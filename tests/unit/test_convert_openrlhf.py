@@ -191,10 +191,10 @@ def test_estimators_kl_off_and_corrections(tmp_path):
     # seq-mask-tis: rows whose geometric-mean ratio r leaves [0.5, 5] out (k1 = -log r within [1/5, 2]),
     # token weights beside it
     seq = run("--algo.advantage.is_correction_enable --algo.advantage.is_correction_type seq-mask-tis")
-    assert seq.recipe["algo"]["off_policy"] == {"tis_mode": "token_truncate", "reject_modes": ["seq_mean_k1"],
-                                                "reject_high": 2.0, "reject_low": 0.2, "tis_cap": 5.0}  # fmt: skip
+    assert seq.recipe["algo"]["off_policy"] == {"tis_mode": "token_truncate", "tis_cap": 5.0,
+                                                "reject": [{"mode": "seq_mean_k1", "high": 2.0, "low": 0.2}]}  # fmt: skip
     assert any("seq-mask-tis: its token weights are not capped" in n for n in seq.notes)
-    assert _load(tmp_path, seq.recipe).algo.off_policy.reject_low == 0.2
+    assert dict(_load(tmp_path, seq.recipe).algo.off_policy.reject[0])["low"] == 0.2
     with pytest.raises(InputError, match="algo.advantage.estimator='ppo2': unknown"):
         run("--algo.advantage.estimator ppo2")
     with pytest.raises(InputError, match="a flag of the script cannot be converted"):
