@@ -66,6 +66,17 @@ class Reading:
             except (ValueError, TypeError) as e:
                 self.out.notes.append(f"{key}={value!r}: {e}; left out")
 
+    def derive(self, *steps: Callable[[], None], what: str, hint: str = "") -> None:
+        """Runs the settings computed from several keys; a value they cannot use (a number that is not
+        one, e.g. a shell variable the script does not set) is an InputError: `what (the error)hint`."""
+        try:
+            for step in steps:
+                step()
+        except InputError:
+            raise
+        except (ValueError, TypeError) as e:
+            raise InputError(f"{what} ({e}){hint}") from None
+
     def leftovers(self, not_needed: dict[str, str | None], prefixes: dict[str, str] | None = None) -> None:
         """A note for every key no rule read: not needed (the reason; None: nothing to say) or left out."""
         for key, value in self.values.items():

@@ -191,16 +191,8 @@ def openrlhf_args(text: str) -> dict[str, Any]:
 def convert_openrlhf(text: str) -> Converted:
     r = Reading("OpenRLHF", openrlhf_args(text), OPENRLHF_DEFAULTS)
     r.apply(OPENRLHF)
-    try:
-        _batches(r.values, r.take, r.out)
-        _algorithm(r.values, r.take, r.out)
-        _runtime(r.values, r.take, r.out)
-    except InputError:
-        raise
-    except (ValueError, TypeError) as e:  # e.g. a variable the script does not set, left as "$N"
-        raise InputError(
-            f"a flag of the script cannot be converted ({e}); a variable it does not set?"
-        ) from None
+    r.derive(*(lambda f=f: f(r.values, r.take, r.out) for f in (_batches, _algorithm, _runtime)),
+             what="a flag of the script cannot be converted", hint="; a variable it does not set?")  # fmt: skip
     r.leftovers(OPENRLHF_NOT_NEEDED, OPENRLHF_PREFIXES_NOT_NEEDED)
     return r.out
 

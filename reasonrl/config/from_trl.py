@@ -115,12 +115,8 @@ def convert_trl(path) -> Converted:
     r.apply(TRL)
     if not r.values.get("use_peft") and r.out.recipe.get("model", {}).pop("lora", None):  # only with use_peft
         r.out.notes.append("lora_* fields without use_peft=true: TRL trains every weight; so does the recipe")
-    try:
-        _trl_batches(r.take, r.out)
-        _trl_loss(r.values, r.take, r.out)
-        _trl_optimizer(r.values, r.take, r.out)
-    except (ValueError, TypeError) as e:
-        raise InputError(f"{path}: a field is not a number where TRL expects one ({e})") from None
+    r.derive(lambda: _trl_batches(r.take, r.out), lambda: _trl_loss(r.values, r.take, r.out),
+             lambda: _trl_optimizer(r.values, r.take, r.out), what=f"{path}: a field is not a number where TRL expects one")  # fmt: skip
     r.leftovers(TRL_NOT_NEEDED)
     return r.out
 

@@ -162,12 +162,8 @@ def convert_verl(text: str) -> Converted:
         raise InputError("no verl overrides (key=value with a dotted key) found in the script")
     r = Reading("verl", given, VERL_DEFAULTS)
     r.apply(VERL)
-    try:
-        _derived(r.values, r.take, r.out)
-    except (ValueError, TypeError) as e:  # e.g. a variable the script does not set, left as "$N"
-        raise InputError(
-            f"a setting of the script is not a number ({e}); a variable it does not set?"
-        ) from None
+    r.derive(lambda: _derived(r.values, r.take, r.out), what="a setting of the script is not a number",
+             hint="; a variable it does not set?")  # fmt: skip
     r.leftovers(VERL_NOT_NEEDED, VERL_PREFIXES_NOT_NEEDED)
     return r.out
 

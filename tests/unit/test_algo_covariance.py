@@ -7,9 +7,12 @@ import math
 
 import pytest
 import torch
+from test_trainer_step import _batch
 
 from reasonrl.algorithms import POLICY_LOSSES
 from reasonrl.algorithms.covariance import clip_cov_select, kl_cov_select, select_options, token_covariance
+from reasonrl.config import AlgoConfig, OffPolicyConfig
+from reasonrl.trainer.step import attach_tis_weights, make_loss_fn
 
 BAND = {"clip_cov_lb": 1.0, "clip_cov_ub": 5.0}
 
@@ -180,3 +183,25 @@ def test_vespo_folds_the_sampler_weights_into_its_sequence_ratio():
     zeroed = torch.exp(c).index_put((torch.tensor([0]), torch.tensor([1])), torch.tensor(0.0))
     loss, _ = vespo(lp, old, adv, mask, is_weights=zeroed)
     assert torch.isfinite(loss).all() and float(loss[0].abs().max()) < 1e-12 and float(loss[1, 0]) != 0
+
+
+def test_vespo_takes_the_sampler_weights_into_its_ratio_instead_of_as_a_factor():
+    b = _batch([1.0, 0.0], [0, 0], [[1, 1], [1, 0]])
+    b.advantages = torch.tensor([[1.0, 1.0], [-1.0, 0.0]])
+    current = torch.tensor([[-1.0, -1.0], [-1.0, -1.0]])
+    b.sampler_logprobs = current - torch.log(
+        torch.tensor([[3.0, 1.0], [0.5, 1.0]])
+    )  # w: [2 (capped), 1], [0.5]
+    algo = AlgoConfig(policy_loss="vespo", off_policy=OffPolicyConfig(tis_cap=2.0))
+    loss, _ = make_loss_fn(algo, b.mask.sum(), 2, 2)(b, current.clone(), None)
+    # sequence ratios: row 0 w = 2 (A > 0: phi = e^3 2^2 e^-6), row 1 w = 0.5 (A < 0: phi = e^2 0.5^3 e^-1);
+    # per-token loss -phi * A * logprobs (logprobs -1): +phi0 on row 0's 2 tokens, -phi1; token mean over 3
+    phi0, phi1 = math.exp(3 - 6) * 4, math.exp(2 - 1) * 0.125
+    assert loss.item() == pytest.approx((2 * phi0 - phi1) / 3, rel=1e-6)
+    # as a factor instead (every other loss): phi 1, the token weights times A * -logprobs: (2 + 1 - 0.5) / 3
+    assert loss.item() != pytest.approx(2.5 / 3, rel=1e-3)
+    # precomputed weights (several updates per step) fold the same way
+    b.old_logprobs = current.clone()
+    attach_tis_weights(b, algo.off_policy)
+    again, _ = make_loss_fn(algo, b.mask.sum(), 2, 2)(b, current.clone(), None)
+    assert again.item() == pytest.approx(loss.item(), rel=1e-6)

@@ -272,28 +272,6 @@ def test_tis_without_old_logprobs_takes_weights_from_the_pre_update_forward():
     assert metrics["rollout/logprob_gap_max"].item() == pytest.approx(math.log(3), rel=1e-6)
 
 
-def test_vespo_takes_the_sampler_weights_into_its_ratio_instead_of_as_a_factor():
-    b = _batch([1.0, 0.0], [0, 0], [[1, 1], [1, 0]])
-    b.advantages = torch.tensor([[1.0, 1.0], [-1.0, 0.0]])
-    current = torch.tensor([[-1.0, -1.0], [-1.0, -1.0]])
-    b.sampler_logprobs = current - torch.log(
-        torch.tensor([[3.0, 1.0], [0.5, 1.0]])
-    )  # w: [2 (capped), 1], [0.5]
-    algo = AlgoConfig(policy_loss="vespo", off_policy=OffPolicyConfig(tis_cap=2.0))
-    loss, _ = make_loss_fn(algo, b.mask.sum(), 2, 2)(b, current.clone(), None)
-    # sequence ratios: row 0 w = 2 (A > 0: phi = e^3 2^2 e^-6), row 1 w = 0.5 (A < 0: phi = e^2 0.5^3 e^-1);
-    # per-token loss -phi * A * logprobs (logprobs -1): +phi0 on row 0's 2 tokens, -phi1; token mean over 3
-    phi0, phi1 = math.exp(3 - 6) * 4, math.exp(2 - 1) * 0.125
-    assert loss.item() == pytest.approx((2 * phi0 - phi1) / 3, rel=1e-6)
-    # as a factor instead (every other loss): phi 1, the token weights times A * -logprobs: (2 + 1 - 0.5) / 3
-    assert loss.item() != pytest.approx(2.5 / 3, rel=1e-3)
-    # precomputed weights (several updates per step) fold the same way
-    b.old_logprobs = current.clone()
-    attach_tis_weights(b, algo.off_policy)
-    again, _ = make_loss_fn(algo, b.mask.sum(), 2, 2)(b, current.clone(), None)
-    assert again.item() == pytest.approx(loss.item(), rel=1e-6)
-
-
 def test_the_entropy_bonus_lowers_the_loss_by_its_coefficient_and_entropy_is_always_logged():
     b = _batch([1.0, 0.0], [0, 0], [[1, 1], [1, 0]])
     b.advantages = torch.tensor([[1.0, 1.0], [-1.0, 0.0]])
