@@ -307,11 +307,15 @@ def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
         )
     if a.kl.target > 0 and a.kl.coef <= 0:
         raise ConfigError("algo.kl.target (the adaptive KL controller) needs a starting algo.kl.coef > 0")
-    if "term_rewards" in ADVANTAGES.get(a.adv_estimator).needs and (a.shaping.reward_map or a.kl.in_reward):
+    summed = a.shaping.reward_map or a.kl.in_reward or a.shaping.truncated_reward is not None
+    if "term_rewards" in ADVANTAGES.get(a.adv_estimator).needs and summed:
         raise ConfigError(
-            f"algo.adv_estimator={a.adv_estimator} normalises each reward term on its own: "
-            "algo.shaping.reward_map and algo.kl.in_reward change the summed reward it does not use"
+            f"algo.adv_estimator={a.adv_estimator} normalises each reward term on its own: algo.shaping.reward_map, "
+            "algo.shaping.truncated_reward and algo.kl.in_reward change the summed reward it does not use"
         )
+    if a.shaping.truncated_reward is not None and a.shaping.truncated_reward > 1:
+        raise ConfigError(f"algo.shaping.truncated_reward must be in [0, 1] (a scale) or negative (the reward "
+                          f"itself), got {a.shaping.truncated_reward}")  # fmt: skip
     if a.shaping.reward_map and (
         len(a.shaping.reward_map) != 2 or a.shaping.reward_map[0] >= a.shaping.reward_map[1]
     ):

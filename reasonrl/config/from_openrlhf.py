@@ -126,6 +126,7 @@ OPENRLHF: dict[str, tuple[str, Any]] = {
     "vllm.enforce_eager": ("rollout.engine_kwargs.enforce_eager", bool),
     "reward.overlong_buffer_len": ("algo.shaping.overlong_buffer", int),
     "reward.overlong_penalty_factor": ("algo.shaping.overlong_penalty", float),
+    "reward.stop_properly_penalty_coef": ("algo.shaping.truncated_reward", float),
     "logger.wandb.org": ("log.wandb_entity", str),
     "logger.wandb.run_name": ("name", str),
 }

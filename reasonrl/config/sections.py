@@ -147,6 +147,10 @@ class ShapingConfig:
     overlong_buffer: int = 0  # DAPO soft overlong penalty over the last N tokens of max_new_tokens; 0 = off
     overlong_penalty: float = 1.0  # the penalty at (and beyond) rollout.max_new_tokens
     mask_truncated: bool = False  # DAPO overlong filtering: no loss on completions cut at max_new_tokens
+    # ProRL's stop-properly penalty (OpenRLHF's stop_properly_penalty_coef) for completions cut at
+    # max_new_tokens: a number in [0, 1] scales their reward (0: no reward), a negative one replaces it;
+    # null = off. Applied after reward_map and the overlong penalty
+    truncated_reward: float | None = None
 
 
 @dataclass

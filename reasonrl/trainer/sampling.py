@@ -139,7 +139,8 @@ def greedy_baseline(run, groups: list[RolloutGroup], algo: AlgoConfig, max_new_t
     results, _ = run.scorer.score([c.answer_text for c in completions], [g.problem for g in groups])
     scores = torch.tensor([float(r.score) for r in results])
     lengths = torch.tensor([len(c.token_ids) for c in completions])
-    baseline = shape_rewards(scores, lengths, algo, max_new_tokens)
+    truncated = torch.tensor([c.finish_reason == "length" for c in completions])
+    baseline = shape_rewards(scores, lengths, algo, max_new_tokens, truncated)
     return baseline.repeat_interleave(torch.tensor([len(g.completions) for g in groups]))
 
 

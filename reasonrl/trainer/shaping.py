@@ -1,7 +1,7 @@
 """Reward shaping and loss masking of a step's batch, before advantages are computed.
 
 Owns: `shape_rewards` (verifier score -> training reward: `algo.shaping.reward_map`, then the DAPO soft
-overlong penalty) and `shape_batch` (applies it to `batch.rewards`, and clears the loss mask of
+overlong penalty, then ProRL's stop-properly penalty) and `shape_batch` (applies it to `batch.rewards`, and clears the loss mask of
 truncated completions when `algo.shaping.mask_truncated`). Does not own: the penalty formula
 (`algorithms.filters.overlong_penalty`), KL folded into rewards (`trainer.step.compute_advantages`,
 which needs log-probs), or the verifier scores themselves (`rewards/`).
@@ -12,6 +12,8 @@ With per-term rewards (`batch.term_rewards`, gdpo) the overlong penalty is also 
 Order, for a verifier score s and completion length L (tokens, EOS included):
     r = low + (high - low) * s          if algo.shaping.reward_map = [low, high]  (RLinf's +5 / -5: [-5, 5])
     r = r + overlong_penalty(L, rollout.max_new_tokens, algo.shaping.overlong_buffer, algo.shaping.overlong_penalty)
+    r = c * r  (c in [0, 1])  or  r = c  (c < 0)   if truncated, with c = algo.shaping.truncated_reward
+                                                  (ProRL's stop-properly penalty)
 The overlong penalty is in the units of the mapped reward. A truncated completion (finish reason
 "length") keeps its reward but, with `mask_truncated`, contributes no loss tokens (DAPO overlong
 filtering); it still counts in its group's baseline, as in DAPO.
@@ -27,9 +29,11 @@ from reasonrl.types import TrainBatch
 
 
 def shape_rewards(
-    scores: torch.Tensor, lengths: torch.Tensor, algo: AlgoConfig, max_len: int
-) -> torch.Tensor:
-    """Training rewards [N] from verifier scores [N] and completion lengths [N] (tokens)."""
+    scores: torch.Tensor, lengths: torch.Tensor, algo: AlgoConfig, max_len: int,
+    truncated: torch.Tensor | None = None,
+) -> torch.Tensor:  # fmt: skip
+    """Training rewards [N] from verifier scores [N], completion lengths [N] (tokens) and which of them
+    were cut at max_new_tokens (bool [N]; needed with `algo.shaping.truncated_reward`)."""
     r = scores.to(torch.float32)
     if algo.shaping.reward_map:
         low, high = algo.shaping.reward_map
@@ -38,16 +42,27 @@ def shape_rewards(
         r = r + overlong_penalty(
             lengths, max_len, algo.shaping.overlong_buffer, algo.shaping.overlong_penalty
         )
+    coef = algo.shaping.truncated_reward
+    if coef is not None:
+        if truncated is None:
+            raise ValueError("shape_rewards: algo.shaping.truncated_reward needs the truncated flags")
+        r = torch.where(truncated.to(torch.bool), r * coef if coef >= 0 else torch.full_like(r, coef), r)
     return r
 
 
 def shape_batch(batch: TrainBatch, algo: AlgoConfig, max_len: int) -> dict[str, float]:
     """Shape `batch.rewards` and (optionally) mask truncated rows, in place; returns metrics."""
     lengths = batch.lengths
-    batch.rewards = shape_rewards(batch.rewards, lengths, algo, max_len)
+    batch.rewards = shape_rewards(batch.rewards, lengths, algo, max_len, batch.truncated)
     metrics: dict[str, float] = {}
-    if algo.shaping.reward_map or algo.shaping.overlong_buffer > 0:
+    if (
+        algo.shaping.reward_map
+        or algo.shaping.overlong_buffer > 0
+        or algo.shaping.truncated_reward is not None
+    ):
         metrics["reward/shaped_mean"] = batch.rewards.mean().item()
+    if algo.shaping.truncated_reward is not None:
+        metrics["reward/truncated_frac"] = batch.truncated.float().mean().item()
     if algo.shaping.overlong_buffer > 0:
         penalty = overlong_penalty(
             lengths, max_len, algo.shaping.overlong_buffer, algo.shaping.overlong_penalty
