@@ -237,9 +237,9 @@ def _algorithm(o, take, out: Converted) -> None:
         elif value is not None and key == "gamma" and float(value) != 1.0:
             out.notes.append(f"algo.advantage.gamma={value}: reasonrl's {estimator} has no discount (OpenRLHF's "
                              "reinforce discounts token returns); left out")  # fmt: skip
-    if name in ("reinforce", "reinforce_baseline", "gae"):
+    if name in ("reinforce", "reinforce_baseline"):  # (gae whitens over tokens in both)
         out.notes.append(f"{name}: OpenRLHF whitens advantages over the batch's tokens, reasonrl's {estimator} "
-                         "over its sequences (gae: tokens too)")  # fmt: skip
+                         "over its sequences")  # fmt: skip
     if take("algo.advantage.no_std_norm"):
         out.notes.append(
             "algo.advantage.no_std_norm: reasonrl's batch whitening divides by the std; left out"
@@ -277,8 +277,8 @@ def _kl(o, take, out: Converted) -> None:
     out.set("algo.kl.estimator", choice({"k1": "k1", "k2": "k2", "k3": "k3"}, "algo.kl.estimator")(estimator))
     if not take("algo.kl.use_loss"):  # OpenRLHF's default: the KL folded into the reward
         out.set("algo.kl.in_reward", True)
-        estimator = ADVANTAGES.get(ESTIMATORS[str(o.get("algo.advantage.estimator"))][0])
-        if "token_rewards" not in estimator.needs:  # (gae takes the per-token KL rewards, as OpenRLHF)
+        adv = ADVANTAGES.get(ESTIMATORS[str(o.get("algo.advantage.estimator"))][0])
+        if "token_rewards" not in adv.needs:  # (gae takes the per-token KL rewards, as OpenRLHF)
             out.notes.append("KL in the reward: OpenRLHF subtracts each token's return-to-go of -coef*kl, "
                              "reasonrl each sequence's summed -coef*kl from its reward")  # fmt: skip
     if target is not None:  # the adaptive controller, in the reward or on the loss as OpenRLHF runs it
