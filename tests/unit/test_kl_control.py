@@ -15,7 +15,7 @@ from reasonrl.algorithms.kl import adaptive_kl_coef
 from reasonrl.config import AlgoConfig, ConfigError, KLConfig, load_config
 from reasonrl.config.foreign import convert
 from reasonrl.trainer.kl_control import KLControl
-from reasonrl.trainer.step import compute_advantages, make_loss_fn
+from reasonrl.trainer.step import compute_advantages, make_loss_fn, sequence_kl
 
 
 @pytest.mark.parametrize(
@@ -35,6 +35,7 @@ def test_adaptive_coef_hand_computed(kl, expected):
 def test_adaptive_coef_scales_with_the_sequences_seen_and_refuses_no_target():
     # twice the sequences in one call: twice the relative move (1 + 0.2 * 200 / 1000)
     assert adaptive_kl_coef(0.5, 1.0, 0.1, 1000, 200) == pytest.approx(0.5 * 1.04)
+    assert adaptive_kl_coef(0.1, 1.0, 0.1, 1, 1) == pytest.approx(0.12)  # the shortest horizon, 1, is fine
     for target, horizon in ((0.0, 1000), (0.1, 0)):
         with pytest.raises(ValueError, match="target > 0 and horizon > 0"):
             adaptive_kl_coef(0.1, 0.1, target, horizon, 10)
@@ -69,6 +70,17 @@ def test_the_trainer_folds_the_controllers_coefficient_then_updates_it():
     assert fresh.coef == pytest.approx(0.1)
     fresh.load_state_dict(state)
     assert fresh.coef == pytest.approx(0.22)
+
+
+def test_the_measured_kl_is_the_mean_of_each_sequences_token_mean():
+    kl = torch.tensor([[0.3, 0.1, 9.0], [0.6, 9.0, 9.0], [0.0, 0.2, 0.4], [9.0, 9.0, 9.0]])
+    mask = torch.tensor(
+        [[True, True, False], [True, False, False], [True, True, True], [False, False, False]]
+    )
+    # per sequence 0.2, 0.6, 0.2, and 0 for the row with no token (still a sequence): (0.2 + 0.6 + 0.2) / 4
+    mean, sequences = sequence_kl(kl, mask)
+    assert mean == pytest.approx(0.25) and sequences == 4
+    assert sequence_kl(kl[:1], mask[:1]) == (pytest.approx(0.2), 1)  # one sequence
 
 
 def test_a_fixed_coefficient_never_moves_and_logs_no_controller_metrics():
