@@ -340,10 +340,13 @@ def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
         if v is not None and v <= 0:
             raise ConfigError(f"algo.{key} must be > 0 (or null), got {v}")
     _validate_correction(a)
-    if a.critic.model and "values" not in ADVANTAGES.get(a.adv_estimator).needs:
-        raise ConfigError(
-            f"algo.critic.model is only used by estimators with a critic (gae), not {a.adv_estimator}"
-        )
+    if a.critic.warmup_steps < 0:
+        raise ConfigError(f"algo.critic.warmup_steps must be >= 0 (0 = off), got {a.critic.warmup_steps}")
+    for key in ("model", "warmup_steps"):
+        if getattr(a.critic, key) and "values" not in ADVANTAGES.get(a.adv_estimator).needs:
+            raise ConfigError(
+                f"algo.critic.{key} is only used by estimators with a critic (gae), not {a.adv_estimator}"
+            )
 
 
 def _dry_run_algo(a: AlgoConfig) -> None:

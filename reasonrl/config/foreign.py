@@ -90,6 +90,23 @@ class Reading:
                 self.out.notes.append(f"{key}: not needed ({why})")
 
 
+def critic_warmup(out: Converted, setting: str, frozen: int) -> None:
+    """`setting` (the other trainer's key=value) leaves the policy alone for its first `frozen` steps:
+    algo.critic.warmup_steps where the converted estimator has a critic, a note where it has none."""
+    from reasonrl.algorithms import ADVANTAGES
+
+    if frozen <= 0:
+        return
+    estimator = out.recipe.get("algo", {}).get("adv_estimator", "grpo")
+    if "values" in ADVANTAGES.get(estimator).needs:
+        out.set("algo.critic.warmup_steps", frozen)
+        out.notes.append(f"{setting}: the policy is not updated in the first {frozen} step(s) -> "
+                         f"algo.critic.warmup_steps={frozen}")  # fmt: skip
+    else:
+        out.notes.append(f"{setting}: the first {frozen} step(s) update nothing there (no critic with "
+                         f"{estimator}); left out")  # fmt: skip
+
+
 def choice(table: dict[str, Any], what: str) -> Callable[[Any], Any]:
     def convert(value):
         key = str(value).lower() if isinstance(value, str) else value

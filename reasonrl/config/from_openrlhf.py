@@ -15,7 +15,15 @@ import re
 from typing import Any
 
 from reasonrl.algorithms import ADVANTAGES
-from reasonrl.config.foreign import Converted, Reading, as_list, choice, off_if_negative, parse_value
+from reasonrl.config.foreign import (
+    Converted,
+    Reading,
+    as_list,
+    choice,
+    critic_warmup,
+    off_if_negative,
+    parse_value,
+)
 from reasonrl.config.shell import script_commands
 from reasonrl.errors import InputError
 
@@ -255,6 +263,8 @@ def _algorithm(o, take, out: Converted) -> None:
     out.set("algo.clip_high", high)
     _kl(o, take, out)
     _correction(take, out)
+    if (frozen := take("critic.freezing_steps")) is not None:  # the actor trains once global_step > it,
+        critic_warmup(out, f"critic.freezing_steps={frozen}", int(frozen) + 1)  # which counts from 0
     if take("algo.dynamic_filtering_enable"):
         out.set("algo.dynamic_sampling.enabled", True)
         rng = [float(x) for x in as_list(take("algo.dynamic_filtering_range", [0, 1]))]

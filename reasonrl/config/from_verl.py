@@ -12,7 +12,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from reasonrl.config.foreign import Converted, Reading, as_list, choice, off_if_negative, parse_value
+from reasonrl.config.foreign import (
+    Converted,
+    Reading,
+    as_list,
+    choice,
+    critic_warmup,
+    off_if_negative,
+    parse_value,
+)
 from reasonrl.config.shell import script_commands
 from reasonrl.errors import InputError
 
@@ -120,7 +128,6 @@ VERL_NOT_NEEDED = {
     "trainer.n_gpus_per_node": "launch with torchrun --nproc-per-node N (docs/distributed.md)",
     "trainer.nnodes": "launch with torchrun --nnodes N, or recipes/distributed/slurm.sh",
     "reward_model.reward_manager": "rewards are computed by the routed verifiers (docs/rewards.md)",
-    "trainer.critic_warmup": None,
     "trainer.resume_mode": "resume with `reasonrl train RECIPE --resume`",
     "trainer.log_val_generations": "log.rollouts_per_step samples go to rollouts.jsonl every step",
     A + "rollout.val_kwargs.do_sample": "eval/accuracy is always greedy; val.n > 1 adds a sampled mean@n",
@@ -210,6 +217,8 @@ def _derived(o, take, out: Converted) -> None:
         out.set("algo.dynamic_sampling.max_rounds", max(int(rounds) - 1, 0) if int(rounds) > 0 else 10)
         if int(rounds) <= 0:
             out.notes.append("algorithm.filter_groups.max_num_gen_batches<=0 (unlimited) -> max_rounds=10")
+    if (warmup := take("trainer.critic_warmup")) is not None:  # verl: the actor updates once step >= it
+        critic_warmup(out, f"trainer.critic_warmup={warmup}", int(warmup) - 1)
     if (epochs := take("trainer.total_epochs")) is not None and "trainer.total_training_steps" not in o:
         out.notes.append(f"trainer.total_epochs={epochs}: reasonrl counts steps; set train.steps "
                          "(epochs x rows / prompts per step)")  # fmt: skip

@@ -190,6 +190,9 @@ class CriticConfig:
     model: str = ""  # "" = same as model.path (a value head is put on that backbone)
     lr: float | None = None  # None = train.lr
     value_clip: float | None = 0.2  # PPO value clipping range; None = unclipped
+    # the first N steps train the critic only: the policy is not updated while its values are still those
+    # of a fresh head (verl's trainer.critic_warmup, OpenRLHF's critic.freezing_steps); 0 = off
+    warmup_steps: int = 0
 
 
 @dataclass

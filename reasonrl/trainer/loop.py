@@ -180,6 +180,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         #    drifted too far from the sampling policy is skipped (RLinf early stop)
         shuffle = torch.Generator().manual_seed(step_seed(t.seed, step) + 1)
         updates, stopped, bonus_on = [], 0, []
+        frozen = step <= algo.critic.warmup_steps  # critic warm-up: the policy waits for useful values
         whole = gather_batch(batch, run.pad_id) if balance else None  # every rank's rows
         for _ in range(t.epochs):
             minis = (
@@ -190,6 +191,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             for mini in minis:
                 if critic is not None:
                     updates.append(critic.train_step(mini, t.micro_batch, algo.critic.value_clip))
+                if frozen:
+                    continue
                 if early_stop(run.train_engine, mini, algo, t.micro_batch):
                     stopped += 1
                     continue
@@ -223,6 +226,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         # 4. metrics, validation, checkpoint
         metrics = {**reward_metrics, **rollout_metrics(batch), **step_metrics, **mean_metrics(updates)}
         metrics["actor/early_stopped_minibatches"] = float(stopped)
+        if algo.critic.warmup_steps:
+            metrics["actor/frozen"] = float(frozen)
         metrics.update(run.rollout_engine.stats())  # weight-sync time and size
         # the policy version (updates applied) the step's samples came from: step - 1 when synchronous
         metrics.update({"rollout/policy_version": float(rollouts.version), **async_metrics})
