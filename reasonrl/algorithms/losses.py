@@ -297,3 +297,6 @@ def reinforce(
         never = torch.zeros_like(mask)
         metrics = _metrics(log_ratio, torch.exp(log_ratio), mask, never, never)
     return loss, metrics
+
+
+reinforce.ratio_free = True  # no pi / pi_old in it: with off_policy.bypass, importance weights correct it

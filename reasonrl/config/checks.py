@@ -284,10 +284,33 @@ def _validate_async(a: AlgoConfig, r: RolloutConfig) -> None:
         raise ConfigError("rollout.worker_threads must be >= 1 and rollout.worker_timeout_s > 0")
     if r.warn_logprob_gap < 0:
         raise ConfigError(f"rollout.warn_logprob_gap must be >= 0 (0: off), got {r.warn_logprob_gap}")
-    if r.max_staleness and a.off_policy.tis_cap <= 0:
+    if r.max_staleness and a.off_policy.tis_cap <= 0 and not a.off_policy.bypass:
         raise ConfigError(
             f"rollout.max_staleness={r.max_staleness} trains on samples from older policies; set "
-            "algo.off_policy.tis_cap (e.g. 2.0) so the loss corrects for the sampling policy (decoupled PPO)"
+            "algo.off_policy.tis_cap (e.g. 2.0) so the loss corrects for the sampling policy (decoupled PPO), "
+            "or algo.off_policy.bypass=true (its ratio is to the sampling policy)"
+        )
+    _validate_bypass(a, r)
+
+
+def _validate_bypass(a: AlgoConfig, r: RolloutConfig) -> None:
+    """verl's bypass mode: the sampler's log-probs must be of the distribution the trainer computes, and
+    importance weights only go with a loss that has no ratio of its own."""
+    from reasonrl.algorithms import POLICY_LOSSES
+
+    if not a.off_policy.bypass:
+        return
+    if r.top_p < 1.0 or r.top_k > 0 or r.min_p > 0:
+        raise ConfigError(
+            "algo.off_policy.bypass=true uses the sampler's log-probs as the old ones, but with rollout.top_p < 1 "
+            "(top_k, min_p) they are of a truncated distribution the trainer does not compute: sample from the "
+            "whole distribution, or turn bypass off"
+        )
+    if a.off_policy.tis_cap > 0 and not getattr(POLICY_LOSSES.get(a.policy_loss), "ratio_free", False):
+        raise ConfigError(
+            f"algo.off_policy.bypass=true with algo.off_policy.tis_cap > 0: {a.policy_loss}'s ratio is already "
+            "pi / pi_sampler, weights would count the mismatch twice; set tis_cap 0, or policy_loss reinforce "
+            "for explicit weights (verl's bypass loss_type)"
         )
 
 

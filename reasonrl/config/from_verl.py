@@ -128,6 +128,7 @@ VERL_NOT_NEEDED = {
     "trainer.n_gpus_per_node": "launch with torchrun --nproc-per-node N (docs/distributed.md)",
     "trainer.nnodes": "launch with torchrun --nnodes N, or recipes/distributed/slurm.sh",
     "reward_model.reward_manager": "rewards are computed by the routed verifiers (docs/rewards.md)",
+    A + "rollout.calculate_log_probs": "the engines always report the sampled tokens' log-probs",
     "trainer.resume_mode": "resume with `reasonrl train RECIPE --resume`",
     "trainer.log_val_generations": "log.rollouts_per_step samples go to rollouts.jsonl every step",
     A + "rollout.val_kwargs.do_sample": "eval/accuracy is always greedy; val.n > 1 adds a sampled mean@n",
@@ -316,6 +317,10 @@ def _verl_correction(take, out: Converted) -> None:
     rc = "algorithm.rollout_correction."
     level, cap = take(rc + "rollout_is"), take(rc + "rollout_is_threshold", 2.0)
     reject, spec = take(rc + "rollout_rs"), take(rc + "rollout_rs_threshold")
+    if _verl_bypass(rc, take, out) == "ppo_clip" and level:  # the ratio is to the sampler already
+        out.notes.append(f"{rc}rollout_is={level} with bypass_mode and loss_type=ppo_clip: verl computes the "
+                         "weights for its metrics only (the ratio is pi / pi_sampler); left out")  # fmt: skip
+        level = None
     if level in ("token", "sequence"):
         out.set("algo.off_policy.tis_cap", float(cap))
         out.set("algo.off_policy.tis_mode", f"{level}_truncate")
@@ -331,6 +336,24 @@ def _verl_correction(take, out: Converted) -> None:
             out.set("algo.off_policy.tis_mode", f"{reject}_mask")
     elif reject:
         _verl_rejection(rc, str(reject), spec, out)
+
+
+def _verl_bypass(rc: str, take, out: Converted) -> str | None:
+    """verl's bypass mode: the sampler's log-probs as the old ones, and its own loss (ppo_clip, or
+    reinforce with explicit weights) in place of the actor's loss mode; returns that loss, None when off."""
+    loss_type = str(take(rc + "loss_type", "ppo_clip"))  # (read either way: decoupled mode ignores it)
+    if not take(rc + "bypass_mode"):
+        return None
+    out.set("algo.off_policy.bypass", True)
+    if loss_type not in ("ppo_clip", "reinforce"):
+        out.notes.append(f"{rc}loss_type={loss_type!r} (verl knows ppo_clip and reinforce): ppo_clip used")
+        loss_type = "ppo_clip"
+    mode = take(A + "actor.policy_loss.loss_mode")
+    if mode not in (None, "vanilla"):
+        out.notes.append(f"{rc}bypass_mode: verl's bypass loss ({loss_type}) replaces "
+                         f"{A}actor.policy_loss.loss_mode={mode}")  # fmt: skip
+    out.set("algo.policy_loss", loss_type)
+    return loss_type
 
 
 def _verl_rejection(rc: str, reject: str, spec, out: Converted) -> None:

@@ -181,6 +181,10 @@ class OffPolicyConfig:
     # DeepSeek-V3.2's off-policy sequence masking (TRL's off_policy_mask_threshold): a negative-advantage
     # sequence whose mean per-token KL(sampler || current policy) exceeds this gets no policy loss; null = off
     mask_threshold: float | None = None
+    # verl's bypass mode: the sampler's log-probs are the old ones (no forward pass computes them); the
+    # loss's ratio is then pi / pi_sampler, so its clip bounds the sampler mismatch and staleness too, and
+    # importance weights (a ratio-free loss: reinforce) and rejection compare the current policy with the sampler
+    bypass: bool = False
 
 
 @dataclass

@@ -164,8 +164,10 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             old, entropy = run.train_engine.outputs(batch, t.micro_batch, with_entropy=True)
             batch.old_logprobs = old if needs_old else None
             step_metrics.update(attach_entropy_mask(batch, entropy, algo.top_entropy_quantile))
-        elif needs_old:
+        elif needs_old and not algo.off_policy.bypass:
             batch.old_logprobs = run.train_engine.logprobs(batch, t.micro_batch)
+        if algo.off_policy.bypass:  # verl's bypass mode: the sampler's log-probs are the old ones
+            batch.old_logprobs = batch.sampler_logprobs
         if algo.kl.coef > 0:
             batch.ref_logprobs = run.train_engine.logprobs(batch, t.micro_batch, reference=True)
         if critic is not None:
@@ -173,8 +175,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         step_metrics.update(compute_advantages(batch, algo, baseline, run.kl_control))
         if selects_tokens(algo):  # clip_cov / kl_cov: their tokens, chosen over the whole batch
             step_metrics.update(attach_cov_selection(batch, algo, step_seed(t.seed, step) + 2))
-        if algo.off_policy.tis_cap > 0 and batch.old_logprobs is not None:
-            step_metrics.update(attach_tis_weights(batch, algo.off_policy))
+        if algo.off_policy.tis_cap > 0 and batch.old_logprobs is not None and not algo.off_policy.bypass:
+            step_metrics.update(attach_tis_weights(batch, algo.off_policy))  # (bypass: in each update)
 
         # 3. updates: `epochs` passes over the batch in shuffled mini-batches; a mini-batch that has
         #    drifted too far from the sampling policy is skipped (RLinf early stop)

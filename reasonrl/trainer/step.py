@@ -14,7 +14,8 @@ Owns:
       sequence ratio exp(old - sampler), truncated at tis_cap or masked outside [tis_floor, tis_cap]),
       `batch.is_weights` (with one update per step there are no separate old log-probs: the loss takes
       the weights from the pre-update log-probs of its own forward, which are the old ones, saving a
-      forward pass).
+      forward pass). With `off_policy.bypass` (verl's bypass mode) the old log-probs are the sampler's
+      and the weights are taken in each update from the current (detached) log-probs instead.
   `attach_entropy_mask`: the tokens the policy-gradient term trains when `algo.top_entropy_quantile` < 1
       (`batch.pg_mask`: the top share of the step's tokens by entropy, one threshold over every rank's).
   `attach_cov_selection`: the tokens clip_cov / kl_cov act on (`batch.cov_select`), chosen once per step
@@ -25,11 +26,12 @@ Owns:
              - entropy_coef * agg(entropy)
       (w = importance weights or 1, folded into its own sequence ratio instead by a loss that says so,
       vespo; m = pg_mask or 1, o = the off-policy sequence mask of `off_policy.mask_threshold` or 1,
-      j = the rejection mask of `off_policy.reject` (from the old and the sampler's log-probs) or 1,
+      j = the rejection mask of `off_policy.reject` (from the old, with bypass the current, and the
+      sampler's log-probs) or 1,
       v = pi / pi_old with `kl.importance_weighted` or 1), every aggregation using the mini-batch's global
       counts, so micro-batches simply add up; entropy is always logged, and so is the sampler-vs-trainer
       log-prob gap (`logprob_gap`, against old_logprobs, or the pre-update log-probs when the step has one
-      update).
+      update; with bypass against the current ones).
   `early_stop`: RLinf mini-batch early stop (skip the mini-batch when its mean importance ratio or
       approx KL against old_logprobs exceeds the threshold), measured with one no-grad forward.
 Does not own: the formulas (`algorithms/`), reward shaping (`trainer.shaping`), the critic
@@ -233,13 +235,16 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
     def loss_fn(micro: TrainBatch, logprobs: torch.Tensor, entropy: torch.Tensor | None):
         mask = micro.mask
         old = micro.old_logprobs if micro.old_logprobs is not None else logprobs.detach()
+        # the policy side of the sampler correction: the old log-probs, or with bypass (old = the
+        # sampler's) the current ones, as verl's bypass loss takes them
+        policy = logprobs.detach() if op.bypass else old
         chosen = {} if micro.cov_select is None else {"selected": micro.cov_select}
         metrics, weights = {}, None
         if algo.off_policy.tis_cap > 0:
             weights = micro.is_weights
-            if weights is None:  # one update per step: the pre-update log-probs are the old ones
+            if weights is None:  # one update per step (the pre-update log-probs are the old ones), or bypass
                 weights, tis = tis_weights(
-                    old, micro.sampler_logprobs.to(old.device), mask, **tis_options(algo.off_policy)
+                    policy, micro.sampler_logprobs.to(old.device), mask, **tis_options(algo.off_policy)
                 )
                 metrics.update({f"actor/{k}": v for k, v in tis.items()})
             weights = weights.to(logprobs.device)
@@ -250,7 +255,7 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         if weights is not None:
             pg_tok = pg_tok * weights
         if op.reject:  # verl's rejection sampling: tokens / rows outside the bounds get no policy loss
-            keep, rs = rejection_mask(old, micro.sampler_logprobs.to(old.device), mask, op.reject)
+            keep, rs = rejection_mask(policy, micro.sampler_logprobs.to(old.device), mask, op.reject)
             pg_tok = pg_tok * keep.to(pg_tok.dtype)
             metrics.update({f"actor/{k}": v for k, v in rs.items()})
         if algo.off_policy.mask_threshold is not None:  # the sampler's log-probs where the engine gave them
@@ -264,7 +269,7 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
             pg_tok = pg_tok * micro.pg_mask.to(pg_tok.device, pg_tok.dtype)
         pg = agg(pg_tok, mask)
         loss = pg
-        metrics.update(logprob_gap(micro.sampler_logprobs, old, mask))
+        metrics.update(logprob_gap(micro.sampler_logprobs, policy, mask))
         metrics["loss/policy"] = pg.detach()
         if kl_loss:
             kl_tok = kl_penalty(logprobs, micro.ref_logprobs, algo.kl.estimator)
