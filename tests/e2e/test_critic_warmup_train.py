@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from safetensors.torch import load_file
 from test_async_rollouts import _interrupted_copy
 from test_train_loop import _cfg, _stable
@@ -51,3 +52,29 @@ def test_without_warm_up_the_policy_trains_from_the_first_step(tiny_model_dir, t
     start = load_file(str(Path(tiny_model_dir) / "model.safetensors"))
     moved = _policy(tmp_path / "n", 1)
     assert max((moved[k] - start[k]).abs().max().item() for k in start) > 1e-4
+
+
+def test_the_critic_follows_model_gradient_checkpointing(tiny_model_dir, tmp_path):
+    """The critic is a second whole backbone: model.gradient_checkpointing recomputes its activations too,
+    with the same update (loss and gradient norm) as without."""
+    import torch
+
+    from reasonrl.trainer.batching import build_batch
+    from reasonrl.trainer.critic import build_critic
+    from reasonrl.types import Completion, Problem, RolloutGroup
+
+    def one_update(*extra):
+        torch.manual_seed(0)  # the same fresh value head for both
+        critic = build_critic(_cfg(tiny_model_dir, tmp_path, 1, "algo.adv_estimator=gae", *extra), log=QUIET)
+        comps = [Completion([5, 6, 7][: n + 1], "x", [-0.5] * (n + 1), "stop") for n in range(3)]
+        problem = Problem([{"role": "user", "content": "q"}], "1", "arith", uid="q")
+        batch = build_batch([RolloutGroup(problem, [7, 8, 9], comps, [1.0, 0.0, 1.0], [{}] * 3)], pad_id=0)
+        batch.returns = torch.where(batch.mask, 1.0, 0.0)
+        batch.values = critic.values(batch, 2)
+        return critic, critic.train_step(batch, 2, 0.2)
+
+    plain, a = one_update()
+    ckpt, b = one_update("model.gradient_checkpointing=true")
+    assert ckpt.model.is_gradient_checkpointing and not plain.model.is_gradient_checkpointing
+    for key in ("loss/value", "critic/grad_norm"):
+        assert float(b[key]) == pytest.approx(float(a[key]), rel=1e-5) and float(a[key]) > 0, key

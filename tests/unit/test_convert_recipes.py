@@ -404,3 +404,25 @@ def test_verl_micro_batches_deprecated_and_dynamic(tmp_path):
     assert "micro_tokens" not in train and "ppo_max_token_len" not in "\n".join(
         out.notes
     )  # unused, as in verl
+
+
+def test_verl_vllm_scheduler_limits_reach_the_engine_and_engine_modes_need_nothing(tmp_path):
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+
+    script = tmp_path / "run.sh"
+    rollout = "actor_rollout_ref.rollout."
+    script.write_text(
+        f"python3 -m verl.trainer.main_ppo {rollout}name=vllm {rollout}n=4 {rollout}max_num_seqs=1024 "
+        f"{rollout}max_num_batched_tokens=16384 {rollout}enable_chunked_prefill=False {rollout}mode=async "
+        f"{rollout}free_cache_engine=True {rollout}load_format=safetensors {rollout}layered_summon=True "
+        "data.return_raw_chat=True critic.model.enable_gradient_checkpointing=True\n"
+    )
+    out = convert("verl", script)
+    kwargs = out.recipe["rollout"]["engine_kwargs"]
+    assert kwargs == {"max_num_seqs": 1024, "max_num_batched_tokens": 16384, "enable_chunked_prefill": False}
+    ROLLOUT_ENGINES.check_kwargs("vllm", kwargs, where="rollout.engine_kwargs")  # the vLLM builder takes them
+    notes = "\n".join(out.notes)
+    assert "no reasonrl equivalent" not in notes
+    for key in ("rollout.mode", "free_cache_engine", "load_format", "layered_summon", "return_raw_chat",
+                "critic.model.enable_gradient_checkpointing"):  # fmt: skip
+        assert f"{key}: not needed" in notes, key

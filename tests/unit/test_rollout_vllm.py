@@ -42,6 +42,7 @@ def checks(tmp_path_factory):
 def test_greedy_equals_hf_before_and_after_sync(checks):
     assert checks["greedy_equal_before"] is True
     assert checks["greedy_n_rows"] == [2, 2, 2, 2]  # n=2 greedy rows per prompt
+    assert checks["scheduler"] == [3, 64, True]  # rollout.engine_kwargs' scheduler limits, as vLLM took them
     assert checks["stale_until_synced"] is True  # the engine holds its own copy of the weights
     assert checks["greedy_equal_after_sync"] is True
     assert checks["outputs_changed_by_sync"] is True

@@ -77,7 +77,11 @@ def main(path: str) -> None:
     greedy = SamplingParams(n=2, temperature=0.0, max_new_tokens=16)
     out: dict = {}
     threads = torch.get_num_threads()
-    engine = VLLMRolloutEngine(model, tok, kv_cache_gb=0.25)
+    # the scheduler's limits reach vLLM: 3 sequences at a time for 8 rows (waves; the samples are the same)
+    engine = VLLMRolloutEngine(model, tok, kv_cache_gb=0.25, max_num_seqs=3, max_num_batched_tokens=64,
+                               enable_chunked_prefill=True)  # fmt: skip
+    sched = engine.llm.llm_engine.vllm_config.scheduler_config
+    out["scheduler"] = [sched.max_num_seqs, sched.max_num_batched_tokens, sched.enable_chunked_prefill]
     out["threads_kept"] = torch.get_num_threads() == threads
     hf = HFRolloutEngine(model, tok)
     before = engine.generate(prompts, greedy)
