@@ -153,11 +153,11 @@ def check_criterion(criterion: dict) -> tuple[str, float, float | None]:
         raise ValueError(f"unknown key(s) {sorted(extra)} (a criterion takes mode, high, low)")
     if mode not in REJECT_MODES:
         raise ValueError(f"unknown mode {mode!r}; known: {', '.join(REJECT_MODES)}")
-    if not isinstance(high, (int, float)) or high <= 0:
+    if isinstance(high, bool) or not isinstance(high, (int, float)) or high <= 0:
         raise ValueError(f"{mode}: high must be a number > 0, got {high!r}")
     if low is not None and not mode.endswith("k1"):
         raise ValueError(f"{mode}: low bounds the ratio of the k1 modes only (k2 / k3 take high alone)")
-    if low is not None and not 0 < low < high:
+    if low is not None and (isinstance(low, bool) or not isinstance(low, (int, float)) or not 0 < low < high):
         raise ValueError(f"{mode}: low must be in (0, high), got {low!r}")
     high = float(high)
     if mode.endswith("k1"):

@@ -298,9 +298,10 @@ def _kl(o, take, out: Converted) -> None:
 
 def _correction(take, out: Converted) -> None:
     kind = str(take("algo.advantage.is_correction_type", "tis"))
-    low, high = (float(x) for x in as_list(take("algo.advantage.is_correction_threshold", [0.5, 5.0])))
+    threshold = take("algo.advantage.is_correction_threshold", [0.5, 5.0])
     if not take("algo.advantage.is_correction_enable"):
-        return
+        return  # (its threshold unread: OpenRLHF does not use it either)
+    low, high = (float(x) for x in as_list(threshold))
     if kind == "icepop":  # token weights outside [low, high] set to 0
         out.set("algo.off_policy.tis_mode", "token_mask")
         out.set("algo.off_policy.tis_floor", low)

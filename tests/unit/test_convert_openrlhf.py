@@ -199,6 +199,9 @@ def test_estimators_kl_off_and_corrections(tmp_path):
         run("--algo.advantage.estimator ppo2")
     with pytest.raises(InputError, match="a flag of the script cannot be converted"):
         run("--rollout.n_samples_per_prompt $UNSET_N_FOR_TEST")
+    # the correction off: its threshold is not read (OpenRLHF does not use it), an unset variable is no error
+    off = run("--algo.advantage.is_correction_threshold $UNSET_T_FOR_TEST")
+    assert "off_policy" not in off.recipe["algo"] and not any("is_correction" in n for n in off.notes)
 
 
 def test_bad_input_and_the_cli(tmp_path, capsys):

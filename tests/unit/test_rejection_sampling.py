@@ -79,7 +79,10 @@ def test_every_mode_is_covered_and_bad_criteria_are_refused():
                        ({"mode": "token_k2", "high": 0}, "high must be a number > 0"),
                        ({"mode": "token_k2", "high": 1, "low": 0.5}, "the k1 modes only"),
                        ({"mode": "token_k1", "high": 1, "low": 2}, r"low must be in \(0, high\)"),
-                       ({"mode": "token_k1", "high": 1, "upper": 2}, "unknown key")):  # fmt: skip
+                       ({"mode": "token_k1", "high": 1, "upper": 2}, "unknown key"),
+                       ({"mode": "token_k2", "high": True}, "high must be a number > 0"),  # not a 1
+                       ({"mode": "token_k1", "high": 2, "low": True}, r"low must be in \(0, high\)"),
+                       ({"mode": "token_k1", "high": 2, "low": "0.5"}, r"low must be in \(0, high\)")):  # fmt: skip
         with pytest.raises(ValueError, match=match):
             rejection_mask(old, sampler, MASK, [bad])
     with pytest.raises(ValueError, match="no criterion"):
