@@ -57,7 +57,7 @@ FLAT = {
     "aux_loss_coef": "actor.aux_loss_coef", "overlong_buffer_len": "reward.overlong_buffer_len",
     "overlong_penalty_factor": "reward.overlong_penalty_factor",
     "stop_properly_penalty_coef": "reward.stop_properly_penalty_coef", "reward_clip_range": "reward.clip_range",
-    "normalize_reward": "reward.normalize_enable", "dynamic_filtering": "algo.dynamic_filtering_enable",
+    "normalize_reward": "reward.normalize_enable", "use_tensorboard": "logger.tensorboard_dir", "dynamic_filtering": "algo.dynamic_filtering_enable",
     "dynamic_filtering_reward_range": "algo.dynamic_filtering_range",
     "enable_vllm_is_correction": "algo.advantage.is_correction_enable",
     "vllm_is_truncated_threshold": "algo.advantage.is_correction_threshold",
@@ -166,6 +166,8 @@ OPENRLHF_NOT_NEEDED = {
     "vllm.sync_backend": "weights are synced in process", "vllm.enable_sleep": "the vLLM engine sleeps on CUDA",
     "ds.enable_sleep": None, "vllm.enable_prefix_caching": None, "data.disable_fast_tokenizer": None,
     "data.dataloader_num_workers": None, "actor.gradient_checkpointing_reentrant": None,
+    "logger.tensorboard_dir": "TensorBoard events go to the run directory (log.tensorboard, on by default)",
+    "reward.normalize_enable": "OpenRLHF normalises a reward model's scores with it; verifier scores are used as they are",
 }  # fmt: skip
 OPENRLHF_PREFIXES_NOT_NEEDED = {p: CLUSTER for p in ("actor.num_", "critic.num_", "ref.", "reward.num_",
                                                      "train.colocate_", "vllm.num_engines")}  # fmt: skip

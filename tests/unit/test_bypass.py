@@ -55,7 +55,8 @@ def test_bypass_ppo_clip_ratio_is_to_the_sampler():
     "overrides,needle",
     [
         (["algo.off_policy.bypass=true", "rollout.top_p=0.9"], "with rollout.top_p < 1"),
-        (["algo.off_policy.bypass=true", "rollout.top_k=20"], "with rollout.top_p < 1"),
+        (["algo.off_policy.bypass=true", "rollout.top_k=1"], "with rollout.top_p < 1"),
+        (["algo.off_policy.bypass=true", "rollout.min_p=0.05"], "with rollout.top_p < 1"),
         (["algo.off_policy.bypass=true", "algo.off_policy.tis_cap=2"], "ppo_clip's ratio is already"),
         (
             ["algo.off_policy.bypass=true", "algo.policy_loss=gspo", "algo.off_policy.tis_cap=2"],

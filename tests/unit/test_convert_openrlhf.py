@@ -72,7 +72,8 @@ FLAT = """python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen2.5-1.5B --a
    --n_samples_per_prompt 4 --rollout_batch_size 16 --train_batch_size 32 --micro_train_batch_size 2 \\
    --prompt_max_len 512 --generate_max_len 256 --actor_learning_rate 5e-7 --init_kl_coef 0.01 \\
    --kl_target 0.05 --kl_horizon 5000 --bf16 --async_train --eval_steps 20 --eval_temperature 0.6 \\
-   --eval_n_samples_per_prompt 8 --use_wandb "$WANDB_KEY" --wandb_project grpo --lr_scheduler cosine
+   --eval_n_samples_per_prompt 8 --use_wandb "$WANDB_KEY" --wandb_project grpo --lr_scheduler cosine \\
+   --normalize_reward --use_tensorboard logs/tb
 """
 
 
@@ -145,6 +146,8 @@ def test_flat_flags_of_older_scripts_read_as_the_dotted_ones(tmp_path, monkeypat
     assert r["val"] == {"every": 20, "temperature": 0.6, "n": 8}
     assert r["log"]["wandb"] is True and r["log"]["wandb_project"] == "grpo"
     assert r["train"]["lr_schedule"] == "cosine" and "min_lr_ratio" not in r["train"]  # plain cosine: to 0
+    assert "reward.normalize_enable: not needed (OpenRLHF normalises a reward model's scores" in notes
+    assert "logger.tensorboard_dir: not needed (TensorBoard events go to the run directory" in notes
     cfg = _load(tmp_path, r)
     assert (cfg.algo.kl.target, cfg.rollout.max_staleness) == (0.05, 1)
 
