@@ -118,6 +118,17 @@ def test_verl_bypass_presets_convert(tmp_path):
     out, cfg = _verl(tmp_path, f"actor_rollout_ref.actor.policy_loss.loss_mode=gspo {RC}bypass_mode=True")
     assert cfg.algo.policy_loss == "ppo_clip"
     assert any("replaces actor_rollout_ref.actor.policy_loss.loss_mode=gspo" in n for n in out.notes)
+    out, cfg = _verl(tmp_path, f"actor_rollout_ref.actor.policy_loss.loss_mode=vanilla {RC}bypass_mode=True "
+                               f"{RC}loss_type=gpg")  # fmt: skip
+    assert cfg.algo.policy_loss == "ppo_clip" and not any(
+        "replaces" in n for n in out.notes
+    )  # vanilla = ppo_clip
+    assert f"{RC}loss_type='gpg' (verl knows ppo_clip and reinforce): ppo_clip used" in out.notes
+    out, cfg = _verl(
+        tmp_path, f"{RC}rollout_is=token {RC}rollout_is_threshold=3.0"
+    )  # decoupled: the weights stay
+    assert (cfg.algo.off_policy.tis_mode, cfg.algo.off_policy.tis_cap, cfg.algo.off_policy.bypass) == (
+        "token_truncate", 3.0, False)  # fmt: skip
     out, _ = _verl(tmp_path, f"{RC}bypass_mode=False {RC}loss_type=reinforce")  # decoupled: loss_type unused
     assert (
         "bypass" not in out.recipe["algo"].get("off_policy", {})
