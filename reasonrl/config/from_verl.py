@@ -132,8 +132,7 @@ VERL_NOT_NEEDED = {
     "trainer.nnodes": "launch with torchrun --nnodes N, or recipes/distributed/slurm.sh",
     "reward_model.reward_manager": "rewards are computed by the routed verifiers (docs/rewards.md)",
     A + "rollout.calculate_log_probs": "the engines always report the sampled tokens' log-probs",
-    A
-    + "rollout.mode": "reasonrl drives vLLM's LLM in this process; asynchronous training: rollout.max_staleness",
+    A + "rollout.mode": "vLLM's LLM runs in this process; asynchronous training: rollout.max_staleness",
     A + "rollout.free_cache_engine": "on CUDA the vLLM engine sleeps between generations, its KV cache freed",
     A + "rollout.load_format": "the engine is built from the policy's weights and synced in memory",
     A + "rollout.layered_summon": "weights are synced to the engine one decoder layer at a time",
