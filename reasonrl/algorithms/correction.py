@@ -23,6 +23,11 @@ Metrics (masked means over this call's tokens): is_weight_mean (of w'), is_cappe
 weight the cap or floor changed), mismatch_kl (k3 estimate of KL(sampler || trainer) from the sampled
 tokens: w - 1 - log w with the uncapped token w, whatever the mode).
 
+weight_mean_parts / normalized (verl's `rollout_is_batch_normalize`, self-normalised importance sampling):
+the weights divided by their mean, over the trained tokens for the token modes and over the rows with a
+trained token for the sequence modes (each row's weight once); (sum, count) parts so that the caller can
+add them over ranks first. A mean of 1e-8 or less leaves the weights as they are (factor 1).
+
 rejection_mask (verl's rollout rejection sampling, `algorithm.rollout_correction.rollout_rs`; a hard trust
 region on the sampler / trainer mismatch): with log r_t = old_logprobs_t - sampler_logprobs_t, per-token
 divergences k1 = -log r, k2 = (log r)^2 / 2, k3 = r - 1 - log r, each taken per token (`token_k*`) or per
@@ -89,6 +94,24 @@ def tis_weights(
             "mismatch_kl": masked_mean(torch.expm1(token_log_w) - token_log_w, mask),
         }
     return weights, metrics
+
+
+def weight_mean_parts(weights: torch.Tensor, mask: torch.Tensor, mode: str) -> tuple[float, float]:
+    """(sum, count) of the importance weights a batch normalisation divides by their mean (see above)."""
+    with torch.no_grad():
+        if mode.startswith("sequence"):
+            rows = mask.any(dim=-1)
+            per_row = masked_mean(weights, mask, dim=-1)  # every trained token of a row holds its weight
+            return float(per_row[rows].sum()), float(rows.sum())
+        return float(weights[mask].sum()), float(mask.sum())
+
+
+def normalized(weights: torch.Tensor, total: float, count: float) -> tuple[torch.Tensor, float]:
+    """(the weights / their mean total / count, that mean); unchanged, factor 1, when it is <= 1e-8."""
+    mean = total / count if count else 0.0
+    if mean <= 1e-8:
+        return weights, 1.0
+    return weights / mean, mean
 
 
 def off_policy_sequence_mask(

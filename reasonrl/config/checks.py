@@ -411,9 +411,9 @@ def _validate_correction(a: AlgoConfig) -> None:
     if op.tis_cap < 0:
         raise ConfigError(f"algo.off_policy.tis_cap must be >= 0 (0 = off), got {op.tis_cap}")
     _choice("algo.off_policy.tis_mode", op.tis_mode, TIS_MODES)
-    if op.tis_cap == 0 and (op.tis_mode != "token_truncate" or op.tis_floor):
+    if op.tis_cap == 0 and (op.tis_mode != "token_truncate" or op.tis_floor or op.tis_normalize):
         raise ConfigError(
-            "algo.off_policy.tis_mode / tis_floor have no effect unless algo.off_policy.tis_cap > 0"
+            "algo.off_policy.tis_mode / tis_floor / tis_normalize have no effect unless algo.off_policy.tis_cap > 0"
         )
     if op.tis_floor and not op.tis_mode.endswith("_mask"):
         raise ConfigError(

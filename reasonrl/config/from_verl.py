@@ -330,9 +330,12 @@ def _verl_correction(take, out: Converted) -> None:
         out.notes.append(f"{rc}rollout_is={level} with bypass_mode and loss_type=ppo_clip: verl computes the "
                          "weights for its metrics only (the ratio is pi / pi_sampler); left out")  # fmt: skip
         level = None
+    normalize = take(rc + "rollout_is_batch_normalize")  # (read either way: without weights it does nothing)
     if level in ("token", "sequence"):
         out.set("algo.off_policy.tis_cap", float(cap))
         out.set("algo.off_policy.tis_mode", f"{level}_truncate")
+        if normalize:
+            out.set("algo.off_policy.tis_normalize", True)
     elif level:
         out.notes.append(f"{rc}rollout_is={level}: no reasonrl equivalent, left out")
     if reject in ("token", "sequence"):  # verl's earlier API: a masked importance weight

@@ -173,6 +173,10 @@ class OffPolicyConfig:
     # floor 0.5 and cap 5 is IcePop)
     tis_mode: str = "token_truncate"
     tis_floor: float = 0.0  # *_mask modes: weights below this are masked too; 0 = no lower bound
+    # verl's rollout_is_batch_normalize: the weights divided by their mean (tokens, or sequences for the
+    # sequence modes) over the step's batch on every rank; where they are taken in each update (bypass),
+    # over that micro-batch, as verl's bypass loss does
+    tis_normalize: bool = False
     # verl's rollout rejection sampling (rollout_rs): tokens / sequences whose sampler-vs-trainer divergence
     # leaves a criterion's bounds get no policy loss; each criterion {mode, high, low}: mode token_k1..3,
     # seq_sum_k1..3, seq_mean_k1..3, seq_max_k2/3; a k1 mode keeps ratios in [low, high] (low absent:

@@ -130,6 +130,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     # (TIS with one update per step takes its weights inside the loss, from those same log-probs)
     # (and clip_cov / kl_cov, which choose their tokens from them)
     needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl.in_reward or selects_tokens(algo)
+    # (normalised weights: their mean over the whole batch, so taken before the updates)
+    needs_old = needs_old or (algo.off_policy.tis_normalize and not algo.off_policy.bypass)
 
     if start == 0:
         watchdog.enter("validation", 0)

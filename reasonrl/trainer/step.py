@@ -45,7 +45,13 @@ import torch
 from reasonrl import distributed as dist
 from reasonrl.algorithms import ADVANTAGES, POLICY_LOSSES
 from reasonrl.algorithms.advantages import uses_batch_stats
-from reasonrl.algorithms.correction import off_policy_sequence_mask, rejection_mask, tis_weights
+from reasonrl.algorithms.correction import (
+    normalized,
+    off_policy_sequence_mask,
+    rejection_mask,
+    tis_weights,
+    weight_mean_parts,
+)
 from reasonrl.algorithms.covariance import select_options, token_covariance
 from reasonrl.algorithms.filters import entropy_threshold, minibatch_early_stop
 from reasonrl.algorithms.kl import fold_kl_into_rewards, importance_weighted, kl_penalty
@@ -149,10 +155,16 @@ def tis_options(op: OffPolicyConfig) -> dict:
 
 
 def attach_tis_weights(batch: TrainBatch, op: OffPolicyConfig) -> dict[str, float]:
-    """Store the importance weights [B, T] in `batch.is_weights`; returns their metrics."""
+    """Store the importance weights [B, T] in `batch.is_weights` (with `tis_normalize`, divided by their
+    mean over every rank's batch); returns their metrics."""
     weights, metrics = tis_weights(batch.old_logprobs, batch.sampler_logprobs, batch.mask, **tis_options(op))
+    out = {f"actor/{k}": v.item() for k, v in metrics.items()}
+    if op.tis_normalize:
+        total, count = weight_mean_parts(weights, batch.mask, op.tis_mode)
+        parts = dist.sum_over_ranks({"total": total, "count": count})
+        weights, out["actor/is_norm_factor"] = normalized(weights, parts["total"], parts["count"])
     batch.is_weights = weights
-    return {f"actor/{k}": v.item() for k, v in metrics.items()}
+    return out
 
 
 def loss_options(algo: AlgoConfig) -> dict:
@@ -246,6 +258,9 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
                 weights, tis = tis_weights(
                     policy, micro.sampler_logprobs.to(old.device), mask, **tis_options(algo.off_policy)
                 )
+                if op.tis_normalize:  # (bypass: over this micro-batch, as verl's bypass loss)
+                    weights, factor = normalized(weights, *weight_mean_parts(weights, mask, op.tis_mode))
+                    tis["is_norm_factor"] = torch.tensor(factor)
                 metrics.update({f"actor/{k}": v for k, v in tis.items()})
             weights = weights.to(logprobs.device)
             if folds:  # vespo: the weights go into its sequence ratio instead of multiplying the loss

@@ -88,3 +88,20 @@ def test_bypass_rejection_compares_the_current_policy_with_the_sampler(
         _cfg(tiny_model_dir, tmp_path / "w", 1, *BASE, "algo.off_policy.bypass=true", wide), log=QUIET
     )["history"][1]
     assert row["actor/rs_masked_frac"] == 0.0 and row["loss/policy"] != 0.0
+
+
+def test_normalised_weights_are_taken_over_the_whole_batch_before_the_update(tiny_model_dir, tmp_path,
+                                                                             shifted_sampler):  # fmt: skip
+    # one update per step: plain weights come from the loss's own forward (no old-log-prob pass); normalised
+    # ones need the whole batch's mean first, so the trainer computes the old log-probs
+    one = (*BASE, "train.mini_batch=16", "algo.off_policy.tis_cap=2.0")
+    plain = train(_cfg(tiny_model_dir, tmp_path / "p", 1, *one), log=QUIET)["history"][1]
+    assert shifted_sampler == [] and "actor/is_norm_factor" not in plain
+    assert plain["actor/is_weight_mean"] == pytest.approx(math.exp(SHIFT), rel=1e-4)
+    normal = train(
+        _cfg(tiny_model_dir, tmp_path / "n", 1, *one, "algo.off_policy.tis_normalize=true"), log=QUIET
+    )["history"][1]
+    assert shifted_sampler == [False]
+    # every weight e^0.3 (under the cap): their mean, so each becomes 1
+    assert normal["actor/is_norm_factor"] == pytest.approx(math.exp(SHIFT), rel=1e-4)
+    assert normal["loss/policy"] == pytest.approx(plain["loss/policy"] / math.exp(SHIFT), rel=1e-3)
