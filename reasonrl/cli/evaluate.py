@@ -373,7 +373,8 @@ def eval_problems(args, model_path) -> int:
         else:
             task = args.task or "arithmetic"
             problems = generate(task, args.size, seed=args.seed, difficulty=args.difficulty, split="test")
-        problems = with_template_kwargs(problems, template_kwargs_arg(args.chat_template_kwarg, args.model))
+        given = template_kwargs_arg(args.chat_template_kwarg, args.model)
+        problems = with_template_kwargs(problems, given)
         options = verifier_options(args.verifier_option)
         check_routable(problems, "eval data", options)
         check_services(problems, options, log=lambda m: print(m, file=sys.stderr))  # a judge, SandboxFusion
@@ -386,7 +387,10 @@ def eval_problems(args, model_path) -> int:
     temperature = args.temperature or 0.0
     top_p = args.top_p if args.top_p is not None and temperature > 0 else 1.0  # greedy: no nucleus
     params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new, seed=args.seed)
-    engine = build_rollout_engine(args.engine, model, tok, tools=tools_arg(args.tools, cfg))
+    kwargs = dict(cfg.data.chat_template_kwargs) if cfg is not None else given  # (the tool turns' too)
+    engine = build_rollout_engine(
+        args.engine, model, tok, tools=tools_arg(args.tools, cfg), template_kwargs=kwargs
+    )
     batch = cfg.val.batch_size if cfg is not None else 256  # the run's own batching: identical greedy outputs
     try:
         ev = evaluate(engine, tok, problems, params, batch_size=batch, think_from_prompt=think, scorer=scorer)

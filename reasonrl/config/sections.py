@@ -89,6 +89,10 @@ class ToolsConfig:
     memory_mb: int = 512
     max_output_chars: int = 512  # of one call's output; the rest is cut with a marker
     workers: int = 4  # calls run at once
+    # what follows a call: "format", the format's own turn (hermes: ChatML's tool turn); "chat_template", a
+    # `tool` message as the tokenizer's chat template renders it (with data.chat_template_kwargs), then the
+    # assistant's turn opening again: for templates other than ChatML
+    turn: str = "format"
 
 
 @dataclass

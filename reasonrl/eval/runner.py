@@ -79,7 +79,8 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
     timing: dict = {}
     samples = generate_samples(model, work, out / "samples.jsonl", engine=engine, device=device, seed=seed,
                                chunk_size=chunk_size, log=log, progress=progress, timing=timing,
-                               workers=workers, reward_options=reward_options, tools=tools)  # fmt: skip
+                               workers=workers, reward_options=reward_options, tools=tools,
+                               template_kwargs=template_kwargs)  # fmt: skip
     failed = failed_samples(samples)
     if failed:  # counted as wrong in the table; a rerun scores just these again
         log(f"warning: {len(failed)} samples ended in a verifier error (e.g. {common_error(failed)!r}), so the "
@@ -119,7 +120,7 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
                      engine: str = "hf", device: str = "auto", seed: int = 0, chunk_size: int = 32,
                      log=print, reward_options: dict | None = None, plugins=(), progress=None,
                      overlap: bool | None = None, timing: dict | None = None,
-                     workers: int | None = None, tools=None) -> list[dict]:  # fmt: skip
+                     workers: int | None = None, tools=None, template_kwargs: dict | None = None) -> list[dict]:  # fmt: skip
     """Samples of every (name, problems, sampling) work item, generated and scored chunk by chunk into
     `samples_path` (resumable: committed chunks are kept, the rest generated; committed samples whose
     verifier call failed are scored again, `eval.rescore`); the one path of the
@@ -128,7 +129,8 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     CPU, where the verifier workers would take generation's cores); the samples are the same.
     `timing`, if given, is filled with where this call's time went (see timing.json above). `workers`:
     verifier worker processes (default `rewards.runner.default_workers()`: the cores but one, 2-16);
-    the scores do not depend on it. `tools`: a `ToolsConfig` (rollout.tools), recorded in the setup."""
+    the scores do not depend on it. `tools`: a `ToolsConfig` (rollout.tools), recorded in the setup
+    (`template_kwargs`, the prompts' chat-template arguments, render its turns with turn: chat_template)."""
     from reasonrl.rollout.factory import check_available
 
     check_available(engine, "--engine")  # library callers too: before any file is touched or model loaded
@@ -145,7 +147,8 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     clock.update(generate_s=0.0, score_s=0.0, score_wait_s=0.0, verifier_ready_s=0.0, chunks=0, samples=0)
     if todo:
         _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log,
-                  reward_options or {}, tuple(plugins), progress, overlap, clock, workers, tools)  # fmt: skip
+                  reward_options or {}, tuple(plugins), progress, overlap, clock, workers, tools,
+                  template_kwargs)  # fmt: skip
     total = time.perf_counter() - t0
     clock.update(total_s=total, other_s=total - clock["generate_s"] - clock["score_wait_s"],
                  samples_per_s=clock["samples"] / total if total > 0 else 0.0)  # fmt: skip
@@ -175,13 +178,14 @@ def eval_setup(
     }
     if reward_options:  # only when given: the setup files of evals without options stay as they were
         setup["verifier_options"] = json.loads(json.dumps(reward_options, default=str))
-    if tools is not None:  # likewise
-        setup["tools"] = asdict(tools)
+    if tools is not None:  # likewise (and a tool turn from the chat template only when asked)
+        setup["tools"] = {k: v for k, v in asdict(tools).items() if (k, v) != ("turn", "format")}
     return setup
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,
-              reward_options, plugins, progress, overlap, clock: dict, workers: int | None, tools) -> None:  # fmt: skip
+              reward_options, plugins, progress, overlap, clock: dict, workers: int | None, tools,
+              template_kwargs=None) -> None:  # fmt: skip
 
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards.runner import RewardRunner, default_workers, preload_modules
@@ -195,7 +199,7 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
                           preload=preload_modules(first)).start()  # fmt: skip
     try:
         policy, tok = load_policy(model, device=device, log=log)
-        engine = build_rollout_engine(engine_name, policy, tok, tools=tools)
+        engine = build_rollout_engine(engine_name, policy, tok, tools=tools, template_kwargs=template_kwargs)
     except BaseException:
         scorer.close()
         raise

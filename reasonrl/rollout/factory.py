@@ -105,12 +105,18 @@ def memory_share(name: str, settings: dict[str, Any] | None = None) -> float:
     return float(dict(settings or {}).get(key, default))
 
 
-def build_rollout_engine(name: str, model, tokenizer, settings: dict[str, Any] | None = None, tools=None):
+def build_rollout_engine(name: str, model, tokenizer, settings: dict[str, Any] | None = None, tools=None,
+                         template_kwargs: dict | None = None):  # fmt: skip
     """The engine `name` for `model`, with its settings (e.g. `rollout.engine_kwargs`); with `tools`
-    (`rollout.tools`, enabled) wrapped so that the code the model writes runs (`rollout.tools`)."""
+    (`rollout.tools`, enabled) wrapped so that the code the model writes runs (`rollout.tools`; the
+    prompts' chat-template arguments, `template_kwargs`, render its tool turns where they come from the
+    template)."""
+    if tools is not None and tools.enabled:
+        from reasonrl.rollout.tools import ToolRolloutEngine, template_turn
+
+        if tools.turn == "chat_template":  # a template that cannot render the turn: before the engine builds
+            template_turn(tokenizer, template_kwargs)
     engine = ROLLOUT_ENGINES.get(name)(model, tokenizer, **dict(settings or {}))
     if tools is not None and tools.enabled:
-        from reasonrl.rollout.tools import ToolRolloutEngine
-
-        engine = ToolRolloutEngine(engine, tokenizer, tools)
+        engine = ToolRolloutEngine(engine, tokenizer, tools, template_kwargs)
     return engine

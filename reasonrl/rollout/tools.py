@@ -137,9 +137,11 @@ class ToolRolloutEngine:
 
     runs_tools = True  # read by the rollout metrics (`trainer.rollouts.tool_metrics`)
 
-    def __init__(self, engine, tokenizer, tools) -> None:
+    def __init__(self, engine, tokenizer, tools, template_kwargs: dict | None = None) -> None:
         self.engine, self.tokenizer, self.cfg = engine, tokenizer, tools
         self.format = TOOL_FORMATS.get(tools.format)
+        if tools.turn == "chat_template":  # the output in a tool turn of the model's own chat template
+            self.format = replace(self.format, output=template_turn(tokenizer, template_kwargs))
 
     def __getattr__(self, name):  # anything else an engine offers (stats, wake, sleep, ...)
         return getattr(self.engine, name)
@@ -271,6 +273,31 @@ class ToolRolloutEngine:
                           model_text="\n".join(s.segments), tool_calls=tuple(s.calls))  # fmt: skip
 
 
+_CALL, _OUTPUT = "reasonrl-tool-call-7f3a", "reasonrl-tool-output-7f3a"
+
+
+def template_turn(tokenizer, template_kwargs: dict | None = None) -> str:
+    """What follows a tool call in the tokenizer's chat template, `{output}` standing for the program's
+    output: the end of the assistant's turn, a `tool` message, and the assistant's turn opening again (the
+    generation prompt, with the prompts' template arguments, e.g. Qwen3's enable_thinking). ConfigError
+    when the template cannot render a tool message after an assistant one."""
+    from reasonrl.config import ConfigError
+
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": _CALL},
+                {"role": "tool", "content": _OUTPUT}]  # fmt: skip
+    where = "rollout.tools.turn=chat_template"
+    try:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                             **dict(template_kwargs or {}))  # fmt: skip
+    except Exception as e:  # no template, or one that refuses the tool role (jinja raises its own errors)
+        raise ConfigError(f"{where}: the tokenizer's chat template cannot render a tool message after an "
+                          f"assistant one ({type(e).__name__}: {e}); use turn: format") from None  # fmt: skip
+    if text.count(_CALL) != 1 or text.count(_OUTPUT) != 1 or text.index(_OUTPUT) < text.index(_CALL):
+        raise ConfigError(f"{where}: the tokenizer's chat template does not show an assistant message and then a "
+                          "tool message's content, once each; use turn: format")  # fmt: skip
+    return text[text.index(_CALL) + len(_CALL) :].replace(_OUTPUT, "{output}")
+
+
 def probe_sandbox(tools) -> str:
     """One line saying the sandbox runs the tools' programs, or ConfigError naming `rollout.tools` and
     why not (bwrap missing or blocked), before a run loads its model."""
@@ -279,7 +306,8 @@ def probe_sandbox(tools) -> str:
     from reasonrl.rewards.sandbox.process import isolation_mode
 
     try:
-        ((text, status),) = ToolRolloutEngine(None, None, tools)._run([cell_program(["print(6 * 7)"])])
+        probe = ToolRolloutEngine(None, None, replace(tools, turn="format"))  # (no tokenizer here)
+        ((text, status),) = probe._run([cell_program(["print(6 * 7)"])])
     except SandboxUnavailable as e:
         raise ConfigError(f"rollout.tools: {e}") from None
     if (text, status) != ("42", "success"):
@@ -302,6 +330,8 @@ def check_tools(tools, max_new_tokens: int) -> None:
         raise ConfigError(
             f"rollout.tools.format={tools.format!r} is not one of {', '.join(TOOL_FORMATS.names())}"
         )
+    if tools.turn not in ("format", "chat_template"):
+        raise ConfigError(f"rollout.tools.turn must be format or chat_template, got {tools.turn!r}")
     for key in ("max_calls", "workers", "memory_mb", "max_output_chars"):
         if getattr(tools, key) < 1:
             raise ConfigError(f"rollout.tools.{key} must be >= 1, got {getattr(tools, key)}")

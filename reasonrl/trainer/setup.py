@@ -312,8 +312,13 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         model,
         tokenizer,
         build_rollout_engine(
-            cfg.rollout.engine, model, tokenizer, cfg.rollout.engine_kwargs, cfg.rollout.tools
-        ),
+            cfg.rollout.engine,
+            model,
+            tokenizer,
+            cfg.rollout.engine_kwargs,
+            cfg.rollout.tools,
+            dict(cfg.data.chat_template_kwargs),
+        ),  # fmt: skip
         engine,
         scorer,
         sampler,
