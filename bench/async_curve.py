@@ -3,7 +3,8 @@
 Runs the recipe twice in this process, one after the other: as written (rollout.max_staleness=0: the
 trainer generates, then updates, with all torch threads) and with rollout.max_staleness=K (a rollout
 worker process generates up to K policy versions ahead on its own core; the trainer keeps the other;
-algo.off_policy.tis_cap=2 corrects the loss for the older sampling policy). Training wall time is the sum of
+algo.off_policy.tis_cap=2 corrects the loss for the older sampling policy, or with `--correction bypass`
+verl's bypass mode: the sampler's log-probs are the old ones, the clip bounds the ratio to them). Training wall time is the sum of
 `perf/step_seconds` (generation or waiting for it, scoring, update; validation excluded) up to each
 validation. Prints both curves, the held-out accuracy of each at the synchronous run's total time
 (interpolated) and averaged over the training time both ran (the area under each curve up to the
@@ -14,6 +15,7 @@ accuracy moves by several points with nothing but float order changed, so one pa
 
     python bench/async_curve.py [--recipe recipes/demo.yaml] [--steps 900] [--every 100] [--k 1] [--seeds 0]
                                 [--val-size N] [--set KEY=VALUE ...]   (overrides applied to both runs)
+                                [--correction tis|bypass]            (the asynchronous run's)
 """
 
 from __future__ import annotations
@@ -108,6 +110,11 @@ def over_seeds(rows: list[dict]) -> dict[str, dict[str, float]]:
     return out
 
 
+# the asynchronous run's correction for samples from an older policy: truncated importance weights (the
+# decoupled loss), or verl's bypass mode (the sampler's log-probs as the old ones: PPO's clip bounds it)
+CORRECTIONS = {"tis": ["algo.off_policy.tis_cap=2.0"], "bypass": ["algo.off_policy.bypass=true"]}
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--recipe", default="recipes/demo.yaml")
@@ -120,6 +127,8 @@ def main(argv=None) -> dict:
                     help="held-out problems per validation (sets val.size and data.val_size)")  # fmt: skip
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a recipe override for both runs, e.g. --set model.compile=true (repeatable)")  # fmt: skip
+    ap.add_argument("--correction", choices=sorted(CORRECTIONS), default="tis",
+                    help="how the asynchronous run corrects for its older sampling policy")  # fmt: skip
     args = ap.parse_args(argv)
     seeds = [int(x) for x in args.seeds.split(",") if x.strip()]
     if args.val_size is not None:
@@ -134,7 +143,7 @@ def main(argv=None) -> dict:
         with tempfile.TemporaryDirectory(prefix="async-curve-") as tmp:
             sync = run(args.recipe, args.steps, args.every, Path(tmp) / "sync", extra)
             asyn = run(args.recipe, args.steps, args.every, Path(tmp) / "async",
-                       [*extra, f"rollout.max_staleness={args.k}", "algo.off_policy.tis_cap=2.0"])  # fmt: skip
+                       [*extra, f"rollout.max_staleness={args.k}", *CORRECTIONS[args.correction]])  # fmt: skip
         pairs.append((seed, curve(sync), curve(asyn)))
         if len(seeds) > 1:
             print(json.dumps({"seed": seed, **compare(*pairs[-1][1:])}))
@@ -143,6 +152,7 @@ def main(argv=None) -> dict:
         "recipe": args.recipe,
         "steps": args.steps,
         "k": args.k,
+        "correction": args.correction,
         "set": args.set,
     }
     if len(pairs) > 1:
