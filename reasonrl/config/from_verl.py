@@ -286,6 +286,7 @@ def _verl_tools(take, out: Converted) -> None:
     out.set("rollout.tools.enabled", True)
     if fmt == "hermes":  # verl's default: <tool_call> JSON in Qwen's chat turns, as reasonrl's "hermes"
         out.set("rollout.tools.format", "hermes")
+        out.set("rollout.tools.turn", "chat_template")  # verl renders tool messages with the chat template
     if turns is not None:  # k calls take k + 1 assistant turns
         out.set("rollout.tools.max_calls", max(int(turns) - 1, 1))
     if chars is not None:  # verl counts the response's tokens, reasonrl its characters (~4 per token)

@@ -345,6 +345,7 @@ def test_verl_multi_turn_tools_other_engines_and_options_of_another_estimator(tm
     assert r["rollout"]["tools"] == {
         "enabled": True,
         "format": "hermes",
+        "turn": "chat_template",  # verl renders a tool message with the model's chat template
         "max_calls": 4,
         "max_output_chars": 400,
     }
