@@ -111,12 +111,11 @@ def build_rollout_engine(name: str, model, tokenizer, settings: dict[str, Any] |
     (`rollout.tools`, enabled) wrapped so that the code the model writes runs (`rollout.tools`; the
     prompts' chat-template arguments, `template_kwargs`, render its tool turns where they come from the
     template)."""
-    if tools is not None and tools.enabled:
-        from reasonrl.rollout.tools import ToolRolloutEngine, template_turn
+    if tools is None or not tools.enabled:
+        return ROLLOUT_ENGINES.get(name)(model, tokenizer, **dict(settings or {}))
+    from reasonrl.rollout.tools import ToolRolloutEngine
 
-        if tools.turn == "chat_template":  # a template that cannot render the turn: before the engine builds
-            template_turn(tokenizer, template_kwargs)
-    engine = ROLLOUT_ENGINES.get(name)(model, tokenizer, **dict(settings or {}))
-    if tools is not None and tools.enabled:
-        engine = ToolRolloutEngine(engine, tokenizer, tools, template_kwargs)
-    return engine
+    # the tool loop first: a chat template that cannot render its turn fails before the engine builds
+    loop = ToolRolloutEngine(None, tokenizer, tools, template_kwargs)
+    loop.engine = ROLLOUT_ENGINES.get(name)(model, tokenizer, **dict(settings or {}))
+    return loop

@@ -4,8 +4,8 @@ into the completion and generation goes on (ToRL, SimpleTIR, ZeroTIR; verl's mul
 
 Owns: `ToolRolloutEngine`, which wraps any `RolloutEngine` and runs the multi-turn loop for every sample
 (generate -> first complete tool call -> cut there -> run it -> append the output's tokens -> generate
-the rest), `TOOL_FORMATS` (how a call is written and its output shown; a real seam), the program a call
-runs as (`cell_program`: earlier cells replayed, their output hidden) and `check_tools` (the recipe's
+the rest), `TOOL_FORMATS` (how a call is written and its output shown; a real seam), `template_turn` (the
+output's turn as the model's own chat template renders a tool message), the program a call runs as (`cell_program`: earlier cells replayed, their output hidden) and `check_tools` (the recipe's
 `rollout.tools`). Does not own: running code (`rewards.sandbox`, the only place model code runs),
 the engines, or the loss mask built from `Completion.tool_mask` (`trainer.batching`).
 
