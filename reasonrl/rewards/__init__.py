@@ -30,6 +30,7 @@ from reasonrl.rewards.verifiers import (
     math,  # noqa: F401  (registers math, gsm8k)
     procedural,  # noqa: F401  (registers arithmetic, countdown)
     qa,  # noqa: F401  (registers qa_em)
+    reward_model,  # noqa: F401  (registers reward_model: a scalar reward model as a reward term)
     table,  # noqa: F401  (registers table)
     verl_function,  # noqa: F401  (registers verl_function: a verl reward function file, as it is)
 )

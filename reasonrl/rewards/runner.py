@@ -13,6 +13,11 @@ Where a verifier runs (its *run mode*), chosen per verifier name:
               attribute `fn.run_mode = "inline"`; `DEFAULT_INLINE` lists built-ins that do not.
     "thread"  in a thread pool of the calling process, for I/O-bound verifiers that bound their own
               time (the LLM judge: HTTP timeouts + retries). Declared with `fn.run_mode = "thread"`.
+    "batch"   one call per batch of the verifier's rows, in a thread of the calling process:
+              `fn.score_batch(responses, problems, **options) -> [RewardResult]`, for a model that scores
+              many rows a forward at a time (the reward model, `verifiers.reward_model`), loaded once in
+              this process. A call that raises fails every row of it. Declared with
+              `fn.run_mode = "batch"`.
     "pool"    (default) in a long-lived pebble `ProcessPool`. Each call has `timeout_s`; a worker
               that runs past it is killed (SIGTERM, then SIGKILL) and replaced by pebble; a worker
               that dies (os._exit, segfault) is replaced too. Either way the call scores 0 with
@@ -65,11 +70,11 @@ from typing import Any
 from reasonrl.rewards.base import VERIFIERS, RewardResult, check_setup
 from reasonrl.rewards.health import health_metrics, kind
 from reasonrl.rewards.routing import verifier_name
-from reasonrl.rewards.worker import call_many, call_verifier, failure, init_worker, noop
+from reasonrl.rewards.worker import call_batch, call_many, call_verifier, failure, init_worker, noop
 from reasonrl.types import Problem
 
 CORRECTNESS = "correctness"
-RUN_MODES = ("inline", "thread", "pool")
+RUN_MODES = ("inline", "thread", "batch", "pool")
 # built-in verifiers that are cheap and pure but whose modules do not set `run_mode`
 DEFAULT_INLINE = frozenset({"arithmetic", "countdown", "format_think_answer", "overlong"})
 BATCH_BUDGET = 0.02  # a batched pool task is sized to take about this share of the time limit
@@ -154,7 +159,8 @@ class RewardRunner:
             if term != CORRECTNESS:
                 VERIFIERS.get(term)  # unknown term name: fail now, naming the known ones
         self.options = {k: dict(v) for k, v in (options or {}).items()}
-        for name, kw in self.options.items():  # a typo in a verifier option fails here, not mid-run
+        terms = {t: {} for t in self.weights if t != CORRECTNESS and t not in self.options}
+        for name, kw in {**terms, **self.options}.items():  # a typo in an option fails here, not mid-run
             VERIFIERS.check_kwargs(name, kw, where="reward options")
             try:
                 check_setup(name, kw)  # and so does a value that cannot work (backend typo, no server)
@@ -268,7 +274,7 @@ class RewardRunner:
         return self._tpools[name]
 
     def run_mode(self, name: str) -> str:
-        """Where verifier `name` runs: "inline", "thread" or "pool" (see the module docstring)."""
+        """Where verifier `name` runs: "inline", "thread", "batch" or "pool" (see the module docstring)."""
         if self._inline is not None and name in self._inline:
             return "inline"
         if self._threaded is not None and name in self._threaded:
@@ -319,6 +325,15 @@ class RewardRunner:
         for j in jobs:
             if j.mode == "thread":
                 pending[self._thread_pool(j.name).submit(call_many, [call_args(j)])] = [j]
+        for name in dict.fromkeys(j.name for j in jobs if j.mode == "batch"):
+            rows = [j for j in jobs if j.mode == "batch" and j.name == name]
+            call = (
+                name,
+                [responses[j.item] for j in rows],
+                [problems[j.item] for j in rows],
+                self.options.get(name),
+            )
+            pending[self._thread_pool(name).submit(call_batch, *call)] = rows
         for j in jobs:  # inline work overlaps with the pool's
             if j.mode == "inline":
                 j.result, j.latency = call_verifier(*call_args(j))
@@ -395,16 +410,16 @@ class RewardRunner:
             try:
                 out = fut.result()
             except Exception as e:  # noqa: BLE001 - timeouts, dead workers, pickling errors, broken pool
-                if len(batch) > 1:
+                if len(batch) > 1 and batch[0].mode == "pool":
                     retry += batch
                     continue
-                job = batch[0]
-                if isinstance(e, cf.TimeoutError):
-                    job.result, job.latency = failure("timeout"), self.timeout_s
-                elif isinstance(e, ProcessExpired):
-                    job.result = failure(f"error: worker died (exit code {e.exitcode})")
-                else:
-                    job.result = failure(f"error: {type(e).__name__}: {e}")
+                for job in batch:
+                    if isinstance(e, cf.TimeoutError):
+                        job.result, job.latency = failure("timeout"), self.timeout_s
+                    elif isinstance(e, ProcessExpired):
+                        job.result = failure(f"error: worker died (exit code {e.exitcode})")
+                    else:
+                        job.result = failure(f"error: {type(e).__name__}: {e}")
                 continue
             for job, (res, seconds) in zip(batch, out):
                 job.result, job.latency = res, seconds

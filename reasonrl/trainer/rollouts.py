@@ -46,12 +46,27 @@ def collect_rollouts(run, problems: list[Problem], params: SamplingParams) -> tu
         "reward/no_answer_frac": sum(r.extracted is None for r in results) / max(len(results), 1),
         "reward/solved_all_frac": sum(min(g.correctness) >= 1.0 for g in groups) / len(groups),
         "reward/solved_none_frac": sum(max(g.correctness) <= 0.0 for g in groups) / len(groups),
+        **term_metrics(results),
         **health,
         **tool_metrics(
             [c for g in groups for c in g.completions], getattr(run.rollout_engine, "runs_tools", False)
         ),
     }
     return groups, metrics
+
+
+def term_metrics(results) -> dict[str, float]:
+    """`reward/term/<name>` (mean) and `reward/term/<name>_std` of each reward term's raw score, where
+    `reward.weights` has more than correctness (a reward model's scores beside the verifier's)."""
+    rows = [r.info.get("terms") for r in results]
+    if not rows or any(t is None for t in rows):
+        return {}
+    out = {}
+    for name in rows[0]:
+        scores = torch.tensor([float(t[name]) for t in rows])
+        out[f"reward/term/{name}"] = scores.mean().item()
+        out[f"reward/term/{name}_std"] = scores.std().item() if len(scores) > 1 else 0.0
+    return out
 
 
 def tool_metrics(completions, enabled: bool) -> dict[str, float]:
@@ -103,6 +118,7 @@ def sample_groups(groups: list[RolloutGroup], k: int, step: int) -> list[dict]:
                         "extracted": res.extracted,
                         "tokens": len(c.token_ids),
                         "finish_reason": c.finish_reason,
+                        **({"terms": res.info["terms"]} if "terms" in res.info else {}),  # each term's score
                     }
                     for c, r, res in zip(g.completions, g.rewards, g.results)
                 ],  # fmt: skip

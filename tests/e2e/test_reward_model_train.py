@@ -1,0 +1,61 @@
+"""A scalar reward model as a term of the training reward (reward.weights: {correctness, reward_model}):
+each completion's reward is its correctness plus the weighted score the reward model gives it (checked
+against the model read directly), the per-term metrics are the means of what was scored, and the policy
+trains on it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from test_train_loop import _cfg
+
+from reasonrl.rewards.verifiers import reward_model as rm
+from reasonrl.trainer.loop import train
+from reasonrl.types import Problem
+
+QUIET = lambda *a: None  # noqa: E731
+
+
+@pytest.fixture(scope="module")
+def rm_dir(tiny_model_dir, tmp_path_factory):
+    """A reward model over the policy's own tokenizer: the tiny Qwen2 backbone with a one-label score head."""
+    from transformers import AutoConfig, AutoTokenizer, Qwen2ForSequenceClassification
+
+    config = AutoConfig.from_pretrained(tiny_model_dir)
+    config.num_labels = 1
+    torch.manual_seed(3)
+    out = tmp_path_factory.mktemp("rm")
+    Qwen2ForSequenceClassification(config).save_pretrained(out)
+    AutoTokenizer.from_pretrained(tiny_model_dir).save_pretrained(out)
+    return str(out)
+
+
+def test_the_reward_is_correctness_plus_the_weighted_reward_model_score(tiny_model_dir, rm_dir, tmp_path):
+    run = tmp_path / "run"
+    hist = train(_cfg(tiny_model_dir, run, 2, "reward.weights={correctness: 1.0, reward_model: 0.5}",
+                      f"reward.options={{reward_model: {{path: '{rm_dir}', device: cpu, batch_size: 5}}}}",
+                      "log.rollouts_per_step=4", "algo.entropy_coef=0.01"), log=QUIET)["history"]  # fmt: skip
+    rows = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines()]
+    by_step = {}
+    for row in rows:
+        by_step.setdefault(row["step"], []).append(row)
+    assert sorted(by_step) == [1, 2] and all(len(v) == 4 for v in by_step.values())  # every group of 16 rows
+    for step, groups in by_step.items():
+        texts = [c["text"] for g in groups for c in g["completions"]]
+        problems = [Problem(prompt=[{"role": "user", "content": g["prompt"]}], ground_truth=g["ground_truth"],
+                            data_source=g["data_source"]) for g in groups for _ in g["completions"]]  # fmt: skip
+        want = [r.score for r in rm.score_batch(texts, problems, path=rm_dir, device="cpu")]
+        got = [c for g in groups for c in g["completions"]]
+        assert [c["terms"]["reward_model"] for c in got] == pytest.approx(want, abs=1e-5)
+        for c in got:
+            assert c["reward"] == pytest.approx(
+                c["terms"]["correctness"] + 0.5 * c["terms"]["reward_model"], abs=1e-6
+            )
+        assert len({round(w, 4) for w in want}) > 1  # the model tells completions apart
+        row = hist[step]
+        assert row["reward/term/reward_model"] == pytest.approx(sum(want) / len(want), abs=1e-5)
+        assert row["reward/mean"] == pytest.approx(sum(c["reward"] for c in got) / len(got), abs=1e-5)
+        assert row["verifier/reward_model/error_rate"] == 0.0
+        assert row["loss/policy"] != 0.0  # advantages came from the model's scores (correctness alone: all 0)
