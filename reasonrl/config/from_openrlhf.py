@@ -168,7 +168,8 @@ OPENRLHF_NOT_NEEDED = {
     "ds.enable_sleep": None, "vllm.enable_prefix_caching": None, "data.disable_fast_tokenizer": None,
     "data.dataloader_num_workers": None, "actor.gradient_checkpointing_reentrant": None,
     "logger.tensorboard_dir": "TensorBoard events go to the run directory (log.tensorboard, on by default)",
-    "reward.normalize_enable": "OpenRLHF normalises a reward model's scores with it; verifier scores are used as they are",
+    "reward.normalize_enable": "OpenRLHF normalises a reward model's scores by the mean and std its training "
+    "saved; reasonrl uses the score as it is (scale it with reward.weights.reward_model)",
 }  # fmt: skip
 OPENRLHF_PREFIXES_NOT_NEEDED = {p: CLUSTER for p in ("actor.num_", "critic.num_", "ref.", "reward.num_",
                                                      "train.colocate_", "vllm.num_engines")}  # fmt: skip
@@ -362,6 +363,25 @@ def _runtime(o, take, out: Converted) -> None:
                          "`reasonrl data convert` and set data.train_files")  # fmt: skip
     if (path := take("eval.dataset")) is not None:
         out.notes.append(f"eval.dataset={path}: set data.val_files (or val.benchmarks) to local files")
+    _reward_model(o, take, out)
+
+
+def _reward_model(o, take, out: Converted) -> None:
+    """OpenRLHF's reward: the remote function or server where one is given, else its reward model's score
+    alone (`reward.model_name_or_path`, which also starts GAE's critic where none is given)."""
+    paths = [p for p in str(take("reward.model_name_or_path") or "").split(",") if p]
     if (rm := take("reward.remote_url")) is not None:
         out.notes.append(f"reward.remote_url={rm}: rewards come from reasonrl's routed verifiers (each row's "
                          "data_source, docs/rewards.md); the function or server is not used")  # fmt: skip
+        return
+    if not paths:
+        return
+    out.set("reward.weights", {"correctness": 0.0, "reward_model": 1.0})
+    out.set("reward.options.reward_model.path", paths[0])
+    out.notes.append("reward.model_name_or_path: the reward is the reward model's score alone, as in OpenRLHF: "
+                     "reward.weights {correctness: 0.0, reward_model: 1.0}; correctness is still logged")  # fmt: skip
+    if len(paths) > 1:
+        out.notes.append(f"reward.model_name_or_path: {len(paths) - 1} more reward model(s) left out "
+                         f"({', '.join(paths[1:])}); reasonrl reads one")  # fmt: skip
+    if str(o.get("algo.advantage.estimator", "gae")) == "gae" and "critic.model_name_or_path" not in o:
+        out.set("algo.critic.model", paths[0])  # OpenRLHF's default critic: the reward model's backbone

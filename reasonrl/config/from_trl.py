@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reasonrl.config.foreign import Converted, Reading, choice, parse_value, read_source
+from reasonrl.config.foreign import Converted, Reading, as_list, choice, parse_value, read_source
 from reasonrl.errors import InputError
 
 
@@ -102,8 +102,6 @@ TRL_NOT_NEEDED = {
     "vllm_mode": "the vLLM engine runs in the trainer's process (colocated)",
     "dataset_name": "data comes from local files: data.train_files (reasonrl data convert ...), or data.task",
     "dataset_train_split": "data comes from local files", "dataset_config": "data comes from local files",
-    "reward_funcs": "rewards come from the routed verifiers and reward.weights (docs/rewards.md)",
-    "reward_weights": "set reward.weights for reasonrl's verifiers (docs/rewards.md)",
     "use_liger_kernel": "model.logprob_chunk computes log-probs without the [B, T, V] logits",
     "max_tool_calling_iterations": "TRL's tools are Python functions given in code; reasonrl's is the sandboxed "
     "Python interpreter: rollout.tools.enabled=true, rollout.tools.max_calls (docs/rollouts.md)",
@@ -116,6 +114,7 @@ def convert_trl(path) -> Converted:
     if not r.values.get("use_peft") and r.out.recipe.get("model", {}).pop("lora", None):  # only with use_peft
         r.out.notes.append("lora_* fields without use_peft=true: TRL trains every weight; so does the recipe")
     r.derive(lambda: _trl_batches(r.take, r.out), lambda: _trl_loss(r.values, r.take, r.out),
+             lambda: _trl_rewards(r.take, r.out),
              lambda: _trl_optimizer(r.values, r.take, r.out), what=f"{path}: a field is not a number where TRL expects one")  # fmt: skip
     r.leftovers(TRL_NOT_NEEDED)
     return r.out
@@ -223,6 +222,49 @@ def _trl_loss(f, take, out: Converted) -> None:
     for key in ("vllm_importance_sampling_correction", "vllm_importance_sampling_mode", "vllm_importance_sampling_cap",
                 "vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_min"):  # fmt: skip
         take(key)
+
+
+# `trl grpo --reward_funcs` names -> reasonrl's term (TRL's math answer checks: the routed verifier)
+TRL_REWARD_FUNCS = {"accuracy_reward": "correctness", "reasoning_accuracy_reward": "correctness"}
+
+
+def _trl_rewards(take, out: Converted) -> None:
+    """`trl grpo`'s reward model (`reward_model_name_or_path`, first in TRL's order) and `reward_funcs`,
+    weighted by `reward_weights` (one each, in that order; all 1 when not given), as reward.weights."""
+    terms: list[str | None] = []
+    if rm := take("reward_model_name_or_path"):
+        terms.append("reward_model")
+        out.set("reward.options.reward_model.path", str(rm))
+    for name in as_list(take("reward_funcs") or []):
+        terms.append(
+            TRL_REWARD_FUNCS.get(name) or ("overlong" if name == "get_soft_overlong_punishment" else None)
+        )
+        if name == "think_format_reward":
+            out.notes.append("reward_funcs: think_format_reward: left out; reasonrl's closest term is "
+                             "format_think_answer (which also wants one final answer)")  # fmt: skip
+        elif terms[-1] is None:
+            out.notes.append(f"reward_funcs: {name}: a Python reward function; register it as a verifier (a "
+                             f"plugin) and add it to reward.weights (docs/rewards.md)")  # fmt: skip
+    weights = take("reward_weights")
+    weights = [1.0] * len(terms) if weights is None else [float(w) for w in as_list(weights)]
+    if len(weights) != len(terms):
+        raise InputError(f"reward_weights has {len(weights)} weights for {len(terms)} reward functions "
+                         f"(the reward model first, then reward_funcs), as TRL requires one each")  # fmt: skip
+    if not terms:
+        return
+    chosen: dict[str, float] = {}
+    for term, weight in zip(terms, weights):
+        if term == "overlong":  # TRL's script: a linear penalty from 1024 to 1280 tokens, -1 beyond
+            out.set("algo.shaping.overlong_buffer", 256)
+            out.set("algo.shaping.overlong_penalty", weight)
+            out.notes.append("reward_funcs: get_soft_overlong_punishment: algo.shaping.overlong_buffer=256; TRL's "
+                             "script ends it at 1280 tokens, reasonrl's at rollout.max_new_tokens")  # fmt: skip
+        elif term is not None:
+            chosen[term] = chosen.get(term, 0.0) + weight
+    if "reward_model" in chosen:  # TRL has no verifier of its own: correctness is logged, not rewarded
+        out.set("reward.weights", {"correctness": chosen.get("correctness", 0.0), **chosen})
+    elif chosen:
+        out.set("reward.weights", chosen)
 
 
 def _trl_optimizer(f, take, out: Converted) -> None:

@@ -154,6 +154,23 @@ VERL_PREFIXES_NOT_NEEDED = {  # families of engine knobs reasonrl sets itself or
     A + "actor.fsdp_config.": "FSDP2 wraps every decoder layer (train.cpu_offload for offload)",
     A + "actor.checkpoint.": "checkpoints hold the HF model, optimizer and state (docs/operations.md)",
     A + "actor.ulysses_sequence_parallel_size": "sequence parallelism is not implemented",
+    **dict.fromkeys(
+        (
+            "reward_model.rollout.",
+            "reward_model.model.",
+            "reward_model.num_workers",
+            "reward_model.strategy",
+            "reward_model.use_reward_loop",
+            "reward_model.use_dynamic_bsz",
+            "reward_model.n_gpus_per_node",
+            "reward_model.nnodes",
+            "reward_model.enable_resource_pool",
+            "reward_model.forward_max_token_len",
+            "reward_model.micro_batch_size",
+        ),  # fmt: skip
+        "the reward model runs in the trainer's process, reward.options.reward_model.batch_size rows "
+        "per forward on its device (docs/rewards.md)",
+    ),
 }
 
 
@@ -321,6 +338,33 @@ def _verl_reward(o, take, out: Converted) -> None:
         for key in ("len", "penalty_factor", "log"):
             take(prefix + key)
     take("reward_model.reward_kwargs.max_resp_len")  # the rollout's max_new_tokens
+    _verl_reward_model(o, take, out)
+
+
+def _verl_reward_model(o, take, out: Converted) -> None:
+    """verl's `reward_model.enable`: once the model's scores exist, verl's reward manager returns them as
+    the reward and calls no rule-based function, so the model is the only term rewarded here too."""
+    if not take("reward_model.enable"):
+        return
+    if not (path := take("reward_model.model.path")):
+        raise InputError("reward_model.enable=true with no reward_model.model.path: which reward model?")
+    out.set("reward.weights", {"correctness": 0.0, "reward_model": 1.0})
+    out.set("reward.options.reward_model.path", str(path))
+    for key, ours in (("micro_batch_size_per_gpu", "batch_size"), ("max_length", "max_length")):
+        if (value := take("reward_model." + key)) is not None:
+            out.set(f"reward.options.reward_model.{ours}", int(value))
+    prompt, response = (
+        take("reward_model.rollout.prompt_length"),
+        take("reward_model.rollout.response_length"),
+    )
+    if "max_length" not in out.recipe["reward"]["options"]["reward_model"] and prompt and response:
+        out.set("reward.options.reward_model.max_length", int(prompt) + int(response))  # its server's context
+    out.notes.append("reward_model.enable: the reward is the reward model's score alone, as in verl (its "
+                     "rule-based reward is not computed then): reward.weights {correctness: 0.0, reward_model: "
+                     "1.0}; correctness is still logged (reward/accuracy)")  # fmt: skip
+    if "custom_reward_function.path" in o:
+        out.notes.append("custom_reward_function.path with reward_model.enable: verl rewards the model's score; "
+                         "the function is set as the routed verifier (weight 0)")  # fmt: skip
 
 
 def _verl_correction(take, out: Converted) -> None:

@@ -1,0 +1,106 @@
+"""Reward models in recipes converted from TRL (`reward_model_name_or_path`, `reward_funcs`,
+`reward_weights`), verl (`reward_model.enable`) and OpenRLHF (`--reward.model_name_or_path`,
+`--reward_pretrain`): each trainer's way of combining the model with its other rewards, as reward.weights."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from reasonrl.config import load_config
+from reasonrl.config.foreign import convert
+from reasonrl.errors import InputError
+
+
+def _trl(tmp_path, text: str):
+    path = tmp_path / "grpo.yaml"
+    path.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B\n" + text)
+    return convert("trl", path)
+
+
+def test_trl_reward_model_first_then_its_functions_each_with_its_weight(tmp_path):
+    out = _trl(tmp_path, """reward_model_name_or_path: Skywork/Skywork-Reward-V2-Qwen3-0.6B
+reward_funcs: [accuracy_reward, think_format_reward, get_soft_overlong_punishment, my_lib.rewards.custom]
+reward_weights: [0.5, 1.0, 0.2, 0.3, 0.1]
+""")
+    r = out.recipe
+    assert r["reward"]["weights"] == {"correctness": 1.0, "reward_model": 0.5}
+    assert r["reward"]["options"] == {"reward_model": {"path": "Skywork/Skywork-Reward-V2-Qwen3-0.6B"}}
+    assert r["algo"]["shaping"] == {"overlong_buffer": 256, "overlong_penalty": 0.3}
+    notes = "\n".join(out.notes)
+    assert "think_format_reward: left out; reasonrl's closest term is format_think_answer" in notes
+    assert "my_lib.rewards.custom: a Python reward function; register it as a verifier" in notes
+    assert "reward_funcs=" not in notes and "reward_weights=" not in notes  # read, not "left out"
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump(r))
+    cfg = load_config(recipe)
+    assert cfg.reward.weights == {"correctness": 1.0, "reward_model": 0.5}
+
+
+def test_trl_reward_model_alone_is_the_reward_and_weights_default_to_one(tmp_path):
+    r = _trl(tmp_path, "reward_model_name_or_path: ./rm\n").recipe
+    assert r["reward"]["weights"] == {"correctness": 0.0, "reward_model": 1.0}  # correctness logged only
+    r = _trl(tmp_path, "reward_funcs: [accuracy_reward, reasoning_accuracy_reward]\n").recipe
+    assert r["reward"]["weights"] == {"correctness": 2.0}  # TRL adds both; both are the routed verifier
+    assert "reward" not in _trl(tmp_path, "learning_rate: 1.0e-6\n").recipe
+
+
+def test_trl_weights_that_do_not_match_the_functions_are_refused(tmp_path):
+    with pytest.raises(InputError, match="reward_weights has 1 weights for 2 reward functions"):
+        _trl(tmp_path, "reward_model_name_or_path: ./rm\nreward_funcs: [accuracy_reward]\nreward_weights: [1.0]\n")
+
+
+VERL = """python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=grpo \\
+    actor_rollout_ref.model.path=Qwen/Qwen2-7B-Instruct \\
+    reward_model.enable={enable} \\
+    reward_model.model.path=sfairXC/FsfairX-LLaMA3-RM-v0.1 \\
+    reward_model.use_reward_loop=True \\
+    reward_model.rollout.name=vllm \\
+    reward_model.rollout.prompt_length=2048 \\
+    reward_model.rollout.response_length=1024 \\
+    reward_model.num_workers=8 {extra}
+"""
+
+
+def test_verl_reward_model_is_the_whole_reward(tmp_path):
+    path = tmp_path / "run.sh"
+    path.write_text(VERL.format(enable="True", extra="\\\n    reward_model.micro_batch_size_per_gpu=16"))
+    out = convert("verl", path)
+    r = out.recipe
+    assert r["reward"]["weights"] == {"correctness": 0.0, "reward_model": 1.0}
+    # its server's context (prompt + response) where max_length is not set
+    assert r["reward"]["options"]["reward_model"] == {"path": "sfairXC/FsfairX-LLaMA3-RM-v0.1", "batch_size": 16,
+                                                      "max_length": 3072}  # fmt: skip
+    notes = "\n".join(out.notes)
+    assert "reward_model.num_workers: not needed (the reward model runs in the trainer's process" in notes
+    assert "no reasonrl equivalent" not in notes
+    path.write_text(VERL.format(enable="True", extra="\\\n    reward_model.max_length=4096"))
+    assert convert("verl", path).recipe["reward"]["options"]["reward_model"]["max_length"] == 4096
+    path.write_text(VERL.format(enable="False", extra=""))
+    assert "reward" not in convert("verl", path).recipe  # off: the keys are read, nothing is set
+    path.write_text(VERL.format(enable="True", extra="").replace("reward_model.model.path=", "x.y="))
+    with pytest.raises(InputError, match="reward_model.enable=true with no reward_model.model.path"):
+        convert("verl", path)
+
+
+def test_openrlhf_reward_model_rewards_alone_and_starts_gaes_critic(tmp_path):
+    path = tmp_path / "run.sh"
+    path.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen3-4B "
+                    "--reward_pretrain OpenRLHF/rm-a,OpenRLHF/rm-b --advantage_estimator gae\n")  # fmt: skip
+    out = convert("openrlhf", path)
+    r = out.recipe
+    assert r["reward"] == {"weights": {"correctness": 0.0, "reward_model": 1.0},
+                           "options": {"reward_model": {"path": "OpenRLHF/rm-a"}}}  # fmt: skip
+    assert r["algo"]["critic"]["model"] == "OpenRLHF/rm-a"  # OpenRLHF's default critic
+    assert "1 more reward model(s) left out (OpenRLHF/rm-b)" in "\n".join(out.notes)
+    path.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen3-4B --reward_pretrain rm "
+                    "--critic_pretrain critic --advantage_estimator gae\n")  # fmt: skip
+    assert convert("openrlhf", path).recipe["algo"]["critic"]["model"] == "critic"
+    path.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen3-4B --reward_pretrain rm "
+                    "--advantage_estimator reinforce_baseline\n")  # fmt: skip
+    assert "model" not in convert("openrlhf", path).recipe["algo"].get("critic", {})
+    path.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen3-4B --reward_pretrain rm "
+                    "--remote_rm_url http://rm:5000/get_reward\n")  # fmt: skip
+    out = convert("openrlhf", path)  # the remote function or server scores, as in OpenRLHF
+    assert "reward" not in out.recipe and "reward.remote_url=http://rm:5000/get_reward" in "\n".join(out.notes)
