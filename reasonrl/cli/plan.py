@@ -21,6 +21,7 @@ _MEMORY_ROWS = [
     ("optimizer", "optimizer state (AdamW)"),
     ("reference", "reference model (KL)"),
     ("critic", "critic (GAE)"),
+    ("reward_model", "reward model (weights)"),
     ("activations_no_checkpointing", "activations, no checkpointing"),
     ("activations_checkpointing", "activations, with checkpointing"),
     ("logits", "logits [B, T, V] + log-softmax"),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from reasonrl.config import RunConfig
 from reasonrl.planner.memory import Settings, estimate
-from reasonrl.planner.shape import ModelShape, model_shape
+from reasonrl.planner.shape import ModelShape, hf_config, model_shape
 
 GIB = 2**30
 
@@ -110,8 +110,9 @@ def make_plan(cfg: RunConfig, world: int | None = None, memory_bytes: float | No
         critic=_needs_critic(cfg), generation_rows=min(int(engine_kw.get("max_batch", 512)), t.global_batch // world),
         engine_memory_share=memory_share(r.engine, engine_kw) if kind == "cuda" else 0.0,
     )  # fmt: skip
+    s.reward_model_bytes, unread = reward_model_bytes(cfg, kind)
     plan = Plan(shape, batch_figures(cfg, world, prompt), estimate(shape, s), kind, mem)
-    plan.findings = _findings(cfg, plan, s, prompt, prompt_tokens is not None)
+    plan.findings = _findings(cfg, plan, s, prompt, prompt_tokens is not None) + unread
     return plan
 
 
@@ -141,6 +142,32 @@ def _cpu_capability() -> str:
     import torch
 
     return torch.backends.cpu.get_cpu_capability()
+
+
+def reward_model_bytes(cfg: RunConfig, kind: str) -> tuple[float, list[Finding]]:
+    """Bytes of the reward model's weights on the training device (a `reward_model` term in reward.weights,
+    on the device kind the policy trains on), and a warning where its config cannot be read here."""
+    if "reward_model" not in cfg.reward.weights:
+        return 0.0, []
+    opts = dict(cfg.reward.options.get("reward_model") or {})
+    device = str(opts.get("device", "auto"))
+    if (device == "cpu") != (kind != "cuda"):  # on the other kind of device: not in this budget
+        return 0.0, []
+    dtype = str(opts.get("dtype", "auto"))
+    dtype = ("bfloat16" if kind == "cuda" else "float32") if dtype == "auto" else dtype
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    try:
+        config = hf_config(str(opts.get("path", "")))
+        with torch.device("meta"):
+            params = sum(
+                p.numel() for p in AutoModelForSequenceClassification.from_config(config).parameters()
+            )
+    except Exception as e:  # noqa: BLE001 - a plan still reports the rest
+        return 0.0, [Finding("warn", "reward.options.reward_model.path", f"the reward model's weights are not "
+                             f"counted: {str(e).splitlines()[0].split(': ', 1)[-1][:200]}")]  # fmt: skip
+    return params * getattr(torch, dtype).itemsize, []
 
 
 def _needs_critic(cfg: RunConfig) -> bool:

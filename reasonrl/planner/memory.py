@@ -2,7 +2,7 @@
 
 Owns: the arithmetic, one term per thing that holds memory, each with the formula in a comment:
 weights, gradients and AdamW state (sharded over ranks by FSDP2, or offloaded to CPU), the frozen
-reference model (KL), a critic (GAE), activations of one micro-batch with and without activation
+reference model (KL), a critic (GAE), a reward model's weights (loaded for the whole run), activations of one micro-batch with and without activation
 checkpointing, the logits [B, T, V] and their log-softmax, and the generation phase's KV cache.
 The training and generation phases do not overlap, so the peak is the larger of the two.
 Checked against measured peaks (torch's MemTracker) in tests/e2e/test_planner_memory.py.
@@ -36,6 +36,7 @@ class Settings:
     engine_memory_share: float = (
         0.0  # > 0: a colocated rollout engine (vLLM) holds this fraction of device memory
     )
+    reward_model_bytes: float = 0.0  # a reward model's weights on this device (reward.weights' reward_model)
 
 
 def _per_token_layer_floats(m: ModelShape, attn_len: int, flash: bool, masked: bool = True,
@@ -75,6 +76,7 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     out["optimizer"] = 2 * m.trainable * b / shard * resident  # AdamW: exp_avg and exp_avg_sq, in param dtype
     out["reference"] = m.params * b / shard * resident if s.reference else 0.0
     out["critic"] = 4 * m.params * b / shard * resident if s.critic else 0.0  # its weights, grads, AdamW
+    out["reward_model"] = s.reward_model_bytes  # whole on every rank: each scores its own rows
     tokens = s.micro_batch * s.seq_tokens  # every row's activations stay in the graph until backward
     # SDPA (transformers' default, on CPU and CUDA alike) keeps no [heads, T, T] probabilities for padded
     # rows (measured on CPU: counting them over-estimated the demo by 10-20%); packs attend per sequence
@@ -136,10 +138,9 @@ def estimate(m: ModelShape, s: Settings) -> dict[str, float]:
     width = kv_layers * m.kv_heads * m.head_dim if m.kv_width is None else m.kv_width  # per token, k or v
     out["kv_cache"] = own * s.generation_rows * s.seq_tokens * 2 * width * b
     out["generation_logits"] = own * s.generation_rows * m.vocab * 4 * 2
-    persistent = (
-        out["weights"] + out["optimizer"] + out["reference"] + (3 * m.params * b / shard if s.critic else 0)
-    )
-    out["training_peak"] = (out["weights"] + out["gradients"] + out["optimizer"] + out["reference"]
+    persistent = (out["weights"] + out["optimizer"] + out["reference"] + out["reward_model"]
+                  + (3 * m.params * b / shard if s.critic else 0))  # fmt: skip
+    out["training_peak"] = (out["weights"] + out["gradients"] + out["optimizer"] + out["reference"] + out["reward_model"]
                             + out["critic"] + out["activations"] + kept_logits
                             + max(out["logits"] - kept_logits, out["attention_blocks"]))  # fmt: skip
     out["generation_peak"] = persistent + out["kv_cache"] + out["generation_logits"]

@@ -295,3 +295,27 @@ def test_a_config_with_per_layer_head_dims_is_read_per_layer():
     assert (shape.head_dim, shape.kv_heads, shape.kv_layers, shape.kv_width) == (32, 2, 2, 2 * 16 + 2 * 32)
     s = Settings(dtype="float32", micro_batch=2, seq_tokens=10, completion_tokens=6, generation_rows=3)
     assert estimate(shape, s)["kv_cache"] == 3 * 10 * 2 * (2 * 16 + 2 * 32) * 4
+
+
+def test_a_reward_model_on_the_training_device_is_counted_in_both_phases(tmp_path):
+    """reward.weights' reward_model stays loaded for the whole run: its weights (in its dtype) add to the
+    training and the generation peaks on the device it is on, and to neither where it is elsewhere."""
+    from test_reward_model import _save_rm
+    from transformers import AutoModelForSequenceClassification
+
+    path = _save_rm(tmp_path / "rm")
+    params = sum(p.numel() for p in AutoModelForSequenceClassification.from_pretrained(path).parameters())
+    base = ("model.path=demo", "model.device=cuda", "data.max_prompt_tokens=40")
+    with_rm = (*base, "reward.weights={correctness: 1.0, reward_model: 0.5}")
+    alone = make_plan(_cfg(*base)).memory
+    plan = make_plan(_cfg(*with_rm, f"reward.options={{reward_model: {{path: '{path}'}}}}"))
+    assert plan.memory["reward_model"] == params * 2  # bfloat16 on a GPU ("auto")
+    for peak in ("training_peak", "generation_peak"):
+        assert plan.memory[peak] - alone[peak] == pytest.approx(params * 2)
+    fp32 = make_plan(_cfg(*with_rm, f"reward.options={{reward_model: {{path: '{path}', dtype: float32}}}}"))
+    assert fp32.memory["reward_model"] == params * 4
+    on_cpu = make_plan(_cfg(*with_rm, f"reward.options={{reward_model: {{path: '{path}', device: cpu}}}}"))
+    assert on_cpu.memory["reward_model"] == 0 and on_cpu.memory["training_peak"] == alone["training_peak"]
+    unread = make_plan(_cfg(*with_rm, f"reward.options={{reward_model: {{path: '{tmp_path}/none'}}}}"))
+    assert [(f.level, f.key) for f in unread.findings if "reward model" in f.message] == [
+        ("warn", "reward.options.reward_model.path")]  # fmt: skip

@@ -237,3 +237,16 @@ def test_a_language_model_is_not_taken_for_a_reward_model(tmp_path, rm_dir):
     # a term in reward.weights is checked even with no options of its own
     with pytest.raises(ValueError, match="reward options for 'reward_model': option 'path'"):
         RewardRunner(workers=1, weights={"correctness": 1.0, "reward_model": 1.0})
+
+
+def test_each_rank_puts_the_reward_model_on_its_own_gpu(monkeypatch):
+    """The model loads in a runner thread, which starts on GPU 0 whatever its rank set: "auto" and "cuda"
+    name cuda:LOCAL_RANK explicitly."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert (rm._device("auto"), rm._device("cuda"), rm._device("cuda:1"), rm._device("cpu")) == (
+        "cuda:3", "cuda:3", "cuda:1", "cpu")  # fmt: skip
+    monkeypatch.delenv("LOCAL_RANK")
+    assert rm._device("cuda") == "cuda:0"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert rm._device("auto") == "cpu"

@@ -15,7 +15,7 @@ call per batch, in a thread of the calling process, so the model loads once per 
 Does not own: combining terms or the run modes (`rewards.runner`), the hub probe (`models.hub`).
 
 Options (`reward.options.reward_model`): `path` (a local directory or a hub id; required), `device`
-("auto": the first GPU where there is one, else "cpu"; or any torch device), `dtype` ("auto": bfloat16
+("auto": the rank's GPU where there is one, else "cpu"; or any torch device), `dtype` ("auto": bfloat16
 on a GPU, float32 on the CPU; "float32", "bfloat16", "float16"), `batch_size` (rows per forward) and
 `max_length` (tokens the model reads; a longer input keeps its last `max_length` tokens, so the
 completion's end, where the score is read, is always seen; info["truncated"] says so).
@@ -48,11 +48,15 @@ _lock = threading.Lock()  # one load and one forward at a time (the training and
 
 
 def _device(device: str) -> str:
+    """`device` as a torch device; "auto" and "cuda" name the rank's own GPU (cuda:LOCAL_RANK under
+    torchrun): the model loads in a runner thread, and a thread starts on GPU 0 whatever the rank set."""
+    import os
+
     import torch
 
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if device == "cuda" else device
 
 
 def load(path: str, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any]:
