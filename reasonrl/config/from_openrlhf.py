@@ -371,8 +371,7 @@ def _reward_model(o, take, out: Converted) -> None:
     alone (`reward.model_name_or_path`, which also starts GAE's critic where none is given)."""
     paths = [p for p in str(take("reward.model_name_or_path") or "").split(",") if p]
     if (rm := take("reward.remote_url")) is not None:
-        out.notes.append(f"reward.remote_url={rm}: rewards come from reasonrl's routed verifiers (each row's "
-                         "data_source, docs/rewards.md); the function or server is not used")  # fmt: skip
+        _remote_reward(o, str(rm), out)
         return
     if not paths:
         return
@@ -385,3 +384,22 @@ def _reward_model(o, take, out: Converted) -> None:
                          f"({', '.join(paths[1:])}); reasonrl reads one")  # fmt: skip
     if str(o.get("algo.advantage.estimator", "gae")) == "gae" and "critic.model_name_or_path" not in o:
         out.set("algo.critic.model", paths[0])  # OpenRLHF's default critic: the reward model's backbone
+
+
+def _remote_reward(o, url: str, out: Converted) -> None:
+    """OpenRLHF's `--remote_rm_url`: a `reward_func` file or reward servers, used as they are for every
+    row (`rewards.verifiers.openrlhf_reward`), the prompt rendered as the actor's chat template renders it
+    where the script has `--apply_chat_template`."""
+    if url == "agent" or "train.agent_func_path" in o:
+        out.notes.append("reward.remote_url: the agent function's rewards (train.agent_func_path) are left out; "
+                         "rewards come from reasonrl's routed verifiers (each row's data_source)")  # fmt: skip
+        return
+    file = url.endswith(".py")
+    name = "openrlhf_function" if file else "openrlhf_remote"
+    opts: dict[str, str] = {"path": url} if file else {"url": url}
+    if o.get("data.apply_chat_template") and o.get("actor.model_name_or_path"):
+        opts["tokenizer"] = str(o["actor.model_name_or_path"])
+    out.set("reward.verifier", name)
+    out.set(f"reward.options.{name}", opts)
+    out.notes.append(f"reward.remote_url={url}: every row is scored by {'its reward_func' if file else 'the server'}, "
+                     f"as OpenRLHF calls it (reward.verifier: {name}; docs/rewards.md)")  # fmt: skip

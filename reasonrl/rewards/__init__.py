@@ -28,6 +28,7 @@ from reasonrl.rewards.verifiers import (
     livebench,  # noqa: F401  (registers livebench)
     logic,  # noqa: F401  (registers zebra, ordering, graph, arc, codeio)
     math,  # noqa: F401  (registers math, gsm8k)
+    openrlhf_reward,  # noqa: F401  (registers openrlhf_function, openrlhf_remote: OpenRLHF's remote rewards)
     procedural,  # noqa: F401  (registers arithmetic, countdown)
     qa,  # noqa: F401  (registers qa_em)
     reward_model,  # noqa: F401  (registers reward_model: a scalar reward model as a reward term)

@@ -10,6 +10,7 @@ import yaml
 from reasonrl.cli.main import main
 from reasonrl.config import load_config
 from reasonrl.config.foreign import convert
+from reasonrl.config.sections import ConfigError
 from reasonrl.config.shell import script_commands
 from reasonrl.errors import InputError
 
@@ -122,6 +123,15 @@ def test_a_dotted_script_with_arrays_becomes_a_recipe_that_loads(tmp_path):
     assert "some.future_flag=3: no reasonrl equivalent, left out" in notes
     assert "reward.model_name_or_path" not in notes  # a commented-out line of the array
     assert "actor.num_" not in notes and "ds.zero_stage" not in notes
+    # the reward function file, used as it is, its prompt rendered with the actor's chat template
+    func = '$(cd "$(dirname "$0")/../.." && pwd)/examples/python/math_reward_func.py'
+    assert r["reward"] == {"verifier": "openrlhf_function",
+                           "options": {"openrlhf_function": {"path": func, "tokenizer": "Qwen/Qwen3-4B"}}}  # fmt: skip
+    with pytest.raises(ConfigError, match=r"reward.options.openrlhf_function: path .* no such file"):
+        _load(tmp_path, r)  # (the script's command substitution is not run)
+    (tmp_path / "math_reward_func.py").write_text("def reward_func(queries, prompts, labels, **kw):\n"
+                                                 "    return {'rewards': [0.0] * len(queries)}\n")  # fmt: skip
+    r["reward"]["options"]["openrlhf_function"]["path"] = str(tmp_path / "math_reward_func.py")
     cfg = _load(tmp_path, r)
     assert (cfg.train.global_batch, cfg.algo.adv_estimator, cfg.algo.off_policy.tis_mode) == (
         1024, "reinforce_pp_baseline", "token_mask")  # fmt: skip

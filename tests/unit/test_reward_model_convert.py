@@ -19,10 +19,13 @@ def _trl(tmp_path, text: str):
 
 
 def test_trl_reward_model_first_then_its_functions_each_with_its_weight(tmp_path):
-    out = _trl(tmp_path, """reward_model_name_or_path: Skywork/Skywork-Reward-V2-Qwen3-0.6B
+    out = _trl(
+        tmp_path,
+        """reward_model_name_or_path: Skywork/Skywork-Reward-V2-Qwen3-0.6B
 reward_funcs: [accuracy_reward, think_format_reward, get_soft_overlong_punishment, my_lib.rewards.custom]
 reward_weights: [0.5, 1.0, 0.2, 0.3, 0.1]
-""")
+""",
+    )
     r = out.recipe
     assert r["reward"]["weights"] == {"correctness": 1.0, "reward_model": 0.5}
     assert r["reward"]["options"] == {"reward_model": {"path": "Skywork/Skywork-Reward-V2-Qwen3-0.6B"}}
@@ -47,7 +50,10 @@ def test_trl_reward_model_alone_is_the_reward_and_weights_default_to_one(tmp_pat
 
 def test_trl_weights_that_do_not_match_the_functions_are_refused(tmp_path):
     with pytest.raises(InputError, match="reward_weights has 1 weights for 2 reward functions"):
-        _trl(tmp_path, "reward_model_name_or_path: ./rm\nreward_funcs: [accuracy_reward]\nreward_weights: [1.0]\n")
+        _trl(
+            tmp_path,
+            "reward_model_name_or_path: ./rm\nreward_funcs: [accuracy_reward]\nreward_weights: [1.0]\n",
+        )
 
 
 VERL = """python3 -m verl.trainer.main_ppo \\
@@ -103,4 +109,14 @@ def test_openrlhf_reward_model_rewards_alone_and_starts_gaes_critic(tmp_path):
     path.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen3-4B --reward_pretrain rm "
                     "--remote_rm_url http://rm:5000/get_reward\n")  # fmt: skip
     out = convert("openrlhf", path)  # the remote function or server scores, as in OpenRLHF
-    assert "reward" not in out.recipe and "reward.remote_url=http://rm:5000/get_reward" in "\n".join(out.notes)
+    assert out.recipe["reward"] == {"verifier": "openrlhf_remote",
+                                    "options": {"openrlhf_remote": {"url": "http://rm:5000/get_reward"}}}  # fmt: skip
+    path.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen3-4B --remote_rm_url "
+                    "/data/reward_func.py --apply_chat_template\n")  # fmt: skip
+    assert convert("openrlhf", path).recipe["reward"] == {"verifier": "openrlhf_function", "options": {
+        "openrlhf_function": {"path": "/data/reward_func.py", "tokenizer": "Qwen/Qwen3-4B"}}}  # fmt: skip
+    path.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen3-4B --agent_func_path agent.py\n"
+    )
+    out = convert("openrlhf", path)
+    assert "reward" not in out.recipe
