@@ -59,3 +59,39 @@ def test_the_reward_is_correctness_plus_the_weighted_reward_model_score(tiny_mod
         assert row["reward/mean"] == pytest.approx(sum(c["reward"] for c in got) / len(got), abs=1e-5)
         assert row["verifier/reward_model/error_rate"] == 0.0
         assert row["loss/policy"] != 0.0  # advantages came from the model's scores (correctness alone: all 0)
+
+
+def test_an_openrlhf_reward_func_file_scores_training_as_it_is(tiny_model_dir, tmp_path):
+    """OpenRLHF's `--remote_rm_url reward_func.py` in a run: called with the prompt as the policy saw it
+    (the chat template's rendering) and the query that prompt plus the completion; its rewards are the
+    reward, its scores the accuracy."""
+    seen = tmp_path / "seen.jsonl"
+    func = tmp_path / "reward_func.py"
+    func.write_text(f"""import json, torch
+def reward_func(queries, prompts, labels, **kwargs):
+    with open({str(seen)!r}, "a") as f:
+        f.write(json.dumps([queries[0], prompts[0], labels[0]]) + "\\n")
+    response = queries[0][len(prompts[0]):]
+    return {{"rewards": torch.tensor([len(response) / 100]), "scores": torch.tensor([float(response.startswith("1"))])}}
+""")
+    from reasonrl.data.schema import write_problems
+    from reasonrl.data.tasks import generate
+
+    write_problems(tmp_path / "train.jsonl", generate("arithmetic", 64, seed=0, difficulty=2, split="train"))
+    run = tmp_path / "run"
+    hist = train(_cfg(tiny_model_dir, run, 1, "reward.verifier=openrlhf_function",
+                      f"data.train_files=[{tmp_path / 'train.jsonl'}]",
+                      f"reward.options={{openrlhf_function: {{path: '{func}', tokenizer: '{tiny_model_dir}'}}}}",
+                      "val.every=0"), log=QUIET)["history"]  # fmt: skip
+    calls = [json.loads(line) for line in seen.read_text().splitlines()]
+    assert len(calls) == 16  # one call per row, as OpenRLHF calls a reward_func
+    for query, prompt, label in calls:
+        assert prompt.startswith("<|user|>") and prompt.endswith("<|assistant|>") and query.startswith(prompt)
+        assert isinstance(label, str) and label.lstrip("-").isdigit()  # the row's ground truth
+    rows = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines()]
+    completions = [c for g in rows for c in g["completions"]]
+    assert completions and all(c["reward"] == pytest.approx(len(c["text"]) / 100) for c in completions)
+    by_query = {q[len(p) :] for q, p, _ in calls}
+    assert {c["text"] for c in completions} <= by_query
+    assert hist[1]["reward/accuracy"] == pytest.approx(
+        sum(q[len(p):].startswith("1") for q, p, _ in calls) / 16)  # fmt: skip
