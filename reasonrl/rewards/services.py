@@ -13,6 +13,7 @@ the model and a whole step of rollouts (minutes on a large model), and then scor
 verifier error until `reward.max_error_rate` stopped the run; a judge that gives no verdict line scored
 every answer 0 with no error at all. A service may still be starting when the run does (a judge model
 loading beside it): the wait covers that, and says it is waiting.
+`prepare_terms(weights, options)` loads what a reward term holds (a reward model) before any work.
 Does not own: the connection probe (`network.wait_for`: a TCP connection to the URL's host and port, or
 its proxy's) or what each verifier sends (`rewards.verifiers.judge`, `rewards.verifiers.code`).
 """
@@ -86,4 +87,22 @@ def check_services(problems: list[Problem], options: dict | None = None, wait_s:
             raise InputError(f"{e}; nothing was generated or scored") from None
 
 
-__all__ = ["SERVICE_WAIT_S", "WAIT_ENV", "check_services", "endpoints"]
+def prepare_terms(weights: dict[str, float], options: dict | None = None) -> list[str]:
+    """Load what the reward terms of `weights` hold (a reward model: `fn.prepare(options) -> line`) before
+    any work, so that a checkpoint that cannot serve stops the run before the policy loads and the first
+    step generates, not at its first scoring (then every row an error until reward.error_patience). One
+    line each; ValueError is an InputError naming the term."""
+    from reasonrl.rewards import VERIFIERS
+
+    lines = []
+    for term in weights:
+        prepare = getattr(VERIFIERS.get(term), "prepare", None) if term in VERIFIERS else None
+        if prepare is not None:
+            try:
+                lines.append(prepare(dict((options or {}).get(term) or {})))
+            except ValueError as e:
+                raise InputError(f"reward.weights.{term}: {e}; nothing was generated or scored") from None
+    return lines
+
+
+__all__ = ["SERVICE_WAIT_S", "WAIT_ENV", "check_services", "endpoints", "prepare_terms"]

@@ -29,7 +29,7 @@ from reasonrl.models.loading import disable_dropout, load_model, load_tokenizer_
 from reasonrl.rewards import check_routable
 from reasonrl.rewards.health import failed_share, failure_warning
 from reasonrl.rewards.routing import with_verifier
-from reasonrl.rewards.services import check_services
+from reasonrl.rewards.services import check_services, prepare_terms
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.factory import build_rollout_engine, check_available
 from reasonrl.types import Problem
@@ -267,6 +267,8 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     mixed = [p for src in sampler.sources for p in getattr(src, "problems", ())] if cfg.data.mixture else []
     check_services([*train, *val, *mixed, *(p for _, ps in benchmarks for p in ps)], options,
                    cfg.reward.service_wait_s, log)  # fmt: skip
+    for line in prepare_terms(dict(cfg.reward.weights), options):  # a reward model loads before the policy
+        log(line)
     if cfg.rollout.tools.enabled:  # the tools' sandbox runs a program, or the run stops here
         from reasonrl.rollout.tools import probe_sandbox
 

@@ -220,20 +220,24 @@ def test_setup_refuses_a_missing_path_and_a_classifier_of_several_labels(tmp_pat
 def test_a_language_model_is_not_taken_for_a_reward_model(tmp_path, rm_dir):
     """A causal LM's directory would load as a sequence classifier with a random score head: refused by its
     architecture at setup, and by the head missing from the checkpoint at load."""
+    with pytest.raises(ValueError, match="is a Qwen2ForCausalLM, not a sequence classifier"):
+        check_setup("reward_model", {"path": _lm(rm_dir, tmp_path / "lm")})
+    claims = _lm(rm_dir, tmp_path / "claims", claim=True)  # a config that claims to be one: the weights tell
+    with pytest.raises(ValueError, match=r"its checkpoint lacks \['score.weight'\]"):
+        rm.load(claims, "cpu", "float32")
+
+
+def _lm(rm_dir: str, out, claim: bool = False) -> str:
+    """A causal LM of the reward model's shape (no score head); `claim`: its config says it is one."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    config = AutoConfig.from_pretrained(rm_dir)
-    config.architectures = None
-    lm = AutoModelForCausalLM.from_config(config)
-    lm.save_pretrained(tmp_path / "lm")
-    AutoTokenizer.from_pretrained(rm_dir).save_pretrained(tmp_path / "lm")
-    with pytest.raises(ValueError, match="is a Qwen2ForCausalLM, not a sequence classifier"):
-        check_setup("reward_model", {"path": str(tmp_path / "lm")})
-    config = AutoConfig.from_pretrained(tmp_path / "lm")
-    config.architectures, config.num_labels = ["Qwen2ForSequenceClassification"], 1
-    config.save_pretrained(tmp_path / "lm")  # a config that claims to be one: the weights still tell
-    with pytest.raises(ValueError, match=r"its checkpoint lacks \['score.weight'\]"):
-        rm.load(str(tmp_path / "lm"), "cpu", "float32")
+    AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(rm_dir)).save_pretrained(out)
+    AutoTokenizer.from_pretrained(rm_dir).save_pretrained(out)
+    if claim:
+        config = AutoConfig.from_pretrained(out)
+        config.architectures, config.num_labels = ["Qwen2ForSequenceClassification"], 1
+        config.save_pretrained(out)
+    return str(out)
     # a term in reward.weights is checked even with no options of its own
     with pytest.raises(ValueError, match="reward options for 'reward_model': option 'path'"):
         RewardRunner(workers=1, weights={"correctness": 1.0, "reward_model": 1.0})
@@ -250,3 +254,24 @@ def test_each_rank_puts_the_reward_model_on_its_own_gpu(monkeypatch):
     assert rm._device("cuda") == "cuda:0"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert rm._device("auto") == "cpu"
+
+
+def test_the_reward_model_loads_before_any_work(rm_dir, tmp_path):
+    """`prepare_terms` (before the policy loads): one line for a reward model that serves; a checkpoint that
+    cannot stops the run there, named, instead of every row of the first steps scoring as an error."""
+    from reasonrl.errors import InputError
+    from reasonrl.rewards.services import prepare_terms
+
+    weights = {"correctness": 1.0, "reward_model": 0.5, "format_think_answer": 0.1}
+    (line,) = prepare_terms(weights, {"reward_model": {"path": rm_dir, "device": "cpu"}})
+    assert line.startswith(f"reward model {rm_dir}: 0.") and line.endswith(
+        "parameters on cpu (torch.float32)"
+    )
+    assert (
+        prepare_terms({"correctness": 1.0}, {"reward_model": {"path": rm_dir}}) == []
+    )  # not a term: not loaded
+    lm = _lm(rm_dir, tmp_path / "lm", claim=True)
+    with pytest.raises(
+        InputError, match=r"^reward.weights.reward_model: reward model .* lacks \['score.weight'\]"
+    ):
+        prepare_terms(weights, {"reward_model": {"path": lm, "device": "cpu"}})

@@ -208,6 +208,16 @@ def _check_config(path: str, config) -> None:
         )
 
 
+def _prepare(options: dict[str, Any]) -> str:
+    """Load the model now (`rewards.services.prepare_terms`, before the policy): one line saying what."""
+    device, dtype = str(options.get("device", "auto")), str(options.get("dtype", "auto"))
+    with _lock:
+        model, _ = load(str(options.get("path", "")), device, dtype)
+    params = sum(p.numel() for p in model.parameters())
+    return f"reward model {options.get('path')}: {params / 1e6:.1f}M parameters on {model.device} ({model.dtype})"
+
+
+reward_model.prepare = _prepare  # type: ignore[attr-defined]
 reward_model.score_batch = score_batch  # type: ignore[attr-defined]
 reward_model.run_mode = "batch"  # type: ignore[attr-defined]
 reward_model.check_options = _check_options  # type: ignore[attr-defined]
