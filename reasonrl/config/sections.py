@@ -82,7 +82,8 @@ class ToolsConfig:
     sandbox and its output joins the completion, with no loss on the output's tokens."""
 
     enabled: bool = False
-    # rollout.tools.TOOL_FORMATS: markdown (```python -> ```output), xml (<code>), hermes (Qwen's <tool_call>)
+    # rollout.tools.TOOL_FORMATS: markdown (```python -> ```output), xml (<code>), hermes (Qwen's <tool_call>),
+    # python_tag (Llama 3.1's <|python_tag|>code<|eom_id|>, answered in an ipython turn)
     format: str = "markdown"
     max_calls: int = 4  # calls run per completion; a later call stays plain text
     timeout_s: float = 5.0  # wall-clock limit of one call

@@ -41,11 +41,14 @@ class ToolFormat:
     """call: a regex whose group 1 is a complete call's body, searched in the model's text; code: the
     program of a body (ValueError, whose text the model sees, when it names none); output: what follows
     a call, `{output}` standing for the program's output. The text around `{output}` is the format's own
-    (its special tokens are tokens); the output's special tokens stay text."""
+    (its special tokens are tokens); the output's special tokens stay text. `special`: the call's markers
+    are special tokens, so it is looked for in the text decoded with them (spelled out in plain characters
+    they read the same)."""
 
     call: re.Pattern
     output: str
     code: Callable[[str], str] = _plain
+    special: bool = False  # the call is written with special tokens: found in the text that keeps them
 
     def find(self, text: str) -> re.Match | None:
         return self.call.search(text)
@@ -79,6 +82,13 @@ TOOL_FORMATS.register("hermes")(ToolFormat(
     re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S),
     "<|im_end|>\n<|im_start|>user\n<tool_response>\n{output}\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
     _hermes_code,
+))  # fmt: skip
+# Llama 3.1 / 3.2's built-in code interpreter: <|python_tag|>code<|eom_id|> (end of message: a tool is
+# to answer), the output in an ipython turn, then the assistant's turn again
+TOOL_FORMATS.register("python_tag")(ToolFormat(
+    re.compile(r"<\|python_tag\|>(.*?)<\|eom_id\|>", re.S),
+    "<|start_header_id|>ipython<|end_header_id|>\n\n{output}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+    special=True,
 ))  # fmt: skip
 
 _CELL_RUNNER = """import contextlib as _cl, io as _io
@@ -187,7 +197,8 @@ class ToolRolloutEngine:
         """Add the segment `c` to `s`, cut after its first complete call when one is allowed (returns that
         call's code), else whole (returns None)."""
         toks, logps, text = list(c.token_ids), list(c.sampler_logprobs), c.text
-        match = self.format.find(text) if len(s.calls) < self.cfg.max_calls else None
+        seen = self.tokenizer.decode(toks, skip_special_tokens=False) if self.format.special else text
+        match = self.format.find(seen) if len(s.calls) < self.cfg.max_calls else None
         if match is not None:
             cut = self._cut(toks)
             toks, logps = toks[:cut], logps[:cut]
@@ -206,7 +217,9 @@ class ToolRolloutEngine:
         lo, hi = 1, len(toks)
         while lo < hi:
             mid = (lo + hi) // 2
-            if self.format.find(self.tokenizer.decode(toks[:mid], skip_special_tokens=True)):
+            if self.format.find(
+                self.tokenizer.decode(toks[:mid], skip_special_tokens=not self.format.special)
+            ):
                 hi = mid
             else:
                 lo = mid + 1

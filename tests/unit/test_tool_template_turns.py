@@ -111,6 +111,36 @@ def test_the_engine_answers_a_call_in_the_templates_turn(base_tok):
     assert c.model_text.endswith("done") and "42" not in c.model_text
 
 
+def test_llama_python_tag_calls_run_and_are_answered_in_an_ipython_turn(base_tok):
+    """Llama 3.1's built-in code interpreter: the call's markers are special tokens (invisible in the text
+    the engines return), found in the text that keeps them; the code runs; the ipython turn is the tool's."""
+    tok = copy.deepcopy(base_tok)
+    marks = ["<|python_tag|>", "<|eom_id|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>"]
+    tok.add_special_tokens({"additional_special_tokens": marks})
+    tag, eom = tok.convert_tokens_to_ids(marks[:2])
+    script = ["Let me compute. <|python_tag|>x = 6\nprint(x*7)<|eom_id|>", "So 42."]
+    engine = ToolRolloutEngine(Scripted(tok, script, marker="ipython"), tok,
+                               ToolsConfig(enabled=True, format="python_tag"))  # fmt: skip
+    ((c,),) = engine.generate(
+        [tok("Q", add_special_tokens=False)["input_ids"]], SamplingParams(max_new_tokens=300)
+    )
+    assert c.tool_calls == ("success",)
+    model = [t for t, m in zip(c.token_ids, c.tool_mask) if not m]
+    assert model.count(tag) == 1 and model.count(eom) == 1  # the call, whole, is the model's
+    output = [t for t, m in zip(c.token_ids, c.tool_mask) if m]
+    assert tok.decode(output) == ("<|start_header_id|>ipython<|end_header_id|>\n\n42<|eot_id|>"
+                                  "<|start_header_id|>assistant<|end_header_id|>\n\n")  # fmt: skip
+    assert c.model_text == "Let me compute. x = 6\nprint(x*7)\nSo 42." and "42" not in c.model_text[:-3]
+    # the same text without the special tokens calls nothing (the markdown and hermes formats find none)
+    plain = ToolRolloutEngine(
+        Scripted(tok, script, marker="ipython"), tok, ToolsConfig(enabled=True, format="hermes")
+    )
+    ((c,),) = plain.generate(
+        [tok("Q", add_special_tokens=False)["input_ids"]], SamplingParams(max_new_tokens=300)
+    )
+    assert c.tool_calls == ()
+
+
 def test_turn_is_checked_with_the_other_tool_settings():
     from reasonrl.config import load_config
 
