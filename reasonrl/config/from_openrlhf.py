@@ -382,7 +382,8 @@ def _reward_model(o, take, out: Converted) -> None:
     if len(paths) > 1:
         out.notes.append(f"reward.model_name_or_path: {len(paths) - 1} more reward model(s) left out "
                          f"({', '.join(paths[1:])}); reasonrl reads one")  # fmt: skip
-    if str(o.get("algo.advantage.estimator", "gae")) == "gae" and "critic.model_name_or_path" not in o:
+    estimator = ESTIMATORS.get(str(o.get("algo.advantage.estimator", "gae")), ("grpo",))[0]
+    if "values" in ADVANTAGES.get(estimator).needs and "critic.model_name_or_path" not in o:
         out.set("algo.critic.model", paths[0])  # OpenRLHF's default critic: the reward model's backbone
 
 

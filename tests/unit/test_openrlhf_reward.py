@@ -172,7 +172,9 @@ def test_the_server_is_reached_and_tried_before_any_work(servers):
 @pytest.mark.parametrize(
     "name, options, message",
     [
-        ("openrlhf_remote", {}, "option 'url' .* is required"),
+        ("openrlhf_remote", {}, "option 'url' .* is required, got None"),
+        ("openrlhf_remote", {"url": 5}, "option 'url' .* is required, got 5"),
+        ("openrlhf_function", {"path": ["f.py"]}, "option 'path' .* is required, got \\['f.py'\\]"),
         ("openrlhf_remote", {"url": "rm:5000/get_reward"}, "is not an http\\(s\\) URL"),
         ("openrlhf_remote", {"url": "http://rm:5000", "timeout_s": 0}, "option 'timeout_s' must be > 0"),
         ("openrlhf_function", {}, "option 'path' .* is required"),

@@ -206,8 +206,10 @@ def test_options_that_cannot_work_are_refused(options, message):
 
 
 def test_setup_refuses_a_missing_path_and_a_classifier_of_several_labels(tmp_path):
-    with pytest.raises(ValueError, match="option 'path' .* is required"):
+    with pytest.raises(ValueError, match="option 'path' .* is required, got None"):
         check_setup("reward_model", {})
+    with pytest.raises(ValueError, match="option 'path' .* is required, got 5"):
+        check_setup("reward_model", {"path": 5})
     with pytest.raises(ValueError, match="is not a model directory"):
         check_setup("reward_model", {"path": str(tmp_path)})
     two = _save_rm(tmp_path / "two", labels=2)

@@ -40,11 +40,16 @@ def test_the_sweep_covers_the_typed_options_of_the_built_in_verifiers():
 
 def _required(name: str, tmp_path) -> dict:
     """The options a verifier cannot work without (the rest of each case is its default)."""
-    if name != "verl_function":
+    if name == "reward_model":
+        return {"path": "org/reward-model"}  # a hub id: read when it loads
+    if name == "openrlhf_remote":
+        return {"url": "http://127.0.0.1:9/get_reward"}
+    if name not in ("verl_function", "openrlhf_function"):
         return {}
     path = tmp_path / "fn.py"
     path.write_text(
         "def compute_score(data_source, solution_str, ground_truth, extra_info=None):\n    return 0.0\n"
+        "def reward_func(queries, prompts, labels, **kwargs):\n    return {'rewards': [0.0]}\n"
     )
     return {"path": str(path)}
 

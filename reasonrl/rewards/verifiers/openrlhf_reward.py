@@ -86,20 +86,24 @@ def read_rewards(value: Any, n: int) -> list[RewardResult]:
 
 
 @VERIFIERS.register("openrlhf_function")
-def openrlhf_function(response: str, problem: Problem, path: str = "", tokenizer: str = "") -> RewardResult:
+def openrlhf_function(
+    response: str, problem: Problem, path: str | None = None, tokenizer: str = ""
+) -> RewardResult:
     """`reward_func` of the file `path` called as OpenRLHF calls it, on this one row."""
     from reasonrl.rewards.verifiers.verl_function import load_function
 
     query, prompt, label = texts(response, problem, tokenizer)
-    return read_rewards(load_function(path, "reward_func")([query], [prompt], [label]), 1)[0]
+    return read_rewards(load_function(str(path), "reward_func")([query], [prompt], [label]), 1)[0]
 
 
 def _check_function(options: dict[str, Any]) -> None:
     """The file exists, imports and defines `reward_func` (when the recipe is read)."""
     from reasonrl.rewards.verifiers.verl_function import load_function
 
-    if not options.get("path"):
-        raise ValueError("option 'path' (the Python file defining reward_func) is required")
+    if not options.get("path") or not isinstance(options["path"], str):
+        raise ValueError(
+            f"option 'path' (the Python file defining reward_func) is required, got {options.get('path')!r}"
+        )
     load_function(str(options["path"]), "reward_func")
 
 
@@ -138,11 +142,11 @@ def _post(url: str, payload: dict, timeout_s: float, retries: int) -> Any:
     raise ValueError(f"{url}: no reply in {retries + 1} attempts ({failure})")
 
 
-def score_remote(responses: list[str], problems: list[Problem], url: str = "", tokenizer: str = "",
+def score_remote(responses: list[str], problems: list[Problem], url: str | None = None, tokenizer: str = "",
                  timeout_s: float = 180.0, retries: int = 4) -> list[RewardResult]:  # fmt: skip
     """The server's rewards for a batch: the rows split evenly over the URLs, one request each."""
     rows = [texts(r, p, tokenizer) for r, p in zip(responses, problems)]
-    urls = _urls(url)
+    urls = _urls(str(url or ""))
     size = max(1, math.ceil(len(rows) / len(urls)))
     out: list[RewardResult] = []
     for i, u in enumerate(urls):
@@ -155,16 +159,19 @@ def score_remote(responses: list[str], problems: list[Problem], url: str = "", t
 
 
 @VERIFIERS.register("openrlhf_remote")
-def openrlhf_remote(response: str, problem: Problem, url: str = "", tokenizer: str = "", timeout_s: float = 180.0,
+def openrlhf_remote(response: str, problem: Problem, url: str | None = None, tokenizer: str = "", timeout_s: float = 180.0,
                     retries: int = 4) -> RewardResult:  # fmt: skip
     """The server's reward for one row (the runner sends a whole batch: `score_remote`)."""
     return score_remote([response], [problem], url, tokenizer, timeout_s, retries)[0]
 
 
 def _check_remote(options: dict[str, Any]) -> None:
-    urls = _urls(str(options.get("url", "")))
+    url = options.get("url")
+    urls = _urls(url) if isinstance(url, str) else []
     if not urls:
-        raise ValueError("option 'url' (the reward server, e.g. http://host:5000/get_reward) is required")
+        raise ValueError(
+            f"option 'url' (the reward server, e.g. http://host:5000/get_reward) is required, got {url!r}"
+        )
     bad = [u for u in urls if not u.startswith(("http://", "https://"))]
     if bad:
         raise ValueError(f"option 'url': {bad[0]!r} is not an http(s) URL")

@@ -121,7 +121,7 @@ def model_input(
     return ids[-max_length:], None, len(ids) > max_length
 
 
-def score_batch(responses: list[str], problems: list[Problem], path: str = "", device: str = "auto",
+def score_batch(responses: list[str], problems: list[Problem], path: str | None = None, device: str = "auto",
                 dtype: str = "auto", batch_size: int = 8, max_length: int = 4096) -> list[RewardResult]:  # fmt: skip
     """The reward model's score of each (response, problem), `batch_size` rows per forward, rows of
     similar length together (padding changes no score: the model reads each row's last real token)."""
@@ -156,7 +156,7 @@ def score_batch(responses: list[str], problems: list[Problem], path: str = "", d
 
 
 @VERIFIERS.register("reward_model")
-def reward_model(response: str, problem: Problem, path: str = "", device: str = "auto", dtype: str = "auto",
+def reward_model(response: str, problem: Problem, path: str | None = None, device: str = "auto", dtype: str = "auto",
                  batch_size: int = 8, max_length: int = 4096) -> RewardResult:  # fmt: skip
     """The reward model's score of one response (the runner calls `score_batch` on a whole batch)."""
     return score_batch([response], [problem], path, device, dtype, batch_size, max_length)[0]
@@ -184,9 +184,11 @@ def _check_setup(options: dict[str, Any], problem: Problem | None = None) -> Non
     """A path is set; a local one is a model directory whose config has one label."""
     from reasonrl.models.hub import is_hub_id
 
-    path = options.get("path") or ""
-    if not path:
-        raise ValueError("option 'path' (the reward model: a local directory or a hub id) is required")
+    path = options.get("path")
+    if not path or not isinstance(path, str):
+        raise ValueError(
+            f"option 'path' (the reward model: a local directory or a hub id) is required, got {path!r}"
+        )
     if is_hub_id(path):
         return  # read when it loads (the hub may be unreachable until then: models.hub)
     if not (Path(path).expanduser() / "config.json").is_file():
@@ -212,7 +214,7 @@ def _prepare(options: dict[str, Any]) -> str:
     """Load the model now (`rewards.services.prepare_terms`, before the policy): one line saying what."""
     device, dtype = str(options.get("device", "auto")), str(options.get("dtype", "auto"))
     with _lock:
-        model, _ = load(str(options.get("path", "")), device, dtype)
+        model, _ = load(str(options.get("path")), device, dtype)
     params = sum(p.numel() for p in model.parameters())
     return f"reward model {options.get('path')}: {params / 1e6:.1f}M parameters on {model.device} ({model.dtype})"
 
