@@ -277,3 +277,59 @@ def test_the_reward_model_loads_before_any_work(rm_dir, tmp_path):
         InputError, match=r"^reward.weights.reward_model: reward model .* lacks \['score.weight'\]"
     ):
         prepare_terms(weights, {"reward_model": {"path": lm, "device": "cpu"}})
+
+
+def test_a_template_that_rewrites_the_completion_is_refused_and_bos_is_not_doubled(rm_dir):
+    """A chat template that does not show an assistant turn's content as it is cannot carry a completion;
+    a tokenizer that adds BOS to what it encodes (Llama's) still gets the template's BOS once."""
+    import copy
+
+    from tokenizers.processors import TemplateProcessing
+
+    _, tok = rm.load(rm_dir, "cpu", "float32")
+    upper = copy.deepcopy(tok)
+    upper.chat_template = "{% for m in messages %}{{ m['content'] | upper }}{% endfor %}"
+    with pytest.raises(ValueError, match="does not show an assistant turn's content as it is"):
+        rm.model_input(upper, "19", _problem(), 64)
+    bos = copy.deepcopy(tok)
+    bos.chat_template = "{{ bos_token }}" + tok.chat_template
+    bos.bos_token = "<|endoftext|>"
+    bos_id = bos.convert_tokens_to_ids("<|endoftext|>")
+    bos._tokenizer.post_processor = TemplateProcessing(
+        single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", bos_id)]
+    )
+    assert bos("19")["input_ids"][0] == bos_id  # (the tokenizer adds it to what it encodes)
+    ids, _, _ = rm.model_input(bos, "19", _problem(), 64)
+    assert ids[0] == bos_id and ids.count(bos_id) == 1
+
+
+def test_an_encoder_reward_model_scores_with_its_token_types(tmp_path):
+    """A BERT-style reward model: (question, answer) pairs with their token type ids, batched rows scoring
+    as they do one by one and as the model reads them by hand."""
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "12", "+", "7", "19", "20", "so", "3", "4"]
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tok = BertTokenizerFast(vocab_file=str(tmp_path / "vocab.txt"))
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, num_labels=1, type_vocab_size=2)  # fmt: skip
+    bert = BertForSequenceClassification(config)
+    with torch.no_grad():  # (large enough that a score without them is plainly another)
+        bert.bert.embeddings.token_type_embeddings.weight.mul_(50)
+        bert.classifier.weight.mul_(50)
+    bert.save_pretrained(tmp_path / "bert")
+    tok.save_pretrained(tmp_path / "bert")
+    path = str(tmp_path / "bert")
+    answers, probs = ["19", "so 19 19 19", "20"], [_problem("12+7"), _problem("3+4"), _problem("12+7")]
+    many = [r.score for r in rm.score_batch(answers, probs, path=path, device="cpu", batch_size=3)]
+    one = [rm.score_batch([a], [p], path=path, device="cpu")[0].score for a, p in zip(answers, probs)]
+    assert many == pytest.approx(one, abs=1e-5)
+    model, _ = rm.load(path, "cpu", "float32")
+    ids, types, _ = rm.model_input(tok, "19", _problem(), 64)
+    with torch.inference_mode():
+        by_hand = float(
+            model(input_ids=torch.tensor([ids]), token_type_ids=torch.tensor([types])).logits[0, 0]
+        )
+        untyped = float(model(input_ids=torch.tensor([ids])).logits[0, 0])
+    assert one[0] == pytest.approx(by_hand, abs=1e-6) and abs(by_hand - untyped) > 1e-3

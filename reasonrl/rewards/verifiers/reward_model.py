@@ -133,7 +133,7 @@ def score_batch(responses: list[str], problems: list[Problem], path: str | None 
         scores = [0.0] * len(rows)
         order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
         pad = tokenizer.pad_token_id
-        for start in range(0, len(order), max(batch_size, 1)):
+        for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             width = max(len(rows[i][0]) for i in chunk)
             ids = torch.full((len(chunk), width), pad, dtype=torch.long)
