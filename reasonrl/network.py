@@ -6,8 +6,9 @@ Owns: `address_for(url)`, the (host, port) a request to `url` connects to first 
 Used before the Hugging Face Hub is asked for a model (`models.hub`) and before a run logs to W&B online
 (`trainer.wandb_log`): their clients retry a refused or unresolved connection for minutes. And
 `wait_for(url, wait_s)`, which asks again until the server answers or `wait_s` passes (a verifier's
-service that may still be starting: `rewards.services`).
-Does not own: what is done with the answer.
+service that may still be starting: `rewards.services`). And `post_json(url, body, timeout_s)`, one POST of a
+JSON body and its whole reply (SandboxFusion, OpenRLHF's reward servers; their callers read its errors).
+Does not own: what is done with the answer, or retrying.
 """
 
 from __future__ import annotations
@@ -71,3 +72,11 @@ def wait_for(url: str, wait_s: float, on_wait=None, poll_s: float = 1.0) -> str 
 def forget() -> None:
     """Ask again next time (a server that was down may be back)."""
     _probed.clear()
+
+
+def post_json(url: str, body: bytes, timeout_s: float) -> bytes:
+    """POST `body` (JSON) to `url`; the reply's bytes. Raises what urllib raises (HTTPError for a status
+    of 400 or more; URLError, TimeoutError, OSError for the connection), for the caller to classify."""
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+        return resp.read()

@@ -56,6 +56,7 @@ def test_the_prompt_is_what_the_policy_saw(tmp_path):
     think = Problem(prompt=[{"role": "user", "content": "q <think>"}], ground_truth="1", data_source="x",
                     apply_chat_template=False)  # fmt: skip
     assert orl.texts("<think>a</think>1", think)[0] == "q <think>a</think>1"  # the think block opened once
+    assert orl.texts("<think>a</think>1", _problem())[0] == "12+7<think>a</think>1"  # one the model opened
 
 
 @pytest.mark.parametrize(

@@ -141,13 +141,21 @@ def test_runner_scores_the_term_in_one_batch_call_and_weights_it(rm_dir, monkeyp
     assert metrics["verifier/reward_model/error_rate"] == 0.0
 
 
-def _register_batch(name, fn):
+def _score_with_batch_term(fn, correctness_weight: float):
+    """Two right answers scored with a batch verifier whose `score_batch` is `fn` as a term beside
+    correctness: (results, metrics)."""
+
     def single(response, problem):
         return fn([response], [problem])[0]
 
-    single.score_batch = fn
-    single.run_mode = "batch"
-    VERIFIERS._entries[name] = single
+    single.score_batch, single.run_mode = fn, "batch"
+    VERIFIERS._entries["_test_batch"] = single
+    try:
+        with RewardRunner(workers=1, timeout_s=5, inline=["arithmetic"],
+                          weights={"correctness": correctness_weight, "_test_batch": 1.0}) as runner:  # fmt: skip
+            return runner.score(["<answer>19</answer>"] * 2, [_problem()] * 2)
+    finally:
+        VERIFIERS._entries.pop("_test_batch")
 
 
 @pytest.mark.parametrize(
@@ -161,34 +169,19 @@ def _register_batch(name, fn):
     ],
 )
 def test_a_failing_batch_call_fails_each_of_its_rows(bad, reason):
-    _register_batch("_test_batch_bad", bad)
-    try:
-        with RewardRunner(workers=1, timeout_s=5, inline=["arithmetic"],
-                          weights={"correctness": 1.0, "_test_batch_bad": 1.0}) as runner:  # fmt: skip
-            results, metrics = runner.score(["<answer>19</answer>"] * 2, [_problem()] * 2)
-    finally:
-        VERIFIERS._entries.pop("_test_batch_bad")
+    results, metrics = _score_with_batch_term(bad, 1.0)
     assert [r.score for r in results] == [1.0, 1.0]  # correctness still counts
-    assert all(r.info["term_reasons"]["_test_batch_bad"].startswith(reason) for r in results)
-    assert metrics["verifier/_test_batch_bad/error_rate"] == 1.0
+    assert all(r.info["term_reasons"]["_test_batch"].startswith(reason) for r in results)
+    assert metrics["verifier/_test_batch/error_rate"] == 1.0
 
 
 def test_a_non_finite_score_in_a_batch_fails_only_its_row():
-    _register_batch(
-        "_test_batch_nan", lambda rs, ps: [RewardResult(float("nan"), {}), RewardResult(0.25, {})]
+    results, _ = _score_with_batch_term(
+        lambda rs, ps: [RewardResult(float("nan"), {}), RewardResult(0.25, {})], 0.0
     )
-    try:
-        with RewardRunner(workers=1, timeout_s=5, inline=["arithmetic"],
-                          weights={"correctness": 0.0, "_test_batch_nan": 1.0}) as runner:  # fmt: skip
-            results, _ = runner.score(["<answer>19</answer>"] * 2, [_problem()] * 2)
-    finally:
-        VERIFIERS._entries.pop("_test_batch_nan")
     assert [r.score for r in results] == [0.0, 0.25]
-    assert (
-        results[0]
-        .info["term_reasons"]["_test_batch_nan"]
-        .startswith("error: ValueError: verifier returned a non")
-    )
+    reason = results[0].info["term_reasons"]["_test_batch"]
+    assert reason.startswith("error: ValueError: verifier returned a non-finite score")
 
 
 @pytest.mark.parametrize(

@@ -24,9 +24,9 @@ import os
 import threading
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Sequence
 
+from reasonrl.network import post_json
 from reasonrl.rewards.sandbox import DEFAULT_MAX_OUTPUT_BYTES, SandboxResult
 
 ENV_URLS = "REASONRL_SANDBOX_FUSION_URLS"
@@ -127,12 +127,8 @@ class SandboxFusionClient:
 
     @staticmethod
     def _post(url: str, body: bytes, timeout: float) -> dict:
-        req = urllib.request.Request(
-            url, data=body, headers={"Content-Type": "application/json"}, method="POST"
-        )
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                raw = resp.read()
+            raw = post_json(url, body, timeout)
         except urllib.error.HTTPError as e:
             kind = _Retryable if e.code in _RETRY_HTTP else _Fatal
             raise kind(f"HTTP {e.code}") from None

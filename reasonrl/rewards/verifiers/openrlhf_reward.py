@@ -26,11 +26,11 @@ import json
 import math
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from reasonrl.network import post_json
 from reasonrl.rewards.base import VERIFIERS, RewardResult
 from reasonrl.types import Problem
 
@@ -122,12 +122,8 @@ def _post(url: str, payload: dict, timeout_s: float, retries: int) -> Any:
     for attempt in range(retries + 1):
         if attempt:
             time.sleep(1.0)
-        req = urllib.request.Request(
-            url, data=data, headers={"Content-Type": "application/json"}, method="POST"
-        )
         try:
-            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-                raw = resp.read()
+            raw = post_json(url, data, timeout_s)
         except urllib.error.HTTPError as e:
             if e.code != 429 and e.code < 500:
                 raise ValueError(f"{url}: http {e.code}") from None
