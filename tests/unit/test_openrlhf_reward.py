@@ -59,6 +59,12 @@ def test_the_prompt_is_what_the_policy_saw(tmp_path):
     assert orl.texts("<think>a</think>1", _problem())[0] == "12+7<think>a</think>1"  # one the model opened
 
 
+def test_scores_outside_0_1_are_clamped_as_correctness_and_rewards_are_kept():
+    got = orl.read_rewards({"rewards": [3.5, -2.0], "scores": [3.0, -1.0]}, 2)
+    assert [(r.score, r.info["correctness"]) for r in got] == [(3.5, 1.0), (-2.0, 0.0)]
+    assert [r.info["correctness"] for r in orl.read_rewards({"rewards": [0.25, 7.0]}, 2)] == [0.25, 1.0]
+
+
 @pytest.mark.parametrize(
     "value, message",
     [
@@ -148,6 +154,7 @@ def test_a_server_error_is_tried_again_a_refusal_is_not(servers, monkeypatch):
     down = servers(fail=500, times=99)
     with pytest.raises(ValueError, match=r"no reply in 3 attempts \(http 500\)"):
         orl.score_remote(["19"], [_problem()], down.url, retries=2)
+    assert len(down.requests) == 3  # the first and 2 more
     # in a run: every row of the failed batch is an error, counted (and stops a run after its patience)
     with RewardRunner(workers=1, options={"openrlhf_remote": {"url": gone.url}}) as runner:
         results, metrics = runner.score(["19", "20"], [_problem(verifier="openrlhf_remote")] * 2)
