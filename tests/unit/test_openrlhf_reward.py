@@ -140,6 +140,7 @@ def test_a_reward_server_gets_the_batch_split_over_its_urls(servers):
     assert [r.score for r in results] == [2.0, 5.0, 2.0, float(len(forged)), 2.0]
     assert [r.info["correctness"] for r in results] == [1.0, 1.0, 0.0, 0.0, 1.0]
     assert metrics["verifier/openrlhf_remote/error_rate"] == 0.0
+    assert orl.openrlhf_remote("so 19", _problem(), url=a.url).score == 5.0  # one row on its own
 
 
 def test_a_server_error_is_tried_again_a_refusal_is_not(servers, monkeypatch):
