@@ -372,6 +372,9 @@ def _reward_model(o, take, out: Converted) -> None:
     paths = [p for p in str(take("reward.model_name_or_path") or "").split(",") if p]
     if (rm := take("reward.remote_url")) is not None:
         _remote_reward(o, str(rm), out)
+        if paths:
+            out.notes.append(f"reward.model_name_or_path={','.join(paths)}: not used (the remote reward scores, "
+                             "as in OpenRLHF)")  # fmt: skip
         return
     if not paths:
         return

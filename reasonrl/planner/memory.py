@@ -2,8 +2,9 @@
 
 Owns: the arithmetic, one term per thing that holds memory, each with the formula in a comment:
 weights, gradients and AdamW state (sharded over ranks by FSDP2, or offloaded to CPU), the frozen
-reference model (KL), a critic (GAE), a reward model's weights (loaded for the whole run), activations of one micro-batch with and without activation
-checkpointing, the logits [B, T, V] and their log-softmax, and the generation phase's KV cache.
+reference model (KL), a critic (GAE), a reward model's weights (loaded for the whole run), activations
+of one micro-batch with and without activation checkpointing, the logits [B, T, V] and their
+log-softmax, and the generation phase's KV cache.
 The training and generation phases do not overlap, so the peak is the larger of the two.
 Checked against measured peaks (torch's MemTracker) in tests/e2e/test_planner_memory.py.
 Does not own: reading the model's shape (`planner.shape`) or judging the numbers (`planner.checks`).

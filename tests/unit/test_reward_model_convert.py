@@ -109,6 +109,7 @@ def test_openrlhf_reward_model_rewards_alone_and_starts_gaes_critic(tmp_path):
     path.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen3-4B --reward_pretrain rm "
                     "--remote_rm_url http://rm:5000/get_reward\n")  # fmt: skip
     out = convert("openrlhf", path)  # the remote function or server scores, as in OpenRLHF
+    assert "reward.model_name_or_path=rm: not used (the remote reward scores" in "\n".join(out.notes)
     assert out.recipe["reward"] == {"verifier": "openrlhf_remote",
                                     "options": {"openrlhf_remote": {"url": "http://rm:5000/get_reward"}}}  # fmt: skip
     path.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen3-4B --remote_rm_url "
