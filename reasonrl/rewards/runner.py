@@ -53,7 +53,8 @@ as its own call (same run modes / limits) and returns total = sum(w * term_score
 verifier is the term "correctness"; its 0..1 score stays in info["correctness"], every term's raw
 score in info["terms"], and a failed term's reason in info["term_reasons"]. Keyword options of any
 verifier travel as `options={"overlong": {"max_len": 4096, "cache_len": 512}}`, checked against
-the verifier's signature when the runner is built.
+the verifier's signature when the runner is built. `correctness_only()` is a view of the same runner that
+scores the routed verifier alone (validation, which reports correctness, runs no other term).
 """
 
 from __future__ import annotations
@@ -294,20 +295,27 @@ class RewardRunner:
         return "pool"
 
     # -- scoring
+    def correctness_only(self) -> _CorrectnessOnly:
+        """This runner (its pools, its limits) scoring the routed verifier alone: for validation, which
+        reports correctness, so a reward model or another term is not run for nothing."""
+        return _CorrectnessOnly(self)
+
     def score(
-        self, responses: Sequence[str], problems: Sequence[Problem]
+        self, responses: Sequence[str], problems: Sequence[Problem], all_terms: bool = True
     ) -> tuple[list[RewardResult], dict[str, float]]:
-        """Score `responses[i]` against `problems[i]`; results keep input order.
+        """Score `responses[i]` against `problems[i]`; results keep input order. `all_terms` False: the
+        routed verifier alone (the score is its correctness).
 
         Raises ValueError / RegistryError before any work if a problem cannot be routed (that is a
         data error). A verifier that raises, hangs or crashes scores 0 with the reason recorded.
         """
         if len(responses) != len(problems):
             raise ValueError(f"{len(responses)} responses but {len(problems)} problems")
+        weights = self.weights if all_terms else {CORRECTNESS: 1.0}
         t0 = time.perf_counter()
         jobs: list[_Job] = []
         for i, p in enumerate(problems):
-            for term in self.weights:
+            for term in weights:
                 name = verifier_name(p) if term == CORRECTNESS else term
                 VERIFIERS.get(name)
                 jobs.append(_Job(i, term, name))
@@ -342,7 +350,7 @@ class RewardRunner:
             self._collect({self._schedule([j], call_args): [j] for j in retry})
         self._learn_latency(pool_jobs, failed=retry)
 
-        results = [self._combine(i, [j for j in jobs if j.item == i]) for i in range(len(problems))]
+        results = [self._combine(i, [j for j in jobs if j.item == i], weights) for i in range(len(problems))]
         metrics = health_metrics(jobs)
         metrics["verifier/batch_seconds"] = time.perf_counter() - t0
         return results, metrics
@@ -432,14 +440,14 @@ class RewardRunner:
             self.restarts += 1
         return retry
 
-    def _combine(self, item: int, jobs: list[_Job]) -> RewardResult:
+    def _combine(self, item: int, jobs: list[_Job], weights: dict[str, float]) -> RewardResult:
         by_term = {j.term: j for j in jobs}
         main = by_term.get(CORRECTNESS)
         info: dict[str, Any] = dict(main.result.info) if main else {}
         total = 0.0
         terms: dict[str, float] = {}
         reasons: dict[str, str] = {}
-        for term, w in self.weights.items():
+        for term, w in weights.items():
             res = by_term[term].result
             assert res is not None
             terms[term] = float(res.score)
@@ -452,11 +460,25 @@ class RewardRunner:
             own = main.result.info.get("correctness", main.result.score)
             info["correctness"] = min(max(float(own), 0.0), 1.0)
             info["latency_s"] = main.latency
-        if len(self.weights) > 1 or CORRECTNESS not in self.weights:
+        if len(weights) > 1 or CORRECTNESS not in weights:
             info["terms"] = terms
             if reasons:
                 info["term_reasons"] = reasons
         return RewardResult(total, info)
+
+
+class _CorrectnessOnly:
+    """A `RewardRunner` whose `score` runs the routed verifier alone (`RewardRunner.correctness_only`);
+    everything else is the runner's."""
+
+    def __init__(self, runner: RewardRunner):
+        self._runner = runner
+
+    def score(self, responses: Sequence[str], problems: Sequence[Problem]):
+        return self._runner.score(responses, problems, all_terms=False)
+
+    def __getattr__(self, name: str):
+        return getattr(self._runner, name)
 
 
 __all__ = ["CORRECTNESS", "DEFAULT_INLINE", "RUN_MODES", "RewardRunner", "health_metrics"]

@@ -385,10 +385,12 @@ def _validate(run: Run, cfg: RunConfig, what: str, log) -> dict[str, float]:
     greedy = SamplingParams.greedy(cfg.rollout.max_new_tokens)
     think = run.think_from_prompt
     out: dict[str, float] = {}
+    # validation reports correctness: the routed verifiers alone (a reward model's forwards would be wasted)
+    scorer = run.scorer.correctness_only() if hasattr(run.scorer, "correctness_only") else run.scorer
     if run.benchmarks:
         from reasonrl.eval.runner import benchmark_metrics
 
-        out.update(benchmark_metrics(run.rollout_engine, run.tokenizer, run.scorer, run.benchmarks,
+        out.update(benchmark_metrics(run.rollout_engine, run.tokenizer, scorer, run.benchmarks,
                                      cfg.rollout.max_new_tokens, cfg.train.seed, think, log=log, what=what))  # fmt: skip
     if not run.val:
         return out
@@ -400,7 +402,7 @@ def _validate(run: Run, cfg: RunConfig, what: str, log) -> dict[str, float]:
     reasons = []
     for name, params in runs.items():
         ev = evaluate(run.rollout_engine, run.tokenizer, run.val, params, batch_size=v.batch_size,
-                      think_from_prompt=think, scorer=run.scorer)  # fmt: skip
+                      think_from_prompt=think, scorer=scorer)  # fmt: skip
         out[name] = ev.accuracy
         reasons += ev.reasons
         warning = failure_warning(f"{what} ({name})", ev.reasons)

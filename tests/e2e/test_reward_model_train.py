@@ -32,11 +32,18 @@ def rm_dir(tiny_model_dir, tmp_path_factory):
     return str(out)
 
 
-def test_the_reward_is_correctness_plus_the_weighted_reward_model_score(tiny_model_dir, rm_dir, tmp_path):
+def test_the_reward_is_correctness_plus_the_weighted_reward_model_score(tiny_model_dir, rm_dir, tmp_path,
+                                                                       monkeypatch):  # fmt: skip
+    rows_scored = []
+    real = rm.score_batch
+    monkeypatch.setattr(rm.reward_model, "score_batch",
+                        lambda rs, ps, **kw: rows_scored.append(len(rs)) or real(rs, ps, **kw))  # fmt: skip
     run = tmp_path / "run"
     hist = train(_cfg(tiny_model_dir, run, 2, "reward.weights={correctness: 1.0, reward_model: 0.5}",
                       f"reward.options={{reward_model: {{path: '{rm_dir}', device: cpu, batch_size: 5}}}}",
                       "log.rollouts_per_step=4", "algo.entropy_coef=0.01"), log=QUIET)["history"]  # fmt: skip
+    # the model scored the two steps' 16 rows each, and none of validation's (which reports correctness)
+    assert sum(rows_scored) == 32 and "eval/accuracy" in hist[0] and "eval/accuracy" in hist[2]
     rows = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines()]
     by_step = {}
     for row in rows:

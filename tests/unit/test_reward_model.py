@@ -326,3 +326,24 @@ def test_an_encoder_reward_model_scores_with_its_token_types(tmp_path):
         )
         untyped = float(model(input_ids=torch.tensor([ids])).logits[0, 0])
     assert one[0] == pytest.approx(by_hand, abs=1e-6) and abs(by_hand - untyped) > 1e-3
+
+
+def test_validations_view_scores_correctness_alone(rm_dir, monkeypatch):
+    calls = []
+    real = rm.score_batch
+    monkeypatch.setattr(VERIFIERS.get("reward_model"), "score_batch",
+                        lambda rs, ps, **kw: calls.append(len(rs)) or real(rs, ps, **kw))  # fmt: skip
+    answers, probs = ["<answer>19</answer>", "<answer>20</answer>"], [_problem()] * 2
+    with RewardRunner(workers=1, timeout_s=30, inline=["arithmetic"], weights={"correctness": 0.0, "reward_model": 1.0},
+                      options={"reward_model": {"path": rm_dir, "device": "cpu"}}) as runner:  # fmt: skip
+        view = runner.correctness_only()
+        results, metrics = view.score(answers, probs)
+        assert view.timeout_s == runner.timeout_s  # the runner's own settings and pools
+        assert calls == []  # the reward model did not run
+        assert [(r.score, r.correctness, "terms" in r.info) for r in results] == [
+            (1.0, 1.0, False),
+            (0.0, 0.0, False),
+        ]
+        assert "verifier/reward_model/error_rate" not in metrics
+        full, _ = runner.score(answers, probs)
+    assert calls == [2] and all("reward_model" in r.info["terms"] for r in full)
