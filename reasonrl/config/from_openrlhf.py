@@ -57,7 +57,7 @@ FLAT = {
     "aux_loss_coef": "actor.aux_loss_coef", "overlong_buffer_len": "reward.overlong_buffer_len",
     "overlong_penalty_factor": "reward.overlong_penalty_factor",
     "stop_properly_penalty_coef": "reward.stop_properly_penalty_coef", "reward_clip_range": "reward.clip_range",
-    "normalize_reward": "reward.normalize_enable", "use_tensorboard": "logger.tensorboard_dir",
+    "normalize_reward": "reward.normalize_enable", "value_head_prefix": "ds.value_head_prefix", "use_tensorboard": "logger.tensorboard_dir",
     "dynamic_filtering": "algo.dynamic_filtering_enable",
     "dynamic_filtering_reward_range": "algo.dynamic_filtering_range",
     "enable_vllm_is_correction": "algo.advantage.is_correction_enable",
@@ -168,8 +168,8 @@ OPENRLHF_NOT_NEEDED = {
     "ds.enable_sleep": None, "vllm.enable_prefix_caching": None, "data.disable_fast_tokenizer": None,
     "data.dataloader_num_workers": None, "actor.gradient_checkpointing_reentrant": None,
     "logger.tensorboard_dir": "TensorBoard events go to the run directory (log.tensorboard, on by default)",
-    "reward.normalize_enable": "OpenRLHF normalises a reward model's scores by the mean and std its training "
-    "saved; reasonrl uses the score as it is (scale it with reward.weights.reward_model)",
+    "reward.normalize_enable": "it normalises a reward model's scores, and this run has none",
+    "ds.value_head_prefix": "it names a reward model's value head, and this run has none",
 }  # fmt: skip
 OPENRLHF_PREFIXES_NOT_NEEDED = {p: CLUSTER for p in ("actor.num_", "critic.num_", "ref.", "reward.num_",
                                                      "train.colocate_", "vllm.num_engines")}  # fmt: skip
@@ -379,7 +379,12 @@ def _reward_model(o, take, out: Converted) -> None:
     if not paths:
         return
     out.set("reward.weights", {"correctness": 0.0, "reward_model": 1.0})
-    out.set("reward.options.reward_model.path", paths[0])
+    opts: dict[str, Any] = {"path": paths[0], "format": "openrlhf"}  # read as OpenRLHF reads any reward model
+    if take("reward.normalize_enable"):
+        opts["normalize"] = True  # by the mean and std its training saved
+    if (prefix := take("ds.value_head_prefix")) not in (None, "score"):
+        opts["value_head_prefix"] = str(prefix)
+    out.set("reward.options.reward_model", opts)
     out.notes.append("reward.model_name_or_path: the reward is the reward model's score alone, as in OpenRLHF: "
                      "reward.weights {correctness: 0.0, reward_model: 1.0}; correctness is still logged")  # fmt: skip
     if len(paths) > 1:

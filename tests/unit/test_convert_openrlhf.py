@@ -156,7 +156,10 @@ def test_flat_flags_of_older_scripts_read_as_the_dotted_ones(tmp_path, monkeypat
     assert r["val"] == {"every": 20, "temperature": 0.6, "n": 8}
     assert r["log"]["wandb"] is True and r["log"]["wandb_project"] == "grpo"
     assert r["train"]["lr_schedule"] == "cosine" and "min_lr_ratio" not in r["train"]  # plain cosine: to 0
-    assert "reward.normalize_enable: not needed (OpenRLHF normalises a reward model's scores" in notes
+    assert (
+        "reward.normalize_enable: not needed (it normalises a reward model's scores, and this run has none"
+        in notes
+    )
     assert "logger.tensorboard_dir: not needed (TensorBoard events go to the run directory" in notes
     cfg = _load(tmp_path, r)
     assert (cfg.algo.kl.target, cfg.rollout.max_staleness) == (0.05, 1)

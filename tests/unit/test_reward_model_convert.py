@@ -97,12 +97,21 @@ def test_openrlhf_reward_model_rewards_alone_and_starts_gaes_critic(tmp_path):
     out = convert("openrlhf", path)
     r = out.recipe
     assert r["reward"] == {"weights": {"correctness": 0.0, "reward_model": 1.0},
-                           "options": {"reward_model": {"path": "OpenRLHF/rm-a"}}}  # fmt: skip
+                           "options": {"reward_model": {"path": "OpenRLHF/rm-a", "format": "openrlhf"}}}  # fmt: skip
     assert r["algo"]["critic"]["model"] == "OpenRLHF/rm-a"  # OpenRLHF's default critic
     assert "1 more reward model(s) left out (OpenRLHF/rm-b)" in "\n".join(out.notes)
     path.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen3-4B --reward_pretrain rm "
-                    "--critic_pretrain critic --advantage_estimator gae\n")  # fmt: skip
-    assert convert("openrlhf", path).recipe["algo"]["critic"]["model"] == "critic"
+                    "--critic_pretrain critic --advantage_estimator gae --normalize_reward "
+                    "--value_head_prefix value_head\n")  # fmt: skip
+    out = convert("openrlhf", path)
+    assert out.recipe["algo"]["critic"]["model"] == "critic"
+    assert out.recipe["reward"]["options"]["reward_model"] == {  # scores normalised as OpenRLHF's flag asks
+        "path": "rm",
+        "format": "openrlhf",
+        "normalize": True,
+        "value_head_prefix": "value_head",
+    }
+    assert "normalize" not in "\n".join(out.notes) and "value_head" not in "\n".join(out.notes)
     path.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen3-4B --reward_pretrain rm "
                     "--advantage_estimator reinforce_baseline\n")  # fmt: skip
     assert "model" not in convert("openrlhf", path).recipe["algo"].get("critic", {})

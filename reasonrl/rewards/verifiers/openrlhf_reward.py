@@ -28,6 +28,7 @@ import time
 import urllib.error
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from reasonrl.network import post_json
@@ -41,7 +42,10 @@ THINK = "<think>"
 def _tokenizer(path: str):
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(path)
+    from reasonrl.models.hub import is_hub_id, offline_unless_reachable
+
+    offline_unless_reachable(path)  # a hub id while the hub is down loads from the cache, not after a timeout
+    return AutoTokenizer.from_pretrained(path if is_hub_id(path) else str(Path(path).expanduser()))
 
 
 def texts(response: str, problem: Problem, tokenizer: str = "") -> tuple[str, str, Any]:

@@ -18,7 +18,16 @@ Options (`reward.options.reward_model`): `path` (a local directory or a hub id; 
 ("auto": the rank's GPU where there is one, else "cpu"; or any torch device), `dtype` ("auto": bfloat16
 on a GPU, float32 on the CPU; "float32", "bfloat16", "float16"), `batch_size` (rows per forward) and
 `max_length` (tokens the model reads; a longer input keeps its last `max_length` tokens, so the
-completion's end, where the score is read, is always seen; info["truncated"] says so).
+completion's end, where the score is read, is always seen; info["truncated"] says so), `format` and
+`normalize` (below).
+
+`format`: "hf" (a sequence classifier as TRL and verl train it: the score is the one logit at the last
+token that is not padding), "openrlhf" (a checkpoint of OpenRLHF's `train_rm`: a decoder with a one-output
+value head named by its config's `value_head_prefix`, read as OpenRLHF reads it, at the end token it
+appends: the rendered text loses its trailing newlines and ends with " " + the tokenizer's end token), or
+"auto" (openrlhf when the config has `value_head_prefix` or names the architecture "RewardModel", else
+hf). `normalize: true` scores (score - mean) / std with the mean and std the reward model's training saved
+in its config (OpenRLHF's `--reward.normalize_enable`).
 
 The input: with a chat template, the model's own template renders the prompt's messages and an assistant
 turn holding the completion (TRL's way; the row's `chat_template_kwargs` go to the template too); without
@@ -34,17 +43,25 @@ special tokens split into plain text, so it can never close or forge a turn (tes
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
 from reasonrl.types import Problem
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+FORMATS = ("auto", "hf", "openrlhf")
 _SLOT = "\x00reasonrl-completion\x00"  # stands for the completion while the chat template renders
-_models: dict[tuple[str, str, str], tuple[Any, Any]] = {}  # (path, device, dtype) -> (model, tokenizer)
+_models: dict[tuple[str, ...], Loaded] = {}  # (path, device, dtype, format, value head) -> the loaded model
 _lock = threading.Lock()  # one load and one forward at a time (the training and validation runners share it)
+
+
+class Loaded(NamedTuple):
+    model: Any
+    tokenizer: Any
+    openrlhf: bool  # OpenRLHF's format: the value head read at the appended end token (module docstring)
 
 
 def _device(device: str) -> str:
@@ -59,45 +76,74 @@ def _device(device: str) -> str:
     return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if device == "cuda" else device
 
 
-def load(path: str, device: str = "auto", dtype: str = "auto") -> tuple[Any, Any]:
-    """(model, tokenizer) of the reward model at `path`, loaded once per process; ValueError naming the
-    path when it is not a one-label sequence classifier or its tokenizer has no pad or end token."""
+def load(path: str, device: str = "auto", dtype: str = "auto", format: str = "auto",  # noqa: A002
+         value_head_prefix: str = "score") -> Loaded:  # fmt: skip
+    """The reward model at `path` (model, tokenizer, format), loaded once per process; ValueError naming
+    the path when it is not a one-label sequence classifier (or an OpenRLHF reward model) or its tokenizer
+    has no pad or end token."""
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
     from reasonrl.models.hub import is_hub_id, offline_unless_reachable
 
     device = _device(device)
     if dtype == "auto":
         dtype = "float32" if device == "cpu" else "bfloat16"
-    key = (path, device, dtype)
+    key = (path, device, dtype, format, value_head_prefix)
     if key in _models:
         return _models[key]
     offline_unless_reachable(path)
     path = path if is_hub_id(path) else str(Path(path).expanduser())
     try:
+        config = AutoConfig.from_pretrained(path)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"reward model {path!r} cannot be loaded: {e}") from None
+    openrlhf = _is_openrlhf(config, format)
+    _check_config(path, config, openrlhf)
+    extra: dict[str, Any] = {}
+    if openrlhf:  # one output; the value head under the name the config gives (OpenRLHF reads it first)
+        prefix = getattr(config, "value_head_prefix", None) or value_head_prefix
+        extra = {"num_labels": 1} | (
+            {"key_mapping": {rf"^{re.escape(prefix)}\.": "score."}} if prefix != "score" else {}
+        )
+    try:
         tokenizer = AutoTokenizer.from_pretrained(path)
         model, info = AutoModelForSequenceClassification.from_pretrained(
-            path, dtype=getattr(torch, dtype), output_loading_info=True)  # fmt: skip
+            path, dtype=getattr(torch, dtype), output_loading_info=True, **extra)  # fmt: skip
     except (OSError, ValueError) as e:
         raise ValueError(f"reward model {path!r} cannot be loaded as a sequence classifier: {e}") from None
-    _check_config(path, model.config)
     if info.get("missing_keys"):  # transformers would fill them at random: a random score head scores noise
         raise ValueError(f"reward model {path!r}: its checkpoint lacks {sorted(info['missing_keys'])[:3]} (a "
                          f"trained sequence-classification reward model has them all)")  # fmt: skip
+    if openrlhf and not isinstance(getattr(model, "score", None), torch.nn.Linear):
+        raise ValueError(f"reward model {path!r}: {type(model).__name__} has no `score` head to hold OpenRLHF's "
+                         f"value head")  # fmt: skip
     if tokenizer.pad_token_id is None:  # as TRL: the end token pads
         if tokenizer.eos_token is None:
             raise ValueError(f"reward model {path!r}: its tokenizer has no pad and no end token to pad with")
         tokenizer.pad_token = tokenizer.eos_token
+    if openrlhf and tokenizer.eos_token_id is None:
+        raise ValueError(
+            f"reward model {path!r}: its tokenizer has no end token (OpenRLHF reads the score there)"
+        )
     model.config.pad_token_id = tokenizer.pad_token_id  # where the score is read: the last token not padding
-    _models[key] = (model.to(device).eval(), tokenizer)
+    _models[key] = Loaded(model.to(device).eval(), tokenizer, openrlhf)
     return _models[key]
 
 
+def _is_openrlhf(config, format: str) -> bool:  # noqa: A002
+    if format != "auto":
+        return format == "openrlhf"
+    return hasattr(config, "value_head_prefix") or "RewardModel" in (config.architectures or [])
+
+
 def model_input(
-    tokenizer, response: str, problem: Problem, max_length: int
+    tokenizer, response: str, problem: Problem, max_length: int, openrlhf: bool = False
 ) -> tuple[list[int], list[int] | None, bool]:
     """(token ids, token type ids or None, truncated) of one row for the reward model (module docstring)."""
+    if openrlhf:
+        ids = _openrlhf_ids(tokenizer, response, problem)
+        return ids[-max_length:], None, len(ids) > max_length
     if not tokenizer.chat_template:  # an encoder reward model: (question, answer) as a text pair
 
         def pair(**cut) -> tuple[list[int], list[int] | None]:
@@ -108,28 +154,83 @@ def model_input(
         if len(ids) <= max_length:
             return ids, types, False
         return (*pair(truncation="longest_first", max_length=max_length), True)  # cut from the longer side
+    before, after = _around_completion(tokenizer, problem)
+    ids = (tokenizer(before, add_special_tokens=False)["input_ids"] + _completion(tokenizer, response)
+           + tokenizer(after, add_special_tokens=False)["input_ids"])  # fmt: skip
+    return ids[-max_length:], None, len(ids) > max_length
+
+
+def _completion(tokenizer, response: str) -> list[int]:
+    """The completion's ids: special tokens spelled in it stay text."""
+    return tokenizer(response, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+
+
+def _around_completion(tokenizer, problem: Problem) -> tuple[str, str]:
+    """The chat template's text before and after an assistant turn's content."""
     messages = [dict(m) for m in problem.prompt] + [{"role": "assistant", "content": _SLOT}]
     text = tokenizer.apply_chat_template(messages, tokenize=False, **problem.chat_template_kwargs)
     if text.count(_SLOT) != 1:
         raise ValueError("the reward model's chat template does not show an assistant turn's content as it is; "
                          "it cannot read a completion")  # fmt: skip
     before, after = text.split(_SLOT)
-    ids = (tokenizer(before, add_special_tokens=False)["input_ids"]
-           # the completion: special tokens spelled in it stay text
-           + tokenizer(response, add_special_tokens=False, split_special_tokens=True)["input_ids"]
-           + tokenizer(after, add_special_tokens=False)["input_ids"])  # fmt: skip
-    return ids[-max_length:], None, len(ids) > max_length
+    return before, after
+
+
+def _openrlhf_ids(tokenizer, response: str, problem: Problem) -> list[int]:
+    """The row as OpenRLHF's reward datasets give it to the model: the rendered conversation (or, with no
+    template, the prompt's text followed by the completion) without its trailing newlines, ending with
+    " " + the end token unless it ends with that token already."""
+    from reasonrl.data.prompts import plain_text
+
+    if tokenizer.chat_template:
+        before, after = _around_completion(tokenizer, problem)
+    else:
+        before, after = plain_text(problem), ""
+    tail = after.rstrip("\n")
+    if not tail:  # the completion ends the text: its trailing newlines go (and the prompt's, if it is empty)
+        response = response.rstrip("\n")
+        before = before if response else before.rstrip("\n")
+    ids = tokenizer(before, add_special_tokens=False)["input_ids"] + _completion(tokenizer, response)
+    ids += tokenizer(tail, add_special_tokens=False)["input_ids"] if tail else []
+    if ids[-1:] != [tokenizer.eos_token_id]:
+        ids += tokenizer(" " + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
+    return ids
+
+
+def _scores(loaded: Loaded, ids, mask, extra: dict[str, Any]):
+    """One score per row of a right-padded batch: the one logit at the last token not padding (hf), or
+    OpenRLHF's value head at the row's last token (its appended end token)."""
+    import torch
+
+    model = loaded.model
+    if not loaded.openrlhf:
+        return model(input_ids=ids, attention_mask=mask, **extra).logits[:, 0]
+    hidden = model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
+    last = mask.sum(dim=1) - 1
+    return model.score(hidden[torch.arange(len(ids), device=ids.device), last]).squeeze(-1)
+
+
+def _normalized(path: str, config, scores: list[float]) -> list[float]:
+    mean, std = getattr(config, "mean", None), getattr(config, "std", None)
+    if not isinstance(mean, (int, float)) or not isinstance(std, (int, float)) or std <= 0:
+        raise ValueError(f"reward model {path!r}: normalize needs the mean and std (> 0) its training saved in "
+                         f"its config (OpenRLHF's train_rm saves them); it has mean={mean!r}, std={std!r}")  # fmt: skip
+    return [(s - mean) / std for s in scores]
 
 
 def score_batch(responses: list[str], problems: list[Problem], path: str | None = None, device: str = "auto",
-                dtype: str = "auto", batch_size: int = 8, max_length: int = 4096) -> list[RewardResult]:  # fmt: skip
+                dtype: str = "auto", batch_size: int = 8, max_length: int = 4096, format: str = "auto",  # noqa: A002
+                normalize: bool = False, value_head_prefix: str = "score") -> list[RewardResult]:  # fmt: skip
     """The reward model's score of each (response, problem), `batch_size` rows per forward, rows of
     similar length together (padding changes no score: the model reads each row's last real token)."""
     import torch
 
     with _lock:
-        model, tokenizer = load(path, device, dtype)
-        rows = [model_input(tokenizer, r, p, max_length) for r, p in zip(responses, problems)]
+        loaded = load(path, device, dtype, format, value_head_prefix)
+        model, tokenizer = loaded.model, loaded.tokenizer
+        rows = [
+            model_input(tokenizer, r, p, max_length, loaded.openrlhf) for r, p in zip(responses, problems)
+        ]
         scores = [0.0] * len(rows)
         order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
         pad = tokenizer.pad_token_id
@@ -146,20 +247,22 @@ def score_batch(responses: list[str], problems: list[Problem], path: str | None 
                     types[k, :n] = torch.tensor(rows[i][1])
             extra = {"token_type_ids": types.to(model.device)} if types is not None else {}
             with torch.inference_mode():
-                logits = model(
-                    input_ids=ids.to(model.device), attention_mask=mask.to(model.device), **extra
-                ).logits
+                chunk_scores = _scores(loaded, ids.to(model.device), mask.to(model.device), extra)
             for k, i in enumerate(chunk):
-                scores[i] = float(logits[k, 0].float())
+                scores[i] = float(chunk_scores[k].float())
+        if normalize:
+            scores = _normalized(str(path), model.config, scores)
     return [RewardResult(s, {"extracted": None, "reason": "scored", "truncated": row[2], "tokens": len(row[0])})
             for s, row in zip(scores, rows)]  # fmt: skip
 
 
 @VERIFIERS.register("reward_model")
 def reward_model(response: str, problem: Problem, path: str | None = None, device: str = "auto", dtype: str = "auto",
-                 batch_size: int = 8, max_length: int = 4096) -> RewardResult:  # fmt: skip
+                 batch_size: int = 8, max_length: int = 4096, format: str = "auto", normalize: bool = False,  # noqa: A002
+                 value_head_prefix: str = "score") -> RewardResult:  # fmt: skip
     """The reward model's score of one response (the runner calls `score_batch` on a whole batch)."""
-    return score_batch([response], [problem], path, device, dtype, batch_size, max_length)[0]
+    return score_batch([response], [problem], path, device, dtype, batch_size, max_length, format, normalize,
+                       value_head_prefix)[0]  # fmt: skip
 
 
 def _check_options(options: dict[str, Any]) -> None:
@@ -168,6 +271,12 @@ def _check_options(options: dict[str, Any]) -> None:
 
     if options.get("dtype", "auto") not in DTYPES:
         raise ValueError(f"option 'dtype' must be one of {', '.join(DTYPES)}, got {options['dtype']!r}")
+    if options.get("format", "auto") not in FORMATS:
+        raise ValueError(f"option 'format' must be one of {', '.join(FORMATS)}, got {options['format']!r}")
+    if not re.fullmatch(r"[A-Za-z_]\w*", options.get("value_head_prefix", "score")):
+        raise ValueError(
+            f"option 'value_head_prefix' must be a module name, got {options['value_head_prefix']!r}"
+        )
     device = options.get("device", "auto")
     if device != "auto":
         try:
@@ -181,7 +290,8 @@ def _check_options(options: dict[str, Any]) -> None:
 
 
 def _check_setup(options: dict[str, Any], problem: Problem | None = None) -> None:  # noqa: ARG001
-    """A path is set; a local one is a model directory whose config has one label."""
+    """A path is set; a local one is a model directory whose config is a reward model's (`_check_config`)
+    and has a mean and std if `normalize` asks for them."""
     from reasonrl.models.hub import is_hub_id
 
     path = options.get("path")
@@ -195,28 +305,47 @@ def _check_setup(options: dict[str, Any], problem: Problem | None = None) -> Non
         raise ValueError(f"option 'path': {path!r} is not a model directory (no config.json)")
     from transformers import AutoConfig
 
-    _check_config(path, AutoConfig.from_pretrained(str(Path(path).expanduser())))
+    config = AutoConfig.from_pretrained(str(Path(path).expanduser()))
+    _check_config(path, config, _is_openrlhf(config, str(options.get("format", "auto"))))
+    if options.get("normalize"):
+        _normalized(path, config, [])
 
 
-def _check_config(path: str, config) -> None:
-    """ValueError unless `config` is a sequence classifier's with one label (its score)."""
+def _check_config(path: str, config, openrlhf: bool = False) -> None:
+    """ValueError unless `config` is a sequence classifier's with one label (its score), or, in OpenRLHF's
+    format, a reward model's (not a critic's)."""
     archs = config.architectures or []
+    if openrlhf:
+        if "CriticModel" in archs:
+            raise ValueError(
+                f"reward model {path!r} is an OpenRLHF critic (a value per token), not a reward model"
+            )
+        return
     if archs and not any(a.endswith("ForSequenceClassification") for a in archs):
         raise ValueError(f"reward model {path!r} is a {archs[0]}, not a sequence classifier with one label "
-                         f"(AutoModelForSequenceClassification, as TRL's RewardTrainer saves)")  # fmt: skip
+                         f"(AutoModelForSequenceClassification, as TRL's RewardTrainer saves; an OpenRLHF reward "
+                         f"model: format: openrlhf)")  # fmt: skip
     if config.num_labels != 1:
-        raise ValueError(
-            f"reward model {path!r} has {config.num_labels} labels; a reward model has one (its score)"
-        )
+        raise ValueError(f"reward model {path!r} has {config.num_labels} labels; a reward model has one (its score; "
+                         f"an OpenRLHF reward model, whose config names none: format: openrlhf)")  # fmt: skip
 
 
 def _prepare(options: dict[str, Any]) -> str:
     """Load the model now (`rewards.services.prepare_terms`, before the policy): one line saying what."""
-    device, dtype = str(options.get("device", "auto")), str(options.get("dtype", "auto"))
+    path, device, dtype = (
+        str(options.get("path")),
+        str(options.get("device", "auto")),
+        str(options.get("dtype", "auto")),
+    )
     with _lock:
-        model, _ = load(str(options.get("path")), device, dtype)
+        loaded = load(path, device, dtype, str(options.get("format", "auto")),
+                      str(options.get("value_head_prefix", "score")))  # fmt: skip
+    model = loaded.model
+    if options.get("normalize"):
+        _normalized(path, model.config, [])
     params = sum(p.numel() for p in model.parameters())
-    return f"reward model {options.get('path')}: {params / 1e6:.1f}M parameters on {model.device} ({model.dtype})"
+    form = ", OpenRLHF's format" if loaded.openrlhf else ""
+    return f"reward model {path}: {params / 1e6:.1f}M parameters on {model.device} ({model.dtype}{form})"
 
 
 reward_model.prepare = _prepare  # type: ignore[attr-defined]
