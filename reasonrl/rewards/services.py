@@ -87,21 +87,26 @@ def check_services(problems: list[Problem], options: dict | None = None, wait_s:
             raise InputError(f"{e}; nothing was generated or scored") from None
 
 
-def prepare_terms(weights: dict[str, float], options: dict | None = None) -> list[str]:
+def prepare_terms(weights: dict[str, float], options: dict | None = None, keep: bool = True) -> list[str]:
     """Load what the reward terms of `weights` hold (a reward model: `fn.prepare(options) -> line`) before
     any work, so that a checkpoint that cannot serve stops the run before the policy loads and the first
     step generates, not at its first scoring (then every row an error until reward.error_patience). One
-    line each; ValueError is an InputError naming the term."""
+    line each; ValueError is an InputError naming the term. `keep=False`: loaded to check, then let go
+    (`fn.release()`): another process scores (the asynchronous rollout worker loads its own copy)."""
     from reasonrl.rewards import VERIFIERS
 
     lines = []
     for term in weights:
-        prepare = getattr(VERIFIERS.get(term), "prepare", None) if term in VERIFIERS else None
+        fn = VERIFIERS.get(term) if term in VERIFIERS else None
+        prepare = getattr(fn, "prepare", None)
         if prepare is not None:
             try:
                 lines.append(prepare(dict((options or {}).get(term) or {})))
             except ValueError as e:
                 raise InputError(f"reward.weights.{term}: {e}; nothing was generated or scored") from None
+            if not keep and (release := getattr(fn, "release", None)) is not None:
+                release()
+                lines[-1] += "; checked here and let go: the rollout worker scores with its own copy"
     return lines
 
 

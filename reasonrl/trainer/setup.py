@@ -267,7 +267,8 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     mixed = [p for src in sampler.sources for p in getattr(src, "problems", ())] if cfg.data.mixture else []
     check_services([*train, *val, *mixed, *(p for _, ps in benchmarks for p in ps)], options,
                    cfg.reward.service_wait_s, log)  # fmt: skip
-    for line in prepare_terms(dict(cfg.reward.weights), options):  # a reward model loads before the policy
+    # a reward model loads before the policy (kept only where this process scores the training steps)
+    for line in prepare_terms(dict(cfg.reward.weights), options, keep=cfg.rollout.max_staleness == 0):
         log(line)
     if cfg.rollout.tools.enabled:  # the tools' sandbox runs a program, or the run stops here
         from reasonrl.rollout.tools import probe_sandbox

@@ -102,3 +102,27 @@ def reward_func(queries, prompts, labels, **kwargs):
     assert {c["text"] for c in completions} <= by_query
     assert hist[1]["reward/accuracy"] == pytest.approx(
         sum(q[len(p):].startswith("1") for q, p, _ in calls) / 16)  # fmt: skip
+
+
+def test_with_asynchronous_rollouts_the_worker_scores_and_the_trainer_lets_its_copy_go(tiny_model_dir, rm_dir,
+                                                                                       tmp_path):  # fmt: skip
+    """The rollout worker process scores the training steps with its own copy: the trainer loads the reward
+    model to check it, then lets it go (one copy in memory, as `reasonrl plan` counts)."""
+    lines: list[str] = []
+    rm._release()
+    run = tmp_path / "run"
+    hist = train(_cfg(tiny_model_dir, run, 2, "reward.weights={correctness: 1.0, reward_model: 0.5}",
+                      f"reward.options={{reward_model: {{path: '{rm_dir}', device: cpu}}}}", "rollout.max_staleness=1",
+                      "algo.off_policy.tis_cap=2.0", "log.rollouts_per_step=4"), log=lambda *a: lines.append(" ".join(map(str, a))))["history"]  # fmt: skip
+    assert any(
+        "checked here and let go: the rollout worker scores with its own copy" in line for line in lines
+    )
+    assert not rm._models  # nothing held in the trainer's process
+    rows = [json.loads(line) for line in (run / "rollouts.jsonl").read_text().splitlines()]
+    completions = [c for row in rows for c in row["completions"]]
+    texts = [c["text"] for c in completions]
+    problems = [Problem(prompt=[{"role": "user", "content": r["prompt"]}], ground_truth=r["ground_truth"],
+                        data_source=r["data_source"]) for r in rows for _ in r["completions"]]  # fmt: skip
+    want = [r.score for r in rm.score_batch(texts, problems, path=rm_dir, device="cpu")]
+    assert [c["terms"]["reward_model"] for c in completions] == pytest.approx(want, abs=1e-5)  # the worker's
+    assert all("reward/term/reward_model" in hist[s] for s in (1, 2))

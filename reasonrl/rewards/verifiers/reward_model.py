@@ -348,7 +348,21 @@ def _prepare(options: dict[str, Any]) -> str:
     return f"reward model {path}: {params / 1e6:.1f}M parameters on {model.device} ({model.dtype}{form})"
 
 
+def _release() -> None:
+    """Let go of every loaded reward model (`rewards.services.prepare_terms` with keep=False)."""
+    import gc
+
+    import torch
+
+    with _lock:
+        _models.clear()
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 reward_model.prepare = _prepare  # type: ignore[attr-defined]
+reward_model.release = _release  # type: ignore[attr-defined]
 reward_model.score_batch = score_batch  # type: ignore[attr-defined]
 reward_model.run_mode = "batch"  # type: ignore[attr-defined]
 reward_model.check_options = _check_options  # type: ignore[attr-defined]
