@@ -49,6 +49,7 @@ class ToolFormat:
     output: str
     code: Callable[[str], str] = _plain
     special: bool = False  # the call is written with special tokens: found in the text that keeps them
+    ends_message: bool = False  # the call closes the assistant's message itself (Llama's <|eom_id|>)
 
     def find(self, text: str) -> re.Match | None:
         return self.call.search(text)
@@ -89,6 +90,7 @@ TOOL_FORMATS.register("python_tag")(ToolFormat(
     re.compile(r"<\|python_tag\|>(.*?)<\|eom_id\|>", re.S),
     "<|start_header_id|>ipython<|end_header_id|>\n\n{output}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
     special=True,
+    ends_message=True,
 ))  # fmt: skip
 
 _CELL_RUNNER = """import contextlib as _cl, io as _io
@@ -151,7 +153,8 @@ class ToolRolloutEngine:
         self.engine, self.tokenizer, self.cfg = engine, tokenizer, tools
         self.format = TOOL_FORMATS.get(tools.format)
         if tools.turn == "chat_template":  # the output in a tool turn of the model's own chat template
-            self.format = replace(self.format, output=template_turn(tokenizer, template_kwargs))
+            turn = template_turn(tokenizer, template_kwargs, self.format.ends_message)
+            self.format = replace(self.format, output=turn)
 
     def __getattr__(self, name):  # anything else an engine offers (stats, wake, sleep, ...)
         return getattr(self.engine, name)
@@ -289,11 +292,13 @@ class ToolRolloutEngine:
 _CALL, _OUTPUT = "reasonrl-tool-call-7f3a", "reasonrl-tool-output-7f3a"
 
 
-def template_turn(tokenizer, template_kwargs: dict | None = None) -> str:
+def template_turn(tokenizer, template_kwargs: dict | None = None, ends_message: bool = False) -> str:
     """What follows a tool call in the tokenizer's chat template, `{output}` standing for the program's
     output: the end of the assistant's turn, a `tool` message, and the assistant's turn opening again (the
-    generation prompt, with the prompts' template arguments, e.g. Qwen3's enable_thinking). ConfigError
-    when the template cannot render a tool message after an assistant one."""
+    generation prompt, with the prompts' template arguments, e.g. Qwen3's enable_thinking); without the
+    end of the assistant's message where the call has closed it already (`ends_message`: Llama's
+    <|eom_id|>, which the template's <|eot_id|> would close a second time). ConfigError when the template
+    cannot render a tool message after an assistant one."""
     from reasonrl.config import ConfigError
 
     messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": _CALL},
@@ -308,7 +313,13 @@ def template_turn(tokenizer, template_kwargs: dict | None = None) -> str:
     if text.count(_CALL) != 1 or text.count(_OUTPUT) != 1 or text.index(_OUTPUT) < text.index(_CALL):
         raise ConfigError(f"{where}: the tokenizer's chat template does not show an assistant message and then a "
                           "tool message's content, once each; use turn: format")  # fmt: skip
-    return text[text.index(_CALL) + len(_CALL) :].replace(_OUTPUT, "{output}")
+    turn = text[text.index(_CALL) + len(_CALL) :].replace(_OUTPUT, "{output}")
+    if ends_message:  # the template's end of an assistant message, as it renders one alone
+        alone = tokenizer.apply_chat_template(messages[:2], tokenize=False, **dict(template_kwargs or {}))
+        closing = alone[alone.index(_CALL) + len(_CALL) :] if alone.count(_CALL) == 1 else ""
+        if closing and turn.startswith(closing):
+            turn = turn[len(closing) :]
+    return turn
 
 
 def probe_sandbox(tools) -> str:

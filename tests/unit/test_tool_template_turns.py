@@ -73,6 +73,29 @@ def test_llama3_renders_an_ipython_turn(base_tok):
     )
 
 
+def test_a_call_that_closes_the_message_is_not_closed_again(base_tok):
+    """python_tag's call ends with <|eom_id|>, which ends the assistant's message: the template's turn
+    then starts at the tool's header, as the format's own turn does (not with a second <|eot_id|>)."""
+    assert template_turn(_with(base_tok, LLAMA3), ends_message=True) == TOOL_FORMATS.get("python_tag").output
+    # ChatML: the turn after an assistant message has no closing of its own to drop when nothing matches
+    want = "<|im_start|>user\n<tool_response>\n{output}\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    assert template_turn(_with(base_tok, CHATML), ends_message=True) == want
+    tok = _with(base_tok, LLAMA3)
+    marks = ["<|python_tag|>", "<|eom_id|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>"]
+    tok.add_special_tokens({"additional_special_tokens": marks})
+    script = ["<|python_tag|>print(6*7)<|eom_id|>", "So 42."]
+    engine = ToolRolloutEngine(Scripted(tok, script, marker="ipython"), tok,
+                               ToolsConfig(enabled=True, format="python_tag", turn="chat_template"))  # fmt: skip
+    ((c,),) = engine.generate(
+        [tok("Q", add_special_tokens=False)["input_ids"]], SamplingParams(max_new_tokens=300)
+    )
+    output = [t for t, m in zip(c.token_ids, c.tool_mask) if m]
+    assert c.tool_calls == ("success",) and tok.decode(output).startswith("<|start_header_id|>ipython")
+    assert [t for t in c.token_ids if t == tok.convert_tokens_to_ids("<|eot_id|>")] == [
+        tok.convert_tokens_to_ids("<|eot_id|>")
+    ]
+
+
 def test_templates_that_cannot_render_a_tool_turn_are_refused(base_tok):
     with pytest.raises(ConfigError, match="cannot render a tool message.*Conversation roles must alternate"):
         template_turn(_with(base_tok, STRICT))
