@@ -5,7 +5,8 @@ Owns: `Critic` (values V(s_t) of the completion positions, one clipped value-los
 mini-batch, its state for checkpoints), `completion_values` and `build_critic` (from the config). The model is
 `AutoModelForTokenClassification(num_labels=1, classifier_dropout=0)` loaded from `algo.critic.model` (default: the
 policy's own checkpoint), i.e. a separate copy of the policy backbone with a fresh linear head, as in
-verl / OpenRLHF. Does not own: GAE (`algorithms.advantages.gae`), the value-loss formula
+verl / OpenRLHF (a reward model's head where `algo.critic.model` is one: a sequence classifier's `score`,
+or an OpenRLHF reward model's value head under its config's `value_head_prefix`). Does not own: GAE (`algorithms.advantages.gae`), the value-loss formula
 (`algorithms.value.value_loss`) or checkpoint files (the loop stores `Critic.state_dict()` in the
 engine state).
 
@@ -20,6 +21,7 @@ Single device only (the critic lives on the policy's device).
 
 from __future__ import annotations
 
+import re
 from contextlib import nullcontext
 
 import torch
@@ -94,8 +96,11 @@ def build_critic(cfg, log=print) -> Critic:
     # would make training-mode values differ from the values GAE used
     config = AutoConfig.from_pretrained(path, num_labels=1)
     config.classifier_dropout = 0.0
+    # an OpenRLHF reward model's value head under its own name starts the value head, as OpenRLHF's critic
+    prefix = getattr(config, "value_head_prefix", None)
+    heads = {"key_mapping": {rf"^{re.escape(prefix)}\.": "score."}} if prefix and prefix != "score" else {}
     model = AutoModelForTokenClassification.from_pretrained(path, config=config, dtype=dtype,
-                                                            **attention_kwargs(config))  # fmt: skip
+                                                            **attention_kwargs(config), **heads)  # fmt: skip
     model.to(resolve_device(cfg.model.device))
     if cfg.model.disable_dropout:  # values in training mode = the values GAE used
         disable_dropout(model)

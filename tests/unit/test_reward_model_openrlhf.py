@@ -153,3 +153,21 @@ def test_a_critic_and_unknown_options_are_refused(tmp_path):
         check_options("reward_model", {"format": "trl"})
     with pytest.raises(ValueError, match="option 'value_head_prefix' must be a module name"):
         check_options("reward_model", {"value_head_prefix": "a.b"})
+
+
+def test_a_critic_started_from_it_starts_from_its_value_head(tmp_path):
+    """OpenRLHF's default critic is the reward model (GAE without --critic_pretrain; the conversion sets
+    algo.critic.model to it): the value head under its own name becomes the critic's head, the decoder
+    its backbone, not a fresh random head."""
+    from reasonrl.config import RunConfig
+    from reasonrl.trainer.critic import build_critic
+
+    path, decoder, head, _ = _save_openrlhf_rm(tmp_path / "m")
+    cfg = RunConfig()
+    cfg.model.device, cfg.algo.critic.model = "cpu", path
+    critic = build_critic(cfg, log=lambda *a: None)
+    assert torch.equal(critic.model.score.weight, head.weight)
+    ids = torch.tensor([[5, 6, 7, 8]])
+    with torch.inference_mode():
+        got = critic.model.model(input_ids=ids).last_hidden_state
+        assert torch.allclose(got, decoder(input_ids=ids).last_hidden_state, atol=1e-6)
