@@ -127,11 +127,14 @@ def template_kwargs_arg(pairs: list[str], model: str | None = None) -> dict:
     return {**(dict(cfg.data.chat_template_kwargs) if cfg is not None else {}), **given}
 
 
-def tools_arg(given: str | None, cfg=None):
+def tools_arg(given: str | None, cfg=None, search_url: str | None = None):
     """The tool settings of an eval (`--tools`): the named format, else the run's own `rollout.tools`
-    (`cfg`), else None (off); 'off' turns a run's off."""
+    (`cfg`), else None (off); 'off' turns a run's off. `--search-url` adds the search tool (a format
+    with a tool of its own, search_r1, calls that one alone)."""
+    from dataclasses import replace
+
     from reasonrl.config import ConfigError, ToolsConfig
-    from reasonrl.rollout.tools import TOOL_FORMATS, probe_sandbox
+    from reasonrl.rollout.tools import TOOL_FORMATS, check_tools, probe_tools
 
     if given is None:
         tools = cfg.rollout.tools if cfg is not None and cfg.rollout.tools.enabled else None
@@ -144,8 +147,16 @@ def tools_arg(given: str | None, cfg=None):
     else:
         base = cfg.rollout.tools if cfg is not None else ToolsConfig()
         tools = ToolsConfig(**{**vars(base), "enabled": True, "format": given})
+        if own := TOOL_FORMATS.get(given).tool:
+            tools = replace(tools, names=[own])
+    if tools is not None and search_url:
+        names = tools.names if "search" in tools.names else [*tools.names, "search"]
+        tools = replace(tools, names=names, search=replace(tools.search, url=search_url))
     if tools is not None:
-        probe_sandbox(tools)  # a sandbox that cannot run the programs: an error before the model loads
+        check_tools(tools, 2)  # (--search-url missing for search_r1: named here)
+        probe_tools(
+            tools
+        )  # a sandbox or a search service that does not work: an error before the model loads
     return tools
 
 
@@ -224,12 +235,12 @@ def eval_benchmarks(args, model_path) -> int:
               seed=args.seed, limit=args.limit, chunk_size=args.chunk_size, workers=args.workers,
               reward_options=options)  # fmt: skip
     template_kwargs_arg(args.chat_template_kwarg)  # checked before any model path is resolved
-    tools_arg(args.tools)
+    tools_arg(args.tools, search_url=args.search_url)
     if args.all_checkpoints:
         return _all_checkpoints(args, benches, kw)
     model = model_path(args.model)
     kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, model)
-    kw["tools"] = tools_arg(args.tools, run_config(model))
+    kw["tools"] = tools_arg(args.tools, run_config(model), args.search_url)
     out = args.out or default_out(args.model, model)
     from reasonrl.cli.bars import chunk_progress
 
@@ -263,7 +274,7 @@ def _all_checkpoints(args, benches, kw) -> int:
     for c in ckpts:
         step = int(c.name.rsplit("_", 1)[-1])
         kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, str(c))  # the run's own too
-        kw["tools"] = tools_arg(args.tools, run_config(str(c)))
+        kw["tools"] = tools_arg(args.tools, run_config(str(c)), args.search_url)
         res = run_benchmarks(str(c), benches, out / c.name, **kw)
         table[step] = {name: row["mean@n"] for name, row in res["benchmarks"].items()}
         ci95[step] = {name: row["ci95"] for name, row in res["benchmarks"].items()}
@@ -389,7 +400,11 @@ def eval_problems(args, model_path) -> int:
     params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new, seed=args.seed)
     kwargs = dict(cfg.data.chat_template_kwargs) if cfg is not None else given  # (the tool turns' too)
     engine = build_rollout_engine(
-        args.engine, model, tok, tools=tools_arg(args.tools, cfg), template_kwargs=kwargs
+        args.engine,
+        model,
+        tok,
+        tools=tools_arg(args.tools, cfg, getattr(args, "search_url", None)),
+        template_kwargs=kwargs,
     )
     batch = cfg.val.batch_size if cfg is not None else 256  # the run's own batching: identical greedy outputs
     try:

@@ -198,8 +198,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (a GPU when there is one)")
     e.add_argument("--engine", default="hf", help="rollout engine (a name in ROLLOUT_ENGINES: hf, vllm, ...)")
     e.add_argument("--tools", default=None, metavar="FORMAT",
-                   help="run the code completions write (rollout.tools) in this format: markdown, xml or hermes "
-                   "(default: a run's own rollout.tools, else off); 'off' turns a run's off")  # fmt: skip
+                   help="run the tool calls completions write (rollout.tools) in this format: markdown, xml, hermes, "
+                   "python_tag or search_r1 (default: a run's own rollout.tools, else off); 'off' turns a run's off")  # fmt: skip
+    e.add_argument("--search-url", default=None, metavar="URL",
+                   help="the search tool's retrieval service (Search-R1's API), for --tools search_r1 or hermes calls "
+                   "named search (default: a run's own rollout.tools.search.url)")  # fmt: skip
     e.add_argument("--best", action="store_true",
                    help="MODEL is a run directory: its best checkpoint (checkpoint.keep_best), not its newest")  # fmt: skip
     from reasonrl.cli.evaluate import add_benchmark_args
@@ -223,7 +226,24 @@ def build_parser() -> argparse.ArgumentParser:
     from reasonrl.cli.convert import add_convert_parser
 
     add_convert_parser(sub)
+    r = sub.add_parser(
+        "retriever", help="serve BM25 search over a passage corpus for the search tool (Search-R1's API)"
+    )
+    r.add_argument(
+        "corpus", help="JSON lines: {id, contents: 'title\\ntext'} (Search-R1's corpora) or {title, text}"
+    )
+    r.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
+    r.add_argument("--port", type=int, default=8000, help="(default: 8000; rollout.tools.search.url is then "
+                   "http://127.0.0.1:8000/retrieve)")  # fmt: skip
+    r.set_defaults(fn=_retriever)
     return p
+
+
+def _retriever(args) -> int:
+    from reasonrl.rollout.retrieval_server import main as serve_corpus
+
+    serve_corpus(args.corpus, args.host, args.port)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -311,7 +311,12 @@ def _verl_tools(take, out: Converted) -> None:
     out.notes.append(
         f"{mt}enable / tool_config_path: the code completions write runs in reasonrl's sandbox (rollout.tools, "
         f"format {'hermes: a <tool_call> whose arguments hold the code' if fmt == 'hermes' else 'markdown'})"
-        + (f"; the tools of {tool_cfg} are not read" if tool_cfg else "")
+        + (
+            f"; the tools of {tool_cfg} are not read (a search tool: rollout.tools.names [search] and "
+            f"rollout.tools.search.url, its retrieval_service_url)"
+            if tool_cfg
+            else ""
+        )
         + ": the prompts must describe the Python tool to the model (docs/rollouts.md)"
     )
 

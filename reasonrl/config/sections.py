@@ -77,14 +77,30 @@ class DataConfig:
 
 
 @dataclass
+class SearchToolConfig:
+    """The search tool (rollout.tools.names: [search]): a retrieval service answering Search-R1's API
+    (POST {"queries": [...], "topk": k, "return_scores": true}; verl's `retrieval_service_url`)."""
+
+    url: str = ""  # e.g. http://127.0.0.1:8000/retrieve
+    topk: int = 3  # passages per query
+    timeout_s: float = 30.0  # of one request
+    retries: int = 3  # more tries of a request the service refused (connection, 5xx, timeout)
+
+
+@dataclass
 class ToolsConfig:
     """Tool-integrated reasoning (rollout.tools; docs/rollouts.md): code the model writes runs in the
-    sandbox and its output joins the completion, with no loss on the output's tokens."""
+    sandbox (or a query it writes goes to a retrieval service) and the output joins the completion, with
+    no loss on the output's tokens."""
 
     enabled: bool = False
     # rollout.tools.TOOL_FORMATS: markdown (```python -> ```output), xml (<code>), hermes (Qwen's <tool_call>),
-    # python_tag (Llama 3.1's <|python_tag|>code<|eom_id|>, answered in an ipython turn)
+    # python_tag (Llama 3.1's <|python_tag|>code<|eom_id|>, answered in an ipython turn), search_r1
+    # (<search>query</search> answered by <information>...</information>)
     format: str = "markdown"
+    # the tools calls may use: python (the sandboxed interpreter), search (`search`); hermes calls name theirs
+    names: list[str] = field(default_factory=lambda: ["python"])
+    search: SearchToolConfig = field(default_factory=SearchToolConfig)
     max_calls: int = 4  # calls run per completion; a later call stays plain text
     timeout_s: float = 5.0  # wall-clock limit of one call
     memory_mb: int = 512

@@ -178,8 +178,11 @@ def eval_setup(
     }
     if reward_options:  # only when given: the setup files of evals without options stay as they were
         setup["verifier_options"] = json.loads(json.dumps(reward_options, default=str))
-    if tools is not None:  # likewise (and a tool turn from the chat template only when asked)
-        setup["tools"] = {k: v for k, v in asdict(tools).items() if (k, v) != ("turn", "format")}
+    if tools is not None:  # likewise (and a tool turn from the chat template, other tools: only when asked)
+        from reasonrl.config import ToolsConfig
+
+        usual = {k: v for k, v in asdict(ToolsConfig()).items() if k in ("turn", "names", "search")}
+        setup["tools"] = {k: v for k, v in asdict(tools).items() if k not in usual or v != usual[k]}
     return setup
 
 

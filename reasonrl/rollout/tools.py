@@ -50,24 +50,56 @@ class ToolFormat:
     code: Callable[[str], str] = _plain
     special: bool = False  # the call is written with special tokens: found in the text that keeps them
     ends_message: bool = False  # the call closes the assistant's message itself (Llama's <|eom_id|>)
+    tool: str = "python"  # the tool its calls go to; "": the call names it (hermes)
 
     def find(self, text: str) -> re.Match | None:
         return self.call.search(text)
 
 
-def _hermes_code(body: str) -> str:
-    """The `code` argument of a Hermes tool call, {"name": ..., "arguments": {"code": ...}} (the
-    arguments may be a JSON string of their own, as some models write them)."""
+def _hermes_call(body: str) -> tuple[str, dict]:
+    """(name, arguments) of a Hermes tool call, {"name": ..., "arguments": {...}} (the arguments may be a
+    JSON string of their own, as some models write them); ValueError the model reads."""
     try:
         call = json.loads(body)
         args = call.get("arguments", {}) if isinstance(call, dict) else None
         args = json.loads(args) if isinstance(args, str) else args
     except json.JSONDecodeError as e:
         raise ValueError(f"error: the tool call is not valid JSON ({e.msg})") from None
-    code = args.get("code") if isinstance(args, dict) else None
+    if not isinstance(args, dict):
+        raise ValueError('error: the tool call has no "arguments" object')
+    return str(call.get("name", "")), args
+
+
+def _code_argument(args: dict) -> str:
+    code = args.get("code")
     if not isinstance(code, str):
         raise ValueError('error: the tool call has no "code" argument (a string)')
     return code
+
+
+def _hermes_code(body: str) -> str:
+    """The `code` argument of a Hermes tool call."""
+    return _code_argument(_hermes_call(body)[1])
+
+
+MAX_QUERIES = 10  # of one search call
+
+
+def _queries(args: str | dict) -> list[str]:
+    """The queries of a search call: the text of a <search> call, or a Hermes call's `query_list` (verl's
+    search tool) or `query`."""
+    if isinstance(args, str):
+        queries = [args]
+    elif isinstance(args.get("query_list"), list):
+        queries = args["query_list"]
+    else:
+        queries = [args.get("query")]
+    queries = [q.strip() for q in queries if isinstance(q, str) and q.strip()]
+    if not queries:
+        raise ValueError('error: the search call has no query (a "query_list" of strings, or a "query")')
+    if len(queries) > MAX_QUERIES:
+        raise ValueError(f"error: a search call takes at most {MAX_QUERIES} queries, got {len(queries)}")
+    return queries
 
 
 # ToRL / SimpleTIR / Qwen2.5-Math-TIR: a ```python block, answered with an ```output block
@@ -83,6 +115,7 @@ TOOL_FORMATS.register("hermes")(ToolFormat(
     re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S),
     "<|im_end|>\n<|im_start|>user\n<tool_response>\n{output}\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
     _hermes_code,
+    tool="",  # the call names its tool
 ))  # fmt: skip
 # Llama 3.1 / 3.2's built-in code interpreter: <|python_tag|>code<|eom_id|> (end of message: a tool is
 # to answer), the output in an ipython turn, then the assistant's turn again
@@ -92,6 +125,9 @@ TOOL_FORMATS.register("python_tag")(ToolFormat(
     special=True,
     ends_message=True,
 ))  # fmt: skip
+# Search-R1: a query in <search> tags, the passages the retrieval service returns in <information> tags
+TOOL_FORMATS.register("search_r1")(ToolFormat(re.compile(r"<search>(.*?)</search>", re.S),
+                                               "\n\n<information>{output}</information>\n\n", tool="search"))  # fmt: skip
 
 _CELL_RUNNER = """import contextlib as _cl, io as _io
 _g = {"__name__": "__main__"}
@@ -110,6 +146,11 @@ def cell_program(cells: list[str]) -> str:
     return f"_CELLS = {cells!r}\n{_CELL_RUNNER}"
 
 
+def _cut(text: str, max_chars: int, force: bool = False) -> str:
+    """`text` cut to `max_chars`, with a marker where it was (or where `force` says it was cut already)."""
+    return text[:max_chars] + "...[truncated]" if len(text) > max_chars or force else text
+
+
 def render_output(reply: dict, max_chars: int) -> tuple[str, str]:
     """(the text the model sees, the call's status: "success", "error", "timeout", "output_limit",
     "sandbox_error") for a sandbox reply (`rewards.sandbox.server.run_job`'s: status, stdout, stderr,
@@ -125,8 +166,9 @@ def render_output(reply: dict, max_chars: int) -> tuple[str, str]:
         lines = [ln for ln in (reply.get("stderr") or "").strip().splitlines() if ln.strip()]
         text += lines[-1] if lines else f"exit status {reply.get('exit_code')}"
     text = text.rstrip("\n")
-    if len(text) > max_chars or status == "output_limit":  # (killed for printing too much: cut as well)
-        text = text[:max_chars] + "...[truncated]"
+    text = _cut(
+        text, max_chars, force=status == "output_limit"
+    )  # (killed for printing too much: cut as well)
     return text, "error" if status == "failed" else status
 
 
@@ -175,7 +217,7 @@ class ToolRolloutEngine:
             resumed = []
             for (s, _), (code, text, status) in zip(todo, self._calls(todo)):
                 s.calls.append(status)
-                if status == "success":
+                if status == "success" and code is not None:  # a program that ran: replayed before the next
                     s.cells.append(code)
                 if self._append_output(s, text, params.max_new_tokens):
                     resumed.append(s)
@@ -252,20 +294,43 @@ class ToolRolloutEngine:
         return True
 
     def _calls(self, todo: list[tuple[_Sample, str]]) -> list[tuple[str | None, str, str]]:
-        """(code, output, status) of each (sample, call body): the programs run side by side; a body that
-        names no program gets the format's error as its output (code None, status "invalid")."""
-        parsed: list[tuple[str | None, str]] = []
-        for _, body in todo:
-            try:
-                parsed.append((self.format.code(body), ""))
-            except ValueError as e:
-                parsed.append((None, str(e)))
-        runs = iter(
-            self._run([cells_with(s, code) for (s, _), (code, _) in zip(todo, parsed) if code is not None])
-        )
-        return [
-            (code, *next(runs)) if code is not None else (None, error, "invalid") for code, error in parsed
-        ]
+        """(code, output, status) of each (sample, call body): the programs run side by side in the sandbox,
+        the searches go in one request; a body that names no program or query gets the error as its output
+        (status "invalid"); code is None but for programs."""
+        from reasonrl.rollout.search_tool import search
+
+        jobs = [self._job(body) for _, body in todo]
+        out: list[tuple[str | None, str, str]] = [(None, str(arg), "invalid") for _, arg in jobs]
+        python = [i for i, (tool, _) in enumerate(jobs) if tool == "python"]
+        for i, result in zip(python, self._run([cells_with(todo[i][0], jobs[i][1]) for i in python])):
+            out[i] = (jobs[i][1], *result)
+        found = [i for i, (tool, _) in enumerate(jobs) if tool == "search"]
+        style = "search_r1" if self.format.tool == "search" else "verl"  # Search-R1's text, or verl's JSON
+        for i, (text, status) in zip(found, search(self.cfg.search, [jobs[i][1] for i in found], style)):
+            text = _cut(text, self.cfg.max_output_chars)
+            out[i] = (
+                None,
+                text if style == "search_r1" else json.dumps({"result": text}, ensure_ascii=False),
+                status,
+            )
+        return out
+
+    def _job(self, body: str) -> tuple[str, object]:
+        """(tool, its argument) of a call: ("python", code), ("search", queries) or ("invalid", error)."""
+        names = list(self.cfg.names)
+        try:
+            if self.format.tool:  # the format's one tool
+                tool, args = self.format.tool, body
+            else:  # the call names its tool; with python alone, any name is python (a model's own name for it)
+                name, args = _hermes_call(body)
+                tool = name if name in names else "python" if names == ["python"] else ""
+                if not tool:
+                    raise ValueError(f"error: there is no tool named {name!r} (tools: {', '.join(names)})")
+            if tool == "python":
+                return tool, self.format.code(args) if self.format.tool else _code_argument(args)
+            return tool, _queries(args)
+        except ValueError as e:
+            return "invalid", str(e)
 
     def _run(self, programs: list[str]) -> list[tuple[str, str]]:
         from reasonrl.rewards.sandbox.server import run_job
@@ -322,9 +387,28 @@ def template_turn(tokenizer, template_kwargs: dict | None = None, ends_message: 
     return turn
 
 
-def probe_sandbox(tools) -> str:
-    """One line saying the sandbox runs the tools' programs, or ConfigError naming `rollout.tools` and
-    why not (bwrap missing or blocked), before a run loads its model."""
+TOOLS = ("python", "search")  # what rollout.tools.names may hold
+
+
+def probe_tools(tools) -> str:
+    """A line per tool saying it works (the sandbox runs a test program; the search service answers a
+    test query), or ConfigError naming `rollout.tools` and why not, before a run loads its model."""
+    from reasonrl.config import ConfigError
+
+    lines = []
+    if "python" in tools.names:
+        lines.append(_probe_sandbox(tools))
+    if "search" in tools.names:
+        from reasonrl.rollout.search_tool import probe
+
+        try:
+            lines.append(probe(tools.search))
+        except ValueError as e:
+            raise ConfigError(f"{e}; no model was loaded") from None
+    return "\n".join(lines)
+
+
+def _probe_sandbox(tools) -> str:
     from reasonrl.config import ConfigError
     from reasonrl.rewards.sandbox import ENV_VAR, SandboxUnavailable
     from reasonrl.rewards.sandbox.process import isolation_mode
@@ -363,3 +447,19 @@ def check_tools(tools, max_new_tokens: int) -> None:
         raise ConfigError(f"rollout.tools.timeout_s must be > 0, got {tools.timeout_s}")
     if max_new_tokens < 2:
         raise ConfigError("rollout.tools needs rollout.max_new_tokens >= 2 (a call and its output)")
+    names = list(tools.names)
+    if not names or any(n not in TOOLS for n in names) or len(set(names)) != len(names):
+        raise ConfigError(f"rollout.tools.names must name each of its tools once, from {', '.join(TOOLS)}; "
+                          f"got {names}")  # fmt: skip
+    own = TOOL_FORMATS.get(tools.format).tool
+    if own and own not in names:
+        raise ConfigError(f"rollout.tools.format={tools.format} calls the {own} tool, which rollout.tools.names "
+                          f"({', '.join(names)}) does not hold")  # fmt: skip
+    if "search" in names:
+        s = tools.search
+        if not s.url:
+            raise ConfigError("rollout.tools.names holds search: set rollout.tools.search.url (the retrieval "
+                              "service, Search-R1's API)")  # fmt: skip
+        if s.topk < 1 or s.retries < 0 or s.timeout_s <= 0:
+            raise ConfigError(f"rollout.tools.search: topk >= 1, retries >= 0 and timeout_s > 0; got topk={s.topk}, "
+                              f"retries={s.retries}, timeout_s={s.timeout_s}")  # fmt: skip

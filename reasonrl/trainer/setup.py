@@ -271,9 +271,9 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     for line in prepare_terms(dict(cfg.reward.weights), options, keep=cfg.rollout.max_staleness == 0):
         log(line)
     if cfg.rollout.tools.enabled:  # the tools' sandbox runs a program, or the run stops here
-        from reasonrl.rollout.tools import probe_sandbox
+        from reasonrl.rollout.tools import probe_tools
 
-        log(probe_sandbox(cfg.rollout.tools))
+        log(probe_tools(cfg.rollout.tools))
     model = load_model(path, config, tokenizer, cfg.model.dtype, cfg.model.device, log=log)
     if cfg.model.disable_dropout and (off := disable_dropout(model)):  # before the reference copy and LoRA
         log(f"model.disable_dropout: {off} dropout rate(s) above 0 set to 0 for training")

@@ -253,7 +253,7 @@ def test_cell_program_replays_in_one_namespace():
 def test_the_recipe_keys_are_checked_when_it_loads(tmp_path):
     cfg = load_config(None, ["rollout.tools.enabled=true", "rollout.tools.max_calls=2"])
     assert cfg.rollout.tools.enabled and cfg.rollout.tools.max_calls == 2
-    for bad, msg in (("rollout.tools.format=json", "rollout.tools.format='json' is not one of hermes, markdown, python_tag, xml"),
+    for bad, msg in (("rollout.tools.format=json", "rollout.tools.format='json' is not one of hermes, markdown, python_tag, search_r1, xml"),
                      ("rollout.tools.max_calls=0", "rollout.tools.max_calls must be >= 1"),
                      ("rollout.tools.timeout_s=0", "rollout.tools.timeout_s must be > 0")):  # fmt: skip
         with pytest.raises(ConfigError, match=msg.replace("[", r"\[")):
@@ -343,22 +343,22 @@ def test_a_recipe_gives_the_chat_template_the_tool_schema(tok):
 
 def test_a_sandbox_that_cannot_run_the_tools_stops_the_run_before_it_starts(monkeypatch):
     from reasonrl.rewards.sandbox import SandboxUnavailable, server
-    from reasonrl.rollout.tools import probe_sandbox
+    from reasonrl.rollout.tools import probe_tools
 
     cfg = ToolsConfig(enabled=True)
-    assert probe_sandbox(cfg) == "rollout.tools: the bwrap sandbox runs the programs completions write"
+    assert probe_tools(cfg) == "rollout.tools: the bwrap sandbox runs the programs completions write"
 
     def unavailable(*a, **k):
         raise SandboxUnavailable("bubblewrap sandbox unavailable: the `bwrap` executable is not on PATH")
 
     monkeypatch.setattr(server, "run_job", unavailable)
     with pytest.raises(ConfigError, match="rollout.tools: bubblewrap sandbox unavailable: the `bwrap` exec"):
-        probe_sandbox(cfg)
+        probe_tools(cfg)
     monkeypatch.setattr(
         server, "run_job", lambda *a, **k: {"status": "failed", "stdout": "", "stderr": "boom"}
     )
     with pytest.raises(ConfigError, match=r"did not run a test program \(error: 'boom'\)"):
-        probe_sandbox(cfg)
+        probe_tools(cfg)
 
 
 def test_eval_tools_flag_names_the_formats_before_anything_loads(tmp_path, capsys):
@@ -367,7 +367,7 @@ def test_eval_tools_flag_names_the_formats_before_anything_loads(tmp_path, capsy
     rc = main(["eval", str(tmp_path / "no-model"), "--benchmarks", "gsm8k", "--tools", "json"])
     assert rc == 2
     assert (
-        "--tools 'json' is not a tool format; known: off, hermes, markdown, python_tag, xml"
+        "--tools 'json' is not a tool format; known: off, hermes, markdown, python_tag, search_r1, xml"
         in capsys.readouterr().err
     )
 

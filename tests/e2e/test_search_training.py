@@ -1,0 +1,76 @@
+"""Training with the search tool against the real retrieval service, started as `reasonrl retriever` in a
+process of its own: every completion opens with a Search-R1 query (its tokens scored by the model itself,
+as if it had sampled them), the service's passages come back in <information> tags, the HF engine samples
+the rest, and the trainer's log-probs of every token the model wrote equal the sampler's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from test_tool_training import _model_dir
+from test_train_loop import _cfg
+
+from reasonrl.trainer.loop import train
+
+CALL = "<search>France</search>"
+
+
+@pytest.fixture
+def retriever(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(json.dumps({"id": str(i), "contents": c}) for i, c in enumerate(
+        ['"France"\nParis is the capital of France.', '"Sums"\n12+7 is 19.', '"Cats"\nCats sleep a lot.'])))  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "reasonrl.cli.main", "retriever", str(corpus), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        line = proc.stdout.readline()
+        assert "reasonrl retriever: 3 passages of" in line, line + proc.stderr.read()
+        yield line.split("POST ")[1].split()[0]
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def test_training_with_search_calls_trains_only_the_models_tokens(tmp_path, monkeypatch, retriever):
+    from reasonrl.rollout.hf import HFRolloutEngine
+    from reasonrl.types import Completion
+
+    real = HFRolloutEngine.generate
+
+    def opens_with_a_query(self, prompts, params):
+        if "<information>" in self.tokenizer.decode(prompts[0]):
+            return real(self, prompts, params)  # after the passages: the model samples
+        out = []
+        for p in prompts:
+            ids = self.tokenizer(CALL, add_special_tokens=False)["input_ids"]
+            with torch.no_grad():
+                logits = self.model(torch.tensor([p + ids])).logits[0, len(p) - 1 : -1].float()
+            logps = logits.log_softmax(-1).gather(-1, torch.tensor(ids)[:, None])[:, 0].tolist()
+            out.append([Completion(ids, self.tokenizer.decode(ids), logps, "stop") for _ in range(params.n)])
+        return out
+
+    monkeypatch.setattr(HFRolloutEngine, "generate", opens_with_a_query)
+    run, lines = tmp_path / "run", []
+    model = _model_dir(
+        tmp_path, [CALL + "<information>Doc 1(Title: France) Paris is the capital of France.</information>"]
+    )
+    hist = train(_cfg(model, run, 2, "rollout.tools.enabled=true", "rollout.tools.format=search_r1",
+                      "rollout.tools.names=[search]", f"rollout.tools.search.url={retriever}",
+                      "rollout.tools.max_output_chars=2000", "rollout.max_new_tokens=80", "checkpoint.every=0",
+                      "log.rollouts_per_step=2"), log=lambda *a: lines.append(" ".join(map(str, a))))["history"]  # fmt: skip
+    assert any(f"the search service at {retriever} answers" in line for line in lines)
+    steps = [h for h in hist if "rollout/tool_calls_mean" in h]
+    assert len(steps) == 2
+    for h in steps:
+        assert h["rollout/tool_calls_mean"] == 1.0 and h["rollout/tool_error_frac"] == 0.0
+        assert h["rollout/logprob_gap_max"] < 1e-4  # the passages' tokens are masked out of the comparison
+    rows = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
+    texts = [c["text"] for r in rows for c in r["completions"]]
+    shown = "<information>Doc1(Title:France)ParisisthecapitalofFrance.</information>"  # (this tokenizer drops spaces)
+    assert texts and all(shown in t.replace(" ", "") for t in texts)
