@@ -152,6 +152,10 @@ SOURCES = {
         {"question_id": "q3", "category": "reasoning", "task": "spatial", "turns": ["How many?"],  # outside the window
          "ground_truth": "4", "release_date": "2024-11-25"}],
         {"since": "2024-06-01", "until": "2024-07-31"}, "ood__livebench", "**yes, no, yes**", "**yes, yes, yes**"),
+    # PeterJinGo/nq_hotpotqa_train's train.parquet (golden_answers a list; the processed columns beside)
+    "search_r1": ("train.parquet", [{"id": "train_0", "question": "who got the first nobel prize in physics",
+                                     "golden_answers": ["Wilhelm Conrad Röntgen", "Röntgen"], "data_source": "nq"}], {},
+                  "searchR1_nq", "<think>x</think><answer> röntgen </answer>", "<answer>Einstein</answer>"),
 }  # fmt: skip
 
 

@@ -225,3 +225,34 @@ def test_ifbench_and_dapo_rows_name_what_is_missing(tmp_path):
     assert _one("dapo", {k: v for k, v in dapo.items() if k != "reward_model"}, tmp_path).startswith(
         "missing field(s) ['reward_model']; a row needs data_source, prompt, reward_model"
     )
+
+
+def test_search_r1_rows_as_search_r1_and_verl_build_them(tmp_path):
+    """Search-R1's prompt (queries in <search> tags) or verl's (a system message, Hermes calls), the question
+    ending in "?", every alias gold, the source from the row or the option; a row without answers is named."""
+    from reasonrl.data.prepare import convert_files, prompts
+    from reasonrl.errors import InputError
+
+    src = tmp_path / "test.jsonl"
+    rows = [{"question": "capital of France", "golden_answers": ["Paris"], "data_source": "hotpotqa"},
+            {"question": "Who wrote Hamlet?", "reward_model": {"ground_truth": {"target": ["Shakespeare"]}}}]  # fmt: skip
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (a, b), _ = convert_files("search_r1", [str(src)])
+    assert a.prompt == [{"role": "user", "content": prompts.SEARCH_R1 + "capital of France?\n"}]
+    assert "<search> query </search>" in prompts.SEARCH_R1 and a.ground_truth == {"target": ["Paris"]}
+    assert (a.data_source, b.data_source, b.ground_truth) == (
+        "searchR1_hotpotqa",
+        "searchR1_nq",
+        {"target": ["Shakespeare"]},
+    )
+    (h, _), _ = convert_files("search_r1", [str(src)], {"style": "hermes", "dataset": "bamboogle"})
+    assert [m["role"] for m in h.prompt] == ["system", "user"] and h.data_source == "searchR1_bamboogle"
+    assert (
+        '<tool_call>{"name": "search", "arguments": {"query_list": ["query"]}}</tool_call>'
+        in h.prompt[1]["content"]
+    )
+    with pytest.raises(InputError, match="option style must be one of search_r1, hermes"):
+        convert_files("search_r1", [str(src)], {"style": "xml"})
+    src.write_text(json.dumps({"question": "q", "golden_answers": []}) + "\n")
+    with pytest.raises(InputError, match=r"row 0.*golden_answers.*at least one answer"):
+        convert_files("search_r1", [str(src)])

@@ -87,6 +87,26 @@ CRUXEVAL_I = (
     "the completed assertion, with the input as a literal, in a ```python``` block."
 )
 
+# Search-R1 (PeterJinGo/Search-R1, scripts/data_process/nq_search.py): the question follows this
+# instruction; queries in <search> tags, results in <information> tags (rollout.tools.format search_r1)
+SEARCH_R1 = (
+    "Answer the given question. You must conduct reasoning inside <think> and </think> first every time you "
+    "get new information. After reasoning, if you find you lack some knowledge, you can call a search engine "
+    "by <search> query </search> and it will return the top searched results between <information> and "
+    "</information>. You can search as many times as your want. If you find no further external knowledge "
+    "needed, you can directly provide the answer inside <answer> and </answer>, without detailed "
+    "illustrations. For example, <answer> Beijing </answer>. Question: "
+)
+# verl's Search-R1-like multi-turn preprocessing (examples/data_preprocess/preprocess_search_r1_dataset.py):
+# a system message, and queries as tool calls (rollout.tools.format hermes, names [search])
+SEARCH_R1_SYSTEM = "You are a helpful and harmless assistant."
+# (the call written out as the JSON a Hermes call is, as ferret's Search-R1 template does, where verl's
+# prefix says "<tool_call> query </tool_call>" and leaves the JSON to the tools listed in the chat template)
+SEARCH_R1_HERMES = SEARCH_R1.replace(
+    "<search> query </search>",
+    '<tool_call>{"name": "search", "arguments": {"query_list": ["query"]}}</tool_call>',
+).replace("<information> and </information>", "<tool_response> and </tool_response>")
+
 
 def user(text: str, instruction: str | None = None, sep: str = "\n\n") -> list[dict[str, str]]:
     """One user turn: the problem, then the instruction (if any)."""
