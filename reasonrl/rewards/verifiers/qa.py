@@ -5,7 +5,8 @@ Owns: taking the last `<answer>...</answer>` of the answer region, normalising i
 (lower case, punctuation and the articles a / an / the removed, whitespace collapsed), and scoring
 1 iff it equals one normalised gold alias. Gold: `ground_truth["target"]` (a list of aliases, or one
 string), or the ground truth itself when it is a string or list. Does not own: routing
-(`rewards.routing`) or retrieval tools (Search-R1's multi-turn search is not part of reasonrl).
+(`rewards.routing`) or the search tool that retrieves passages (`rollout.search_tool`; the passages are
+not part of the text scored here).
 
 Deliberately strict: verl's `subem_check` (gold contained in the prediction) is not used, because a
 policy could list every candidate answer inside one `<answer>` tag and score.
