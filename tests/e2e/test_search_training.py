@@ -10,8 +10,7 @@ import subprocess
 import sys
 
 import pytest
-import torch
-from test_tool_training import _model_dir
+from test_tool_training import _model_dir, opens_with
 from test_train_loop import _cfg
 
 from reasonrl.trainer.loop import train
@@ -38,24 +37,7 @@ def retriever(tmp_path):
 
 
 def test_training_with_search_calls_trains_only_the_models_tokens(tmp_path, monkeypatch, retriever):
-    from reasonrl.rollout.hf import HFRolloutEngine
-    from reasonrl.types import Completion
-
-    real = HFRolloutEngine.generate
-
-    def opens_with_a_query(self, prompts, params):
-        if "<information>" in self.tokenizer.decode(prompts[0]):
-            return real(self, prompts, params)  # after the passages: the model samples
-        out = []
-        for p in prompts:
-            ids = self.tokenizer(CALL, add_special_tokens=False)["input_ids"]
-            with torch.no_grad():
-                logits = self.model(torch.tensor([p + ids])).logits[0, len(p) - 1 : -1].float()
-            logps = logits.log_softmax(-1).gather(-1, torch.tensor(ids)[:, None])[:, 0].tolist()
-            out.append([Completion(ids, self.tokenizer.decode(ids), logps, "stop") for _ in range(params.n)])
-        return out
-
-    monkeypatch.setattr(HFRolloutEngine, "generate", opens_with_a_query)
+    opens_with(monkeypatch, CALL, "<information>")
     run, lines = tmp_path / "run", []
     model = _model_dir(
         tmp_path, [CALL + "<information>Doc 1(Title: France) Paris is the capital of France.</information>"]

@@ -30,25 +30,31 @@ def _model_dir(tmp_path, extra=()):
     return str(out)
 
 
-def test_training_on_tool_calls_trains_only_the_models_tokens(tmp_path, monkeypatch):
+def opens_with(monkeypatch, call: str, after: str) -> None:
+    """Make every completion of the HF engine open with `call`, its tokens scored by the model itself (as
+    if it had sampled them), until `after` (the tool's output) is in the prompt: then the model samples."""
     from reasonrl.rollout.hf import HFRolloutEngine
     from reasonrl.types import Completion
 
     real = HFRolloutEngine.generate
 
-    def opens_with_a_call(self, prompts, params):
-        if "<interpreter>" in self.tokenizer.decode(prompts[0]):
-            return real(self, prompts, params)  # after a call: the model samples
+    def generate(self, prompts, params):
+        if after in self.tokenizer.decode(prompts[0]):
+            return real(self, prompts, params)
         out = []
         for p in prompts:
-            ids = self.tokenizer(CALL, add_special_tokens=False)["input_ids"]
+            ids = self.tokenizer(call, add_special_tokens=False)["input_ids"]
             with torch.no_grad():
                 logits = self.model(torch.tensor([p + ids])).logits[0, len(p) - 1 : -1].float()
             logps = logits.log_softmax(-1).gather(-1, torch.tensor(ids)[:, None])[:, 0].tolist()
             out.append([Completion(ids, self.tokenizer.decode(ids), logps, "stop") for _ in range(params.n)])
         return out
 
-    monkeypatch.setattr(HFRolloutEngine, "generate", opens_with_a_call)
+    monkeypatch.setattr(HFRolloutEngine, "generate", generate)
+
+
+def test_training_on_tool_calls_trains_only_the_models_tokens(tmp_path, monkeypatch):
+    opens_with(monkeypatch, CALL, "<interpreter>")
     run = tmp_path / "run"
     hist = train(_cfg(_model_dir(tmp_path), run, 2, "rollout.tools.enabled=true", "rollout.tools.format=xml", "rollout.max_new_tokens=40",
                       "checkpoint.every=0", "log.rollouts_per_step=2"), log=lambda *a: None)["history"]  # fmt: skip
