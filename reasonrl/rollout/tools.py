@@ -1,12 +1,15 @@
-"""Tool-integrated reasoning: the model writes code, the code runs in the sandbox, its output goes back
-into the completion and generation goes on (ToRL, SimpleTIR, ZeroTIR; verl's multi-turn code tool, TRL's
-`tools`).
+"""Tool-integrated reasoning: the model writes code, the code runs in the sandbox (or a query, which a
+retrieval service answers), its output goes back into the completion and generation goes on (ToRL,
+SimpleTIR, ZeroTIR, Search-R1; verl's multi-turn code and search tools, TRL's `tools`).
 
 Owns: `ToolRolloutEngine`, which wraps any `RolloutEngine` and runs the multi-turn loop for every sample
 (generate -> first complete tool call -> cut there -> run it -> append the output's tokens -> generate
-the rest), `TOOL_FORMATS` (how a call is written and its output shown; a real seam), `template_turn` (the
-output's turn as the model's own chat template renders a tool message), the program a call runs as (`cell_program`: earlier cells replayed, their output hidden) and `check_tools` (the recipe's
-`rollout.tools`). Does not own: running code (`rewards.sandbox`, the only place model code runs),
+the rest), `TOOL_FORMATS` (how a call is written, which tool it goes to, and its output shown; a real
+seam), which tool a call goes to (the format's own, or the one a Hermes call names among
+`rollout.tools.names`), `template_turn` (the output's turn as the model's own chat template renders a
+tool message), the program a call runs as (`cell_program`: earlier cells replayed, their output hidden),
+`probe_tools` and `check_tools` (the recipe's `rollout.tools`). Does not own: running code
+(`rewards.sandbox`, the only place model code runs), the retrieval service's API (`rollout.search_tool`),
 the engines, or the loss mask built from `Completion.tool_mask` (`trainer.batching`).
 
 What the trainer gets: one `Completion` per sample whose `token_ids` hold the model's tokens and the tool
@@ -166,9 +169,8 @@ def render_output(reply: dict, max_chars: int) -> tuple[str, str]:
         lines = [ln for ln in (reply.get("stderr") or "").strip().splitlines() if ln.strip()]
         text += lines[-1] if lines else f"exit status {reply.get('exit_code')}"
     text = text.rstrip("\n")
-    text = _cut(
-        text, max_chars, force=status == "output_limit"
-    )  # (killed for printing too much: cut as well)
+    # (a program killed for printing too much is cut as well)
+    text = _cut(text, max_chars, force=status == "output_limit")
     return text, "error" if status == "failed" else status
 
 
