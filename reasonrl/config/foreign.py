@@ -159,7 +159,7 @@ def convert(source: str, path: str | Path) -> Converted:
     if source == "verl":
         from reasonrl.config.from_verl import convert_verl
 
-        return without_foreign_options(convert_verl(read_source(path)))
+        return without_foreign_options(convert_verl(read_source(path), Path(path).parent))
     if source == "trl":
         from reasonrl.config.from_trl import convert_trl
 

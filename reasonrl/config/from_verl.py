@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from reasonrl.config.foreign import (
@@ -22,6 +23,7 @@ from reasonrl.config.foreign import (
     parse_value,
 )
 from reasonrl.config.shell import script_commands
+from reasonrl.config.verl_tools import verl_tools
 from reasonrl.errors import InputError
 
 KL_TYPES = {"low_var_kl": "k3", "k3": "k3", "kl": "k1", "k1": "k1", "mse": "k2", "k2": "k2", "abs": "abs"}
@@ -190,19 +192,21 @@ def verl_overrides(text: str) -> dict[str, Any]:
     return overrides
 
 
-def convert_verl(text: str) -> Converted:
+def convert_verl(text: str, base: Path | None = None) -> Converted:
+    """The recipe of a verl launch script's text; `base`: the script's directory (files it names, such as
+    the tool configuration, are looked for there too)."""
     given = verl_overrides(text)
     if not given:
         raise InputError("no verl overrides (key=value with a dotted key) found in the script")
     r = Reading("verl", given, VERL_DEFAULTS)
     r.apply(VERL)
-    r.derive(lambda: _derived(r.values, r.take, r.out), what="a setting of the script is not a number",
+    r.derive(lambda: _derived(r.values, r.take, r.out, base), what="a setting of the script is not a number",
              hint="; a variable it does not set?")  # fmt: skip
     r.leftovers(VERL_NOT_NEEDED, VERL_PREFIXES_NOT_NEEDED)
     return r.out
 
 
-def _derived(o, take, out: Converted) -> None:
+def _derived(o, take, out: Converted, base: Path | None = None) -> None:
     """The settings computed from several verl keys."""
     n = int(take(A + "rollout.n", 1))
     if (bs := take("data.train_batch_size")) is not None:
@@ -235,7 +239,7 @@ def _derived(o, take, out: Converted) -> None:
     if (name := str(o.get(A + "rollout.name", "")).lower()) in ("sglang", "trtllm"):
         out.notes.append(f"{A}rollout.name={name} -> rollout.engine=vllm (reasonrl has no {name} engine)")
     _verl_kl(o, take, out)
-    _verl_tools(take, out)
+    verl_tools(take, out, base)
     _verl_reward(o, take, out)
     _verl_correction(take, out)
     if "algorithm.norm_adv_by_std_in_grpo" in o and not take("algorithm.norm_adv_by_std_in_grpo"):
@@ -287,38 +291,6 @@ def _verl_kl(o, take, out: Converted) -> None:
                     "algorithm.kl_ctrl.horizon"):  # fmt: skip
             take(key)
         out.set("algo.kl.coef", 0.0)
-
-
-def _verl_tools(take, out: Converted) -> None:
-    """verl's multi-turn tool calls -> rollout.tools (reasonrl's tool is the sandboxed Python interpreter)."""
-    mt = A + "rollout.multi_turn."
-    enabled, tool_cfg = take(mt + "enable"), take(mt + "tool_config_path")
-    fmt, turns, chars = (
-        take(mt + "format", "hermes"),
-        take(mt + "max_assistant_turns"),
-        take(mt + "max_tool_response_length"),
-    )
-    if not (enabled or tool_cfg):
-        return
-    out.set("rollout.tools.enabled", True)
-    if fmt == "hermes":  # verl's default: <tool_call> JSON in Qwen's chat turns, as reasonrl's "hermes"
-        out.set("rollout.tools.format", "hermes")
-        out.set("rollout.tools.turn", "chat_template")  # verl renders tool messages with the chat template
-    if turns is not None:  # k calls take k + 1 assistant turns
-        out.set("rollout.tools.max_calls", max(int(turns) - 1, 1))
-    if chars is not None:  # verl counts the response's tokens, reasonrl its characters (~4 per token)
-        out.set("rollout.tools.max_output_chars", 4 * int(chars))
-    out.notes.append(
-        f"{mt}enable / tool_config_path: the code completions write runs in reasonrl's sandbox (rollout.tools, "
-        f"format {'hermes: a <tool_call> whose arguments hold the code' if fmt == 'hermes' else 'markdown'})"
-        + (
-            f"; the tools of {tool_cfg} are not read (a search tool: rollout.tools.names [search] and "
-            f"rollout.tools.search.url, its retrieval_service_url)"
-            if tool_cfg
-            else ""
-        )
-        + ": the prompts must describe the Python tool to the model (docs/rollouts.md)"
-    )
 
 
 def _verl_reward(o, take, out: Converted) -> None:

@@ -325,6 +325,7 @@ class ToolRolloutEngine:
                 tool, args = self.format.tool, body
             else:  # the call names its tool; with python alone, any name is python (a model's own name for it)
                 name, args = _hermes_call(body)
+                name = TOOL_ALIASES.get(name, name)
                 tool = name if name in names else "python" if names == ["python"] else ""
                 if not tool:
                     raise ValueError(f"error: there is no tool named {name!r} (tools: {', '.join(names)})")
@@ -390,6 +391,7 @@ def template_turn(tokenizer, template_kwargs: dict | None = None, ends_message: 
 
 
 TOOLS = ("python", "search")  # what rollout.tools.names may hold
+TOOL_ALIASES = {"code_interpreter": "python"}  # verl's (SandboxFusionTool's) name for the Python tool
 
 
 def probe_tools(tools) -> str:

@@ -1,0 +1,106 @@
+"""verl's multi-turn tool calls as `rollout.tools`.
+
+Owns: reading `actor_rollout_ref.rollout.multi_turn.*` (enable, format, turns, response length) and, where
+the script's `tool_config_path` names a file that is here (as given, or beside the script), verl's tool
+configuration: its `SearchTool` becomes the search tool (`retrieval_service_url`, `topk`, `timeout`), its
+`SandboxFusionTool` the sandboxed Python interpreter (`default_timeout`, `memory_limit_mb`; the code runs
+in reasonrl's sandbox, not on the SandboxFusion server), any other tool a note. Does not own: the rest of
+a verl script (`config.from_verl`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from reasonrl.config.foreign import Converted
+
+MT = "actor_rollout_ref.rollout.multi_turn."
+
+
+def verl_tools(take, out: Converted, base: Path | None = None) -> None:
+    """verl's multi-turn settings -> rollout.tools (module docstring)."""
+    enabled, tool_cfg = take(MT + "enable"), take(MT + "tool_config_path")
+    fmt, turns, chars = (
+        take(MT + "format", "hermes"),
+        take(MT + "max_assistant_turns"),
+        take(MT + "max_tool_response_length"),
+    )
+    if not (enabled or tool_cfg):
+        return
+    out.set("rollout.tools.enabled", True)
+    if fmt == "hermes":  # verl's default: <tool_call> JSON in Qwen's chat turns, as reasonrl's "hermes"
+        out.set("rollout.tools.format", "hermes")
+        out.set("rollout.tools.turn", "chat_template")  # verl renders tool messages with the chat template
+    if turns is not None:  # k calls take k + 1 assistant turns
+        out.set("rollout.tools.max_calls", max(int(turns) - 1, 1))
+    if chars is not None:  # verl counts the response's tokens, reasonrl its characters (~4 per token)
+        out.set("rollout.tools.max_output_chars", 4 * int(chars))
+    path = _here(str(tool_cfg), base) if tool_cfg else None
+    read = _read_tools(path, out) if path is not None else []
+    how = "hermes: <tool_call>s naming their tool" if fmt == "hermes" else "markdown"
+    if read:
+        out.notes.append(f"{MT}tool_config_path={tool_cfg}: {', '.join(read)} (rollout.tools, format {how}); the "
+                         "prompts must describe the tools to the model (docs/rollouts.md)")  # fmt: skip
+        return
+    out.notes.append(
+        f"{MT}enable / tool_config_path: the code completions write runs in reasonrl's sandbox (rollout.tools, "
+        f"format {'hermes: a <tool_call> whose arguments hold the code' if fmt == 'hermes' else 'markdown'})"
+        + (
+            f"; the tools of {tool_cfg} are not read (no such file here: a search tool would be rollout.tools."
+            f"names [search] and rollout.tools.search.url, its retrieval_service_url)"
+            if tool_cfg and path is None
+            else ""
+        )  # fmt: skip
+        + ": the prompts must describe the Python tool to the model (docs/rollouts.md)"
+    )
+
+
+def _here(name: str, base: Path | None) -> Path | None:
+    """The tool configuration file `name` names, as given or beside the script; None if neither is here."""
+    if "$" in name:  # a shell variable the script sets at run time
+        return None
+    for p in (Path(name).expanduser(), *((base / name,) if base is not None else ())):
+        if p.is_file():
+            return p
+    return None
+
+
+def _read_tools(path: Path, out: Converted) -> list[str]:
+    """Set rollout.tools from verl's tool configuration at `path`; what was read, one phrase per tool."""
+    import yaml
+
+    try:
+        tools = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("tools") or []
+    except (yaml.YAMLError, AttributeError) as e:
+        out.notes.append(f"{path}: not a verl tool configuration ({str(e).splitlines()[0]}); not read")
+        return []
+    names: list[str] = []
+    read = []
+    for tool in tools if isinstance(tools, list) else []:
+        cls = str(tool.get("class_name", "")).rsplit(".", 1)[-1] if isinstance(tool, dict) else ""
+        cfg: dict[str, Any] = tool.get("config") or {} if isinstance(tool, dict) else {}
+        called = ((tool.get("tool_schema") or {}).get("function") or {}).get("name", "?") if cls else "?"
+        if cls == "SearchTool" and cfg.get("retrieval_service_url"):
+            names.append("search")
+            out.set("rollout.tools.search.url", str(cfg["retrieval_service_url"]))
+            out.set("rollout.tools.search.topk", int(cfg.get("topk", 3)))
+            if "timeout" in cfg:
+                out.set("rollout.tools.search.timeout_s", float(cfg["timeout"]))
+            read.append(f"{cls} -> the search tool ({cfg['retrieval_service_url']})")
+        elif cls == "SandboxFusionTool":
+            names.append("python")
+            if "default_timeout" in cfg:
+                out.set("rollout.tools.timeout_s", float(cfg["default_timeout"]))
+            if "memory_limit_mb" in cfg:
+                out.set("rollout.tools.memory_mb", int(cfg["memory_limit_mb"]))
+            read.append(f"{cls} -> the Python interpreter in reasonrl's sandbox")
+        else:
+            out.notes.append(f"{path}: tool {cls or '?'} ({called}) has no reasonrl equivalent; left out")
+            continue
+        if called not in ("search", "python", "code_interpreter"):
+            out.notes.append(f"{path}: the model calls {cls} {called!r}; reasonrl's tool is named "
+                             f"{names[-1]!r}, and a call naming another tool gets an error")  # fmt: skip
+    if names:
+        out.set("rollout.tools.names", sorted(set(names), key=names.index))
+    return read
