@@ -56,3 +56,21 @@ def test_training_with_search_calls_trains_only_the_models_tokens(tmp_path, monk
     texts = [c["text"] for r in rows for c in r["completions"]]
     shown = "<information>Doc1(Title:France)ParisisthecapitalofFrance.</information>"  # (this tokenizer drops spaces)
     assert texts and all(shown in t.replace(" ", "") for t in texts)
+
+
+def test_the_search_benchmark_runs():
+    """bench/search_tool.py at a small size: its figures come out and every call of its round succeeded."""
+    from pathlib import Path
+
+    bench = Path(__file__).parents[2] / "bench" / "search_tool.py"
+    res = subprocess.run([sys.executable, str(bench), "--passages", "300", "--queries", "16", "--samples", "4"],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert (
+        out["passages"] == 300
+        and out["queries"] == 16
+        and out["bare_bm25s_qps"] > 0
+        and out["service_qps"] > 0
+    )
+    assert out["round_s"] > 0 and out["samples"] == 4
