@@ -230,3 +230,16 @@ def test_the_retriever_command_names_a_missing_corpus(tmp_path, capsys):
 
     assert main(["retriever", str(tmp_path / "none.jsonl")]) == 2
     assert "none.jsonl: no such corpus file" in capsys.readouterr().err
+
+
+def test_a_search_call_without_queries_or_with_too_many_is_refused(tok, service):
+    many = json.dumps({"name": "search", "arguments": {"query_list": [f"q{i}" for i in range(11)]}})
+    script = [f"<tool_call>{many}</tool_call>", '<tool_call>{"name": "search", "arguments": {"query_list": []}}</tool_call>',
+              "<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"Seine\"}}</tool_call>", "done"]  # fmt: skip
+    engine = _engine(
+        tok, script, service.url, marker="<tool_response>", format="hermes", names=["python", "search"]
+    )
+    ((c,),) = _generate(engine, tok)
+    assert c.tool_calls == ("invalid", "invalid", "success") and service.requests == [["Seine"]]
+    assert "error: a search call takes at most 10 queries, got 11" in c.text
+    assert 'error: the search call has no query (a "query_list" of strings, or a "query")' in c.text
