@@ -23,7 +23,7 @@ from pathlib import Path
 from reasonrl.errors import InputError
 
 MAX_TOPK = 100
-MAX_QUERIES = 1024  # of one request
+MAX_QUERIES = 4096  # of one request (the search tool sends at most 512)
 
 
 def load_corpus(path: str) -> list[dict]:

@@ -1,7 +1,7 @@
 """The search tool (`rollout.tools.names: [search]`): a query the model writes goes to a retrieval
 service and the passages it returns join the completion (Search-R1; verl's `SearchTool`).
 
-Owns: `search(cfg, queries)`, which sends every query of a round in one request to the service's
+Owns: `search(cfg, queries)`, which sends every query of a round in one request (per 512) to the service's
 Search-R1 API (POST `{"queries": [...], "topk": k, "return_scores": true}`, answered by
 `{"result": [[{"document": {"contents": "title\\ntext"}, "score": s}, ...], ...]}`, a list of passages per
 query, as Search-R1's and verl's retrieval servers answer), retrying a refused request (no connection,
@@ -25,6 +25,7 @@ from typing import Any
 from reasonrl.network import post_json
 
 STATUS_RETRIED = (500, 502, 503, 504)
+CHUNK = 512  # queries per request (a large round is several requests, each within the service's timeout)
 
 
 def _title_and_text(doc: Any) -> tuple[str, str]:
@@ -89,7 +90,7 @@ def search(cfg, calls: list[list[str]], style: str) -> list[tuple[str, str]]:
     if not queries:
         return []
     try:
-        results = _request(cfg, queries)
+        results = [r for i in range(0, len(queries), CHUNK) for r in _request(cfg, queries[i : i + CHUNK])]
         shown = [passages(r, style) for r in results]
     except ValueError as e:
         return [(f"Search error: {e}", "service_error") for _ in calls]

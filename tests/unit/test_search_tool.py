@@ -92,6 +92,18 @@ def test_every_query_of_a_round_goes_in_one_request(tok, service):
     assert all(g[0].tool_calls == ("success",) for g in groups)
 
 
+def test_a_large_round_goes_in_requests_of_a_bounded_size(tok, service, monkeypatch):
+    from reasonrl.rollout import search_tool
+
+    monkeypatch.setattr(search_tool, "CHUNK", 2)
+    engine = _engine(
+        tok, ["<search>Berlin</search>", "done"], service.url, format="search_r1", names=["search"]
+    )
+    groups = _generate(engine, tok, prompts=("Q", "x", "y"))
+    assert service.requests == [["Berlin", "Berlin"], ["Berlin"]]
+    assert all("Berlin is the capital of Germany." in g[0].text for g in groups)
+
+
 def test_hermes_calls_pick_their_tool_by_name(tok, service):
     script = ['<tool_call>{"name": "search", "arguments": {"query_list": ["Germany capital", "Seine"]}}</tool_call>',
               '<tool_call>{"name": "python", "arguments": {"code": "print(6*7)"}}</tool_call>',
