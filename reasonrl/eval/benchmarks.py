@@ -33,7 +33,7 @@ from reasonrl.types import Problem
 @dataclass(frozen=True)
 class Benchmark:
     name: str
-    domain: str  # for macro averages: math, code, logic, simulation, table, stem, ood, gym
+    domain: str  # for macro averages: math, code, logic, simulation, table, stem, ood, gym, qa
     files: tuple[str, ...]  # file names (globs) looked for under --data-dir, first match wins
     source: str  # what the file is and how to get it (shown when it is missing)
     convert: Callable[[list[dict], Path], list[Problem]]  # the file's rows -> problems
@@ -230,6 +230,17 @@ def gym_benchmark(task: str) -> Benchmark:
 for _task in RG_SUITE:
     _add(gym_benchmark(_task))
 SUITES["reasoning_gym"] = [f"rg_{t}" for t in RG_SUITE]
+# Search-R1's seven QA sets (FlashRAG_datasets: <set>/<split>.jsonl with id, question, golden_answers), with
+# Search-R1's prompt and exact match (qa_em), greedy and one sample as Search-R1 evaluates them; the model
+# searches only when the eval runs the tool: --tools search_r1 --search-url URL (docs/rollouts.md, "Search")
+_SEARCH_QA = [("nq", "test"), ("triviaqa", "test"), ("popqa", "test"), ("hotpotqa", "dev"),
+              ("2wikimultihopqa", "dev"), ("musique", "dev"), ("bamboogle", "test")]  # fmt: skip
+for _set, _split in _SEARCH_QA:
+    _add(Benchmark(_set, "qa", (f"{_set}/{_split}.jsonl", f"{_set}_{_split}*.jsonl", f"{_set}_{_split}*.parquet"),
+                   f"RUC-NLPIR/FlashRAG_datasets {_set}/{_split}.jsonl: id, question, golden_answers",
+                   converted("search_r1", dataset=_set, split=_split), n=1, temperature=0.0, max_new_tokens=2048,
+                   note="searches only with the search tool (--tools search_r1 --search-url URL); else from memory"))  # fmt: skip
+SUITES["search_qa"] = [name for name, _ in _SEARCH_QA]
 SUITES["r1"] = ["aime24", "aime25", "math500", "gpqa_diamond"]
 SUITES["zero_rl_math"] = ["aime24", "amc23", "math500", "minerva_math", "olympiadbench"]
 

@@ -23,6 +23,7 @@ FUNC = "def f(s):\n    return s[::-1] + '!'"
 
 
 def _jsonl(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
@@ -123,6 +124,12 @@ STANDARD = {
         "private_test_cases": "[]", "metadata": "{}"},
         f"{F}python\nprint(2 * int(input()))\n{F}", f"{F}python\nprint(5)\n{F}"),
 }  # fmt: skip
+# Search-R1's QA sets as FlashRAG ships them (<set>/<split>.jsonl)
+for _set, _split in (("nq", "test"), ("triviaqa", "test"), ("popqa", "test"), ("hotpotqa", "dev"),
+                     ("2wikimultihopqa", "dev"), ("musique", "dev"), ("bamboogle", "test")):  # fmt: skip
+    STANDARD[_set] = (f"{_set}/{_split}.jsonl", {"id": f"{_split}_0", "question": "who wrote hamlet",
+                      "golden_answers": ["William Shakespeare", "Shakespeare"], "metadata": {}},
+                      "<think>a play</think><answer> shakespeare </answer>", "<answer>Marlowe</answer>")  # fmt: skip
 STANDARD["livecodebench_v6"] = (STANDARD["livecodebench_r1"][0], {**STANDARD["livecodebench_r1"][1], "contest_date": "2025-03-02T00:00:00"},
                                 *STANDARD["livecodebench_r1"][2:])  # fmt: skip
 GPQA = {"Question": "Which gas?", "Correct Answer": "Argon", "Incorrect Answer 1": "Neon",
