@@ -74,3 +74,32 @@ def test_the_search_benchmark_runs():
         and out["service_qps"] > 0
     )
     assert out["round_s"] > 0 and out["samples"] == 4
+
+
+def test_eval_runs_search_r1s_benchmarks_with_the_tool(tiny_model_dir, retriever, tmp_path):
+    """`reasonrl eval MODEL --benchmarks nq,bamboogle --tools search_r1 --search-url URL` on FlashRAG-shaped
+    files: the service is tried before the model loads, the table has both sets, and the eval's setup
+    records the tool and its service."""
+    from reasonrl.cli.main import main
+
+    for name, split in (("nq", "test"), ("bamboogle", "test")):
+        (tmp_path / "data" / name).mkdir(parents=True)
+        (tmp_path / "data" / name / f"{split}.jsonl").write_text("".join(json.dumps(
+            {"id": f"{split}_{i}", "question": f"capital of France {i}", "golden_answers": ["Paris"]}) + "\n"
+            for i in range(2)))  # fmt: skip
+    out = tmp_path / "eval"
+    rc = main(["eval", tiny_model_dir, "--benchmarks", "nq,bamboogle", "--data-dir", str(tmp_path / "data"),
+               "--tools", "search_r1", "--search-url", retriever, "--max-new-tokens", "8", "--out", str(out)])  # fmt: skip
+    assert rc == 0
+    results = json.loads((out / "results.json").read_text())
+    assert sorted(results["benchmarks"]) == ["bamboogle", "nq"]
+    rows = [
+        r for x in (out / "samples.jsonl").read_text().splitlines() if "benchmark" in (r := json.loads(x))
+    ]
+    assert len(rows) == 4 and {r["benchmark"] for r in rows} == {"nq", "bamboogle"}
+    setup = json.loads(next(out.glob("*setup*.json")).read_text())
+    assert setup["tools"]["format"] == "search_r1" and setup["tools"]["names"] == ["search"]
+    assert setup["tools"]["search"]["url"] == retriever
+    bad = main(["eval", tiny_model_dir, "--benchmarks", "nq", "--data-dir", str(tmp_path / "data"), "--tools",
+                "search_r1", "--search-url", "http://127.0.0.1:9/retrieve", "--out", str(tmp_path / "e2")])  # fmt: skip
+    assert bad == 2 and not (tmp_path / "e2" / "samples.jsonl").exists()  # the service first, no sample
