@@ -127,10 +127,11 @@ def template_kwargs_arg(pairs: list[str], model: str | None = None) -> dict:
     return {**(dict(cfg.data.chat_template_kwargs) if cfg is not None else {}), **given}
 
 
-def tools_arg(given: str | None, cfg=None, search_url: str | None = None):
+def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final: bool = True):
     """The tool settings of an eval (`--tools`): the named format, else the run's own `rollout.tools`
     (`cfg`), else None (off); 'off' turns a run's off. `--search-url` adds the search tool (a format
-    with a tool of its own, search_r1, calls that one alone)."""
+    with a tool of its own, search_r1, calls that one alone); with no tools to add it to, a ConfigError
+    (`final`: `cfg` is the run's config, or the model is not a run)."""
     from dataclasses import replace
 
     from reasonrl.config import ConfigError, ToolsConfig
@@ -149,14 +150,16 @@ def tools_arg(given: str | None, cfg=None, search_url: str | None = None):
         tools = ToolsConfig(**{**vars(base), "enabled": True, "format": given})
         if own := TOOL_FORMATS.get(given).tool:
             tools = replace(tools, names=[own])
+    if tools is None and search_url and (final or given == "off"):
+        raise ConfigError("--search-url: no tools to search with (--tools search_r1 or hermes, or a run with "
+                          "rollout.tools)")  # fmt: skip
     if tools is not None and search_url:
         names = tools.names if "search" in tools.names else [*tools.names, "search"]
         tools = replace(tools, names=names, search=replace(tools.search, url=search_url))
     if tools is not None:
         check_tools(tools, 2)  # (--search-url missing for search_r1: named here)
-        probe_tools(
-            tools
-        )  # a sandbox or a search service that does not work: an error before the model loads
+        # a sandbox or a search service that does not work: an error before the model loads
+        probe_tools(tools)
     return tools
 
 
@@ -235,7 +238,7 @@ def eval_benchmarks(args, model_path) -> int:
               seed=args.seed, limit=args.limit, chunk_size=args.chunk_size, workers=args.workers,
               reward_options=options)  # fmt: skip
     template_kwargs_arg(args.chat_template_kwarg)  # checked before any model path is resolved
-    tools_arg(args.tools, search_url=args.search_url)
+    tools_arg(args.tools, search_url=args.search_url, final=False)  # (the run's own tools are read below)
     if args.all_checkpoints:
         return _all_checkpoints(args, benches, kw)
     model = model_path(args.model)

@@ -235,6 +235,11 @@ def test_eval_search_flags(service):
         tools_arg("search_r1")
     both = tools_arg("hermes", None, service.url)
     assert both.names == ["python", "search"]
+    with pytest.raises(ConfigError, match="--search-url: no tools to search with"):
+        tools_arg(None, None, service.url)  # a model that is not a run, and no --tools
+    with pytest.raises(ConfigError, match="--search-url: no tools to search with"):
+        tools_arg("off", None, service.url, final=False)
+    assert tools_arg(None, None, service.url, final=False) is None  # before the run's own tools are read
 
 
 def test_the_retriever_command_names_a_missing_corpus(tmp_path, capsys):
