@@ -3,9 +3,9 @@ corpus, answering Search-R1's retrieval API, so a Search-R1 recipe runs on one m
 service (Search-R1 and verl ship their own e5 / BM25 servers for a 21M-passage Wikipedia; this one is
 for corpora that fit in memory, and for tests).
 
-Owns: reading the corpus (`load_corpus`: JSON lines with Search-R1's `{"id", "contents": "title\\ntext"}`
-or `{"title", "text"}`; a bad line is an InputError naming the file, line and field before anything is
-indexed), the BM25 index (`bm25s`, the optional extra `reasonrl[search]`; English stop words, no
+Owns: reading the corpus (`load_corpus`: JSON lines, or any file `data.files` reads, with Search-R1's
+`{"id", "contents": "title\\ntext"}` or `{"title", "text"}`; a bad row is an InputError naming the file,
+row and field before anything is indexed), the BM25 index (`bm25s`, the optional extra `reasonrl[search]`; English stop words, no
 stemming), and the HTTP service (`serve`): POST /retrieve `{"queries": [...], "topk": k, "return_scores":
 true}` answered by `{"result": [[{"document": {"id", "contents"}, "score": s}, ...], ...]}` (documents
 alone without return_scores), the passages that share a term with the query, best first, at most k; a
@@ -27,27 +27,21 @@ MAX_QUERIES = 4096  # of one request (the search tool sends at most 512)
 
 
 def load_corpus(path: str) -> list[dict]:
-    """The passages of a JSON-lines corpus as `{"id", "contents"}` (module docstring)."""
+    """The passages of a corpus file (JSON lines, or any format `data.files` reads) as `{"id", "contents"}`
+    (module docstring)."""
+    from reasonrl.data.files import read_rows
+
     docs = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"{path}: line {n} is not JSON ({e.msg})") from None
-            if not isinstance(row, dict):
-                raise InputError(f"{path}: line {n} is not an object")
-            if isinstance(row.get("contents"), str):
-                contents = row["contents"]
-            elif isinstance(row.get("text"), str):
-                contents = f'"{row.get("title", "")}"\n{row["text"]}'
-            else:
-                raise InputError(f"{path}: line {n} has no 'contents' or 'text' (a string)")
-            docs.append({"id": str(row.get("id", len(docs))), "contents": contents})
-    if not docs:
-        raise InputError(f"{path}: no passages")
+    for n, row in enumerate(read_rows(path), 1):
+        if not isinstance(row, dict):
+            raise InputError(f"{path}: row {n} is not an object")
+        if isinstance(row.get("contents"), str):
+            contents = row["contents"]
+        elif isinstance(row.get("text"), str):
+            contents = f'"{row.get("title", "")}"\n{row["text"]}'
+        else:
+            raise InputError(f"{path}: row {n} has no 'contents' or 'text' (a string)")
+        docs.append({"id": str(row.get("id", len(docs))), "contents": contents})
     return docs
 
 

@@ -14,9 +14,9 @@ from reasonrl.rewards.verifiers import reward_model as rm
 from reasonrl.types import Problem
 
 
-def _save_rm(out, labels: int = 1, seed: int = 0):
-    from transformers import Qwen2ForSequenceClassification
-
+def tiny_rm_parts(pad_is_eos: bool = False):
+    """(tokenizer, Qwen2 config) of the tiny reward models these tests save; `pad_is_eos`: the end token
+    pads."""
     from reasonrl.data.tasks import generate
     from reasonrl.models.tiny import TinySpec, build_tokenizer, corpus, qwen2_config
 
@@ -24,7 +24,15 @@ def _save_rm(out, labels: int = 1, seed: int = 0):
     tok = build_tokenizer(
         corpus(generate("arithmetic", 200, seed=0, difficulty=2, split="train")), spec.vocab_size
     )
-    config = qwen2_config(spec, len(tok), tok.pad_token_id, tok.eos_token_id)
+    if pad_is_eos:
+        tok.pad_token = tok.eos_token
+    return tok, qwen2_config(spec, len(tok), tok.pad_token_id, tok.eos_token_id)
+
+
+def _save_rm(out, labels: int = 1, seed: int = 0):
+    from transformers import Qwen2ForSequenceClassification
+
+    tok, config = tiny_rm_parts()
     config.num_labels = labels
     torch.manual_seed(seed)
     model = Qwen2ForSequenceClassification(config)

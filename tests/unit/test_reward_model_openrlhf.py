@@ -19,18 +19,10 @@ def _save_openrlhf_rm(out, prefix: str = "value_head", mean: float | None = 0.5,
                       pad_is_eos: bool = False, arch: str = "RewardModel", in_config: bool = True):  # fmt: skip
     """A checkpoint laid out as OpenRLHF's RewardModel.save_pretrained writes it; returns (path, decoder, head,
     tokenizer), the decoder and head being the weights saved."""
+    from test_reward_model import tiny_rm_parts
     from transformers import AutoTokenizer, Qwen2Model
 
-    from reasonrl.data.tasks import generate
-    from reasonrl.models.tiny import TinySpec, build_tokenizer, corpus, qwen2_config
-
-    spec = TinySpec(hidden_size=32, layers=2, heads=2, intermediate_size=64, vocab_size=64)
-    tok = build_tokenizer(
-        corpus(generate("arithmetic", 200, seed=0, difficulty=2, split="train")), spec.vocab_size
-    )
-    if pad_is_eos:
-        tok.pad_token = tok.eos_token
-    config = qwen2_config(spec, len(tok), tok.pad_token_id, tok.eos_token_id)
+    tok, config = tiny_rm_parts(pad_is_eos)
     torch.manual_seed(3)
     decoder, head = Qwen2Model(config).eval(), torch.nn.Linear(config.hidden_size, 1, bias=False)
     state = {f"model.{k}": v.contiguous() for k, v in decoder.state_dict().items()}

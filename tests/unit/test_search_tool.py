@@ -205,10 +205,10 @@ def test_passages_read_search_r1s_and_plain_shapes():
 def test_a_bad_corpus_line_is_named(tmp_path):
     path = tmp_path / "c.jsonl"
     path.write_text('{"id": 1, "contents": "a"}\n{"id": 2, "body": "b"}\n')
-    with pytest.raises(InputError, match=r"c.jsonl: line 2 has no 'contents' or 'text'"):
+    with pytest.raises(InputError, match=r"c.jsonl: row 2 has no 'contents' or 'text'"):
         load_corpus(str(path))
     path.write_text('{"id": 1, "contents": "a"}\nnot json\n')
-    with pytest.raises(InputError, match=r"c.jsonl: line 2 is not JSON"):
+    with pytest.raises(InputError, match=r"c.jsonl line 2: invalid JSON"):
         load_corpus(str(path))
 
 
