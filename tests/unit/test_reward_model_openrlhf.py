@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 from safetensors.torch import save_file
+from test_reward_model import _problem
 
 from reasonrl.rewards.base import VERIFIERS, check_options, check_setup
 from reasonrl.rewards.verifiers import reward_model as rm
-from reasonrl.types import Problem
 
 
 def _save_openrlhf_rm(out, prefix: str = "value_head", mean: float | None = 0.5, std: float | None = 2.0,
@@ -42,12 +42,6 @@ def _save_openrlhf_rm(out, prefix: str = "value_head", mean: float | None = 0.5,
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     return _save_openrlhf_rm(tmp_path_factory.mktemp("orm"))
-
-
-def _problem(question: str = "12+7") -> Problem:
-    return Problem(
-        prompt=[{"role": "user", "content": question}], ground_truth="19", data_source="reasonrl/arithmetic"
-    )
 
 
 def _openrlhf_text(tok, question: str, answer: str) -> str:
