@@ -227,7 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_convert_parser(sub)
     r = sub.add_parser(
-        "retriever", help="serve BM25 search over a passage corpus for the search tool (Search-R1's API)"
+        "retriever",
+        help="serve BM25 or dense search over a passage corpus for the search tool (Search-R1's API)",
     )
     r.add_argument(
         "corpus", help="JSON lines: {id, contents: 'title\\ntext'} (Search-R1's corpora) or {title, text}"
@@ -235,6 +236,21 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
     r.add_argument("--port", type=int, default=8000, help="(default: 8000; rollout.tools.search.url is then "
                    "http://127.0.0.1:8000/retrieve)")  # fmt: skip
+    d = r.add_argument_group("dense retrieval (instead of BM25)")
+    d.add_argument(
+        "--dense", metavar="MODEL", help="a text encoder (hub id or directory; e.g. intfloat/e5-base-v2)"
+    )
+    d.add_argument("--index", help="the passages' embeddings: a FAISS index (Search-R1's e5_Flat.index) or a "
+                   ".npy file; built from the corpus and written there when it does not exist")  # fmt: skip
+    d.add_argument("--pooling", choices=["mean", "cls", "pooler"], help="(default: by model family: e5 mean, "
+                   "bge cls, dpr pooler, others mean)")  # fmt: skip
+    d.add_argument("--query-prefix", help="(default: e5 'query: ', bge its instruction, others none)")
+    d.add_argument("--passage-prefix", help="(default: e5 'passage: ', others none)")
+    d.add_argument("--no-normalize", action="store_true", help="inner products of raw embeddings (default: "
+                   "unit-length, except DPR)")  # fmt: skip
+    d.add_argument("--max-length", type=int, default=256, help="tokens per text (default: 256)")
+    d.add_argument("--batch-size", type=int, default=128, help="texts per encoder batch (default: 128)")
+    d.add_argument("--device", default="auto", help="auto (a GPU where there is one), cpu, cuda")
     r.set_defaults(fn=_retriever)
     return p
 
@@ -242,7 +258,19 @@ def build_parser() -> argparse.ArgumentParser:
 def _retriever(args) -> int:
     from reasonrl.rollout.retrieval_server import main as serve_corpus
 
-    serve_corpus(args.corpus, args.host, args.port)
+    dense = None
+    given = [f for f, v in (("--pooling", args.pooling), ("--query-prefix", args.query_prefix),
+             ("--passage-prefix", args.passage_prefix), ("--no-normalize", args.no_normalize)) if v not in (None, False)]  # fmt: skip
+    if given and not args.dense:
+        from reasonrl.errors import InputError
+
+        raise InputError(f"{', '.join(given)}: settings of the dense retriever; give --dense MODEL too")
+    if args.dense:
+        from reasonrl.rollout.dense_retrieval import EncoderSpec
+
+        dense = EncoderSpec(args.dense, args.pooling, args.query_prefix, args.passage_prefix,
+                            False if args.no_normalize else None, args.max_length, args.batch_size, args.device)  # fmt: skip
+    serve_corpus(args.corpus, args.host, args.port, dense, args.index)
     return 0
 
 

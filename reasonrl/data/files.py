@@ -282,16 +282,16 @@ def write_rows(path: str | Path, rows: list[dict]) -> None:
                 for r in rows:
                     f.write(json.dumps(r, default=_json_default, ensure_ascii=False) + "\n")
 
-    _replace_atomically(path, write)
+    replace_atomically(path, write)
 
 
 def write_text(path: str | Path, text: str) -> None:
     """Replace `path` with `text` (UTF-8) atomically: a reader or a crash sees the old file or the new
     one, never a part (temp file beside it, fsync, rename, fsync the directory)."""
-    _replace_atomically(Path(path), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    replace_atomically(Path(path), lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
-def _replace_atomically(path: Path, write) -> None:
+def replace_atomically(path: Path, write) -> None:
     """`write(tmp)` a temp file in path's directory, fsync it, rename it over path, fsync the directory;
     the temp file is removed if anything fails."""
     path.parent.mkdir(parents=True, exist_ok=True)

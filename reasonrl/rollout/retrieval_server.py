@@ -1,12 +1,12 @@
-"""A local retrieval service for the search tool (`reasonrl retriever CORPUS`): BM25 over a passage
-corpus, answering Search-R1's retrieval API, so a Search-R1 recipe runs on one machine with no other
-service (Search-R1 and verl ship their own e5 / BM25 servers for a 21M-passage Wikipedia; this one is
-for corpora that fit in memory, and for tests).
+"""A local retrieval service for the search tool (`reasonrl retriever CORPUS`): BM25, or a dense
+encoder (`--dense MODEL`, `rollout.dense_retrieval`), over a passage corpus, answering Search-R1's
+retrieval API, so a Search-R1 recipe runs on one machine with no other service (Search-R1 and verl ship
+their own e5 / BM25 servers; this one serves the same API, and Search-R1's prebuilt e5 FAISS index).
 
 Owns: reading the corpus (`load_corpus`: JSON lines, or any file `data.files` reads, with Search-R1's
 `{"id", "contents": "title\\ntext"}` or `{"title", "text"}`; a bad row is an InputError naming the file,
-row and field before anything is indexed), the BM25 index (`bm25s`, the optional extra `reasonrl[search]`; English stop words, no
-stemming), and the HTTP service (`serve`): POST /retrieve `{"queries": [...], "topk": k, "return_scores":
+row and field before anything is indexed), the BM25 index (`Index` (`bm25s`, the optional extra `reasonrl[search]`; English stop words, no
+stemming), and the HTTP service over either index (`serve`): POST /retrieve `{"queries": [...], "topk": k, "return_scores":
 true}` answered by `{"result": [[{"document": {"id", "contents"}, "score": s}, ...], ...]}` (documents
 alone without return_scores), the passages that share a term with the query, best first, at most k; a
 malformed request is a 400 naming what is wrong. GET / says what is served.
@@ -47,6 +47,8 @@ def load_corpus(path: str) -> list[dict]:
 
 class Index:
     """BM25 over `docs`; `search(queries, k)` -> per query [(doc, score)], best first, score > 0."""
+
+    kind = "BM25"
 
     def __init__(self, docs: list[dict]) -> None:
         try:
@@ -100,7 +102,7 @@ def serve(index: Index, host: str = "127.0.0.1", port: int = 8000) -> ThreadingH
             self.wfile.write(data)
 
         def do_GET(self) -> None:  # noqa: N802
-            self._send(200, {"service": "reasonrl retriever (BM25)", "passages": len(index.docs),
+            self._send(200, {"service": f"reasonrl retriever ({index.kind})", "passages": len(index.docs),
                              "api": "POST /retrieve {queries, topk, return_scores}"})  # fmt: skip
 
         def do_POST(self) -> None:  # noqa: N802
@@ -120,14 +122,26 @@ def serve(index: Index, host: str = "127.0.0.1", port: int = 8000) -> ThreadingH
     return ThreadingHTTPServer((host, port), Handler)
 
 
-def main(corpus: str, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """`reasonrl retriever`: index `corpus` and serve it until interrupted."""
+def main(
+    corpus: str, host: str = "127.0.0.1", port: int = 8000, dense=None, index_path: str | None = None
+) -> None:
+    """`reasonrl retriever`: index `corpus` (BM25, or with `dense` an `EncoderSpec`: embeddings, read from
+    `index_path` where it exists, else built and written there) and serve it until interrupted."""
     if not Path(corpus).is_file():
         raise InputError(f"{corpus}: no such corpus file (JSON lines: {{id, contents}} or {{title, text}})")
+    if index_path is not None and dense is None:
+        raise InputError("--index is the dense retriever's passage embeddings: give --dense MODEL too")
     docs = load_corpus(corpus)
-    server = serve(Index(docs), host, port)
+    if dense is None:
+        index = Index(docs)
+    else:
+        from reasonrl.rollout.dense_retrieval import DenseIndex, Encoder
+
+        index = DenseIndex(docs, Encoder(dense), index_path)
+    server = serve(index, host, port)
     h, p = server.server_address[:2]
-    print(f"reasonrl retriever: {len(docs)} passages of {corpus}, BM25; POST http://{h}:{p}/retrieve "
+    how = index.kind if dense is None else f"dense ({dense.model})"
+    print(f"reasonrl retriever: {len(docs)} passages of {corpus}, {how}; POST http://{h}:{p}/retrieve "
         f"(rollout.tools.search.url)", flush=True)  # fmt: skip
     try:
         server.serve_forever()
