@@ -204,7 +204,12 @@ def validate(cfg: RunConfig) -> None:
             f"rollout.temperature must be > 0 for training rollouts, got {r.temperature} (greedy samples of a "
             "prompt are all the same, so every group-relative advantage is 0)"
         )
-    if r.n < 2 and getattr(ADVANTAGES.get(a.adv_estimator), "group_relative", False):
+    _choice("algo.objective", a.objective, ("rl", "sft"))
+    if a.objective == "sft":
+        from reasonrl.trainer.sft import check_sft
+
+        check_sft(cfg)
+    elif r.n < 2 and getattr(ADVANTAGES.get(a.adv_estimator), "group_relative", False):
         raise ConfigError(
             f"rollout.n=1 with algo.adv_estimator={a.adv_estimator}, which compares each sample with the others "
             "of its group: every advantage would be 0. Use rollout.n >= 2 or a non-group estimator (reinforce_pp)"

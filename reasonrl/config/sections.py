@@ -70,6 +70,8 @@ class DataConfig:
     # the tokenizer's chat template's extra arguments for every prompt, e.g. {enable_thinking: false}
     # (Qwen3); a row's own `chat_template_kwargs` wins over these
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    # algo.objective=sft: the field of a row holding its response (extra_info.<key>, dotted, or ground_truth)
+    response_key: str = "extra_info.response"
     # several sources with weights (docs/data.md): [{name, weight, files: [...]} | {name, weight, task,
     # difficulty} | {name, weight, reasoning_gym: 'a:2,b:1', config: [...]}]; replaces train_files / task
     mixture: list[dict[str, Any]] = field(default_factory=list)
@@ -241,6 +243,8 @@ class EntropyControlConfig:
 
 @dataclass
 class AlgoConfig:
+    # "rl", or "sft": supervised fine-tuning on the data's responses (data.response_key; trainer/sft.py)
+    objective: str = "rl"
     adv_estimator: str = "grpo"
     adv_kwargs: dict[str, Any] = field(default_factory=dict)
     policy_loss: str = "ppo_clip"

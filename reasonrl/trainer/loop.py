@@ -34,6 +34,7 @@ from reasonrl.trainer.rollout_source import rollout_source
 from reasonrl.trainer.rollouts import rollout_metrics, sample_groups
 from reasonrl.trainer.rundir import claim, refuse_config_change_early
 from reasonrl.trainer.setup import build_run, step_seed, validate_policy
+from reasonrl.trainer.sft import perplexity
 from reasonrl.trainer.shaping import shape_batch
 from reasonrl.trainer.signals import Interrupted, StopOnSignal
 from reasonrl.trainer.state import is_new_best, restore_state, save_state
@@ -132,6 +133,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     needs_old = t.epochs > 1 or t.mini_batch < t.global_batch or algo.kl.in_reward or selects_tokens(algo)
     # (normalised weights: their mean over the whole batch, so taken before the updates)
     needs_old = needs_old or (algo.off_policy.tis_normalize and not algo.off_policy.bypass)
+    sft = algo.objective == "sft"  # the data's responses (trainer.sft): no old log-probs, no reward shaping
+    needs_old = needs_old and not sft
 
     if start == 0:
         watchdog.enter("validation", 0)
@@ -159,7 +162,7 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         batch = build_batch(groups, run.pad_id)
         if "term_rewards" in needs:  # gdpo: every reward term normalised on its own
             batch.term_rewards, batch.term_weights = term_scores(groups, cfg.reward.weights)
-        step_metrics = shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, truncation
+        step_metrics = {} if sft else shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, ...
         # 2. the log-probs and values the advantages and the loss compare against, then advantages
         watchdog.enter("update", step)  # log-probs, values, advantages, then the updates
         if algo.top_entropy_quantile < 1:  # the tokens the policy gradient trains, by their entropy now
@@ -229,6 +232,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
 
         # 4. metrics, validation, checkpoint
         metrics = {**reward_metrics, **rollout_metrics(batch), **step_metrics, **mean_metrics(updates)}
+        if sft:
+            metrics.update(perplexity(metrics))
         metrics["actor/early_stopped_minibatches"] = float(stopped)
         if algo.critic.warmup_steps:
             metrics["actor/frozen"] = float(frozen)

@@ -245,7 +245,12 @@ class AsyncRollouts:
 
 
 def rollout_source(run, cfg: RunConfig, needs: frozenset[str], start: int, replay: list[dict] | None):
-    """SyncRollouts for max_staleness 0, else AsyncRollouts (replaying a checkpoint's pending batches)."""
+    """SyncRollouts for max_staleness 0, else AsyncRollouts (replaying a checkpoint's pending batches);
+    SftRollouts (the data's responses) for algo.objective=sft."""
+    if cfg.algo.objective == "sft":
+        from reasonrl.trainer.sft import SftRollouts
+
+        return SftRollouts(run, cfg, needs, start)
     if cfg.rollout.max_staleness == 0:
         return SyncRollouts(run, cfg, needs, start)
     return AsyncRollouts(run, cfg, start, list(replay or []))

@@ -102,7 +102,7 @@ def sample_groups(groups: list[RolloutGroup], k: int, step: int) -> list[dict]:
     rng = random.Random(step)
     out = []
     for g in rng.sample(groups, min(k, len(groups))):
-        p = g.problem
+        p, unscored = g.problem, [None] * len(g.completions)  # (SFT: the data's responses, not scored)
         out.append(
             {
                 "uid": p.uid,
@@ -114,13 +114,15 @@ def sample_groups(groups: list[RolloutGroup], k: int, step: int) -> list[dict]:
                     {
                         "text": c.text,
                         "reward": r,
-                        "reason": res.info.get("reason"),
-                        "extracted": res.extracted,
+                        "reason": res and res.info.get("reason"),
+                        "extracted": res and res.extracted,
                         "tokens": len(c.token_ids),
                         "finish_reason": c.finish_reason,
-                        **({"terms": res.info["terms"]} if "terms" in res.info else {}),  # each term's score
+                        **(
+                            {"terms": res.info["terms"]} if res and "terms" in res.info else {}
+                        ),  # each term's score
                     }
-                    for c, r, res in zip(g.completions, g.rewards, g.results)
+                    for c, r, res in zip(g.completions, g.rewards or unscored, g.results or unscored)
                 ],  # fmt: skip
             }
         )

@@ -246,6 +246,10 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     random.seed(cfg.train.seed)
     torch.manual_seed(cfg.train.seed)
     train, val = load_data(cfg)
+    if cfg.algo.objective == "sft":  # every training row has its response, before anything loads
+        from reasonrl.trainer.sft import check_responses
+
+        check_responses(train, cfg.data.response_key, "train data")
     path, tokenizer, config = load_tokenizer_and_config(cfg.model.path, log=log)
     budget, drop = cfg.data.max_prompt_tokens, cfg.data.drop_overlong_prompts
     seen: dict = {}
@@ -300,7 +304,9 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     kw = dict(lr=t.lr, weight_decay=t.weight_decay, betas=tuple(t.betas), warmup_steps=warmup_updates(t),
               lr_schedule=t.lr_schedule, total_steps=optimizer_updates(t),
               min_lr_ratio=t.min_lr_ratio, grad_clip=t.grad_clip, bf16=cfg.model.dtype == "bfloat16", ref_model=ref)  # fmt: skip
-    if (forward := training_forward(cfg.model, cfg.rollout.temperature)) is not None:
+    # (SFT: the model's own distribution, not the sampling temperature's)
+    temperature = 1.0 if cfg.algo.objective == "sft" else cfg.rollout.temperature
+    if (forward := training_forward(cfg.model, temperature)) is not None:
         kw["forward"] = forward
     if kind == "fsdp2":
         from reasonrl.engines.fsdp2 import FSDP2Engine
@@ -376,9 +382,14 @@ def validate_policy(run: Run, cfg: RunConfig, step: int = 0, log=None) -> dict[s
         return {}
     run.rollout_engine.wake()
     try:
-        return _validate(run, cfg, f"step {step}: validation", log or (lambda *a: None))
+        out = _validate(run, cfg, f"step {step}: validation", log or (lambda *a: None))
     finally:
         run.rollout_engine.sleep()
+    if cfg.algo.objective == "sft":  # the validation rows' own responses: their NLL under the policy
+        from reasonrl.trainer.sft import validation_nll
+
+        out.update(validation_nll(run, cfg, run.val))
+    return out
 
 
 def _validate(run: Run, cfg: RunConfig, what: str, log) -> dict[str, float]:

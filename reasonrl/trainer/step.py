@@ -64,6 +64,8 @@ from reasonrl.types import TrainBatch
 
 def estimator_needs(algo: AlgoConfig) -> frozenset[str]:
     """Inputs the configured advantage estimator declared (see algorithms.advantages.declare)."""
+    if algo.objective == "sft":  # the data's responses: no rewards, values or baselines
+        return frozenset()
     return ADVANTAGES.get(algo.adv_estimator).needs
 
 
@@ -76,6 +78,9 @@ def compute_advantages(
     with kl_in_reward), `baseline_rewards` (greedy completions' rewards). With KL in the reward the
     coefficient is `kl_control`'s (`algo.kl.coef` without one), which then sees the step's KL."""
     rewards, mask = batch.rewards, batch.mask
+    if algo.objective == "sft":  # every response token is a target: advantage 1 (the loss is the NLL)
+        batch.advantages = mask.float()
+        return {}
     estimator = ADVANTAGES.get(algo.adv_estimator)
     token_rewards = None
     metrics: dict[str, float] = {}
@@ -244,6 +249,14 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
             x, mask, algo.loss_agg, total_tokens=total_tokens, total_seqs=total_seqs, norm_len=norm_len
         )
 
+    def nll_fn(micro: TrainBatch, logprobs: torch.Tensor, entropy: torch.Tensor | None):
+        """algo.objective=sft: the responses' negative log-likelihood (`trainer.sft`)."""
+        nll = agg(-logprobs, micro.mask)
+        metrics = {"loss/nll": nll.detach(), "loss/total": nll.detach()}
+        if entropy is not None:
+            metrics["actor/entropy"] = masked_mean(entropy.detach(), micro.mask)
+        return nll, metrics
+
     def loss_fn(micro: TrainBatch, logprobs: torch.Tensor, entropy: torch.Tensor | None):
         mask = micro.mask
         old = micro.old_logprobs if micro.old_logprobs is not None else logprobs.detach()
@@ -301,7 +314,7 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         metrics["loss/total"] = loss.detach()
         return loss, metrics
 
-    return loss_fn
+    return nll_fn if algo.objective == "sft" else loss_fn
 
 
 def early_stop(engine, mini: TrainBatch, algo: AlgoConfig, micro_batch: int) -> bool:

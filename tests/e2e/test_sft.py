@@ -1,0 +1,141 @@
+"""Supervised fine-tuning (`algo.objective=sft`) through the RL trainer: the loss is the negative
+log-likelihood of the rows' responses (checked against the model run by hand), it falls as the model
+learns them, greedy accuracy rises, a run killed with SIGKILL and resumed ends with the weights of one
+that was not, and settings or rows SFT cannot honour are refused before the model loads."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+
+import pytest
+import torch
+from test_run_dir import _spawn, _wait_for
+from test_train_loop import _cfg, _stable
+
+from reasonrl.config import ConfigError, load_config
+from reasonrl.engines.checkpoint import list_checkpoints
+from reasonrl.errors import InputError
+from reasonrl.trainer.loop import train
+
+pytestmark = pytest.mark.timeout(600)
+SFT = ("algo.objective=sft", "rollout.n=1", "train.global_batch=8", "train.mini_batch=8", "train.micro_batch=4",
+       "train.epochs=1", "data.response_key=extra_info.solution", "rollout.max_new_tokens=24")  # fmt: skip
+
+
+def _rows(run_dir):
+    return [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_the_loss_is_the_responses_nll_and_it_falls(tiny_model_dir, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from reasonrl.data.prompts import encode_prompt
+    from reasonrl.trainer.sft import SftRollouts
+
+    seen = []
+    real = SftRollouts.get
+    SftRollouts.get = lambda self, step: seen.append(out := real(self, step)) or out
+    try:
+        out = train(_cfg(tiny_model_dir, tmp_path / "run", 60, *SFT, "train.lr=3e-3", "val.every=60",
+                         "checkpoint.every=60"))  # fmt: skip
+    finally:
+        SftRollouts.get = real
+    hist = [r for r in out["history"] if r["step"] > 0]
+    # step 1's loss, by hand: the token mean of -log p(response + EOS | prompt) under the model as saved
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    total, count = 0.0, 0
+    for g in seen[0][0].groups:
+        prompt = encode_prompt(tok, g.problem)
+        target = tok(g.problem.extra_info["solution"], add_special_tokens=False)["input_ids"] + [
+            tok.eos_token_id
+        ]
+        assert g.completions[0].token_ids == target[:24]
+        ids = torch.tensor([prompt + target[:24]])
+        with torch.no_grad():
+            logp = model(ids).logits[0, len(prompt) - 1 : -1].log_softmax(-1)
+        total -= logp.gather(-1, ids[0, len(prompt) :, None]).sum().item()
+        count += len(target[:24])
+    assert hist[0]["loss/nll"] == pytest.approx(total / count, rel=1e-4)
+    assert hist[0]["actor/perplexity"] == pytest.approx(math.exp(hist[0]["loss/nll"]), rel=1e-5)
+    assert "reward/mean" not in hist[0] and "loss/policy" not in hist[0]
+    first, last = sum(r["loss/nll"] for r in hist[:3]) / 3, sum(r["loss/nll"] for r in hist[-3:]) / 3
+    assert last < 0.5 * first, (first, last)
+    # validation: greedy accuracy with the verifiers, and the held-out responses' NLL
+    evals = [r for r in out["history"] if "eval/accuracy" in r]
+    assert [r["step"] for r in evals] == [0, 60]
+    assert evals[-1]["eval/nll"] < 0.6 * evals[0]["eval/nll"] and evals[0]["eval/nll_tokens"] > 0
+    # rollouts.jsonl shows the targets trained on, unscored
+    logged = json.loads((tmp_path / "run" / "rollouts.jsonl").read_text().splitlines()[0])
+    c = logged["completions"][0]
+    assert c["text"] and c["reward"] is None and c["finish_reason"] in ("stop", "length")
+
+
+def test_a_long_response_is_cut_at_max_new_tokens(tiny_model_dir, tmp_path):
+    out = train(_cfg(tiny_model_dir, tmp_path / "run", 1, *SFT, "rollout.max_new_tokens=5", "val.size=4"))
+    row = out["history"][-1]
+    assert row["rollout/response_length_max"] == 5 and row["rollout/truncated_frac"] == 1.0
+
+
+def test_sigkill_and_resume_end_with_the_uninterrupted_runs_metrics(tiny_model_dir, tmp_path):
+    args = lambda run: [f"model.path={tiny_model_dir}", "model.device=cpu", f"log.run_dir={run}",  # noqa: E731
+                        "train.steps=8", *SFT, "train.lr=1e-3", "data.train_size=64", "val.size=8",
+                        "log.progress=false", "checkpoint.every=2", "checkpoint.keep_last=5"]  # fmt: skip
+    ref = _spawn(args(tmp_path / "a"))
+    assert ref.wait(timeout=300) == 0, ref.communicate()[1][-2000:]
+    run = tmp_path / "b"
+    proc = _spawn(args(run))
+    _wait_for(lambda: (run / "checkpoints" / "step_000004" / "complete.json").exists(), proc, timeout=300)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    assert list_checkpoints(run)[-1].name != "step_000008", "the kill came too late to test anything"
+    res = _spawn(args(run), "--resume")
+    _, err = res.communicate(timeout=300)
+    assert res.returncode == 0, err[-2000:]
+    full = {r["step"]: _stable(r) for r in _rows(tmp_path / "a")}
+    resumed = _rows(run)
+    assert [r["step"] for r in resumed] == list(range(9))
+    for r in resumed:
+        assert _stable(r) == full[r["step"]], r["step"]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("algo.kl.coef=0.01",), "algo.kl.coef=0.01 is an RL setting; algo.objective=sft trains on the data's responses"),
+    (("algo.policy_loss=gspo",), "algo.policy_loss='gspo' is an RL setting"),
+    (("rollout.n=4", "train.global_batch=16"), "rollout.n=4 with algo.objective=sft"),
+    (("rollout.max_staleness=1",), "rollout.max_staleness > 0 with algo.objective=sft"),
+    (("algo.objective=dpo",), "algo.objective"),
+])  # fmt: skip
+def test_settings_sft_cannot_honour_are_refused_naming_the_key(tiny_model_dir, tmp_path, extra, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_config(None, [f"model.path={tiny_model_dir}", f"log.run_dir={tmp_path}", *SFT, *extra])
+
+
+def test_a_row_without_a_response_is_named_before_the_model_loads(tiny_model_dir, tmp_path, monkeypatch):
+    import reasonrl.trainer.setup as setup
+
+    monkeypatch.setattr(setup, "load_model", lambda *a, **k: pytest.fail("the model loaded"))
+    with pytest.raises(InputError, match=r"train data: row 0 \(uid arith-2-0\): no response text at "
+                                         r"extra_info.answer \(data.response_key"):  # fmt: skip
+        train(_cfg(tiny_model_dir, tmp_path / "run", 1, *SFT, "data.response_key=extra_info.answer"))
+
+
+def test_two_ranks_train_as_one_process(tiny_model_dir, tmp_path):
+    """FSDP2 on 2 ranks (gloo): each rank trains its share of a step's rows, the NLL normalised by the whole
+    step's tokens, so both the training and the validation NLL equal one process's, step by step."""
+    from test_fsdp2_train import _launch, _metrics, _ok
+
+    args = lambda run: [f"model.path={tiny_model_dir}", "model.device=cpu", f"log.run_dir={run}",  # noqa: E731
+                        "train.steps=3", *SFT, "train.micro_batch=2", "train.lr=1e-3", "data.train_size=64",
+                        "val.size=4", "log.progress=false", "checkpoint.every=0"]  # fmt: skip
+    _ok(_launch(2, args(tmp_path / "two")))
+    _ok(_launch(1, args(tmp_path / "one")))
+    two, one = _metrics(tmp_path / "two"), _metrics(tmp_path / "one")
+    assert [r["step"] for r in two] == [r["step"] for r in one] == [0, 1, 2, 3]
+    for a, b in zip(two, one):
+        for key in ("loss/nll", "eval/nll", "eval/accuracy"):
+            if key in b:
+                assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), (a["step"], key)
+    assert one[1]["loss/nll"] > one[3]["loss/nll"]
