@@ -139,3 +139,23 @@ def test_two_ranks_train_as_one_process(tiny_model_dir, tmp_path):
             if key in b:
                 assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), (a["step"], key)
     assert one[1]["loss/nll"] > one[3]["loss/nll"]
+
+
+def test_rows_prepared_by_the_sft_converter_train_with_the_default_response_key(tiny_model_dir, tmp_path):
+    from reasonrl.data.prepare import prepare
+    from reasonrl.data.tasks import generate
+
+    rows = [{"messages": [{"role": "user", "content": p.user_text},
+                          {"role": "assistant", "content": p.extra_info["solution"]}], "answer": p.ground_truth}
+            for p in generate("arithmetic", 24, seed=3, difficulty=2, split="train")]  # fmt: skip
+    src = tmp_path / "chats.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    prepare("sft", [str(src)], tmp_path / "sft.parquet", {"data_source": "reasonrl/arithmetic"})
+    files = [f"data.train_files=[{tmp_path / 'sft.parquet'}]", f"data.val_files=[{tmp_path / 'sft.parquet'}]"]
+    sft = [x for x in SFT if not x.startswith("data.response_key")]  # the default: extra_info.response
+    out = train(_cfg(tiny_model_dir, tmp_path / "run", 4, *sft, *files, "train.lr=3e-3"))
+    hist = out["history"]
+    assert hist[-1]["eval/nll_tokens"] > 24 and hist[-1]["eval/nll"] < hist[0]["eval/nll"]
+    assert "eval/accuracy" in hist[-1] and all(
+        r["loss/nll"] > 0 for r in hist[1:]
+    )  # scored by the verifier too

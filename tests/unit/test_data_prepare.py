@@ -156,6 +156,11 @@ SOURCES = {
     "search_r1": ("train.parquet", [{"id": "train_0", "question": "who got the first nobel prize in physics",
                                      "golden_answers": ["Wilhelm Conrad Röntgen", "Röntgen"], "data_source": "nq"}], {},
                   "searchR1_nq", "<think>x</think><answer> röntgen </answer>", "<answer>Einstein</answer>"),
+    # open-r1/OpenR1-Math-220k's shape: messages (the last one the assistant's trace) and the final answer
+    "sft": ("train.jsonl", [{"uuid": "u1", "problem": "What is 6*7?", "answer": "42", "messages": [
+        {"role": "user", "content": "What is 6*7?"},
+        {"role": "assistant", "content": "<think>6*7=42</think> The answer is \\boxed{42}."}]}], {},
+            "math", "\\boxed{42}", "\\boxed{41}"),
 }  # fmt: skip
 
 

@@ -1,0 +1,85 @@
+"""Supervised fine-tuning data (`algo.objective: sft`): conversations or prompt / response pairs as rows
+whose response is `extra_info.response` (the default `data.response_key`). Shapes read, first found:
+- `messages` (option `messages`; TRL's conversational data, OpenAI's, open-r1's Mixture-of-Thoughts /
+  OpenR1-Math): the last assistant message is the response, every message before it the prompt (system
+  and earlier turns included); messages after it are an error (nothing would train on them);
+- `prompt` + `completion` (TRL's prompt-completion data; either may be text or messages);
+- a prompt field (option `prompt`, else `prompt`, `question`, `problem`, `instruction` with `input`
+  appended as Alpaca does, `input`) and a response field (option `response`, else `response`, `output`,
+  `solution`, `generation`): OpenRLHF's input_key / output_key, verl's SFT parquet columns.
+The final answer (option `answer`, default `answer`) becomes the ground truth, so that validation scores
+the model with the verifier its data_source routes to (default `math`; common option `data_source`). A
+row without one is an error: every row must route to a verifier, and an empty ground truth would let any
+answer score (rows with no checkable answer, such as code traces without tests, are not built yet).
+"""
+
+from __future__ import annotations
+
+from reasonrl.data.prepare import RowError, register, text
+from reasonrl.types import Problem
+
+PROMPTS = ("prompt", "question", "problem", "instruction", "input")
+RESPONSES = ("response", "output", "solution", "generation")
+
+
+def _messages(value, name: str) -> list[dict[str, str]]:
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise RowError(name, f"must be text or a non-empty list of messages, got {type(value).__name__}")
+    out = []
+    for i, m in enumerate(value):
+        if (
+            not isinstance(m, dict)
+            or not isinstance(m.get("role"), str)
+            or not isinstance(m.get("content"), str)
+        ):
+            raise RowError(name, f"message {i} must be {{role, content}} with text, got {str(m)[:60]!r}")
+        out.append({"role": m["role"], "content": m["content"]})
+    return out
+
+
+def _from_messages(messages: list[dict], name: str) -> tuple[list[dict], str]:
+    last = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=None)
+    if last is None:
+        raise RowError(name, "has no assistant message (the response to train on)")
+    if last != len(messages) - 1:
+        raise RowError(name, f"ends with a {messages[-1]['role']!r} message after the last assistant one")
+    if last == 0:
+        raise RowError(name, "has no message before the assistant's (the prompt)")
+    if not messages[last]["content"].strip():
+        raise RowError(name, "the last assistant message is empty")
+    return messages[:last], messages[last]["content"]
+
+
+def _pair(row: dict, ctx) -> tuple[list[dict], str]:
+    o = ctx.options
+    if row.get(o["messages"]) is not None:
+        return _from_messages(_messages(row[o["messages"]], o["messages"]), o["messages"])
+    if row.get("completion") is not None and row.get("prompt") is not None:  # TRL prompt-completion
+        completion = row["completion"]
+        if not isinstance(completion, str):
+            prompt, response = _from_messages(_messages(row["prompt"], "prompt") + _messages(completion, "completion"),
+                                              "completion")  # fmt: skip
+            return prompt, response
+        return _messages(row["prompt"], "prompt"), text(row, "completion")
+    prompt_names = (o["prompt"],) if o["prompt"] else PROMPTS
+    response_names = (o["response"],) if o["response"] else RESPONSES
+    name = next((n for n in prompt_names if row.get(n) is not None), prompt_names[0])
+    prompt = _messages(
+        text(row, name) if isinstance(row.get(name), (str, int, float)) else row.get(name), name
+    )
+    if name == "instruction" and isinstance(row.get("input"), str) and row["input"].strip():
+        prompt[-1]["content"] += "\n\n" + row["input"].strip()
+    return prompt, text(row, *response_names)
+
+
+@register("sft", "SFT data: messages | prompt + completion | prompt / question / instruction + response / output "
+          "/ solution; answer (validation's ground truth)", messages="messages", prompt=None, response=None,
+          answer="answer", dataset="sft")  # fmt: skip
+def sft(row: dict, ctx) -> Problem:
+    prompt, response = _pair(row, ctx)
+    gold = text(row, ctx.options["answer"])
+    uid = row.get("id", row.get("uuid", ctx.index))
+    return Problem(prompt, gold, "math", "sft", {"response": response, "index": ctx.index},
+                   uid=f"{ctx.options['dataset']}/{uid}")  # fmt: skip
