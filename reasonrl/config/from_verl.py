@@ -198,6 +198,10 @@ def convert_verl(text: str, base: Path | None = None) -> Converted:
     given = verl_overrides(text)
     if not given:
         raise InputError("no verl overrides (key=value with a dotted key) found in the script")
+    if m := re.search(r"verl\.trainer\.(fsdp_)?sft_trainer", text):  # an SFT script: algo.objective sft
+        from reasonrl.config.from_verl_sft import convert_verl_sft
+
+        return convert_verl_sft(given, messages=m.group(1) is None)
     r = Reading("verl", given, VERL_DEFAULTS)
     r.apply(VERL)
     r.derive(lambda: _derived(r.values, r.take, r.out, base), what="a setting of the script is not a number",

@@ -159,3 +159,14 @@ def test_rows_prepared_by_the_sft_converter_train_with_the_default_response_key(
     assert "eval/accuracy" in hist[-1] and all(
         r["loss/nll"] > 0 for r in hist[1:]
     )  # scored by the verifier too
+
+
+@pytest.mark.parametrize("extra", [("model.lora.rank=4",), ("model.pack_tokens=64",)], ids=["lora", "packed"])
+def test_lora_and_packed_forwards_train_the_same_nll(tiny_model_dir, tmp_path, extra):
+    """LoRA starts as the model itself (B = 0) and packing changes how rows are laid out, not what they
+    compute: the first step's loss is the plain run's, and the run trains."""
+    plain = train(_cfg(tiny_model_dir, tmp_path / "plain", 1, *SFT, "val.size=4"))["history"]
+    other = train(_cfg(tiny_model_dir, tmp_path / "other", 3, *SFT, "val.size=4", *extra))["history"]
+    assert other[1]["loss/nll"] == pytest.approx(plain[1]["loss/nll"], rel=1e-4)
+    assert other[0]["eval/nll"] == pytest.approx(plain[0]["eval/nll"], rel=1e-4)
+    assert other[-1]["eval/nll"] < other[0]["eval/nll"]
