@@ -219,6 +219,13 @@ def cmd_passrate(args) -> int:
     from reasonrl.rollout.base import SamplingParams
 
     out = check_output(args.out, [args.file])
+    solutions_out = check_output(args.solutions, [args.file]) if args.solutions else None
+    if solutions_out is not None and solutions_out.resolve() == out.resolve():
+        raise InputError(
+            f"--solutions {solutions_out}: the same file as --out; write the solutions to another"
+        )
+    if args.solutions_per_problem < 1:
+        raise InputError(f"--solutions-per-problem must be >= 1, got {args.solutions_per_problem}")
     if args.plugins:
         from reasonrl.config import import_plugins
 
@@ -261,8 +268,18 @@ def cmd_passrate(args) -> int:
                            plugins=args.plugins, progress=progress, reward_options=options,
                            allow_verifier_errors=args.allow_verifier_errors)  # fmt: skip
     write_rows(out, add_pass_rate_column(rows, column, rates))
-    _print({"rows": len(rows), "column": column, "mean_pass_rate": sum(rates) / len(rates), "out": str(out),
-            "samples": str(samples)})  # fmt: skip
+    report = {"rows": len(rows), "column": column, "mean_pass_rate": sum(rates) / len(rates), "out": str(out),
+              "samples": str(samples)}  # fmt: skip
+    if args.solutions:  # rejection sampling: the solving samples as SFT rows (extra_info.response)
+        from reasonrl.data.passrate import solutions
+        from reasonrl.data.schema import write_problems
+        from reasonrl.eval.samples import committed_samples
+
+        rows_out, counts = solutions(problems, committed_samples(samples, mend=False)[0], args.solutions_per_problem,
+                                     args.correct_threshold, args.model)  # fmt: skip
+        write_problems(solutions_out, rows_out)
+        report.update({**counts, "solutions_out": str(solutions_out)})
+    _print(report)
     return 0
 
 
@@ -388,6 +405,11 @@ def add_data_parser(sub) -> None:
         "--plugins", nargs="*", default=[], help="modules registering verifiers (as a recipe's plugins)"
     )
     r.add_argument("--quiet", action="store_true", help="no progress bar or progress lines")
+    r.add_argument("--solutions", default=None, metavar="FILE", help="also write the solving samples as SFT rows "
+                   "(extra_info.response; rejection-sampling fine-tuning, or a teacher's traces)")  # fmt: skip
+    r.add_argument(
+        "--solutions-per-problem", type=int, default=1, help="distinct solutions kept a problem (default 1)"
+    )
     r.add_argument(
         "--allow-verifier-errors",
         action="store_true",

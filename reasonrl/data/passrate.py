@@ -10,7 +10,8 @@ scores it, `eval.rescore`, or `--allow-verifier-errors` counts it unsolved), `ad
 input kept as it is), and `filter_rows` (keep rows whose rate in each named column lies in [low, high];
 Reasoning360's Guru filter `drop if strong <= 1e-5 or weak >= 0.9` is `--range
 strong_pass_rate=0.00001:1 --range weak_pass_rate=0:0.9`), plus the
-prompt-length filter (tokens after the chat template). Does not own: generation, scoring, files.
+prompt-length filter (tokens after the chat template), and `solutions` (the solving samples as SFT rows:
+rejection-sampling fine-tuning, or a teacher's traces distilled). Does not own: generation, scoring, files.
 
 Resumable: samples go to `<out>.work/<column>/samples.jsonl` chunk by chunk (each chunk committed by
 an fsynced marker, seeded by (seed, chunk) only), so a killed run resumes where it stopped and ends
@@ -20,6 +21,7 @@ with exactly the pass rates of an uninterrupted one.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,32 @@ def pass_rates(model: str, problems: list[Problem], samples_path: str | Path, pa
     if failed:
         log(f"warning: {samples_path}: {what}; counted unsolved (--allow-verifier-errors)")
     return [sum(solved[i]) / params.n for i in range(len(problems))]
+
+
+def solutions(problems: list[Problem], samples: list[dict], per_problem: int, threshold: float = 1.0,
+              model: str = "") -> tuple[list[Problem], dict[str, int]]:  # fmt: skip
+    """Rejection sampling for SFT (`--solutions`): each problem's solving samples (score >= `threshold`,
+    ended by the model, not cut at max tokens), distinct texts in sample order, at most `per_problem`, as
+    copies of the problem whose `extra_info.response` is the sample (what algo.objective=sft trains on),
+    `extra_info.response_model` the model; a second solution's uid gets `#2`, and so on. With the counts."""
+    by_problem: dict[int, list[dict]] = {}
+    for row in sorted(samples, key=lambda r: (int(r["problem"]), int(r["sample"]))):
+        by_problem.setdefault(int(row["problem"]), []).append(row)
+    out, truncated = [], 0
+    for i, p in enumerate(problems):
+        texts: list[str] = []
+        for row in by_problem.get(i, []):
+            if float(row["score"]) < threshold or not row["completion"].strip():
+                continue
+            if row.get("finish_reason") == "length":  # solved, but cut: no end token to learn
+                truncated += 1
+            elif row["completion"] not in texts:
+                texts.append(row["completion"])
+        for j, text in enumerate(texts[:per_problem]):
+            extra = {**p.extra_info, "response": text, "response_model": model}
+            out.append(replace(p, extra_info=extra, uid=p.uid if j == 0 else f"{p.uid}#{j + 1}"))
+    solved = len({p.uid.split("#")[0] for p in out})
+    return out, {"solutions": len(out), "problems_solved": solved, "solved_but_truncated": truncated}
 
 
 def add_pass_rate_column(rows: list[dict], column: str, rates: list[float]) -> list[dict]:

@@ -62,11 +62,21 @@ def test_passrate_on_the_demo_model_and_sigkill_resume_match_an_uninterrupted_ru
 
     data = tmp_path / "train.parquet"
     write_problems(data, generate("addsub", 12, seed=3, difficulty=2, split="test"))
-    ref = _run(_cmd(data, tmp_path / "ref.parquet"), demo_cache)
+    sols = tmp_path / "solutions.parquet"
+    ref = _run([*_cmd(data, tmp_path / "ref.parquet"), "--solutions", str(sols)], demo_cache)
     assert ref.returncode == 0, ref.stderr[-2000:]
     ref_rows = read_rows(tmp_path / "ref.parquet")
     rates = [r["demo_pass_rate"] for r in ref_rows]
     assert len(set(rates)) > 1 and max(rates) > 0  # a mix of rates: the comparison below can fail
+    # rejection sampling: one solving sample of each problem the model solved at all, as an SFT row
+    from reasonrl.data.schema import read_problems
+    from reasonrl.rewards import score
+
+    solved = [r["extra_info"]["uid"] for r in ref_rows if r["demo_pass_rate"] > 0]
+    got = read_problems(sols)
+    assert [p.uid for p in got] == solved and json.loads(ref.stdout)["solutions"] == len(solved)
+    assert all(score(p.extra_info["response"], p).score == 1.0 for p in got)
+    assert {p.extra_info["response_model"] for p in got} == {"demo:addsub"}
     assert all(r * 4 == int(r * 4) for r in rates)  # k / n with n = 4
     assert [r["extra_info"]["uid"] for r in ref_rows] == [r["extra_info"]["uid"] for r in read_rows(data)]
     assert json.loads(ref.stdout)["column"] == "demo_pass_rate"

@@ -94,3 +94,29 @@ def test_length_filter_keeps_prompts_at_exactly_the_limit():
     assert passrate.length_filter(rows, problems, Chars(), 4) == ([{"n": 3}, {"n": 4}], 1)
     with pytest.raises(ValueError):  # rows and problems must be the same file's
         passrate.length_filter(rows, problems[:2], Chars(), 4)
+
+
+def test_solutions_keep_distinct_solving_samples_the_model_ended():
+    rows = [  # problem 0: two solving texts, one repeated, one cut at max tokens; problem 1: none solves
+        {"problem": 0, "sample": 0, "score": 0.0, "completion": "wrong", "finish_reason": "stop"},
+        {"problem": 0, "sample": 1, "score": 1.0, "completion": "right A", "finish_reason": "stop"},
+        {"problem": 0, "sample": 2, "score": 1.0, "completion": "right A", "finish_reason": "stop"},
+        {"problem": 0, "sample": 3, "score": 1.0, "completion": "right but cut", "finish_reason": "length"},
+        {"problem": 0, "sample": 4, "score": 1.0, "completion": "right B", "finish_reason": "stop"},
+        {"problem": 1, "sample": 0, "score": 0.5, "completion": "half", "finish_reason": "stop"},
+        {"problem": 2, "sample": 1, "score": 1.0, "completion": "  ", "finish_reason": "stop"},  # empty: none
+        {"problem": 2, "sample": 0, "score": 1.0, "completion": "first", "finish_reason": "stop"},
+    ]
+    probs = _problems(3)
+    out, counts = passrate.solutions(probs, rows, per_problem=2, model="teacher")
+    assert [(p.uid, p.extra_info["response"]) for p in out] == [("p0", "right A"), ("p0#2", "right B"),
+                                                                ("p2", "first")]  # fmt: skip
+    assert counts == {"solutions": 3, "problems_solved": 2, "solved_but_truncated": 1}
+    assert all(
+        p.extra_info["response_model"] == "teacher" and p.prompt == probs[int(p.uid[1])].prompt for p in out
+    )
+    assert probs[0].extra_info == {}  # the input problems untouched
+    one, _ = passrate.solutions(probs, rows, per_problem=1)
+    assert [p.uid for p in one] == ["p0", "p2"]
+    half, counts = passrate.solutions(probs, rows, per_problem=1, threshold=0.5)
+    assert [p.extra_info["response"] for p in half] == ["right A", "half", "first"]
