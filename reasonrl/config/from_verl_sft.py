@@ -108,7 +108,7 @@ def _derived(o, take, out: Converted, given: set[str], messages: bool) -> None:
         key = take("data.multiturn.messages_key") or take("data.messages_key") or "messages"
         take("data.prompt_key"), take("data.response_key")  # (single-turn settings: not read by verl either)
         out.notes.append(f"the data are conversations ({key}): convert the files with `reasonrl data prepare sft "
-                         f"--option messages={key}` (the last assistant turn is trained; earlier ones are the prompt)")  # fmt: skip
+                         f"--option messages={key} --option turns=all` (every assistant turn trained, as verl does)")  # fmt: skip
     else:
         column, inside = _field(take, "response")
         if column == "extra_info" and inside:

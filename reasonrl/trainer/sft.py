@@ -7,7 +7,9 @@ Each step takes `train.global_batch` rows from the prompt sampler (so the data o
 exact resume are the RL run's), renders each prompt as for rollouts (chat template, `data.*`), appends
 the row's response (`data.response_key`, a field of the row: `extra_info.answer` in verl's GSM8K parquet)
 and the end-of-text token, and trains the negative log-likelihood of the response tokens (loss on the
-prompt: none), aggregated by `algo.loss_agg` (token_mean: verl's and TRL's default). A response longer
+prompt: none). A response that is a list of messages is the rest of a conversation (from its first
+assistant turn to its last): every assistant turn is trained, the turns between them (user, tool) are
+not, all rendered by the chat template, aggregated by `algo.loss_agg` (token_mean: verl's and TRL's default). A response longer
 than `rollout.max_new_tokens` is cut there (without its end token; `rollout/truncated_frac`). Logged:
 `loss/nll` and `actor/perplexity` per step; validation is the run's own (greedy accuracy with the
 verifiers on `data.val_files`, `val.benchmarks`), plus `eval/nll` on validation rows that have a response.
@@ -78,22 +80,94 @@ def response_of(problem: Problem, key: str):
     return value
 
 
+def _turns_problem(value) -> str | None:
+    """Why `value` is not a conversation's continuation (messages from the first assistant turn to the
+    last, each {role, content} with text), or None."""
+    if not value or not all(isinstance(m, dict) and isinstance(m.get("role"), str)
+                            and isinstance(m.get("content"), str) for m in value):  # fmt: skip
+        return "messages must be {role, content} with text"
+    if value[0]["role"] != "assistant" or value[-1]["role"] != "assistant":
+        return "the turns must start and end with an assistant message"
+    return None
+
+
 def check_responses(problems: list[Problem], key: str, what: str) -> None:
-    """InputError naming the first row whose response (data.response_key) is not a non-empty string."""
+    """InputError naming the first row whose response (data.response_key) is neither a non-empty string
+    nor a conversation's continuation (`_turns_problem`)."""
     for i, p in enumerate(problems):
         value = response_of(p, key)
-        if not isinstance(value, str) or not value:
+        where = f"{what}: row {i} (uid {p.uid or '-'})"
+        if isinstance(value, (list, tuple)):
+            why = _turns_problem(list(value))
+            if why is None and not p.apply_chat_template:
+                why = (
+                    "several turns need the tokenizer's chat template (the row has apply_chat_template false)"
+                )
+            if why is not None:
+                raise InputError(f"{where}: the turns at {key} (data.response_key): {why}")
+        elif not isinstance(value, str) or not value:
             got = "nothing" if value is None else f"{type(value).__name__} {str(value)[:40]!r}"
-            raise InputError(f"{what}: row {i} (uid {p.uid or '-'}): no response text at {key} (data.response_key; "
-                             f"algo.objective=sft trains on it), got {got}")  # fmt: skip
+            raise InputError(f"{where}: no response text at {key} (data.response_key; algo.objective=sft "
+                             f"trains on it), got {got}")  # fmt: skip
 
 
-def response_ids(tokenizer, problem: Problem, key: str, max_tokens: int) -> tuple[list[int], bool]:
-    """(the response's tokens and the end-of-text token, cut to `max_tokens`; whether it was cut)."""
-    ids = tokenizer(response_of(problem, key), add_special_tokens=False)["input_ids"] + [
-        tokenizer.eos_token_id
-    ]
-    return ids[:max_tokens], len(ids) > max_tokens
+def _render(tokenizer, problem: Problem, messages: list[dict], generation: bool) -> str:
+    from dataclasses import replace
+
+    from reasonrl.data.prompts import _render as render
+
+    return render(tokenizer, replace(problem, prompt=messages), generation=generation, tokenize=False)
+
+
+def _turn_pieces(tokenizer, problem: Problem, turns: list[dict]) -> list[tuple[str, bool]]:
+    """The continuation as (text, trained) pieces: each assistant turn as the chat template renders it
+    (trained; the last one its content alone: the end-of-text token follows), and between them the other
+    turns with the next assistant header (not trained). InputError where the template does not render
+    the conversation's turns as prefixes of the whole (one that rewrites earlier turns, e.g. dropping
+    their thinking)."""
+    messages = [*problem.prompt, *turns]
+    pieces, done = (
+        [],
+        _render(tokenizer, problem, problem.prompt, True),
+    )  # the prompt as encode_prompt renders it
+    last = len(messages) - 1  # (an assistant message: checked by check_responses)
+    for i in range(len(problem.prompt), len(messages)):
+        if messages[i]["role"] != "assistant":
+            continue
+        before = _render(tokenizer, problem, messages[:i], True)
+        through = _render(tokenizer, problem, messages[: i + 1], False)
+        if not before.startswith(done) or not through.startswith(before):
+            raise InputError(f"uid {problem.uid!r}: the chat template does not render this conversation's turns as "
+                             "prefixes of the whole (a template that rewrites earlier turns, such as one dropping "
+                             "their thinking), so its turns cannot be trained as one sequence")  # fmt: skip
+        if len(before) > len(done):
+            pieces.append((before[len(done) :], False))
+        pieces.append((messages[i]["content"] if i == last else through[len(before) :], True))
+        done = through
+    return pieces
+
+
+def response_tokens(tokenizer, problem: Problem, key: str, max_tokens: int):
+    """(the response's tokens, cut to `max_tokens`; which of them are not trained (a conversation's other
+    turns), or None where all are; whether it was cut). A text: its tokens and the end-of-text token; a
+    conversation's continuation: its pieces (`_turn_pieces`), each tokenised alone, then end-of-text."""
+    value = response_of(problem, key)
+    if isinstance(value, str):
+        ids, frozen = tokenizer(value, add_special_tokens=False)["input_ids"], None
+    else:
+        ids, frozen = [], []
+        for text, trained in _turn_pieces(tokenizer, problem, list(value)):
+            part = tokenizer(text, add_special_tokens=False)["input_ids"]
+            ids, frozen = ids + part, frozen + [not trained] * len(part)
+        frozen.append(False)
+    ids.append(tokenizer.eos_token_id)
+    return ids[:max_tokens], None if frozen is None else frozen[:max_tokens], len(ids) > max_tokens
+
+
+def _completion(tokenizer, problem: Problem, key: str, max_tokens: int) -> Completion:
+    ids, frozen, cut = response_tokens(tokenizer, problem, key, max_tokens)
+    text = tokenizer.decode(ids, skip_special_tokens=True)
+    return Completion(ids, text, [0.0] * len(ids), "length" if cut else "stop", tool_mask=frozen)
 
 
 class SftRollouts(SyncRollouts):
@@ -105,18 +179,11 @@ class SftRollouts(SyncRollouts):
         run, cfg = self.run, self.cfg
         problems = dist.shard(run.sampler.next())  # every rank draws the whole step; trains on its share
         prompts = encode_prompts(run.tokenizer, problems, run.max_prompt_tokens)
-        groups = []
-        for p, prompt in zip(problems, prompts):
-            ids, cut = response_ids(run.tokenizer, p, cfg.data.response_key, cfg.rollout.max_new_tokens)
-            text = run.tokenizer.decode(ids, skip_special_tokens=True)
-            groups.append(
-                RolloutGroup(
-                    p, prompt, [Completion(ids, text, [0.0] * len(ids), "length" if cut else "stop")]
-                )
-            )
-        return StepRollouts(
-            groups, run.sampler.metrics(), None, self.version, 0.0, run.sampler.state_dict()
-        ), {}
+        key, budget = cfg.data.response_key, cfg.rollout.max_new_tokens
+        groups = [RolloutGroup(p, prompt, [_completion(run.tokenizer, p, key, budget)])
+                  for p, prompt in zip(problems, prompts)]  # fmt: skip
+        state = run.sampler.state_dict()
+        return StepRollouts(groups, run.sampler.metrics(), None, self.version, 0.0, state), {}
 
 
 def validation_nll(run, cfg: RunConfig, problems: list[Problem]) -> dict[str, float]:
@@ -126,7 +193,7 @@ def validation_nll(run, cfg: RunConfig, problems: list[Problem]) -> dict[str, fl
     from reasonrl.trainer.batching import build_batch
 
     key = cfg.data.response_key
-    rows = [p for p in problems if isinstance(response_of(p, key), str) and response_of(p, key)]
+    rows = [p for p in problems if response_of(p, key)]
     if not rows:
         return {}
     total, tokens = 0.0, 0
@@ -134,8 +201,9 @@ def validation_nll(run, cfg: RunConfig, problems: list[Problem]) -> dict[str, fl
     for s in range(0, len(rows), cfg.train.micro_batch):
         groups = []
         for p, prompt in zip(rows[s : s + cfg.train.micro_batch], prompts[s : s + cfg.train.micro_batch]):
-            ids, _ = response_ids(run.tokenizer, p, key, cfg.rollout.max_new_tokens)
-            groups.append(RolloutGroup(p, prompt, [Completion(ids, "", [0.0] * len(ids))]))
+            groups.append(
+                RolloutGroup(p, prompt, [_completion(run.tokenizer, p, key, cfg.rollout.max_new_tokens)])
+            )
         batch = build_batch(groups, run.pad_id)
         logprobs = run.train_engine.logprobs(batch, cfg.train.micro_batch)
         total += float(-(logprobs * batch.mask).sum())

@@ -170,3 +170,60 @@ def test_lora_and_packed_forwards_train_the_same_nll(tiny_model_dir, tmp_path, e
     assert other[1]["loss/nll"] == pytest.approx(plain[1]["loss/nll"], rel=1e-4)
     assert other[0]["eval/nll"] == pytest.approx(plain[0]["eval/nll"], rel=1e-4)
     assert other[-1]["eval/nll"] < other[0]["eval/nll"]
+
+
+def test_every_assistant_turn_of_a_conversation_is_trained_and_only_those(tiny_model_dir, tmp_path):
+    """turns=all: the prompt ends before the first assistant turn; the loss covers both assistant turns
+    (and the end token), not the user turn between them (checked against the model run by hand)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from reasonrl.data.prepare import prepare
+    from reasonrl.data.prompts import encode_prompt
+    from reasonrl.data.tasks import generate
+    from reasonrl.trainer.sft import SftRollouts
+
+    ps = generate("arithmetic", 16, seed=5, difficulty=2, split="train")
+    rows = [{"messages": [{"role": "user", "content": a.user_text}, {"role": "assistant", "content": a.extra_info["solution"]},
+                          {"role": "user", "content": b.user_text}, {"role": "assistant", "content": b.extra_info["solution"]}],
+             "answer": b.ground_truth} for a, b in zip(ps[::2], ps[1::2])]  # fmt: skip
+    src = tmp_path / "chats.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    prepare(
+        "sft", [str(src)], tmp_path / "sft.parquet", {"data_source": "reasonrl/arithmetic", "turns": "all"}
+    )
+    seen = []
+    real = SftRollouts.get
+    SftRollouts.get = lambda self, step: seen.append(out := real(self, step)) or out
+    try:
+        files = [
+            f"data.train_files=[{tmp_path / 'sft.parquet'}]",
+            f"data.val_files=[{tmp_path / 'sft.parquet'}]",
+        ]
+        sft = [x for x in SFT if not x.startswith(("data.response_key", "rollout.max_new_tokens"))]
+        out = train(_cfg(tiny_model_dir, tmp_path / "run", 1, *sft, *files, "rollout.max_new_tokens=96"))
+    finally:
+        SftRollouts.get = real
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    total, count = 0.0, 0
+    for g in seen[0][0].groups:
+        c, (first, user, second) = g.completions[0], g.problem.extra_info["response"]
+        trained = [t for t, frozen in zip(c.token_ids, c.tool_mask) if not frozen]
+        frozen = [t for t, frozen in zip(c.token_ids, c.tool_mask) if frozen]
+        bare = lambda text: text.replace(" ", "")  # noqa: E731  (the tiny tokenizer has no space token)
+        assert tok.decode(trained) == bare(first["content"] + second["content"]) + tok.eos_token
+        assert tok.decode(frozen) == bare(f"<|user|>{user['content']}<|assistant|>")
+        assert g.problem.prompt == [{"role": "user", "content": g.problem.user_text}]
+        prompt = encode_prompt(tok, g.problem)
+        ids = torch.tensor([prompt + c.token_ids])
+        with torch.no_grad():
+            logp = (
+                model(ids)
+                .logits[0, len(prompt) - 1 : -1]
+                .log_softmax(-1)
+                .gather(-1, ids[0, len(prompt) :, None])[:, 0]
+            )
+        keep = ~torch.tensor(c.tool_mask)
+        total -= logp[keep].sum().item()
+        count += int(keep.sum())
+    assert out["history"][1]["loss/nll"] == pytest.approx(total / count, rel=1e-4)

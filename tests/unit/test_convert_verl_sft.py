@@ -75,7 +75,7 @@ def test_the_multiturn_example_notes_how_to_convert_its_messages(tmp_path):
     out = _convert(tmp_path, MULTITURN)
     r, notes = out.recipe, "\n".join(out.notes)
     assert "the data are conversations (messages): convert the files with `reasonrl data prepare sft --option " \
-           "messages=messages`" in notes  # fmt: skip
+           "messages=messages --option turns=all`" in notes  # fmt: skip
     assert r["train"]["micro_batch"] == 2  # data.micro_batch_size=4 over 2 GPUs
     assert r["train"]["steps"] == 1 and r["train"]["cpu_offload"] is True
     assert "left out" not in notes, notes

@@ -65,3 +65,17 @@ def test_gsm8k_rows_keep_verls_worked_answer(tmp_path):
     (p,) = convert_or_error(tmp_path, "gsm8k", [{"question": "How many clips?", "answer": answer}])
     assert p.ground_truth == "72" and response_of(p, "extra_info.answer") == answer
     assert p.extra_info["question"] == "How many clips?"
+
+
+def test_turns_all_keeps_every_assistant_turn_after_the_prompt(tmp_path):
+    tool = {"role": "tool", "content": "42"}
+    call = {"role": "assistant", "content": "<tool_call>6*7</tool_call>"}
+    rows = [{"messages": [SYSTEM, USER, call, tool, ASSISTANT], "answer": "42"},
+            {"prompt": [USER], "completion": [call, tool, ASSISTANT], "answer": "42"}]  # fmt: skip
+    for p in convert_or_error(tmp_path, "sft", rows, {"turns": "all"}):
+        assert p.prompt[-1] == USER and response_of(p, "extra_info.response") == [call, tool, ASSISTANT]
+    out = convert_or_error(
+        tmp_path, "sft", [{"messages": [ASSISTANT, USER, ASSISTANT], "answer": "1"}], {"turns": "all"}
+    )
+    assert "has no message before the assistant's" in out
+    assert "option turns must be last or all" in convert_or_error(tmp_path, "sft", rows, {"turns": "some"})

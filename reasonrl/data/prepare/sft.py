@@ -2,7 +2,10 @@
 whose response is `extra_info.response` (the default `data.response_key`). Shapes read, first found:
 - `messages` (option `messages`; TRL's conversational data, OpenAI's, open-r1's Mixture-of-Thoughts /
   OpenR1-Math): the last assistant message is the response, every message before it the prompt (system
-  and earlier turns included); messages after it are an error (nothing would train on them);
+  and earlier turns included); messages after it are an error (nothing would train on them). With
+  option `turns=all`, every assistant turn is trained (verl's multi-turn SFT, TRL's assistant-only loss):
+  the prompt is what comes before the first assistant message, the response the messages from there to
+  the last (user and tool turns between them in the sequence, not trained);
 - `prompt` + `completion` (TRL's prompt-completion data; either may be text or messages);
 - a prompt field (option `prompt`, else `prompt`, `question`, `problem`, `instruction` with `input`
   appended as Alpaca does, `input`) and a response field (option `response`, else `response`, `output`,
@@ -15,7 +18,7 @@ answer score (rows with no checkable answer, such as code traces without tests, 
 
 from __future__ import annotations
 
-from reasonrl.data.prepare import RowError, register, text
+from reasonrl.data.prepare import InputError, RowError, register, text
 from reasonrl.types import Problem
 
 PROMPTS = ("prompt", "question", "problem", "instruction", "input")
@@ -52,16 +55,29 @@ def _from_messages(messages: list[dict], name: str) -> tuple[list[dict], str]:
     return messages[:last], messages[last]["content"]
 
 
-def _pair(row: dict, ctx) -> tuple[list[dict], str]:
+def _all_turns(messages: list[dict], name: str) -> tuple[list[dict], list[dict]]:
+    """(the messages before the first assistant one, the rest: every assistant turn is trained)."""
+    _from_messages(messages, name)  # ends with a non-empty assistant message, after a prompt
+    first = next(i for i, m in enumerate(messages) if m["role"] == "assistant")
+    if first == 0:
+        raise RowError(name, "has no message before the assistant's (the prompt)")
+    return messages[:first], messages[first:]
+
+
+def _pair(row: dict, ctx) -> tuple[list[dict], str | list[dict]]:
     o = ctx.options
+    if o["turns"] not in ("last", "all"):
+        raise InputError(f"converter sft: option turns must be last or all, got {o['turns']!r}")
     if row.get(o["messages"]) is not None:
-        return _from_messages(_messages(row[o["messages"]], o["messages"]), o["messages"])
+        messages = _messages(row[o["messages"]], o["messages"])
+        return (_all_turns if o["turns"] == "all" else _from_messages)(messages, o["messages"])
     if row.get("completion") is not None and row.get("prompt") is not None:  # TRL prompt-completion
         completion = row["completion"]
         if not isinstance(completion, str):
-            prompt, response = _from_messages(_messages(row["prompt"], "prompt") + _messages(completion, "completion"),
-                                              "completion")  # fmt: skip
-            return prompt, response
+            split = _all_turns if o["turns"] == "all" else _from_messages
+            return split(
+                _messages(row["prompt"], "prompt") + _messages(completion, "completion"), "completion"
+            )
         return _messages(row["prompt"], "prompt"), text(row, "completion")
     prompt_names = (o["prompt"],) if o["prompt"] else PROMPTS
     response_names = (o["response"],) if o["response"] else RESPONSES
@@ -76,7 +92,7 @@ def _pair(row: dict, ctx) -> tuple[list[dict], str]:
 
 @register("sft", "SFT data: messages | prompt + completion | prompt / question / instruction + response / output "
           "/ solution; answer (validation's ground truth)", messages="messages", prompt=None, response=None,
-          answer="answer", dataset="sft")  # fmt: skip
+          answer="answer", dataset="sft", turns="last")  # fmt: skip
 def sft(row: dict, ctx) -> Problem:
     prompt, response = _pair(row, ctx)
     gold = text(row, ctx.options["answer"])
