@@ -175,20 +175,21 @@ OPENRLHF_PREFIXES_NOT_NEEDED = {p: CLUSTER for p in ("actor.num_", "critic.num_"
                                                      "train.colocate_", "vllm.num_engines")}  # fmt: skip
 
 
-def openrlhf_args(text: str) -> dict[str, Any]:
-    """The flags of the script's `openrlhf.cli.train_ppo*` command(s): {dotted name: value} (a flag alone:
-    True; one value parsed; several: a list), flat names read as their dotted ones."""
+def openrlhf_args(text: str, entry: str = "train_ppo", flat: dict[str, str] | None = None) -> dict[str, Any]:
+    """The flags of the script's `openrlhf.cli.<entry>*` command(s): {dotted name: value} (a flag alone:
+    True; one value parsed; several: a list), flat names read as their dotted ones (`flat`, else FLAT)."""
+    flat = FLAT if flat is None else flat
     args: dict[str, Any] = {}
     found = False
     for words in script_commands(text):
-        start = next((i for i, w in enumerate(words) if re.search(r"openrlhf[./]cli[./]train_ppo", w)), None)
+        start = next((i for i, w in enumerate(words) if re.search(rf"openrlhf[./]cli[./]{entry}", w)), None)
         if start is None:
             continue
         found, name, values = True, None, []
         for word in [*words[start + 1 :], "--"]:
             if word.startswith("--"):
                 if name:
-                    args[FLAT.get(name, name)] = (
+                    args[flat.get(name, name)] = (
                         True if not values else parse_value(values[0]) if len(values) == 1
                         else [parse_value(v) for v in values]
                     )  # fmt: skip
@@ -197,11 +198,16 @@ def openrlhf_args(text: str) -> dict[str, Any]:
             elif name:
                 values.append(word)
     if not found:
-        raise InputError("no `python -m openrlhf.cli.train_ppo_ray ...` command found in the script")
+        name = "train_ppo_ray" if entry == "train_ppo" else entry
+        raise InputError(f"no `python -m openrlhf.cli.{name} ...` command found in the script")
     return {k: v for k, v in args.items() if k}
 
 
 def convert_openrlhf(text: str) -> Converted:
+    if re.search(r"openrlhf[./]cli[./]train_sft", text):  # an SFT script: algo.objective sft
+        from reasonrl.config.from_openrlhf_sft import convert_openrlhf_sft
+
+        return convert_openrlhf_sft(text)
     r = Reading("OpenRLHF", openrlhf_args(text), OPENRLHF_DEFAULTS)
     r.apply(OPENRLHF)
     r.derive(*(lambda f=f: f(r.values, r.take, r.out) for f in (_batches, _algorithm, _runtime)),
