@@ -1,4 +1,5 @@
-"""TRL GRPOConfig files (YAML / JSON of its fields, as `trl grpo --config` reads) as reasonrl recipes.
+"""TRL GRPOConfig files (YAML / JSON of its fields, as `trl grpo --config` reads) as reasonrl recipes
+(SFTConfig files: `config.from_trl_sft`).
 
 Owns: the key table (`TRL`) and the settings computed from several fields (batch sizes, loss type,
 importance sampling, reference sync). Does not own: what the verl and TRL readers share (`config.foreign`).
@@ -109,7 +110,12 @@ TRL_NOT_NEEDED = {
 
 
 def convert_trl(path) -> Converted:
-    r = Reading("TRL", trl_fields(path), TRL_DEFAULTS)
+    fields = trl_fields(path)
+    from reasonrl.config.from_trl_sft import convert_trl_sft, is_sft
+
+    if is_sft(fields):  # an SFTConfig file (packing, max_length, ...): algo.objective sft
+        return convert_trl_sft(fields, path)
+    r = Reading("TRL", fields, TRL_DEFAULTS)
     r.apply(TRL)
     if not r.values.get("use_peft") and r.out.recipe.get("model", {}).pop("lora", None):  # only with use_peft
         r.out.notes.append("lora_* fields without use_peft=true: TRL trains every weight; so does the recipe")
