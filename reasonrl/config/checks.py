@@ -275,6 +275,8 @@ def _validation_metrics(cfg: RunConfig, benchmarks: list) -> list[str]:
     """Every metric in-training validation logs (`trainer.setup.validate_policy`)."""
     # the held-out problems (val.size > 0): greedy accuracy, and mean@n when sampled n times
     names = ["eval/accuracy", *([f"eval/mean@{cfg.val.n}"] if cfg.val.n > 1 else []), "eval/verifier_errors"]
+    if cfg.algo.objective == "sft":  # the validation rows' responses (trainer.sft.validation_nll)
+        names.append("eval/nll")
     if benchmarks:
         from reasonrl.eval.runner import benchmark_metric_names
 

@@ -269,6 +269,10 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     # the verifiers' network services (an LLM judge, SandboxFusion) up, or waited for, before the weights load
     # (a mixture's files load in build_sampler; without one, its sources hold `train` itself: not twice)
     mixed = [p for src in sampler.sources for p in getattr(src, "problems", ())] if cfg.data.mixture else []
+    if mixed and cfg.algo.objective == "sft":  # a mixture's files: their rows' responses too
+        from reasonrl.trainer.sft import check_responses
+
+        check_responses(mixed, cfg.data.response_key, "data.mixture")
     check_services([*train, *val, *mixed, *(p for _, ps in benchmarks for p in ps)], options,
                    cfg.reward.service_wait_s, log)  # fmt: skip
     # a reward model loads before the policy (kept only where this process scores the training steps)

@@ -227,3 +227,29 @@ def test_every_assistant_turn_of_a_conversation_is_trained_and_only_those(tiny_m
         total -= logp[keep].sum().item()
         count += int(keep.sum())
     assert out["history"][1]["loss/nll"] == pytest.approx(total / count, rel=1e-4)
+
+
+def test_keep_best_may_name_the_validation_nll(tiny_model_dir, tmp_path):
+    base = [f"model.path={tiny_model_dir}", f"log.run_dir={tmp_path}", "checkpoint.keep_best=eval/nll"]
+    cfg = load_config(None, [*base, *SFT, "checkpoint.best_mode=min"])
+    assert (cfg.checkpoint.keep_best, cfg.checkpoint.best_mode) == ("eval/nll", "min")
+    with pytest.raises(
+        ConfigError, match="checkpoint.keep_best='eval/nll' is not a metric this run's validation"
+    ):
+        load_config(None, base)  # an RL run logs no NLL
+
+
+def test_a_mixtures_rows_without_a_response_are_named_before_the_model_loads(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    import reasonrl.trainer.setup as setup
+    from reasonrl.data.schema import write_problems
+    from reasonrl.data.tasks import generate
+
+    write_problems(tmp_path / "a.parquet", generate("arithmetic", 8, seed=1, difficulty=2, split="train"))
+    monkeypatch.setattr(setup, "load_model", lambda *a, **k: pytest.fail("the model loaded"))
+    mixture = f"data.mixture=[{{name: a, weight: 1, files: [{tmp_path / 'a.parquet'}]}}]"
+    with pytest.raises(
+        InputError, match=r"data.mixture: row 0 \(uid arith-2-0\): no response text at extra_info.answer"
+    ):
+        train(_cfg(tiny_model_dir, tmp_path / "run", 1, *SFT, mixture, "data.response_key=extra_info.answer"))
