@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 import time
 
 import numpy as np
@@ -72,7 +71,7 @@ def main() -> None:
 
     from reasonrl.config import SearchToolConfig
     from reasonrl.rollout.dense_retrieval import DenseIndex
-    from reasonrl.rollout.retrieval_server import serve
+    from reasonrl.rollout.retrieval_server import serving
     from reasonrl.rollout.search_tool import search
 
     rng = np.random.default_rng(0)
@@ -93,20 +92,14 @@ def main() -> None:
     ours_qps, faiss_qps = args.queries / min(ours_t), args.queries / min(faiss_t)
     agree = float(np.mean([len(set(a) & set(b)) / args.topk for a, b in zip(ours_i, faiss_i)]))
 
-    server = serve(index, port=0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    cfg = SearchToolConfig(url=f"http://127.0.0.1:{server.server_address[1]}/retrieve", topk=args.topk)
-    try:
-        http_t = []
+    with serving(index) as url:
+        cfg, http_t = SearchToolConfig(url=url, topk=args.topk), []
         for _ in range(3):
             t0 = time.perf_counter()
             answers = search(cfg, [[f"q{i}"] for i in range(args.queries)], "search_r1")
             http_t.append(time.perf_counter() - t0)
             assert all(status == "success" for _, status in answers)
         http_qps = args.queries / min(http_t)
-    finally:
-        server.shutdown()
-        server.server_close()
     encode_ps = _encoder_speed(args.tokens, args.encode)
     result = {"passages": args.passages, "dim": args.dim, "queries": args.queries, "topk": args.topk,
               "numpy_qps": round(ours_qps, 1), "faiss_flat_qps": round(faiss_qps, 1),

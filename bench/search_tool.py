@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import threading
 import time
 
 
@@ -46,7 +45,7 @@ def main() -> None:
     from reasonrl.config import SearchToolConfig, ToolsConfig
     from reasonrl.models.tiny import build_tokenizer
     from reasonrl.rollout.base import SamplingParams
-    from reasonrl.rollout.retrieval_server import Index, serve
+    from reasonrl.rollout.retrieval_server import Index, serving
     from reasonrl.rollout.search_tool import search
     from reasonrl.rollout.tools import ToolRolloutEngine
 
@@ -64,10 +63,8 @@ def main() -> None:
     index.search(queries, args.topk)
     bare_qps = len(queries) / (time.perf_counter() - t0)
 
-    server = serve(index, port=0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    cfg = SearchToolConfig(url=f"http://127.0.0.1:{server.server_address[1]}/retrieve", topk=args.topk)
-    try:
+    with serving(index) as url:
+        cfg = SearchToolConfig(url=url, topk=args.topk)
         t0 = time.perf_counter()
         answers = search(cfg, [[q] for q in queries], "search_r1")
         http_qps = len(queries) / (time.perf_counter() - t0)
@@ -84,9 +81,6 @@ def main() -> None:
         groups = engine.generate(prompts, SamplingParams(max_new_tokens=4000))
         round_s = time.perf_counter() - t0
         assert all(g[0].tool_calls == ("success",) for g in groups)
-    finally:
-        server.shutdown()
-        server.server_close()
     result = {"passages": args.passages, "queries": len(queries), "topk": args.topk, "index_s": round(index_s, 2),
               "bare_bm25s_qps": round(bare_qps, 1), "service_qps": round(http_qps, 1),
               "service_vs_bare": round(http_qps / bare_qps, 3), "samples": args.samples,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -120,6 +121,19 @@ def serve(index: Index, host: str = "127.0.0.1", port: int = 8000) -> ThreadingH
             pass
 
     return ThreadingHTTPServer((host, port), Handler)
+
+
+@contextmanager
+def serving(index, host: str = "127.0.0.1", port: int = 0):
+    """The service over `index` in a thread for the block's duration (benches, tests, notebooks); yields
+    its POST URL (rollout.tools.search.url)."""
+    server = serve(index, host, port)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://{host}:{server.server_address[1]}/retrieve"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def main(

@@ -3,10 +3,7 @@ own example (dotted flags) and an older flat-flag one, with the data to convert 
 
 from __future__ import annotations
 
-import yaml
-
-from reasonrl.config import load_config
-from reasonrl.config.foreign import convert
+from _convert import convert_text, load_recipe
 
 # OpenRLHF's examples/scripts/train_sft.sh (2026-04)
 DOTTED = """read -r -d '' training_commands <<EOF
@@ -43,9 +40,7 @@ FLAT = """deepspeed --module openrlhf.cli.train_sft --pretrain Qwen/Qwen2.5-1.5B
 
 
 def _convert(tmp_path, text):
-    script = tmp_path / "train_sft.sh"
-    script.write_text(text)
-    return convert("openrlhf", script)
+    return convert_text(tmp_path, "openrlhf", text, "train_sft.sh")
 
 
 def test_openrlhfs_sft_example_becomes_an_sft_recipe_that_loads(tmp_path):
@@ -71,9 +66,7 @@ def test_openrlhfs_sft_example_becomes_an_sft_recipe_that_loads(tmp_path):
             "--option prompt=question --option response=response --out sft.parquet`") in notes  # fmt: skip
     assert "data.max_len=2048 (prompt + response) -> rollout.max_new_tokens" in notes
     assert "train.max_epochs=1: reasonrl counts steps" in notes and "left out" not in notes, notes
-    recipe = tmp_path / "r.yaml"
-    recipe.write_text(yaml.safe_dump(r))
-    cfg = load_config(recipe, ["train.steps=5", "log.run_dir=" + str(tmp_path / "run")])
+    cfg = load_recipe(tmp_path, r, "train.steps=5", "log.run_dir=" + str(tmp_path / "run"))
     assert (cfg.algo.objective, cfg.train.global_batch, cfg.model.dtype) == ("sft", 256, "bfloat16")
 
 

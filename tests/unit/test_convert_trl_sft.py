@@ -4,10 +4,7 @@ told from a GRPO one by its fields; the recipes load."""
 
 from __future__ import annotations
 
-import yaml
-
-from reasonrl.config import load_config
-from reasonrl.config.foreign import convert
+from _convert import convert_text, load_recipe
 
 # open-r1's recipes/OpenR1-Distill-7B/sft/config_distill.yaml (2025-06)
 OPEN_R1 = """
@@ -56,10 +53,8 @@ warmup_ratio: 0.03
 """
 
 
-def _convert(tmp_path, text, name="config.yaml"):
-    path = tmp_path / name
-    path.write_text(text)
-    return convert("trl", path)
+def _convert(tmp_path, text):
+    return convert_text(tmp_path, "trl", text, "config.yaml")
 
 
 def test_open_r1s_distillation_config_becomes_an_sft_recipe_that_loads(tmp_path):
@@ -84,9 +79,7 @@ def test_open_r1s_distillation_config_becomes_an_sft_recipe_that_loads(tmp_path)
         "chat_template='{%- if tools %}...{%- endif %}': set it in the model's own tokenizer files" in notes
     )
     assert "left out" not in notes, notes
-    recipe = tmp_path / "r.yaml"
-    recipe.write_text(yaml.safe_dump(r))
-    cfg = load_config(recipe, ["train.steps=10", f"log.run_dir={tmp_path / 'run'}"])
+    cfg = load_recipe(tmp_path, r, "train.steps=10", f"log.run_dir={tmp_path / 'run'}")
     assert (cfg.algo.objective, cfg.rollout.n, cfg.train.min_lr_ratio) == ("sft", 1, 0.1)
 
 

@@ -4,8 +4,7 @@ multi-turn one (a note on converting its messages), deprecated global micro-batc
 
 from __future__ import annotations
 
-from reasonrl.config import load_config
-from reasonrl.config.foreign import convert
+from _convert import convert_text, load_recipe
 
 # verl's examples/sft/gsm8k/run_qwen_05_peft.sh (2026-01), its command
 GSM8K = """torchrun --standalone --nnodes=1 --nproc_per_node=$nproc_per_node \\
@@ -38,9 +37,7 @@ MULTITURN = """torchrun --nnodes=1 --nproc_per_node=$nproc_per_node -m verl.trai
 
 
 def _convert(tmp_path, text):
-    script = tmp_path / "run.sh"
-    script.write_text(text)
-    return convert("verl", script)
+    return convert_text(tmp_path, "verl", text, "run.sh")
 
 
 def test_verls_gsm8k_sft_example_becomes_an_sft_recipe(tmp_path):
@@ -63,11 +60,7 @@ def test_verls_gsm8k_sft_example_becomes_an_sft_recipe(tmp_path):
     assert "data.prompt_key=extra_info.question: the prompt is the row's chat prompt" in notes
     assert "data.max_length=1024 (prompt + response) -> rollout.max_new_tokens" in notes
     assert "left out" not in notes, notes  # every key of the script has a meaning here or a reason
-    recipe = tmp_path / "r.yaml"
-    import yaml
-
-    recipe.write_text(yaml.safe_dump(r))
-    cfg = load_config(recipe, ["train.steps=10"])
+    cfg = load_recipe(tmp_path, r, "train.steps=10")
     assert (cfg.algo.objective, cfg.rollout.n, cfg.data.response_key) == ("sft", 1, "extra_info.answer")
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ from reasonrl.errors import InputError
 from reasonrl.models.tiny import build_tokenizer
 from reasonrl.rollout import dense_retrieval
 from reasonrl.rollout.dense_retrieval import BGE_QUERY, DenseIndex, Encoder, EncoderSpec
-from reasonrl.rollout.retrieval_server import load_corpus, serve
+from reasonrl.rollout.retrieval_server import load_corpus, serving
 
 TEXTS = ['"France"\nParis is the capital of France.', '"Germany"\nBerlin is the capital of Germany.',
          '"Sums"\n12+7 is 19.', '"Cats"\nCats sleep a lot, often sixteen hours a day.', '"Rivers"\nThe Seine.',
@@ -190,18 +189,12 @@ def test_the_service_answers_the_search_tool_from_the_dense_index(encoder_dir, d
     index = DenseIndex(
         docs, _encoder(encoder_dir, query_prefix="", passage_prefix=""), log=lambda *a, **k: None
     )
-    server = serve(index, port=0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        cfg = SearchToolConfig(url=f"http://127.0.0.1:{server.server_address[1]}/retrieve", topk=1, retries=0)
-        ((text, status),) = search(cfg, [[TEXTS[3]]], "search_r1")
-        assert (
-            status == "success"
-            and text.strip() == "Doc 1(Title: Cats) Cats sleep a lot, often sixteen hours a day."
-        )
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(index) as url:
+        ((text, status),) = search(SearchToolConfig(url=url, topk=1, retries=0), [[TEXTS[3]]], "search_r1")
+    assert (
+        status == "success"
+        and text.strip() == "Doc 1(Title: Cats) Cats sleep a lot, often sixteen hours a day."
+    )
 
 
 def test_reasonrl_retriever_dense_builds_its_index_then_reads_it(encoder_dir, docs, tmp_path):
