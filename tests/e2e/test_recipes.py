@@ -35,13 +35,14 @@ GLOBAL = 8
 def _overrides(recipe: Path, model_dir: str, run_dir: Path, extra: tuple[str, ...]) -> list[str]:
     full = load_config(recipe)
     mini = GLOBAL * full.train.mini_batch // full.train.global_batch
+    sft = full.algo.objective == "sft"  # the data's responses: one a row, and no RL setting
     out = [
         f"model.path={model_dir}",
         "model.device=cpu",
         f"log.run_dir={run_dir}",
         "train.steps=2",
         f"train.global_batch={GLOBAL}",
-        "rollout.n=4",
+        f"rollout.n={1 if sft else 4}",
         f"train.mini_batch={mini}",
         f"train.micro_batch={mini}",
         "rollout.max_new_tokens=8",
@@ -53,9 +54,9 @@ def _overrides(recipe: Path, model_dir: str, run_dir: Path, extra: tuple[str, ..
         "log.tensorboard=false",
         "checkpoint.every=0",
         "checkpoint.keep_last=1",
-        # a random model earns no reward (zero group advantages): the entropy bonus moves it anyway
-        "algo.entropy_coef=0.01",
     ]
+    if not sft:  # a random model earns no reward (zero group advantages): the entropy bonus moves it anyway
+        out.append("algo.entropy_coef=0.01")
     if full.algo.shaping.overlong_buffer:
         out.append("algo.shaping.overlong_buffer=4")
     if (
@@ -97,14 +98,13 @@ FEATURE_KEYS = {
 def test_recipe_trains(recipe, tiny_model_dir, tmp_path):
     history = _run(recipe, tiny_model_dir, tmp_path / "run")
     assert [r["step"] for r in history] == [0, 1, 2]
+    rl = (
+        ("loss/policy", "actor/entropy")
+        if load_config(recipe).algo.objective == "rl"
+        else ("loss/nll", "actor/perplexity")
+    )
     for row in history[1:]:
-        for key in (
-            "loss/total",
-            "loss/policy",
-            "actor/entropy",
-            "grad_norm",
-            *FEATURE_KEYS.get(recipe.stem, []),
-        ):
+        for key in ("loss/total", *rl, "grad_norm", *FEATURE_KEYS.get(recipe.stem, [])):
             assert row.get(key) is not None and math.isfinite(row[key]), (key, row.get(key))
     assert _changed_fraction(tiny_model_dir, tmp_path / "run") > 0.5
     if recipe.stem == "rlinf_math":  # every reward is 0 or 1 mapped to -5 / +5

@@ -160,8 +160,8 @@ def test_aime_gsm8k_and_math_in_their_other_shapes(tmp_path):
     )
     assert (g.ground_truth, g.uid, g.extra_info) == (
         "1234567",
-        "gsm8k/train/0",
-        {"split": "train", "index": 0},
+        "gsm8k/train/0",  # the question and the worked answer kept as verl keeps them (its SFT trainer's)
+        {"split": "train", "index": 0, "question": "How many?", "answer": "so 2 * 3\n####  1,234,567"},
     )
     with pytest.raises(InputError, match=r"row 0: field 'answer': has no final '#### <number>' line$"):
         _convert(tmp_path, "gsm8k", [{"question": "How many?", "answer": "six"}])
