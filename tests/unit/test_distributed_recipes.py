@@ -12,7 +12,7 @@ import pytest
 from reasonrl.config import load_config
 
 DIR = Path(__file__).parents[2] / "recipes" / "distributed"
-RANKS = {"gpu1_qwen05b": 1, "gpu1_search_r1": 1, "gpu1_tir_math": 1, "gpu8_qwen7b": 8}
+RANKS = {"gpu1_qwen05b": 1, "gpu1_search_r1": 1, "gpu1_sft_qwen05b": 1, "gpu1_tir_math": 1, "gpu8_qwen7b": 8}
 
 
 @pytest.mark.parametrize("name", sorted(RANKS))
