@@ -79,3 +79,23 @@ def test_turns_all_keeps_every_assistant_turn_after_the_prompt(tmp_path):
     )
     assert "has no message before the assistant's" in out
     assert "option turns must be last or all" in convert_or_error(tmp_path, "sft", rows, {"turns": "some"})
+
+
+def test_the_answer_may_come_from_the_response_itself(tmp_path):
+    trace = {"role": "assistant", "content": "<think>maybe \\boxed{41}? no</think> So it is \\boxed{42}."}
+    rows = [
+        {"messages": [USER, trace]},
+        {"messages": [USER, {"role": "assistant", "content": "x <answer>7</answer>"}]},
+    ]
+    a, b = convert_or_error(tmp_path, "sft", rows, {"answer": "from_response"})
+    assert (a.ground_truth, b.ground_truth) == ("42", "7")  # after the thinking, as the verifiers read it
+    (c,) = convert_or_error(tmp_path, "sft", [{"messages": [USER, {"role": "assistant", "content": "a"}, USER, trace]}],
+                            {"answer": "from_response", "turns": "all"})  # fmt: skip
+    assert c.ground_truth == "42"  # the last assistant turn's
+    out = convert_or_error(tmp_path, "sft", [{"messages": [USER, {"role": "assistant", "content": "no answer"}]}],
+                           {"answer": "from_response"})  # fmt: skip
+    assert "field 'response': states no final answer" in out
+    out = convert_or_error(tmp_path, "sft", [{"messages": [USER, ASSISTANT]}])
+    assert (
+        "field 'answer': missing (the final answer validation checks" in out and "answer=from_response" in out
+    )

@@ -11,9 +11,12 @@ whose response is `extra_info.response` (the default `data.response_key`). Shape
   appended as Alpaca does, `input`) and a response field (option `response`, else `response`, `output`,
   `solution`, `generation`): OpenRLHF's input_key / output_key, verl's SFT parquet columns.
 The final answer (option `answer`, default `answer`) becomes the ground truth, so that validation scores
-the model with the verifier its data_source routes to (default `math`; common option `data_source`). A
-row without one is an error: every row must route to a verifier, and an empty ground truth would let any
-answer score (rows with no checkable answer, such as code traces without tests, are not built yet).
+the model with the verifier its data_source routes to (default `math`; common option `data_source`);
+`answer=from_response` takes it from the response itself (its last `\\boxed{}`, `<answer>` or `####`
+after any thinking: distilled traces such as Mixture-of-Thoughts' math, which carry no answer column;
+validation then checks the model reaches the teacher's answer). A row without one is an error: every row
+must route to a verifier, and an empty ground truth would let any answer score (rows with no checkable
+answer, such as code traces without tests, are not built yet).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from reasonrl.data.prepare import InputError, RowError, register, text
 from reasonrl.types import Problem
 
 PROMPTS = ("prompt", "question", "problem", "instruction", "input")
+FROM_RESPONSE = "from_response"  # option answer: the response's own final answer is the ground truth
 RESPONSES = ("response", "output", "solution", "generation")
 
 
@@ -64,6 +68,19 @@ def _all_turns(messages: list[dict], name: str) -> tuple[list[dict], list[dict]]
     return messages[:first], messages[first:]
 
 
+def _final_answer(response: str) -> str:
+    """The final answer a response states after its reasoning (\\boxed{}, <answer>, ####), as the verifiers
+    extract it; RowError where it states none."""
+    from reasonrl.rewards.extract import extract
+
+    found = extract(response, ("boxed", "answer_tag", "gsm8k"))
+    if found is None:
+        raise RowError(
+            "response", f"states no final answer (\\boxed{{}}, <answer>, ####) for answer={FROM_RESPONSE}"
+        )
+    return found.answer
+
+
 def _pair(row: dict, ctx) -> tuple[list[dict], str | list[dict]]:
     o = ctx.options
     if o["turns"] not in ("last", "all"):
@@ -95,7 +112,13 @@ def _pair(row: dict, ctx) -> tuple[list[dict], str | list[dict]]:
           answer="answer", dataset="sft", turns="last")  # fmt: skip
 def sft(row: dict, ctx) -> Problem:
     prompt, response = _pair(row, ctx)
-    gold = text(row, ctx.options["answer"])
+    if ctx.options["answer"] == FROM_RESPONSE:
+        gold = _final_answer(response if isinstance(response, str) else response[-1]["content"])
+    elif row.get(ctx.options["answer"]) is None:
+        raise RowError(ctx.options["answer"], f"missing (the final answer validation checks; rows whose response "
+                       f"ends in \\boxed{{}} can take it from there: --option answer={FROM_RESPONSE})")  # fmt: skip
+    else:
+        gold = text(row, ctx.options["answer"])
     uid = row.get("id", row.get("uuid", ctx.index))
     return Problem(prompt, gold, "math", "sft", {"response": response, "index": ctx.index},
                    uid=f"{ctx.options['dataset']}/{uid}")  # fmt: skip
