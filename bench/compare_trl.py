@@ -409,8 +409,9 @@ def json_line(args, summaries: dict[str, dict]) -> dict:
     return line
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
+def bench_setting(args) -> tuple[str, list]:
+    """What both comparisons (this one, compare_trl_sft.py) set up first: TRL installed, `--threads` torch
+    threads, no progress bars, the model's path and the pool of problems (`--task`, `--pool`, `--seed`)."""
     _require_trl()
     import torch
     from transformers.utils import logging as hf_logging
@@ -421,8 +422,15 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     hf_logging.disable_progress_bar()
-    model_path = resolve_model_path(args.model)
     pool = generate(args.task, args.pool, seed=args.seed, difficulty=args.difficulty, split="train")
+    return resolve_model_path(args.model), pool
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    model_path, pool = bench_setting(args)
+    import torch
+
     steps = schedule(args, pool)
     print(f"model: {model_path}\ntorch {torch.__version__}, {torch.get_num_threads()} threads")
 

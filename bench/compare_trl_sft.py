@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from compare_trl import _require_trl
+from compare_trl import bench_setting
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -126,19 +126,11 @@ def run_reasonrl(args, model_path: str, out_dir: Path) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    _require_trl()
+    model_path, pool = bench_setting(args)
     import torch
-    from transformers.utils import logging as hf_logging
 
     from reasonrl.data.sampler import PromptSampler
-    from reasonrl.data.tasks import generate
-    from reasonrl.models.loading import resolve_model_path
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    hf_logging.disable_progress_bar()
-    model_path = resolve_model_path(args.model)
-    pool = generate(args.task, args.pool, seed=args.seed, difficulty=args.difficulty, split="train")
     sampler = PromptSampler(pool, args.batch, seed=args.seed, shuffle=True)
     rows = [p for _ in range(args.steps) for p in sampler.next()]  # the rows reasonrl trains on, in order
     out: dict[str, dict] = {}
