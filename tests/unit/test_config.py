@@ -81,7 +81,7 @@ def test_missing_recipe_file(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_config(tmp_path / "nope.yaml")
     assert str(e.value).startswith(f"recipe file not found: {tmp_path / 'nope.yaml'} (built-in recipes, by name: "
-                                   "cispo, clip_cov, dapo, demo, distributed/gpu1_qwen05b, distributed/gpu1_search_r1, distributed/gpu1_tir_math, distributed/gpu8_qwen7b, ")  # fmt: skip
+                                   "cispo, clip_cov, dapo, demo, distributed/gpu1_qwen05b, distributed/gpu1_search_r1, distributed/gpu1_sft_qwen05b, distributed/gpu1_tir_math, distributed/gpu8_qwen7b, ")  # fmt: skip
 
 
 def test_unknown_key_in_recipe_names_file_and_key(tmp_path):
