@@ -54,27 +54,33 @@ def _require_trl():
         )
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_setting_args(ap: argparse.ArgumentParser) -> None:
+    """The arguments both comparisons (this one, compare_trl_sft.py) take: model, task, pool, lr, seed,
+    threads (read by `bench_setting`)."""
     ap.add_argument(
         "--model", default="demo:addsub", help="'demo' (cached tiny model) or an HF model directory"
     )
     ap.add_argument("--task", default="addsub")
     ap.add_argument("--difficulty", type=int, default=2)
-    ap.add_argument("--pool", type=int, default=4000, help="training problems both trainers draw from")
+    ap.add_argument("--pool", type=int, default=4000, help="problems both trainers draw from")
+    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch intra-op threads for both (0: torch's default)"
+    )
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_setting_args(ap)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--prompts", type=int, default=16, help="prompts per step")
     ap.add_argument("--generations", type=int, default=8, help="completions per prompt (group size)")
     ap.add_argument("--max-tokens", type=int, default=48, help="max new tokens per completion")
-    ap.add_argument("--lr", type=float, default=1e-4)
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--warmup", type=int, default=1, help="first steps left out of the timing")
     ap.add_argument("--last", type=int, default=5, help="also report mean reward over the last K steps")
     ap.add_argument("--only", choices=("both", "trl", "reasonrl"), default="both")
     ap.add_argument("--order", choices=("trl-first", "reasonrl-first"), default="trl-first")
-    ap.add_argument(
-        "--threads", type=int, default=1, help="torch intra-op threads for both (0: torch's default)"
-    )
     ap.add_argument("--repeats", type=int, default=1, help="alternate the two trainers this many times")
     ap.add_argument("--out-dir", default=None, help="where run directories go (default: a temp dir)")
     ap.add_argument(

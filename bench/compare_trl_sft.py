@@ -32,23 +32,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from compare_trl import bench_setting
+from compare_trl import add_setting_args, bench_setting
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument(
-        "--model", default="demo:addsub", help="'demo' (cached tiny model) or an HF model directory"
-    )
-    ap.add_argument("--task", default="addsub")
-    ap.add_argument("--difficulty", type=int, default=2)
-    ap.add_argument("--pool", type=int, default=4000, help="rows both trainers draw from")
+    add_setting_args(ap)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64, help="rows per optimizer step")
-    ap.add_argument("--lr", type=float, default=1e-4)
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--warmup", type=int, default=2, help="first steps left out of the timing")
-    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: torch's default)")
     args = ap.parse_args(argv)
     if args.steps <= args.warmup:
         ap.error(f"--steps ({args.steps}) must be larger than --warmup ({args.warmup})")

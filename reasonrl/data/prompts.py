@@ -49,6 +49,16 @@ def _render(tokenizer, problem: Problem, generation: bool = True, **kwargs):
                          f"it: {e}{hint}") from None  # fmt: skip
 
 
+def render_text(
+    tokenizer, problem: Problem, messages: list[dict] | None = None, generation: bool = True
+) -> str:
+    """The chat template's text of `messages` (default: the problem's prompt), with the problem's template
+    arguments, the generation prompt unless `generation` is False, a refusal named (`_render`)."""
+    if messages is not None:
+        problem = replace(problem, prompt=messages)
+    return _render(tokenizer, problem, generation=generation, tokenize=False)
+
+
 def with_template_kwargs(problems: list[Problem], defaults: dict) -> list[Problem]:
     """`problems` with the chat-template arguments `defaults` (`data.chat_template_kwargs`, eval's
     `--chat-template-kwarg`) under each row's own; the same list when there are none."""
@@ -71,8 +81,8 @@ def prompt_opens_think(tokenizer, problem: Problem) -> bool:
     the generation prompt adds counts (where the conversation alone renders as its prefix): a question
     that mentions `<think>` does not put the model's answer inside a think block."""
     if _templated(tokenizer, problem):
-        text = _render(tokenizer, problem, tokenize=False)
-        conversation = _render(tokenizer, problem, generation=False, tokenize=False)
+        text = render_text(tokenizer, problem)
+        conversation = render_text(tokenizer, problem, generation=False)
         if text.startswith(conversation):
             text = text[len(conversation) :]
     else:

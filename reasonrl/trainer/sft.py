@@ -28,6 +28,7 @@ import torch
 
 from reasonrl import distributed as dist
 from reasonrl.config import ConfigError, RunConfig
+from reasonrl.data.prompts import render_text
 from reasonrl.errors import InputError
 from reasonrl.trainer.rollout_source import SyncRollouts
 from reasonrl.trainer.sampling import StepRollouts
@@ -111,14 +112,6 @@ def check_responses(problems: list[Problem], key: str, what: str) -> None:
                              f"trains on it), got {got}")  # fmt: skip
 
 
-def _render(tokenizer, problem: Problem, messages: list[dict], generation: bool) -> str:
-    from dataclasses import replace
-
-    from reasonrl.data.prompts import _render as render
-
-    return render(tokenizer, replace(problem, prompt=messages), generation=generation, tokenize=False)
-
-
 def _turn_pieces(tokenizer, problem: Problem, turns: list[dict]) -> list[tuple[str, bool]]:
     """The continuation as (text, trained) pieces: each assistant turn as the chat template renders it
     (trained; the last one its content alone: the end-of-text token follows), and between them the other
@@ -128,14 +121,14 @@ def _turn_pieces(tokenizer, problem: Problem, turns: list[dict]) -> list[tuple[s
     messages = [*problem.prompt, *turns]
     pieces, done = (
         [],
-        _render(tokenizer, problem, problem.prompt, True),
+        render_text(tokenizer, problem),
     )  # the prompt as encode_prompt renders it
     last = len(messages) - 1  # (an assistant message: checked by check_responses)
     for i in range(len(problem.prompt), len(messages)):
         if messages[i]["role"] != "assistant":
             continue
-        before = _render(tokenizer, problem, messages[:i], True)
-        through = _render(tokenizer, problem, messages[: i + 1], False)
+        before = render_text(tokenizer, problem, messages[:i])
+        through = render_text(tokenizer, problem, messages[: i + 1], False)
         if not before.startswith(done) or not through.startswith(before):
             raise InputError(f"uid {problem.uid!r}: the chat template does not render this conversation's turns as "
                              "prefixes of the whole (a template that rewrites earlier turns, such as one dropping "
