@@ -350,6 +350,7 @@ def eval_problems(args, model_path) -> int:
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards import check_routable
     from reasonrl.rewards.services import check_services
+    from reasonrl.rewards.verifiers.unverified import NONE
     from reasonrl.rollout.base import SamplingParams
     from reasonrl.rollout.factory import build_rollout_engine
 
@@ -369,6 +370,11 @@ def eval_problems(args, model_path) -> int:
 
         cfg.data.chat_template_kwargs = {**cfg.data.chat_template_kwargs, **given}
         _, problems = load_data(cfg)
+        unchecked = sum(p.verifier == NONE for p in problems)  # an SFT run's rows with no checkable answer
+        problems = [p for p in problems if p.verifier != NONE]
+        if unchecked and not problems:
+            raise InputError(f"{args.model}: its run's validation rows have no checkable answer (verifier none: "
+                             "SFT data); evaluate it with --data FILE, --task NAME or --benchmarks NAMES")  # fmt: skip
         if not problems:  # (before: "problems": 0 and a mean score of 0.0)
             raise InputError(f"{args.model}: its run has no validation problems (no data.val_files, and no built-in "
                              "task in its data); evaluate it with --data FILE, --task NAME or --benchmarks NAMES")  # fmt: skip
@@ -379,7 +385,11 @@ def eval_problems(args, model_path) -> int:
                                cfg.data.drop_overlong_prompts, lambda *a: None)  # fmt: skip
         scorer, think = make_scorer(cfg), cfg.reward.think_from_prompt
         max_new = args.max_new_tokens or cfg.rollout.max_new_tokens
-        print(f"evaluating on the run's own validation data ({len(problems)} problems)", file=sys.stderr)
+        skipped = f"; {unchecked} without a checkable answer left out" if unchecked else ""
+        print(
+            f"evaluating on the run's own validation data ({len(problems)} problems{skipped})",
+            file=sys.stderr,
+        )
     else:
         if args.data:
             check_verifier_arg(args.verifier)

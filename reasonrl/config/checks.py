@@ -118,7 +118,15 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(str(e)) from None
     _dry_run_algo(a)
     from reasonrl.rewards import VERIFIERS
+    from reasonrl.rewards.verifiers.unverified import NONE
 
+    if NONE in cfg.reward.weights:
+        raise ConfigError(
+            f"reward.weights: {NONE!r} is the route of rows with no checkable answer; it scores nothing"
+        )
+    if cfg.reward.verifier == NONE and cfg.algo.objective != "sft":
+        raise ConfigError(f"reward.verifier={NONE!r} routes every row to no verifier (no checkable answer): only "
+                          "algo.objective=sft can train on such rows")  # fmt: skip
     for term in cfg.reward.weights:
         if term != "correctness" and term not in VERIFIERS:
             raise ConfigError(

@@ -316,11 +316,12 @@ class MixtureSampler:
 
 
 def build_sampler(d, batch_size: int, train: list[Problem], tokenizer, reward_options: dict | None = None,
-                  log=print, verifier: str | None = None):  # fmt: skip
+                  log=print, verifier: str | None = None, unverified: bool = False):  # fmt: skip
     """The prompt sampler of a run from its `data` section: the plain `PromptSampler` over `train`
     when there is neither a mixture nor a curriculum (unchanged behaviour), else a `MixtureSampler`
     (one source built from `train_files` / `task` when no mixture is given). `verifier`: `reward.verifier`,
-    for the rows of a mixture's files."""
+    for the rows of a mixture's files; `unverified`: rows with no checkable answer pass (SFT,
+    `routing.check_routable`)."""
     from reasonrl.data.prompts import fit_prompts
     from reasonrl.data.sampler import PromptSampler
     from reasonrl.data.schema import load_problems
@@ -341,7 +342,7 @@ def build_sampler(d, batch_size: int, train: list[Problem], tokenizer, reward_op
             files = [m["files"]] if isinstance(m["files"], str) else list(m["files"])
             problems = train if not d.mixture else with_template_kwargs(load_problems(files), kwargs)
             problems = with_verifier(problems, verifier)
-            check_routable(problems, f"data.mixture {name}", reward_options)
+            check_routable(problems, f"data.mixture {name}", reward_options, unverified)
             problems = fit_prompts(tokenizer, problems, d.max_prompt_tokens, f"data.mixture {name}",
                                    d.drop_overlong_prompts, log)  # fmt: skip
             src = FileSource(name, problems, d.seed, d.shuffle)

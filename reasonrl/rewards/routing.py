@@ -127,10 +127,17 @@ def check_route(problem: Problem, options: dict | None = None, checked: set[str]
         raise InputError(str(e)) from None
 
 
-def check_routable(problems: list[Problem], where: str = "dataset", options: dict | None = None) -> None:
-    """Fail fast (at load time) if any problem cannot be routed (`check_route`), naming its row."""
+def check_routable(problems: list[Problem], where: str = "dataset", options: dict | None = None,
+                   unverified: bool = False) -> None:  # fmt: skip
+    """Fail fast (at load time) if any problem cannot be routed (`check_route`), naming its row.
+    `unverified`: rows routed to verifier "none" (no checkable answer; `verifiers.unverified`) pass, for a
+    caller that trains on the rows' responses alone (SFT); elsewhere they are refused like any other."""
+    from reasonrl.rewards.verifiers.unverified import NONE
+
     checked: set[str] = set()
     for i, p in enumerate(problems):
+        if unverified and p.verifier == NONE:
+            continue
         try:
             check_route(p, options, checked)
         except InputError as e:

@@ -30,6 +30,7 @@ from reasonrl.rewards import check_routable
 from reasonrl.rewards.health import failed_share, failure_warning
 from reasonrl.rewards.routing import with_verifier
 from reasonrl.rewards.services import check_services, prepare_terms
+from reasonrl.rewards.verifiers.unverified import NONE
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.factory import build_rollout_engine, check_available
 from reasonrl.types import Problem
@@ -78,8 +79,9 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     kwargs = dict(d.chat_template_kwargs)  # every prompt rendered with them (a row's own win)
     train, val = with_template_kwargs(train, kwargs), with_template_kwargs(val, kwargs)
     options = {k: dict(v) for k, v in cfg.reward.options.items()}
-    check_routable(train, "train data", options)
-    check_routable(val, "validation data", options)
+    sft = cfg.algo.objective == "sft"  # rows with no checkable answer train SFT (validation: eval/nll)
+    check_routable(train, "train data", options, unverified=sft)
+    check_routable(val, "validation data", options, unverified=sft)
     return train, val[: cfg.val.size]
 
 
@@ -247,9 +249,10 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     torch.manual_seed(cfg.train.seed)
     train, val = load_data(cfg)
     if cfg.algo.objective == "sft":  # every training row has its response, before anything loads
-        from reasonrl.trainer.sft import check_responses
+        from reasonrl.trainer.sft import check_responses, check_unverified
 
         check_responses(train, cfg.data.response_key, "train data")
+        check_unverified(cfg, val, log)
     path, tokenizer, config = load_tokenizer_and_config(cfg.model.path, log=log)
     budget, drop = cfg.data.max_prompt_tokens, cfg.data.drop_overlong_prompts
     seen: dict = {}
@@ -264,7 +267,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     preflight(cfg, None if cfg.data.mixture else seen.get("longest"), copy.deepcopy(config), log)
     options = {k: dict(v) for k, v in cfg.reward.options.items()}  # (a mixture's files load here)
     sampler = build_sampler(cfg.data, cfg.train.global_batch // cfg.rollout.n, train, tokenizer, options, log,
-                            cfg.reward.verifier)  # fmt: skip
+                            cfg.reward.verifier, unverified=cfg.algo.objective == "sft")  # fmt: skip
     benchmarks = load_val_benchmarks(cfg, tokenizer, log, train)  # val.benchmarks: files, rows, routing
     # the verifiers' network services (an LLM judge, SandboxFusion) up, or waited for, before the weights load
     # (a mixture's files load in build_sampler; without one, its sources hold `train` itself: not twice)
@@ -408,7 +411,9 @@ def _validate(run: Run, cfg: RunConfig, what: str, log) -> dict[str, float]:
 
         out.update(benchmark_metrics(run.rollout_engine, run.tokenizer, scorer, run.benchmarks,
                                      cfg.rollout.max_new_tokens, cfg.train.seed, think, log=log, what=what))  # fmt: skip
-    if not run.val:
+    # rows with no checkable answer (SFT data) give eval/nll alone (`validate_policy`)
+    scored = [p for p in run.val if p.verifier != NONE]
+    if not scored:
         return out
     runs = {"eval/accuracy": greedy}
     if v.n > 1:  # the rollout's own filters (top-p, top-k, min-p) at the validation temperature, unless
@@ -417,7 +422,7 @@ def _validate(run: Run, cfg: RunConfig, what: str, log) -> dict[str, float]:
                                                               temperature=v.temperature, **filters)  # fmt: skip
     reasons = []
     for name, params in runs.items():
-        ev = evaluate(run.rollout_engine, run.tokenizer, run.val, params, batch_size=v.batch_size,
+        ev = evaluate(run.rollout_engine, run.tokenizer, scored, params, batch_size=v.batch_size,
                       think_from_prompt=think, scorer=scorer)  # fmt: skip
         out[name] = ev.accuracy
         reasons += ev.reasons

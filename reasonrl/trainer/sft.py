@@ -16,7 +16,8 @@ verifiers on `data.val_files`, `val.benchmarks`), plus `eval/nll` on validation 
 
 Owns: the check of the settings (`check_sft`: RL-only settings are refused, naming the key), the rows'
 responses (`response_of`, `check_responses`: a row without one is an InputError naming it before the
-model loads), the step's batch (`SftRollouts`, the trainer's rollout source) and `validation_nll`.
+model loads; `check_unverified`: validation rows with no checkable answer), the step's batch
+(`SftRollouts`, the trainer's rollout source) and `validation_nll`.
 Does not own: the loss (`trainer.step.make_loss_fn`), the loop (`trainer.loop`).
 """
 
@@ -69,6 +70,22 @@ def check_sft(cfg: RunConfig) -> None:
     if cfg.reward.weights and list(cfg.reward.weights) != ["correctness"]:
         raise ConfigError("reward.weights with algo.objective=sft: rewards do not train SFT (validation uses the "
                           "verifiers' correctness only)")  # fmt: skip
+
+
+def check_unverified(cfg: RunConfig, val: list[Problem], log=print) -> None:
+    """One line when validation rows have no checkable answer (verifier "none": `eval/nll` only, no
+    accuracy); InputError when `checkpoint.keep_best` names an accuracy no validation row can give."""
+    from reasonrl.rewards.verifiers.unverified import NONE
+
+    unchecked = sum(p.verifier == NONE for p in val)
+    if not unchecked:
+        return
+    log(f"validation: {unchecked} of {len(val)} rows have no checkable answer (verifier none): they give "
+        "eval/nll, not eval/accuracy")  # fmt: skip
+    best = cfg.checkpoint.keep_best or ""
+    if unchecked == len(val) and best.startswith(("eval/accuracy", "eval/mean@", "eval/verifier_errors")):
+        raise InputError(f"checkpoint.keep_best={best!r}: no validation row has a checkable answer (verifier "
+                         "none), so it is never measured; keep the best by eval/nll (best_mode: min)")  # fmt: skip
 
 
 def response_of(problem: Problem, key: str):

@@ -131,6 +131,7 @@ def count(ctx: Context, what: str) -> None:
 def convert_rows(conv: Converter, rows: list[dict], where: str, ctx: Context, report: Report,
                  skip_bad: bool = False) -> list[Problem]:  # fmt: skip
     from reasonrl.rewards.routing import check_route
+    from reasonrl.rewards.verifiers.unverified import NONE
 
     out: list[Problem] = []
     for i, row in enumerate(rows):
@@ -151,7 +152,8 @@ def convert_rows(conv: Converter, rows: list[dict], where: str, ctx: Context, re
                     p.data_source = ctx.options["data_source"]
                 if ctx.options.get("system") and not any(m.get("role") == "system" for m in p.prompt):
                     p.prompt = [{"role": "system", "content": str(ctx.options["system"])}, *p.prompt]
-                check_route(p, checked=ctx.routed)  # every problem must route to a verifier
+                if p.verifier != NONE:  # (a row with no checkable answer: SFT data, refused where scored)
+                    check_route(p, checked=ctx.routed)  # every problem must route to a verifier
         except InputError as e:
             msg = str(e).removeprefix("row: ")  # pass-through converters' Problem.from_row(where="row")
             if not skip_bad:

@@ -14,9 +14,11 @@ The final answer (option `answer`, default `answer`) becomes the ground truth, s
 the model with the verifier its data_source routes to (default `math`; common option `data_source`);
 `answer=from_response` takes it from the response itself (its last `\\boxed{}`, `<answer>` or `####`
 after any thinking: distilled traces such as Mixture-of-Thoughts' math, which carry no answer column;
-validation then checks the model reaches the teacher's answer). A row without one is an error: every row
-must route to a verifier, and an empty ground truth would let any answer score (rows with no checkable
-answer, such as code traces without tests, are not built yet).
+validation then checks the model reaches the teacher's answer). A row without one is an error (an empty
+ground truth would let any answer score), unless `answer=none`: rows with no checkable answer (general
+chat, code traces without tests, explanations) route to verifier `none` (`rewards.verifiers.unverified`),
+which SFT trains on and validates by `eval/nll` alone, and which every other use (RL, `reasonrl eval`,
+`data passrate`) refuses at load, naming the row.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from reasonrl.types import Problem
 
 PROMPTS = ("prompt", "question", "problem", "instruction", "input")
 FROM_RESPONSE = "from_response"  # option answer: the response's own final answer is the ground truth
+NO_ANSWER = "none"  # option answer: no checkable answer (verifier none: SFT only)
 RESPONSES = ("response", "output", "solution", "generation")
 
 
@@ -108,17 +111,23 @@ def _pair(row: dict, ctx) -> tuple[list[dict], str | list[dict]]:
 
 
 @register("sft", "SFT data: messages | prompt + completion | prompt / question / instruction + response / output "
-          "/ solution; answer (validation's ground truth)", messages="messages", prompt=None, response=None,
-          answer="answer", dataset="sft", turns="last")  # fmt: skip
+          "/ solution; answer (validation's ground truth; none: SFT only)", messages="messages", prompt=None,
+          response=None, answer="answer", dataset="sft", turns="last")  # fmt: skip
 def sft(row: dict, ctx) -> Problem:
     prompt, response = _pair(row, ctx)
-    if ctx.options["answer"] == FROM_RESPONSE:
+    verifier = None
+    if ctx.options["answer"] == NO_ANSWER:
+        from reasonrl.rewards.verifiers.unverified import NONE
+
+        gold, verifier = "", NONE
+    elif ctx.options["answer"] == FROM_RESPONSE:
         gold = _final_answer(response if isinstance(response, str) else response[-1]["content"])
     elif row.get(ctx.options["answer"]) is None:
         raise RowError(ctx.options["answer"], f"missing (the final answer validation checks; rows whose response "
-                       f"ends in \\boxed{{}} can take it from there: --option answer={FROM_RESPONSE})")  # fmt: skip
+                       f"ends in \\boxed{{}} can take it from there: --option answer={FROM_RESPONSE}; rows with "
+                       f"no checkable answer train SFT only: --option answer={NO_ANSWER})")  # fmt: skip
     else:
         gold = text(row, ctx.options["answer"])
     uid = row.get("id", row.get("uuid", ctx.index))
     return Problem(prompt, gold, "math", "sft", {"response": response, "index": ctx.index},
-                   uid=f"{ctx.options['dataset']}/{uid}")  # fmt: skip
+                   uid=f"{ctx.options['dataset']}/{uid}", verifier=verifier)  # fmt: skip
