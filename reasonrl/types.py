@@ -129,6 +129,8 @@ class Completion:
                       wrote every token (`rollout.tools`)
     model_text:       the text without the tool outputs (what the verifiers score), or None: `text`
     tool_calls:       each tool call's status ("success", "error", "timeout", ...), in order
+    guided:           a demonstration put in the group (`algo.guidance`), not sampled: its sampler
+                      log-probs are unknown (0 here)
     """
 
     token_ids: list[int]
@@ -138,6 +140,7 @@ class Completion:
     tool_mask: list[bool] | None = None
     model_text: str | None = None
     tool_calls: tuple[str, ...] = ()
+    guided: bool = False
 
     @property
     def answer_text(self) -> str:
@@ -211,6 +214,7 @@ class TrainBatch:
                                      over every rank's tokens by `trainer.step.attach_cov_selection`), or None
     term_rewards:     float [B, K]   each reward term's raw score (gdpo), or None
     term_weights:     K floats       the terms' weights (`reward.weights`, then 1 for a shaping term), or None
+    guided:           bool [B]       the row is a demonstration (`algo.guidance`), or None: none is
     extras:           free-form per-row data for plugins (the trainer itself uses none)
     """
 
@@ -233,6 +237,7 @@ class TrainBatch:
     cov_select: torch.Tensor | None = None
     term_rewards: torch.Tensor | None = None
     term_weights: tuple[float, ...] | None = None
+    guided: torch.Tensor | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
     # [B, P+T] fields (left-padded prompt, right-padded completion); [B, T] completion fields
@@ -287,6 +292,7 @@ class TrainBatch:
             cov_select=pick(self.cov_select),
             term_rewards=pick(self.term_rewards),
             term_weights=self.term_weights,
+            guided=pick(self.guided),
             extras={
                 k: (v[idx] if hasattr(v, "shape") and getattr(v, "ndim", 0) > 0 else v)
                 for k, v in self.extras.items()

@@ -213,6 +213,9 @@ def validate(cfg: RunConfig) -> None:
             "prompt are all the same, so every group-relative advantage is 0)"
         )
     _choice("algo.objective", a.objective, ("rl", "sft"))
+    from reasonrl.trainer.guidance import check_guidance
+
+    check_guidance(cfg)  # (algo.guidance: LUFFY's demonstrations in the groups)
     if a.objective == "sft":
         from reasonrl.trainer.sft import check_sft
 

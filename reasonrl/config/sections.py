@@ -242,6 +242,21 @@ class EntropyControlConfig:
 
 
 @dataclass
+class GuidanceConfig:
+    """LUFFY's off-policy guidance (arXiv:2504.14945): each group holds rollout.n - 1 samples and the row's
+    demonstration (its response at data.response_key, e.g. a stronger model's trace), scored and given
+    advantages with the samples; the demonstration's tokens are trained with -A * f(pi) instead of the
+    clipped ratio (docs/algorithms.md, "Off-policy guidance")."""
+
+    enabled: bool = False
+    # f of the demonstration token's probability under the policy: regularized p / (p + gamma) (LUFFY's
+    # policy shaping, which weighs up the tokens the policy finds unlikely), prob (p: the ratio against an
+    # expert taken to give each token probability 1) or logprob (log p: an advantage-weighted SFT term)
+    shaping: str = "regularized"
+    gamma: float = 0.1  # LUFFY's default
+
+
+@dataclass
 class AlgoConfig:
     # "rl", or "sft": supervised fine-tuning on the data's responses (data.response_key; trainer/sft.py)
     objective: str = "rl"
@@ -264,6 +279,7 @@ class AlgoConfig:
     dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
     off_policy: OffPolicyConfig = field(default_factory=OffPolicyConfig)
     critic: CriticConfig = field(default_factory=CriticConfig)
+    guidance: GuidanceConfig = field(default_factory=GuidanceConfig)
 
 
 # flat algo keys of earlier releases -> where they live now (recipes using them get an error naming the

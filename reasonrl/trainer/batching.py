@@ -40,7 +40,9 @@ def build_batch(groups: list[RolloutGroup], pad_id: int) -> TrainBatch:
         group_ids[i] = gi
         truncated[i] = c.finish_reason == "length"
         lengths[i] = n
+    guided = [c.guided for _, c, _, _ in rows]  # demonstrations (algo.guidance) among the samples
     return TrainBatch(
+        guided=torch.tensor(guided, dtype=torch.bool) if any(guided) else None,
         input_ids=ids,
         attention_mask=attn,
         mask=mask,

@@ -26,6 +26,7 @@ from reasonrl.trainer.balance import balanced_minibatches, gather_batch
 from reasonrl.trainer.batching import build_batch, minibatches, term_scores, without_inert_rows
 from reasonrl.trainer.critic import build_critic
 from reasonrl.trainer.entropy_control import EntropyControl
+from reasonrl.trainer.guidance import guided_prob
 from reasonrl.trainer.kl_control import KLControl
 from reasonrl.trainer.metrics import MetricsLog, mean_metrics
 from reasonrl.trainer.plot import plot_run
@@ -173,6 +174,9 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             batch.old_logprobs = run.train_engine.logprobs(batch, t.micro_batch)
         if algo.off_policy.bypass:  # verl's bypass mode: the sampler's log-probs are the old ones
             batch.old_logprobs = batch.sampler_logprobs
+        step_metrics.update(
+            guided_prob(run.train_engine, batch, t.micro_batch)
+        )  # algo.guidance's demonstrations
         if algo.kl.coef > 0:
             batch.ref_logprobs = run.train_engine.logprobs(batch, t.micro_batch, reference=True)
         if critic is not None:

@@ -9,12 +9,13 @@ files (`trainer.metrics`).
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import torch
 
 from reasonrl.config import RunConfig
 from reasonrl.rollout.base import SamplingParams
-from reasonrl.rollout.scored import generate_and_score
+from reasonrl.rollout.scored import generate_and_score, generate_groups, score_groups
 from reasonrl.types import Problem, RolloutGroup, TrainBatch
 
 
@@ -34,9 +35,26 @@ def make_scorer(cfg: RunConfig, problems: list[Problem] = ()):
     )
 
 
-def collect_rollouts(run, problems: list[Problem], params: SamplingParams) -> tuple[list[RolloutGroup], dict]:
-    groups, health = generate_and_score(run.rollout_engine, run.tokenizer, run.scorer, problems, params,
-                                        run.max_prompt_tokens, run.think_from_prompt)  # fmt: skip
+def collect_rollouts(run, problems: list[Problem], params: SamplingParams,
+                     demonstrations: str | None = None) -> tuple[list[RolloutGroup], dict]:  # fmt: skip
+    """The problems' scored groups and the step's reward / rollout metrics. `demonstrations`: the response
+    key (`algo.guidance`): each group is params.n - 1 samples and the row's demonstration, scored with them;
+    the metrics describe the samples (`trainer.guidance`)."""
+    if demonstrations is None:
+        groups, health = generate_and_score(run.rollout_engine, run.tokenizer, run.scorer, problems, params,
+                                            run.max_prompt_tokens, run.think_from_prompt)  # fmt: skip
+        return groups, {**reward_metrics(run, groups), **health}
+    from reasonrl.trainer.guidance import add_demonstrations, guided_metrics, sampled_only
+
+    groups = generate_groups(run.rollout_engine, run.tokenizer, problems, replace(params, n=params.n - 1),
+                             run.max_prompt_tokens)  # fmt: skip
+    add_demonstrations(groups, run.tokenizer, demonstrations, params.max_new_tokens)
+    health = score_groups(groups, run.tokenizer, run.scorer, run.think_from_prompt)
+    return groups, {**reward_metrics(run, sampled_only(groups)), **health, **guided_metrics(groups)}
+
+
+def reward_metrics(run, groups: list[RolloutGroup]) -> dict[str, float]:
+    """`reward/*` and the tool metrics of scored groups."""
     scores = torch.tensor([s for g in groups for s in g.rewards])
     results = [r for g in groups for r in g.results]
     metrics = {
@@ -47,12 +65,11 @@ def collect_rollouts(run, problems: list[Problem], params: SamplingParams) -> tu
         "reward/solved_all_frac": sum(min(g.correctness) >= 1.0 for g in groups) / len(groups),
         "reward/solved_none_frac": sum(max(g.correctness) <= 0.0 for g in groups) / len(groups),
         **term_metrics(results),
-        **health,
         **tool_metrics(
             [c for g in groups for c in g.completions], getattr(run.rollout_engine, "runs_tools", False)
         ),
     }
-    return groups, metrics
+    return metrics
 
 
 def term_metrics(results) -> dict[str, float]:
@@ -118,6 +135,7 @@ def sample_groups(groups: list[RolloutGroup], k: int, step: int) -> list[dict]:
                         "extracted": res and res.extracted,
                         "tokens": len(c.token_ids),
                         "finish_reason": c.finish_reason,
+                        **({"guided": True} if c.guided else {}),  # a demonstration (algo.guidance)
                         **(
                             {"terms": res.info["terms"]} if res and "terms" in res.info else {}
                         ),  # each term's score

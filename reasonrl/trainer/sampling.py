@@ -104,24 +104,29 @@ def round_params(params: SamplingParams, rnd: int) -> SamplingParams:
     return replace(params, seed=params.seed + rnd)
 
 
-def collect_step(run, params: SamplingParams, algo: AlgoConfig) -> tuple[list[RolloutGroup], dict]:
-    """The step's scored groups and reward metrics (one round, or dynamic sampling with refill)."""
+def collect_step(run, params: SamplingParams, algo: AlgoConfig,
+                 demonstrations: str | None = None) -> tuple[list[RolloutGroup], dict]:  # fmt: skip
+    """The step's scored groups and reward metrics (one round, or dynamic sampling with refill).
+    `demonstrations`: the response key of `algo.guidance` (`trainer.guidance`); the curriculum's pass rates
+    see the samples alone, the keep test of dynamic sampling the whole group."""
+    from reasonrl.trainer.guidance import sampled_only
 
     several = dist.world_size() > 1
     dynamic = algo.dynamic_sampling.enabled
 
     def draw(rnd: int) -> tuple[list[RolloutGroup], dict]:
         # every rank draws the whole step (so samplers stay identical) and generates its own share
-        groups, metrics = collect_rollouts(run, dist.shard(run.sampler.next()), round_params(params, rnd))
+        problems = dist.shard(run.sampler.next())
+        groups, metrics = collect_rollouts(run, problems, round_params(params, rnd), demonstrations)
         if not several:
-            run.sampler.observe(groups)
+            run.sampler.observe(sampled_only(groups))
             return groups, metrics
         if dynamic:  # every rank sees the whole round in rank order, so all take the same decisions
             everyone = [g for part in dist.all_gather_objects(groups) for g in part]
-            run.sampler.observe(everyone)
+            run.sampler.observe(sampled_only(everyone))
             return everyone, metrics
         # the curriculum's record (levels, pass rates) sees every round, of every rank, in rank order
-        seen = dist.all_gather_objects([(g.problem, g.correctness) for g in groups])
+        seen = dist.all_gather_objects([(g.problem, g.correctness) for g in sampled_only(groups)])
         run.sampler.observe([RolloutGroup(p, [], [], rewards=r) for part in seen for p, r in part])
         return groups, metrics
 
@@ -163,7 +168,8 @@ def step_rollouts(run, cfg: RunConfig, step: int, needs: frozenset[str], version
     t0 = time.perf_counter()
     r = cfg.rollout
     params = SamplingParams.of_rollout(r, step_seed(cfg.train.seed, step))
-    groups, metrics = collect_step(run, params, cfg.algo)
+    guided = cfg.data.response_key if cfg.algo.guidance.enabled else None  # demonstrations in the groups
+    groups, metrics = collect_step(run, params, cfg.algo, guided)
     metrics = {**metrics, **run.sampler.metrics()}  # curriculum levels, mixture shares
     baseline = (  # ReMax: rewards of greedy completions (no random numbers drawn)
         greedy_baseline(run, groups, cfg.algo, r.max_new_tokens) if "baseline_rewards" in needs else None

@@ -253,6 +253,10 @@ def build_run(cfg: RunConfig, log=print) -> Run:
 
         check_responses(train, cfg.data.response_key, "train data")
         check_unverified(cfg, val, log)
+    if cfg.algo.guidance.enabled:  # every training row has its demonstration, before anything loads
+        from reasonrl.trainer.guidance import check_demonstrations
+
+        check_demonstrations(train, cfg.data.response_key, "train data")
     path, tokenizer, config = load_tokenizer_and_config(cfg.model.path, log=log)
     budget, drop = cfg.data.max_prompt_tokens, cfg.data.drop_overlong_prompts
     seen: dict = {}
@@ -276,6 +280,10 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         from reasonrl.trainer.sft import check_responses
 
         check_responses(mixed, cfg.data.response_key, "data.mixture")
+    if mixed and cfg.algo.guidance.enabled:
+        from reasonrl.trainer.guidance import check_demonstrations
+
+        check_demonstrations(mixed, cfg.data.response_key, "data.mixture")
     check_services([*train, *val, *mixed, *(p for _, ps in benchmarks for p in ps)], options,
                    cfg.reward.service_wait_s, log)  # fmt: skip
     # a reward model loads before the policy (kept only where this process scores the training steps)

@@ -174,7 +174,8 @@ def response_tokens(tokenizer, problem: Problem, key: str, max_tokens: int):
     return ids[:max_tokens], None if frozen is None else frozen[:max_tokens], len(ids) > max_tokens
 
 
-def _completion(tokenizer, problem: Problem, key: str, max_tokens: int) -> Completion:
+def response_completion(tokenizer, problem: Problem, key: str, max_tokens: int) -> Completion:
+    """A row's response (`response_tokens`) as a Completion (sampler log-probs 0: nothing sampled it)."""
     ids, frozen, cut = response_tokens(tokenizer, problem, key, max_tokens)
     text = tokenizer.decode(ids, skip_special_tokens=True)
     return Completion(ids, text, [0.0] * len(ids), "length" if cut else "stop", tool_mask=frozen)
@@ -190,7 +191,7 @@ class SftRollouts(SyncRollouts):
         problems = dist.shard(run.sampler.next())  # every rank draws the whole step; trains on its share
         prompts = encode_prompts(run.tokenizer, problems, run.max_prompt_tokens)
         key, budget = cfg.data.response_key, cfg.rollout.max_new_tokens
-        groups = [RolloutGroup(p, prompt, [_completion(run.tokenizer, p, key, budget)])
+        groups = [RolloutGroup(p, prompt, [response_completion(run.tokenizer, p, key, budget)])
                   for p, prompt in zip(problems, prompts)]  # fmt: skip
         state = run.sampler.state_dict()
         return StepRollouts(groups, run.sampler.metrics(), None, self.version, 0.0, state), {}
@@ -212,7 +213,9 @@ def validation_nll(run, cfg: RunConfig, problems: list[Problem]) -> dict[str, fl
         groups = []
         for p, prompt in zip(rows[s : s + cfg.train.micro_batch], prompts[s : s + cfg.train.micro_batch]):
             groups.append(
-                RolloutGroup(p, prompt, [_completion(run.tokenizer, p, key, cfg.rollout.max_new_tokens)])
+                RolloutGroup(
+                    p, prompt, [response_completion(run.tokenizer, p, key, cfg.rollout.max_new_tokens)]
+                )
             )
         batch = build_batch(groups, run.pad_id)
         logprobs = run.train_engine.logprobs(batch, cfg.train.micro_batch)

@@ -28,7 +28,9 @@ Owns:
       vespo; m = pg_mask or 1, o = the off-policy sequence mask of `off_policy.mask_threshold` or 1,
       j = the rejection mask of `off_policy.reject` (from the old, with bypass the current, and the
       sampler's log-probs) or 1,
-      v = pi / pi_old with `kl.importance_weighted` or 1), every aggregation using the mini-batch's global
+      v = pi / pi_old with `kl.importance_weighted` or 1; a demonstration's tokens under `algo.guidance`
+      take -A * f(pi) instead of w * m * o * j * policy_loss, `algorithms.guidance`, logged `loss/guided`,
+      and are left out of the sampler corrections), every aggregation using the mini-batch's global
       counts, so micro-batches simply add up; entropy is always logged, and so is the sampler-vs-trainer
       log-prob gap (`logprob_gap`, against old_logprobs, or the pre-update log-probs when the step has one
       update; with bypass against the current ones).
@@ -54,10 +56,12 @@ from reasonrl.algorithms.correction import (
 )
 from reasonrl.algorithms.covariance import select_options, token_covariance
 from reasonrl.algorithms.filters import entropy_threshold, minibatch_early_stop
+from reasonrl.algorithms.guidance import guided_token_loss
 from reasonrl.algorithms.kl import fold_kl_into_rewards, importance_weighted, kl_penalty
 from reasonrl.algorithms.masked import aggregate, masked_mean, masked_sum
 from reasonrl.config import AlgoConfig, OffPolicyConfig
 from reasonrl.distributed import global_masked_mean
+from reasonrl.trainer.guidance import with_guided_sampler
 from reasonrl.trainer.kl_control import KLControl
 from reasonrl.types import TrainBatch
 
@@ -162,7 +166,8 @@ def tis_options(op: OffPolicyConfig) -> dict:
 def attach_tis_weights(batch: TrainBatch, op: OffPolicyConfig) -> dict[str, float]:
     """Store the importance weights [B, T] in `batch.is_weights` (with `tis_normalize`, divided by their
     mean over every rank's batch); returns their metrics."""
-    weights, metrics = tis_weights(batch.old_logprobs, batch.sampler_logprobs, batch.mask, **tis_options(op))
+    sampler = with_guided_sampler(batch.sampler_logprobs, batch.old_logprobs, batch.guided)  # (algo.guidance)
+    weights, metrics = tis_weights(batch.old_logprobs, sampler, batch.mask, **tis_options(op))
     out = {f"actor/{k}": v.item() for k, v in metrics.items()}
     if op.tis_normalize:
         total, count = weight_mean_parts(weights, batch.mask, op.tis_mode)
@@ -263,14 +268,17 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         # the policy side of the sampler correction: the old log-probs, or with bypass (old = the
         # sampler's) the current ones, as verl's bypass loss takes them
         policy = logprobs.detach() if op.bypass else old
+        # algo.guidance: a demonstration's sampler is unknown; taken to be the policy, every correction
+        # against it is neutral there (its tokens get their own term below)
+        sampler = micro.sampler_logprobs
+        if sampler is not None:
+            sampler = with_guided_sampler(sampler.to(old.device), policy, micro.guided)
         chosen = {} if micro.cov_select is None else {"selected": micro.cov_select}
         metrics, weights = {}, None
         if algo.off_policy.tis_cap > 0:
             weights = micro.is_weights
             if weights is None:  # one update per step (the pre-update log-probs are the old ones), or bypass
-                weights, tis = tis_weights(
-                    policy, micro.sampler_logprobs.to(old.device), mask, **tis_options(algo.off_policy)
-                )
+                weights, tis = tis_weights(policy, sampler, mask, **tis_options(algo.off_policy))
                 if op.tis_normalize:  # (bypass: over this micro-batch, as verl's bypass loss)
                     weights, factor = normalized(weights, *weight_mean_parts(weights, mask, op.tis_mode))
                     tis["is_norm_factor"] = torch.tensor(factor)
@@ -283,21 +291,30 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         if weights is not None:
             pg_tok = pg_tok * weights
         if op.reject:  # verl's rejection sampling: tokens / rows outside the bounds get no policy loss
-            keep, rs = rejection_mask(policy, micro.sampler_logprobs.to(old.device), mask, op.reject)
+            keep, rs = rejection_mask(policy, sampler, mask, op.reject)
             pg_tok = pg_tok * keep.to(pg_tok.dtype)
             metrics.update({f"actor/{k}": v for k, v in rs.items()})
         if algo.off_policy.mask_threshold is not None:  # the sampler's log-probs where the engine gave them
-            behaviour = old if micro.sampler_logprobs is None else micro.sampler_logprobs.to(old.device)
+            behaviour = old if sampler is None else sampler
             keep, opsm = off_policy_sequence_mask(
                 logprobs, behaviour, micro.advantages, mask, algo.off_policy.mask_threshold
             )
             pg_tok = pg_tok * keep.to(pg_tok.dtype)
             metrics.update({f"actor/{k}": v for k, v in opsm.items()})
+        sampled = mask
+        if (
+            micro.guided is not None
+        ):  # algo.guidance: the demonstrations' tokens, -A * f(p) (no ratio, no clip)
+            rows = micro.guided.to(mask.device)[:, None]
+            off = guided_token_loss(logprobs, micro.advantages, algo.guidance.shaping, algo.guidance.gamma)
+            pg_tok = torch.where(rows, off, pg_tok)
+            metrics["loss/guided"] = agg(off * rows, mask).detach()
+            sampled = mask & ~rows
         if micro.pg_mask is not None:  # high-entropy tokens only; the normalisers still count every token
             pg_tok = pg_tok * micro.pg_mask.to(pg_tok.device, pg_tok.dtype)
         pg = agg(pg_tok, mask)
         loss = pg
-        metrics.update(logprob_gap(micro.sampler_logprobs, policy, mask))
+        metrics.update(logprob_gap(micro.sampler_logprobs, policy, sampled))
         metrics["loss/policy"] = pg.detach()
         if kl_loss:
             kl_tok = kl_penalty(logprobs, micro.ref_logprobs, algo.kl.estimator)

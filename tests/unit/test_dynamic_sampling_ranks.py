@@ -25,7 +25,7 @@ def _problems() -> list[Problem]:
             for i in range(40)]  # fmt: skip
 
 
-def _fake_rollouts(run, problems, params):
+def _fake_rollouts(run, problems, params, demonstrations=None):
     """Scores that depend only on the problem and the round's seed: a third of the groups vary."""
     groups = []
     for p in problems:

@@ -44,7 +44,7 @@ class _Sampler(PromptSampler):
 def _fake_rollouts(calls: list):
     """Problem p<i> varies (rewards [1, 0]) in round r when (i + seed) is even; else [0, 0]."""
 
-    def collect(run, problems, params):
+    def collect(run, problems, params, demonstrations=None):
         calls.append(params)
         groups = []
         for p in problems:

@@ -25,7 +25,7 @@ def _sampling_used(monkeypatch, overrides):
         return Evaluation(0.5, [], ["ok"])
 
     monkeypatch.setattr(setup, "evaluate", fake_evaluate)
-    run = SimpleNamespace(benchmarks=None, val=["p"], think_from_prompt=False, rollout_engine=None,
+    run = SimpleNamespace(benchmarks=None, val=[SimpleNamespace(verifier=None)], think_from_prompt=False, rollout_engine=None,
                           tokenizer=None, scorer=None)  # fmt: skip
     out = setup._validate(run, cfg, "step 0", lambda *a: None)
     assert set(out) >= {"eval/accuracy", "eval/mean@4"}
