@@ -22,6 +22,7 @@ from reasonrl.config.foreign import (
     off_if_negative,
     parse_value,
 )
+from reasonrl.config.from_luffy import luffy_keys
 from reasonrl.config.shell import script_commands
 from reasonrl.config.verl_tools import verl_tools
 from reasonrl.errors import InputError
@@ -246,6 +247,7 @@ def _derived(o, take, out: Converted, base: Path | None = None) -> None:
     verl_tools(take, out, base)
     _verl_reward(o, take, out)
     _verl_correction(take, out)
+    luffy_keys(o, take, out)  # LUFFY's verl fork: off-policy guidance (config.from_luffy)
     if "algorithm.norm_adv_by_std_in_grpo" in o and not take("algorithm.norm_adv_by_std_in_grpo"):
         out.set("algo.adv_kwargs.scale_by_std", False)
     if (rounds := take("algorithm.filter_groups.max_num_gen_batches")) is not None:

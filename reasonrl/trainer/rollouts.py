@@ -104,11 +104,13 @@ def tool_metrics(completions, enabled: bool) -> dict[str, float]:
 
 
 def rollout_metrics(batch: TrainBatch) -> dict[str, float]:
-    lengths = batch.lengths.float()
+    """The samples' lengths and truncation (not the demonstrations' of `algo.guidance`) and the batch's size."""
+    sampled = slice(None) if batch.guided is None else ~batch.guided
+    lengths = batch.lengths[sampled].float()
     return {
         "rollout/response_length": lengths.mean().item(),
         "rollout/response_length_max": lengths.max().item(),
-        "rollout/truncated_frac": batch.truncated.float().mean().item(),
+        "rollout/truncated_frac": batch.truncated[sampled].float().mean().item(),
         "rollout/batch_size": float(batch.size),
     }
 

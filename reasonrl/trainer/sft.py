@@ -29,7 +29,7 @@ import torch
 
 from reasonrl import distributed as dist
 from reasonrl.config import ConfigError, RunConfig
-from reasonrl.data.prompts import render_text
+from reasonrl.data.prompts import prompt_opens_think, render_text
 from reasonrl.errors import InputError
 from reasonrl.trainer.rollout_source import SyncRollouts
 from reasonrl.trainer.sampling import StepRollouts
@@ -160,9 +160,14 @@ def _turn_pieces(tokenizer, problem: Problem, turns: list[dict]) -> list[tuple[s
 def response_tokens(tokenizer, problem: Problem, key: str, max_tokens: int):
     """(the response's tokens, cut to `max_tokens`; which of them are not trained (a conversation's other
     turns), or None where all are; whether it was cut). A text: its tokens and the end-of-text token; a
-    conversation's continuation: its pieces (`_turn_pieces`), each tokenised alone, then end-of-text."""
+    conversation's continuation: its pieces (`_turn_pieces`), each tokenised alone, then end-of-text. A text
+    that opens with `<think>` after a prompt that already does (a template whose generation prompt ends in
+    `<think>`, as DeepSeek-R1's and Qwen3's thinking ones) starts after it, as the model would (LUFFY does the
+    same with its demonstrations)."""
     value = response_of(problem, key)
     if isinstance(value, str):
+        if value.startswith("<think>") and prompt_opens_think(tokenizer, problem):
+            value = value.removeprefix("<think>").removeprefix("\n")
         ids, frozen = tokenizer(value, add_special_tokens=False)["input_ids"], None
     else:
         ids, frozen = [], []

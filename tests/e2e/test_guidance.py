@@ -42,6 +42,8 @@ def test_groups_hold_the_demonstration_and_the_metrics_describe_the_samples(tiny
         demos = [g.rewards[3] for g in rollouts.groups]
         assert row["reward/mean"] == pytest.approx(sum(samples) / len(samples))
         assert row["rollout/guided_reward"] == pytest.approx(sum(demos) / len(demos))
+        lengths = [len(c.token_ids) for g in rollouts.groups for c in g.completions[:3]]
+        assert row["rollout/response_length"] == pytest.approx(sum(lengths) / len(lengths))
     assert all(r["rollout/guided_reward"] == 1.0 for r in hist[1:])  # the worked solutions are right
     assert all(r["reward/mean"] < 0.5 for r in hist[1:])  # the tiny random model's samples are not
     # the policy moves toward the demonstrations: their probability rises as it trains on them

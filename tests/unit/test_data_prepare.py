@@ -161,6 +161,10 @@ SOURCES = {
         {"role": "user", "content": "What is 6*7?"},
         {"role": "assistant", "content": "<think>6*7=42</think> The answer is \\boxed{42}."}]}], {},
             "math", "\\boxed{42}", "\\boxed{41}"),
+    "luffy": ("openr1.parquet", [{"data_source": "openr1", "ability": "math", "prompt": [
+        {"role": "user", "content": "What is 6*7?"}], "target": [{"role": "assistant", "content": "\\boxed{42}"}],
+        "reward_model": {"style": "rule", "ground_truth": "42"}, "extra_info": {"index": 0}}], {},
+              "math", "\\boxed{42}", "\\boxed{41}"),
 }  # fmt: skip
 
 

@@ -71,3 +71,18 @@ def test_malformed_responses_are_named(response, kw, error):
     with pytest.raises(InputError, match=r"train data: row 0 \(uid u7\): .*" + error.replace("{", r"\{")):
         check_responses([_problem(response, **kw)], "extra_info.response", "train data")
     check_responses([_problem([A1, U2, A2]), _problem("fine")], "extra_info.response", "train data")
+
+
+def test_a_think_block_the_prompt_already_opens_is_not_opened_twice():
+    tok = build_tokenizer(["1+1=2 2+2=4 <think> </think>"], 80)
+    trace = "<think>\n1+1=2</think>2"
+    plain = response_tokens(tok, _problem(trace), "extra_info.response", 100)[0]
+    assert tok.decode(plain, skip_special_tokens=True).replace(" ", "").startswith("<think>")
+    tok.chat_template = (  # a thinking template: the generation prompt opens the think block
+        "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|><think>\n{% endif %}"
+    )
+    ids = response_tokens(tok, _problem(trace), "extra_info.response", 100)[0]
+    assert ids == tok("1+1=2</think>2", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    # a response without its own <think> is left as it is
+    assert response_tokens(tok, _problem("1+1=2"), "extra_info.response", 100)[0][0] == ids[0]
