@@ -166,11 +166,13 @@ def tis_options(op: OffPolicyConfig) -> dict:
 def attach_tis_weights(batch: TrainBatch, op: OffPolicyConfig) -> dict[str, float]:
     """Store the importance weights [B, T] in `batch.is_weights` (with `tis_normalize`, divided by their
     mean over every rank's batch); returns their metrics."""
-    sampler = with_guided_sampler(batch.sampler_logprobs, batch.old_logprobs, batch.guided)  # (algo.guidance)
-    weights, metrics = tis_weights(batch.old_logprobs, sampler, batch.mask, **tis_options(op))
+    # (algo.guidance: the demonstrations' rows left out, `make_loss_fn`)
+    mask = batch.mask if batch.guided is None else batch.mask & ~batch.guided[:, None]
+    sampler = with_guided_sampler(batch.sampler_logprobs, batch.old_logprobs, batch.guided)
+    weights, metrics = tis_weights(batch.old_logprobs, sampler, mask, **tis_options(op))
     out = {f"actor/{k}": v.item() for k, v in metrics.items()}
     if op.tis_normalize:
-        total, count = weight_mean_parts(weights, batch.mask, op.tis_mode)
+        total, count = weight_mean_parts(weights, mask, op.tis_mode)
         parts = dist.sum_over_ranks({"total": total, "count": count})
         weights, out["actor/is_norm_factor"] = normalized(weights, parts["total"], parts["count"])
     batch.is_weights = weights
@@ -268,8 +270,10 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         # the policy side of the sampler correction: the old log-probs, or with bypass (old = the
         # sampler's) the current ones, as verl's bypass loss takes them
         policy = logprobs.detach() if op.bypass else old
-        # algo.guidance: a demonstration's sampler is unknown; taken to be the policy, every correction
-        # against it is neutral there (its tokens get their own term below)
+        # algo.guidance: a demonstration's sampler is unknown; taken to be the policy, and its rows left out
+        # of every correction against the sampler (`sampled`); its tokens get their own term below
+        rows = None if micro.guided is None else micro.guided.to(mask.device)[:, None]
+        sampled = mask if rows is None else mask & ~rows
         sampler = micro.sampler_logprobs
         if sampler is not None:
             sampler = with_guided_sampler(sampler.to(old.device), policy, micro.guided)
@@ -278,9 +282,9 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         if algo.off_policy.tis_cap > 0:
             weights = micro.is_weights
             if weights is None:  # one update per step (the pre-update log-probs are the old ones), or bypass
-                weights, tis = tis_weights(policy, sampler, mask, **tis_options(algo.off_policy))
+                weights, tis = tis_weights(policy, sampler, sampled, **tis_options(algo.off_policy))
                 if op.tis_normalize:  # (bypass: over this micro-batch, as verl's bypass loss)
-                    weights, factor = normalized(weights, *weight_mean_parts(weights, mask, op.tis_mode))
+                    weights, factor = normalized(weights, *weight_mean_parts(weights, sampled, op.tis_mode))
                     tis["is_norm_factor"] = torch.tensor(factor)
                 metrics.update({f"actor/{k}": v for k, v in tis.items()})
             weights = weights.to(logprobs.device)
@@ -291,25 +295,20 @@ def make_loss_fn(algo: AlgoConfig, total_tokens: torch.Tensor, total_seqs, norm_
         if weights is not None:
             pg_tok = pg_tok * weights
         if op.reject:  # verl's rejection sampling: tokens / rows outside the bounds get no policy loss
-            keep, rs = rejection_mask(policy, sampler, mask, op.reject)
+            keep, rs = rejection_mask(policy, sampler, sampled, op.reject)
             pg_tok = pg_tok * keep.to(pg_tok.dtype)
             metrics.update({f"actor/{k}": v for k, v in rs.items()})
         if algo.off_policy.mask_threshold is not None:  # the sampler's log-probs where the engine gave them
             behaviour = old if sampler is None else sampler
             keep, opsm = off_policy_sequence_mask(
-                logprobs, behaviour, micro.advantages, mask, algo.off_policy.mask_threshold
+                logprobs, behaviour, micro.advantages, sampled, algo.off_policy.mask_threshold
             )
             pg_tok = pg_tok * keep.to(pg_tok.dtype)
             metrics.update({f"actor/{k}": v for k, v in opsm.items()})
-        sampled = mask
-        if (
-            micro.guided is not None
-        ):  # algo.guidance: the demonstrations' tokens, -A * f(p) (no ratio, no clip)
-            rows = micro.guided.to(mask.device)[:, None]
+        if rows is not None:  # algo.guidance: the demonstrations' tokens take -A * f(p) (no ratio, no clip)
             off = guided_token_loss(logprobs, micro.advantages, algo.guidance.shaping, algo.guidance.gamma)
             pg_tok = torch.where(rows, off, pg_tok)
             metrics["loss/guided"] = agg(off * rows, mask).detach()
-            sampled = mask & ~rows
         if micro.pg_mask is not None:  # high-entropy tokens only; the normalisers still count every token
             pg_tok = pg_tok * micro.pg_mask.to(pg_tok.device, pg_tok.dtype)
         pg = agg(pg_tok, mask)

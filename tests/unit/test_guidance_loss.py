@@ -89,13 +89,18 @@ def test_sampler_corrections_and_the_gap_leave_the_demonstrations_out():
         (2 + 2 - 2 * p / (p + 0.1)) / 4, rel=1e-6
     )  # weights on the samples only
     # the demonstration's tokens are neither capped nor in the gap (|0 - (-2)| = 2 would be its max)
-    assert metrics["actor/is_capped_frac"].item() == pytest.approx(0.5)  # 2 of the 4 tokens
+    assert metrics["actor/is_capped_frac"].item() == pytest.approx(1.0)  # both sampled tokens, of those alone
+    assert metrics["actor/is_weight_mean"].item() == pytest.approx(2.0)
     assert metrics["rollout/logprob_gap_max"].item() == pytest.approx(math.log(3.0), rel=1e-6)
     assert metrics["rollout/logprob_gap_mean"].item() == pytest.approx(math.log(3.0), rel=1e-6)
-    # precomputed weights (several updates per step): the demonstration's weight is 1
+    # precomputed weights (several updates per step): the demonstration's rows are left out (weight 0, its
+    # term replaces theirs) and do not count in the metrics or the normaliser
     b.old_logprobs = current
-    attach_tis_weights(b, algo.off_policy)
-    assert b.is_weights.flatten().tolist() == pytest.approx([2.0, 2.0, 1.0, 1.0])
+    m = attach_tis_weights(b, OffPolicyConfig(tis_cap=2.0, tis_normalize=True))
+    assert b.is_weights.flatten().tolist() == pytest.approx([1.0, 1.0, 0.0, 0.0])  # 2 / mean 2
+    assert (m["actor/is_capped_frac"], m["actor/is_norm_factor"]) == pytest.approx((1.0, 2.0))  # their mean
+    loss2, _ = make_loss_fn(algo, b.mask.sum(), 2, 2)(b, current.clone().requires_grad_(True), None)
+    assert loss2.item() == pytest.approx((1 + 1 - 2 * p / (p + 0.1)) / 4, rel=1e-6)
 
 
 def test_the_batch_marks_the_demonstrations_and_metrics_see_the_samples_alone():
