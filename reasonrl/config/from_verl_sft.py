@@ -118,8 +118,11 @@ def _derived(o, take, out: Converted, given: set[str], messages: bool) -> None:
                              f"`reasonrl data prepare sft --option response={column}` (data.response_key then "
                              "stays extra_info.response)")  # fmt: skip
         column, inside = _field(take, "prompt")
-        out.notes.append(f"data.prompt_key={column}{'.' + inside if inside else ''}: the prompt is the row's chat "
-                         "prompt (its `prompt` column, as RL reads it), not a separate field")  # fmt: skip
+        if column == "extra_info" and inside:
+            out.set("data.prompt_key", f"extra_info.{inside}")  # as verl: that text as the user's message
+        elif column != "prompt":
+            out.notes.append(f"data.prompt_key={column}: a column of an SFT file: convert the files with "
+                             f"`reasonrl data prepare sft --option prompt={column}` (the row's prompt then)")  # fmt: skip
     if "data.max_length" in o:
         out.notes.append(f"data.max_length={o['data.max_length']} (prompt + response) -> rollout.max_new_tokens "
                          "(the response alone; the prompt is bounded by data.max_prompt_tokens)")  # fmt: skip

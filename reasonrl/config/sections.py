@@ -72,6 +72,9 @@ class DataConfig:
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     # algo.objective=sft: the field of a row holding its response (extra_info.<key>, dotted, or ground_truth)
     response_key: str = "extra_info.response"
+    # the field of a row holding its prompt text (extra_info.<key>), as one user message, instead of its chat
+    # prompt (verl SFT's data.prompt_key); null: the row's `prompt`
+    prompt_key: str | None = None
     # several sources with weights (docs/data.md): [{name, weight, files: [...]} | {name, weight, task,
     # difficulty} | {name, weight, reasoning_gym: 'a:2,b:1', config: [...]}]; replaces train_files / task
     mixture: list[dict[str, Any]] = field(default_factory=list)

@@ -51,6 +51,9 @@ def check_data_config(d) -> None:
         kinds = [k for k in MIXTURE_KINDS if m.get(k)]
         if len(kinds) != 1:
             raise ConfigError(f"{where}: give exactly one of {', '.join(MIXTURE_KINDS)}")
+        if d.prompt_key and kinds != ["files"]:  # generated rows keep the prompt they are made with
+            raise ConfigError(f"data.prompt_key with {where}.{kinds[0]}: only data files' rows take their prompt "
+                              "from a field")  # fmt: skip
         name = m.get("name")
         if not isinstance(name, str) or not name or name in names:
             raise ConfigError(f"{where}.name must be a unique non-empty string")
@@ -322,7 +325,7 @@ def build_sampler(d, batch_size: int, train: list[Problem], tokenizer, reward_op
     (one source built from `train_files` / `task` when no mixture is given). `verifier`: `reward.verifier`,
     for the rows of a mixture's files; `unverified`: rows with no checkable answer pass (SFT,
     `routing.check_routable`)."""
-    from reasonrl.data.prompts import fit_prompts
+    from reasonrl.data.prompts import fit_prompts, with_prompt_key
     from reasonrl.data.sampler import PromptSampler
     from reasonrl.data.schema import load_problems
     from reasonrl.rewards import check_routable
@@ -341,6 +344,8 @@ def build_sampler(d, batch_size: int, train: list[Problem], tokenizer, reward_op
         if m.get("files"):
             files = [m["files"]] if isinstance(m["files"], str) else list(m["files"])
             problems = train if not d.mixture else with_template_kwargs(load_problems(files), kwargs)
+            if d.mixture:  # (data.prompt_key: train rows were given theirs in trainer.setup.load_data)
+                problems = with_prompt_key(problems, d.prompt_key, f"data.mixture {name}")
             problems = with_verifier(problems, verifier)
             check_routable(problems, f"data.mixture {name}", reward_options, unverified)
             problems = fit_prompts(tokenizer, problems, d.max_prompt_tokens, f"data.mixture {name}",

@@ -1,6 +1,7 @@
 """Prompt formatting: chat messages -> token ids through the tokenizer's chat template.
 
-Owns: `encode_prompt(s)` (with each prompt's chat-template arguments, `with_template_kwargs`),
+Owns: `encode_prompt(s)` (with each prompt's chat-template arguments, `with_template_kwargs`; a row's prompt
+from another of its fields, `with_prompt_key`, reading fields with `row_value`),
 `fit_prompts` (the token budget, checked when data loads), and the
 think-block policy at the prompt side: when the rendered prompt ends inside an open `<think>` (as
 DeepSeek-R1-style templates' generation prompts do), `scoring_text` gives the verifiers the completion
@@ -65,6 +66,33 @@ def with_template_kwargs(problems: list[Problem], defaults: dict) -> list[Proble
     if not defaults:
         return problems
     return [replace(p, chat_template_kwargs={**defaults, **p.chat_template_kwargs}) for p in problems]
+
+
+def row_value(problem: Problem, key: str):
+    """The value at `key` of a problem's row: `extra_info.<field>` (dotted, nested), `ground_truth`, or None
+    where there is none (`data.response_key`, `data.prompt_key`)."""
+    head, _, rest = key.partition(".")
+    value = getattr(problem, head, None) if head in ("extra_info", "ground_truth") else None
+    for part in rest.split(".") if rest else ():
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def with_prompt_key(problems: list[Problem], key: str | None, where: str) -> list[Problem]:
+    """`problems` whose prompt is the text at `key` (`data.prompt_key`; verl SFT's prompt_key) as one user
+    message, instead of their chat prompt; the same list when `key` is None. InputError naming the first
+    row with no text there."""
+    if not key:
+        return problems
+    out = []
+    for i, p in enumerate(problems):
+        value = row_value(p, key)
+        if not isinstance(value, str) or not value.strip():
+            got = "nothing" if value is None else f"{type(value).__name__} {str(value)[:40]!r}"
+            raise InputError(f"{where}: row {i} (uid {p.uid or '-'}): no prompt text at {key} (data.prompt_key), "
+                             f"got {got}")  # fmt: skip
+        out.append(replace(p, prompt=[{"role": "user", "content": value}]))
+    return out
 
 
 def encode_prompt(tokenizer, problem: Problem) -> list[int]:

@@ -17,7 +17,7 @@ import torch
 
 from reasonrl.config import ConfigError, RunConfig, import_plugins
 from reasonrl.data.mixture import build_sampler
-from reasonrl.data.prompts import fit_prompts, with_template_kwargs
+from reasonrl.data.prompts import fit_prompts, with_prompt_key, with_template_kwargs
 from reasonrl.data.sampler import PromptSampler
 from reasonrl.data.schema import load_problems
 from reasonrl.data.tasks import generate
@@ -78,6 +78,11 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
             val = generate(d.task, d.val_size, seed=d.seed + 1, difficulty=d.difficulty, split="test")
     kwargs = dict(d.chat_template_kwargs)  # every prompt rendered with them (a row's own win)
     train, val = with_template_kwargs(train, kwargs), with_template_kwargs(val, kwargs)
+    # data.prompt_key: each row's prompt from another of its fields (verl SFT's prompt_key)
+    train, val = (
+        with_prompt_key(train, d.prompt_key, "train data"),
+        with_prompt_key(val, d.prompt_key, "validation data"),
+    )
     options = {k: dict(v) for k, v in cfg.reward.options.items()}
     sft = cfg.algo.objective == "sft"  # rows with no checkable answer train SFT (validation: eval/nll)
     check_routable(train, "train data", options, unverified=sft)

@@ -29,7 +29,7 @@ import torch
 
 from reasonrl import distributed as dist
 from reasonrl.config import ConfigError, RunConfig
-from reasonrl.data.prompts import prompt_opens_think, render_text
+from reasonrl.data.prompts import prompt_opens_think, render_text, row_value
 from reasonrl.errors import InputError
 from reasonrl.trainer.rollout_source import SyncRollouts
 from reasonrl.trainer.sampling import StepRollouts
@@ -89,13 +89,8 @@ def check_unverified(cfg: RunConfig, val: list[Problem], log=print) -> None:
 
 
 def response_of(problem: Problem, key: str):
-    """The value at `key` of a problem's row: `extra_info.<field>` (dotted, nested), `ground_truth`, or
-    None where there is none."""
-    head, _, rest = key.partition(".")
-    value = getattr(problem, head, None) if head in ("extra_info", "ground_truth") else None
-    for part in rest.split(".") if rest else ():
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
+    """The value at `key` (`data.response_key`) of a problem's row, or None (`prompts.row_value`)."""
+    return row_value(problem, key)
 
 
 def _turns_problem(value) -> str | None:

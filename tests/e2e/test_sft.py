@@ -253,3 +253,42 @@ def test_a_mixtures_rows_without_a_response_are_named_before_the_model_loads(
         InputError, match=r"data.mixture: row 0 \(uid arith-2-0\): no response text at extra_info.answer"
     ):
         train(_cfg(tiny_model_dir, tmp_path / "run", 1, *SFT, mixture, "data.response_key=extra_info.answer"))
+
+
+def test_the_prompt_may_come_from_another_field_of_the_row(tiny_model_dir, tmp_path, monkeypatch):
+    """data.prompt_key (verl SFT's prompt_key): the text there, as the user's message, is the prompt of
+    training and validation; a row without it is named before the model loads; generated rows refuse it."""
+    from dataclasses import replace
+
+    from transformers import AutoTokenizer
+
+    import reasonrl.trainer.setup as setup
+    from reasonrl.data.prompts import encode_prompt
+    from reasonrl.data.schema import write_problems
+    from reasonrl.data.tasks import generate
+    from reasonrl.trainer.sft import SftRollouts
+
+    rows = generate("arithmetic", 16, seed=3, difficulty=2, split="train")
+    rows = [replace(p, extra_info={**p.extra_info, "question": f"{p.user_text} ="}) for p in rows]
+    write_problems(tmp_path / "t.parquet", rows)
+    files = (f"data.train_files=[{tmp_path / 't.parquet'}]", f"data.val_files=[{tmp_path / 't.parquet'}]")
+    seen, real = [], SftRollouts.get
+    monkeypatch.setattr(SftRollouts, "get", lambda self, step: seen.append(out := real(self, step)) or out)
+    out = train(
+        _cfg(tiny_model_dir, tmp_path / "run", 2, *SFT, *files, "data.prompt_key=extra_info.question")
+    )
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    by_uid = {p.uid: p for p in rows}
+    for g in seen[0][0].groups:
+        question = by_uid[g.problem.uid].extra_info["question"]
+        assert g.problem.prompt == [{"role": "user", "content": question}]
+        assert g.prompt_ids == encode_prompt(tok, g.problem)
+    assert out["history"][-1]["eval/nll"] > 0
+    monkeypatch.setattr(setup, "load_model", lambda *a, **k: pytest.fail("the model loaded"))
+    with pytest.raises(
+        InputError, match=r"train data: row 0 \(uid arith-2-0\): no prompt text at extra_info.nope"
+    ):
+        train(_cfg(tiny_model_dir, tmp_path / "r2", 1, *SFT, *files, "data.prompt_key=extra_info.nope"))
+    with pytest.raises(ConfigError, match=r"data.prompt_key with data.mixture\[0\].task: only data files"):
+        _cfg(tiny_model_dir, tmp_path / "r3", 1, *SFT, "data.prompt_key=extra_info.question",
+             "data.mixture=[{name: t, weight: 1, task: arithmetic}]")  # fmt: skip

@@ -57,11 +57,13 @@ def test_verls_gsm8k_sft_example_becomes_an_sft_recipe(tmp_path):
     assert r["model"]["path"] == "Qwen/Qwen2.5-0.5B-Instruct" and r["model"]["gradient_checkpointing"] is True
     notes = "\n".join(out.notes)
     assert "trainer.total_epochs=1: reasonrl counts steps" in notes
-    assert "data.prompt_key=extra_info.question: the prompt is the row's chat prompt" in notes
     assert "data.max_length=1024 (prompt + response) -> rollout.max_new_tokens" in notes
     assert "left out" not in notes, notes  # every key of the script has a meaning here or a reason
     cfg = load_recipe(tmp_path, r, "train.steps=10")
     assert (cfg.algo.objective, cfg.rollout.n, cfg.data.response_key) == ("sft", 1, "extra_info.answer")
+    assert (
+        cfg.data.prompt_key == "extra_info.question"
+    )  # verl's prompt: the question alone, as the user's message
 
 
 def test_the_multiturn_example_notes_how_to_convert_its_messages(tmp_path):
@@ -81,6 +83,8 @@ def test_a_response_column_of_an_sft_file_says_to_convert_it(tmp_path):
     notes = "\n".join(out.notes)
     assert "data.response_key=answer: a column of an SFT file: convert the files with `reasonrl data prepare " \
            "sft --option response=answer`" in notes  # fmt: skip
+    assert "data.prompt_key=question: a column of an SFT file: convert the files with `reasonrl data prepare " \
+           "sft --option prompt=question`" in notes  # fmt: skip
     assert out.recipe["train"]["lr"] == 2e-5 and out.recipe["algo"]["objective"] == "sft"
 
 
