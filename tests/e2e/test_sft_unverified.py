@@ -90,3 +90,6 @@ def test_every_use_that_scores_refuses_them_before_the_model_loads(
         )
     assert cli.main(["eval", tiny_model_dir, "--data", free]) == 2
     assert "eval data row 0: the row has no checkable answer" in capsys.readouterr().err
+    out = tmp_path / "rates.parquet"
+    assert cli.main(["data", "passrate", free, "--model", tiny_model_dir, "--out", str(out)]) == 2
+    assert f"{free} row 0: the row has no checkable answer" in capsys.readouterr().err and not out.exists()
