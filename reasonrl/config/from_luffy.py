@@ -26,7 +26,9 @@ def luffy_keys(o, take, out: Converted) -> None:
     if not any(k.startswith((A + "actor.use_off_policy_loss", A + "rollout.n_prefix")) for k in o):
         _variants(take, out)
         return
-    on, k = bool(take(A + "actor.use_off_policy_loss", False)), int(take(A + "rollout.n_prefix", -1) or 0)
+    on, k = bool(take(A + "actor.use_off_policy_loss", False)), int(take(A + "rollout.n_prefix", -1))
+    if k == -1:  # LUFFY's default: every sample of the group starts from a demonstration
+        k = int(o.get(A + "rollout.n", 1))
     low, high = (
         float(take(A + "rollout.min_prefix_ratio", 1.0)),
         float(take(A + "rollout.max_prefix_ratio", 1.0)),

@@ -73,6 +73,11 @@ def test_prefix_guidance_other_shapings_and_a_plain_script(tmp_path):
     assert out.recipe["algo"]["guidance"] == {"enabled": True, "shaping": "logprob"}
     odd = convert_text(tmp_path, "verl", LUFFY.replace('"p_div_p_0.1"', "square_root"))
     assert "off_policy_reshape='square_root': no reasonrl equivalent" in "\n".join(odd.notes)
+    every = convert_text(
+        tmp_path, "verl", LUFFY.replace("n_prefix=1", "n_prefix=-1")
+    )  # -1: all n of the group
+    assert every.recipe["algo"]["guidance"]["enabled"] is True
+    assert "rollout.n_prefix=8: reasonrl puts one demonstration in each group" in "\n".join(every.notes)
     off = convert_text(
         tmp_path, "verl", LUFFY.replace("use_off_policy_loss=True", "use_off_policy_loss=False")
     )
