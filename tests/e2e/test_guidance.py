@@ -6,7 +6,6 @@ asynchronous rollouts too; settings and rows it cannot work with are refused bef
 from __future__ import annotations
 
 import json
-import signal
 
 import pytest
 from test_train_loop import _cfg
@@ -59,26 +58,11 @@ def test_groups_hold_the_demonstration_and_the_metrics_describe_the_samples(tiny
 def test_sigkill_and_resume_end_with_the_uninterrupted_runs_metrics(tiny_model_dir, tmp_path):
     """The demonstrations come from the rows the sampler draws: a run killed at a checkpoint and resumed
     trains on the same groups and ends with the uninterrupted run's metrics."""
-    from test_run_dir import _spawn, _wait_for
-    from test_sft import _rows
+    from test_run_dir import killed_and_resumed
     from test_train_loop import _overrides, _stable
 
-    from reasonrl.engines.checkpoint import list_checkpoints
-
     args = lambda run: [*_overrides(tiny_model_dir, run, 6, *GUIDED), "checkpoint.every=2"]  # noqa: E731
-    ref = _spawn(args(tmp_path / "a"))
-    assert ref.wait(timeout=300) == 0, ref.communicate()[1][-2000:]
-    run = tmp_path / "b"
-    proc = _spawn(args(run))
-    _wait_for(lambda: (run / "checkpoints" / "step_000002" / "complete.json").exists(), proc, timeout=300)
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()
-    assert list_checkpoints(run)[-1].name != "step_000006", "the kill came too late to test anything"
-    res = _spawn(args(run), "--resume")
-    _, err = res.communicate(timeout=300)
-    assert res.returncode == 0, err[-2000:]
-    full = {r["step"]: _stable(r) for r in _rows(tmp_path / "a")}
-    resumed = _rows(run)
+    full, resumed = killed_and_resumed(args, tmp_path, kill_after=2, steps=6)
     assert [r["step"] for r in resumed] == list(range(7)) and "loss/guided" in resumed[-1]
     for r in resumed:
         assert _stable(r) == full[r["step"]], r["step"]

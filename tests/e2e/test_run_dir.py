@@ -37,6 +37,26 @@ def _spawn(overrides, *flags):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
+def killed_and_resumed(args, tmp_path, kill_after: int, steps: int) -> tuple[dict, list[dict]]:
+    """({step: stable metrics} of an uninterrupted run of `args(run_dir)`, the metrics rows of a run of it
+    killed with SIGKILL once checkpoint `kill_after` is complete and then resumed with --resume)."""
+    ref = _spawn(args(tmp_path / "a"))
+    assert ref.wait(timeout=300) == 0, ref.communicate()[1][-2000:]
+    run = tmp_path / "b"
+    proc = _spawn(args(run))
+    _wait_for(
+        lambda: (run / "checkpoints" / f"step_{kill_after:06d}" / "complete.json").exists(), proc, timeout=300
+    )
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    assert list_checkpoints(run)[-1].name != f"step_{steps:06d}", "the kill came too late to test anything"
+    res = _spawn(args(run), "--resume")
+    _, err = res.communicate(timeout=300)
+    assert res.returncode == 0, err[-2000:]
+    rows = lambda d: [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]  # noqa: E731
+    return {r["step"]: _stable(r) for r in rows(tmp_path / "a")}, rows(run)
+
+
 def _wait_for(pred, proc, timeout=120.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:

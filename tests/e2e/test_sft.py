@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import math
-import signal
 
 import pytest
 import torch
-from test_run_dir import _spawn, _wait_for
+from test_run_dir import killed_and_resumed
 from test_train_loop import _cfg, _stable
 
 from reasonrl.config import ConfigError, load_config
-from reasonrl.engines.checkpoint import list_checkpoints
 from reasonrl.errors import InputError
 from reasonrl.trainer.loop import train
 
@@ -83,19 +81,7 @@ def test_sigkill_and_resume_end_with_the_uninterrupted_runs_metrics(tiny_model_d
     args = lambda run: [f"model.path={tiny_model_dir}", "model.device=cpu", f"log.run_dir={run}",  # noqa: E731
                         "train.steps=8", *SFT, "train.lr=1e-3", "data.train_size=64", "val.size=8",
                         "log.progress=false", "checkpoint.every=2", "checkpoint.keep_last=5"]  # fmt: skip
-    ref = _spawn(args(tmp_path / "a"))
-    assert ref.wait(timeout=300) == 0, ref.communicate()[1][-2000:]
-    run = tmp_path / "b"
-    proc = _spawn(args(run))
-    _wait_for(lambda: (run / "checkpoints" / "step_000004" / "complete.json").exists(), proc, timeout=300)
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()
-    assert list_checkpoints(run)[-1].name != "step_000008", "the kill came too late to test anything"
-    res = _spawn(args(run), "--resume")
-    _, err = res.communicate(timeout=300)
-    assert res.returncode == 0, err[-2000:]
-    full = {r["step"]: _stable(r) for r in _rows(tmp_path / "a")}
-    resumed = _rows(run)
+    full, resumed = killed_and_resumed(args, tmp_path, kill_after=4, steps=8)
     assert [r["step"] for r in resumed] == list(range(9))
     for r in resumed:
         assert _stable(r) == full[r["step"]], r["step"]
