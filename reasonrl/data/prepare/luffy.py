@@ -30,13 +30,13 @@ def luffy(row: dict, ctx) -> Problem:
 
     p = Problem.from_row(row, where="row")  # its message names the field (convert_rows adds file and row)
     target = row.get("target")
-    if target is None or (hasattr(target, "__len__") and not len(target)):
+    if target is None or (isinstance(target, (list, tuple)) and not target):
         if ctx.options["require_target"]:
             raise RowError(
                 "target", "missing (the demonstration; --option require_target=false keeps such rows)"
             )
     else:
-        p.extra_info["response"] = _trace(list(target))
+        p.extra_info["response"] = _trace(target)
     try:
         verifier_name(p)
     except ValueError:
