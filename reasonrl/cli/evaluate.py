@@ -350,7 +350,7 @@ def eval_problems(args, model_path) -> int:
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards import check_routable
     from reasonrl.rewards.services import check_services
-    from reasonrl.rewards.verifiers.unverified import NONE
+    from reasonrl.rewards.verifiers.unverified import checkable
     from reasonrl.rollout.base import SamplingParams
     from reasonrl.rollout.factory import build_rollout_engine
 
@@ -370,8 +370,8 @@ def eval_problems(args, model_path) -> int:
 
         cfg.data.chat_template_kwargs = {**cfg.data.chat_template_kwargs, **given}
         _, problems = load_data(cfg)
-        unchecked = sum(p.verifier == NONE for p in problems)  # an SFT run's rows with no checkable answer
-        problems = [p for p in problems if p.verifier != NONE]
+        kept = checkable(problems)  # (an SFT run's rows with no checkable answer left out)
+        unchecked, problems = len(problems) - len(kept), kept
         if unchecked and not problems:
             raise InputError(f"{args.model}: its run's validation rows have no checkable answer (verifier none: "
                              "SFT data); evaluate it with --data FILE, --task NAME or --benchmarks NAMES")  # fmt: skip

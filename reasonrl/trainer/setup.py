@@ -30,7 +30,7 @@ from reasonrl.rewards import check_routable
 from reasonrl.rewards.health import failed_share, failure_warning
 from reasonrl.rewards.routing import with_verifier
 from reasonrl.rewards.services import check_services, prepare_terms
-from reasonrl.rewards.verifiers.unverified import NONE
+from reasonrl.rewards.verifiers.unverified import checkable
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.factory import build_rollout_engine, check_available
 from reasonrl.types import Problem
@@ -253,15 +253,13 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     random.seed(cfg.train.seed)
     torch.manual_seed(cfg.train.seed)
     train, val = load_data(cfg)
-    if cfg.algo.objective == "sft":  # every training row has its response, before anything loads
-        from reasonrl.trainer.sft import check_responses, check_unverified
+    from reasonrl.trainer.sft import check_row_responses, check_unverified
 
-        check_responses(train, cfg.data.response_key, "train data")
+    check_row_responses(
+        cfg, train, "train data"
+    )  # SFT's responses / guidance's demonstrations, before any load
+    if cfg.algo.objective == "sft":
         check_unverified(cfg, val, log)
-    if cfg.algo.guidance.enabled:  # every training row has its demonstration, before anything loads
-        from reasonrl.trainer.guidance import check_demonstrations
-
-        check_demonstrations(train, cfg.data.response_key, "train data")
     path, tokenizer, config = load_tokenizer_and_config(cfg.model.path, log=log)
     budget, drop = cfg.data.max_prompt_tokens, cfg.data.drop_overlong_prompts
     seen: dict = {}
@@ -281,14 +279,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     # the verifiers' network services (an LLM judge, SandboxFusion) up, or waited for, before the weights load
     # (a mixture's files load in build_sampler; without one, its sources hold `train` itself: not twice)
     mixed = [p for src in sampler.sources for p in getattr(src, "problems", ())] if cfg.data.mixture else []
-    if mixed and cfg.algo.objective == "sft":  # a mixture's files: their rows' responses too
-        from reasonrl.trainer.sft import check_responses
-
-        check_responses(mixed, cfg.data.response_key, "data.mixture")
-    if mixed and cfg.algo.guidance.enabled:
-        from reasonrl.trainer.guidance import check_demonstrations
-
-        check_demonstrations(mixed, cfg.data.response_key, "data.mixture")
+    check_row_responses(cfg, mixed, "data.mixture")  # a mixture's files: their rows' responses too
     check_services([*train, *val, *mixed, *(p for _, ps in benchmarks for p in ps)], options,
                    cfg.reward.service_wait_s, log)  # fmt: skip
     # a reward model loads before the policy (kept only where this process scores the training steps)
@@ -424,8 +415,9 @@ def _validate(run: Run, cfg: RunConfig, what: str, log) -> dict[str, float]:
 
         out.update(benchmark_metrics(run.rollout_engine, run.tokenizer, scorer, run.benchmarks,
                                      cfg.rollout.max_new_tokens, cfg.train.seed, think, log=log, what=what))  # fmt: skip
-    # rows with no checkable answer (SFT data) give eval/nll alone (`validate_policy`)
-    scored = [p for p in run.val if p.verifier != NONE]
+    scored = checkable(
+        run.val
+    )  # rows with no checkable answer (SFT data) give eval/nll alone (`validate_policy`)
     if not scored:
         return out
     runs = {"eval/accuracy": greedy}

@@ -72,6 +72,18 @@ def check_sft(cfg: RunConfig) -> None:
                           "verifiers' correctness only)")  # fmt: skip
 
 
+def check_row_responses(cfg: RunConfig, problems: list[Problem], what: str) -> None:
+    """The responses the run trains on, checked before the model loads: every row's under SFT
+    (`check_responses`), every row's text demonstration under `algo.guidance`
+    (`trainer.guidance.check_demonstrations`); nothing otherwise."""
+    if cfg.algo.objective == "sft":
+        check_responses(problems, cfg.data.response_key, what)
+    if cfg.algo.guidance.enabled:
+        from reasonrl.trainer.guidance import check_demonstrations
+
+        check_demonstrations(problems, cfg.data.response_key, what)
+
+
 def check_unverified(cfg: RunConfig, val: list[Problem], log=print) -> None:
     """One line when validation rows have no checkable answer (verifier "none": `eval/nll` only, no
     accuracy); InputError when `checkpoint.keep_best` names an accuracy no validation row can give."""

@@ -1,7 +1,7 @@
 """Verifier "none": the route of a row with no checkable answer (a chat turn, a code trace without tests,
 a distilled explanation), which supervised fine-tuning (`algo.objective: sft`) can still train on.
 
-Owns: the reserved name `NONE` (a row's `extra_info.verifier: none`, or `reward.verifier: none` for a
+Owns: the reserved name `NONE` (`checkable` leaves such rows out) (a row's `extra_info.verifier: none`, or `reward.verifier: none` for a
 whole recipe's rows; `reasonrl data prepare sft --option answer=none` writes it) and its refusal: every
 load-time check (`routing.check_routable`) refuses such a row, naming it, unless the caller trains on
 responses alone (the SFT trainer's training and validation rows: those rows give `eval/nll`, not
@@ -20,6 +20,11 @@ WHY = (
     "the row has no checkable answer (verifier 'none'): it can train algo.objective=sft on its response, "
     "but nothing can score it; give it a ground truth and a data_source that routes to a verifier"
 )
+
+
+def checkable(problems: list[Problem]) -> list[Problem]:
+    """The problems that have a checkable answer (not routed to "none")."""
+    return [p for p in problems if p.verifier != NONE]
 
 
 @VERIFIERS.register(NONE)
