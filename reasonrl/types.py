@@ -131,6 +131,7 @@ class Completion:
     tool_calls:       each tool call's status ("success", "error", "timeout", ...), in order
     guided:           a demonstration put in the group (`algo.guidance`), not sampled: its sampler
                       log-probs are unknown (0 here)
+    turns:            the model's attempts in it (`rollout.interaction`: feedback between them)
     """
 
     token_ids: list[int]
@@ -141,6 +142,7 @@ class Completion:
     model_text: str | None = None
     tool_calls: tuple[str, ...] = ()
     guided: bool = False
+    turns: int = 1
 
     @property
     def answer_text(self) -> str:

@@ -266,6 +266,9 @@ def validate(cfg: RunConfig) -> None:
     from reasonrl.rollout.tools import check_tools
 
     check_tools(r.tools, r.max_new_tokens)
+    from reasonrl.rollout.interaction import check_interaction
+
+    check_interaction(cfg)
     _choice("checkpoint.best_mode", cfg.checkpoint.best_mode, ("max", "min"))
     benchmarks = []
     if cfg.val.benchmarks:

@@ -118,6 +118,25 @@ class ToolsConfig:
 
 
 @dataclass
+class InteractionConfig:
+    """Feedback between attempts (rollout.interaction; verl's multi-turn interactions, "try again"
+    feedback): a completion whose answer the verifiers find wrong gets a user turn saying so and another
+    attempt, up to max_turns attempts; the feedback's tokens take no loss (docs/rollouts.md)."""
+
+    enabled: bool = False
+    max_turns: int = 2  # attempts per completion (the first and max_turns - 1 after feedback)
+    # the user's turn after a wrong answer (verl's Gsm8kInteraction's words)
+    message: str = "Your response is incorrect! You need to reflect on your answer and try again."
+    # the reward of a completion that took k attempts is its last answer's x decay ** (k - 1): a correct first
+    # answer is worth the most, and cycling through guesses until one is right is not (1.0: verl's, undiscounted)
+    decay: float = 0.5
+    # how the message joins the completion: "chat_template", a user message as the tokenizer's chat template
+    # renders it (the assistant's turn closed, the user's, the assistant's opened again; with
+    # data.chat_template_kwargs); or any text holding {message} once, used as written
+    turn: str = "chat_template"
+
+
+@dataclass
 class RolloutConfig:
     engine: str = "hf"  # a name in rollout.factory.ROLLOUT_ENGINES (hf, vllm)
     engine_kwargs: dict[str, Any] = field(
@@ -139,6 +158,7 @@ class RolloutConfig:
     # is not sampling the policy being trained (a sync that did not take, another model); 0 = off
     warn_logprob_gap: float = 0.25
     tools: ToolsConfig = field(default_factory=ToolsConfig)
+    interaction: InteractionConfig = field(default_factory=InteractionConfig)
 
 
 @dataclass

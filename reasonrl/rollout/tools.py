@@ -360,27 +360,28 @@ class ToolRolloutEngine:
 _CALL, _OUTPUT = "reasonrl-tool-call-7f3a", "reasonrl-tool-output-7f3a"
 
 
-def template_turn(tokenizer, template_kwargs: dict | None = None, ends_message: bool = False) -> str:
+def template_turn(tokenizer, template_kwargs: dict | None = None, ends_message: bool = False, role: str = "tool",
+                  where: str = "rollout.tools.turn=chat_template", instead: str = "turn: format") -> str:  # fmt: skip
     """What follows a tool call in the tokenizer's chat template, `{output}` standing for the program's
-    output: the end of the assistant's turn, a `tool` message, and the assistant's turn opening again (the
-    generation prompt, with the prompts' template arguments, e.g. Qwen3's enable_thinking); without the
-    end of the assistant's message where the call has closed it already (`ends_message`: Llama's
-    <|eom_id|>, which the template's <|eot_id|> would close a second time). ConfigError when the template
-    cannot render a tool message after an assistant one."""
+    output: the end of the assistant's turn, a `tool` message (or a `role` one: the user's feedback of
+    `rollout.interaction`), and the assistant's turn opening again (the generation prompt, with the
+    prompts' template arguments, e.g. Qwen3's enable_thinking); without the end of the assistant's message
+    where the call has closed it already (`ends_message`: Llama's <|eom_id|>, which the template's
+    <|eot_id|> would close a second time). ConfigError naming `where` (and what to use `instead`) when the
+    template cannot render such a message after an assistant one."""
     from reasonrl.config import ConfigError
 
     messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": _CALL},
-                {"role": "tool", "content": _OUTPUT}]  # fmt: skip
-    where = "rollout.tools.turn=chat_template"
+                {"role": role, "content": _OUTPUT}]  # fmt: skip
     try:
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
                                              **dict(template_kwargs or {}))  # fmt: skip
     except Exception as e:  # no template, or one that refuses the tool role (jinja raises its own errors)
-        raise ConfigError(f"{where}: the tokenizer's chat template cannot render a tool message after an "
-                          f"assistant one ({type(e).__name__}: {e}); use turn: format") from None  # fmt: skip
+        raise ConfigError(f"{where}: the tokenizer's chat template cannot render a {role} message after an "
+                          f"assistant one ({type(e).__name__}: {e}); use {instead}") from None  # fmt: skip
     if text.count(_CALL) != 1 or text.count(_OUTPUT) != 1 or text.index(_OUTPUT) < text.index(_CALL):
         raise ConfigError(f"{where}: the tokenizer's chat template does not show an assistant message and then a "
-                          "tool message's content, once each; use turn: format")  # fmt: skip
+                          f"{role} message's content, once each; use {instead}")  # fmt: skip
     turn = text[text.index(_CALL) + len(_CALL) :].replace(_OUTPUT, "{output}")
     if ends_message:  # the template's end of an assistant message, as it renders one alone
         alone = tokenizer.apply_chat_template(messages[:2], tokenize=False, **dict(template_kwargs or {}))

@@ -95,6 +95,7 @@ def _serve(cfg_dict, sampler, sampler_state, threads, inbox, outbox, phase) -> N
     from reasonrl.engines.weights import load_hf_weights
     from reasonrl.models.loading import load_policy
     from reasonrl.rollout.factory import build_rollout_engine
+    from reasonrl.rollout.interaction import make_interaction
     from reasonrl.trainer.rollouts import make_scorer
     from reasonrl.trainer.sampling import step_rollouts
     from reasonrl.trainer.setup import Run
@@ -113,6 +114,7 @@ def _serve(cfg_dict, sampler, sampler_state, threads, inbox, outbox, phase) -> N
     scorer = make_scorer(cfg)
     run = Run(model, tokenizer, engine, None, scorer, sampler, [], [], cfg.data.max_prompt_tokens,
               think_from_prompt=cfg.reward.think_from_prompt)  # fmt: skip
+    run.interaction = make_interaction(cfg, tokenizer)
     needs = estimator_needs(cfg.algo)
     version = None
     outbox.put(("ready", os.getpid()))

@@ -33,6 +33,7 @@ from reasonrl.rewards.services import check_services, prepare_terms
 from reasonrl.rewards.verifiers.unverified import checkable
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.factory import build_rollout_engine, check_available
+from reasonrl.rollout.interaction import make_interaction
 from reasonrl.types import Problem
 
 
@@ -201,6 +202,9 @@ class Run:
     best: dict | None = None  # checkpoint.keep_best: {metric, step, value} of the best validation so far
     entropy_control: object = None  # trainer.entropy_control.EntropyControl, set by the training loop
     kl_control: object = None  # trainer.kl_control.KLControl, set by the training loop
+    interaction: object = (
+        None  # rollout.interaction.Interaction: feedback between attempts (rollout.interaction)
+    )
 
     @property
     def pad_id(self) -> int:
@@ -289,6 +293,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         from reasonrl.rollout.tools import probe_tools
 
         log(probe_tools(cfg.rollout.tools))
+    interaction = make_interaction(cfg, tokenizer)  # its turn from the chat template, or the run stops here
     model = load_model(path, config, tokenizer, cfg.model.dtype, cfg.model.device, log=log)
     if cfg.model.disable_dropout and (off := disable_dropout(model)):  # before the reference copy and LoRA
         log(f"model.disable_dropout: {off} dropout rate(s) above 0 set to 0 for training")
@@ -348,6 +353,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
         think_from_prompt=cfg.reward.think_from_prompt,
     )
     run.benchmarks = benchmarks
+    run.interaction = interaction
     if hasattr(scorer, "close"):
         run.closers.append(scorer.close)
     run.closers.append(run.rollout_engine.close)

@@ -1,0 +1,213 @@
+"""Feedback between attempts (`rollout.interaction`): a completion whose answer the verifiers find wrong
+gets a user turn saying so, and the model tries again in the same completion, up to `max_turns` attempts
+(verl's multi-turn interactions, its Gsm8kInteraction; "try again" feedback as in Liu et al. 2025,
+arXiv:2507.14295).
+
+Owns: `Interaction` (the feedback turn's tokens, from the model's chat template or a text, and the loop
+that scores each attempt, appends the feedback to the wrong ones and generates their next attempts in one
+engine call per round), `discount` (a completion's reward x decay ** (attempts - 1)), the
+`rollout/interaction/*` metrics and `check_interaction` (the recipe's settings). Does not own: the engines,
+the verifiers and the runner that scores (`rewards`), or the loss mask built from `Completion.tool_mask`
+(`trainer.batching`).
+
+What the trainer gets: one `Completion` per sample whose `token_ids` hold every attempt and the feedback
+between them; `tool_mask` marks the feedback's tokens (and any tool output's: no loss, no KL, no entropy on
+them; their sampler log-probs are 0); `model_text` is the last attempt's own text, which is what the
+verifiers score for the reward, so an earlier wrong answer neither counts nor hides the last one;
+`turns` is the number of attempts. The whole completion, feedback included, counts against
+`rollout.max_new_tokens` (verl's response length). A completion cut at the token budget gets no feedback;
+one whose feedback would not fit ends where it is.
+
+Why the discount: the feedback tells the policy its answer was wrong, so with enough attempts a policy
+that cycles through guesses (the four letters of a multiple-choice question) ends on the right one. With
+`decay` < 1 an answer right at the first attempt is worth the most (1), and guessing through four letters
+is worth (1 + d + d^2 + d^3) / 4 (0.47 at d = 0.5; tested). verl's interaction scores the last answer
+undiscounted (decay 1.0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from reasonrl.data.prompts import prompt_opens_think, scoring_text
+from reasonrl.rollout.base import SamplingParams
+from reasonrl.types import Completion, RolloutGroup
+
+_MESSAGE = "{message}"
+
+
+@dataclass
+class _Attempts:
+    """One sample's completion so far."""
+
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    mask: list[bool] = field(default_factory=list)  # True: not the model's (feedback, tool output)
+    texts: list[str] = field(default_factory=list)  # each attempt's own text (what the verifiers read)
+    calls: tuple[str, ...] = ()
+    finish: str = "stop"
+    first: Completion | None = None  # the first attempt as the engine gave it (kept when it is the only one)
+
+    def add(self, c: Completion) -> None:
+        self.tokens += c.token_ids
+        self.logprobs += c.sampler_logprobs
+        self.mask += c.tool_mask or [False] * len(c.token_ids)
+        self.texts.append(c.answer_text)
+        self.calls += tuple(c.tool_calls)
+        self.finish = c.finish_reason
+
+
+class Interaction:
+    """The feedback turn of `cfg` (`rollout.interaction`) for `tokenizer`: ConfigError, before any work,
+    when `turn: chat_template` and the template cannot render a user message after an assistant one."""
+
+    def __init__(self, cfg, tokenizer, template_kwargs: dict | None = None) -> None:
+        from reasonrl.rollout.tools import template_turn
+
+        self.cfg, self.tokenizer = cfg, tokenizer
+        if cfg.turn == "chat_template":
+            turn = template_turn(tokenizer, template_kwargs, role="user", instead="a text holding {message}",
+                                 where="rollout.interaction.turn=chat_template").replace("{output}", _MESSAGE)  # fmt: skip
+        else:
+            turn = cfg.turn
+        self.before, self.after = turn.split(_MESSAGE)
+        stops = {tokenizer.eos_token_id, *(getattr(tokenizer, "stop_token_ids", None) or ())} - {None}
+        self._stops = {t: tokenizer.decode([t], skip_special_tokens=False) for t in stops}
+
+    def _tokens(self, text: str, split: bool) -> list[int]:
+        return (
+            self.tokenizer(text, add_special_tokens=False, split_special_tokens=split)["input_ids"]
+            if text
+            else []
+        )
+
+    def feedback(self, last_token: int | None) -> list[int]:
+        """The feedback turn's tokens after an attempt ending with `last_token`: where the attempt's stop
+        token (the model's end of turn) is how the template closes the assistant's message, it is not
+        written again. The message's own special tokens stay text."""
+        before = self.before
+        closing = self._stops.get(last_token)
+        if closing and before.startswith(closing):
+            before = before[len(closing) :]
+        return (
+            self._tokens(before, False)
+            + self._tokens(self.cfg.message, True)
+            + self._tokens(self.after, False)
+        )
+
+    def run(self, engine, scorer, groups: list[RolloutGroup], params: SamplingParams,
+            think_from_prompt: bool = True) -> None:  # fmt: skip
+        """Replace each group's first attempts (unscored) with the completions of the whole interaction:
+        every round scores the attempts still going (the routed verifier's correctness), appends the
+        feedback to the wrong ones that stopped by themselves and have room, and generates their next
+        attempts in one engine call per remaining budget (n=1 each)."""
+        states = []
+        for g in groups:
+            opens = think_from_prompt and prompt_opens_think(self.tokenizer, g.problem)
+            for c in g.completions:
+                s = _Attempts(first=c)
+                s.add(c)
+                states.append((g, opens, s))
+        live = states
+        for round_ in range(1, self.cfg.max_turns):
+            live = [(g, o, s) for g, o, s in live if s.finish == "stop"]  # a cut attempt has no room left
+            if not live:
+                break
+            texts = [scoring_text(s.texts[-1], o) for _, o, s in live]
+            results, _ = scorer.score(texts, [g.problem for g, _, _ in live], all_terms=False)
+            resumed = []
+            for (g, o, s), res in zip(live, results):
+                if res.correctness >= 1.0:
+                    continue
+                ids = self.feedback(s.tokens[-1] if s.tokens else None)
+                if len(s.tokens) + len(ids) >= params.max_new_tokens:  # no room for another attempt
+                    continue
+                s.tokens += ids
+                s.logprobs += [0.0] * len(ids)
+                s.mask += [True] * len(ids)
+                resumed.append((g, o, s))
+            if not resumed:
+                break
+            seed = None if params.seed is None else params.seed + 104729 * round_
+            by_budget: dict[int, list] = {}
+            for item in resumed:
+                by_budget.setdefault(params.max_new_tokens - len(item[2].tokens), []).append(item)
+            for budget, items in sorted(by_budget.items()):
+                step = replace(params, n=1, max_new_tokens=budget, seed=seed)
+                outs = engine.generate([g.prompt_ids + s.tokens for g, _, s in items], step)
+                for (_, _, s), cs in zip(items, outs):
+                    s.add(cs[0])
+            live = resumed
+        it = iter(states)
+        for g in groups:
+            g.completions = [self._completion(next(it)[2]) for _ in g.completions]
+
+    def _completion(self, s: _Attempts) -> Completion:
+        if len(s.texts) == 1:
+            return s.first
+        masked = any(s.mask)
+        return Completion(s.tokens, self.tokenizer.decode(s.tokens, skip_special_tokens=True), s.logprobs, s.finish,
+                          tool_mask=s.mask if masked else None, model_text=s.texts[-1] if masked else None,
+                          tool_calls=s.calls, turns=len(s.texts))  # fmt: skip
+
+
+def make_interaction(cfg, tokenizer) -> Interaction | None:
+    """The run's `rollout.interaction` for `tokenizer` (with the prompts' chat-template arguments), or None."""
+    if not cfg.rollout.interaction.enabled:
+        return None
+    return Interaction(cfg.rollout.interaction, tokenizer, dict(cfg.data.chat_template_kwargs))
+
+
+def discount(groups: list[RolloutGroup], decay: float) -> None:
+    """Each scored completion's reward x decay ** (its attempts - 1), in place."""
+    for g in groups:
+        g.rewards = [r * decay ** (c.turns - 1) for r, c in zip(g.rewards, g.completions)]
+
+
+def interaction_metrics(groups: list[RolloutGroup]) -> dict[str, float]:
+    """`rollout/interaction/*` of scored groups: attempts per completion, the share right at the first
+    attempt (a retried completion's first was wrong), given feedback, and of those, right at the end."""
+    pairs = [(c, r.correctness >= 1.0) for g in groups for c, r in zip(g.completions, g.results)]
+    retried = [ok for c, ok in pairs if c.turns > 1]
+    n = max(len(pairs), 1)
+    return {
+        "rollout/interaction/turns_mean": sum(c.turns for c, _ in pairs) / n,
+        "rollout/interaction/first_correct": sum(ok for c, ok in pairs if c.turns == 1) / n,
+        "rollout/interaction/retried_frac": len(retried) / n,
+        "rollout/interaction/recovered_frac": sum(retried) / max(len(retried), 1),
+    }
+
+
+def check_interaction(cfg) -> None:
+    """ConfigError naming the first `rollout.interaction` setting that cannot work."""
+    from reasonrl.config import ConfigError
+
+    i = cfg.rollout.interaction
+    if not i.enabled:
+        return
+    if i.max_turns < 2:
+        raise ConfigError(f"rollout.interaction.max_turns must be >= 2 (a first attempt and one after feedback), "
+                          f"got {i.max_turns}")  # fmt: skip
+    if not 0 < i.decay <= 1:
+        raise ConfigError(f"rollout.interaction.decay must be in (0, 1], got {i.decay}")
+    if not isinstance(i.message, str) or not i.message.strip():
+        raise ConfigError("rollout.interaction.message must be the feedback's text, got an empty one")
+    if i.turn != "chat_template" and (not isinstance(i.turn, str) or i.turn.count(_MESSAGE) != 1):
+        raise ConfigError(f"rollout.interaction.turn must be chat_template or a text holding {_MESSAGE} once, "
+                          f"got {i.turn!r}")  # fmt: skip
+    if cfg.algo.objective == "sft":
+        raise ConfigError(
+            "rollout.interaction.enabled with algo.objective=sft: SFT samples nothing to give feedback on"
+        )
+    if cfg.algo.guidance.enabled:
+        raise ConfigError("rollout.interaction.enabled with algo.guidance: a demonstration has no attempts to give "
+                          "feedback on")  # fmt: skip
+    from reasonrl.algorithms.advantages import ADVANTAGES
+
+    if "baseline_rewards" in ADVANTAGES.get(cfg.algo.adv_estimator).needs:
+        raise ConfigError(f"rollout.interaction.enabled with algo.adv_estimator={cfg.algo.adv_estimator}: its greedy "
+                          "baseline is one attempt, the samples several")  # fmt: skip
+    if cfg.rollout.max_new_tokens < 3:
+        raise ConfigError(
+            "rollout.interaction needs rollout.max_new_tokens >= 3 (an attempt, the feedback, another)"
+        )
