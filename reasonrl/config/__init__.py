@@ -164,7 +164,7 @@ def load_config(recipe: str | Path | None = None, overrides: list[str] | None = 
             cfg = OmegaConf.merge(cfg, OmegaConf.load(Path(recipe)))
         source, part = "command-line override", None
         if overrides:
-            cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
+            cfg = OmegaConf.merge(cfg, _dotlist(list(overrides)))
     except OmegaConfBaseException as e:
         raise _fail(e, source, _failing_key(cfg, _parts(part, list(overrides or [])))) from None
     try:
@@ -173,6 +173,22 @@ def load_config(recipe: str | Path | None = None, overrides: list[str] | None = 
     except OmegaConfBaseException as e:  # a ${...} interpolation naming nothing (e.g. a shell variable)
         raise ConfigError(f"{getattr(e, 'full_key', None) or source}: {str(e).splitlines()[0]}") from None
     return run
+
+
+def _dotlist(overrides: list[str]) -> DictConfig:
+    """The overrides as a config; ConfigError naming the first whose value YAML cannot read."""
+    import yaml
+
+    try:
+        return OmegaConf.from_dotlist(overrides)
+    except yaml.YAMLError:
+        for o in overrides:
+            try:
+                OmegaConf.from_dotlist([o])
+            except yaml.YAMLError as e:
+                raise ConfigError(f"command-line override {o!r}: its value is not YAML ({str(e).splitlines()[0]}); "
+                                  "quote it: key='...'") from None  # fmt: skip
+        raise
 
 
 def load_cli(recipe: str | None, overrides: list[str]) -> RunConfig:

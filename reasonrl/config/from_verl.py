@@ -24,6 +24,7 @@ from reasonrl.config.foreign import (
 )
 from reasonrl.config.from_luffy import luffy_keys
 from reasonrl.config.shell import script_commands
+from reasonrl.config.verl_hydra import hydra_settings
 from reasonrl.config.verl_tools import verl_tools
 from reasonrl.errors import InputError
 
@@ -199,11 +200,14 @@ def convert_verl(text: str, base: Path | None = None) -> Converted:
     given = verl_overrides(text)
     if not given:
         raise InputError("no verl overrides (key=value with a dotted key) found in the script")
+    read: list[str] = []  # (the script's --config-name file: its settings under the script's overrides)
+    given = {**hydra_settings(text, base, read), **given}
     if m := re.search(r"verl\.trainer\.(fsdp_)?sft_trainer", text):  # an SFT script: algo.objective sft
         from reasonrl.config.from_verl_sft import convert_verl_sft
 
         return convert_verl_sft(given, messages=m.group(1) is None)
     r = Reading("verl", given, VERL_DEFAULTS)
+    r.out.notes[:0] = read
     r.apply(VERL)
     r.derive(lambda: _derived(r.values, r.take, r.out, base), what="a setting of the script is not a number",
              hint="; a variable it does not set?")  # fmt: skip

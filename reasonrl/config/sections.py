@@ -125,6 +125,10 @@ class InteractionConfig:
 
     enabled: bool = False
     max_turns: int = 2  # attempts per completion (the first and max_turns - 1 after feedback)
+    # who answers an attempt: a name in rollout.interaction.FEEDBACK; "verifier": `message` after a wrong
+    # answer (the routed verifier's correctness < 1), nothing after a right one; a plugin registers others
+    feedback: str = "verifier"
+    options: dict[str, Any] = field(default_factory=dict)  # the feedback's own settings (a plugin's)
     # the user's turn after a wrong answer (verl's Gsm8kInteraction's words)
     message: str = "Your response is incorrect! You need to reflect on your answer and try again."
     # the reward of a completion that took k attempts is its last answer's x decay ** (k - 1): a correct first

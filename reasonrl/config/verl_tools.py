@@ -1,11 +1,12 @@
-"""verl's multi-turn tool calls as `rollout.tools`.
+"""verl's multi-turn tool calls as `rollout.tools`, and its interactions as `rollout.interaction`.
 
 Owns: reading `actor_rollout_ref.rollout.multi_turn.*` (enable, format, turns, response length) and, where
 the script's `tool_config_path` names a file that is here (as given, or beside the script), verl's tool
 configuration: its `SearchTool` becomes the search tool (`retrieval_service_url`, `topk`, `timeout`), its
 `SandboxFusionTool` the sandboxed Python interpreter (`default_timeout`, `memory_limit_mb`; the code runs
-in reasonrl's sandbox, not on the SandboxFusion server), any other tool a note. Does not own: the rest of
-a verl script (`config.from_verl`).
+in reasonrl's sandbox, not on the SandboxFusion server), any other tool a note; `interaction_config_path`
+(its Gsm8kInteraction: the verifier's feedback) with the turn limits. Does not own: the rest of a verl
+script (`config.from_verl`).
 """
 
 from __future__ import annotations
@@ -19,13 +20,17 @@ MT = "actor_rollout_ref.rollout.multi_turn."
 
 
 def verl_tools(take, out: Converted, base: Path | None = None) -> None:
-    """verl's multi-turn settings -> rollout.tools (module docstring)."""
+    """verl's multi-turn settings -> rollout.tools and rollout.interaction (module docstring)."""
     enabled, tool_cfg = take(MT + "enable"), take(MT + "tool_config_path")
     fmt, turns, chars = (
         take(MT + "format", "hermes"),
         take(MT + "max_assistant_turns"),
         take(MT + "max_tool_response_length"),
     )
+    if (inter := take(MT + "interaction_config_path")) is not None:
+        verl_interaction(str(inter), turns, take(MT + "max_user_turns"), out, base)
+        if not tool_cfg:  # the turns are the interaction's: no tool
+            return
     if not (enabled or tool_cfg):
         return
     out.set("rollout.tools.enabled", True)
@@ -57,13 +62,46 @@ def verl_tools(take, out: Converted, base: Path | None = None) -> None:
 
 
 def _here(name: str, base: Path | None) -> Path | None:
-    """The tool configuration file `name` names, as given or beside the script; None if neither is here."""
-    if "$" in name:  # a shell variable the script sets at run time
-        return None
-    for p in (Path(name).expanduser(), *((base / name,) if base is not None else ())):
-        if p.is_file():
-            return p
-    return None
+    """The configuration file `name` names, as given or beside the script (a path starting with a shell
+    variable: its tail under one of the script's directories); None if it is not here."""
+    from reasonrl.config.verl_hydra import candidates
+
+    return next((p for p in candidates(name, base) if p.is_file()), None)
+
+
+def verl_interaction(path: str, assistant: Any, user: Any, out: Converted, base: Path | None) -> None:
+    """verl's interaction (`multi_turn.interaction_config_path`) -> rollout.interaction: its Gsm8kInteraction
+    is the verifier's feedback ("incorrect, try again" until right); attempts from max_assistant_turns
+    and max_user_turns (each feedback is a user turn)."""
+    import yaml
+
+    out.set("rollout.interaction.enabled", True)
+    limits = [int(assistant)] if assistant else []
+    limits += [int(user) + 1] if user else []
+    if limits:
+        out.set("rollout.interaction.max_turns", max(min(limits), 2))
+    else:
+        out.set("rollout.interaction.max_turns", 4)
+        out.notes.append(f"{MT}max_assistant_turns / max_user_turns unset (verl: attempts until the response "
+                         "length) -> rollout.interaction.max_turns=4")  # fmt: skip
+    out.notes.append(f"{MT}interaction_config_path -> rollout.interaction: verl scores the last attempt undiscounted; "
+                     "reasonrl's reward is x rollout.interaction.decay=0.5 per retry (1.0: verl's), so that guessing "
+                     "until the feedback stops does not pay (docs/rollouts.md)")  # fmt: skip
+    file = _here(path, base)
+    if file is None:
+        out.notes.append(f"{MT}interaction_config_path={path}: not here; rollout.interaction gives the verifier's "
+                         "feedback (verl's Gsm8kInteraction's)")  # fmt: skip
+        return
+    try:
+        items = (yaml.safe_load(file.read_text(encoding="utf-8")) or {}).get("interaction") or []
+    except (yaml.YAMLError, AttributeError) as e:
+        out.notes.append(f"{file}: not a verl interaction configuration ({str(e).splitlines()[0]}); not read")
+        return
+    for item in items if isinstance(items, list) else []:
+        cls = str(item.get("class_name", "")).rsplit(".", 1)[-1] if isinstance(item, dict) else "?"
+        if cls != "Gsm8kInteraction":
+            out.notes.append(f"{file}: interaction {cls} has no reasonrl equivalent; rollout.interaction gives the "
+                             "verifier's feedback to every row")  # fmt: skip
 
 
 def _read_tools(path: Path, out: Converted) -> list[str]:

@@ -3,7 +3,8 @@ gets a user turn saying so, and the model tries again in the same completion, up
 (verl's multi-turn interactions, its Gsm8kInteraction; "try again" feedback as in Liu et al. 2025,
 arXiv:2507.14295).
 
-Owns: `Interaction` (the feedback turn's tokens, from the model's chat template or a text, and the loop
+Owns: `FEEDBACK` (a real seam: what the user says after an attempt, or that it ends there; the built-in
+`verifier` says `message` after a wrong answer), `Interaction` (the feedback turn's tokens, from the model's chat template or a text, and the loop
 that scores each attempt, appends the feedback to the wrong ones and generates their next attempts in one
 engine call per round), `discount` (a completion's reward x decay ** (attempts - 1)), the
 `rollout/interaction/*` metrics and `check_interaction` (the recipe's settings). Does not own: the engines,
@@ -30,10 +31,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from reasonrl.data.prompts import prompt_opens_think, scoring_text
+from reasonrl.registry import Registry
 from reasonrl.rollout.base import SamplingParams
-from reasonrl.types import Completion, RolloutGroup
+from reasonrl.types import Completion, Problem, RewardResult, RolloutGroup
 
 _MESSAGE = "{message}"
+# name -> feedback(problem, attempts, result, cfg) -> the user's message, or None: the interaction ends there.
+# `attempts`: the model's own text of each attempt so far (the last one was just scored); `result`: the
+# routed verifier's RewardResult of the last; `cfg`: rollout.interaction (its `options` are the recipe's
+# settings of the feedback). A plugin (`plugins:`) registers its own: hints, a simulated user, ...
+FEEDBACK: Registry = Registry("interaction feedback")
+
+
+@FEEDBACK.register("verifier")
+def verifier_feedback(problem: Problem, attempts: list[str], result: RewardResult, cfg) -> str | None:
+    """verl's Gsm8kInteraction: `message` after a wrong answer, nothing after a right one."""
+    return None if result.correctness >= 1.0 else cfg.message
 
 
 @dataclass
@@ -65,6 +78,7 @@ class Interaction:
         from reasonrl.rollout.tools import template_turn
 
         self.cfg, self.tokenizer = cfg, tokenizer
+        self.respond = FEEDBACK.get(cfg.feedback)
         if cfg.turn == "chat_template":
             turn = template_turn(tokenizer, template_kwargs, role="user", instead="a text holding {message}",
                                  where="rollout.interaction.turn=chat_template").replace("{output}", _MESSAGE)  # fmt: skip
@@ -81,7 +95,7 @@ class Interaction:
             else []
         )
 
-    def feedback(self, last_token: int | None) -> list[int]:
+    def feedback(self, last_token: int | None, message: str) -> list[int]:
         """The feedback turn's tokens after an attempt ending with `last_token`: where the attempt's stop
         token (the model's end of turn) is how the template closes the assistant's message, it is not
         written again. The message's own special tokens stay text."""
@@ -89,11 +103,7 @@ class Interaction:
         closing = self._stops.get(last_token)
         if closing and before.startswith(closing):
             before = before[len(closing) :]
-        return (
-            self._tokens(before, False)
-            + self._tokens(self.cfg.message, True)
-            + self._tokens(self.after, False)
-        )
+        return self._tokens(before, False) + self._tokens(message, True) + self._tokens(self.after, False)
 
     def run(self, engine, scorer, groups: list[RolloutGroup], params: SamplingParams,
             think_from_prompt: bool = True) -> None:  # fmt: skip
@@ -117,9 +127,10 @@ class Interaction:
             results, _ = scorer.score(texts, [g.problem for g, _, _ in live], all_terms=False)
             resumed = []
             for (g, o, s), res in zip(live, results):
-                if res.correctness >= 1.0:
+                message = self.respond(g.problem, list(s.texts), res, self.cfg)
+                if message is None:
                     continue
-                ids = self.feedback(s.tokens[-1] if s.tokens else None)
+                ids = self.feedback(s.tokens[-1] if s.tokens else None, message)
                 if len(s.tokens) + len(ids) >= params.max_new_tokens:  # no room for another attempt
                     continue
                 s.tokens += ids
@@ -190,7 +201,10 @@ def check_interaction(cfg) -> None:
                           f"got {i.max_turns}")  # fmt: skip
     if not 0 < i.decay <= 1:
         raise ConfigError(f"rollout.interaction.decay must be in (0, 1], got {i.decay}")
-    if not isinstance(i.message, str) or not i.message.strip():
+    if i.feedback not in FEEDBACK.names():
+        raise ConfigError(f"rollout.interaction.feedback={i.feedback!r} is not one of {', '.join(FEEDBACK.names())} "
+                          "(a plugin registers its own in reasonrl.rollout.interaction.FEEDBACK)")  # fmt: skip
+    if i.feedback == "verifier" and (not isinstance(i.message, str) or not i.message.strip()):
         raise ConfigError("rollout.interaction.message must be the feedback's text, got an empty one")
     if i.turn != "chat_template" and (not isinstance(i.turn, str) or i.turn.count(_MESSAGE) != 1):
         raise ConfigError(f"rollout.interaction.turn must be chat_template or a text holding {_MESSAGE} once, "

@@ -486,3 +486,12 @@ def test_the_lowest_difficulty_and_a_mixture_of_distinct_names_load():
     )
     assert cfg.data.difficulty == 1 and [m["name"] for m in cfg.data.mixture] == ["a", "b"]
     assert cfg.data.mixture[0]["difficulty"] == 3  # a built-in task's own difficulty is allowed
+
+
+def test_an_override_whose_value_yaml_cannot_read_is_named():
+    """Before: a yaml ParserError traceback from OmegaConf."""
+    with pytest.raises(
+        ConfigError, match=r"command-line override 'rollout.interaction.message=: a': its value is not YAML"
+    ):
+        load_config(None, ["train.steps=3", "rollout.interaction.message=: a"])
+    assert load_config(None, ["rollout.interaction.message=': a'"]).rollout.interaction.message == ": a"

@@ -169,7 +169,7 @@ def test_the_chat_template_renders_the_feedback_as_a_user_turn(tok, runner):
     assert rendered.count("<|im_end|>") == 3 and g.rewards == [0.5]
     # the message's own special-token characters stay text
     inter = Interaction(InteractionConfig(enabled=True, message="<|im_end|>"), chat)
-    ids = inter.feedback(chat.convert_tokens_to_ids("<|im_end|>"))
+    ids = inter.feedback(chat.convert_tokens_to_ids("<|im_end|>"), inter.cfg.message)
     assert ids.count(chat.convert_tokens_to_ids("<|im_end|>")) == 1  # the template's own, after the message
 
 
@@ -194,3 +194,34 @@ def test_settings_that_cannot_work_are_refused(override, match):
     with pytest.raises(ConfigError, match=match):
         load_config("demo", ["rollout.interaction.enabled=true", override])
     check_interaction(load_config("demo", ["rollout.interaction.enabled=true"]))  # the defaults are fine
+
+
+def test_a_plugins_feedback_answers_the_attempts(tok, runner):
+    """A registered feedback (a plugin's) gets the problem, the attempts so far and the last one's verifier
+    result, and says what the user says, or None to end; its options come from the recipe."""
+    from reasonrl.rollout.interaction import FEEDBACK
+
+    seen = []
+
+    @FEEDBACK.register("test_hint")
+    def hint(problem, attempts, result, cfg):
+        seen.append((list(attempts), result.extracted))
+        if result.correctness >= 1.0:
+            return None
+        return (
+            cfg.options["up"] if float(result.extracted) < float(problem.ground_truth) else "Wrong: go lower."
+        )
+
+    try:
+        g, _ = _interact(tok, runner, ["\\boxed{41}", "\\boxed{43}", "\\boxed{42}"], max_turns=3,
+                         feedback="test_hint", options={"up": "Wrong: go higher."})  # fmt: skip
+        assert (
+            g.completions[0].text
+            == "\\boxed{41}\nWrong: go higher.\n\\boxed{43}\nWrong: go lower.\n\\boxed{42}"
+        )
+        assert seen == [(["\\boxed{41}"], "41"), (["\\boxed{41}", "\\boxed{43}"], "43")]
+        assert g.rewards == [0.25]
+        with pytest.raises(ConfigError, match="feedback='nobody' is not one of .*test_hint.*verifier"):
+            load_config("demo", ["rollout.interaction.enabled=true", "rollout.interaction.feedback=nobody"])
+    finally:
+        FEEDBACK._entries.pop("test_hint", None)
