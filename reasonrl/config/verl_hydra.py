@@ -34,14 +34,16 @@ def _args(text: str) -> dict[str, str]:
 
 
 def candidates(path: str, base: Path | None) -> list[Path]:
-    if "$" not in path:
-        return [Path(path).expanduser(), *((base / path,) if base is not None else ())]
-    tail = re.sub(
-        r"^(\$\{?\w+\}?|\$\([^)]*\))/?", "", path
-    )  # "$PROJECT_DIR/examples/x/config" -> examples/x/config
-    if "$" in tail or base is None:
+    """Where `path` may be: as written (an absolute path, or relative to where the command runs), then
+    under the script's directory and each of its parents (verl's scripts run from the repository's root);
+    a path that a shell variable starts (`$PROJECT_DIR/examples/...`): its tail under those directories."""
+    tail = re.sub(r"^(\$\{?\w+\}?|\$\([^)]*\))/?", "", path)  # "$PROJECT_DIR/examples/x" -> examples/x
+    if "$" in tail:
         return []
-    return [d / tail for d in (base, *base.parents)]
+    here = [Path(path).expanduser()] if tail == path else []
+    if Path(tail).is_absolute() or base is None:
+        return here
+    return here + [d / tail for d in (base, *base.parents)]
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -60,7 +62,7 @@ def hydra_settings(text: str, base: Path | None, notes: list[str]) -> dict[str, 
 
     args = _args(text)
     name, where = args.get("config-name"), args.get("config-path")
-    if name is None or name in VERL_BASES:
+    if name is None or re.sub(r"\.ya?ml$", "", name) in VERL_BASES:  # verl's own: its defaults, known here
         return {}
     file = name if name.endswith((".yaml", ".yml")) else f"{name}.yaml"
     dirs = candidates(where, base) if where else ([base] if base is not None else [])

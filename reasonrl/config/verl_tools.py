@@ -34,6 +34,7 @@ def verl_tools(take, out: Converted, base: Path | None = None) -> None:
     if not (enabled or tool_cfg):
         return
     out.set("rollout.tools.enabled", True)
+    fmt = "hermes" if fmt == "qwen" else fmt  # (verl's earlier name for Qwen's <tool_call> format)
     if fmt == "hermes":  # verl's default: <tool_call> JSON in Qwen's chat turns, as reasonrl's "hermes"
         out.set("rollout.tools.format", "hermes")
         out.set("rollout.tools.turn", "chat_template")  # verl renders tool messages with the chat template

@@ -99,3 +99,20 @@ def test_turn_limits_and_what_is_not_here_are_noted(tmp_path):
     )
     out = _layout(tmp_path / "c", interaction=other)
     assert "interaction WeatherInteraction has no reasonrl equivalent" in "\n".join(out.notes)
+
+
+def test_verls_own_trainer_configs_are_its_defaults_and_qwen_is_hermes(tmp_path):
+    """`--config-name=ppo_megatron_trainer.yaml` is verl's own (no note); a config file's multi_turn
+    `format: qwen` (verl's earlier name for Qwen's <tool_call>s, in its search example) is hermes."""
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo --config-path=config --config-name=ppo_megatron_trainer.yaml "
+                      "algorithm.adv_estimator=grpo actor_rollout_ref.rollout.n=4\n")  # fmt: skip
+    assert not any("config file" in n for n in convert("verl", script).notes)
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "search.yaml").write_text(
+        "actor_rollout_ref:\n  rollout:\n    multi_turn: {enable: True, max_assistant_turns: 2, format: qwen}\n"
+    )
+    script.write_text("python3 -m verl.trainer.main_ppo --config-path=config --config-name=search "
+                      "algorithm.adv_estimator=grpo actor_rollout_ref.rollout.n=4\n")  # fmt: skip
+    tools = convert("verl", script).recipe["rollout"]["tools"]
+    assert tools["format"] == "hermes" and tools["max_calls"] == 1
