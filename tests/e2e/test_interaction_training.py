@@ -53,3 +53,36 @@ def test_the_rollout_worker_gives_feedback_too(tiny_model_dir, tmp_path):
     retried = [c for c in done if c.get("turns", 1) > 1]
     assert retried and all(MESSAGE in c["text"] for c in retried)
     assert all(MESSAGE not in c["text"] for c in done if c.get("turns", 1) == 1)
+
+
+RANDOM = ("rollout.interaction.enabled=true", f"rollout.interaction.message={MESSAGE}", "rollout.interaction.max_turns=3",
+          "rollout.max_new_tokens=24", "log.progress=false")  # fmt: skip
+
+
+def test_sigkill_and_resume_end_with_the_uninterrupted_runs_metrics(tiny_model_dir, tmp_path):
+    """The untrained model's attempts (a third stop by themselves, wrong, and get feedback): a run killed at a
+    checkpoint and resumed gives the same interactions and ends with the uninterrupted run's metrics."""
+    from test_run_dir import killed_and_resumed
+    from test_train_loop import _overrides, _stable
+
+    args = lambda run: [*_overrides(tiny_model_dir, run, 4, *RANDOM), "checkpoint.every=2"]  # noqa: E731
+    full, resumed = killed_and_resumed(args, tmp_path, kill_after=2, steps=4)
+    assert [r["step"] for r in resumed] == list(range(5))
+    assert all(r["rollout/interaction/retried_frac"] > 0 for r in resumed[1:])
+    for r in resumed:
+        assert _stable(r) == full[r["step"]], r["step"]
+
+
+def test_two_ranks_each_run_the_interaction_of_their_share(tiny_model_dir, tmp_path):
+    from test_fsdp2_train import _launch, _metrics, _ok
+
+    args = [f"model.path={tiny_model_dir}", "model.device=cpu", f"log.run_dir={tmp_path / 'two'}", "train.steps=2",
+            *RANDOM, "train.global_batch=16", "rollout.n=4", "train.mini_batch=16", "train.micro_batch=4",
+            "data.train_size=64", "checkpoint.every=0"]  # fmt: skip
+    _ok(_launch(2, args))
+    rows = _metrics(tmp_path / "two")
+    assert [r["step"] for r in rows] == [0, 1, 2]
+    assert all(
+        r["rollout/interaction/retried_frac"] > 0 and r["rollout/interaction/turns_mean"] > 1
+        for r in rows[1:]
+    )
