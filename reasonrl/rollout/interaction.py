@@ -85,6 +85,11 @@ class Interaction:
         else:
             turn = cfg.turn
         self.before, self.after = turn.split(_MESSAGE)
+        if cfg.feedback == "verifier" and not self._tokens(cfg.message, True):
+            from reasonrl.config import ConfigError
+
+            raise ConfigError(f"rollout.interaction.message={cfg.message!r}: the tokenizer writes no token for it "
+                              "(characters it does not know are dropped)")  # fmt: skip
         stops = {tokenizer.eos_token_id, *(getattr(tokenizer, "stop_token_ids", None) or ())} - {None}
         self._stops = {t: tokenizer.decode([t], skip_special_tokens=False) for t in stops}
 
@@ -156,10 +161,8 @@ class Interaction:
     def _completion(self, s: _Attempts) -> Completion:
         if len(s.texts) == 1:
             return s.first
-        masked = any(s.mask)
         return Completion(s.tokens, self.tokenizer.decode(s.tokens, skip_special_tokens=True), s.logprobs, s.finish,
-                          tool_mask=s.mask if masked else None, model_text=s.texts[-1] if masked else None,
-                          tool_calls=s.calls, turns=len(s.texts))  # fmt: skip
+                          tool_mask=s.mask, model_text=s.texts[-1], tool_calls=s.calls, turns=len(s.texts))  # fmt: skip
 
 
 def make_interaction(cfg, tokenizer) -> Interaction | None:

@@ -225,3 +225,9 @@ def test_a_plugins_feedback_answers_the_attempts(tok, runner):
             load_config("demo", ["rollout.interaction.enabled=true", "rollout.interaction.feedback=nobody"])
     finally:
         FEEDBACK._entries.pop("test_hint", None)
+
+
+def test_a_message_the_tokenizer_writes_nothing_for_is_refused():
+    small = build_tokenizer(["1+1=2"], 40)  # knows digits and a few signs: every letter would be dropped
+    with pytest.raises(ConfigError, match="message='Wrong': the tokenizer writes no token for it"):
+        Interaction(InteractionConfig(enabled=True, message="Wrong", turn="{message}"), small)
