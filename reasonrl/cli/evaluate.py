@@ -163,6 +163,21 @@ def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final:
     return tools
 
 
+def interaction_arg(turns: int | None, cfg=None):
+    """`--interaction TURNS`: the run's own rollout.interaction (its message, turn, feedback) or the defaults,
+    with TURNS attempts; None without the option (one attempt, even for a run trained with feedback)."""
+    from dataclasses import replace
+
+    from reasonrl.config import ConfigError, InteractionConfig
+
+    if turns is None:
+        return None
+    if turns < 2:
+        raise ConfigError(f"--interaction {turns}: the attempts an answer may take, >= 2 (without it: one)")
+    own = cfg.rollout.interaction if cfg is not None else InteractionConfig()
+    return replace(own, enabled=True, max_turns=turns)
+
+
 def add_benchmark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmarks", default=None,
                    help="comma list of benchmarks or suites (reasoning360, r1); see --list-benchmarks")  # fmt: skip
@@ -239,11 +254,13 @@ def eval_benchmarks(args, model_path) -> int:
               reward_options=options)  # fmt: skip
     template_kwargs_arg(args.chat_template_kwarg)  # checked before any model path is resolved
     tools_arg(args.tools, search_url=args.search_url, final=False)  # (the run's own tools are read below)
+    interaction_arg(args.interaction)  # (checked before any model path is resolved)
     if args.all_checkpoints:
         return _all_checkpoints(args, benches, kw)
     model = model_path(args.model)
     kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, model)
     kw["tools"] = tools_arg(args.tools, run_config(model), args.search_url)
+    kw["interaction"] = interaction_arg(args.interaction, run_config(model))
     out = args.out or default_out(args.model, model)
     from reasonrl.cli.bars import chunk_progress
 
@@ -278,6 +295,7 @@ def _all_checkpoints(args, benches, kw) -> int:
         step = int(c.name.rsplit("_", 1)[-1])
         kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, str(c))  # the run's own too
         kw["tools"] = tools_arg(args.tools, run_config(str(c)), args.search_url)
+        kw["interaction"] = interaction_arg(args.interaction, run_config(str(c)))
         res = run_benchmarks(str(c), benches, out / c.name, **kw)
         table[step] = {name: row["mean@n"] for name, row in res["benchmarks"].items()}
         ci95[step] = {name: row["ci95"] for name, row in res["benchmarks"].items()}
@@ -339,6 +357,7 @@ def eval_problems(args, model_path) -> int:
     if args.verifier is not None and not args.data:  # a built-in task or a run's own data route as they are
         raise InputError("--verifier applies to the rows of --data files")
     check_run_options(args, ("n", "size", "max_new_tokens", "difficulty"))
+    interaction_arg(getattr(args, "interaction", None))
     check_engine(args.engine)
     if args.task is not None:
         from reasonrl.data.mixture import check_task
@@ -421,7 +440,13 @@ def eval_problems(args, model_path) -> int:
     )
     batch = cfg.val.batch_size if cfg is not None else 256  # the run's own batching: identical greedy outputs
     try:
-        ev = evaluate(engine, tok, problems, params, batch_size=batch, think_from_prompt=think, scorer=scorer)
+        inter = interaction_arg(getattr(args, "interaction", None), cfg)
+        if inter is not None:
+            from reasonrl.rollout.interaction import Interaction
+
+            inter = Interaction(inter, tok, kwargs)
+        ev = evaluate(engine, tok, problems, params, batch_size=batch, think_from_prompt=think, scorer=scorer,
+                      interaction=inter)  # fmt: skip
     finally:
         engine.close()
         if scorer is not None:
@@ -433,5 +458,7 @@ def eval_problems(args, model_path) -> int:
         print(warning, file=sys.stderr)
     out = {"model": args.model, "problems": len(problems), "n": n, "mean_score": ev.accuracy,
            "verifier_errors": failed_share(ev.reasons)}  # fmt: skip
+    if inter is not None:  # the last of up to this many attempts was scored
+        out["attempts"] = inter.cfg.max_turns
     print(json.dumps({**out, "verifier_options": options} if options else out))
     return 0

@@ -203,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--search-url", default=None, metavar="URL",
                    help="the search tool's retrieval service (Search-R1's API), for --tools search_r1 or hermes calls "
                    "named search (default: a run's own rollout.tools.search.url)")  # fmt: skip
+    e.add_argument("--interaction", type=int, default=None, metavar="TURNS",
+                   help="up to TURNS attempts, a wrong answer getting feedback (rollout.interaction: a run's own message "
+                   "and turn, else the defaults); the last attempt is scored (default: one attempt)")  # fmt: skip
     e.add_argument("--best", action="store_true",
                    help="MODEL is a run directory: its best checkpoint (checkpoint.keep_best), not its newest")  # fmt: skip
     from reasonrl.cli.evaluate import add_benchmark_args

@@ -26,20 +26,26 @@ class Evaluation(NamedTuple):
 
 
 def evaluate(engine, tokenizer, problems: list[Problem], params: SamplingParams, batch_size: int = 256,
-             think_from_prompt: bool = True, scorer=None) -> Evaluation:  # fmt: skip
+             think_from_prompt: bool = True, scorer=None, interaction=None) -> Evaluation:  # fmt: skip
     """Generates n samples per problem and scores them: an `Evaluation`.
 
-    `scorer`: a `RewardRunner` (training passes its own); None builds a default one for this call."""
+    `scorer`: a `RewardRunner` (training passes its own); None builds a default one for this call.
+    `interaction`: feedback and further attempts after a wrong first one (`rollout.interaction`); the last
+    attempt is what counts."""
     if scorer is None:
         from reasonrl.rewards.runner import RewardRunner
 
         with RewardRunner() as runner:
-            return evaluate(engine, tokenizer, problems, params, batch_size, think_from_prompt, runner)
+            return evaluate(
+                engine, tokenizer, problems, params, batch_size, think_from_prompt, runner, interaction
+            )
     per_problem, reasons = [], []
     total, count = 0.0, 0
     for start in range(0, len(problems), batch_size):
         chunk = problems[start : start + batch_size]
-        groups, _ = generate_and_score(engine, tokenizer, scorer, chunk, params, None, think_from_prompt)
+        groups, _ = generate_and_score(
+            engine, tokenizer, scorer, chunk, params, None, think_from_prompt, interaction
+        )
         for g in groups:
             correct = g.correctness
             per_problem.append(([c.text for c in g.completions], correct))

@@ -56,11 +56,13 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
                    device: str = "auto", seed: int = 0, limit: int | None = None, chunk_size: int = 32,
                    log=print, progress=None, workers: int | None = None,
                    reward_options: dict | None = None, template_kwargs: dict | None = None,
-                   tools=None) -> dict:  # fmt: skip
+                   tools=None, interaction=None) -> dict:  # fmt: skip
     """`reward_options`: {verifier: {option: value}}, as a recipe's reward.options (recorded in
     samples.setup.json and under the table). `template_kwargs`: chat-template arguments for every prompt
     (a row's own win), as a recipe's data.chat_template_kwargs (in each benchmark's fingerprint).
-    `tools`: a `ToolsConfig` (rollout.tools): the code completions write runs, as in training."""
+    `tools`: a `ToolsConfig` (rollout.tools): the code completions write runs, as in training.
+    `interaction`: an `InteractionConfig` (rollout.interaction): a wrong first answer gets feedback and
+    another attempt; the last attempt is scored (undiscounted: the table says whether it was right)."""
     from reasonrl.data.prompts import with_template_kwargs
     from reasonrl.rewards import check_routable
 
@@ -80,7 +82,7 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
     samples = generate_samples(model, work, out / "samples.jsonl", engine=engine, device=device, seed=seed,
                                chunk_size=chunk_size, log=log, progress=progress, timing=timing,
                                workers=workers, reward_options=reward_options, tools=tools,
-                               template_kwargs=template_kwargs)  # fmt: skip
+                               template_kwargs=template_kwargs, interaction=interaction)  # fmt: skip
     failed = failed_samples(samples)
     if failed:  # counted as wrong in the table; a rerun scores just these again
         log(f"warning: {len(failed)} samples ended in a verifier error (e.g. {common_error(failed)!r}), so the "
@@ -120,7 +122,8 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
                      engine: str = "hf", device: str = "auto", seed: int = 0, chunk_size: int = 32,
                      log=print, reward_options: dict | None = None, plugins=(), progress=None,
                      overlap: bool | None = None, timing: dict | None = None,
-                     workers: int | None = None, tools=None, template_kwargs: dict | None = None) -> list[dict]:  # fmt: skip
+                     workers: int | None = None, tools=None, template_kwargs: dict | None = None,
+                     interaction=None) -> list[dict]:  # fmt: skip
     """Samples of every (name, problems, sampling) work item, generated and scored chunk by chunk into
     `samples_path` (resumable: committed chunks are kept, the rest generated; committed samples whose
     verifier call failed are scored again, `eval.rescore`); the one path of the
@@ -137,7 +140,9 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     t0 = time.perf_counter()
     samples_path = Path(samples_path)
     samples_path.parent.mkdir(parents=True, exist_ok=True)
-    check_setup(samples_path, eval_setup(model, work, engine, seed, chunk_size, reward_options, tools))
+    check_setup(
+        samples_path, eval_setup(model, work, engine, seed, chunk_size, reward_options, tools, interaction)
+    )
     samples, done = committed_samples(samples_path)
     # samples whose verifier call failed (a service that was down) are scored again, not generated again
     rescore_failed(samples_path, samples, work, model, reward_options=reward_options, plugins=plugins,
@@ -148,16 +153,15 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     if todo:
         _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log,
                   reward_options or {}, tuple(plugins), progress, overlap, clock, workers, tools,
-                  template_kwargs)  # fmt: skip
+                  template_kwargs, interaction)  # fmt: skip
     total = time.perf_counter() - t0
     clock.update(total_s=total, other_s=total - clock["generate_s"] - clock["score_wait_s"],
                  samples_per_s=clock["samples"] / total if total > 0 else 0.0)  # fmt: skip
     return samples
 
 
-def eval_setup(
-    model, work, engine: str, seed: int, chunk_size: int, reward_options: dict | None = None, tools=None
-) -> dict:
+def eval_setup(model, work, engine: str, seed: int, chunk_size: int, reward_options: dict | None = None,
+               tools=None, interaction=None) -> dict:  # fmt: skip
     """What a samples file is of: everything that decides which samples its chunks hold (and, when
     given, the verifier options that scored them)."""
     benches = {}
@@ -183,12 +187,14 @@ def eval_setup(
 
         usual = {k: v for k, v in asdict(ToolsConfig()).items() if k in ("turn", "names", "search")}
         setup["tools"] = {k: v for k, v in asdict(tools).items() if k not in usual or v != usual[k]}
+    if interaction is not None:  # likewise
+        setup["interaction"] = json.loads(json.dumps(asdict(interaction), default=str))
     return setup
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,
               reward_options, plugins, progress, overlap, clock: dict, workers: int | None, tools,
-              template_kwargs=None) -> None:  # fmt: skip
+              template_kwargs=None, interaction=None) -> None:  # fmt: skip
 
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards.runner import RewardRunner, default_workers, preload_modules
@@ -202,6 +208,11 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
                           preload=preload_modules(first)).start()  # fmt: skip
     try:
         policy, tok = load_policy(model, device=device, log=log)
+        if interaction is not None:  # (its turn from the chat template: refused here, before any generation)
+            from reasonrl.rollout.interaction import Interaction
+
+            interaction = Interaction(interaction, tok, template_kwargs)
+            overlap = False  # the attempts are scored on the way: one scoring at a time
         engine = build_rollout_engine(engine_name, policy, tok, tools=tools, template_kwargs=template_kwargs)
     except BaseException:
         scorer.close()
@@ -258,9 +269,11 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
                     if (name, c) == todo[-1]:  # the verifier pool closes after this chunk
                         scorer.closing_soon()
                     t = time.perf_counter()
-                    groups = generate_groups(
-                        engine, tok, chunk, replace(params, seed=_chunk_seed(seed, name, c))
-                    )
+                    chunk_params = replace(params, seed=_chunk_seed(seed, name, c))
+                    groups = generate_groups(engine, tok, chunk, chunk_params)
+                    if interaction is not None:  # feedback and the next attempts (the verifiers warmed up)
+                        warm.result()
+                        interaction.run(engine, scorer, groups, chunk_params)
                     clock["generate_s"] += time.perf_counter() - t
                     if pending is not None:  # the previous chunk was scored while this one generated
                         commit(pending)
@@ -298,6 +311,9 @@ def summarize(samples: list[dict], domains: dict[str, str]) -> dict:
             ) / len(groups)
             row[f"best@{n}"] = sum(max(s["score"] for s in g) for g in groups) / len(groups)
             row[f"worst@{n}"] = sum(min(s["score"] for s in g) for g in groups) / len(groups)
+        if any("turns" in s for s in flat):  # feedback between attempts: how many, and right at the first
+            row["turns_mean"] = sum(s.get("turns", 1) for s in flat) / len(flat)
+            row["first_attempt"] = sum(s["score"] >= 1.0 and s.get("turns", 1) == 1 for s in flat) / len(flat)
         row["truncated"] = sum(s["finish_reason"] == "length" for s in flat) / len(flat)
         row["verifier_errors"] = failed_share(s.get("reason") for s in flat)
         rows[name] = row

@@ -40,7 +40,9 @@ def sample_rows(bench: str, first: int, groups) -> list[dict]:
              "score": float(res.correctness), "reason": res.info.get("reason"), "tokens": len(comp.token_ids),
              "finish_reason": comp.finish_reason,
              # with tool calls: the model's own text, which the verifiers scored, and the calls' statuses
-             **({"answer_text": comp.model_text, "tool_calls": list(comp.tool_calls)} if comp.tool_calls else {})}
+             **({"answer_text": comp.model_text, "tool_calls": list(comp.tool_calls)} if comp.tool_calls else {}),
+             # after feedback (rollout.interaction): the attempts, and the last one's text, which was scored
+             **({"answer_text": comp.model_text, "turns": comp.turns} if comp.turns > 1 else {})}
             for i, g in enumerate(groups)
             for j, (comp, res) in enumerate(zip(g.completions, g.results))]  # fmt: skip
 

@@ -15,10 +15,14 @@ from reasonrl.types import Problem, RolloutGroup
 
 
 def generate_and_score(engine, tokenizer, scorer, problems: list[Problem], params: SamplingParams,
-                       max_prompt_tokens: int | None = None, think_from_prompt: bool = True):  # fmt: skip
+                       max_prompt_tokens: int | None = None, think_from_prompt: bool = True,
+                       interaction=None):  # fmt: skip
     """Returns (groups: one RolloutGroup per problem with its completions, rewards and verifier results,
-    health: the runner's `verifier/` metrics for this batch)."""
+    health: the runner's `verifier/` metrics for this batch). `interaction`: a `rollout.interaction.
+    Interaction`, whose feedback and further attempts follow each wrong first one (the last attempt scored)."""
     groups = generate_groups(engine, tokenizer, problems, params, max_prompt_tokens)
+    if interaction is not None:
+        interaction.run(engine, scorer, groups, params, think_from_prompt)
     return groups, score_groups(groups, tokenizer, scorer, think_from_prompt)
 
 

@@ -40,18 +40,15 @@ def collect_rollouts(run, problems: list[Problem], params: SamplingParams,
     """The problems' scored groups and the step's reward / rollout metrics. `demonstrations`: the response
     key (`algo.guidance`): each group is params.n - 1 samples and the row's demonstration, scored with them;
     the metrics describe the samples (`trainer.guidance`)."""
-    if run.interaction is not None:  # feedback between attempts (rollout.interaction)
-        from reasonrl.rollout.interaction import discount, interaction_metrics
-
-        groups = generate_groups(run.rollout_engine, run.tokenizer, problems, params, run.max_prompt_tokens)
-        run.interaction.run(run.rollout_engine, run.scorer, groups, params, run.think_from_prompt)
-        health = score_groups(groups, run.tokenizer, run.scorer, run.think_from_prompt)
-        discount(groups, run.interaction.cfg.decay)
-        return groups, {**reward_metrics(run, groups), **health, **interaction_metrics(groups)}
     if demonstrations is None:
         groups, health = generate_and_score(run.rollout_engine, run.tokenizer, run.scorer, problems, params,
-                                            run.max_prompt_tokens, run.think_from_prompt)  # fmt: skip
-        return groups, {**reward_metrics(run, groups), **health}
+                                            run.max_prompt_tokens, run.think_from_prompt, run.interaction)  # fmt: skip
+        if run.interaction is None:
+            return groups, {**reward_metrics(run, groups), **health}
+        from reasonrl.rollout.interaction import discount, interaction_metrics  # (rollout.interaction)
+
+        discount(groups, run.interaction.cfg.decay)
+        return groups, {**reward_metrics(run, groups), **health, **interaction_metrics(groups)}
     from reasonrl.trainer.guidance import add_demonstrations, guided_metrics, sampled_only
 
     groups = generate_groups(run.rollout_engine, run.tokenizer, problems, replace(params, n=params.n - 1),

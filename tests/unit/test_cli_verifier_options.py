@@ -66,7 +66,9 @@ def test_held_out_eval_scores_with_them(tmp_path, monkeypatch, capsys):
 
     seen = {}
 
-    def fake_evaluate(engine, tok, problems, params, batch_size=256, think_from_prompt=True, scorer=None):
+    def fake_evaluate(
+        engine, tok, problems, params, batch_size=256, think_from_prompt=True, scorer=None, interaction=None
+    ):
         seen["options"] = None if scorer is None else scorer.options
         return accuracy.Evaluation(0.5, [], [])
 
