@@ -2,7 +2,7 @@
 
 Owns: `SamplingParams`, `RolloutEngine` (the protocol every engine implements: generate, weight sync,
 and the wake / sleep / close lifecycle the trainer drives), `stop_token_ids` (where every engine ends a
-completion) and `cut_at_stop`. Does not own: the engines themselves
+completion), `cut_at_stop` and `within_budget` (a completion cut at a token budget). Does not own: the engines themselves
 (`rollout.hf`, `rollout.vllm`), choosing one (`rollout.factory`) or prompt formatting (`data.prompts`).
 """
 
@@ -59,6 +59,19 @@ def cut_at_stop(tokens: list[int], stop_ids) -> tuple[list[int], str]:
         if t in stop_ids:
             return tokens[: i + 1], "stop"
     return tokens, "length"
+
+
+def within_budget(c: Completion, budget: int, tokenizer) -> Completion:
+    """`c` cut at `budget` tokens (then it ended for lack of room: "length"). Continuations of different
+    budgets generate in one engine call at the largest and are cut so (the tool loop, `rollout.interaction`):
+    sampling goes left to right, so a completion cut at its budget is a sample of the policy as one
+    generated with that budget is."""
+    if len(c.token_ids) <= budget:
+        return c
+    ids = c.token_ids[:budget]
+    return Completion(
+        ids, tokenizer.decode(ids, skip_special_tokens=True), c.sampler_logprobs[:budget], "length"
+    )
 
 
 class RolloutEngine(Protocol):

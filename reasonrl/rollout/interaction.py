@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 from reasonrl.data.prompts import prompt_opens_think, scoring_text
 from reasonrl.registry import Registry
-from reasonrl.rollout.base import SamplingParams
+from reasonrl.rollout.base import SamplingParams, within_budget
 from reasonrl.types import Completion, Problem, RewardResult, RolloutGroup
 
 _MESSAGE = "{message}"
@@ -145,18 +145,27 @@ class Interaction:
             if not resumed:
                 break
             seed = None if params.seed is None else params.seed + 104729 * round_
-            by_budget: dict[int, list] = {}
-            for item in resumed:
-                by_budget.setdefault(params.max_new_tokens - len(item[2].tokens), []).append(item)
-            for budget, items in sorted(by_budget.items()):
-                step = replace(params, n=1, max_new_tokens=budget, seed=seed)
-                outs = engine.generate([g.prompt_ids + s.tokens for g, _, s in items], step)
-                for (_, _, s), cs in zip(items, outs):
-                    s.add(cs[0])
+            self._next_attempts(engine, resumed, replace(params, n=1, seed=seed))
             live = resumed
         it = iter(states)
         for g in groups:
             g.completions = [self._completion(next(it)[2]) for _ in g.completions]
+
+    def _next_attempts(self, engine, items: list, params: SamplingParams) -> None:
+        """Each sample's next attempt, within its own budget (`max_new_tokens` less its tokens so far): one
+        engine call at the largest budget, each attempt then cut at its own (`rollout.base.within_budget`); one
+        call per budget where the engine runs tools (a tool transcript is not cut)."""
+        budget = {id(s): params.max_new_tokens - len(s.tokens) for _, _, s in items}
+        groups: dict[int, list] = {}
+        for item in items:  # one group at the largest budget, or one per budget
+            key = budget[id(item[2])] if getattr(engine, "runs_tools", False) else max(budget.values())
+            groups.setdefault(key, []).append(item)
+        for most, group in sorted(groups.items()):
+            outs = engine.generate(
+                [g.prompt_ids + s.tokens for g, _, s in group], replace(params, max_new_tokens=most)
+            )
+            for (_, _, s), cs in zip(group, outs):
+                s.add(within_budget(cs[0], budget[id(s)], self.tokenizer))
 
     def _completion(self, s: _Attempts) -> Completion:
         if len(s.texts) == 1:

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from reasonrl.registry import Registry
-from reasonrl.rollout.base import SamplingParams
+from reasonrl.rollout.base import SamplingParams, within_budget
 from reasonrl.types import Completion
 
 TOOL_FORMATS: Registry = Registry("tool format")
@@ -228,15 +228,12 @@ class ToolRolloutEngine:
             round_ += 1
             seed = None if params.seed is None else params.seed + 7919 * round_
             budget = [params.max_new_tokens - len(s.tokens) for s in resumed]
-            # one call per budget so that no sample generates past its own
-            by_budget: dict[int, list[_Sample]] = {}
-            for s, b in zip(resumed, budget):
-                by_budget.setdefault(b, []).append(s)
-            pending = []
-            for b, group in sorted(by_budget.items()):
-                step = replace(params, n=1, max_new_tokens=b, seed=seed)
-                outs = self.engine.generate([s.prompt + s.tokens for s in group], step)
-                pending += [(s, cs[0]) for s, cs in zip(group, outs)]
+            # one call at the largest budget, each continuation cut at its own (rollout.base.within_budget)
+            step = replace(params, n=1, max_new_tokens=max(budget), seed=seed)
+            outs = self.engine.generate([s.prompt + s.tokens for s in resumed], step)
+            pending = [
+                (s, within_budget(cs[0], b, self.tokenizer)) for s, cs, b in zip(resumed, outs, budget)
+            ]
         return [[self._completion(s) for s in samples[i * params.n : (i + 1) * params.n]]
                 for i in range(len(prompts))]  # fmt: skip
 

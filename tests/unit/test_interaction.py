@@ -231,3 +231,29 @@ def test_a_message_the_tokenizer_writes_nothing_for_is_refused():
     small = build_tokenizer(["1+1=2"], 40)  # knows digits and a few signs: every letter would be dropped
     with pytest.raises(ConfigError, match="message='Wrong': the tokenizer writes no token for it"):
         Interaction(InteractionConfig(enabled=True, message="Wrong", turn="{message}"), small)
+
+
+def test_next_attempts_come_from_one_engine_call_each_cut_at_its_own_budget(tok, runner):
+    """Two samples whose first attempts differ in length have different budgets left: one call at the
+    larger, the other's attempt cut at its own (ending "length"), its log-probs cut alike."""
+    short, long_ = "\\boxed{1}", "\\boxed{1} and so on and on"
+
+    class Two(Scripted):
+        def generate(self, prompts, params):
+            if len(self.calls) == 0:  # the first attempts: one short, one long
+                self.calls.append((len(prompts), params))
+                return [
+                    [
+                        Completion(_ids(self.tok, t), t, [LOGP] * len(_ids(self.tok, t)))
+                        for t in (short, long_)
+                    ]
+                ]
+            return super().generate(prompts, params)
+
+    retry = "\\boxed{2} " * 30  # longer than either budget left
+    max_new = len(_ids(tok, long_)) + len(_ids(tok, "\nWrong, try again.\n")) + 5
+    g, engine = _interact(tok, runner, None, max_new=max_new, engine=Two(tok, ["-", retry], marker="Wrong"))
+    assert len(engine.calls) == 2 and engine.calls[1][0] == 2  # both next attempts in one call
+    a, b = g.completions
+    assert len(a.token_ids) == len(b.token_ids) == max_new and a.finish_reason == b.finish_reason == "length"
+    assert len(a.sampler_logprobs) == len(b.sampler_logprobs) == max_new and a.turns == b.turns == 2
