@@ -40,14 +40,15 @@ def collect_rollouts(run, problems: list[Problem], params: SamplingParams,
     """The problems' scored groups and the step's reward / rollout metrics. `demonstrations`: the response
     key (`algo.guidance`): each group is params.n - 1 samples and the row's demonstration, scored with them;
     the metrics describe the samples (`trainer.guidance`)."""
+    interaction = getattr(run, "interaction", None)  # (rollout.interaction; a caller's own run may have none)
     if demonstrations is None:
         groups, health = generate_and_score(run.rollout_engine, run.tokenizer, run.scorer, problems, params,
-                                            run.max_prompt_tokens, run.think_from_prompt, run.interaction)  # fmt: skip
-        if run.interaction is None:
+                                            run.max_prompt_tokens, run.think_from_prompt, interaction)  # fmt: skip
+        if interaction is None:
             return groups, {**reward_metrics(run, groups), **health}
         from reasonrl.rollout.interaction import discount, interaction_metrics  # (rollout.interaction)
 
-        discount(groups, run.interaction.cfg.decay)
+        discount(groups, interaction.cfg.decay)
         return groups, {**reward_metrics(run, groups), **health, **interaction_metrics(groups)}
     from reasonrl.trainer.guidance import add_demonstrations, guided_metrics, sampled_only
 
