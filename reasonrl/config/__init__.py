@@ -68,6 +68,7 @@ __all__ = [
     "InteractionConfig",
     "TrainConfig",
     "ValConfig",
+    "dotted",
     "from_dict",
     "import_plugins",
     "load_cli",
@@ -230,6 +231,15 @@ def _check_recipe_shape(path: Path) -> dict | None:
 
 def to_yaml(cfg: RunConfig | DictConfig) -> str:
     return OmegaConf.to_yaml(OmegaConf.structured(cfg))
+
+
+def dotted(d: dict, prefix: str = "") -> dict[str, Any]:
+    """A nested mapping of settings as {"section.key": value} (an empty section sets nothing)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        out.update(dotted(v, key + ".") if isinstance(v, dict) else {key: v})
+    return out
 
 
 def to_dict(cfg: RunConfig) -> dict[str, Any]:

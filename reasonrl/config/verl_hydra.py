@@ -46,15 +46,6 @@ def candidates(path: str, base: Path | None) -> list[Path]:
     return here + [d / tail for d in (base, *base.parents)]
 
 
-def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
-    if not isinstance(node, dict):
-        return {prefix: node}
-    out: dict[str, Any] = {}
-    for k, v in node.items():
-        out.update(_flatten(v, f"{prefix}{k}." if not isinstance(v, dict) or v else f"{prefix}{k}"))
-    return {k.rstrip("."): v for k, v in out.items()}
-
-
 def hydra_settings(text: str, base: Path | None, notes: list[str]) -> dict[str, Any]:
     """The dotted settings of the config file the script names (empty when it names none); a note says
     which file was read, or that it is not here."""
@@ -82,7 +73,9 @@ def hydra_settings(text: str, base: Path | None, notes: list[str]) -> dict[str, 
         return {}
     data.pop("hydra", None)
     others = [d for d in data.pop("defaults", None) or [] if isinstance(d, str) and d not in VERL_BASES]
-    settings = _flatten(data)
+    from reasonrl.config import dotted
+
+    settings = dotted(data)
     notes.append(f"read verl's config file {file} ({len(settings)} settings; the script's overrides win)"
                  + (f"; its defaults {', '.join(others)} are not read" if others else ""))  # fmt: skip
     return settings

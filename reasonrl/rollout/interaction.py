@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from reasonrl.data.prompts import prompt_opens_think, scoring_text
 from reasonrl.registry import Registry
 from reasonrl.rollout.base import SamplingParams, within_budget
+from reasonrl.rollout.tools import template_turn, turn_tokens
 from reasonrl.types import Completion, Problem, RewardResult, RolloutGroup
 
 _MESSAGE = "{message}"
@@ -75,8 +76,6 @@ class Interaction:
     when `turn: chat_template` and the template cannot render a user message after an assistant one."""
 
     def __init__(self, cfg, tokenizer, template_kwargs: dict | None = None) -> None:
-        from reasonrl.rollout.tools import template_turn
-
         self.cfg, self.tokenizer = cfg, tokenizer
         self.respond = FEEDBACK.get(cfg.feedback)
         if cfg.turn == "chat_template":
@@ -85,20 +84,13 @@ class Interaction:
         else:
             turn = cfg.turn
         self.before, self.after = turn.split(_MESSAGE)
-        if cfg.feedback == "verifier" and not self._tokens(cfg.message, True):
+        if cfg.feedback == "verifier" and not turn_tokens(tokenizer, "", cfg.message, ""):
             from reasonrl.config import ConfigError
 
             raise ConfigError(f"rollout.interaction.message={cfg.message!r}: the tokenizer writes no token for it "
                               "(characters it does not know are dropped)")  # fmt: skip
         stops = {tokenizer.eos_token_id, *(getattr(tokenizer, "stop_token_ids", None) or ())} - {None}
         self._stops = {t: tokenizer.decode([t], skip_special_tokens=False) for t in stops}
-
-    def _tokens(self, text: str, split: bool) -> list[int]:
-        return (
-            self.tokenizer(text, add_special_tokens=False, split_special_tokens=split)["input_ids"]
-            if text
-            else []
-        )
 
     def feedback(self, last_token: int | None, message: str) -> list[int]:
         """The feedback turn's tokens after an attempt ending with `last_token`: where the attempt's stop
@@ -108,7 +100,7 @@ class Interaction:
         closing = self._stops.get(last_token)
         if closing and before.startswith(closing):
             before = before[len(closing) :]
-        return self._tokens(before, False) + self._tokens(message, True) + self._tokens(self.after, False)
+        return turn_tokens(self.tokenizer, before, message, self.after)
 
     def run(self, engine, scorer, groups: list[RolloutGroup], params: SamplingParams,
             think_from_prompt: bool = True) -> None:  # fmt: skip

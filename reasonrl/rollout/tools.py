@@ -272,16 +272,7 @@ class ToolRolloutEngine:
     def _append_output(self, s: _Sample, text: str, budget: int) -> bool:
         """Append the output's tokens (masked); False when the budget ends inside them."""
         before, after = self.format.output.split("{output}")
-
-        def tokens(t: str, split: bool) -> list[int]:
-            return (
-                self.tokenizer(t, add_special_tokens=False, split_special_tokens=split)["input_ids"]
-                if t
-                else []
-            )
-
-        # special tokens in the output stay text: a program cannot print an end-of-turn or a role marker
-        ids = tokens(before, False) + tokens(text, True) + tokens(after, False)
+        ids = turn_tokens(self.tokenizer, before, text, after)
         room = budget - len(s.tokens)
         ids = ids[:room]
         s.tokens += ids
@@ -352,6 +343,17 @@ class ToolRolloutEngine:
         text = self.tokenizer.decode(s.tokens, skip_special_tokens=True)
         return Completion(s.tokens, text, s.logprobs, s.finish, tool_mask=s.tool_mask if s.calls else None,
                           model_text="\n".join(s.segments), tool_calls=tuple(s.calls))  # fmt: skip
+
+
+def turn_tokens(tokenizer, before: str, text: str, after: str) -> list[int]:
+    """The tokens of a turn that is not the model's (a tool's output, `rollout.interaction`'s feedback):
+    the turn's own markers `before` and `after` as the template's tokens, its `text` with special tokens
+    split, so a program or a message cannot print an end-of-turn or a role marker."""
+
+    def tokens(t: str, split: bool) -> list[int]:
+        return tokenizer(t, add_special_tokens=False, split_special_tokens=split)["input_ids"] if t else []
+
+    return tokens(before, False) + tokens(text, True) + tokens(after, False)
 
 
 _CALL, _OUTPUT = "reasonrl-tool-call-7f3a", "reasonrl-tool-output-7f3a"

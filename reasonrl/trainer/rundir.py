@@ -17,7 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
-from reasonrl.config import ConfigError
+from reasonrl.config import ConfigError, dotted
 from reasonrl.engines.checkpoint import checkpoint_dir, list_checkpoints, remove_temp_dirs
 
 LOCK = ".lock"
@@ -80,21 +80,13 @@ def claim(run_dir: str | Path, resume: bool, overwrite: bool, log=print) -> RunD
     return lock
 
 
-def _flatten(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        out.update(_flatten(v, key + ".") if isinstance(v, dict) else {key: v})
-    return out
-
-
 def config_changes(saved: dict, current: dict) -> dict[str, tuple]:
     """{key: (checkpoint's value, current value)} for the keys whose change breaks an exact resume. A key
     the checkpoint lacks (a setting added since its release) counts as its default, which is how that
     release ran: a new setting is added with the earlier behaviour as its default."""
     from reasonrl.config import load_config, to_dict
 
-    old, new = {**_flatten(to_dict(load_config(None, []))), **_flatten(saved)}, _flatten(current)
+    old, new = {**dotted(to_dict(load_config(None, []))), **dotted(saved)}, dotted(current)
     # train.steps sets the learning rate's schedule unless it is constant without a warm-up share of the run
     steps_free = new.get("train.lr_schedule") == "constant" and not new.get("train.warmup_ratio")
     free = _FREE_PREFIXES + (("train.steps",) if steps_free else ())
