@@ -263,12 +263,13 @@ def validate(cfg: RunConfig) -> None:
                           f"generated (data.val_size); raise data.val_size to {cfg.val.size}")  # fmt: skip
     _validate_algo_extras(a, r)
     _validate_async(a, r)
+    from reasonrl.rewards.pseudo_label import check_pseudo_label
+    from reasonrl.rollout.interaction import check_interaction
     from reasonrl.rollout.tools import check_tools
 
     check_tools(r.tools, r.max_new_tokens)
-    from reasonrl.rollout.interaction import check_interaction
-
     check_interaction(cfg)
+    check_pseudo_label(cfg)
     _choice("checkpoint.best_mode", cfg.checkpoint.best_mode, ("max", "min"))
     benchmarks = []
     if cfg.val.benchmarks:

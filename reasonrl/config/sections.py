@@ -324,6 +324,17 @@ RENAMED = {
 
 
 @dataclass
+class PseudoLabelConfig:
+    """Rewards without labels (reward.pseudo_label; TTRL, arXiv:2504.16084): each prompt's samples vote, and
+    the answer most of them give is the label every sample is scored against (docs/rewards.md)."""
+
+    enabled: bool = False
+    # samples per prompt that vote (TTRL's n_votes_per_prompt, e.g. 64); the first rollout.n of them train
+    # (n_samples_per_prompt, e.g. 32). 0: rollout.n, all of them vote and train
+    votes: int = 0
+
+
+@dataclass
 class RewardConfig:
     workers: int = 2  # verifier worker processes (for verifiers that are not cheap and inline)
     timeout_s: float = 10.0  # per call; a stuck worker is killed and the call scores 0
@@ -344,6 +355,7 @@ class RewardConfig:
     # the network services the data's verifiers call (an LLM judge, SandboxFusion servers) must accept a
     # connection before the model loads; one that does not yet is waited for this long (it may be starting)
     service_wait_s: float = 60.0
+    pseudo_label: PseudoLabelConfig = field(default_factory=PseudoLabelConfig)
 
 
 @dataclass

@@ -319,12 +319,12 @@ class MixtureSampler:
 
 
 def build_sampler(d, batch_size: int, train: list[Problem], tokenizer, reward_options: dict | None = None,
-                  log=print, verifier: str | None = None, unverified: bool = False):  # fmt: skip
+                  log=print, verifier: str | None = None, unverified: bool = False, vote: bool = False):  # fmt: skip
     """The prompt sampler of a run from its `data` section: the plain `PromptSampler` over `train`
     when there is neither a mixture nor a curriculum (unchanged behaviour), else a `MixtureSampler`
     (one source built from `train_files` / `task` when no mixture is given). `verifier`: `reward.verifier`,
     for the rows of a mixture's files; `unverified`: rows with no checkable answer pass (SFT,
-    `routing.check_routable`)."""
+    `routing.check_routable`); `vote`: labels voted by the samples (`reward.pseudo_label`)."""
     from reasonrl.data.prompts import fit_prompts, with_prompt_key
     from reasonrl.data.sampler import PromptSampler
     from reasonrl.data.schema import load_problems
@@ -347,7 +347,7 @@ def build_sampler(d, batch_size: int, train: list[Problem], tokenizer, reward_op
             if d.mixture:  # (data.prompt_key: train rows were given theirs in trainer.setup.load_data)
                 problems = with_prompt_key(problems, d.prompt_key, f"data.mixture {name}")
             problems = with_verifier(problems, verifier)
-            check_routable(problems, f"data.mixture {name}", reward_options, unverified)
+            check_routable(problems, f"data.mixture {name}", reward_options, unverified, vote)
             problems = fit_prompts(tokenizer, problems, d.max_prompt_tokens, f"data.mixture {name}",
                                    d.drop_overlong_prompts, log)  # fmt: skip
             src = FileSource(name, problems, d.seed, d.shuffle)

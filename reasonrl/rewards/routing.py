@@ -107,10 +107,12 @@ def with_verifier(problems: list[Problem], name: str | None) -> list[Problem]:
     return [p if p.verifier else replace(p, verifier=name) for p in problems]
 
 
-def check_route(problem: Problem, options: dict | None = None, checked: set[str] | None = None) -> None:
+def check_route(problem: Problem, options: dict | None = None, checked: set[str] | None = None,
+                label: bool = True) -> None:  # fmt: skip
     """InputError (the reason alone; callers add where) if `problem` routes to no registered verifier,
     or its verifier cannot work with `options` (per-verifier keyword options, as in `reward.options`).
-    `checked`: verifier names whose options were already checked (each is checked once)."""
+    `checked`: verifier names whose options were already checked (each is checked once). `label` False:
+    the row's ground truth is not checked (it has none; `reward.pseudo_label` votes one)."""
     from reasonrl.rewards import VERIFIERS  # registers all built-in verifiers
     from reasonrl.rewards.base import check_setup
 
@@ -122,16 +124,20 @@ def check_route(problem: Problem, options: dict | None = None, checked: set[str]
         if name not in checked:
             check_setup(name, options.get(name))
             checked.add(name)
-        check_setup(name, options.get(name), problem)
+        if label:
+            check_setup(name, options.get(name), problem)
     except (ValueError, KeyError) as e:
         raise InputError(str(e)) from None
 
 
 def check_routable(problems: list[Problem], where: str = "dataset", options: dict | None = None,
-                   unverified: bool = False) -> None:  # fmt: skip
+                   unverified: bool = False, vote: bool = False) -> None:  # fmt: skip
     """Fail fast (at load time) if any problem cannot be routed (`check_route`), naming its row.
     `unverified`: rows routed to verifier "none" (no checkable answer; `verifiers.unverified`) pass, for a
-    caller that trains on the rows' responses alone (SFT); elsewhere they are refused like any other."""
+    caller that trains on the rows' responses alone (SFT); elsewhere they are refused like any other.
+    `vote` (`reward.pseudo_label`): every row's verifier must give an answer to vote on, and rows without a
+    label of their own (ground truth "") pass."""
+    from reasonrl.rewards.pseudo_label import check_voting, unlabelled
     from reasonrl.rewards.verifiers.unverified import NONE
 
     checked: set[str] = set()
@@ -139,6 +145,8 @@ def check_routable(problems: list[Problem], where: str = "dataset", options: dic
         if unverified and p.verifier == NONE:
             continue
         try:
-            check_route(p, options, checked)
-        except InputError as e:
+            if vote:
+                check_voting(p)
+            check_route(p, options, checked, label=not (vote and unlabelled(p)))
+        except ValueError as e:  # (check_voting's; an InputError is one too)
             raise InputError(f"{where} row {i}: {e}") from None

@@ -115,6 +115,7 @@ def _serve(cfg_dict, sampler, sampler_state, threads, inbox, outbox, phase) -> N
     run = Run(model, tokenizer, engine, None, scorer, sampler, [], [], cfg.data.max_prompt_tokens,
               think_from_prompt=cfg.reward.think_from_prompt)  # fmt: skip
     run.interaction = make_interaction(cfg, tokenizer)
+    run.pseudo_label = cfg.reward.pseudo_label if cfg.reward.pseudo_label.enabled else None
     needs = estimator_needs(cfg.algo)
     version = None
     outbox.put(("ready", os.getpid()))

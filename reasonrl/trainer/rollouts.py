@@ -41,6 +41,13 @@ def collect_rollouts(run, problems: list[Problem], params: SamplingParams,
     key (`algo.guidance`): each group is params.n - 1 samples and the row's demonstration, scored with them;
     the metrics describe the samples (`trainer.guidance`)."""
     interaction = getattr(run, "interaction", None)  # (rollout.interaction; a caller's own run may have none)
+    if (pseudo := getattr(run, "pseudo_label", None)) is not None:  # reward.pseudo_label: the samples vote
+        from reasonrl.rewards.pseudo_label import relabel
+
+        voters = replace(params, n=max(pseudo.votes, params.n))
+        groups = generate_groups(run.rollout_engine, run.tokenizer, problems, voters, run.max_prompt_tokens)
+        health, labels = relabel(groups, run.scorer, run.tokenizer, run.think_from_prompt, params.n)
+        return groups, {**reward_metrics(run, groups), **health, **labels}
     if demonstrations is None:
         groups, health = generate_and_score(run.rollout_engine, run.tokenizer, run.scorer, problems, params,
                                             run.max_prompt_tokens, run.think_from_prompt, interaction)  # fmt: skip
@@ -134,6 +141,13 @@ def sample_groups(groups: list[RolloutGroup], k: int, step: int) -> list[dict]:
                 "data_source": p.data_source,
                 "prompt": p.user_text,
                 "ground_truth": p.ground_truth,
+                **(
+                    {
+                        "pseudo_label": g.results[0].info["pseudo_label"]
+                    }  # what the samples voted (reward.pseudo_label)
+                    if g.results and "pseudo_label" in g.results[0].info
+                    else {}
+                ),  # fmt: skip
                 "rewards": list(g.rewards),
                 "completions": [
                     {

@@ -86,7 +86,8 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     )
     options = {k: dict(v) for k, v in cfg.reward.options.items()}
     sft = cfg.algo.objective == "sft"  # rows with no checkable answer train SFT (validation: eval/nll)
-    check_routable(train, "train data", options, unverified=sft)
+    vote = cfg.reward.pseudo_label.enabled  # labels voted by the samples: rows may have none (not val's)
+    check_routable(train, "train data", options, unverified=sft, vote=vote)
     check_routable(val, "validation data", options, unverified=sft)
     return train, val[: cfg.val.size]
 
@@ -205,6 +206,7 @@ class Run:
     interaction: object = (
         None  # rollout.interaction.Interaction: feedback between attempts (rollout.interaction)
     )
+    pseudo_label: object = None  # config.PseudoLabelConfig where the samples vote their labels
 
     @property
     def pad_id(self) -> int:
@@ -278,7 +280,8 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     preflight(cfg, None if cfg.data.mixture else seen.get("longest"), copy.deepcopy(config), log)
     options = {k: dict(v) for k, v in cfg.reward.options.items()}  # (a mixture's files load here)
     sampler = build_sampler(cfg.data, cfg.train.global_batch // cfg.rollout.n, train, tokenizer, options, log,
-                            cfg.reward.verifier, unverified=cfg.algo.objective == "sft")  # fmt: skip
+                            cfg.reward.verifier, unverified=cfg.algo.objective == "sft",
+                            vote=cfg.reward.pseudo_label.enabled)  # fmt: skip
     benchmarks = load_val_benchmarks(cfg, tokenizer, log, train)  # val.benchmarks: files, rows, routing
     # the verifiers' network services (an LLM judge, SandboxFusion) up, or waited for, before the weights load
     # (a mixture's files load in build_sampler; without one, its sources hold `train` itself: not twice)
@@ -354,6 +357,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     )
     run.benchmarks = benchmarks
     run.interaction = interaction
+    run.pseudo_label = cfg.reward.pseudo_label if cfg.reward.pseudo_label.enabled else None
     if hasattr(scorer, "close"):
         run.closers.append(scorer.close)
     run.closers.append(run.rollout_engine.close)

@@ -148,3 +148,8 @@ def choice(response: str, problem: Problem) -> RewardResult:
 
 
 checks_ground_truth(choice, _gold_and_letters)
+
+
+def chosen_letter(response: str, problem: Problem) -> str | None:
+    """The option letter a response picks among the problem's options (None: none, or several)."""
+    return extract_choice(response, _valid_letters(problem), _options(problem))[0]

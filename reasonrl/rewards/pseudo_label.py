@@ -1,0 +1,225 @@
+"""Rewards without labels: each prompt's samples vote, and the answer most of them give is the label
+they are all scored against (TTRL, test-time reinforcement learning, arXiv:2504.16084).
+
+Owns: `VOTERS` (verifier name -> the answer a response gives, as that verifier reads it; a registry, so a
+plugin's verifier can take part), `majority` (a group's winning answer and its share of the votes),
+`relabel` (scores each group against its majority answer through the run's `RewardRunner`: the same
+verifier, options, reward terms and time limits as labelled training, so `1/2` and `0.5` agree with each
+other there too), `label_metrics` and the load-time checks (`check_pseudo_label`, `unlabelled`).
+Does not own: generating (`rollout.scored`), the verifiers (`rewards.verifiers`) or the answer keys the
+vote counts by (`eval.metrics.answer_key`, which maj@k uses too).
+
+Votes: every sample's answer (None: it gave none, and does not vote) counts by its `answer_key` (numbers by
+exact value, other answers by their cleaned, case-folded text); the key with the most votes wins, a tie going
+to the one that came first; the label is the first sample's text carrying it. `majority_ratio` is the
+winner's votes over all samples (TTRL's). A group in which nobody answered has no label: its samples score 0
+(reason "no_majority"). With `votes` > rollout.n (TTRL's 64 votes, 32 trained) all samples vote and the
+first rollout.n train.
+
+What is logged (`reward/pseudo/*`): the majority ratio, the share of groups without a label and
+`distinct_labels` (distinct labels over labelled groups); and, for rows that have a label of their own
+(ground truth not empty), how often the vote found it (`label_accuracy`), how often a pseudo-reward equals
+the reward the real label gives (`reward_accuracy`) and the real accuracy of the trained samples
+(`true_accuracy`). `reward/mean` and `reward/accuracy` are against the pseudo-labels: that is what trains.
+
+The hole in the method, kept in the tests: a policy that gives one answer to every prompt agrees with itself
+and scores 1 everywhere. Nothing here can tell consensus from correctness; `distinct_labels` falling
+towards 1 / groups shows the collapse, and validation (which always uses the rows' real labels) shows
+whether accuracy followed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from reasonrl.registry import Registry
+from reasonrl.types import Problem, RewardResult, RolloutGroup
+
+VOTERS: Registry = Registry("voter", positional=2)  # (response, problem) -> answer text | None
+
+
+def unlabelled(problem: Problem) -> bool:
+    """The row has no label of its own (ground truth "" or an empty list)."""
+    gt = problem.ground_truth
+    return (isinstance(gt, str) and not gt.strip()) or (isinstance(gt, (list, tuple)) and not gt)
+
+
+@VOTERS.register("math")
+def _math(response: str, problem: Problem) -> str | None:
+    from reasonrl.rewards.extract import extract
+    from reasonrl.rewards.verifiers.math import MATH_MODES
+
+    found = extract(response, MATH_MODES)
+    return found.answer.strip() if found is not None else None
+
+
+@VOTERS.register("gsm8k")
+def _gsm8k(response: str, problem: Problem) -> str | None:
+    from reasonrl.rewards.extract import extract
+    from reasonrl.rewards.verifiers.math import GSM8K_MODES
+
+    found = extract(response, GSM8K_MODES)
+    return found.answer.strip() if found is not None else None
+
+
+@VOTERS.register("arithmetic")
+def _arithmetic(response: str, problem: Problem) -> str | None:
+    from reasonrl.rewards.verifiers.procedural import final_answer
+
+    ans, _ = final_answer(response)
+    try:
+        return str(int(ans.strip().replace(" ", ""))) if ans is not None else None
+    except ValueError:
+        return None
+
+
+@VOTERS.register("choice")
+def _choice(response: str, problem: Problem) -> str | None:
+    from reasonrl.rewards.verifiers.choice import chosen_letter
+
+    return chosen_letter(response, problem)
+
+
+@VOTERS.register("qa_em")
+def _qa(response: str, problem: Problem) -> str | None:
+    from reasonrl.rewards.extract import answer_region, answer_tag
+    from reasonrl.rewards.verifiers.qa import normalize_answer
+
+    ans = answer_tag(answer_region(response))
+    return ans.strip() if ans is not None and normalize_answer(ans) else None
+
+
+def vote_key(answer: str | None, verifier: str) -> str | None:
+    """What a vote counts by: the answer's `answer_key`; a QA answer's Search-R1 normal form."""
+    if answer is None:
+        return None
+    if verifier == "qa_em":
+        from reasonrl.rewards.verifiers.qa import normalize_answer
+
+        return "text:" + normalize_answer(answer)
+    from reasonrl.eval.metrics import answer_key
+
+    return answer_key(answer)
+
+
+def majority(answers: list[str | None], keys: list[str | None]) -> tuple[str | None, str | None, float]:
+    """(label: the first answer carrying the winning key, that key, the winner's votes / len(answers));
+    (None, None, 0.0) when nobody answered. Ties go to the key seen first."""
+    votes: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        if key is not None:
+            votes[key] = votes.get(key, 0) + 1
+            first.setdefault(key, i)
+    if not votes:
+        return None, None, 0.0
+    winner = min(votes, key=lambda k: (-votes[k], first[k]))
+    return answers[first[winner]], winner, votes[winner] / len(answers)
+
+
+def relabel(
+    groups: list[RolloutGroup], scorer, tokenizer, think_from_prompt: bool, keep: int
+) -> tuple[dict, dict]:
+    """Scores `groups` (generated, unscored) against their majority answers and keeps the first `keep`
+    samples of each. Returns (the runner's health metrics, `reward/pseudo/*`)."""
+    from reasonrl.data.prompts import prompt_opens_think, scoring_text
+    from reasonrl.rewards.routing import verifier_name
+    from reasonrl.rollout.scored import score_groups
+
+    labelled = [g for g in groups if not unlabelled(g.problem)]
+    if labelled:  # the rows' own labels: only to report how the votes did against them
+        score_groups(labelled, tokenizer, scorer.correctness_only(), think_from_prompt)
+    truth = {id(g): [r.correctness for r in g.results] for g in labelled}
+    flat, problems, stats = [], [], []
+    for g in groups:
+        opens = think_from_prompt and prompt_opens_think(tokenizer, g.problem)
+        texts = [scoring_text(c.answer_text, opens) for c in g.completions]
+        name = verifier_name(g.problem)
+        answers = [VOTERS.get(name)(t, g.problem) for t in texts]
+        keys = [vote_key(a, name) for a in answers]
+        label, key, ratio = majority(answers, keys)
+        stats.append((g, label, key, keys, ratio))
+        g.rewards, g.results = [], []
+        if label is not None:
+            relabelled = replace(g.problem, ground_truth=label)
+            flat += [(g, t) for t in texts]
+            problems += [relabelled] * len(texts)
+    results, health = scorer.score([t for _, t in flat], problems) if flat else ([], {})
+    it = iter(results)
+    for g, label, _, _, _ in stats:
+        for i in range(len(g.completions)):
+            res = next(it) if label is not None else RewardResult(
+                0.0, {"extracted": None, "reason": "no_majority", "correctness": 0.0})  # fmt: skip
+            res.info["pseudo_label"] = label
+            if id(g) in truth:
+                res.info["label_correctness"] = truth[id(g)][i]
+            g.rewards.append(res.score)
+            g.results.append(res)
+        del g.completions[keep:], g.rewards[keep:], g.results[keep:]
+    return health, label_metrics(stats, truth)
+
+
+def label_metrics(stats: list, truth: dict) -> dict[str, float]:
+    """`reward/pseudo/*` of a step (see the module docstring); `stats`: (group, label, key, keys, ratio)."""
+    keyed = [key for _, _, key, _, _ in stats if key is not None]
+    out = {
+        "reward/pseudo/majority_ratio": sum(s[4] for s in stats) / len(stats),
+        "reward/pseudo/no_label_frac": 1 - len(keyed) / len(stats),
+        "reward/pseudo/distinct_labels": len(set(keyed)) / max(len(keyed), 1),
+    }
+    checked = [(g, key, keys) for g, _, key, keys, _ in stats if id(g) in truth]
+    if not checked:
+        return out
+    found, agree, right, kept = 0, 0, 0.0, 0
+    for g, key, keys in checked:
+        true = truth[id(g)]
+        # the vote found the label: a sample carrying the winning key is right by the row's own label
+        found += key is not None and any(k == key and t >= 1.0 for k, t in zip(keys, true))
+        for res in g.results:
+            agree += (res.correctness >= 1.0) == (res.info["label_correctness"] >= 1.0)
+            right += res.info["label_correctness"]
+            kept += 1
+    out["reward/pseudo/label_accuracy"] = found / len(checked)
+    out["reward/pseudo/reward_accuracy"] = agree / kept
+    out["reward/pseudo/true_accuracy"] = right / kept
+    out["reward/pseudo/labelled_frac"] = len(checked) / len(stats)
+    return out
+
+
+def check_pseudo_label(cfg) -> None:
+    """ConfigError naming the first `reward.pseudo_label` setting that cannot work (before any load)."""
+    from reasonrl.config import ConfigError
+
+    p = cfg.reward.pseudo_label
+    if not p.enabled:
+        return
+    if p.votes and p.votes < cfg.rollout.n:
+        raise ConfigError(f"reward.pseudo_label.votes={p.votes} is fewer than rollout.n={cfg.rollout.n}: the "
+                          "voters are the samples plus more (0: rollout.n)")  # fmt: skip
+    if p.votes < 0:
+        raise ConfigError(f"reward.pseudo_label.votes must be >= 0, got {p.votes}")
+    reasons = {
+        "algo.objective=sft": cfg.algo.objective == "sft",  # nothing sampled to vote
+        "algo.guidance": cfg.algo.guidance.enabled,  # a labelled demonstration in every group
+        "rollout.interaction": cfg.rollout.interaction.enabled,  # its feedback reads the row's label
+    }
+    from reasonrl.algorithms.advantages import ADVANTAGES
+
+    reasons[f"algo.adv_estimator={cfg.algo.adv_estimator}"] = (  # its greedy baseline: one sample, no vote
+        "baseline_rewards" in ADVANTAGES.get(cfg.algo.adv_estimator).needs
+    )
+    for what, refused in reasons.items():
+        if refused:
+            raise ConfigError(f"reward.pseudo_label.enabled with {what}: the labels would come from the data, "
+                              "not the vote; use one or the other")  # fmt: skip
+
+
+def check_voting(problem: Problem) -> None:
+    """ValueError (the reason; the caller names the row) if `problem`'s verifier cannot vote."""
+    from reasonrl.rewards.routing import verifier_name
+
+    name = verifier_name(problem)
+    if name not in VOTERS:
+        raise ValueError(f"verifier {name!r} (data_source {problem.data_source!r}) gives no answer to vote on "
+                         f"(reward.pseudo_label works with {', '.join(VOTERS.names())}; a plugin registers "
+                         "its own in reasonrl.rewards.pseudo_label.VOTERS)")  # fmt: skip
