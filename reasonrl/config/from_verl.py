@@ -23,6 +23,7 @@ from reasonrl.config.foreign import (
     parse_value,
 )
 from reasonrl.config.from_luffy import luffy_keys
+from reasonrl.config.from_ttrl import ttrl_keys
 from reasonrl.config.shell import script_commands
 from reasonrl.config.verl_hydra import hydra_settings
 from reasonrl.config.verl_tools import verl_tools
@@ -218,6 +219,9 @@ def convert_verl(text: str, base: Path | None = None) -> Converted:
 def _derived(o, take, out: Converted, base: Path | None = None) -> None:
     """The settings computed from several verl keys."""
     n = int(take(A + "rollout.n", 1))
+    _verl_reward(o, take, out)  # (before TTRL's keys, which may replace its reward function file)
+    if (trained := ttrl_keys(o, take, out)) is not None:  # TTRL: n_votes generated, n_samples trained
+        n = trained
     if (bs := take("data.train_batch_size")) is not None:
         out.set("train.global_batch", int(bs) * n)  # verl counts prompts, reasonrl sequences
         out.notes.append(
@@ -249,7 +253,6 @@ def _derived(o, take, out: Converted, base: Path | None = None) -> None:
         out.notes.append(f"{A}rollout.name={name} -> rollout.engine=vllm (reasonrl has no {name} engine)")
     _verl_kl(o, take, out)
     verl_tools(take, out, base)
-    _verl_reward(o, take, out)
     _verl_correction(take, out)
     luffy_keys(o, take, out)  # LUFFY's verl fork: off-policy guidance (config.from_luffy)
     if "algorithm.norm_adv_by_std_in_grpo" in o and not take("algorithm.norm_adv_by_std_in_grpo"):

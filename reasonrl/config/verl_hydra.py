@@ -14,7 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-VERL_BASES = {"ppo_trainer", "_self_", "ppo_megatron_trainer", "sft_trainer"}  # verl's own: its defaults
+# verl's own: its defaults; TTRL's fork's (its `ttrl` / `unsupervised_reward` sections off, config.from_ttrl)
+VERL_BASES = {"ppo_trainer", "_self_", "ppo_megatron_trainer", "sft_trainer", "ppo_trainer_ttrl"}
 
 
 def _args(text: str) -> dict[str, str]:

@@ -31,6 +31,9 @@ PREFIXES: list[tuple[str, str]] = [
     ("deepmath", "math"),  # Reasoning360's later router: DeepMath-103K rows
     ("DeepMath", "math"),
     ("zwhe99/DeepMath-103K", "math"),
+    ("MATH-TTT", "math"),  # TTRL's test-time sets (its reward manager's own routing)
+    ("AIME-TTT", "math"),
+    ("AMC-TTT", "math"),
     # code: executed in the sandbox (rewards.verifiers.code, rewards.verifiers.cruxeval); codeio needs no execution
     ("codegen", "code"),
     ("codecontests", "code"),
@@ -52,6 +55,7 @@ PREFIXES: list[tuple[str, str]] = [
     ("stem__gpqa", "choice"),
     ("stem__supergpqa", "choice"),
     ("stem__mmlu", "choice"),  # MMLU-Pro (data.prepare.mmlu_pro)
+    ("GPQA-TTT", "choice"),  # TTRL's GPQA-diamond: the options in the prompt, the letter as its answer
     ("stem_web", "judge"),
     ("textbook_reasoning", "judge"),  # Reasoning360's later router: free-form STEM (MegaScience), LLM judge
     # other domains

@@ -161,6 +161,9 @@ SOURCES = {
         {"role": "user", "content": "What is 6*7?"},
         {"role": "assistant", "content": "<think>6*7=42</think> The answer is \\boxed{42}."}]}], {},
             "math", "\\boxed{42}", "\\boxed{41}"),
+    "ttrl": ("AIME-TTT.json", [{"prompt": "Find n.", "answer": "204", "source": "aime", "id": "0"},
+                               {"prompt": "Find m.", "answer": "33", "source": "aime", "id": "1"}], {},
+             "AIME-TTT", "\\boxed{204}", "\\boxed{205}"),
     "luffy": ("openr1.parquet", [{"data_source": "openr1", "ability": "math", "prompt": [
         {"role": "user", "content": "What is 6*7?"}], "target": [{"role": "assistant", "content": "\\boxed{42}"}],
         "reward_model": {"style": "rule", "ground_truth": "42"}, "extra_info": {"index": 0}}], {},

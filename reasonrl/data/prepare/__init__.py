@@ -153,7 +153,9 @@ def convert_rows(conv: Converter, rows: list[dict], where: str, ctx: Context, re
                 if ctx.options.get("system") and not any(m.get("role") == "system" for m in p.prompt):
                     p.prompt = [{"role": "system", "content": str(ctx.options["system"])}, *p.prompt]
                 if p.verifier != NONE:  # (a row with no checkable answer: SFT data, refused where scored)
-                    check_route(p, checked=ctx.routed)  # every problem must route to a verifier
+                    # every problem must route to a verifier; its label must work there, unless the converter
+                    # was asked for rows without one (option labels=false: reward.pseudo_label votes them)
+                    check_route(p, checked=ctx.routed, label=ctx.options.get("labels") is not False)
         except InputError as e:
             msg = str(e).removeprefix("row: ")  # pass-through converters' Problem.from_row(where="row")
             if not skip_bad:
