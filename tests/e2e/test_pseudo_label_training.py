@@ -89,3 +89,21 @@ def test_sigkill_and_resume_end_with_the_uninterrupted_runs_metrics(tiny_model_d
     assert all("reward/pseudo/majority_ratio" in r for r in resumed[1:])
     for r in resumed:
         assert _stable(r) == full[r["step"]], r["step"]
+
+
+def test_two_ranks_each_vote_on_their_share(tiny_model_dir, tmp_path):
+    from test_fsdp2_train import _launch, _metrics, _ok
+
+    args = [f"model.path={tiny_model_dir}", "model.device=cpu", f"log.run_dir={tmp_path / 'two'}", "train.steps=2",
+            "reward.pseudo_label.enabled=true", "reward.pseudo_label.votes=6", "train.global_batch=16", "rollout.n=4",
+            "train.mini_batch=16", "train.micro_batch=4", "data.train_size=64", "checkpoint.every=0",
+            "rollout.max_new_tokens=12", "log.progress=false"]  # fmt: skip
+    _ok(_launch(2, args))
+    rows = _metrics(tmp_path / "two")
+    assert [r["step"] for r in rows] == [0, 1, 2]
+    assert all(
+        r["reward/pseudo/labelled_frac"] == 1.0 and "reward/pseudo/majority_ratio" in r for r in rows[1:]
+    )
+    assert all(
+        r["rollout/batch_size"] == 16.0 for r in rows[1:]
+    )  # 2 ranks x 2 prompts x rollout.n, not x votes
