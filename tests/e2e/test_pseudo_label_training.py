@@ -104,6 +104,5 @@ def test_two_ranks_each_vote_on_their_share(tiny_model_dir, tmp_path):
     assert all(
         r["reward/pseudo/labelled_frac"] == 1.0 and "reward/pseudo/majority_ratio" in r for r in rows[1:]
     )
-    assert all(
-        r["rollout/batch_size"] == 16.0 for r in rows[1:]
-    )  # 2 ranks x 2 prompts x rollout.n, not x votes
+    # this rank's two prompts x rollout.n, not x votes
+    assert all(r["rollout/batch_size"] == 8.0 for r in rows[1:])
