@@ -332,6 +332,9 @@ class PseudoLabelConfig:
     # samples per prompt that vote (TTRL's n_votes_per_prompt, e.g. 64); the first rollout.n of them train
     # (n_samples_per_prompt, e.g. 32). 0: rollout.n, all of them vote and train
     votes: int = 0
+    # rows with a label of their own (ground truth not "") are scored against it and do not vote: labelled and
+    # unlabelled data in one run. false (TTRL's): every row votes; its own label only checks the votes
+    own_labels: bool = False
 
 
 @dataclass

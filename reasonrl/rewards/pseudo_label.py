@@ -14,9 +14,11 @@ exact value, other answers by their cleaned, case-folded text); the key with the
 to the one that came first; the label is the first sample's text carrying it. `majority_ratio` is the
 winner's votes over all samples (TTRL's). A group in which nobody answered has no label: its samples score 0
 (reason "no_majority"). With `votes` > rollout.n (TTRL's 64 votes, 32 trained) all samples vote and the
-first rollout.n train.
+first rollout.n train. With `own_labels` a row that has a label of its own is scored against it and
+does not vote (labelled and unlabelled rows in one run).
 
-What is logged (`reward/pseudo/*`): the majority ratio, the share of groups without a label and
+What is logged (`reward/pseudo/*`): the share of groups that voted, the majority ratio, the share of
+voting groups without a label and
 `distinct_labels` (distinct labels over labelled groups); and, for rows that have a label of their own
 (ground truth not empty), how often the vote found it (`label_accuracy`), how often a pseudo-reward equals
 the reward the real label gives (`reward_accuracy`) and the real accuracy of the trained samples
@@ -117,50 +119,59 @@ def majority(answers: list[str | None], keys: list[str | None]) -> tuple[str | N
     return answers[first[winner]], winner, votes[winner] / len(answers)
 
 
-def relabel(
-    groups: list[RolloutGroup], scorer, tokenizer, think_from_prompt: bool, keep: int
-) -> tuple[dict, dict]:
+def relabel(groups: list[RolloutGroup], scorer, tokenizer, think_from_prompt: bool, keep: int,
+            own_labels: bool = False) -> tuple[dict, dict]:  # fmt: skip
     """Scores `groups` (generated, unscored) against their majority answers and keeps the first `keep`
-    samples of each. Returns (the runner's health metrics, `reward/pseudo/*`)."""
+    samples of each. `own_labels`: a row with a label of its own is scored against it and does not vote.
+    Returns (the runner's health metrics, `reward/pseudo/*`)."""
     from reasonrl.data.prompts import prompt_opens_think, scoring_text
     from reasonrl.rewards.routing import verifier_name
     from reasonrl.rollout.scored import score_groups
 
-    labelled = [g for g in groups if not unlabelled(g.problem)]
-    if labelled:  # the rows' own labels: only to report how the votes did against them
-        score_groups(labelled, tokenizer, scorer.correctness_only(), think_from_prompt)
-    truth = {id(g): [r.correctness for r in g.results] for g in labelled}
+    own = {id(g) for g in groups if own_labels and not unlabelled(g.problem)}
+    checked = [g for g in groups if not unlabelled(g.problem) and id(g) not in own]
+    if checked:  # the rows' own labels: only to report how the votes did against them
+        score_groups(checked, tokenizer, scorer.correctness_only(), think_from_prompt)
+    truth = {id(g): [r.correctness for r in g.results] for g in checked}
     flat, problems, stats = [], [], []
     for g in groups:
         opens = think_from_prompt and prompt_opens_think(tokenizer, g.problem)
         texts = [scoring_text(c.answer_text, opens) for c in g.completions]
+        g.rewards, g.results = [], []
+        if id(g) in own:
+            flat += texts
+            problems += [g.problem] * len(texts)
+            continue
         name = verifier_name(g.problem)
         answers = [VOTERS.get(name)(t, g.problem) for t in texts]
         keys = [vote_key(a, name) for a in answers]
         label, key, ratio = majority(answers, keys)
         stats.append((g, label, key, keys, ratio))
-        g.rewards, g.results = [], []
         if label is not None:
-            relabelled = replace(g.problem, ground_truth=label)
-            flat += [(g, t) for t in texts]
-            problems += [relabelled] * len(texts)
-    results, health = scorer.score([t for _, t in flat], problems) if flat else ([], {})
+            flat += texts
+            problems += [replace(g.problem, ground_truth=label)] * len(texts)
+    results, health = scorer.score(flat, problems) if flat else ([], {})
     it = iter(results)
-    for g, label, _, _, _ in stats:
+    voted = {id(g): label for g, label, _, _, _ in stats}
+    for g in groups:
         for i in range(len(g.completions)):
+            label = voted.get(id(g), g.problem.ground_truth)
             res = next(it) if label is not None else RewardResult(
                 0.0, {"extracted": None, "reason": "no_majority", "correctness": 0.0})  # fmt: skip
-            res.info["pseudo_label"] = label
+            if id(g) in voted:
+                res.info["pseudo_label"] = label
             if id(g) in truth:
                 res.info["label_correctness"] = truth[id(g)][i]
             g.rewards.append(res.score)
             g.results.append(res)
         del g.completions[keep:], g.rewards[keep:], g.results[keep:]
-    return health, label_metrics(stats, truth)
+    return health, {"reward/pseudo/voted_frac": len(stats) / len(groups), **label_metrics(stats, truth)}
 
 
 def label_metrics(stats: list, truth: dict) -> dict[str, float]:
     """`reward/pseudo/*` of a step (see the module docstring); `stats`: (group, label, key, keys, ratio)."""
+    if not stats:  # every row was scored against its own label (own_labels)
+        return {}
     keyed = [key for _, _, key, _, _ in stats if key is not None]
     out = {
         "reward/pseudo/majority_ratio": sum(s[4] for s in stats) / len(stats),

@@ -153,3 +153,21 @@ def test_settings_that_cannot_work_are_refused(override, match):
     check_pseudo_label(
         load_config("demo", ["reward.pseudo_label.enabled=true", "reward.pseudo_label.votes=16"])
     )
+
+
+def test_own_labels_score_labelled_rows_against_them_and_only_the_rest_vote(runner):
+    # the labelled row's majority (4) is wrong by its label (3): with own_labels its label decides
+    labelled = _group([r"\boxed{4}", r"\boxed{4}", r"\boxed{3}"], truth="3")
+    unlabelled_row = _group([r"\boxed{9}", r"\boxed{9}", r"\boxed{8}"], truth="")
+    _, metrics = relabel([labelled, unlabelled_row], runner, None, False, keep=3, own_labels=True)
+    assert labelled.rewards == [0.0, 0.0, 1.0] and "pseudo_label" not in labelled.results[0].info
+    assert unlabelled_row.rewards == [1.0, 1.0, 0.0] and unlabelled_row.results[0].info["pseudo_label"] == "9"
+    assert metrics["reward/pseudo/voted_frac"] == 0.5
+    assert "reward/pseudo/label_accuracy" not in metrics  # the one voting row has no label to check
+    again = _group([r"\boxed{4}", r"\boxed{4}", r"\boxed{3}"], truth="3")
+    _, metrics = _relabel(runner, [again])  # without own_labels the vote decides, and is checked
+    assert again.rewards == [1.0, 1.0, 0.0] and metrics["reward/pseudo/label_accuracy"] == 0.0
+    assert metrics["reward/pseudo/voted_frac"] == 1.0
+    only = _group([r"\boxed{3}"], truth="3")
+    _, metrics = relabel([only], runner, None, False, keep=1, own_labels=True)
+    assert only.rewards == [1.0] and metrics == {"reward/pseudo/voted_frac": 0.0}
