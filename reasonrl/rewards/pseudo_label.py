@@ -209,20 +209,21 @@ def check_pseudo_label(cfg) -> None:
                           "voters are the samples plus more (0: rollout.n)")  # fmt: skip
     if p.votes < 0:
         raise ConfigError(f"reward.pseudo_label.votes must be >= 0, got {p.votes}")
-    reasons = {
-        "algo.objective=sft": cfg.algo.objective == "sft",  # nothing sampled to vote
-        "algo.guidance": cfg.algo.guidance.enabled,  # a labelled demonstration in every group
-        "rollout.interaction": cfg.rollout.interaction.enabled,  # its feedback reads the row's label
-    }
     from reasonrl.algorithms.advantages import ADVANTAGES
 
-    reasons[f"algo.adv_estimator={cfg.algo.adv_estimator}"] = (  # its greedy baseline: one sample, no vote
-        "baseline_rewards" in ADVANTAGES.get(cfg.algo.adv_estimator).needs
-    )
-    for what, refused in reasons.items():
-        if refused:
-            raise ConfigError(f"reward.pseudo_label.enabled with {what}: the labels would come from the data, "
-                              "not the vote; use one or the other")  # fmt: skip
+    remax = "baseline_rewards" in ADVANTAGES.get(cfg.algo.adv_estimator).needs
+    refused = {  # what -> why not (when it is set)
+        "algo.objective=sft": cfg.algo.objective == "sft" and "SFT samples nothing to vote",
+        "algo.guidance": cfg.algo.guidance.enabled and "its demonstrations are the data's labels",
+        "rollout.interaction": cfg.rollout.interaction.enabled and "its feedback reads the row's label",
+        f"algo.adv_estimator={cfg.algo.adv_estimator}": remax
+        and "its greedy baseline is one sample: no vote",
+        "reward.weights terms besides correctness": set(cfg.reward.weights) != {"correctness"}
+        and "a prompt nobody answered has no label to score its samples' terms against",
+    }
+    for what, why in refused.items():
+        if why:
+            raise ConfigError(f"reward.pseudo_label.enabled with {what}: {why}")
 
 
 def check_voting(problem: Problem) -> None:

@@ -117,6 +117,7 @@ def test_gpqa_rows_route_to_choice_and_without_labels_only_voting_lets_them_thro
 @pytest.mark.parametrize(("rows", "options", "match"), [
     ([{"prompt": "x", "answer": "1", "source": "hmmt", "id": "0"}], {}, r"row 0: field 'source': 'hmmt' is not one"),
     ([{"prompt": "x", "answer": "E", "source": "gpqa_diamond"}], {}, r"row 0: field 'answer': a GPQA-TTT answer is"),
+    ([{"prompt": "x", "answer": "AB", "source": "gpqa_diamond"}], {}, r"answer is an option letter A-D, got 'AB'"),
     ([{"prompt": "x", "source": "math"}], {}, r"row 0: field 'answer': missing"),
     ([{"prompt": "x", "answer": "1"}], {"labels": "no"}, "option labels must be true or false"),
 ])  # fmt: skip

@@ -146,6 +146,7 @@ def test_loading_refuses_rows_that_cannot_vote_and_lets_unlabelled_ones_through(
     ("rollout.interaction.enabled=true", "with rollout.interaction"),
     ("algo.adv_estimator=remax", "with algo.adv_estimator=remax"),
     ("algo.objective=sft", "with algo.objective=sft"),
+    ("reward.weights.format_think_answer=0.1", "with reward.weights terms besides correctness"),
 ])  # fmt: skip
 def test_settings_that_cannot_work_are_refused(override, match):
     with pytest.raises(ConfigError, match=match):

@@ -29,7 +29,7 @@ def ttrl(row: dict, ctx) -> Problem:
     name = SETS[source]
     choice = name == "GPQA-TTT"
     answer = text(row, "answer")
-    if choice and answer not in "ABCD":
+    if choice and answer not in ("A", "B", "C", "D"):
         raise RowError("answer", f"a GPQA-TTT answer is an option letter A-D, got {answer!r}")
     uid = f"{name}/{row.get('id', ctx.index)}"
     question = prompts.user(text(row, "prompt"), prompts.CHOICE if choice else prompts.MATH)
