@@ -136,19 +136,16 @@ def sample_groups(groups: list[RolloutGroup], k: int, step: int) -> list[dict]:
     out = []
     for g in rng.sample(groups, min(k, len(groups))):
         p, unscored = g.problem, [None] * len(g.completions)  # (SFT: the data's responses, not scored)
+        first = g.results[0].info if g.results else {}
+        # the label the samples voted (reward.pseudo_label)
+        voted = {"pseudo_label": first["pseudo_label"]} if "pseudo_label" in first else {}
         out.append(
             {
                 "uid": p.uid,
                 "data_source": p.data_source,
                 "prompt": p.user_text,
                 "ground_truth": p.ground_truth,
-                **(
-                    {
-                        "pseudo_label": g.results[0].info["pseudo_label"]
-                    }  # what the samples voted (reward.pseudo_label)
-                    if g.results and "pseudo_label" in g.results[0].info
-                    else {}
-                ),  # fmt: skip
+                **voted,
                 "rewards": list(g.rewards),
                 "completions": [
                     {
