@@ -142,6 +142,7 @@ def _group_records(path: Path | None) -> list[dict]:
             "data_source": r.get("data_source") or "",
             "prompt": r.get("prompt") or "",
             "ground_truth": r.get("ground_truth"),
+            **({"pseudo_label": r["pseudo_label"]} if "pseudo_label" in r else {}),  # (reward.pseudo_label)
             "completions": comps,
             "mean_reward": sum(rewards) / len(rewards) if rewards else None,
             "_text": text.lower(),

@@ -190,3 +190,17 @@ def test_checkpoint_tables_are_shown_in_step_order_and_other_shapes_skipped(tmp_
         {"step": 10, "gsm8k": 0.5, "aime24": 0.1},
     ]
     assert "eval/odd/checkpoints.json" not in tables
+
+
+def test_a_groups_voted_label_is_served_beside_its_ground_truth(tmp_path):
+    """reward.pseudo_label runs write each group's voted label; the page shows it (app.js), the API serves it."""
+    run = write_run(tmp_path / "ttrl", steps=1, groups_per_step=2, n=2)
+    rows = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
+    rows[0]["pseudo_label"], rows[1]["pseudo_label"] = "7", None
+    (run / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with Viewer([run]) as v:
+        got = {g["uid"]: g for g in _get(v.url + "api/rollouts?run=0")["groups"]}
+    assert got[rows[0]["uid"]]["pseudo_label"] == "7" and got[rows[1]["uid"]]["pseudo_label"] is None
+    plain = write_run(tmp_path / "plain", steps=1, groups_per_step=1, n=2)
+    with Viewer([plain]) as v:
+        assert "pseudo_label" not in _get(v.url + "api/rollouts?run=0")["groups"][0]

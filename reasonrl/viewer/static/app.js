@@ -127,6 +127,7 @@ function groupCard(g, term) {
   const body = el("div", { class: "body" },
     el("div", { class: "prompt" }, highlight(String(g.prompt), term)),
     el("p", { text: "ground truth: " + (typeof g.ground_truth === "string" ? g.ground_truth : JSON.stringify(g.ground_truth)) }),
+    ...("pseudo_label" in g ? [el("p", { text: "voted label: " + (g.pseudo_label == null ? "none (nobody answered)" : g.pseudo_label) })] : []),
     el("div", { class: "completions" }, ...g.completions.map((c, j) => completionCard(c, j, term))));
   const card = el("div", { class: "group", "data-step": g.step }, head, body);
   head.addEventListener("click", () => card.classList.toggle("open"));
