@@ -193,3 +193,26 @@ def test_model_text_is_shown_as_text_never_run_as_markup(driver, tmp_path):
         assert attack in group.find_element(by, ".prompt").text
         assert driver.execute_script("return window.pwned === undefined") is True
         assert _errors(driver) == []
+
+
+def test_a_groups_voted_label_is_shown(driver, tmp_path):
+    """reward.pseudo_label: the group card shows the label its samples voted (or that nobody answered)."""
+    import json
+
+    run = write_run(tmp_path / "ttrl", steps=1, groups_per_step=2, n=2)
+    rows = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
+    rows[0]["pseudo_label"], rows[1]["pseudo_label"] = "12", None
+    (run / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with Viewer([run]) as v:
+        driver.get(v.url)
+        wait_ready(driver)
+        driver.find_element("css selector", "[data-tab=rollouts]").click()
+        _wait_text(driver, "#rollout-count", "2 groups match")
+        for row, shown in zip(rows, ("voted label: 12", "voted label: none (nobody answered)")):
+            box = driver.find_element("css selector", "#rollout-search")
+            box.clear()
+            box.send_keys(row["prompt"])
+            box.submit()
+            _wait_text(driver, "#rollout-count", "1 groups match")
+            _wait_text(driver, "#rollout-list .group.open", shown)
+        assert _errors(driver) == []
