@@ -335,6 +335,9 @@ class PseudoLabelConfig:
     # rows with a label of their own (ground truth not "") are scored against it and do not vote: labelled and
     # unlabelled data in one run. false (TTRL's): every row votes; its own label only checks the votes
     own_labels: bool = False
+    # a prompt whose majority answer has fewer than this share of its votes gets no label: its samples score 0
+    # (no gradient from labels the samples barely agree on). 0: every majority counts (TTRL's)
+    min_ratio: float = 0.0
 
 
 @dataclass

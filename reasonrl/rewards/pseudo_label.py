@@ -13,12 +13,13 @@ Votes: every sample's answer (None: it gave none, and does not vote) counts by i
 exact value, other answers by their cleaned, case-folded text); the key with the most votes wins, a tie going
 to the one that came first; the label is the first sample's text carrying it. `majority_ratio` is the
 winner's votes over all samples (TTRL's). A group in which nobody answered has no label: its samples score 0
-(reason "no_majority"). With `votes` > rollout.n (TTRL's 64 votes, 32 trained) all samples vote and the
+(reason "no_majority"); so does one whose winner has fewer than `min_ratio` of the votes ("weak_majority":
+no gradient from a label the samples barely agree on). With `votes` > rollout.n (TTRL's 64 votes, 32 trained) all samples vote and the
 first rollout.n train. With `own_labels` a row that has a label of its own is scored against it and
 does not vote (labelled and unlabelled rows in one run).
 
 What is logged (`reward/pseudo/*`): the share of groups that voted, the majority ratio, the share of
-voting groups without a label and
+voting groups without a label (`no_label_frac`; `weak_frac` of them below `min_ratio`) and
 `distinct_labels` (distinct labels over labelled groups); and, for rows that have a label of their own
 (ground truth not empty), how often the vote found it (`label_accuracy`), how often a pseudo-reward equals
 the reward the real label gives (`reward_accuracy`) and the real accuracy of the trained samples
@@ -33,6 +34,7 @@ whether accuracy followed.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
 from reasonrl.registry import Registry
 from reasonrl.types import Problem, RewardResult, RolloutGroup
@@ -119,10 +121,23 @@ def majority(answers: list[str | None], keys: list[str | None]) -> tuple[str | N
     return answers[first[winner]], winner, votes[winner] / len(answers)
 
 
+class Vote(NamedTuple):
+    """One group's vote: its label (None: nobody answered, or the winner had too few votes), the winning
+    key, every sample's key, the winner's share of the samples, and whether it fell below `min_ratio`."""
+
+    group: RolloutGroup
+    label: str | None
+    key: str | None
+    keys: list[str | None]
+    ratio: float
+    weak: bool
+
+
 def relabel(groups: list[RolloutGroup], scorer, tokenizer, think_from_prompt: bool, keep: int,
-            own_labels: bool = False) -> tuple[dict, dict]:  # fmt: skip
+            own_labels: bool = False, min_ratio: float = 0.0) -> tuple[dict, dict]:  # fmt: skip
     """Scores `groups` (generated, unscored) against their majority answers and keeps the first `keep`
     samples of each. `own_labels`: a row with a label of its own is scored against it and does not vote.
+    `min_ratio`: a winner with fewer than this share of the votes is no label (the group scores 0).
     Returns (the runner's health metrics, `reward/pseudo/*`)."""
     from reasonrl.data.prompts import prompt_opens_think, scoring_text
     from reasonrl.rewards.routing import verifier_name
@@ -146,18 +161,20 @@ def relabel(groups: list[RolloutGroup], scorer, tokenizer, think_from_prompt: bo
         answers = [VOTERS.get(name)(t, g.problem) for t in texts]
         keys = [vote_key(a, name) for a in answers]
         label, key, ratio = majority(answers, keys)
-        stats.append((g, label, key, keys, ratio))
-        if label is not None:
+        weak = label is not None and ratio < min_ratio
+        stats.append(Vote(g, None if weak else label, None if weak else key, keys, ratio, weak))
+        if label is not None and not weak:
             flat += texts
             problems += [replace(g.problem, ground_truth=label)] * len(texts)
     results, health = scorer.score(flat, problems) if flat else ([], {})
     it = iter(results)
-    voted = {id(g): label for g, label, _, _, _ in stats}
+    voted = {id(v.group): v for v in stats}
     for g in groups:
         for i in range(len(g.completions)):
-            label = voted.get(id(g), g.problem.ground_truth)
+            label = voted[id(g)].label if id(g) in voted else g.problem.ground_truth
+            why = "weak_majority" if id(g) in voted and voted[id(g)].weak else "no_majority"
             res = next(it) if label is not None else RewardResult(
-                0.0, {"extracted": None, "reason": "no_majority", "correctness": 0.0})  # fmt: skip
+                0.0, {"extracted": None, "reason": why, "correctness": 0.0})  # fmt: skip
             if id(g) in voted:
                 res.info["pseudo_label"] = label
             if id(g) in truth:
@@ -168,17 +185,18 @@ def relabel(groups: list[RolloutGroup], scorer, tokenizer, think_from_prompt: bo
     return health, {"reward/pseudo/voted_frac": len(stats) / len(groups), **label_metrics(stats, truth)}
 
 
-def label_metrics(stats: list, truth: dict) -> dict[str, float]:
-    """`reward/pseudo/*` of a step (see the module docstring); `stats`: (group, label, key, keys, ratio)."""
+def label_metrics(stats: list[Vote], truth: dict) -> dict[str, float]:
+    """`reward/pseudo/*` of a step (see the module docstring)."""
     if not stats:  # every row was scored against its own label (own_labels)
         return {}
-    keyed = [key for _, _, key, _, _ in stats if key is not None]
+    keyed = [v.key for v in stats if v.key is not None]
     out = {
-        "reward/pseudo/majority_ratio": sum(s[4] for s in stats) / len(stats),
+        "reward/pseudo/majority_ratio": sum(v.ratio for v in stats) / len(stats),
         "reward/pseudo/no_label_frac": 1 - len(keyed) / len(stats),
+        "reward/pseudo/weak_frac": sum(v.weak for v in stats) / len(stats),
         "reward/pseudo/distinct_labels": len(set(keyed)) / max(len(keyed), 1),
     }
-    checked = [(g, key, keys) for g, _, key, keys, _ in stats if id(g) in truth]
+    checked = [(v.group, v.key, v.keys) for v in stats if id(v.group) in truth]
     if not checked:
         return out
     found, agree, right, kept = 0, 0, 0.0, 0
@@ -209,6 +227,8 @@ def check_pseudo_label(cfg) -> None:
                           "voters are the samples plus more (0: rollout.n)")  # fmt: skip
     if p.votes < 0:
         raise ConfigError(f"reward.pseudo_label.votes must be >= 0, got {p.votes}")
+    if not 0 <= p.min_ratio <= 1:
+        raise ConfigError(f"reward.pseudo_label.min_ratio must be in [0, 1], got {p.min_ratio}")
     from reasonrl.algorithms.advantages import ADVANTAGES
 
     remax = "baseline_rewards" in ADVANTAGES.get(cfg.algo.adv_estimator).needs

@@ -47,7 +47,7 @@ def collect_rollouts(run, problems: list[Problem], params: SamplingParams,
         voters = replace(params, n=max(pseudo.votes, params.n))
         groups = generate_groups(run.rollout_engine, run.tokenizer, problems, voters, run.max_prompt_tokens)
         health, labels = relabel(groups, run.scorer, run.tokenizer, run.think_from_prompt, params.n,
-                                 pseudo.own_labels)  # fmt: skip
+                                 pseudo.own_labels, pseudo.min_ratio)  # fmt: skip
         return groups, {**reward_metrics(run, groups), **health, **labels}
     if demonstrations is None:
         groups, health = generate_and_score(run.rollout_engine, run.tokenizer, run.scorer, problems, params,

@@ -146,6 +146,7 @@ def test_loading_refuses_rows_that_cannot_vote_and_lets_unlabelled_ones_through(
     ("rollout.interaction.enabled=true", "with rollout.interaction"),
     ("algo.adv_estimator=remax", "with algo.adv_estimator=remax"),
     ("algo.objective=sft", "with algo.objective=sft"),
+    ("reward.pseudo_label.min_ratio=1.5", r"min_ratio must be in \[0, 1\], got 1.5"),
     ("reward.weights.format_think_answer=0.1", "with reward.weights terms besides correctness"),
 ])  # fmt: skip
 def test_settings_that_cannot_work_are_refused(override, match):
@@ -172,3 +173,19 @@ def test_own_labels_score_labelled_rows_against_them_and_only_the_rest_vote(runn
     only = _group([r"\boxed{3}"], truth="3")
     _, metrics = relabel([only], runner, None, False, keep=1, own_labels=True)
     assert only.rewards == [1.0] and metrics == {"reward/pseudo/voted_frac": 0.0}
+
+
+def test_a_majority_below_min_ratio_is_no_label(runner):
+    strong = _group([r"\boxed{3}", r"\boxed{3}", r"\boxed{3}", r"\boxed{4}", r"\boxed{5}"], truth="3")  # 3/5
+    weak = _group([r"\boxed{3}", r"\boxed{3}", r"\boxed{4}", r"\boxed{5}", r"\boxed{6}"], truth="3")  # 2/5
+    _, metrics = relabel([strong, weak], runner, None, False, keep=5, min_ratio=0.5)
+    assert strong.rewards == [1.0, 1.0, 1.0, 0.0, 0.0]
+    assert weak.rewards == [0.0] * 5 and {r.reason for r in weak.results} == {"weak_majority"}
+    assert weak.results[0].info["pseudo_label"] is None
+    assert metrics["reward/pseudo/weak_frac"] == 0.5 and metrics["reward/pseudo/no_label_frac"] == 0.5
+    assert metrics["reward/pseudo/majority_ratio"] == pytest.approx(
+        (3 / 5 + 2 / 5) / 2
+    )  # the weak one counts
+    assert metrics["reward/pseudo/label_accuracy"] == 0.5  # the weak vote gave no label, so not the right one
+    _, metrics = relabel([_group([r"\boxed{3}", r"\boxed{4}"])], runner, None, False, keep=2, min_ratio=0.5)
+    assert metrics["reward/pseudo/weak_frac"] == 0.0  # exactly min_ratio is enough
