@@ -266,10 +266,11 @@ def validate(cfg: RunConfig) -> None:
     from reasonrl.rewards.pseudo_label import check_pseudo_label
     from reasonrl.rollout.interaction import check_interaction
     from reasonrl.rollout.tools import check_tools
+    from reasonrl.trainer.confidence import check_confidence
 
     check_tools(r.tools, r.max_new_tokens)
-    check_interaction(cfg)
-    check_pseudo_label(cfg)
+    for check in (check_interaction, check_pseudo_label, check_confidence):  # each feature's own checks
+        check(cfg)
     _choice("checkpoint.best_mode", cfg.checkpoint.best_mode, ("max", "min"))
     benchmarks = []
     if cfg.val.benchmarks:
@@ -384,7 +385,9 @@ def _validate_algo_extras(a: AlgoConfig, r: RolloutConfig) -> None:
     for key, v in optional_positive.items():
         if v is not None and v <= 0:
             raise ConfigError(f"algo.{key} must be > 0 (or null), got {v}")
-    _validate_correction(a)
+    from reasonrl.config.correction_checks import validate_correction
+
+    validate_correction(a)
     if a.critic.warmup_steps < 0:
         raise ConfigError(f"algo.critic.warmup_steps must be >= 0 (0 = off), got {a.critic.warmup_steps}")
     for key in ("model", "warmup_steps"):
@@ -423,62 +426,6 @@ def _dry_run_algo(a: AlgoConfig) -> None:
             call()
         except (ValueError, TypeError) as e:
             raise ConfigError(f"{key}: {e}") from None
-
-
-def _validate_correction(a: AlgoConfig) -> None:
-    """The importance correction (`algo.off_policy.tis_*`) and the importance-weighted KL."""
-    from reasonrl.algorithms.correction import TIS_MODES
-
-    op = a.off_policy
-    if op.tis_cap < 0:
-        raise ConfigError(f"algo.off_policy.tis_cap must be >= 0 (0 = off), got {op.tis_cap}")
-    _choice("algo.off_policy.tis_mode", op.tis_mode, TIS_MODES)
-    if op.tis_cap == 0 and (op.tis_mode != "token_truncate" or op.tis_floor or op.tis_normalize):
-        raise ConfigError(
-            "algo.off_policy.tis_mode / tis_floor / tis_normalize have no effect unless algo.off_policy.tis_cap > 0"
-        )
-    if op.tis_floor and not op.tis_mode.endswith("_mask"):
-        raise ConfigError(
-            f"algo.off_policy.tis_floor applies to the *_mask modes only, not tis_mode={op.tis_mode}"
-        )
-    if not 0 <= op.tis_floor < max(op.tis_cap, 1e-12):
-        raise ConfigError(f"algo.off_policy.tis_floor must be in [0, tis_cap), got {op.tis_floor}")
-    _validate_rejection(op)
-    if op.tis_cap > 0 and op.tis_mode.startswith("sequence") and a.policy_loss == "vespo":
-        raise ConfigError(
-            f"algo.off_policy.tis_mode={op.tis_mode} with vespo: vespo folds the sampler's token weights into "
-            "its own sequence ratio (as TRL, which takes token_truncate or token_mask only)"
-        )
-    if a.kl.ref_sync_steps < 0 or not 0 < a.kl.ref_sync_alpha <= 1:
-        raise ConfigError(
-            f"algo.kl.ref_sync_steps must be >= 0 and algo.kl.ref_sync_alpha in (0, 1], got "
-            f"{a.kl.ref_sync_steps} and {a.kl.ref_sync_alpha}"
-        )
-    if a.kl.ref_sync_reset_optimizer and not a.kl.ref_sync_steps:
-        raise ConfigError(
-            "algo.kl.ref_sync_reset_optimizer restarts the optimizer at each reference sync: it needs "
-            "algo.kl.ref_sync_steps > 0"
-        )
-    if a.kl.ref_sync_steps and a.kl.coef <= 0:
-        raise ConfigError(
-            "algo.kl.ref_sync_steps moves the reference model, which only exists with algo.kl.coef > 0"
-        )
-    if a.kl.importance_weighted and (a.kl.coef <= 0 or a.kl.in_reward):
-        raise ConfigError(
-            "algo.kl.importance_weighted=true weights the KL loss term: it needs algo.kl.coef > 0 "
-            "and algo.kl.in_reward=false"
-        )
-
-
-def _validate_rejection(op) -> None:
-    """`algo.off_policy.reject` (verl's rollout rejection sampling): each criterion checked."""
-    from reasonrl.algorithms.correction import check_criterion
-
-    for i, criterion in enumerate(op.reject):
-        try:
-            check_criterion(dict(criterion))
-        except (ValueError, TypeError) as e:
-            raise ConfigError(f"algo.off_policy.reject[{i}]: {e}") from None
 
 
 def _check_log(cfg: RunConfig) -> None:

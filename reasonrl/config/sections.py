@@ -341,6 +341,15 @@ class PseudoLabelConfig:
 
 
 @dataclass
+class ConfidenceConfig:
+    """Rewards from the policy's own confidence, no labels used (reward.confidence; Intuitor, RENT, EM-RL;
+    docs/rewards.md): each completion's reward is the mean over its tokens of the measure."""
+
+    # none | self_certainty (KL(uniform || p), Intuitor) | neg_entropy (RENT) | logprob (EM-RL's sequence one)
+    measure: str = "none"
+
+
+@dataclass
 class RewardConfig:
     workers: int = 2  # verifier worker processes (for verifiers that are not cheap and inline)
     timeout_s: float = 10.0  # per call; a stuck worker is killed and the call scores 0
@@ -362,6 +371,7 @@ class RewardConfig:
     # connection before the model loads; one that does not yet is waited for this long (it may be starting)
     service_wait_s: float = 60.0
     pseudo_label: PseudoLabelConfig = field(default_factory=PseudoLabelConfig)
+    confidence: ConfidenceConfig = field(default_factory=ConfidenceConfig)
 
 
 @dataclass

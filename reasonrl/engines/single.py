@@ -178,11 +178,13 @@ class SingleDeviceEngine:
 
     @torch.no_grad()
     def outputs(
-        self, batch: TrainBatch, micro_batch: int, reference: bool = False, with_entropy: bool = False
-    ):
+        self, batch: TrainBatch, micro_batch: int, reference: bool = False, with_entropy: bool = False,
+        forward=None,
+    ):  # fmt: skip
         """The forward's first output [B, T] (fp32, CPU), without gradients: log-probs of the completion
         tokens under the policy (or the reference model), or a critic's values. with_entropy: (log-probs,
-        entropies), both [B, T], from the same forward."""
+        entropies), both [B, T], from the same forward. `forward`: another per-token forward of the same
+        signature, run in the same micro-batches (`trainer.confidence`'s self-certainty)."""
         model = self.ref_model if reference else self.model
         if model is None:
             raise ValueError("no reference model loaded (algo.kl.coef is 0)")
@@ -192,7 +194,7 @@ class SingleDeviceEngine:
         extra = {"with_entropy": True, "entropy_grad": False} if with_entropy else {}
         for rows in self.micro_rows(batch, micro_batch):
             micro = self.to_device(batch.select(rows or slice(0, 1)))
-            outs = self.forward(model, micro, autocast=self._autocast, **extra)
+            outs = (forward or self.forward)(model, micro, autocast=self._autocast, **extra)
             if rows is not None:  # (None: a filler forward that keeps FSDP2 ranks in lock-step)
                 out.append(outs[0].float().cpu())
                 if with_entropy:

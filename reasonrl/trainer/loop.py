@@ -24,6 +24,7 @@ from reasonrl.distributed import global_normalisers, is_main, reduce_metrics
 from reasonrl.trainer import watchdog
 from reasonrl.trainer.balance import balanced_minibatches, gather_batch
 from reasonrl.trainer.batching import build_batch, minibatches, term_scores, without_inert_rows
+from reasonrl.trainer.confidence import confidence_rewards
 from reasonrl.trainer.critic import build_critic
 from reasonrl.trainer.entropy_control import EntropyControl
 from reasonrl.trainer.guidance import guided_prob
@@ -161,9 +162,14 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             raise
         t_gen = time.perf_counter()
         batch = build_batch(groups, run.pad_id)
+        confident = {}  # reward.confidence: the policy's confidence in each completion is its reward
+        if cfg.reward.confidence.measure != "none":
+            confident = confidence_rewards(run.train_engine, batch, groups, cfg.reward.confidence.measure,
+                                           t.micro_batch, r.temperature)  # fmt: skip
         if "term_rewards" in needs:  # gdpo: every reward term normalised on its own
             batch.term_rewards, batch.term_weights = term_scores(groups, cfg.reward.weights)
         step_metrics = {} if sft else shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, ...
+        step_metrics.update(confident)
         # 2. the log-probs and values the advantages and the loss compare against, then advantages
         watchdog.enter("update", step)  # log-probs, values, advantages, then the updates
         if algo.top_entropy_quantile < 1:  # the tokens the policy gradient trains, by their entropy now
