@@ -7,9 +7,10 @@ n_samples_per_prompt` (and `actor_rollout_ref.rollout.do_vote / n_vote`), the la
 ttrl.n_votes_per_prompt / ttrl.n_samples_per_prompt`, and `unsupervised_reward.enable` with
 `type=ensemble, estimator=majority_voting`. Each becomes reward.pseudo_label.enabled with votes =
 n_votes_per_prompt and rollout.n = n_samples_per_prompt (TTRL generates n_votes and trains the first
-n_samples; its batch sizes count the trained ones). TTRL's own math grader (a `custom_reward_function.path`
+n_samples; its batch sizes count the trained ones); its certainty estimators become reward.confidence.
+TTRL's own math grader (a `custom_reward_function.path`
 under `ttrl_math`, or the reward manager's) becomes the routed verifiers: its data sources route
-(MATH-TTT, AIME-TTT, AMC-TTT to math, GPQA-TTT to choice; `rewards.routing`). Its certainty and
+(MATH-TTT, AIME-TTT, AMC-TTT to math, GPQA-TTT to choice; `rewards.routing`). Its "probability" and
 self-verification estimators are not built: a note says so and the recipe keeps the rows' labels.
 Does not own: the rest of the script (`config.from_verl`) or TTRL's data files (`reasonrl data prepare ttrl`).
 """
@@ -20,6 +21,10 @@ from reasonrl.config.foreign import Converted
 
 A = "actor_rollout_ref."
 KW = "reward_model.reward_kwargs."
+# TTRL's certainty estimators -> reward.confidence.measure (its "probability", exp of the summed log-prob, and
+# "self_verify", the policy grading itself, are not built)
+CERTAINTY = {"self_certainty": "self_certainty", "token_level_entropy": "neg_entropy",
+             "trajectory_level_entropy": "logprob"}  # fmt: skip
 # TTRL's settings with nothing to carry: the reward manager's train / eval mode, its process count, its
 # other estimators' switches (their notes come from the estimator itself)
 QUIET = (KW + "mode", KW + "eval_n_samples", "ttrl.majority_vote_num_processes", A + "rollout.do_vote",
@@ -35,16 +40,28 @@ def ttrl_keys(o, take, out: Converted) -> int | None:
     samples = take(KW + "n_samples_per_prompt") if manager else take("ttrl.n_samples_per_prompt")
     if take("unsupervised_reward.enable", False):
         estimator = str(take("unsupervised_reward.estimator", "self_certainty"))
-        if (
-            estimator == "majority_voting"
-            and str(o.get("unsupervised_reward.type", "ensemble")) == "ensemble"
-        ):
+        ensemble = str(o.get("unsupervised_reward.type", "ensemble")) == "ensemble"
+        if estimator == "majority_voting" and ensemble:
             on = True
+        elif estimator in CERTAINTY:
+            out.set("reward.confidence.measure", CERTAINTY[estimator])
+            out.notes.append(f"unsupervised_reward.estimator={estimator} -> reward.confidence.measure="
+                             f"{CERTAINTY[estimator]} (the mean over each completion's tokens)")  # fmt: skip
         else:
-            out.notes.append(f"unsupervised_reward.estimator={estimator}: not built (reasonrl votes labels by "
-                             "majority only); the recipe trains on the rows' own labels")  # fmt: skip
+            out.notes.append(f"unsupervised_reward.estimator={estimator}: not built (reasonrl has majority votes and "
+                             f"{', '.join(CERTAINTY)}); the recipe trains on the rows' own labels")  # fmt: skip
     for key in QUIET:
         take(key)
+    path = str(out.recipe.get("reward", {}).get("options", {}).get("verl_function", {}).get("path", ""))
+    if (
+        "reward_score/ttrl" in path
+    ):  # TTRL's graders (ttrl_math, ...): the verifiers its data sources route to
+        out.recipe["reward"].pop("verifier", None)
+        out.recipe["reward"]["options"].pop("verl_function")
+        if not out.recipe["reward"]["options"]:
+            out.recipe["reward"].pop("options")
+        out.notes.append(f"custom_reward_function.path={path}: TTRL's own grader -> the verifiers the rows' "
+                         "data_source routes to (MATH-TTT, AIME-TTT, AMC-TTT: math; GPQA-TTT: choice)")  # fmt: skip
     if not on:
         return None
     if manager:
@@ -57,12 +74,4 @@ def ttrl_keys(o, take, out: Converted) -> int | None:
     out.set("rollout.n", samples)
     out.notes.append(f"TTRL: {votes} samples per prompt vote its label (reward.pseudo_label.votes), the first "
                      f"{samples} train (rollout.n); rows whose ground truth is '' have no label of their own")  # fmt: skip
-    path = str(out.recipe.get("reward", {}).get("options", {}).get("verl_function", {}).get("path", ""))
-    if "ttrl" in path:  # TTRL's math grader: the math / choice verifiers its data sources route to
-        out.recipe["reward"].pop("verifier", None)
-        out.recipe["reward"]["options"].pop("verl_function")
-        if not out.recipe["reward"]["options"]:
-            out.recipe["reward"].pop("options")
-        out.notes.append(f"custom_reward_function.path={path}: TTRL's own grader -> the verifiers the rows' "
-                         "data_source routes to (MATH-TTT, AIME-TTT, AMC-TTT: math; GPQA-TTT: choice)")  # fmt: skip
     return samples

@@ -74,17 +74,21 @@ def test_the_ttrl_section_and_its_own_grader_become_the_routed_verifiers(tmp_pat
     load_recipe(tmp_path, r)  # (with the verl_function left in, loading fails: the file is not here)
 
 
-@pytest.mark.parametrize(("estimator", "kind", "on"), [
-    ("majority_voting", "ensemble", True), ("self_certainty", "certainty", False),
-    ("token_level_entropy", "certainty", False),
+@pytest.mark.parametrize(("estimator", "kind", "on", "measure"), [
+    ("majority_voting", "ensemble", True, None), ("self_certainty", "certainty", False, "self_certainty"),
+    ("token_level_entropy", "certainty", False, "neg_entropy"), ("probability", "certainty", False, None),
+    ("trajectory_level_entropy", "certainty", False, "logprob"), ("self_verify", "certainty", False, None),
 ])  # fmt: skip
-def test_unsupervised_reward_turns_votes_on_only_for_majority_voting(tmp_path, estimator, kind, on):
+def test_unsupervised_reward_votes_or_measures_confidence(tmp_path, estimator, kind, on, measure):
     script = SECTION.replace("ttrl.enable=True", f"unsupervised_reward.enable=True \\\n  unsupervised_reward.type={kind} "
                              f"\\\n  unsupervised_reward.estimator={estimator}")  # fmt: skip
     script = script.replace("ttrl.n_votes_per_prompt=16 \\\n  ttrl.n_samples_per_prompt=4 \\\n  ", "")
     got = convert_text(tmp_path, "verl", script)
     assert got.recipe["reward"].get("pseudo_label", {}).get("enabled", False) is on
-    assert any(f"estimator={estimator}: not built" in n for n in got.notes) is not on
+    assert got.recipe["reward"].get("confidence", {}).get("measure") == measure
+    assert any(f"estimator={estimator}: not built" in n for n in got.notes) is (not on and measure is None)
+    assert "verifier" not in got.recipe["reward"]  # TTRL's grader: the routed verifiers, votes or not
+    load_recipe(tmp_path, got.recipe)
     if on:  # votes = samples = the script's rollout.n (TTRL's defaults)
         assert got.recipe["reward"]["pseudo_label"]["votes"] == 16 and got.recipe["rollout"]["n"] == 16
 
