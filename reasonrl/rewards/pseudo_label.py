@@ -18,12 +18,12 @@ no gradient from a label the samples barely agree on). With `votes` > rollout.n 
 first rollout.n train. With `own_labels` a row that has a label of its own is scored against it and
 does not vote (labelled and unlabelled rows in one run).
 
-What is logged (`reward/pseudo/*`): the share of groups that voted, the majority ratio, the share of
-voting groups without a label (`no_label_frac`; `weak_frac` of them below `min_ratio`) and
-`distinct_labels` (distinct labels over labelled groups); and, for rows that have a label of their own
-(ground truth not empty), how often the vote found it (`label_accuracy`), how often a pseudo-reward equals
-the reward the real label gives (`reward_accuracy`) and the real accuracy of the trained samples
-(`true_accuracy`). `reward/mean` and `reward/accuracy` are against the pseudo-labels: that is what trains.
+What is logged (`reward/pseudo/*`): the share of groups that voted (`voted_frac`); of the groups that voted
+(`vote/*`, with their `count`), the majority ratio, the share without a label (`no_label_frac`; `weak_frac` of
+them below `min_ratio`), `distinct_labels` (distinct labels over labelled groups) and `labelled_frac` (rows
+with a label of their own); and of those labelled rows (`check/*`, with their `count`), how often the vote
+found the label (`label_accuracy`), how often a pseudo-reward equals the reward the real label gives
+(`reward_accuracy`) and the real accuracy of the trained samples (`true_accuracy`). `reward/mean` and `reward/accuracy` are against the pseudo-labels: that is what trains.
 
 The hole in the method, kept in the tests: a policy that gives one answer to every prompt agrees with itself
 and scores 1 everywhere. Nothing here can tell consensus from correctness; `distinct_labels` falling
@@ -190,13 +190,17 @@ def label_metrics(stats: list[Vote], truth: dict) -> dict[str, float]:
     if not stats:  # every row was scored against its own label (own_labels)
         return {}
     keyed = [v.key for v in stats if v.key is not None]
-    out = {
-        "reward/pseudo/majority_ratio": sum(v.ratio for v in stats) / len(stats),
-        "reward/pseudo/no_label_frac": 1 - len(keyed) / len(stats),
-        "reward/pseudo/weak_frac": sum(v.weak for v in stats) / len(stats),
-        "reward/pseudo/distinct_labels": len(set(keyed)) / max(len(keyed), 1),
-    }
     checked = [(v.group, v.key, v.keys) for v in stats if id(v.group) in truth]
+    # (two families with a count each: several ranks weight each rank's values by its count, and a rank whose
+    # share voted nothing, or checked nothing, has none of that family's keys; `distributed.reduce_metrics`)
+    out = {
+        "reward/pseudo/vote/count": float(len(stats)),
+        "reward/pseudo/vote/majority_ratio": sum(v.ratio for v in stats) / len(stats),
+        "reward/pseudo/vote/no_label_frac": 1 - len(keyed) / len(stats),
+        "reward/pseudo/vote/weak_frac": sum(v.weak for v in stats) / len(stats),
+        "reward/pseudo/vote/distinct_labels": len(set(keyed)) / max(len(keyed), 1),
+        "reward/pseudo/vote/labelled_frac": len(checked) / len(stats),
+    }
     if not checked:
         return out
     found, agree, right, kept = 0, 0, 0.0, 0
@@ -208,10 +212,10 @@ def label_metrics(stats: list[Vote], truth: dict) -> dict[str, float]:
             agree += (res.correctness >= 1.0) == (res.info["label_correctness"] >= 1.0)
             right += res.info["label_correctness"]
             kept += 1
-    out["reward/pseudo/label_accuracy"] = found / len(checked)
-    out["reward/pseudo/reward_accuracy"] = agree / kept
-    out["reward/pseudo/true_accuracy"] = right / kept
-    out["reward/pseudo/labelled_frac"] = len(checked) / len(stats)
+    out["reward/pseudo/check/count"] = float(len(checked))
+    out["reward/pseudo/check/label_accuracy"] = found / len(checked)
+    out["reward/pseudo/check/reward_accuracy"] = agree / kept
+    out["reward/pseudo/check/true_accuracy"] = right / kept
     return out
 
 

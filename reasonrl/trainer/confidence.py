@@ -67,7 +67,10 @@ def confidence_rewards(engine, batch: TrainBatch, groups: list[RolloutGroup], me
     for g in groups:
         g.rewards = [next(it) for _ in g.completions]
     right = torch.tensor([c for g in groups for c in g.correctness], dtype=torch.float32)
+    # (a family with a count: several ranks weight each rank's values by it, and a rank whose correlation is
+    # undefined leaves it out; `distributed.reduce_metrics`)
     out = {
+        "reward/confidence/count": float(len(conf)),
         "reward/confidence/mean": conf.mean().item(),
         "reward/confidence/std": conf.std().item() if len(conf) > 1 else 0.0,
     }

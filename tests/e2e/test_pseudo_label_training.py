@@ -54,11 +54,11 @@ def test_unlabelled_rows_train_on_the_votes_of_more_samples_than_train(tiny_mode
     hist = [h for h in train(cfg, log=lambda *a: None)["history"] if h["step"] > 0]
     assert len(hist) == 2
     for h in hist:
-        assert h["reward/pseudo/majority_ratio"] == pytest.approx(3 / 8)
-        assert h["reward/pseudo/distinct_labels"] == pytest.approx(1 / 4)  # 4 prompts, one label: 7
+        assert h["reward/pseudo/vote/majority_ratio"] == pytest.approx(3 / 8)
+        assert h["reward/pseudo/vote/distinct_labels"] == pytest.approx(1 / 4)  # 4 prompts, one label: 7
         assert h["reward/mean"] == 0.5  # the first four: 7, 8, 7, 8
         assert h["rollout/batch_size"] == 16.0  # four prompts x rollout.n, not x votes
-        assert "reward/pseudo/label_accuracy" not in h  # no row has a label to check the votes against
+        assert "reward/pseudo/check/label_accuracy" not in h  # no row has a label to check the votes against
     groups = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
     assert len(groups) == 8
     for g in groups:
@@ -74,8 +74,10 @@ def test_the_rollout_worker_votes_too(tiny_model_dir, tmp_path):
     hist = [h for h in train(cfg, log=lambda *a: None)["history"] if h["step"] > 0]
     assert len(hist) == 2
     for h in hist:
-        assert h["reward/pseudo/labelled_frac"] == 1.0
-        assert 0.0 <= h["reward/pseudo/label_accuracy"] <= 1.0 and "reward/pseudo/majority_ratio" in h
+        assert h["reward/pseudo/vote/labelled_frac"] == 1.0
+        assert (
+            0.0 <= h["reward/pseudo/check/label_accuracy"] <= 1.0 and "reward/pseudo/vote/majority_ratio" in h
+        )
 
 
 def test_sigkill_and_resume_end_with_the_uninterrupted_runs_metrics(tiny_model_dir, tmp_path):
@@ -86,7 +88,7 @@ def test_sigkill_and_resume_end_with_the_uninterrupted_runs_metrics(tiny_model_d
                                     "reward.pseudo_label.votes=6"), "checkpoint.every=2"]  # fmt: skip
     full, resumed = killed_and_resumed(args, tmp_path, kill_after=2, steps=4)
     assert [r["step"] for r in resumed] == list(range(5))
-    assert all("reward/pseudo/majority_ratio" in r for r in resumed[1:])
+    assert all("reward/pseudo/vote/majority_ratio" in r for r in resumed[1:])
     for r in resumed:
         assert _stable(r) == full[r["step"]], r["step"]
 
@@ -102,7 +104,8 @@ def test_two_ranks_each_vote_on_their_share(tiny_model_dir, tmp_path):
     rows = _metrics(tmp_path / "two")
     assert [r["step"] for r in rows] == [0, 1, 2]
     assert all(
-        r["reward/pseudo/labelled_frac"] == 1.0 and "reward/pseudo/majority_ratio" in r for r in rows[1:]
+        r["reward/pseudo/vote/labelled_frac"] == 1.0 and "reward/pseudo/vote/majority_ratio" in r
+        for r in rows[1:]
     )
     # this rank's two prompts x rollout.n, not x votes
     assert all(r["rollout/batch_size"] == 8.0 for r in rows[1:])

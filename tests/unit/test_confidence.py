@@ -106,3 +106,18 @@ def test_settings_that_cannot_work_are_refused(override, match):
     with pytest.raises(ConfigError, match=match):
         load_config("demo", [measure, override] if "measure" not in override else [override])
     check_confidence(load_config("demo", [measure]))
+
+
+def test_a_rank_whose_correlation_is_undefined_reduces_with_the_others(monkeypatch):
+    import reasonrl.distributed as dist
+
+    lp = torch.tensor([[-0.1, -0.1, -0.1], [-1.0, -1.0, -1.0]])
+    mixed, flat = _groups([[1, 0]]), _groups([[0, 0]])  # all wrong: no correlation to speak of
+    a = confidence_rewards(_Engine(lp, lp), build_batch(mixed, pad_id=0), mixed, "logprob", micro_batch=2)
+    b = confidence_rewards(_Engine(lp, lp), build_batch(flat, pad_id=0), flat, "logprob", micro_batch=2)
+    assert "reward/confidence/correlation" in a and "reward/confidence/correlation" not in b
+    monkeypatch.setattr(dist, "active", lambda: True)
+    monkeypatch.setattr(dist, "all_gather_objects", lambda m: [a, b])
+    out = dist.reduce_metrics(a)
+    assert out["reward/confidence/correlation"] == pytest.approx(1.0)
+    assert out["reward/confidence/count"] == 4.0 and out["reward/confidence/pick_accuracy"] == 0.5

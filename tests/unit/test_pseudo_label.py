@@ -42,20 +42,20 @@ def test_the_majority_answer_is_the_label_and_equal_values_vote_together(runner)
     assert g.rewards == [0.0, 1.0, 1.0, 0.0, 1.0]
     assert {r.info["pseudo_label"] for r in g.results} == {"1/2"}
     assert [r.info["label_correctness"] for r in g.results] == [1.0, 0.0, 0.0, 1.0, 0.0]
-    assert metrics["reward/pseudo/majority_ratio"] == pytest.approx(3 / 5)
-    assert metrics["reward/pseudo/label_accuracy"] == 0.0  # the vote missed the row's own label
-    assert metrics["reward/pseudo/reward_accuracy"] == 0.0  # every pseudo-reward is the opposite
-    assert metrics["reward/pseudo/true_accuracy"] == pytest.approx(2 / 5)
+    assert metrics["reward/pseudo/vote/majority_ratio"] == pytest.approx(3 / 5)
+    assert metrics["reward/pseudo/check/label_accuracy"] == 0.0  # the vote missed the row's own label
+    assert metrics["reward/pseudo/check/reward_accuracy"] == 0.0  # every pseudo-reward is the opposite
+    assert metrics["reward/pseudo/check/true_accuracy"] == pytest.approx(2 / 5)
 
 
 def test_a_right_majority_rewards_the_right_samples_and_the_metrics_say_so(runner):
     g = _group([r"\boxed{3}", r"\boxed{4}", r"\boxed{3}", "no answer here", r"\boxed{3.0}"], truth="3")
     _, metrics = _relabel(runner, [g])
     assert g.rewards == [1.0, 0.0, 1.0, 0.0, 1.0]
-    assert metrics["reward/pseudo/majority_ratio"] == pytest.approx(3 / 5)  # the silent sample counts
-    assert metrics["reward/pseudo/label_accuracy"] == 1.0
-    assert metrics["reward/pseudo/reward_accuracy"] == 1.0
-    assert metrics["reward/pseudo/true_accuracy"] == pytest.approx(3 / 5)
+    assert metrics["reward/pseudo/vote/majority_ratio"] == pytest.approx(3 / 5)  # the silent sample counts
+    assert metrics["reward/pseudo/check/label_accuracy"] == 1.0
+    assert metrics["reward/pseudo/check/reward_accuracy"] == 1.0
+    assert metrics["reward/pseudo/check/true_accuracy"] == pytest.approx(3 / 5)
 
 
 def test_a_tie_goes_to_the_answer_given_first():
@@ -71,8 +71,8 @@ def test_a_group_where_nobody_answered_has_no_label_and_scores_nothing(runner):
     _, metrics = _relabel(runner, groups)
     assert groups[0].rewards == [0.0, 0.0] and groups[0].results[0].reason == "no_majority"
     assert groups[1].rewards == [1.0, 1.0]
-    assert metrics["reward/pseudo/no_label_frac"] == 0.5
-    assert metrics["reward/pseudo/majority_ratio"] == 0.5  # (0 + 1) / 2
+    assert metrics["reward/pseudo/vote/no_label_frac"] == 0.5
+    assert metrics["reward/pseudo/vote/majority_ratio"] == 0.5  # (0 + 1) / 2
 
 
 def test_more_voters_than_trained_samples_keeps_the_first_ones(runner):
@@ -84,9 +84,9 @@ def test_more_voters_than_trained_samples_keeps_the_first_ones(runner):
     assert len(g.completions) == len(g.rewards) == len(g.results) == 2
     assert [c.text for c in g.completions] == [r"\boxed{4}", r"\boxed{3}"]
     assert g.rewards == [0.0, 1.0] and g.results[0].info["pseudo_label"] == "3"
-    assert metrics["reward/pseudo/majority_ratio"] == pytest.approx(4 / 6)
-    assert metrics["reward/pseudo/label_accuracy"] == 0.0
-    assert metrics["reward/pseudo/true_accuracy"] == 0.5  # of the two kept
+    assert metrics["reward/pseudo/vote/majority_ratio"] == pytest.approx(4 / 6)
+    assert metrics["reward/pseudo/check/label_accuracy"] == 0.0
+    assert metrics["reward/pseudo/check/true_accuracy"] == 0.5  # of the two kept
 
 
 def test_rows_without_labels_train_and_report_no_label_metrics(runner):
@@ -95,7 +95,10 @@ def test_rows_without_labels_train_and_report_no_label_metrics(runner):
     _, metrics = _relabel(runner, [g])
     assert g.rewards == [1.0, 1.0, 0.0]
     assert "label_correctness" not in g.results[0].info
-    assert "reward/pseudo/label_accuracy" not in metrics and metrics["reward/pseudo/distinct_labels"] == 1.0
+    assert (
+        "reward/pseudo/check/label_accuracy" not in metrics
+        and metrics["reward/pseudo/vote/distinct_labels"] == 1.0
+    )
 
 
 @pytest.mark.parametrize(("source", "texts", "rewards"), [
@@ -121,11 +124,17 @@ def test_one_answer_to_every_prompt_scores_everything_and_distinct_labels_shows_
     groups = [_group([r"\boxed{0}"] * 4, truth=str(t)) for t in (3, 5, 7, 9)]
     _, metrics = _relabel(runner, groups)
     assert all(g.rewards == [1.0] * 4 for g in groups)
-    assert metrics["reward/pseudo/distinct_labels"] == 0.25
-    assert metrics["reward/pseudo/true_accuracy"] == 0.0 and metrics["reward/pseudo/reward_accuracy"] == 0.0
+    assert metrics["reward/pseudo/vote/distinct_labels"] == 0.25
+    assert (
+        metrics["reward/pseudo/check/true_accuracy"] == 0.0
+        and metrics["reward/pseudo/check/reward_accuracy"] == 0.0
+    )
     honest = [_group([rf"\boxed{{{t}}}"] * 4, truth=str(t)) for t in (3, 5, 7, 9)]
     _, metrics = _relabel(runner, honest)
-    assert metrics["reward/pseudo/distinct_labels"] == 1.0 and metrics["reward/pseudo/true_accuracy"] == 1.0
+    assert (
+        metrics["reward/pseudo/vote/distinct_labels"] == 1.0
+        and metrics["reward/pseudo/check/true_accuracy"] == 1.0
+    )
 
 
 def test_loading_refuses_rows_that_cannot_vote_and_lets_unlabelled_ones_through():
@@ -165,10 +174,10 @@ def test_own_labels_score_labelled_rows_against_them_and_only_the_rest_vote(runn
     assert labelled.rewards == [0.0, 0.0, 1.0] and "pseudo_label" not in labelled.results[0].info
     assert unlabelled_row.rewards == [1.0, 1.0, 0.0] and unlabelled_row.results[0].info["pseudo_label"] == "9"
     assert metrics["reward/pseudo/voted_frac"] == 0.5
-    assert "reward/pseudo/label_accuracy" not in metrics  # the one voting row has no label to check
+    assert "reward/pseudo/check/label_accuracy" not in metrics  # the one voting row has no label to check
     again = _group([r"\boxed{4}", r"\boxed{4}", r"\boxed{3}"], truth="3")
     _, metrics = _relabel(runner, [again])  # without own_labels the vote decides, and is checked
-    assert again.rewards == [1.0, 1.0, 0.0] and metrics["reward/pseudo/label_accuracy"] == 0.0
+    assert again.rewards == [1.0, 1.0, 0.0] and metrics["reward/pseudo/check/label_accuracy"] == 0.0
     assert metrics["reward/pseudo/voted_frac"] == 1.0
     only = _group([r"\boxed{3}"], truth="3")
     _, metrics = relabel([only], runner, None, False, keep=1, own_labels=True)
@@ -182,10 +191,34 @@ def test_a_majority_below_min_ratio_is_no_label(runner):
     assert strong.rewards == [1.0, 1.0, 1.0, 0.0, 0.0]
     assert weak.rewards == [0.0] * 5 and {r.reason for r in weak.results} == {"weak_majority"}
     assert weak.results[0].info["pseudo_label"] is None
-    assert metrics["reward/pseudo/weak_frac"] == 0.5 and metrics["reward/pseudo/no_label_frac"] == 0.5
-    assert metrics["reward/pseudo/majority_ratio"] == pytest.approx(
+    assert (
+        metrics["reward/pseudo/vote/weak_frac"] == 0.5 and metrics["reward/pseudo/vote/no_label_frac"] == 0.5
+    )
+    assert metrics["reward/pseudo/vote/majority_ratio"] == pytest.approx(
         (3 / 5 + 2 / 5) / 2
     )  # the weak one counts
-    assert metrics["reward/pseudo/label_accuracy"] == 0.5  # the weak vote gave no label, so not the right one
+    assert (
+        metrics["reward/pseudo/check/label_accuracy"] == 0.5
+    )  # the weak vote gave no label, so not the right one
     _, metrics = relabel([_group([r"\boxed{3}", r"\boxed{4}"])], runner, None, False, keep=2, min_ratio=0.5)
-    assert metrics["reward/pseudo/weak_frac"] == 0.0  # exactly min_ratio is enough
+    assert metrics["reward/pseudo/vote/weak_frac"] == 0.0  # exactly min_ratio is enough
+
+
+def test_ranks_whose_shares_differ_reduce_to_one_step_of_metrics(runner, monkeypatch):
+    """Several ranks: one rank's share has labelled rows, the other's none (no `check/*` keys there), and a
+    third voted nothing (own_labels): the families' counts weight each rank, nothing is refused as a gap."""
+    import reasonrl.distributed as dist
+
+    _, checked = _relabel(runner, [_group([r"\boxed{3}", r"\boxed{3}", r"\boxed{4}"], truth="3")])
+    _, unchecked = _relabel(runner, [_group([r"\boxed{5}", r"\boxed{6}", r"\boxed{7}"], truth="")])
+    _, none_voted = relabel(
+        [_group([r"\boxed{3}"] * 3, truth="3")], runner, None, False, keep=3, own_labels=True
+    )
+    monkeypatch.setattr(dist, "active", lambda: True)
+    monkeypatch.setattr(dist, "all_gather_objects", lambda m: [checked, unchecked, none_voted])
+    out = dist.reduce_metrics(checked)
+    assert out["reward/pseudo/voted_frac"] == pytest.approx(2 / 3)  # (1 + 1 + 0) / 3 ranks
+    assert out["reward/pseudo/vote/count"] == 2.0 and out["reward/pseudo/check/count"] == 1.0
+    assert out["reward/pseudo/vote/majority_ratio"] == pytest.approx((2 / 3 + 1 / 3) / 2)
+    assert out["reward/pseudo/check/label_accuracy"] == 1.0  # the one rank that could check
+    assert out["reward/pseudo/vote/labelled_frac"] == 0.5
