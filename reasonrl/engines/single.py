@@ -38,14 +38,21 @@ def completion_logprobs(model, batch: TrainBatch, with_entropy: bool = False, au
     from the last hidden states, `chunk` positions at a time (`chunked_logprobs`). entropy_grad=False:
     the entropy is a metric only (no entropy bonus), computed from detached logits so that its graph
     does not keep softmax-sized tensors alive through the backward pass."""
+    if chunk > 0:
+        pos = (batch.attention_mask.cumsum(-1) - 1).clamp_min(0)
+        return chunked_logprobs(model, batch, pos, with_entropy, autocast, chunk, entropy_grad, temperature)
+    logits = completion_logits(model, batch, autocast)
+    return logprobs_and_entropy(logits, batch.input_ids[:, batch.prompt_len :], with_entropy, entropy_grad,
+                                temperature)  # fmt: skip
+
+
+def completion_logits(model, batch: TrainBatch, autocast=nullcontext) -> torch.Tensor:
+    """The logits [B, T, V] that predict each completion token (position t's predict token t + 1)."""
     ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
     pos = (attn.cumsum(-1) - 1).clamp_min(0)
-    if chunk > 0:
-        return chunked_logprobs(model, batch, pos, with_entropy, autocast, chunk, entropy_grad, temperature)
     with autocast():
         logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False).logits
-    logits = logits[:, p - 1 : -1]  # logits at position t predict token t + 1
-    return logprobs_and_entropy(logits, ids[:, p:], with_entropy, entropy_grad, temperature)
+    return logits[:, p - 1 : -1]
 
 
 def _fsdp_root(model) -> bool:

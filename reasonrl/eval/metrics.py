@@ -8,6 +8,7 @@ Owns:
   `answer_key`: the normalised form an extracted answer votes with: a number (1/2, 0.5, \\frac{1}{2},
       50% of ... are the same value) becomes its exact fraction; anything else its LaTeX-cleaned,
       whitespace-collapsed, case-folded text.
+  `majority(keys)`: the winning answer key's first sample and its votes (also `rewards.pseudo_label`'s vote);
   `maj_at_k(keys, scores, k)`: majority vote over the first k samples' answer keys (samples without
       an answer do not vote). Ties go to the answer that appeared first among those samples, so the
       result is deterministic and does not depend on dict order; the vote scores the first sample
@@ -64,21 +65,26 @@ def answer_key(extracted: Any) -> str | None:
     return "text:" + " ".join(clean_latex(text).split()).casefold()
 
 
+def majority(keys: Sequence[str | None]) -> tuple[int, int] | None:
+    """(index of the first sample carrying the winning key, the winner's votes); None when no sample has a
+    key. Samples without a key do not vote; a tie goes to the key that appeared first."""
+    votes: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        if key is not None:
+            votes[key] = votes.get(key, 0) + 1
+            first.setdefault(key, i)
+    if not votes:
+        return None
+    winner = min(votes, key=lambda key: (-votes[key], first[key]))
+    return first[winner], votes[winner]
+
+
 def maj_at_k(keys: Sequence[str | None], scores: Sequence[float], k: int) -> float:
     if not 1 <= k <= len(keys) or len(keys) != len(scores):
         raise ValueError(f"maj@k needs 1 <= k <= n and one score per answer, got k={k}, n={len(keys)}")
-    votes: dict[str, int] = {}
-    first: dict[str, int] = {}
-    for i in range(k):
-        key = keys[i]
-        if key is None:
-            continue
-        votes[key] = votes.get(key, 0) + 1
-        first.setdefault(key, i)
-    if not votes:
-        return 0.0
-    winner = min(votes, key=lambda key: (-votes[key], first[key]))
-    return float(scores[first[winner]])
+    won = majority(keys[:k])
+    return 0.0 if won is None else float(scores[won[0]])
 
 
 def standard_error(values: Sequence[float]) -> float:

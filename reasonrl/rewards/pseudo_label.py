@@ -48,33 +48,33 @@ def unlabelled(problem: Problem) -> bool:
     return (isinstance(gt, str) and not gt.strip()) or (isinstance(gt, (list, tuple)) and not gt)
 
 
+def _extracted(response: str, modes: tuple[str, ...]) -> str | None:
+    from reasonrl.rewards.extract import extract
+
+    found = extract(response, modes)
+    return found.answer.strip() if found is not None else None
+
+
 @VOTERS.register("math")
 def _math(response: str, problem: Problem) -> str | None:
-    from reasonrl.rewards.extract import extract
     from reasonrl.rewards.verifiers.math import MATH_MODES
 
-    found = extract(response, MATH_MODES)
-    return found.answer.strip() if found is not None else None
+    return _extracted(response, MATH_MODES)
 
 
 @VOTERS.register("gsm8k")
 def _gsm8k(response: str, problem: Problem) -> str | None:
-    from reasonrl.rewards.extract import extract
     from reasonrl.rewards.verifiers.math import GSM8K_MODES
 
-    found = extract(response, GSM8K_MODES)
-    return found.answer.strip() if found is not None else None
+    return _extracted(response, GSM8K_MODES)
 
 
 @VOTERS.register("arithmetic")
 def _arithmetic(response: str, problem: Problem) -> str | None:
-    from reasonrl.rewards.verifiers.procedural import final_answer
+    from reasonrl.rewards.verifiers.procedural import answer_integer, final_answer
 
-    ans, _ = final_answer(response)
-    try:
-        return str(int(ans.strip().replace(" ", ""))) if ans is not None else None
-    except ValueError:
-        return None
+    value = answer_integer(final_answer(response)[0])
+    return None if value is None else str(value)
 
 
 @VOTERS.register("choice")
@@ -108,17 +108,14 @@ def vote_key(answer: str | None, verifier: str) -> str | None:
 
 def majority(answers: list[str | None], keys: list[str | None]) -> tuple[str | None, str | None, float]:
     """(label: the first answer carrying the winning key, that key, the winner's votes / len(answers));
-    (None, None, 0.0) when nobody answered. Ties go to the key seen first."""
-    votes: dict[str, int] = {}
-    first: dict[str, int] = {}
-    for i, key in enumerate(keys):
-        if key is not None:
-            votes[key] = votes.get(key, 0) + 1
-            first.setdefault(key, i)
-    if not votes:
+    (None, None, 0.0) when nobody answered. Ties go to the key seen first (`eval.metrics.majority`)."""
+    from reasonrl.eval.metrics import majority as vote
+
+    won = vote(keys)
+    if won is None:
         return None, None, 0.0
-    winner = min(votes, key=lambda k: (-votes[k], first[k]))
-    return answers[first[winner]], winner, votes[winner] / len(answers)
+    first, count = won
+    return answers[first], keys[first], count / len(answers)
 
 
 class Vote(NamedTuple):
@@ -139,9 +136,8 @@ def relabel(groups: list[RolloutGroup], scorer, tokenizer, think_from_prompt: bo
     samples of each. `own_labels`: a row with a label of its own is scored against it and does not vote.
     `min_ratio`: a winner with fewer than this share of the votes is no label (the group scores 0).
     Returns (the runner's health metrics, `reward/pseudo/*`)."""
-    from reasonrl.data.prompts import prompt_opens_think, scoring_text
     from reasonrl.rewards.routing import verifier_name
-    from reasonrl.rollout.scored import score_groups
+    from reasonrl.rollout.scored import score_groups, scoring_texts
 
     own = {id(g) for g in groups if own_labels and not unlabelled(g.problem)}
     checked = [g for g in groups if not unlabelled(g.problem) and id(g) not in own]
@@ -150,8 +146,7 @@ def relabel(groups: list[RolloutGroup], scorer, tokenizer, think_from_prompt: bo
     truth = {id(g): [r.correctness for r in g.results] for g in checked}
     flat, problems, stats = [], [], []
     for g in groups:
-        opens = think_from_prompt and prompt_opens_think(tokenizer, g.problem)
-        texts = [scoring_text(c.answer_text, opens) for c in g.completions]
+        texts = scoring_texts(g, tokenizer, think_from_prompt)
         g.rewards, g.results = [], []
         if id(g) in own:
             flat += texts

@@ -43,11 +43,16 @@ def score_groups(groups: list[RolloutGroup], tokenizer, scorer, think_from_promp
         return _score_groups(groups, tokenizer, scorer, think_from_prompt)
 
 
+def scoring_texts(group: RolloutGroup, tokenizer, think_from_prompt: bool = True) -> list[str]:
+    """What the verifiers read of each completion of `group`: the model's own text (tool outputs left out),
+    with the think-block policy of a prompt that opens one."""
+    opens = think_from_prompt and prompt_opens_think(tokenizer, group.problem)
+    return [scoring_text(c.answer_text, opens) for c in group.completions]
+
+
 def _score_groups(groups, tokenizer, scorer, think_from_prompt: bool) -> dict:
-    flat = [(g, c) for g in groups for c in g.completions]
-    opens = {id(g): think_from_prompt and prompt_opens_think(tokenizer, g.problem) for g in groups}
-    texts = [scoring_text(c.answer_text, opens[id(g)]) for g, c in flat]  # tool outputs left out
-    results, health = scorer.score(texts, [g.problem for g, _ in flat])
+    texts = [t for g in groups for t in scoring_texts(g, tokenizer, think_from_prompt)]
+    results, health = scorer.score(texts, [g.problem for g in groups for _ in g.completions])
     it = iter(results)
     for g in groups:
         for _ in g.completions:

@@ -36,12 +36,9 @@ def self_certainty(
 ):
     """(self-certainty [B, T] of each completion position,) in the engines' forward signature: KL(U || p_t),
     from the logits `chunk` positions at a time (no [B, T, V] fp32 copy)."""
-    ids, attn, p = batch.input_ids, batch.attention_mask, batch.prompt_len
-    pos = (attn.cumsum(-1) - 1).clamp_min(0)
-    with autocast():
-        logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=False).logits[
-            :, p - 1 : -1
-        ]
+    from reasonrl.engines.single import completion_logits
+
+    logits = completion_logits(model, batch, autocast)
     parts = []
     for s in range(0, logits.shape[1], chunk):
         z = logits[:, s : s + chunk].float() / temperature

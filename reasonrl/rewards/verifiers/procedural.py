@@ -53,15 +53,22 @@ def _gold_integer(problem: Problem) -> int:
     return gold
 
 
+def answer_integer(ans: str | None) -> int | None:
+    """The integer an answer block holds (spaces ignored), or None (no block, or not an integer)."""
+    try:
+        return int(ans.strip().replace(" ", "")) if ans is not None else None
+    except ValueError:
+        return None
+
+
 @VERIFIERS.register("arithmetic")
 def arithmetic(response: str, problem: Problem) -> RewardResult:
     """1 if the response ends with an `<answer>` holding exactly the integer ground truth."""
     ans, why = final_answer(response)
     if ans is None:
         return result(False, None, reason=why)
-    try:
-        value = int(ans.strip().replace(" ", ""))
-    except ValueError:
+    value = answer_integer(ans)
+    if value is None:
         return result(False, ans, reason="not_an_integer")
     return result(value == _gold_integer(problem), ans)
 
