@@ -232,25 +232,25 @@ def _trl_loss(f, take, out: Converted) -> None:
 
 # `trl grpo --reward_funcs` names -> reasonrl's term (TRL's math answer checks: the routed verifier)
 TRL_REWARD_FUNCS = {"accuracy_reward": "correctness", "reasoning_accuracy_reward": "correctness"}
+TRL_FUNCTION = "trl_function"  # any other function, run as it is (`rewards.verifiers.trl_function`)
 
 
 def _trl_rewards(take, out: Converted) -> None:
     """`trl grpo`'s reward model (`reward_model_name_or_path`, first in TRL's order) and `reward_funcs`,
-    weighted by `reward_weights` (one each, in that order; all 1 when not given), as reward.weights."""
-    terms: list[str | None] = []
+    weighted by `reward_weights` (one each, in that order; all 1 when not given), as reward.weights; the
+    functions reasonrl has no term for are the `trl_function` term, called as TRL calls them."""
+    terms: list[str] = []
+    names: list[str] = []
     if rm := take("reward_model_name_or_path"):
         terms.append("reward_model")
+        names.append("reward_model")
         out.set("reward.options.reward_model.path", str(rm))
     for name in as_list(take("reward_funcs") or []):
+        names.append(str(name))
         terms.append(
-            TRL_REWARD_FUNCS.get(name) or ("overlong" if name == "get_soft_overlong_punishment" else None)
+            TRL_REWARD_FUNCS.get(name)
+            or ("overlong" if name == "get_soft_overlong_punishment" else TRL_FUNCTION)
         )
-        if name == "think_format_reward":
-            out.notes.append("reward_funcs: think_format_reward: left out; reasonrl's closest term is "
-                             "format_think_answer (which also wants one final answer)")  # fmt: skip
-        elif terms[-1] is None:
-            out.notes.append(f"reward_funcs: {name}: a Python reward function; register it as a verifier (a "
-                             f"plugin) and add it to reward.weights (docs/rewards.md)")  # fmt: skip
     weights = take("reward_weights")
     weights = [1.0] * len(terms) if weights is None else [float(w) for w in as_list(weights)]
     if len(weights) != len(terms):
@@ -259,16 +259,28 @@ def _trl_rewards(take, out: Converted) -> None:
     if not terms:
         return
     chosen: dict[str, float] = {}
-    for term, weight in zip(terms, weights):
+    functions: list[tuple[str, float]] = []
+    for term, name, weight in zip(terms, names, weights):
         if term == "overlong":  # TRL's script: a linear penalty from 1024 to 1280 tokens, -1 beyond
             out.set("algo.shaping.overlong_buffer", 256)
             out.set("algo.shaping.overlong_penalty", weight)
             out.notes.append("reward_funcs: get_soft_overlong_punishment: algo.shaping.overlong_buffer=256; TRL's "
                              "script ends it at 1280 tokens, reasonrl's at rollout.max_new_tokens")  # fmt: skip
-        elif term is not None:
+        elif term == TRL_FUNCTION:
+            functions.append((name, weight))
+        else:
             chosen[term] = chosen.get(term, 0.0) + weight
-    if "reward_model" in chosen:  # TRL has no verifier of its own: correctness is logged, not rewarded
-        out.set("reward.weights", {"correctness": chosen.get("correctness", 0.0), **chosen})
+    if functions:  # one term: the functions summed with their own weights inside it, as TRL sums them
+        chosen[TRL_FUNCTION] = 1.0
+        options = {"functions": [n for n, _ in functions], "weights": [w for _, w in functions]}
+        if path := out.recipe.get("model", {}).get("path"):
+            options["tokenizer"] = str(path)  # TRL hands every function the completion's token ids too
+        out.set("reward.options.trl_function", options)
+        out.notes.append(f"reward_funcs: {', '.join(n for n, _ in functions)}: called as TRL calls them "
+                         "(reward.options.trl_function; an import path is imported from the directory the run "
+                         "starts in, as `trl grpo` does; docs/rewards.md)")  # fmt: skip
+    if "correctness" not in chosen and chosen:  # no accuracy function: correctness is logged, not rewarded
+        out.set("reward.weights", {"correctness": 0.0, **chosen})
     elif chosen:
         out.set("reward.weights", chosen)
 

@@ -33,6 +33,7 @@ from reasonrl.rewards.verifiers import (
     qa,  # noqa: F401  (registers qa_em)
     reward_model,  # noqa: F401  (registers reward_model: a scalar reward model as a reward term)
     table,  # noqa: F401  (registers table)
+    trl_function,  # noqa: F401  (registers trl_function: TRL's reward functions, as they are)
     unverified,  # noqa: F401  (registers none: a row with no checkable answer, SFT only)
     verl_function,  # noqa: F401  (registers verl_function: a verl reward function file, as it is)
 )

@@ -80,6 +80,9 @@ RUN_MODES = ("inline", "thread", "batch", "pool")
 DEFAULT_INLINE = frozenset({"arithmetic", "countdown", "format_think_answer", "overlong"})
 BATCH_BUDGET = 0.02  # a batched pool task is sized to take about this share of the time limit
 MAX_BATCH = 64
+# what a term's verifier reports beside its score that the combined result keeps (a TRL reward function's
+# own scores and what it logged: `verifiers.trl_function`)
+TERM_INFO = ("functions", "function_log", "logged_extra")
 _PEBBLE_TICK: float | None = None  # pebble's own poll interval, saved when `closing_soon` lowers it
 
 
@@ -454,6 +457,8 @@ class RewardRunner:
             total += w * float(res.score)
             if term != CORRECTNESS and kind(res) != "ok":
                 reasons[term] = res.reason
+            if term != CORRECTNESS:
+                info.update({k: res.info[k] for k in TERM_INFO if k in res.info})
         if main:
             info["verifier"] = main.name
             # the verifier's own correctness where it gives one (a verl function's "acc"), else its score

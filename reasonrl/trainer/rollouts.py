@@ -79,6 +79,7 @@ def reward_metrics(run, groups: list[RolloutGroup]) -> dict[str, float]:
         "reward/solved_all_frac": sum(min(g.correctness) >= 1.0 for g in groups) / len(groups),
         "reward/solved_none_frac": sum(max(g.correctness) <= 0.0 for g in groups) / len(groups),
         **term_metrics(results),
+        **function_metrics(results),
         **tool_metrics(
             [c for g in groups for c in g.completions], getattr(run.rollout_engine, "runs_tools", False)
         ),
@@ -97,6 +98,31 @@ def term_metrics(results) -> dict[str, float]:
         scores = torch.tensor([float(t[name]) for t in rows])
         out[f"reward/term/{name}"] = scores.mean().item()
         out[f"reward/term/{name}_std"] = scores.std().item() if len(scores) > 1 else 0.0
+    return out
+
+
+def function_metrics(results) -> dict[str, float]:
+    """`reward/function/<name>/{count, mean, std}`: each TRL reward function's own scores over the samples it
+    applies to (TRL's `rewards/<name>/mean`), and `reward/function_log/<name>/{count, mean}`: what the
+    functions logged with `log_metric` (`rewards.verifiers.trl_function`). Families with a count: a rank
+    whose share a function does not apply to has none of its keys (`distributed.reduce_metrics`)."""
+    scores: dict[str, list[float]] = {}
+    logged: dict[str, list[float]] = {}
+    for r in results:
+        for name, value in (r.info.get("functions") or {}).items():
+            if value is not None:
+                scores.setdefault(name, []).append(float(value))
+        for name, value in (r.info.get("function_log") or {}).items():
+            logged.setdefault(name, []).append(float(value))
+    out = {}
+    for name, xs in scores.items():
+        t = torch.tensor(xs)
+        out[f"reward/function/{name}/count"] = float(len(xs))
+        out[f"reward/function/{name}/mean"] = t.mean().item()
+        out[f"reward/function/{name}/std"] = t.std().item() if len(xs) > 1 else 0.0
+    for name, xs in logged.items():
+        out[f"reward/function_log/{name}/count"] = float(len(xs))
+        out[f"reward/function_log/{name}/mean"] = sum(xs) / len(xs)
     return out
 
 
@@ -160,6 +186,7 @@ def sample_groups(groups: list[RolloutGroup], k: int, step: int) -> list[dict]:
                         **(
                             {"terms": res.info["terms"]} if res and "terms" in res.info else {}
                         ),  # each term's score
+                        **{k: res.info[k] for k in ("functions", "logged_extra") if res and k in res.info},
                     }
                     for c, r, res in zip(g.completions, g.rewards or unscored, g.results or unscored)
                 ],  # fmt: skip

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import yaml
 
@@ -18,26 +20,42 @@ def _trl(tmp_path, text: str):
     return convert("trl", path)
 
 
-def test_trl_reward_model_first_then_its_functions_each_with_its_weight(tmp_path):
+def test_trl_reward_model_first_then_its_functions_each_with_its_weight(tmp_path, monkeypatch):
     out = _trl(
         tmp_path,
         """reward_model_name_or_path: Skywork/Skywork-Reward-V2-Qwen3-0.6B
-reward_funcs: [accuracy_reward, think_format_reward, get_soft_overlong_punishment, my_lib.rewards.custom]
+reward_funcs: [accuracy_reward, think_format_reward, get_soft_overlong_punishment, my_lib_convert.custom]
 reward_weights: [0.5, 1.0, 0.2, 0.3, 0.1]
 """,
     )
     r = out.recipe
-    assert r["reward"]["weights"] == {"correctness": 1.0, "reward_model": 0.5}
-    assert r["reward"]["options"] == {"reward_model": {"path": "Skywork/Skywork-Reward-V2-Qwen3-0.6B"}}
+    assert r["reward"]["weights"] == {"correctness": 1.0, "reward_model": 0.5, "trl_function": 1.0}
+    # the functions reasonrl has no term for: called as TRL calls them, with their own weights, token ids too
+    assert r["reward"]["options"] == {
+        "reward_model": {"path": "Skywork/Skywork-Reward-V2-Qwen3-0.6B"},
+        "trl_function": {"functions": ["think_format_reward", "my_lib_convert.custom"], "weights": [0.2, 0.1],
+                         "tokenizer": "Qwen/Qwen2.5-0.5B"},
+    }  # fmt: skip
     assert r["algo"]["shaping"] == {"overlong_buffer": 256, "overlong_penalty": 0.3}
     notes = "\n".join(out.notes)
-    assert "think_format_reward: left out; reasonrl's closest term is format_think_answer" in notes
-    assert "my_lib.rewards.custom: a Python reward function; register it as a verifier" in notes
+    assert "reward_funcs: think_format_reward, my_lib_convert.custom: called as TRL calls them" in notes
     assert "reward_funcs=" not in notes and "reward_weights=" not in notes  # read, not "left out"
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(yaml.safe_dump(r))
-    cfg = load_config(recipe)
-    assert cfg.reward.weights == {"correctness": 1.0, "reward_model": 0.5}
+    # the recipe loads where the run starts: the import path from there, as `trl grpo` imports it
+    (tmp_path / "my_lib_convert.py").write_text("def custom(completions, **kwargs):\n    return [0.0]\n")
+    monkeypatch.chdir(tmp_path)
+    try:
+        cfg = load_config(recipe)
+    finally:
+        sys.modules.pop("my_lib_convert", None)
+    assert cfg.reward.weights == {"correctness": 1.0, "reward_model": 0.5, "trl_function": 1.0}
+
+
+def test_trl_functions_without_an_accuracy_function_leave_correctness_logged_only(tmp_path):
+    r = _trl(tmp_path, "reward_funcs: [think_format_reward]\n").recipe
+    assert r["reward"]["weights"] == {"correctness": 0.0, "trl_function": 1.0}
+    assert r["reward"]["options"]["trl_function"]["functions"] == ["think_format_reward"]
 
 
 def test_trl_reward_model_alone_is_the_reward_and_weights_default_to_one(tmp_path):

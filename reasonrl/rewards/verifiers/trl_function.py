@@ -1,0 +1,276 @@
+"""TRL reward functions, as they are: the verifier `trl_function` calls the Python functions a TRL user
+gives `GRPOTrainer(reward_funcs=[...])` or `trl grpo --reward_funcs` (a function
+`fn(prompts, completions, completion_ids, **kwargs) -> list[float | None]`), and sums them with their
+weights (`reward_weights`) as TRL does.
+
+Options (`reward.options.trl_function`):
+- `functions`: what `trl grpo --reward_funcs` takes, one entry each: an import path `my_rewards.format_reward`
+  (imported with the working directory on `sys.path`, as TRL imports it), a file `path/to/rewards.py:name`,
+  or one of TRL's built-in names (`accuracy_reward`, `reasoning_accuracy_reward`, `think_format_reward`,
+  `get_soft_overlong_punishment` with TRL's script's 1280 / 256 tokens; these need `pip install trl`);
+- `weights`: one per function (TRL's `reward_weights`; default 1 each);
+- `correctness`: the function whose score is the sample's correctness (what `reward/accuracy`, pass@k and
+  the curriculum count: its score clipped to [0, 1]); without one, the weighted sum clipped to [0, 1];
+- `format`: `conversational` (default: reasonrl's prompts are chat messages, so TRL hands a function the
+  prompt's messages and each completion as `[{"role": "assistant", "content": text}]`) or `standard` (the
+  prompt's text and the completion's text);
+- `tokenizer`: a tokenizer (the policy's path) for `completion_ids`, the completion's token ids; a function
+  that requires them is refused at load without one;
+- `label_key`: the keyword the row's ground truth is given as (default `solution`, the column TRL's
+  `accuracy_reward` and open-r1's functions read), besides `ground_truth`.
+
+How it is called, per completion (each call one row, in the verifier workers under `reward.timeout_s`,
+like every verifier): `fn(prompts=[prompt], completions=[completion], completion_ids=[ids],
+trainer_state=None, log_metric=..., log_extra=..., **columns)`, the columns being the row's `extra_info`
+(a converter's other columns), `data_source`, `ground_truth` and `label_key`, each as a one-element list,
+as TRL passes a dataset's columns. A coroutine function is run to its end. What comes back is read as TRL
+reads it: one number per completion, `None` meaning "does not apply to this row" (left out of the sum,
+TRL's nansum; a row no function applies to scores 0, reason `no_function_applies`). A function that
+returns anything else (text, NaN, a list of another length) or raises makes the call a verifier error
+(scores 0, counted in `verifier/error_rate`). `log_metric(name, value)` values come back as
+`reward/function_log/<name>` (the step's mean); `log_extra(column, values)` values are kept in the
+result (rollouts.jsonl). `trainer_state` is None: the verifier workers do not know the trainer's step.
+
+Each function's raw score is in info["functions"] (rollouts.jsonl) and logged as
+`reward/function/<name>/{mean, std}` (TRL's `rewards/<name>/mean`).
+
+Owns: loading the functions (`load`), calling them (`call`), reading their values, the load-time checks.
+Does not own: routing (`rewards.routing`), time limits (`rewards.runner`), loading a file
+(`verl_function.load_function`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import math
+import numbers
+import os
+import sys
+from functools import lru_cache
+from typing import Any
+
+from reasonrl.rewards.base import VERIFIERS, RewardResult
+from reasonrl.types import Problem
+
+FORMATS = ("conversational", "standard")
+# `trl grpo`'s own names (trl/scripts/grpo.py): the functions of trl.rewards, the overlong one as its script
+# builds it
+BUILT_IN = (
+    "accuracy_reward",
+    "reasoning_accuracy_reward",
+    "think_format_reward",
+    "get_soft_overlong_punishment",
+)
+
+
+def label(spec: str) -> str:
+    """The name a function is logged under: the last part of its spec."""
+    return spec.replace(":", ".").rsplit(".", 1)[-1]
+
+
+def load(spec: str):
+    """The function `spec` names (module docstring); ValueError naming the spec and what is wrong."""
+    if spec in BUILT_IN:
+        try:
+            rewards = importlib.import_module("trl.rewards")
+            if spec == "get_soft_overlong_punishment":
+                return rewards.get_soft_overlong_punishment(max_completion_len=1280, soft_punish_cache=256)
+            return getattr(rewards, spec)
+        except ImportError as e:
+            raise ValueError(f"{spec!r} is TRL's own reward function: pip install trl ({e})") from None
+    if ":" in spec:
+        from reasonrl.rewards.verifiers.verl_function import load_function
+
+        path, name = spec.rsplit(":", 1)
+        return load_function(path, name)
+    if "." not in spec:
+        raise ValueError(f"{spec!r} is neither an import path (module.function), a file (path.py:function) "
+                         f"nor one of TRL's names ({', '.join(BUILT_IN)})")  # fmt: skip
+    module, name = spec.rsplit(".", 1)
+    if os.getcwd() not in sys.path:  # TRL imports a reward function's module from the working directory
+        sys.path.insert(0, os.getcwd())
+    try:
+        fn = getattr(importlib.import_module(module), name, None)
+    except Exception as e:  # the user's module: its own error, named
+        raise ValueError(f"{spec!r}: importing {module} failed ({type(e).__name__}: {e})") from None
+    if not callable(fn):
+        raise ValueError(f"{spec!r}: {module} defines no function {name!r}")
+    return fn
+
+
+@lru_cache(maxsize=4)
+def _tokenizer(path: str):
+    from reasonrl.rewards.verifiers.openrlhf_reward import _tokenizer as load_tokenizer
+
+    return load_tokenizer(path)
+
+
+def columns(problem: Problem, label_key: str = "solution") -> dict[str, Any]:
+    """The row's columns as TRL hands them to a reward function (each the row's one value)."""
+    out = {str(k): v for k, v in problem.extra_info.items()}
+    out.setdefault("data_source", problem.data_source)
+    out.setdefault("ground_truth", problem.ground_truth)
+    if label_key:
+        out.setdefault(label_key, problem.ground_truth)
+    return out
+
+
+def _value(got: Any, spec: str) -> float | None:
+    if hasattr(got, "tolist"):  # a tensor / array
+        got = got.tolist()
+    if not isinstance(got, (list, tuple)):
+        raise ValueError(f"{spec} returned {type(got).__name__} {str(got)[:60]!r}, not a list of rewards")
+    if len(got) != 1:
+        raise ValueError(f"{spec} returned {len(got)} rewards for one completion")
+    value = got[0]
+    if value is None:
+        return None
+    if not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise ValueError(f"{spec} returned {value!r}, not a finite number or None")
+    return float(value)
+
+
+def call(spec: str, response: str, problem: Problem, fmt: str = "conversational", tokenizer: str = "",
+         label_key: str = "solution") -> tuple[float | None, dict[str, list], dict[str, Any]]:  # fmt: skip
+    """(the function's reward for `response` or None, what it logged with log_metric, with log_extra)."""
+    from reasonrl.data.prompts import plain_text
+
+    fn = load(spec)
+    if fmt == "conversational":
+        prompt: Any = [dict(m) for m in problem.prompt]
+        completion: Any = [{"role": "assistant", "content": response}]
+    else:
+        prompt, completion = plain_text(problem), response
+    metrics: dict[str, list] = {}
+    extra: dict[str, Any] = {}
+    kwargs = {k: [v] for k, v in columns(problem, label_key).items()}
+    kwargs.update(
+        prompts=[prompt],
+        completions=[completion],
+        trainer_state=None,
+        log_metric=lambda name, value: metrics.setdefault(str(name), []).append(float(value)),
+        log_extra=lambda column, values: extra.__setitem__(str(column), list(values)[0]),
+    )
+    if tokenizer:
+        kwargs["completion_ids"] = [_tokenizer(tokenizer)(response, add_special_tokens=False)["input_ids"]]
+    got = fn(**kwargs)
+    if inspect.isawaitable(got):  # an async reward function (TRL gathers them on its event loop)
+        got = asyncio.run(got) if inspect.iscoroutine(got) else asyncio.run(_awaited(got))
+    return _value(got, spec), metrics, extra
+
+
+async def _awaited(value):
+    return await value
+
+
+@VERIFIERS.register("trl_function")
+def trl_function(response: str, problem: Problem, functions: list | None = None, weights: list | None = None,
+                 correctness: str = "", format: str = "conversational", tokenizer: str = "",
+                 label_key: str = "solution") -> RewardResult:  # fmt: skip
+    """The weighted sum of the `functions`' rewards for this completion (module docstring)."""
+    specs = [str(s) for s in functions or ()]
+    ws = [float(w) for w in weights] if weights else [1.0] * len(specs)
+    scores: dict[str, float | None] = {}
+    logged: dict[str, float] = {}
+    extra: dict[str, Any] = {}
+    for spec in specs:
+        value, metrics, more = call(spec, response, problem, format, tokenizer, label_key)
+        scores[label(spec)] = value
+        logged.update({k: sum(v) / len(v) for k, v in metrics.items() if v})
+        extra.update(more)
+    applied = [(w, v) for w, v in zip(ws, scores.values()) if v is not None]
+    total = sum(w * v for w, v in applied)
+    if correctness:
+        right = scores.get(label(correctness))
+        solved = min(max(right or 0.0, 0.0), 1.0)
+    else:
+        solved = min(max(total, 0.0), 1.0)
+    reason = (
+        "no_function_applies"
+        if not applied
+        else "correct"
+        if solved >= 1
+        else "wrong"
+        if solved <= 0
+        else "partial"
+    )
+    info: dict[str, Any] = {"extracted": None, "reason": reason, "correctness": solved, "functions": scores}
+    if logged:
+        info["function_log"] = logged
+    if extra:
+        info["logged_extra"] = extra
+    return RewardResult(total, info)
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """Every function loads and can be called TRL's way; the weights, the correctness function, the format
+    and the label key make sense: checked when the recipe is read, before any work."""
+    specs = options.get("functions")
+    if not isinstance(specs, (list, tuple)) or not specs or not all(isinstance(s, str) and s for s in specs):
+        raise ValueError(f"option 'functions' (TRL's reward_funcs: import paths, path.py:name or TRL's names) must "
+                         f"be a non-empty list of names, got {specs!r}")  # fmt: skip
+    labels = [label(s) for s in specs]
+    if len(set(labels)) != len(labels):
+        raise ValueError(
+            f"option 'functions' names two functions alike ({labels}): each is logged by its name"
+        )
+    weights = options.get("weights")
+    if weights is not None and (
+        not isinstance(weights, (list, tuple))
+        or len(weights) != len(specs)
+        or not all(
+            isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) for w in weights
+        )
+    ):
+        raise ValueError(f"option 'weights' must be one number per function ({len(specs)}), got {weights!r}")
+    if options.get("correctness") and label(str(options["correctness"])) not in labels:
+        raise ValueError(
+            f"option 'correctness' {options['correctness']!r} is not one of the functions {labels}"
+        )
+    if options.get("format", "conversational") not in FORMATS:
+        raise ValueError(f"option 'format' must be one of {FORMATS}, got {options.get('format')!r}")
+    for spec in specs:
+        required, keywords = _parameters(spec)
+        if "completion_ids" in required and not options.get("tokenizer"):
+            raise ValueError(f"{spec} needs completion_ids: set reward.options.trl_function.tokenizer to the "
+                             "policy's tokenizer (its model path)")  # fmt: skip
+        if keywords is False and "completions" not in required | _OPTIONAL.get(spec, set()):
+            raise ValueError(
+                f"{spec} takes no 'completions' (TRL calls fn(prompts=..., completions=..., **kwargs))"
+            )
+
+
+_OPTIONAL: dict[str, set[str]] = {}  # spec -> its parameters with defaults
+
+
+def _parameters(spec: str) -> tuple[set[str], bool | None]:
+    """(the function's required keyword parameters, whether it takes **kwargs; None: no signature)."""
+    fn = load(spec)
+    try:
+        params = inspect.signature(fn).parameters
+    except ValueError:  # a builtin without a signature: called as it is
+        return set(), None
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    _OPTIONAL[spec] = {n for n, p in params.items() if p.kind in named and p.default is not p.empty}
+    required = {n for n, p in params.items() if p.kind in named and p.default is p.empty}
+    return required, any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _check_setup(options: dict[str, Any], problem: Problem | None = None) -> None:
+    """A row routed here gives every column its functions require (a column TRL's dataset would have had:
+    here a key of the row's extra_info), so a missing one is an error naming the row before any work."""
+    if problem is None:
+        return
+    given = {"prompts", "completions", "trainer_state", "log_metric", "log_extra", "completion_ids"}
+    given |= set(columns(problem, str(options.get("label_key", "solution"))))
+    for spec in options.get("functions") or ():
+        missing = sorted(_parameters(str(spec))[0] - given)
+        if missing:
+            raise ValueError(f"trl_function {spec} takes {missing}, which the row does not have (TRL passes a "
+                             "dataset's columns; here they are the row's extra_info keys)")  # fmt: skip
+
+
+trl_function.check_options = _check_options  # type: ignore[attr-defined]
+trl_function.check_setup = _check_setup  # type: ignore[attr-defined]

@@ -1,0 +1,54 @@
+"""A run rewarded by TRL reward functions (`reward.verifier: trl_function`): the verifier workers import the
+user's module from the working directory, as `trl grpo` does, every step's reward is the functions' weighted
+sum, and each function's scores are in rollouts.jsonl and the metrics."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from test_train_loop import _cfg
+
+from reasonrl.trainer.loop import train
+
+REWARDS = """
+def odd_length(prompts, completions, solution, **kwargs):
+    assert prompts[0][-1]["content"].endswith("+ 2 =") and solution == ["5"] and kwargs["k"] == [1]
+    return [1.0 if len(c[0]["content"]) % 2 else 0.25 for c in completions]
+
+def only_even_rows(completions, row, **kwargs):
+    return [None if r % 2 else 0.5 for r in row]
+"""
+
+
+def test_a_run_trains_on_the_rewards_of_trl_functions(tiny_model_dir, tmp_path, monkeypatch):
+    (tmp_path / "trl_run_rewards.py").write_text(REWARDS)
+    monkeypatch.chdir(tmp_path)
+    rows = [{"data_source": "my_data", "prompt": [{"role": "user", "content": f"{i} + 2 ="}],
+             "reward_model": {"ground_truth": "5"}, "extra_info": {"k": 1, "row": i}} for i in range(8)]  # fmt: skip
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    fns = "[trl_run_rewards.odd_length,trl_run_rewards.only_even_rows]"
+    cfg = _cfg(tiny_model_dir, tmp_path / "run", 2, "checkpoint.every=0", f"data.train_files=[{data}]",
+               f"data.val_files=[{data}]", "reward.verifier=trl_function",
+               f"reward.options.trl_function.functions={fns}", "reward.options.trl_function.weights=[1.0,2.0]",
+               "reward.options.trl_function.correctness=odd_length")  # fmt: skip
+    try:
+        hist = train(cfg, log=lambda *a: None)["history"]
+    finally:
+        sys.modules.pop("trl_run_rewards", None)
+    rollouts = [json.loads(x) for x in (tmp_path / "run" / "rollouts.jsonl").read_text().splitlines()]
+    done = [c for r in rollouts for c in r["completions"]]
+    assert len(done) == 2 * 4 * 4  # steps x logged prompts x samples
+    for r in rollouts:
+        even = int(r["prompt"].split()[0]) % 2 == 0
+        for c in r["completions"]:
+            odd = 1.0 if len(c["text"]) % 2 else 0.25
+            assert c["functions"] == {"odd_length": odd, "only_even_rows": 0.5 if even else None}
+            assert c["reward"] == odd + (1.0 if even else 0.0)  # 1 x odd_length + 2 x only_even_rows
+    steps = [h for h in hist if "reward/mean" in h]
+    assert len(steps) == 2 and all(h.get("verifier/error_rate", 0.0) == 0.0 for h in steps)
+    for h in steps:  # each function's mean over the samples it applies to
+        assert h["reward/function/only_even_rows/mean"] == 0.5
+        assert h["reward/function/only_even_rows/count"] < h["reward/function/odd_length/count"]
+        assert 0.25 <= h["reward/function/odd_length/mean"] <= 1.0
