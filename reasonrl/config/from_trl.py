@@ -101,7 +101,8 @@ TRL_NOT_NEEDED = {
     "per_device_eval_batch_size": "val.batch_size",
     "bf16": None, "use_peft": None, "save_strategy": None, "eval_strategy": None, "report_to": None,
     "vllm_mode": "the vLLM engine runs in the trainer's process (colocated)",
-    "dataset_name": "data comes from local files: data.train_files (reasonrl data convert ...), or data.task",
+    "dataset_name": "data comes from local files: data.train_files (`reasonrl data prepare trl --input FILE "
+    "--out train.parquet` converts TRL's GRPO data, keeping its columns for reward functions), or data.task",
     "dataset_train_split": "data comes from local files", "dataset_config": "data comes from local files",
     "use_liger_kernel": "model.logprob_chunk computes log-probs without the [B, T, V] logits",
     "max_tool_calling_iterations": "TRL's tools are Python functions given in code; reasonrl's is the sandboxed "

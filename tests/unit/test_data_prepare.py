@@ -164,6 +164,9 @@ SOURCES = {
     "ttrl": ("AIME-TTT.json", [{"prompt": "Find n.", "answer": "204", "source": "aime", "id": "0"},
                                {"prompt": "Find m.", "answer": "33", "source": "aime", "id": "1"}], {},
              "AIME-TTT", "\\boxed{204}", "\\boxed{205}"),
+    # trl-lib/DeepMath-103K's shape: conversational prompt, solution, other columns (for TRL's reward functions)
+    "trl": ("deepmath.parquet", [{"prompt": [{"role": "user", "content": "What is 6*7?"}], "solution": "42",
+                                  "difficulty": 3.0}], {}, "math", "\\boxed{42}", "\\boxed{41}"),
     "luffy": ("openr1.parquet", [{"data_source": "openr1", "ability": "math", "prompt": [
         {"role": "user", "content": "What is 6*7?"}], "target": [{"role": "assistant", "content": "\\boxed{42}"}],
         "reward_model": {"style": "rule", "ground_truth": "42"}, "extra_info": {"index": 0}}], {},

@@ -5,6 +5,7 @@ in the metrics, and every mistake named before any work or counted as a verifier
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 
@@ -265,3 +266,31 @@ def test_function_metrics_are_each_functions_mean_over_the_rows_it_applies_to():
         "reward/function_log/seen/count": 2.0, "reward/function_log/seen/mean": 0.5,
     }, abs=1e-5)  # fmt: skip
     assert function_metrics([RewardResult(1.0, {"reason": "correct"})]) == {}
+
+
+def test_trl_data_keeps_its_columns_for_the_functions_and_rows_without_answers_route_to_them(
+    rewards_module, tmp_path
+):
+    """`reasonrl data prepare trl`: TRL's prompt column as messages, the answer column as the ground truth
+    (`solution`, else `answer`), every other column in extra_info, where the functions get it back."""
+    from reasonrl.data.prepare import convert_files
+
+    src = tmp_path / "grpo.jsonl"
+    rows = [{"prompt": "What is 2+2?", "solution": "4", "kind": "math"},
+            {"prompt": [{"role": "user", "content": "What is 2+2?"}], "answer": "4", "kind": "code"}]  # fmt: skip
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    problems, _ = convert_files("trl", [str(src)])
+    assert [(p.prompt, p.ground_truth, p.data_source) for p in problems] == [
+        ([{"role": "user", "content": "What is 2+2?"}], "4", "math")
+    ] * 2
+    assert [p.extra_info["kind"] for p in problems] == ["math", "code"]
+    results, _ = _score({"functions": [f"{rewards_module}.exact"]}, ["<answer>4</answer>"] * 2, problems)
+    assert [r.info["functions"]["exact"] for r in results] == [1.0, None]  # `kind` reached the function
+    bare, _ = convert_files("trl", [str(src)], {"answer": "none"})
+    assert [(p.ground_truth, p.verifier) for p in bare] == [("", "trl_function")] * 2
+    src.write_text(json.dumps({"question": "no prompt column", "solution": "1"}) + "\n")
+    with pytest.raises(InputError, match="prompt.*missing"):
+        convert_files("trl", [str(src)])
+    src.write_text(json.dumps({"prompt": "no answer"}) + "\n")
+    with pytest.raises(InputError, match="solution.*missing.*--option answer=none"):
+        convert_files("trl", [str(src)])

@@ -130,6 +130,7 @@ def count(ctx: Context, what: str) -> None:
 
 def convert_rows(conv: Converter, rows: list[dict], where: str, ctx: Context, report: Report,
                  skip_bad: bool = False) -> list[Problem]:  # fmt: skip
+    from reasonrl.rewards import VERIFIERS
     from reasonrl.rewards.routing import check_route
     from reasonrl.rewards.verifiers.unverified import NONE
 
@@ -152,7 +153,10 @@ def convert_rows(conv: Converter, rows: list[dict], where: str, ctx: Context, re
                     p.data_source = ctx.options["data_source"]
                 if ctx.options.get("system") and not any(m.get("role") == "system" for m in p.prompt):
                     p.prompt = [{"role": "system", "content": str(ctx.options["system"])}, *p.prompt]
-                if p.verifier != NONE:  # (a row with no checkable answer: SFT data, refused where scored)
+                # (a row with no checkable answer: SFT data, refused where scored; a row routed to a verifier
+                # whose options only a run's recipe gives, e.g. trl_function's functions: checked at load)
+                own = VERIFIERS.get(p.verifier) if p.verifier and p.verifier != NONE else None
+                if p.verifier != NONE and not getattr(own, "configured_by_run", False):
                     # every problem must route to a verifier; its label must work there, unless the converter
                     # was asked for rows without one (option labels=false: reward.pseudo_label votes them)
                     check_route(p, checked=ctx.routed, label=ctx.options.get("labels") is not False)

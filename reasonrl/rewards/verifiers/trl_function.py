@@ -274,3 +274,5 @@ def _check_setup(options: dict[str, Any], problem: Problem | None = None) -> Non
 
 trl_function.check_options = _check_options  # type: ignore[attr-defined]
 trl_function.check_setup = _check_setup  # type: ignore[attr-defined]
+# its options (the functions) come from a run's recipe: a converter's rows routed here are checked when it loads
+trl_function.configured_by_run = True  # type: ignore[attr-defined]
