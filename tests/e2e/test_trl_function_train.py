@@ -24,6 +24,7 @@ def only_even_rows(completions, row, **kwargs):
 def test_a_run_trains_on_the_rewards_of_trl_functions(tiny_model_dir, tmp_path, monkeypatch):
     (tmp_path / "trl_run_rewards.py").write_text(REWARDS)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # (the import puts the directory there, as TRL does)
     rows = [{"data_source": "my_data", "prompt": [{"role": "user", "content": f"{i} + 2 ="}],
              "reward_model": {"ground_truth": "5"}, "extra_info": {"k": 1, "row": i}} for i in range(8)]  # fmt: skip
     data = tmp_path / "train.jsonl"

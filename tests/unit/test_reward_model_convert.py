@@ -45,6 +45,7 @@ reward_weights: [0.5, 1.0, 0.2, 0.3, 0.1]
     # the recipe loads where the run starts: the import path from there, as `trl grpo` imports it
     (tmp_path / "my_lib_convert.py").write_text("def custom(completions, **kwargs):\n    return [0.0]\n")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # (the import puts the directory there, as TRL does)
     try:
         cfg = load_config(recipe)
     finally:

@@ -122,10 +122,11 @@ def test_500_then_success_retries(server):
 def test_retries_back_off_exponentially_with_jitter_and_never_before_the_first_try(server, monkeypatch):
     import reasonrl.rewards.verifiers.judge as judge_module
 
-    slept, real_clock = [], time.monotonic
-    # a clock that sleeping moves on, without the wait
+    slept, start = [], time.monotonic()
+    # a clock that only sleeping moves on, without the wait (the requests themselves take no time on it: a
+    # loaded machine's slow reply must not change which waits fit before the deadline)
     monkeypatch.setattr(judge_module.time, "sleep", slept.append)
-    monkeypatch.setattr(judge_module.time, "monotonic", lambda: real_clock() + sum(slept))
+    monkeypatch.setattr(judge_module.time, "monotonic", lambda: start + sum(slept))
     server.script = [("status", 503)]
     res = judge("<answer>42 J</answer>", prob(judge_cfg=fast(server.url, retries=3, backoff_s=0.5)))
     assert (res.reason, res.info["attempts"], len(server.requests)) == ("error: http 503", 4, 4)

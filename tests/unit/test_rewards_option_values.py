@@ -44,6 +44,10 @@ def _required(name: str, tmp_path) -> dict:
         return {"path": "org/reward-model"}  # a hub id: read when it loads
     if name == "openrlhf_remote":
         return {"url": "http://127.0.0.1:9/get_reward"}
+    if name == "trl_function":
+        path = tmp_path / "trl_rewards.py"
+        path.write_text("def f(completions, **kwargs):\n    return [0.0]\n")
+        return {"functions": [f"{path}:f"]}
     if name not in ("verl_function", "openrlhf_function"):
         return {}
     path = tmp_path / "fn.py"

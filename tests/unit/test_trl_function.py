@@ -80,6 +80,7 @@ def rewards_module(tmp_path, monkeypatch):
     name = f"my_rewards_{tmp_path.name.replace('-', '_')}"
     (tmp_path / f"{name}.py").write_text(REWARDS)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # (the import puts the directory there, as TRL does)
     yield name
     sys.modules.pop(name, None)
 
