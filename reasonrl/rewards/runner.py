@@ -178,6 +178,7 @@ class RewardRunner:
         self.tasks_scheduled = 0  # pool tasks sent (a batch of quick calls is one task)
         self._latency: dict[str, float] = {}  # verifier name -> mean seconds per pool call
         self._tick_lowered = False  # closing_soon() lowered pebble's tick; close() restores it
+        self.trainer_state: dict | None = None  # the step, set by the trainer (`trl_function` reads it)
 
     # -- lifecycle
     def __enter__(self) -> RewardRunner:
@@ -327,7 +328,7 @@ class RewardRunner:
             j.mode = modes[j.name]
 
         def call_args(j: _Job) -> tuple:
-            return (j.name, responses[j.item], problems[j.item], self.options.get(j.name))
+            return (j.name, responses[j.item], problems[j.item], self._options(j.name))
 
         pool_jobs = [j for j in jobs if j.mode == "pool"]
         if pool_jobs:
@@ -342,7 +343,7 @@ class RewardRunner:
                 name,
                 [responses[j.item] for j in rows],
                 [problems[j.item] for j in rows],
-                self.options.get(name),
+                self._options(name),
             )
             pending[self._thread_pool(name).submit(call_batch, *call)] = rows
         for j in jobs:  # inline work overlaps with the pool's
@@ -357,6 +358,13 @@ class RewardRunner:
         metrics = health_metrics(jobs)
         metrics["verifier/batch_seconds"] = time.perf_counter() - t0
         return results, metrics
+
+    def _options(self, name: str) -> dict | None:
+        """Verifier `name`'s options, with the trainer's `trainer_state` where it takes one (a TRL function)."""
+        opts = self.options.get(name)
+        if self.trainer_state is None or not getattr(VERIFIERS.get(name), "takes_trainer_state", False):
+            return opts
+        return {**(opts or {}), "trainer_state": dict(self.trainer_state)}
 
     def _pool_batches(self, jobs: list[_Job]) -> list[list[_Job]]:
         """Pool calls grouped into tasks: a verifier's calls go several to a task when its calls are

@@ -169,6 +169,10 @@ def step_rollouts(run, cfg: RunConfig, step: int, needs: frozenset[str], version
     r = cfg.rollout
     params = SamplingParams.of_rollout(r, step_seed(cfg.train.seed, step))
     guided = cfg.data.response_key if cfg.algo.guidance.enabled else None  # demonstrations in the groups
+    if (
+        getattr(run, "scorer", None) is not None
+    ):  # TRL's trainer_state for its reward functions (trl_function)
+        run.scorer.trainer_state = {"global_step": step - 1, "max_steps": cfg.train.steps}
     groups, metrics = collect_step(run, params, cfg.algo, guided)
     metrics = {**metrics, **run.sampler.metrics()}  # curriculum levels, mixture shares
     baseline = (  # ReMax: rewards of greedy completions (no random numbers drawn)

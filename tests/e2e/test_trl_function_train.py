@@ -18,6 +18,9 @@ def odd_length(prompts, completions, solution, **kwargs):
 
 def only_even_rows(completions, row, **kwargs):
     return [None if r % 2 else 0.5 for r in row]
+
+def progress(completions, trainer_state, **kwargs):  # TRL's schedules read the step this way
+    return [trainer_state.global_step / trainer_state.max_steps for _ in completions]
 """
 
 
@@ -29,10 +32,10 @@ def test_a_run_trains_on_the_rewards_of_trl_functions(tiny_model_dir, tmp_path, 
              "reward_model": {"ground_truth": "5"}, "extra_info": {"k": 1, "row": i}} for i in range(8)]  # fmt: skip
     data = tmp_path / "train.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    fns = "[trl_run_rewards.odd_length,trl_run_rewards.only_even_rows]"
+    fns = "[trl_run_rewards.odd_length,trl_run_rewards.only_even_rows,trl_run_rewards.progress]"
     cfg = _cfg(tiny_model_dir, tmp_path / "run", 2, "checkpoint.every=0", f"data.train_files=[{data}]",
                f"data.val_files=[{data}]", "reward.verifier=trl_function",
-               f"reward.options.trl_function.functions={fns}", "reward.options.trl_function.weights=[1.0,2.0]",
+               f"reward.options.trl_function.functions={fns}", "reward.options.trl_function.weights=[1.0,2.0,0.0]",
                "reward.options.trl_function.correctness=odd_length")  # fmt: skip
     try:
         hist = train(cfg, log=lambda *a: None)["history"]
@@ -45,7 +48,9 @@ def test_a_run_trains_on_the_rewards_of_trl_functions(tiny_model_dir, tmp_path, 
         even = int(r["prompt"].split()[0]) % 2 == 0
         for c in r["completions"]:
             odd = 1.0 if len(c["text"]) % 2 else 0.25
-            assert c["functions"] == {"odd_length": odd, "only_even_rows": 0.5 if even else None}
+            done_share = (r["step"] - 1) / 2  # the steps done before this one's rollouts, of train.steps
+            assert c["functions"] == {"odd_length": odd, "only_even_rows": 0.5 if even else None,
+                                      "progress": done_share}  # fmt: skip
             assert c["reward"] == odd + (1.0 if even else 0.0)  # 1 x odd_length + 2 x only_even_rows
     steps = [h for h in hist if "reward/mean" in h]
     assert len(steps) == 2 and all(h.get("verifier/error_rate", 0.0) == 0.0 for h in steps)

@@ -67,6 +67,9 @@ REWARDS = textwrap.dedent(
     def no_completions(prompts):
         return [1.0]
 
+    def progress(completions, trainer_state, **kwargs):
+        return [None if trainer_state is None else trainer_state.global_step / trainer_state.max_steps]
+
     def needs_answer(completions, answer, **kwargs):
         return [float(completions[0][0]["content"] == answer[0])]
     """
@@ -295,3 +298,16 @@ def test_trl_data_keeps_its_columns_for_the_functions_and_rows_without_answers_r
     src.write_text(json.dumps({"prompt": "no answer"}) + "\n")
     with pytest.raises(InputError, match="solution.*missing.*--option answer=none"):
         convert_files("trl", [str(src)])
+
+
+def test_the_trainers_step_reaches_the_functions_as_trl_state(rewards_module):
+    """`trainer_state.global_step` / `max_steps` (TRL's way to schedule a reward): the runner's, set by the
+    trainer each step; None outside training (an eval), where such a function does not apply."""
+    options = {"trl_function": {"functions": [f"{rewards_module}.progress"]}}
+    with RewardRunner(workers=1, options=options) as r:
+        row = with_verifier([_row()], "trl_function")
+        assert r.score(["a"], row)[0][0].reason == "no_function_applies"
+        r.trainer_state = {"global_step": 3, "max_steps": 12}
+        assert r.score(["a"], row)[0][0].score == 0.25
+    with pytest.raises(ValueError, match="'trainer_state' is the trainer's"):
+        RewardRunner(workers=1, options={"trl_function": {**options["trl_function"], "trainer_state": {}}})

@@ -21,7 +21,7 @@ Options (`reward.options.trl_function`):
 
 How it is called, per completion (each call one row, in the verifier workers under `reward.timeout_s`,
 like every verifier): `fn(prompts=[prompt], completions=[completion], completion_ids=[ids],
-trainer_state=None, log_metric=..., log_extra=..., **columns)`, the columns being the row's `extra_info`
+trainer_state=..., log_metric=..., log_extra=..., **columns)`, the columns being the row's `extra_info`
 (a converter's other columns), `data_source`, `ground_truth` and `label_key`, each as a one-element list,
 as TRL passes a dataset's columns. A coroutine function is run to its end. What comes back is read as TRL
 reads it: one number per completion, `None` meaning "does not apply to this row" (left out of the sum,
@@ -29,7 +29,9 @@ TRL's nansum; a row no function applies to scores 0, reason `no_function_applies
 returns anything else (text, NaN, a list of another length) or raises makes the call a verifier error
 (scores 0, counted in `verifier/error_rate`). `log_metric(name, value)` values come back as
 `reward/function_log/<name>` (the step's mean); `log_extra(column, values)` values are kept in the
-result (rollouts.jsonl). `trainer_state` is None: the verifier workers do not know the trainer's step.
+result (rollouts.jsonl). `trainer_state` has TRL's `global_step` (the steps done before this one's rollouts)
+and `max_steps` (`train.steps`), counted in reasonrl's steps (each of which may hold several optimizer
+updates; their ratio, the run's progress, is TRL's); None outside training (`reasonrl eval`).
 
 Each function's raw score is in info["functions"] (rollouts.jsonl) and logged as
 `reward/function/<name>/{mean, std}` (TRL's `rewards/<name>/mean`).
@@ -49,6 +51,7 @@ import numbers
 import os
 import sys
 from functools import lru_cache
+from types import SimpleNamespace
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
@@ -133,7 +136,8 @@ def _value(got: Any, spec: str) -> float | None:
 
 
 def call(spec: str, response: str, problem: Problem, fmt: str = "conversational", tokenizer: str = "",
-         label_key: str = "solution") -> tuple[float | None, dict[str, list], dict[str, Any]]:  # fmt: skip
+         label_key: str = "solution", trainer_state: dict | None = None,
+         ) -> tuple[float | None, dict[str, list], dict[str, Any]]:  # fmt: skip
     """(the function's reward for `response` or None, what it logged with log_metric, with log_extra)."""
     from reasonrl.data.prompts import plain_text
 
@@ -149,7 +153,7 @@ def call(spec: str, response: str, problem: Problem, fmt: str = "conversational"
     kwargs.update(
         prompts=[prompt],
         completions=[completion],
-        trainer_state=None,
+        trainer_state=SimpleNamespace(**trainer_state) if trainer_state else None,
         log_metric=lambda name, value: metrics.setdefault(str(name), []).append(float(value)),
         log_extra=lambda column, values: extra.__setitem__(str(column), list(values)[0]),
     )
@@ -168,7 +172,7 @@ async def _awaited(value):
 @VERIFIERS.register("trl_function")
 def trl_function(response: str, problem: Problem, functions: list | None = None, weights: list | None = None,
                  correctness: str = "", format: str = "conversational", tokenizer: str = "",
-                 label_key: str = "solution") -> RewardResult:  # fmt: skip
+                 label_key: str = "solution", trainer_state: dict | None = None) -> RewardResult:  # fmt: skip
     """The weighted sum of the `functions`' rewards for this completion (module docstring)."""
     specs = [str(s) for s in functions or ()]
     ws = [float(w) for w in weights] if weights else [1.0] * len(specs)
@@ -176,7 +180,7 @@ def trl_function(response: str, problem: Problem, functions: list | None = None,
     logged: dict[str, float] = {}
     extra: dict[str, Any] = {}
     for spec in specs:
-        value, metrics, more = call(spec, response, problem, format, tokenizer, label_key)
+        value, metrics, more = call(spec, response, problem, format, tokenizer, label_key, trainer_state)
         scores[label(spec)] = value
         logged.update({k: sum(v) / len(v) for k, v in metrics.items() if v})
         extra.update(more)
@@ -207,6 +211,8 @@ def trl_function(response: str, problem: Problem, functions: list | None = None,
 def _check_options(options: dict[str, Any]) -> None:
     """Every function loads and can be called TRL's way; the weights, the correctness function, the format
     and the label key make sense: checked when the recipe is read, before any work."""
+    if "trainer_state" in options:
+        raise ValueError("'trainer_state' is the trainer's (its step, given to every call), not an option")
     specs = options.get("functions")
     if not isinstance(specs, (list, tuple)) or not specs or not all(isinstance(s, str) and s for s in specs):
         raise ValueError(f"option 'functions' (TRL's reward_funcs: import paths, path.py:name or TRL's names) must "
@@ -276,3 +282,4 @@ trl_function.check_options = _check_options  # type: ignore[attr-defined]
 trl_function.check_setup = _check_setup  # type: ignore[attr-defined]
 # its options (the functions) come from a run's recipe: a converter's rows routed here are checked when it loads
 trl_function.configured_by_run = True  # type: ignore[attr-defined]
+trl_function.takes_trainer_state = True  # type: ignore[attr-defined]  (the runner passes the step: RewardRunner)
