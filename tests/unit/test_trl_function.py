@@ -311,3 +311,16 @@ def test_the_trainers_step_reaches_the_functions_as_trl_state(rewards_module):
         assert r.score(["a"], row)[0][0].score == 0.25
     with pytest.raises(ValueError, match="'trainer_state' is the trainer's"):
         RewardRunner(workers=1, options={"trl_function": {**options["trl_function"], "trainer_state": {}}})
+
+
+def test_the_ground_truth_is_the_solution_a_function_gets_over_a_worked_solution_in_the_row(rewards_module):
+    """The built-in tasks keep a worked solution in extra_info.solution; a TRL accuracy function reads
+    `solution` as the answer, so the ground truth is given there (label_key names another keyword)."""
+    row = _row("4")
+    row.extra_info["solution"] = "2+2=4 <answer>4</answer>"
+    results, _ = _score({"functions": [f"{rewards_module}.exact"]}, ["<answer>4</answer>"], [row])
+    assert results[0].score == 1.0
+    results, _ = _score(
+        {"functions": [f"{rewards_module}.exact"], "label_key": "gold"}, ["<answer>4</answer>"], [row]
+    )
+    assert results[0].score == 0.0  # `solution` is then the row's own (the worked text)

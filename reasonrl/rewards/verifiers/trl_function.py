@@ -22,7 +22,8 @@ Options (`reward.options.trl_function`):
 How it is called, per completion (each call one row, in the verifier workers under `reward.timeout_s`,
 like every verifier): `fn(prompts=[prompt], completions=[completion], completion_ids=[ids],
 trainer_state=..., log_metric=..., log_extra=..., **columns)`, the columns being the row's `extra_info`
-(a converter's other columns), `data_source`, `ground_truth` and `label_key`, each as a one-element list,
+(a converter's other columns), `data_source`, `ground_truth`, and the ground truth as `label_key` (over the
+row's own key of that name: the built-in tasks keep a worked solution in `solution`), each as a one-element list,
 as TRL passes a dataset's columns. A coroutine function is run to its end. What comes back is read as TRL
 reads it: one number per completion, `None` meaning "does not apply to this row" (left out of the sum,
 TRL's nansum; a row no function applies to scores 0, reason `no_function_applies`). A function that
@@ -115,8 +116,8 @@ def columns(problem: Problem, label_key: str = "solution") -> dict[str, Any]:
     out = {str(k): v for k, v in problem.extra_info.items()}
     out.setdefault("data_source", problem.data_source)
     out.setdefault("ground_truth", problem.ground_truth)
-    if label_key:
-        out.setdefault(label_key, problem.ground_truth)
+    if label_key:  # over a row's own key of that name (reasonrl's tasks keep a worked solution there)
+        out[label_key] = problem.ground_truth
     return out
 
 
