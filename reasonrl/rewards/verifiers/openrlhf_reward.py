@@ -10,7 +10,7 @@ correctness), the server's HTTP call (POST {"query": [...], "prompts": [...], "l
 split evenly over comma-separated URLs, as OpenRLHF does; retried, each attempt within `timeout_s`), and
 the checks before any work (the file imports and defines `reward_func`; the server accepts a connection
 and answers a test row with one number: `services` / `probe`).
-Does not own: loading a Python file (`verl_function.load_function`), rendering prompts
+Does not own: loading a Python file (`user_code.load_function`), rendering prompts
 (`data.prompts.encode_prompt`), where the calls run (`rewards.runner`: the file's calls one per pool task
 with the time limit of any verifier, as OpenRLHF calls it one query at a time; the server's in one call per
 batch, `run_mode = "batch"`).
@@ -94,7 +94,7 @@ def openrlhf_function(
     response: str, problem: Problem, path: str | None = None, tokenizer: str = ""
 ) -> RewardResult:
     """`reward_func` of the file `path` called as OpenRLHF calls it, on this one row."""
-    from reasonrl.rewards.verifiers.verl_function import load_function
+    from reasonrl.user_code import load_function
 
     query, prompt, label = texts(response, problem, tokenizer)
     return read_rewards(load_function(str(path), "reward_func")([query], [prompt], [label]), 1)[0]
@@ -102,7 +102,7 @@ def openrlhf_function(
 
 def _check_function(options: dict[str, Any]) -> None:
     """The file exists, imports and defines `reward_func` (when the recipe is read)."""
-    from reasonrl.rewards.verifiers.verl_function import load_function
+    from reasonrl.user_code import load_function
 
     if not options.get("path") or not isinstance(options["path"], str):
         raise ValueError(

@@ -38,8 +38,8 @@ Each function's raw score is in info["functions"] (rollouts.jsonl) and logged as
 `reward/function/<name>/{mean, std}` (TRL's `rewards/<name>/mean`).
 
 Owns: loading the functions (`load`), calling them (`call`), reading their values, the load-time checks.
-Does not own: routing (`rewards.routing`), time limits (`rewards.runner`), loading a file
-(`verl_function.load_function`).
+Does not own: routing (`rewards.routing`), time limits (`rewards.runner`), loading a file or an import
+path (`user_code.load_callable`).
 """
 
 from __future__ import annotations
@@ -49,14 +49,13 @@ import importlib
 import inspect
 import math
 import numbers
-import os
-import sys
 from functools import lru_cache
 from types import SimpleNamespace
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
 from reasonrl.types import Problem
+from reasonrl.user_code import load_callable
 
 FORMATS = ("conversational", "standard")
 # `trl grpo`'s own names (trl/scripts/grpo.py): the functions of trl.rewards, the overlong one as its script
@@ -84,24 +83,10 @@ def load(spec: str):
             return getattr(rewards, spec)
         except ImportError as e:
             raise ValueError(f"{spec!r} is TRL's own reward function: pip install trl ({e})") from None
-    if ":" in spec:
-        from reasonrl.rewards.verifiers.verl_function import load_function
-
-        path, name = spec.rsplit(":", 1)
-        return load_function(path, name)
-    if "." not in spec:
+    if ":" not in spec and "." not in spec:
         raise ValueError(f"{spec!r} is neither an import path (module.function), a file (path.py:function) "
                          f"nor one of TRL's names ({', '.join(BUILT_IN)})")  # fmt: skip
-    module, name = spec.rsplit(".", 1)
-    if os.getcwd() not in sys.path:  # TRL imports a reward function's module from the working directory
-        sys.path.insert(0, os.getcwd())
-    try:
-        fn = getattr(importlib.import_module(module), name, None)
-    except Exception as e:  # the user's module: its own error, named
-        raise ValueError(f"{spec!r}: importing {module} failed ({type(e).__name__}: {e})") from None
-    if not callable(fn):
-        raise ValueError(f"{spec!r}: {module} defines no function {name!r}")
-    return fn
+    return load_callable(spec)
 
 
 @lru_cache(maxsize=4)

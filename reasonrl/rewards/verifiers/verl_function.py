@@ -12,49 +12,20 @@ the reason recorded. What it returns, as verl reads it: a number is the score; a
 otherwise the score clipped to [0, 1], so DAPO's -1 / +1 count as wrong / right), its "pred" the
 extracted answer; its other keys are kept in the result's info.
 
-Owns: loading the file (once per process and per file version) and reading what the function returns.
-Does not own: routing (`rewards.routing`), time limits (`rewards.runner`).
+Owns: reading what the function returns. Does not own: loading the file (`user_code.load_function`),
+routing (`rewards.routing`), time limits (`rewards.runner`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import inspect
 import math
 import numbers
-from pathlib import Path
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
 from reasonrl.types import Problem
-
-_loaded: dict[tuple[str, int], Any] = {}  # (resolved path, mtime_ns) -> module
-
-
-def load_function(path: str, name: str = "compute_score"):
-    """The function `name` of the Python file `path` (imported once per process and file version);
-    ValueError naming the file and what is wrong."""
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise ValueError(f"path {path!r}: no such file")
-    file = file.resolve()
-    key = (str(file), file.stat().st_mtime_ns)
-    if key not in _loaded:
-        tag = hashlib.sha1(key[0].encode()).hexdigest()[:10]
-        spec = importlib.util.spec_from_file_location(f"reasonrl_verl_fn_{tag}", file)
-        if spec is None or spec.loader is None:
-            raise ValueError(f"path {path!r}: not a Python file")
-        module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-        except Exception as e:  # the user's file: its own error, named, once
-            raise ValueError(f"path {path!r}: importing it failed ({type(e).__name__}: {e})") from None
-        _loaded[key] = module
-    fn = getattr(_loaded[key], name, None)
-    if not callable(fn):
-        raise ValueError(f"path {path!r} defines no function {name!r}")
-    return fn
+from reasonrl.user_code import load_function
 
 
 def _number(value: Any, what: str) -> float:

@@ -1,0 +1,67 @@
+"""A user's Python code named in a recipe: a function from a file (`path.py`, `path.py:name`) or an import
+path (`package.module.function`), as reward functions (`verl_function`, `openrlhf_function`,
+`trl_function`) and tools (`rollout.tools.functions`) are named.
+
+Owns: importing a file once per process and file version (`load_function`) and resolving an import path
+with the working directory on `sys.path`, as TRL imports its `--reward_funcs` (`load_callable`).
+Does not own: calling them (the verifiers, `rollout.function_tools`) or their time limits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+_loaded: dict[tuple[str, int], Any] = {}  # (resolved path, mtime_ns) -> module
+
+
+def load_function(path: str, name: str = "compute_score"):
+    """The function `name` of the Python file `path` (imported once per process and file version);
+    ValueError naming the file and what is wrong."""
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ValueError(f"path {path!r}: no such file")
+    file = file.resolve()
+    key = (str(file), file.stat().st_mtime_ns)
+    if key not in _loaded:
+        tag = hashlib.sha1(key[0].encode()).hexdigest()[:10]
+        spec = importlib.util.spec_from_file_location(f"reasonrl_verl_fn_{tag}", file)
+        if spec is None or spec.loader is None:
+            raise ValueError(f"path {path!r}: not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as e:  # the user's file: its own error, named, once
+            raise ValueError(f"path {path!r}: importing it failed ({type(e).__name__}: {e})") from None
+        _loaded[key] = module
+    fn = getattr(_loaded[key], name, None)
+    if not callable(fn):
+        raise ValueError(f"path {path!r} defines no function {name!r}")
+    return fn
+
+
+def load_callable(spec: str):
+    """The function `spec` names: `path.py:name` (a file) or `module.function` (imported with the working
+    directory on `sys.path`); ValueError naming the spec and what is wrong."""
+    if ":" in spec:
+        path, name = spec.rsplit(":", 1)
+        return load_function(path, name)
+    if "." not in spec:
+        raise ValueError(
+            f"{spec!r} is neither an import path (module.function) nor a file (path.py:function)"
+        )
+    module, name = spec.rsplit(".", 1)
+    if os.getcwd() not in sys.path:  # TRL imports a reward function's module from the working directory
+        sys.path.insert(0, os.getcwd())
+    try:
+        fn = getattr(importlib.import_module(module), name, None)
+    except Exception as e:  # the user's module: its own error, named
+        raise ValueError(f"{spec!r}: importing {module} failed ({type(e).__name__}: {e})") from None
+    if not callable(fn):
+        raise ValueError(f"{spec!r}: {module} defines no function {name!r}")
+    return fn
