@@ -264,11 +264,14 @@ def validate(cfg: RunConfig) -> None:
     _validate_algo_extras(a, r)
     _validate_async(a, r)
     from reasonrl.rewards.pseudo_label import check_pseudo_label
+    from reasonrl.rollout.function_tools import with_function_schemas
     from reasonrl.rollout.interaction import check_interaction
     from reasonrl.rollout.tools import check_tools
     from reasonrl.trainer.confidence import check_confidence
 
     check_tools(r.tools, r.max_new_tokens)
+    # the functions' schemas in every prompt's template arguments (shown by --print-config, kept in config.yaml)
+    cfg.data.chat_template_kwargs = with_function_schemas(dict(cfg.data.chat_template_kwargs), r.tools)
     for check in (check_interaction, check_pseudo_label, check_confidence):  # each feature's own checks
         check(cfg)
     _choice("checkpoint.best_mode", cfg.checkpoint.best_mode, ("max", "min"))

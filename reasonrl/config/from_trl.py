@@ -105,8 +105,9 @@ TRL_NOT_NEEDED = {
     "--out train.parquet` converts TRL's GRPO data, keeping its columns for reward functions), or data.task",
     "dataset_train_split": "data comes from local files", "dataset_config": "data comes from local files",
     "use_liger_kernel": "model.logprob_chunk computes log-probs without the [B, T, V] logits",
-    "max_tool_calling_iterations": "TRL's tools are Python functions given in code; reasonrl's is the sandboxed "
-    "Python interpreter: rollout.tools.enabled=true, rollout.tools.max_calls (docs/rollouts.md)",
+    "max_tool_calling_iterations": "TRL's tools are Python functions given in code: list them in "
+    "rollout.tools.functions (import paths) with rollout.tools.enabled=true, format=hermes, names=[]; this is "
+    "rollout.tools.max_calls (docs/rollouts.md)",
 }  # fmt: skip
 
 

@@ -105,6 +105,9 @@ class ToolsConfig:
     format: str = "markdown"
     # the tools calls may use: python (the sandboxed interpreter), search (`search`); hermes calls name theirs
     names: list[str] = field(default_factory=lambda: ["python"])
+    # Python functions as tools (TRL's `tools=[...]`): import paths or path.py:name, called by their names in
+    # hermes calls; their schemas join data.chat_template_kwargs.tools (rollout.function_tools)
+    functions: list[str] = field(default_factory=list)
     search: SearchToolConfig = field(default_factory=SearchToolConfig)
     max_calls: int = 4  # calls run per completion; a later call stays plain text
     timeout_s: float = 5.0  # wall-clock limit of one call

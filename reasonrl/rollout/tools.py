@@ -10,6 +10,7 @@ seam), which tool a call goes to (the format's own, or the one a Hermes call nam
 tool message), the program a call runs as (`cell_program`: earlier cells replayed, their output hidden),
 `probe_tools` and `check_tools` (the recipe's `rollout.tools`). Does not own: running code
 (`rewards.sandbox`, the only place model code runs), the retrieval service's API (`rollout.search_tool`),
+the user's Python functions called as tools (`rollout.function_tools`),
 the engines, or the loss mask built from `Completion.tool_mask` (`trainer.batching`).
 
 What the trainer gets: one `Completion` per sample whose `token_ids` hold the model's tokens and the tool
@@ -196,6 +197,11 @@ class ToolRolloutEngine:
     def __init__(self, engine, tokenizer, tools, template_kwargs: dict | None = None) -> None:
         self.engine, self.tokenizer, self.cfg = engine, tokenizer, tools
         self.format = TOOL_FORMATS.get(tools.format)
+        self.functions = None  # rollout.tools.functions: Python functions called by name
+        if tools.functions:
+            from reasonrl.rollout.function_tools import FunctionTools
+
+            self.functions = FunctionTools(list(tools.functions), tools.workers, tools.timeout_s)
         if tools.turn == "chat_template":  # the output in a tool turn of the model's own chat template
             turn = template_turn(tokenizer, template_kwargs, self.format.ends_message)
             self.format = replace(self.format, output=turn)
@@ -205,6 +211,12 @@ class ToolRolloutEngine:
 
     def sync_weights(self, model, version: int | None = None) -> None:
         self.engine.sync_weights(model, version)
+
+    def close(self) -> None:
+        if self.functions is not None:
+            self.functions.close()
+        if self.engine is not None:
+            self.engine.close()
 
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
         first = self.engine.generate(prompts, params)
@@ -294,6 +306,10 @@ class ToolRolloutEngine:
         python = [i for i, (tool, _) in enumerate(jobs) if tool == "python"]
         for i, result in zip(python, self._run([cells_with(todo[i][0], jobs[i][1]) for i in python])):
             out[i] = (jobs[i][1], *result)
+        called = [i for i, (tool, _) in enumerate(jobs) if tool == "function"]
+        if called:  # rollout.tools.functions, in their worker pool
+            for i, (text, status) in zip(called, self.functions.run([jobs[i][1] for i in called])):
+                out[i] = (None, _cut(text, self.cfg.max_output_chars), status)
         found = [i for i, (tool, _) in enumerate(jobs) if tool == "search"]
         style = "search_r1" if self.format.tool == "search" else "verl"  # Search-R1's text, or verl's JSON
         for i, (text, status) in zip(found, search(self.cfg.search, [jobs[i][1] for i in found], style)):
@@ -313,10 +329,14 @@ class ToolRolloutEngine:
                 tool, args = self.format.tool, body
             else:  # the call names its tool; with python alone, any name is python (a model's own name for it)
                 name, args = _hermes_call(body)
+                if self.functions is not None and name in self.functions.specs:
+                    return "function", (name, args)
                 name = TOOL_ALIASES.get(name, name)
-                tool = name if name in names else "python" if names == ["python"] else ""
+                alone = names == ["python"] and self.functions is None
+                tool = name if name in names else "python" if alone else ""
                 if not tool:
-                    raise ValueError(f"error: there is no tool named {name!r} (tools: {', '.join(names)})")
+                    every = names + (self.functions.names if self.functions is not None else [])
+                    raise ValueError(f"error: there is no tool named {name!r} (tools: {', '.join(every)})")
             if tool == "python":
                 return tool, self.format.code(args) if self.format.tool else _code_argument(args)
             return tool, _queries(args)
@@ -452,7 +472,15 @@ def check_tools(tools, max_new_tokens: int) -> None:
     if max_new_tokens < 2:
         raise ConfigError("rollout.tools needs rollout.max_new_tokens >= 2 (a call and its output)")
     names = list(tools.names)
-    if not names or any(n not in TOOLS for n in names) or len(set(names)) != len(names):
+    if tools.functions:
+        from reasonrl.rollout.function_tools import check_functions
+
+        check_functions(tools)
+    if (
+        (not names and not tools.functions)
+        or any(n not in TOOLS for n in names)
+        or len(set(names)) != len(names)
+    ):
         raise ConfigError(f"rollout.tools.names must name each of its tools once, from {', '.join(TOOLS)}; "
                           f"got {names}")  # fmt: skip
     own = TOOL_FORMATS.get(tools.format).tool
