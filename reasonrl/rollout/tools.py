@@ -429,6 +429,10 @@ def probe_tools(tools) -> str:
             lines.append(probe(tools.search))
         except ValueError as e:
             raise ConfigError(f"{e}; no model was loaded") from None
+    if tools.functions:  # (loaded and described when the recipe was read: rollout.function_tools)
+        lines.append(
+            f"rollout.tools: functions {', '.join(map(str, tools.functions))}, {tools.workers} processes"
+        )
     return "\n".join(lines)
 
 
