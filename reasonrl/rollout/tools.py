@@ -430,9 +430,7 @@ def probe_tools(tools) -> str:
         except ValueError as e:
             raise ConfigError(f"{e}; no model was loaded") from None
     if tools.functions:  # (loaded and described when the recipe was read: rollout.function_tools)
-        lines.append(
-            f"rollout.tools: functions {', '.join(map(str, tools.functions))}, {tools.workers} processes"
-        )
+        lines.append(f"rollout.tools: the functions {', '.join(map(str, tools.functions))}")
     return "\n".join(lines)
 
 
