@@ -3,7 +3,8 @@
 Owns: `tiny_model_and_tokenizer`, a random (untrained) tiny Qwen2 and a BPE tokenizer built from the
 procedural task corpus by `reasonrl.models.tiny`, in a couple of seconds, once per test session; and
 `python_every_uid_reaches` (unisolated sandbox runs as root drop to a per-run uid, which must reach
-the interpreter); `fusion_servers`, SandboxFusion stand-ins on 127.0.0.1 that run code with our own
+the interpreter); `user_module`, a Python module of the test's own written where a recipe's import path finds it (the
+user's reward functions and tools: the working directory, as TRL imports them); `fusion_servers`, SandboxFusion stand-ins on 127.0.0.1 that run code with our own
 sandbox (the remote code backend's tests); the `bwrap` marker and `require_bwrap` (skip without the
 sandbox, fail under CI); `_torch_threads`, which gives every test torch's thread count back as it found
 it (a test that set 1 thread once made every later test run single-threaded, and a test that holds only
@@ -89,6 +90,28 @@ def python_every_uid_reaches() -> str:
         if os.path.exists(python) and sandbox._world_traversable(python):
             return python
     pytest.skip("no interpreter every uid can reach")
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """write(text, prefix) -> the import name of a module holding `text`, in the working directory (the
+    test's tmp_path), as a user's reward functions or tools are imported (`reasonrl.user_code`); the name is
+    the test's own (imports are cached per process), and sys.path, the directory and the import are undone."""
+    import sys
+
+    names = []
+
+    def write(text: str, prefix: str = "user_module") -> str:
+        name = f"{prefix}_{tmp_path.name.replace('-', '_')}"
+        (tmp_path / f"{name}.py").write_text(text)
+        names.append(name)
+        return name
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # (the import puts the directory there, as TRL does)
+    yield write
+    for name in names:
+        sys.modules.pop(name, None)
 
 
 def fusion_response(req: dict) -> dict:

@@ -6,7 +6,6 @@ model's own tokens train (the trainer's log-probs equal the sampler's on them)."
 from __future__ import annotations
 
 import json
-import sys
 
 from test_tool_training import _model_dir, opens_with
 from test_train_loop import _cfg
@@ -27,20 +26,17 @@ def multiply(a: int, b: int) -> int:
 '''
 
 
-def test_training_with_a_function_tool_runs_it_and_trains_only_the_models_tokens(tmp_path, monkeypatch):
-    (tmp_path / "run_tools.py").write_text(TOOLS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))  # (the import puts the directory there, as TRL does)
+def test_training_with_a_function_tool_runs_it_and_trains_only_the_models_tokens(
+    tmp_path, monkeypatch, user_module
+):
+    m = user_module(TOOLS, "run_tools")
     opens_with(monkeypatch, CALL, "<tool_response>")
     run = tmp_path / "run"
     cfg = _cfg(_model_dir(tmp_path, [CALL + TURN]), run, 2, "rollout.tools.enabled=true", "rollout.tools.format=hermes",
-               "rollout.tools.names=[]", "rollout.tools.functions=[run_tools.multiply]", "rollout.max_new_tokens=100",
+               "rollout.tools.names=[]", f"rollout.tools.functions=[{m}.multiply]", "rollout.max_new_tokens=100",
                "checkpoint.every=0", "log.rollouts_per_step=2")  # fmt: skip
     assert [t["function"]["name"] for t in cfg.data.chat_template_kwargs["tools"]] == ["multiply"]
-    try:
-        hist = train(cfg, log=lambda *a: None)["history"]
-    finally:
-        sys.modules.pop("run_tools", None)
+    hist = train(cfg, log=lambda *a: None)["history"]
     steps = [h for h in hist if "rollout/tool_calls_mean" in h]
     assert len(steps) == 2
     for h in steps:

@@ -5,7 +5,6 @@ sum, and each function's scores are in rollouts.jsonl and the metrics."""
 from __future__ import annotations
 
 import json
-import sys
 
 from test_train_loop import _cfg
 
@@ -24,23 +23,18 @@ def progress(completions, trainer_state, **kwargs):  # TRL's schedules read the 
 """
 
 
-def test_a_run_trains_on_the_rewards_of_trl_functions(tiny_model_dir, tmp_path, monkeypatch):
-    (tmp_path / "trl_run_rewards.py").write_text(REWARDS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))  # (the import puts the directory there, as TRL does)
+def test_a_run_trains_on_the_rewards_of_trl_functions(tiny_model_dir, tmp_path, user_module):
+    m = user_module(REWARDS, "trl_run_rewards")
     rows = [{"data_source": "my_data", "prompt": [{"role": "user", "content": f"{i} + 2 ="}],
              "reward_model": {"ground_truth": "5"}, "extra_info": {"k": 1, "row": i}} for i in range(8)]  # fmt: skip
     data = tmp_path / "train.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    fns = "[trl_run_rewards.odd_length,trl_run_rewards.only_even_rows,trl_run_rewards.progress]"
+    fns = f"[{m}.odd_length,{m}.only_even_rows,{m}.progress]"
     cfg = _cfg(tiny_model_dir, tmp_path / "run", 2, "checkpoint.every=0", f"data.train_files=[{data}]",
                f"data.val_files=[{data}]", "reward.verifier=trl_function",
                f"reward.options.trl_function.functions={fns}", "reward.options.trl_function.weights=[1.0,2.0,0.0]",
                "reward.options.trl_function.correctness=odd_length")  # fmt: skip
-    try:
-        hist = train(cfg, log=lambda *a: None)["history"]
-    finally:
-        sys.modules.pop("trl_run_rewards", None)
+    hist = train(cfg, log=lambda *a: None)["history"]
     rollouts = [json.loads(x) for x in (tmp_path / "run" / "rollouts.jsonl").read_text().splitlines()]
     done = [c for r in rollouts for c in r["completions"]]
     assert len(done) == 2 * 4 * 4  # steps x logged prompts x samples

@@ -5,7 +5,6 @@ chat template; a function that hangs or crashes costs one call; what cannot work
 
 from __future__ import annotations
 
-import sys
 import textwrap
 
 import pytest
@@ -78,13 +77,8 @@ TOOLS = textwrap.dedent(
 
 
 @pytest.fixture
-def tools_module(tmp_path, monkeypatch):
-    name = f"my_tools_{tmp_path.name.replace('-', '_')}"
-    (tmp_path / f"{name}.py").write_text(TOOLS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))  # (the import puts the directory there, as TRL does)
-    yield name
-    sys.modules.pop(name, None)
+def tools_module(user_module):
+    return user_module(TOOLS, "my_tools")
 
 
 def test_calls_run_in_the_workers_and_come_back_as_trl_shows_them(tools_module):

@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 import yaml
 
@@ -20,7 +18,7 @@ def _trl(tmp_path, text: str):
     return convert("trl", path)
 
 
-def test_trl_reward_model_first_then_its_functions_each_with_its_weight(tmp_path, monkeypatch):
+def test_trl_reward_model_first_then_its_functions_each_with_its_weight(tmp_path, user_module):
     out = _trl(
         tmp_path,
         """reward_model_name_or_path: Skywork/Skywork-Reward-V2-Qwen3-0.6B
@@ -40,16 +38,13 @@ reward_weights: [0.5, 1.0, 0.2, 0.3, 0.1]
     notes = "\n".join(out.notes)
     assert "reward_funcs: think_format_reward, my_lib_convert.custom: called as TRL calls them" in notes
     assert "reward_funcs=" not in notes and "reward_weights=" not in notes  # read, not "left out"
+    # the recipe loads where the run starts: the import path from there, as `trl grpo` imports it (the module's
+    # name is the test's own: imports are cached per process)
+    name = user_module("def custom(completions, **kwargs):\n    return [0.0]\n", "my_lib_convert")
+    r["reward"]["options"]["trl_function"]["functions"][1] = f"{name}.custom"
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(yaml.safe_dump(r))
-    # the recipe loads where the run starts: the import path from there, as `trl grpo` imports it
-    (tmp_path / "my_lib_convert.py").write_text("def custom(completions, **kwargs):\n    return [0.0]\n")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))  # (the import puts the directory there, as TRL does)
-    try:
-        cfg = load_config(recipe)
-    finally:
-        sys.modules.pop("my_lib_convert", None)
+    cfg = load_config(recipe)
     assert cfg.reward.weights == {"correctness": 1.0, "reward_model": 0.5, "trl_function": 1.0}
 
 

@@ -6,7 +6,6 @@ in the metrics, and every mistake named before any work or counted as a verifier
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 
 import pytest
@@ -77,15 +76,8 @@ REWARDS = textwrap.dedent(
 
 
 @pytest.fixture
-def rewards_module(tmp_path, monkeypatch):
-    """An importable module of reward functions (a unique name: the import is cached per process), in the
-    working directory, where `trl grpo` imports reward functions from."""
-    name = f"my_rewards_{tmp_path.name.replace('-', '_')}"
-    (tmp_path / f"{name}.py").write_text(REWARDS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))  # (the import puts the directory there, as TRL does)
-    yield name
-    sys.modules.pop(name, None)
+def rewards_module(user_module):
+    return user_module(REWARDS, "my_rewards")
 
 
 def _row(solution="4", kind="math", **extra):
