@@ -2,13 +2,13 @@
 a function by name with JSON arguments (a Hermes `<tool_call>`), the function runs, and what it returns
 joins the completion as the tool's output.
 
-Owns: the checks of `rollout.tools.functions` (`check_functions`) and their schemas in the prompts' template
-arguments (`with_function_schemas`); loading the functions (`load_tools`: import paths `my_tools.get_weather` with the working directory on
-`sys.path`, or files `path.py:name`, named as TRL names them, by `__name__`), their schemas for the chat
+Owns: loading the functions (`load_tools`: import paths `my_tools.get_weather` with the working directory
+on `sys.path`, or files `path.py:name`, named as TRL names them, by `__name__`), their schemas for the chat
 template (`tool_schemas`: transformers' `get_json_schema`, which TRL's tools go through too: the type hints
-and the docstring's `Args:` give the parameters, so a function without them is refused at load), and
-running calls (`FunctionTools`). Does not own: the multi-turn loop, the call format or the loss mask
-(`rollout.tools`), the sandbox (`rewards.sandbox`, where the model's own code runs).
+and the docstring's `Args:` give the parameters, so a function without them is refused at load) and their
+place in the prompts' template arguments (`with_function_schemas`), the checks of `rollout.tools.functions`
+(`check_functions`), and running calls (`FunctionTools`). Does not own: the multi-turn loop, the call format
+or the loss mask (`rollout.tools`), the sandbox (`rewards.sandbox`, where the model's own code runs).
 
 Where calls run: a pool of worker processes (pebble), each call under `rollout.tools.timeout_s` (a call past
 it is killed with its worker, which is replaced); the functions are the user's code, trusted like a reward
@@ -138,7 +138,10 @@ class FunctionTools:
         if self._pool is not None:
             pool, self._pool = self._pool, None
             pool.stop()
-            pool.join(timeout=10)
+            try:
+                pool.join(timeout=10)
+            except TimeoutError:  # (a worker that would not stop: pebble kills it on exit)
+                pass
 
 
 def check_functions(tools) -> None:

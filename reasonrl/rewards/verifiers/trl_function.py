@@ -177,15 +177,9 @@ def trl_function(response: str, problem: Problem, functions: list | None = None,
         solved = min(max(right or 0.0, 0.0), 1.0)
     else:
         solved = min(max(total, 0.0), 1.0)
-    reason = (
-        "no_function_applies"
-        if not applied
-        else "correct"
-        if solved >= 1
-        else "wrong"
-        if solved <= 0
-        else "partial"
-    )
+    reason = "correct" if solved >= 1 else "wrong" if solved <= 0 else "partial"
+    if not applied:
+        reason = "no_function_applies"
     info: dict[str, Any] = {"extracted": None, "reason": reason, "correctness": solved, "functions": scores}
     if logged:
         info["function_log"] = logged
@@ -224,30 +218,27 @@ def _check_options(options: dict[str, Any]) -> None:
     if options.get("format", "conversational") not in FORMATS:
         raise ValueError(f"option 'format' must be one of {FORMATS}, got {options.get('format')!r}")
     for spec in specs:
-        required, keywords = _parameters(spec)
+        required, takes_completions = _parameters(spec)
         if "completion_ids" in required and not options.get("tokenizer"):
             raise ValueError(f"{spec} needs completion_ids: set reward.options.trl_function.tokenizer to the "
                              "policy's tokenizer (its model path)")  # fmt: skip
-        if keywords is False and "completions" not in required | _OPTIONAL.get(spec, set()):
+        if not takes_completions:
             raise ValueError(
                 f"{spec} takes no 'completions' (TRL calls fn(prompts=..., completions=..., **kwargs))"
             )
 
 
-_OPTIONAL: dict[str, set[str]] = {}  # spec -> its parameters with defaults
-
-
-def _parameters(spec: str) -> tuple[set[str], bool | None]:
-    """(the function's required keyword parameters, whether it takes **kwargs; None: no signature)."""
-    fn = load(spec)
+def _parameters(spec: str) -> tuple[set[str], bool]:
+    """(the function's required keyword parameters, whether it takes `completions`: by name or **kwargs; a
+    builtin without a signature is taken to)."""
     try:
-        params = inspect.signature(fn).parameters
+        params = inspect.signature(load(spec)).parameters
     except ValueError:  # a builtin without a signature: called as it is
-        return set(), None
+        return set(), True
     named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    _OPTIONAL[spec] = {n for n, p in params.items() if p.kind in named and p.default is not p.empty}
     required = {n for n, p in params.items() if p.kind in named and p.default is p.empty}
-    return required, any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values())
+    keywords = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return required, keywords or ("completions" in params and params["completions"].kind in named)
 
 
 def _check_setup(options: dict[str, Any], problem: Problem | None = None) -> None:
