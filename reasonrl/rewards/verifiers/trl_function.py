@@ -231,8 +231,9 @@ def _check_options(options: dict[str, Any]) -> None:
 def _parameters(spec: str) -> tuple[set[str], bool]:
     """(the function's required keyword parameters, whether it takes `completions`: by name or **kwargs; a
     builtin without a signature is taken to)."""
+    fn = load(spec)  # (its own ValueError: the spec loads nothing)
     try:
-        params = inspect.signature(load(spec)).parameters
+        params = inspect.signature(fn).parameters
     except ValueError:  # a builtin without a signature: called as it is
         return set(), True
     named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
