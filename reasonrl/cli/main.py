@@ -40,7 +40,8 @@ def _train(args) -> int:
     )
     last = out["history"][-1] if out["history"] else {}
     summary = {k: last[k] for k in ("step", "eval/accuracy", "reward/mean") if k in last}
-    print(json.dumps({**summary, "run_dir": out["run_dir"], "plot": out["plot"]}))
+    stopped = {"stopped": out["stopped"]} if "stopped" in out else {}  # train.stop_when ended it early
+    print(json.dumps({**summary, "run_dir": out["run_dir"], "plot": out["plot"], **stopped}))
     return 0
 
 

@@ -268,8 +268,10 @@ def validate(cfg: RunConfig) -> None:
     from reasonrl.rollout.interaction import check_interaction
     from reasonrl.rollout.tools import check_tools
     from reasonrl.trainer.confidence import check_confidence
+    from reasonrl.trainer.stop_rules import check_stop_rules
 
     check_tools(r.tools, r.max_new_tokens)
+    check_stop_rules(t.stop_when)
     # the functions' schemas in every prompt's template arguments (shown by --print-config, kept in config.yaml)
     cfg.data.chat_template_kwargs = with_function_schemas(dict(cfg.data.chat_template_kwargs), r.tools)
     for check in (check_interaction, check_pseudo_label, check_confidence):  # each feature's own checks

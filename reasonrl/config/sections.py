@@ -408,6 +408,9 @@ class TrainConfig:
     dist_timeout_s: float = (
         1800.0  # several ranks: a collective waiting longer fails (a rank crashed / hangs)
     )
+    # stop early when a logged metric crosses a bound: [{metric: eval/accuracy, below: 0.2, patience: 2}, ...]
+    # (trainer/stop_rules.py: the run ends after that step, with a checkpoint)
+    stop_when: list[Any] = field(default_factory=list)
 
 
 @dataclass

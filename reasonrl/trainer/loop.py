@@ -51,6 +51,7 @@ from reasonrl.trainer.step import (
     make_loss_fn,
     selects_tokens,
 )
+from reasonrl.trainer.stop_rules import StopRules
 from reasonrl.trainer.verifier_watch import VerifierFailing, VerifierWatch
 
 
@@ -147,6 +148,10 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     progress = Progress(cfg.train.steps, start, enabled=cfg.log.progress and main)
     saved, warned_gap = None, False
     verifiers = VerifierWatch(cfg.reward.max_error_rate, cfg.reward.error_patience, log)
+    rules, stopped_early = (
+        StopRules(t.stop_when),
+        None,
+    )  # train.stop_when: a metric past its bound ends the run
     for step in range(start + 1, t.steps + 1):
         t0 = time.perf_counter()
         watchdog.enter("generation", step)
@@ -271,7 +276,12 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         metrics_log.log(step, metrics)
         metrics_log.rollouts(step, sample_groups(groups, cfg.log.rollouts_per_step, step))
         progress.update(step, metrics)
-        due = (cfg.checkpoint.every and step % cfg.checkpoint.every == 0) or step == t.steps
+        stopped_early = rules.check(step, metrics)  # (the reduced metrics: every rank decides alike)
+        due = (
+            (cfg.checkpoint.every and step % cfg.checkpoint.every == 0)
+            or step == t.steps
+            or bool(stopped_early)
+        )
         due = is_new_best(run, cfg, step, metrics) or due  # checkpoint.keep_best: a new best is saved too
         stopping = dist.any_rank(bool(stop.signum))  # one decision for all ranks
         if due or (stopping and cfg.checkpoint.on_signal):  # every rank takes part; rank 0 writes
@@ -280,10 +290,16 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             progress.close()
             metrics_log.close()
             raise Interrupted(stop.signum or 15, step, saved if (due or cfg.checkpoint.on_signal) else None)
+        if stopped_early:
+            if main:
+                log(stopped_early)
+            break
     progress.close()
     metrics_log.close()
     plot = plot_run(metrics_log.history, run_dir / "training.png", title=cfg.name) if main else None
     out = {"history": metrics_log.history, "plot": str(plot), "run_dir": str(run_dir)}
+    if stopped_early:
+        out["stopped"] = stopped_early
     if cfg.hub.push and main:  # export the last checkpoint with its model card and upload it
         from reasonrl.publish.hub import push_run
 
