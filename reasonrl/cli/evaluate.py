@@ -127,11 +127,12 @@ def template_kwargs_arg(pairs: list[str], model: str | None = None) -> dict:
     return {**(dict(cfg.data.chat_template_kwargs) if cfg is not None else {}), **given}
 
 
-def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final: bool = True):
+def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final: bool = True,
+              functions: list[str] = ()):  # fmt: skip
     """The tool settings of an eval (`--tools`): the named format, else the run's own `rollout.tools`
     (`cfg`), else None (off); 'off' turns a run's off. `--search-url` adds the search tool (a format
     with a tool of its own, search_r1, calls that one alone); with no tools to add it to, a ConfigError
-    (`final`: `cfg` is the run's config, or the model is not a run)."""
+    (`final`: `cfg` is the run's config, or the model is not a run). `--tool-function`s join the tools' own."""
     from dataclasses import replace
 
     from reasonrl.config import ConfigError, ToolsConfig
@@ -153,6 +154,14 @@ def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final:
     if tools is None and search_url and (final or given == "off"):
         raise ConfigError("--search-url: no tools to search with (--tools search_r1 or hermes, or a run with "
                           "rollout.tools)")  # fmt: skip
+    if functions and tools is None and final:
+        raise ConfigError(
+            "--tool-function: no tools to add it to (--tools hermes, or a run with rollout.tools)"
+        )
+    if functions and tools is not None:
+        tools = replace(
+            tools, functions=[*tools.functions, *(f for f in functions if f not in tools.functions)]
+        )
     if tools is not None and search_url:
         names = tools.names if "search" in tools.names else [*tools.names, "search"]
         tools = replace(tools, names=names, search=replace(tools.search, url=search_url))
@@ -253,13 +262,15 @@ def eval_benchmarks(args, model_path) -> int:
               seed=args.seed, limit=args.limit, chunk_size=args.chunk_size, workers=args.workers,
               reward_options=options)  # fmt: skip
     template_kwargs_arg(args.chat_template_kwarg)  # checked before any model path is resolved
-    tools_arg(args.tools, search_url=args.search_url, final=False)  # (the run's own tools are read below)
+    tools_arg(
+        args.tools, search_url=args.search_url, final=False, functions=args.tool_function
+    )  # (the run's own tools are read below)
     interaction_arg(args.interaction)  # (checked before any model path is resolved)
     if args.all_checkpoints:
         return _all_checkpoints(args, benches, kw)
     model = model_path(args.model)
     kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, model)
-    kw["tools"] = tools_arg(args.tools, run_config(model), args.search_url)
+    kw["tools"] = tools_arg(args.tools, run_config(model), args.search_url, functions=args.tool_function)
     kw["interaction"] = interaction_arg(args.interaction, run_config(model))
     out = args.out or default_out(args.model, model)
     from reasonrl.cli.bars import chunk_progress
@@ -294,7 +305,7 @@ def _all_checkpoints(args, benches, kw) -> int:
     for c in ckpts:
         step = int(c.name.rsplit("_", 1)[-1])
         kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, str(c))  # the run's own too
-        kw["tools"] = tools_arg(args.tools, run_config(str(c)), args.search_url)
+        kw["tools"] = tools_arg(args.tools, run_config(str(c)), args.search_url, functions=args.tool_function)
         kw["interaction"] = interaction_arg(args.interaction, run_config(str(c)))
         res = run_benchmarks(str(c), benches, out / c.name, **kw)
         table[step] = {name: row["mean@n"] for name, row in res["benchmarks"].items()}
@@ -372,9 +383,13 @@ def eval_problems(args, model_path) -> int:
     from reasonrl.rewards.verifiers.unverified import checkable
     from reasonrl.rollout.base import SamplingParams
     from reasonrl.rollout.factory import build_rollout_engine
+    from reasonrl.rollout.function_tools import with_function_schemas
 
     given = template_kwargs_arg(args.chat_template_kwarg)  # over the run's own (its load_data applies them)
     cfg = run_config(args.model) if not args.data and args.task is None else None
+    tools = tools_arg(
+        args.tools, cfg, getattr(args, "search_url", None), functions=getattr(args, "tool_function", ())
+    )
     scorer, think, max_new = None, True, args.max_new_tokens or 64
     if cfg is not None:  # the run's own held-out set and settings
         from reasonrl.config import import_plugins
@@ -387,7 +402,8 @@ def eval_problems(args, model_path) -> int:
         from reasonrl.trainer.rollouts import make_scorer
         from reasonrl.trainer.setup import load_data
 
-        cfg.data.chat_template_kwargs = {**cfg.data.chat_template_kwargs, **given}
+        merged = {**cfg.data.chat_template_kwargs, **given}
+        cfg.data.chat_template_kwargs = with_function_schemas(merged, tools) if tools is not None else merged
         _, problems = load_data(cfg)
         kept = checkable(problems)  # (an SFT run's rows with no checkable answer left out)
         unchecked, problems = len(problems) - len(kept), kept
@@ -417,6 +433,7 @@ def eval_problems(args, model_path) -> int:
             task = args.task or "arithmetic"
             problems = generate(task, args.size, seed=args.seed, difficulty=args.difficulty, split="test")
         given = template_kwargs_arg(args.chat_template_kwarg, args.model)
+        given = with_function_schemas(given, tools) if tools is not None else given  # the tools' schemas too
         problems = with_template_kwargs(problems, given)
         options = verifier_options(args.verifier_option)
         check_routable(problems, "eval data", options)
@@ -435,7 +452,7 @@ def eval_problems(args, model_path) -> int:
         args.engine,
         model,
         tok,
-        tools=tools_arg(args.tools, cfg, getattr(args, "search_url", None)),
+        tools=tools,
         template_kwargs=kwargs,
     )
     batch = cfg.val.batch_size if cfg is not None else 256  # the run's own batching: identical greedy outputs

@@ -65,7 +65,10 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
     another attempt; the last attempt is scored (undiscounted: the table says whether it was right)."""
     from reasonrl.data.prompts import with_template_kwargs
     from reasonrl.rewards import check_routable
+    from reasonrl.rollout.function_tools import with_function_schemas
 
+    if tools is not None and tools.functions:  # their schemas in every prompt, as in training
+        template_kwargs = with_function_schemas(dict(template_kwargs or {}), tools)
     files, overrides = dict(files or {}), dict(overrides or {})
     work = []
     for b in benchmarks:  # every input checked before any generation

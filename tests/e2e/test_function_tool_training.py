@@ -47,3 +47,64 @@ def test_training_with_a_function_tool_runs_it_and_trains_only_the_models_tokens
     # (this tiny tokenizer, reloaded from its directory, drops spaces and newlines)
     call = CALL.replace(" ", "")
     assert texts and all(t.startswith(call) and "<tool_response>42</tool_response>" in t for t in texts)
+
+
+ADD_ONE = '''
+def add_one(x: int) -> int:
+    """One more.
+
+    Args:
+        x: a whole number
+    """
+    return x + 1
+'''
+
+
+def test_eval_runs_a_function_tool_and_shows_its_schema_to_the_prompts(tmp_path, monkeypatch, user_module):
+    """`reasonrl eval --tools hermes --tool-function M.add_one`: an engine that calls the function on each
+    question "i + 1?" and answers with its output solves every problem; the function's schema is among the
+    chat-template arguments every prompt was rendered with (recorded with the results)."""
+    import re
+
+    from reasonrl.cli.evaluate import tools_arg
+    from reasonrl.eval.benchmarks import BENCHMARKS
+    from reasonrl.eval.runner import run_benchmarks
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+    from reasonrl.rollout.hf import HFRolloutEngine
+    from reasonrl.types import Completion
+
+    m = user_module(ADD_ONE, "eval_tools")
+
+    class Caller(HFRolloutEngine):
+        def generate(self, prompts, params):
+            out = []
+            for p in prompts:
+                text = self.tokenizer.decode(p)
+                if "<tool_response>" in text:  # the function's output is the answer
+                    answer = "#### " + re.findall(r"<tool_response>\D*(\d+)", text)[-1]
+                else:
+                    i = re.search(r"(\d+) ?\+ ?1", text).group(1)
+                    answer = f'<tool_call>{{"name": "add_one", "arguments": {{"x": {i}}}}}</tool_call>'
+                ids = self.tokenizer(answer, add_special_tokens=False)["input_ids"]
+                out.append(
+                    [Completion(ids, self.tokenizer.decode(ids), [0.0] * len(ids)) for _ in range(params.n)]
+                )
+            return out
+
+    monkeypatch.setattr(ROLLOUT_ENGINES, "_entries", dict(ROLLOUT_ENGINES._entries))  # undone afterwards
+    ROLLOUT_ENGINES.register("caller")(lambda model, tokenizer: Caller(model, tokenizer))
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [{"question": f"{i} + 1?", "answer": f"so\n#### {i + 1}"} for i in range(4)]
+    (data / "gsm8k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    model = _model_dir(tmp_path, ['<tool_call>{"name": "add_one", "arguments": {"x": 12}}</tool_call>' + TURN,
+                                  "#### 12 + 1?"])  # fmt: skip
+    tools = tools_arg("hermes", None, functions=[f"{m}.add_one"])
+    assert tools.functions == [f"{m}.add_one"]
+    res = run_benchmarks(model, [BENCHMARKS.get("gsm8k")], tmp_path / "out", data_dir=data, device="cpu",
+                         overrides={"n": 1, "temperature": 0.0}, workers=1, log=lambda *a: None,
+                         engine="caller", tools=tools)  # fmt: skip
+    assert res["benchmarks"]["gsm8k"]["mean@n"] == 1.0
+    setup = json.loads((tmp_path / "out" / "samples.setup.json").read_text())
+    assert setup["tools"]["functions"] == [f"{m}.add_one"]
+    assert '"name": "add_one"' in (tmp_path / "out" / "results.md").read_text()  # the schema the prompts got

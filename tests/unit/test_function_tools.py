@@ -190,3 +190,14 @@ def test_what_cannot_work_is_named_when_the_recipe_loads(tools_module, extra, me
     with pytest.raises(ConfigError, match="rollout.tools") as e:
         load_config(None, ["rollout.tools.enabled=true", *(x.format(m=tools_module) for x in extra)])
     assert message in str(e.value)
+
+
+def test_eval_tool_functions_need_tools_to_join(tools_module):
+    from reasonrl.cli.evaluate import tools_arg
+
+    with pytest.raises(ConfigError, match="--tool-function: no tools to add it to"):
+        tools_arg(None, None, functions=[f"{tools_module}.multiply"])
+    with pytest.raises(ConfigError, match="needs calls that name their tool: format hermes, not xml"):
+        tools_arg("xml", None, functions=[f"{tools_module}.multiply"])
+    got = tools_arg("hermes", None, functions=[f"{tools_module}.multiply", f"{tools_module}.multiply"])
+    assert got.functions == [f"{tools_module}.multiply"] and got.format == "hermes"
