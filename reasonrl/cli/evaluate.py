@@ -159,9 +159,7 @@ def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final:
             "--tool-function: no tools to add it to (--tools hermes, or a run with rollout.tools)"
         )
     if functions and tools is not None:
-        tools = replace(
-            tools, functions=[*tools.functions, *(f for f in functions if f not in tools.functions)]
-        )
+        tools = replace(tools, functions=list(dict.fromkeys([*tools.functions, *functions])))
     if tools is not None and search_url:
         names = tools.names if "search" in tools.names else [*tools.names, "search"]
         tools = replace(tools, names=names, search=replace(tools.search, url=search_url))

@@ -16,7 +16,9 @@ def test_a_rule_met_ends_the_run_with_a_checkpoint_and_a_resume_counts_afresh(ti
     out = train(cfg, log=lambda *a: None)
     assert [r["step"] for r in out["history"]] == [0, 1, 2]  # validation before training, then two steps
     assert out["stopped"].startswith("train.stop_when: reward/mean above -1 (2 logged values in a row;")
-    assert [c.name for c in list_checkpoints(run)] == ["step_000002"]  # the step it stopped at, not due otherwise
+    assert [c.name for c in list_checkpoints(run)] == [
+        "step_000002"
+    ]  # the step it stopped at, not due otherwise
     again = train(cfg, resume=True, log=lambda *a: None)
     assert [r["step"] for r in again["history"] if r["step"] > 2] == [3, 4]
     assert "stopped" in again and [c.name for c in list_checkpoints(run)][-1] == "step_000004"
