@@ -278,6 +278,10 @@ def _trl_rewards(take, out: Converted) -> None:
         if path := out.recipe.get("model", {}).get("path"):
             options["tokenizer"] = str(path)  # TRL hands every function the completion's token ids too
         out.set("reward.options.trl_function", options)
+        if len(functions) > 1 and out.recipe.get("algo", {}).get("adv_estimator") == "gdpo":
+            out.notes.append("multi_objective_aggregation=normalize_then_sum: GDPO normalises each reward.weights "
+                             "term; the trl_function term is its functions' weighted sum (TRL normalises each "
+                             "function)")  # fmt: skip
         out.notes.append(f"reward_funcs: {', '.join(n for n, _ in functions)}: called as TRL calls them "
                          "(reward.options.trl_function; an import path is imported from the directory the run "
                          "starts in, as `trl grpo` does; docs/rewards.md)")  # fmt: skip
