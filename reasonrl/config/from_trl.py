@@ -278,7 +278,10 @@ def _trl_rewards(take, out: Converted) -> None:
         if path := out.recipe.get("model", {}).get("path"):
             options["tokenizer"] = str(path)  # TRL hands every function the completion's token ids too
         out.set("reward.options.trl_function", options)
-        if len(functions) > 1 and out.recipe.get("algo", {}).get("adv_estimator") == "gdpo":
+        from reasonrl.algorithms.advantages import ADVANTAGES
+
+        estimator = out.recipe.get("algo", {}).get("adv_estimator", "grpo")
+        if len(functions) > 1 and "term_rewards" in ADVANTAGES.get(estimator).needs:  # (normalize_then_sum)
             out.notes.append("multi_objective_aggregation=normalize_then_sum: GDPO normalises each reward.weights "
                              "term; the trl_function term is its functions' weighted sum (TRL normalises each "
                              "function)")  # fmt: skip
