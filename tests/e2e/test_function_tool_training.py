@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from test_tool_training import _model_dir, opens_with
+from test_tool_training import _model_dir, gsm8k_dir, opens_with
 from test_train_loop import _cfg
 
 from reasonrl.trainer.loop import train
@@ -93,10 +93,7 @@ def test_eval_runs_a_function_tool_and_shows_its_schema_to_the_prompts(tmp_path,
 
     monkeypatch.setattr(ROLLOUT_ENGINES, "_entries", dict(ROLLOUT_ENGINES._entries))  # undone afterwards
     ROLLOUT_ENGINES.register("caller")(lambda model, tokenizer: Caller(model, tokenizer))
-    data = tmp_path / "data"
-    data.mkdir()
-    rows = [{"question": f"{i} + 1?", "answer": f"so\n#### {i + 1}"} for i in range(4)]
-    (data / "gsm8k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = gsm8k_dir(tmp_path)
     model = _model_dir(tmp_path, ['<tool_call>{"name": "add_one", "arguments": {"x": 12}}</tool_call>' + TURN,
                                   "#### 12 + 1?"])  # fmt: skip
     tools = tools_arg("hermes", None, functions=[f"{m}.add_one"])

@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from test_tool_training import _model_dir
+from test_tool_training import _model_dir, gsm8k_dir
 
 from reasonrl.config import InteractionConfig
 from reasonrl.errors import InputError
@@ -42,10 +42,7 @@ class SecondTime(HFRolloutEngine):
 def setup(tmp_path, monkeypatch):
     monkeypatch.setattr(ROLLOUT_ENGINES, "_entries", dict(ROLLOUT_ENGINES._entries))  # undone afterwards
     ROLLOUT_ENGINES.register("second-time")(lambda model, tokenizer: SecondTime(model, tokenizer))
-    data = tmp_path / "data"
-    data.mkdir()
-    rows = [{"question": f"{i} + 1?", "answer": f"so\n#### {i + 1}"} for i in range(4)]
-    (data / "gsm8k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = gsm8k_dir(tmp_path)
     return _model_dir(tmp_path, extra=["#### 12 + 1?"]), data
 
 

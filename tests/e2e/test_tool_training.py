@@ -30,6 +30,15 @@ def _model_dir(tmp_path, extra=()):
     return str(out)
 
 
+def gsm8k_dir(tmp_path, n: int = 4):
+    """A data directory whose gsm8k file asks "i + 1?" for i < n (a tool, or feedback, can answer it)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [{"question": f"{i} + 1?", "answer": f"so\n#### {i + 1}"} for i in range(n)]
+    (data / "gsm8k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data
+
+
 def opens_with(monkeypatch, call: str, after: str) -> None:
     """Make every completion of the HF engine open with `call`, its tokens scored by the model itself (as
     if it had sampled them), until `after` (the tool's output) is in the prompt: then the model samples."""
@@ -113,10 +122,7 @@ def test_eval_runs_the_tools_and_scores_only_what_the_model_wrote(tmp_path, monk
     monkeypatch.setattr(ROLLOUT_ENGINES, "_entries", dict(ROLLOUT_ENGINES._entries))  # undone afterwards
     ROLLOUT_ENGINES.register("tool-user")(lambda model, tokenizer: ToolUser(model, tokenizer))
     ROLLOUT_ENGINES.register("lazy")(lambda model, tokenizer: Lazy(model, tokenizer))
-    data = tmp_path / "data"
-    data.mkdir()
-    rows = [{"question": f"{i} + 1?", "answer": f"so\n#### {i + 1}"} for i in range(4)]
-    (data / "gsm8k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = gsm8k_dir(tmp_path)
     model = _model_dir(tmp_path, extra=["#### 12 + 1? print('####',3+1)"])
     tools = ToolsConfig(enabled=True, format="xml")
     kw = dict(
