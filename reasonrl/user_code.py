@@ -2,8 +2,9 @@
 path (`package.module.function`), as reward functions (`verl_function`, `openrlhf_function`,
 `trl_function`) and tools (`rollout.tools.functions`) are named.
 
-Owns: importing a file once per process and file version (`load_function`) and resolving an import path
-with the working directory on `sys.path`, as TRL imports its `--reward_funcs` (`load_callable`).
+Owns: importing a file once per process and file version (`load_function`), resolving an import path
+with the working directory on `sys.path`, as TRL imports its `--reward_funcs` (`load_callable`), and
+running what an async function returned to its end (`awaited`).
 Does not own: calling them (the verifiers, `rollout.function_tools`) or their time limits.
 """
 
@@ -65,3 +66,18 @@ def load_callable(spec: str):
     if not callable(fn):
         raise ValueError(f"{spec!r}: {module} defines no function {name!r}")
     return fn
+
+
+def awaited(value):
+    """`value`, or what it gives once awaited when a coroutine function returned it (an async reward function
+    or tool, which TRL awaits on its event loop): run to its end here."""
+    import asyncio
+    import inspect
+
+    if not inspect.isawaitable(value):
+        return value
+
+    async def wait():
+        return await value
+
+    return asyncio.run(wait())

@@ -21,12 +21,11 @@ A coroutine function is run to its end.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 from typing import Any
 
-from reasonrl.user_code import load_callable
+from reasonrl.user_code import awaited, load_callable
 
 
 def load_tools(specs: list[str]) -> dict[str, Any]:
@@ -64,16 +63,10 @@ def run_call(spec: str, arguments: dict) -> tuple[str, str]:
     try:
         fn = load_callable(spec)
         inspect.signature(fn).bind(**arguments)  # arguments that do not fit: the model's mistake, named
-        got = fn(**arguments)
-        if inspect.isawaitable(got):
-            got = asyncio.run(_awaited(got))
+        got = awaited(fn(**arguments))  # (an async function: run to its end)
     except Exception as e:  # noqa: BLE001 - the model's call, or the function, failed: the model reads why
         return str({"error": f"{type(e).__name__}: {e}" if isinstance(e, TypeError) else str(e)}), "error"
     return str(got), "success"
-
-
-async def _awaited(value):
-    return await value
 
 
 def _init_worker(path: list[str]) -> None:

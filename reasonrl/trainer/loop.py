@@ -148,10 +148,8 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
     progress = Progress(cfg.train.steps, start, enabled=cfg.log.progress and main)
     saved, warned_gap = None, False
     verifiers = VerifierWatch(cfg.reward.max_error_rate, cfg.reward.error_patience, log)
-    rules, stopped_early = (
-        StopRules(t.stop_when),
-        None,
-    )  # train.stop_when: a metric past its bound ends the run
+    rules = StopRules(t.stop_when)  # train.stop_when: a metric past its bound ends the run
+    stopped_early = None
     for step in range(start + 1, t.steps + 1):
         t0 = time.perf_counter()
         watchdog.enter("generation", step)

@@ -39,7 +39,7 @@ THINK = "<think>"
 
 
 @lru_cache(maxsize=4)
-def _tokenizer(path: str):
+def policy_tokenizer(path: str):
     from transformers import AutoTokenizer
 
     from reasonrl.models.hub import is_hub_id, offline_unless_reachable
@@ -54,7 +54,7 @@ def texts(response: str, problem: Problem, tokenizer: str = "") -> tuple[str, st
     from reasonrl.data.prompts import encode_prompt, plain_text
 
     if tokenizer:
-        tok = _tokenizer(tokenizer)
+        tok = policy_tokenizer(tokenizer)
         prompt = tok.decode(encode_prompt(tok, problem), skip_special_tokens=False)
     else:
         prompt = plain_text(problem)

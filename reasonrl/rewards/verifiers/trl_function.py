@@ -44,18 +44,16 @@ path (`user_code.load_callable`).
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import inspect
 import math
 import numbers
-from functools import lru_cache
 from types import SimpleNamespace
 from typing import Any
 
 from reasonrl.rewards.base import VERIFIERS, RewardResult
 from reasonrl.types import Problem
-from reasonrl.user_code import load_callable
+from reasonrl.user_code import awaited, load_callable
 
 FORMATS = ("conversational", "standard")
 # `trl grpo`'s own names (trl/scripts/grpo.py): the functions of trl.rewards, the overlong one as its script
@@ -87,13 +85,6 @@ def load(spec: str):
         raise ValueError(f"{spec!r} is neither an import path (module.function), a file (path.py:function) "
                          f"nor one of TRL's names ({', '.join(BUILT_IN)})")  # fmt: skip
     return load_callable(spec)
-
-
-@lru_cache(maxsize=4)
-def _tokenizer(path: str):
-    from reasonrl.rewards.verifiers.openrlhf_reward import _tokenizer as load_tokenizer
-
-    return load_tokenizer(path)
 
 
 def columns(problem: Problem, label_key: str = "solution") -> dict[str, Any]:
@@ -144,15 +135,12 @@ def call(spec: str, response: str, problem: Problem, fmt: str = "conversational"
         log_extra=lambda column, values: extra.__setitem__(str(column), list(values)[0]),
     )
     if tokenizer:
-        kwargs["completion_ids"] = [_tokenizer(tokenizer)(response, add_special_tokens=False)["input_ids"]]
-    got = fn(**kwargs)
-    if inspect.isawaitable(got):  # an async reward function (TRL gathers them on its event loop)
-        got = asyncio.run(got) if inspect.iscoroutine(got) else asyncio.run(_awaited(got))
-    return _value(got, spec), metrics, extra
+        from reasonrl.rewards.verifiers.openrlhf_reward import policy_tokenizer
 
-
-async def _awaited(value):
-    return await value
+        kwargs["completion_ids"] = [
+            policy_tokenizer(tokenizer)(response, add_special_tokens=False)["input_ids"]
+        ]
+    return _value(awaited(fn(**kwargs)), spec), metrics, extra  # (an async function: run to its end)
 
 
 @VERIFIERS.register("trl_function")
