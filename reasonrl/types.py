@@ -132,6 +132,9 @@ class Completion:
     guided:           a demonstration put in the group (`algo.guidance`), not sampled: its sampler
                       log-probs are unknown (0 here)
     turns:            the model's attempts in it (`rollout.interaction`: feedback between them)
+    env_reward:       its environment's `get_reward()` (`rollout.tools.environment`), or None
+    env_reason:       how that went ("environment_reward", "no_environment_reward", "error: ..."), or "":
+                      the completion was no environment's episode
     """
 
     token_ids: list[int]
@@ -143,6 +146,8 @@ class Completion:
     tool_calls: tuple[str, ...] = ()
     guided: bool = False
     turns: int = 1
+    env_reward: float | None = None
+    env_reason: str = ""
 
     @property
     def answer_text(self) -> str:

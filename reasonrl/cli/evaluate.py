@@ -136,7 +136,8 @@ def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final:
     from dataclasses import replace
 
     from reasonrl.config import ConfigError, ToolsConfig
-    from reasonrl.rollout.tools import TOOL_FORMATS, check_tools, probe_tools
+    from reasonrl.rollout.tool_checks import check_tools, probe_tools
+    from reasonrl.rollout.tools import TOOL_FORMATS
 
     if given is None:
         tools = cfg.rollout.tools if cfg is not None and cfg.rollout.tools.enabled else None

@@ -264,9 +264,10 @@ def validate(cfg: RunConfig) -> None:
     _validate_algo_extras(a, r)
     _validate_async(a, r)
     from reasonrl.rewards.pseudo_label import check_pseudo_label
+    from reasonrl.rollout.environments import check_environments
     from reasonrl.rollout.function_tools import with_function_schemas
     from reasonrl.rollout.interaction import check_interaction
-    from reasonrl.rollout.tools import check_tools
+    from reasonrl.rollout.tool_checks import check_tools
     from reasonrl.trainer.confidence import check_confidence
     from reasonrl.trainer.stop_rules import check_stop_rules
 
@@ -274,7 +275,8 @@ def validate(cfg: RunConfig) -> None:
     check_stop_rules(t.stop_when)
     # the functions' schemas in every prompt's template arguments (shown by --print-config, kept in config.yaml)
     cfg.data.chat_template_kwargs = with_function_schemas(dict(cfg.data.chat_template_kwargs), r.tools)
-    for check in (check_interaction, check_pseudo_label, check_confidence):  # each feature's own checks
+    # each feature's own checks
+    for check in (check_interaction, check_pseudo_label, check_confidence, check_environments):
         check(cfg)
     _choice("checkpoint.best_mode", cfg.checkpoint.best_mode, ("max", "min"))
     benchmarks = []

@@ -108,6 +108,9 @@ class ToolsConfig:
     # Python functions as tools (TRL's `tools=[...]`): import paths or path.py:name, called by their names in
     # hermes calls; their schemas join data.chat_template_kwargs.tools (rollout.function_tools)
     functions: list[str] = field(default_factory=list)
+    # TRL environments (environment_factory): a class path, or {name: path} picked by each row's `environment`
+    # column; an instance per rollout, its methods the tools, its get_reward the `environment` reward term
+    environment: Any = None
     search: SearchToolConfig = field(default_factory=SearchToolConfig)
     max_calls: int = 4  # calls run per completion; a later call stays plain text
     timeout_s: float = 5.0  # wall-clock limit of one call

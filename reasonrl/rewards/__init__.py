@@ -18,6 +18,7 @@ from reasonrl.rewards.verifiers import (
     choice,  # noqa: F401  (registers choice)
     code,  # noqa: F401  (registers code)
     cruxeval,  # noqa: F401  (registers cruxeval)
+    environment,  # noqa: F401  (registers environment: a TRL environment's reward, given by the rollout)
     format,  # noqa: F401  (registers format_think_answer, overlong)
     gym,  # noqa: F401  (registers reasoning_gym)
     ifbench,  # noqa: F401  (registers ifbench; its checkers join ifeval's)

@@ -208,11 +208,9 @@ class RewardRunner:
         self.close()
 
     def closing_soon(self) -> None:
-        """The caller is about to send its last batch (an eval generating its last chunk). Until `close`,
-        pebble's threads poll every 5 ms instead of every 0.1 s (`pebble.common.CONSTS.sleep_unit`,
-        process-wide), so `close`, which joins them, waits ~5 ms instead of up to 0.1 s (0.05 s at the
-        end of every eval on average). A pool that lives on (a training run's) keeps the 0.1 s tick:
-        at 5 ms it would cost ~1.5% of a core."""
+        """The caller is about to send its last batch (an eval's last chunk): until `close`, pebble's threads
+        poll every 5 ms, not 0.1 s (`pebble.common.CONSTS.sleep_unit`, process-wide), so `close`, joining them,
+        waits ~5 ms, not up to 0.1 s. A pool that lives on (a training run's) keeps 0.1 s (5 ms: ~1.5% of a core)."""
         from pebble.common import CONSTS
 
         global _PEBBLE_TICK
@@ -304,11 +302,11 @@ class RewardRunner:
         reports correctness, so a reward model or another term is not run for nothing."""
         return _CorrectnessOnly(self)
 
-    def score(
-        self, responses: Sequence[str], problems: Sequence[Problem], all_terms: bool = True
-    ) -> tuple[list[RewardResult], dict[str, float]]:
+    def score(self, responses: Sequence[str], problems: Sequence[Problem], all_terms: bool = True,
+              given: Sequence[dict | None] | None = None) -> tuple[list[RewardResult], dict[str, float]]:  # fmt: skip
         """Score `responses[i]` against `problems[i]`; results keep input order. `all_terms` False: the
-        routed verifier alone (the score is its correctness).
+        routed verifier alone (the score is its correctness). `given[i]`: {verifier name: RewardResult} known
+        already (an environment's reward, `rollout.environments`), taken as that verifier's result.
 
         Raises ValueError / RegistryError before any work if a problem cannot be routed (that is a
         data error). A verifier that raises, hangs or crashes scores 0 with the reason recorded.
@@ -326,6 +324,8 @@ class RewardRunner:
         modes = {j.name: self.run_mode(j.name) for j in jobs}
         for j in jobs:
             j.mode = modes[j.name]
+            if given and (given[j.item] or {}).get(j.name) is not None:
+                j.mode, j.result, j.latency = "given", given[j.item][j.name], 0.0
 
         def call_args(j: _Job) -> tuple:
             return (j.name, responses[j.item], problems[j.item], self._options(j.name))
@@ -487,8 +487,8 @@ class _CorrectnessOnly:
     def __init__(self, runner: RewardRunner):
         self._runner = runner
 
-    def score(self, responses: Sequence[str], problems: Sequence[Problem]):
-        return self._runner.score(responses, problems, all_terms=False)
+    def score(self, responses: Sequence[str], problems: Sequence[Problem], given=None):
+        return self._runner.score(responses, problems, all_terms=False, given=given)
 
     def __getattr__(self, name: str):
         return getattr(self._runner, name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from reasonrl.data.prompts import encode_prompts, prompt_opens_think, scoring_text
 from reasonrl.rollout.base import SamplingParams
+from reasonrl.rollout.environments import given_results
 from reasonrl.types import Problem, RolloutGroup
 
 
@@ -28,7 +29,10 @@ def generate_and_score(engine, tokenizer, scorer, problems: list[Problem], param
 
 def generate_groups(engine, tokenizer, problems: list[Problem], params: SamplingParams,
                     max_prompt_tokens: int | None = None) -> list[RolloutGroup]:  # fmt: skip
-    """The generation half: one unscored RolloutGroup per problem."""
+    """The generation half: one unscored RolloutGroup per problem (an episode of its environment each, with
+    rollout.tools.environment: the engine resets them from the rows)."""
+    if getattr(engine, "environments", None) is not None:
+        return engine.generate_groups(problems, params, max_prompt_tokens)
     prompt_ids = encode_prompts(tokenizer, problems, max_prompt_tokens)
     completions = engine.generate(prompt_ids, params)
     return [RolloutGroup(p, ids, cs) for p, ids, cs in zip(problems, prompt_ids, completions)]
@@ -52,7 +56,9 @@ def scoring_texts(group: RolloutGroup, tokenizer, think_from_prompt: bool = True
 
 def _score_groups(groups, tokenizer, scorer, think_from_prompt: bool) -> dict:
     texts = [t for g in groups for t in scoring_texts(g, tokenizer, think_from_prompt)]
-    results, health = scorer.score(texts, [g.problem for g in groups for _ in g.completions])
+    given = given_results([c for g in groups for c in g.completions])  # an environment's rewards
+    results, health = scorer.score(texts, [g.problem for g in groups for _ in g.completions],
+                                   **({"given": given} if any(given) else {}))  # fmt: skip
     it = iter(results)
     for g in groups:
         for _ in g.completions:

@@ -7,8 +7,8 @@ Owns: `ToolRolloutEngine`, which wraps any `RolloutEngine` and runs the multi-tu
 the rest), `TOOL_FORMATS` (how a call is written, which tool it goes to, and its output shown; a real
 seam), which tool a call goes to (the format's own, or the one a Hermes call names among
 `rollout.tools.names`), `template_turn` (the output's turn as the model's own chat template renders a
-tool message), the program a call runs as (`cell_program`: earlier cells replayed, their output hidden),
-`probe_tools` and `check_tools` (the recipe's `rollout.tools`). Does not own: running code
+tool message), the program a call runs as (`cell_program`: earlier cells replayed, their output hidden).
+Does not own: the checks of the recipe's `rollout.tools` (`rollout.tool_checks`), running code
 (`rewards.sandbox`, the only place model code runs), the retrieval service's API (`rollout.search_tool`),
 the user's Python functions called as tools (`rollout.function_tools`),
 the engines, or the loss mask built from `Completion.tool_mask` (`trainer.batching`).
@@ -185,6 +185,7 @@ class _Sample:
     cells: list[str]  # the code of the calls that ran without error (replayed before the next)
     calls: list[str]  # each call's status
     finish: str = "stop"
+    episode: tuple[int, str] | None = None  # (key, environment) of its instance (rollout.tools.environment)
 
 
 class ToolRolloutEngine:
@@ -202,6 +203,11 @@ class ToolRolloutEngine:
             from reasonrl.rollout.function_tools import FunctionTools
 
             self.functions = FunctionTools(list(tools.functions), tools.workers, tools.timeout_s)
+        self.environments = None  # rollout.tools.environment: TRL's environments, an instance per rollout
+        if tools.environment is not None:
+            from reasonrl.rollout.environments import Environments
+
+            self.environments = Environments(tools.environment, tools.workers, tools.timeout_s)
         if tools.turn == "chat_template":  # the output in a tool turn of the model's own chat template
             turn = template_turn(tokenizer, template_kwargs, self.format.ends_message)
             self.format = replace(self.format, output=turn)
@@ -213,14 +219,27 @@ class ToolRolloutEngine:
         self.engine.sync_weights(model, version)
 
     def close(self) -> None:
-        if self.functions is not None:
-            self.functions.close()
+        for own in (self.functions, self.environments):
+            if own is not None:
+                own.close()
         if self.engine is not None:
             self.engine.close()
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Completion]]:
+    def generate_groups(self, problems: list, params: SamplingParams, max_prompt_tokens: int | None = None):
+        """RolloutGroups of `problems`, each rollout an episode of its environment (`rollout.environments`)."""
+        from reasonrl.rollout.environments import generate_episodes
+
+        return generate_episodes(self, problems, params, max_prompt_tokens)
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams,
+                 episodes: list[tuple[int, str]] | None = None) -> list[list[Completion]]:  # fmt: skip
+        """`episodes`: each sample's (key, environment), with rollout.tools.environment (`generate_groups`)."""
+        if self.environments is not None and episodes is None:
+            raise ValueError("rollout.tools.environment: rollouts start from their rows (generate_groups)")
         first = self.engine.generate(prompts, params)
         samples = [_Sample(p, [], [], [], [], [], []) for p in prompts for _ in range(params.n)]
+        for s, episode in zip(samples, episodes or ()):
+            s.episode = episode
         pending = [(s, c) for s, c in zip(samples, (c for cs in first for c in cs))]
         round_ = 0
         while pending:
@@ -301,7 +320,7 @@ class ToolRolloutEngine:
         (status "invalid"); code is None but for programs."""
         from reasonrl.rollout.search_tool import search
 
-        jobs = [self._job(body) for _, body in todo]
+        jobs = [self._job(s, body) for s, body in todo]
         out: list[tuple[str | None, str, str]] = [(None, str(arg), "invalid") for _, arg in jobs]
         python = [i for i, (tool, _) in enumerate(jobs) if tool == "python"]
         for i, result in zip(python, self._run([cells_with(todo[i][0], jobs[i][1]) for i in python])):
@@ -310,6 +329,17 @@ class ToolRolloutEngine:
         if called:  # rollout.tools.functions, in their worker pool
             for i, (text, status) in zip(called, self.functions.run([jobs[i][1] for i in called])):
                 out[i] = (None, _cut(text, self.cfg.max_output_chars), status)
+        acted = [i for i, (tool, _) in enumerate(jobs) if tool == "environment"]
+        if acted:  # rollout.tools.environment: each in its rollout's instance
+            for i, (status, text) in zip(
+                acted, self.environments.ask([("call", *jobs[i][1]) for i in acted])
+            ):
+                text = text if status == "ok" else str({"error": text})
+                out[i] = (
+                    None,
+                    _cut(text, self.cfg.max_output_chars),
+                    "success" if status == "ok" else status,
+                )
         found = [i for i, (tool, _) in enumerate(jobs) if tool == "search"]
         style = "search_r1" if self.format.tool == "search" else "verl"  # Search-R1's text, or verl's JSON
         for i, (text, status) in zip(found, search(self.cfg.search, [jobs[i][1] for i in found], style)):
@@ -321,9 +351,11 @@ class ToolRolloutEngine:
             )
         return out
 
-    def _job(self, body: str) -> tuple[str, object]:
-        """(tool, its argument) of a call: ("python", code), ("search", queries) or ("invalid", error)."""
+    def _job(self, s: _Sample, body: str) -> tuple[str, object]:
+        """(tool, its argument) of a call: ("python", code), ("search", queries), ("function", (name,
+        arguments)), ("environment", (key, method, arguments)) or ("invalid", error)."""
         names = list(self.cfg.names)
+        own = self.environments.described[s.episode[1]]["tools"] if s.episode is not None else []
         try:
             if self.format.tool:  # the format's one tool
                 tool, args = self.format.tool, body
@@ -331,11 +363,13 @@ class ToolRolloutEngine:
                 name, args = _hermes_call(body)
                 if self.functions is not None and name in self.functions.specs:
                     return "function", (name, args)
+                if name in own:
+                    return "environment", (s.episode[0], name, args)
                 name = TOOL_ALIASES.get(name, name)
-                alone = names == ["python"] and self.functions is None
+                alone = names == ["python"] and self.functions is None and not own
                 tool = name if name in names else "python" if alone else ""
                 if not tool:
-                    every = names + (self.functions.names if self.functions is not None else [])
+                    every = names + (self.functions.names if self.functions is not None else []) + own
                     raise ValueError(f"error: there is no tool named {name!r} (tools: {', '.join(every)})")
             if tool == "python":
                 return tool, self.format.code(args) if self.format.tool else _code_argument(args)
@@ -414,86 +448,5 @@ TOOLS = ("python", "search")  # what rollout.tools.names may hold
 TOOL_ALIASES = {"code_interpreter": "python"}  # verl's (SandboxFusionTool's) name for the Python tool
 
 
-def probe_tools(tools) -> str:
-    """A line per tool saying it works (the sandbox runs a test program; the search service answers a
-    test query), or ConfigError naming `rollout.tools` and why not, before a run loads its model."""
-    from reasonrl.config import ConfigError
-
-    lines = []
-    if "python" in tools.names:
-        lines.append(_probe_sandbox(tools))
-    if "search" in tools.names:
-        from reasonrl.rollout.search_tool import probe
-
-        try:
-            lines.append(probe(tools.search))
-        except ValueError as e:
-            raise ConfigError(f"{e}; no model was loaded") from None
-    if tools.functions:  # (loaded and described when the recipe was read: rollout.function_tools)
-        lines.append(f"rollout.tools: the functions {', '.join(map(str, tools.functions))}")
-    return "\n".join(lines)
-
-
-def _probe_sandbox(tools) -> str:
-    from reasonrl.config import ConfigError
-    from reasonrl.rewards.sandbox import ENV_VAR, SandboxUnavailable
-    from reasonrl.rewards.sandbox.process import isolation_mode
-
-    try:
-        probe = ToolRolloutEngine(None, None, replace(tools, turn="format"))  # (no tokenizer here)
-        ((text, status),) = probe._run([cell_program(["print(6 * 7)"])])
-    except SandboxUnavailable as e:
-        raise ConfigError(f"rollout.tools: {e}") from None
-    if (text, status) != ("42", "success"):
-        raise ConfigError(f"rollout.tools: the sandbox did not run a test program ({status}: {text!r}); "
-                          f"{ENV_VAR}=unisolated runs model code without isolation")  # fmt: skip
-    return f"rollout.tools: the {isolation_mode()} sandbox runs the programs completions write"
-
-
 def cells_with(s: _Sample, code: str) -> str:
     return cell_program([*s.cells, code])
-
-
-def check_tools(tools, max_new_tokens: int) -> None:
-    """ConfigError naming the `rollout.tools` key that is wrong."""
-    from reasonrl.config import ConfigError
-
-    if not tools.enabled:
-        return
-    if tools.format not in TOOL_FORMATS.names():
-        raise ConfigError(
-            f"rollout.tools.format={tools.format!r} is not one of {', '.join(TOOL_FORMATS.names())}"
-        )
-    if tools.turn not in ("format", "chat_template"):
-        raise ConfigError(f"rollout.tools.turn must be format or chat_template, got {tools.turn!r}")
-    for key in ("max_calls", "workers", "memory_mb", "max_output_chars"):
-        if getattr(tools, key) < 1:
-            raise ConfigError(f"rollout.tools.{key} must be >= 1, got {getattr(tools, key)}")
-    if tools.timeout_s <= 0:
-        raise ConfigError(f"rollout.tools.timeout_s must be > 0, got {tools.timeout_s}")
-    if max_new_tokens < 2:
-        raise ConfigError("rollout.tools needs rollout.max_new_tokens >= 2 (a call and its output)")
-    names = list(tools.names)
-    if tools.functions:
-        from reasonrl.rollout.function_tools import check_functions
-
-        check_functions(tools)
-    if (
-        (not names and not tools.functions)
-        or any(n not in TOOLS for n in names)
-        or len(set(names)) != len(names)
-    ):
-        raise ConfigError(f"rollout.tools.names must name each of its tools once, from {', '.join(TOOLS)}; "
-                          f"got {names}")  # fmt: skip
-    own = TOOL_FORMATS.get(tools.format).tool
-    if own and own not in names:
-        raise ConfigError(f"rollout.tools.format={tools.format} calls the {own} tool, which rollout.tools.names "
-                          f"({', '.join(names)}) does not hold")  # fmt: skip
-    if "search" in names:
-        s = tools.search
-        if not s.url:
-            raise ConfigError("rollout.tools.names holds search: set rollout.tools.search.url (the retrieval "
-                              "service, Search-R1's API)")  # fmt: skip
-        if s.topk < 1 or s.retries < 0 or s.timeout_s <= 0:
-            raise ConfigError(f"rollout.tools.search: topk >= 1, retries >= 0 and timeout_s > 0; got topk={s.topk}, "
-                              f"retries={s.retries}, timeout_s={s.timeout_s}")  # fmt: skip

@@ -293,7 +293,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     for line in prepare_terms(dict(cfg.reward.weights), options, keep=cfg.rollout.max_staleness == 0):
         log(line)
     if cfg.rollout.tools.enabled:  # the tools' sandbox runs a program, or the run stops here
-        from reasonrl.rollout.tools import probe_tools
+        from reasonrl.rollout.tool_checks import probe_tools
 
         log(probe_tools(cfg.rollout.tools))
     interaction = make_interaction(cfg, tokenizer)  # its turn from the chat template, or the run stops here

@@ -19,7 +19,8 @@ from reasonrl.models.tiny import build_tokenizer
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.retrieval_server import Index, load_corpus, serve
 from reasonrl.rollout.search_tool import passages
-from reasonrl.rollout.tools import ToolRolloutEngine, probe_tools
+from reasonrl.rollout.tool_checks import probe_tools
+from reasonrl.rollout.tools import ToolRolloutEngine
 
 CORPUS = [
     {"id": "0", "contents": '"France"\nParis is the capital and largest city of France.'},

@@ -343,7 +343,7 @@ def test_a_recipe_gives_the_chat_template_the_tool_schema(tok):
 
 def test_a_sandbox_that_cannot_run_the_tools_stops_the_run_before_it_starts(monkeypatch):
     from reasonrl.rewards.sandbox import SandboxUnavailable, server
-    from reasonrl.rollout.tools import probe_tools
+    from reasonrl.rollout.tool_checks import probe_tools
 
     cfg = ToolsConfig(enabled=True)
     assert probe_tools(cfg) == "rollout.tools: the bwrap sandbox runs the programs completions write"

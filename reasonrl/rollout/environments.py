@@ -1,0 +1,385 @@
+"""TRL environments, as they are (`rollout.tools.environment`; TRL's `GRPOTrainer(environment_factory=...)`):
+a class (or a function returning an instance) whose public methods are the model's tools, with state kept
+across the calls of one rollout, a `reset(**row)` that starts a rollout (what it returns, a text or None,
+is appended to the row's last user message) and, optionally, a `get_reward()` read once the rollout ends:
+the `environment` reward term (`reward.weights: {environment: 1}`, or rows routed to the `environment`
+verifier), as TRL adds it as a reward function of weight 1.
+
+`rollout.tools.environment` is one spec (`my_envs.WordleEnv`, imported with the working directory on
+`sys.path`, or `path/to/envs.py:WordleEnv`), which every row uses, or `{name: spec}`, each row picking its
+environment by its `environment` column (TRL's dict form); only that environment's methods are in its
+prompt's tool list (their schemas from their type hints and docstrings, transformers' `get_json_schema`,
+as TRL renders them).
+
+One instance per rollout: a group's n rollouts each get their own, reset with the row's columns (`prompt`,
+the row's `extra_info` keys, `data_source`, `ground_truth`, and the ground truth as `solution`, as the
+`trl_function` verifier hands them). Instances are reused across steps (reset again, TRL's "construct
+once, reset often"). reasonrl's groups share one prompt, so the n resets of a row must return the same
+text (a reset that draws its task at random makes GRPO's group comparison meaningless; seed it from the
+row); a row whose resets differ, or whose reset raises, is an error naming the row.
+
+Where they run: a pool of `rollout.tools.workers` processes, each holding the instances of the rollouts
+given to it (a rollout's calls all go to its process, in order); every reset, call and `get_reward` runs
+under `rollout.tools.timeout_s`. The classes are the user's code, trusted like a reward function (not in
+the sandbox); their arguments are the model's, so a call that raises, hangs or kills its process costs
+that call (and, for a process killed, the state of the rollouts it held: their later calls and their
+rewards are errors), never the run. What the model sees of a call is TRL's: `str(result)`, or
+`{'error': ...}`.
+
+Owns: loading the environments and describing their tools (`describe`), the checks of the setting
+(`check_environments`), the worker processes, and the episode of a batch (`generate_episodes`: reset,
+prompts, the rollouts through the tool loop, rewards). Does not own: the multi-turn loop and the call
+format (`rollout.tools`), scoring (`rewards.runner`, which takes the rewards as given results).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+import numbers
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from functools import lru_cache
+
+from reasonrl.user_code import awaited, load_callable
+
+RESERVED = ("reset", "get_reward")
+COLUMN = "environment"  # the row's column that picks its environment (the dict form)
+STARTUP_S = 120  # for a worker process to start (the forkserver's first start imports Python's own modules)
+LOST = "the environment's state was lost (an earlier call of this rollout timed out or killed its process)"
+
+
+def specs(setting) -> dict[str, str]:
+    """{name: spec} of `rollout.tools.environment`: one spec is the environment "" every row uses."""
+    if isinstance(setting, str):
+        return {"": setting}
+    if hasattr(setting, "items") and setting and all(isinstance(v, str) for v in setting.values()):
+        return {str(k): str(v) for k, v in setting.items()}
+    raise ValueError(f"must be a class's import path or path.py:Class, or {{name: that}}; got {setting!r}")
+
+
+def methods(instance) -> dict:
+    """{name: bound method} of an instance's tools: its class's public functions but reset and get_reward."""
+    return {name: getattr(instance, name)
+            for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
+            if name not in RESERVED and not name.startswith("_")}  # fmt: skip
+
+
+@lru_cache(maxsize=8)
+def _described(items: tuple[tuple[str, str], ...]) -> dict[str, dict]:
+    from transformers.utils import get_json_schema
+
+    out = {}
+    for name, spec in items:
+        where = f"environment {spec!r}"
+        factory = load_callable(spec)
+        try:
+            instance = factory()
+        except Exception as e:  # the user's constructor: its own error, named
+            raise ValueError(f"{where}: making an instance failed ({type(e).__name__}: {e})") from None
+        if not callable(getattr(instance, "reset", None)):
+            raise ValueError(f"{where} has no reset method (TRL's environments define reset)")
+        tools = methods(instance)
+        if not tools:
+            raise ValueError(f"{where} has no public method to call as a tool")
+        schemas = []
+        for method, fn in tools.items():
+            try:
+                schemas.append(get_json_schema(fn))
+            except Exception as e:  # a parameter without a type hint or an Args: line
+                raise ValueError(f"{where}: method {method!r} has no schema from its type hints and docstring "
+                                 f"({e})") from None  # fmt: skip
+        out[name] = {"spec": spec, "tools": list(tools), "schemas": schemas,
+                     "reward": callable(getattr(instance, "get_reward", None))}  # fmt: skip
+    return out
+
+
+def describe(setting) -> dict[str, dict]:
+    """{name: {spec, tools, schemas, reward}} of each environment, from one probe instance each (as TRL
+    probes them); ValueError naming the environment and what is wrong."""
+    return _described(tuple(specs(setting).items()))
+
+
+def check_environments(cfg) -> None:
+    """ConfigError naming what cannot work with `rollout.tools.environment`."""
+    from reasonrl.algorithms import ADVANTAGES
+    from reasonrl.config import ConfigError
+    from reasonrl.rollout.tools import TOOL_ALIASES, TOOLS
+
+    tools = cfg.rollout.tools
+    if not tools.enabled or tools.environment is None:
+        return
+    try:
+        described = describe(tools.environment)
+    except ValueError as e:
+        raise ConfigError(f"rollout.tools.environment: {e}") from None
+    from reasonrl.rollout.function_tools import load_tools
+
+    taken = {*TOOLS, *TOOL_ALIASES, *(load_tools(list(tools.functions)) if tools.functions else ())}
+    for d in described.values():
+        clash = sorted(set(d["tools"]) & taken)
+        if clash:
+            raise ConfigError(f"rollout.tools.environment: {d['spec']}'s method {clash[0]!r} has the name of "
+                              f"another tool")  # fmt: skip
+    why = {"rollout.interaction.enabled": cfg.rollout.interaction.enabled,  # attempts would need the state
+           f"algo.adv_estimator={cfg.algo.adv_estimator} (a greedy baseline rollout)":
+               "baseline_rewards" in ADVANTAGES.get(cfg.algo.adv_estimator).needs,
+           "algo.guidance.enabled": cfg.algo.guidance.enabled}  # fmt: skip
+    for what, refused in why.items():
+        if refused:
+            raise ConfigError(f"rollout.tools.environment with {what}: its rollouts are not episodes of an "
+                              f"environment")  # fmt: skip
+    weights = dict(cfg.reward.weights or {})
+    if "environment" in weights and not any(d["reward"] for d in described.values()):
+        raise ConfigError("reward.weights has an environment term, but no environment of "
+                          "rollout.tools.environment defines get_reward")  # fmt: skip
+
+
+def _serve(conn, named: dict[str, str], path: list[str]) -> None:
+    """A worker process: the instances of its rollouts, by key; one request at a time, one reply each."""
+    sys.path[:] = path
+    conn.send(("ready", None))  # (a request's time limit starts once the process runs)
+    factories: dict = {}
+    live: dict[int, tuple[str, object]] = {}
+    free: dict[str, list] = {}
+    while True:
+        try:
+            op, key, *args = conn.recv()
+        except (EOFError, OSError):
+            return
+        if op == "stop":
+            return
+        try:
+            reply = ("ok", _handle(op, key, args, named, factories, live, free))
+        except Exception as e:  # noqa: BLE001 - the user's code, or the model's arguments: named in the reply
+            reply = ("error", f"{type(e).__name__}: {e}" if isinstance(e, TypeError) else str(e))
+        conn.send(reply)
+
+
+def _handle(op: str, key: int, args: list, named, factories, live, free):
+    if op == "reset":
+        name, row = args
+        if name not in factories:
+            factories[name] = load_callable(named[name])
+        pool = free.setdefault(name, [])
+        instance = pool.pop() if pool else factories[name]()
+        live[key] = (name, instance)
+        got = awaited(instance.reset(**row))
+        if got is not None and not isinstance(got, str):
+            raise ValueError(f"reset returned {type(got).__name__}, not a text or None")
+        return got
+    name, instance = live[key]
+    if op == "call":
+        method, arguments = args
+        fn = methods(instance).get(method)
+        if fn is None:
+            raise ValueError(f"there is no tool named {method!r}")
+        inspect.signature(fn).bind(**arguments)  # arguments that do not fit: the model's mistake, named
+        return str(awaited(fn(**arguments)))
+    if op == "reward":
+        got = awaited(instance.get_reward())
+        if isinstance(got, bool) or not isinstance(got, numbers.Real) or not math.isfinite(got):
+            raise ValueError(f"get_reward returned {got!r}, not a finite number")
+        return float(got)
+    if op == "end":
+        free.setdefault(name, []).append(live.pop(key)[1])
+        return None
+    raise ValueError(f"unknown request {op!r}")
+
+
+class _Worker:
+    """One worker process and its pipe; a request past the time limit, or a process that dies, restarts it
+    (the keys it held are lost)."""
+
+    def __init__(self, named: dict[str, str], ctx) -> None:
+        self.named, self.ctx, self.keys = named, ctx, set()
+        self._start()
+
+    def _start(self) -> None:
+        parent, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=_serve, args=(child, self.named, list(sys.path)), daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn = parent
+        if not parent.poll(STARTUP_S):
+            self.stop(kill=True)
+            raise RuntimeError(f"rollout.tools.environment: a worker process did not start in {STARTUP_S} s")
+        parent.recv()
+
+    def ask(self, msg: tuple, timeout_s: float) -> tuple[str, object, set[int]]:
+        """(status, value, keys lost) of one request."""
+        try:
+            self.conn.send(msg)
+            if self.conn.poll(timeout_s):
+                status, value = self.conn.recv()
+                return status, value, set()
+            status, value = "timeout", f"timed out after {timeout_s:g} s"
+        except (EOFError, OSError):
+            status, value = "error", "the environment's process failed"
+        lost, self.keys = self.keys, set()
+        self.stop(kill=True)
+        self._start()
+        return status, value, lost
+
+    def stop(self, kill: bool = False) -> None:
+        if not kill:
+            try:
+                self.conn.send(("stop", 0))
+            except OSError:
+                pass
+            self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(timeout=5)
+        self.conn.close()
+
+
+class Environments:
+    """The environments of `rollout.tools.environment` in `workers` processes, each request under
+    `timeout_s`. Create once per engine; `close` stops the processes."""
+
+    def __init__(self, setting, workers: int = 4, timeout_s: float = 5.0) -> None:
+        self.described = describe(setting)
+        self.workers, self.timeout_s = workers, float(timeout_s)
+        self._pool: list[_Worker] | None = None
+        self._keys = itertools.count()
+        self.lost: set[int] = set()
+
+    @property
+    def rewarded(self) -> bool:
+        return any(d["reward"] for d in self.described.values())
+
+    def _workers(self) -> list[_Worker]:
+        if self._pool is None:
+            import multiprocessing
+
+            ctx = multiprocessing.get_context("forkserver")
+            named = {name: d["spec"] for name, d in self.described.items()}
+            self._pool = [_Worker(named, ctx) for _ in range(self.workers)]
+        return self._pool
+
+    def ask(self, requests: list[tuple]) -> list[tuple[str, object]]:
+        """(status, value) of each request (op, key, ...): each worker's in order, the workers side by side."""
+        pool = self._workers()
+        out: list = [None] * len(requests)
+
+        def serve(w: int) -> None:
+            for i, msg in enumerate(requests):
+                if msg[1] % len(pool) != w:
+                    continue
+                if msg[1] in self.lost:
+                    out[i] = ("error", LOST)
+                    continue
+                if msg[0] == "reset":
+                    pool[w].keys.add(msg[1])
+                status, value, lost = pool[w].ask(msg, self.timeout_s)
+                self.lost |= lost
+                out[i] = (status, value)
+
+        with ThreadPoolExecutor(len(pool)) as threads:
+            list(threads.map(serve, range(len(pool))))
+        return out
+
+    def begin(self, rows: list[tuple[str, dict]]) -> tuple[list[int], list[tuple[str, object]]]:
+        """Keys of new rollouts, one per (environment, reset arguments), and each reset's (status, value)."""
+        keys = [next(self._keys) for _ in rows]
+        return keys, self.ask([("reset", k, name, row) for k, (name, row) in zip(keys, rows)])
+
+    def end(self, keys: list[int]) -> None:
+        """The rollouts `keys` are over: their instances are free for the next resets."""
+        self.ask([("end", k) for k in keys if k not in self.lost])
+        for w in self._pool or ():
+            w.keys -= set(keys)
+        self.lost -= set(keys)
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        for w in pool or ():
+            w.stop()
+
+
+def environment_of(problem, described: dict[str, dict]) -> str:
+    """The environment a row uses: "" (the one), or its `environment` column's (the dict form); ValueError
+    naming the row otherwise."""
+    if "" in described:
+        return ""
+    name = problem.extra_info.get(COLUMN)
+    if name not in described:
+        raise ValueError(f"row {problem.uid!r}: its {COLUMN} column is {name!r}, not one of rollout.tools."
+                         f"environment's ({', '.join(described)})")  # fmt: skip
+    return name
+
+
+def shown_problem(problem, observation: str | None, schemas: list[dict]):
+    """The row as its rollouts see it: the reset's text appended to the last user message (TRL's), the
+    environment's tools in its template arguments' `tools` (one listed by name already is left)."""
+    prompt = list(problem.prompt)
+    if observation is not None:
+        prompt[-1] = {**prompt[-1], "content": str(prompt[-1]["content"]) + observation}
+    listed = list(problem.chat_template_kwargs.get("tools") or [])
+    names = {(t.get("function") or {}).get("name") for t in listed if isinstance(t, dict)}
+    listed += [s for s in schemas if s["function"]["name"] not in names]
+    return replace(
+        problem, prompt=prompt, chat_template_kwargs={**problem.chat_template_kwargs, "tools": listed}
+    )
+
+
+def generate_episodes(loop, problems: list, params, max_prompt_tokens: int | None = None) -> list:
+    """One RolloutGroup per row, each rollout an episode of its own environment instance: reset with the row,
+    generated through the tool loop `loop` (a `ToolRolloutEngine`), its `get_reward` read into the
+    completion's `env_reward` (`env_reason` says how it went). ValueError naming a row whose reset failed
+    or whose n resets differ."""
+    from reasonrl.data.prompts import encode_prompts
+    from reasonrl.rewards.verifiers.trl_function import columns
+    from reasonrl.types import RolloutGroup
+
+    env, n = loop.environments, params.n
+    names = [environment_of(p, env.described) for p in problems]
+    keys, resets = env.begin([(name, {"prompt": p.prompt, **columns(p)}) for p, name in zip(problems, names)
+                              for _ in range(n)])  # fmt: skip
+    try:
+        shown = []
+        for i, (p, name) in enumerate(zip(problems, names)):
+            got = resets[i * n : (i + 1) * n]
+            where = f"rollout.tools.environment: {env.described[name]['spec']} for row {p.uid!r}"
+            failed = next((v for status, v in got if status != "ok"), None)
+            if failed is not None:
+                raise ValueError(f"{where}: reset failed ({failed})")
+            if len({v for _, v in got}) > 1:
+                raise ValueError(f"{where}: its {n} resets returned different texts; the rollouts of a row share "
+                                 f"one prompt (seed the environment's task from the row)")  # fmt: skip
+            shown.append(shown_problem(p, got[0][1], env.described[name]["schemas"]))
+        prompt_ids = encode_prompts(loop.tokenizer, shown, max_prompt_tokens)
+        episodes = [(k, names[j // n]) for j, k in enumerate(keys)]
+        completions = loop.generate(prompt_ids, params, episodes=episodes)
+        rewarded = [j for j, (_, name) in enumerate(episodes) if env.described[name]["reward"]]
+        replies = dict(zip(rewarded, env.ask([("reward", keys[j]) for j in rewarded])))
+    finally:
+        env.end(keys)
+    groups = []
+    for i, (p, ids, cs) in enumerate(zip(shown, prompt_ids, completions)):
+        scored = []
+        for j, c in enumerate(cs, start=i * n):
+            status, value = replies.get(j, ("none", None))
+            if status == "ok":
+                scored.append(replace(c, env_reward=value, env_reason=REWARDED))
+            else:
+                scored.append(
+                    replace(c, env_reason=NO_REWARD if status == "none" else f"error: get_reward: {value}")
+                )
+        groups.append(RolloutGroup(p, ids, scored))
+    return groups
+
+
+REWARDED, NO_REWARD = "environment_reward", "no_environment_reward"
+
+
+def given_results(completions) -> list[dict | None]:
+    """What the `environment` reward term of each completion is (`rewards.runner`'s given results): its
+    environment's reward; None for a completion that was no episode (the verifier says so)."""
+    from reasonrl.types import RewardResult
+
+    return [{"environment": RewardResult(c.env_reward or 0.0, {"reason": c.env_reason})} if c.env_reason else None
+            for c in completions]  # fmt: skip

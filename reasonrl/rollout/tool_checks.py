@@ -1,0 +1,103 @@
+"""The checks of the recipe's `rollout.tools`, before a run loads its model: `check_tools` (the settings, a
+ConfigError naming the key that is wrong) and `probe_tools` (each tool works: the sandbox runs a test
+program, the search service answers a test query, the functions and environments load).
+
+Owns: those checks. Does not own: the tool loop (`rollout.tools`), the functions (`rollout.function_tools`),
+the environments (`rollout.environments`), the search service's API (`rollout.search_tool`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from reasonrl.rollout.tools import TOOL_FORMATS, TOOLS, ToolRolloutEngine, cell_program
+
+
+def probe_tools(tools) -> str:
+    """A line per tool saying it works (the sandbox runs a test program; the search service answers a
+    test query), or ConfigError naming `rollout.tools` and why not, before a run loads its model."""
+    from reasonrl.config import ConfigError
+
+    lines = []
+    if "python" in tools.names:
+        lines.append(_probe_sandbox(tools))
+    if "search" in tools.names:
+        from reasonrl.rollout.search_tool import probe
+
+        try:
+            lines.append(probe(tools.search))
+        except ValueError as e:
+            raise ConfigError(f"{e}; no model was loaded") from None
+    if tools.functions:  # (loaded and described when the recipe was read: rollout.function_tools)
+        lines.append(f"rollout.tools: the functions {', '.join(map(str, tools.functions))}")
+    if tools.environment is not None:  # (probed when the recipe was read: rollout.environments)
+        from reasonrl.rollout.environments import describe
+
+        for d in describe(tools.environment).values():
+            reward = ", get_reward" if d["reward"] else ""
+            lines.append(f"rollout.tools: the environment {d['spec']} ({', '.join(d['tools'])}{reward})")
+    return "\n".join(lines)
+
+
+def _probe_sandbox(tools) -> str:
+    from reasonrl.config import ConfigError
+    from reasonrl.rewards.sandbox import ENV_VAR, SandboxUnavailable
+    from reasonrl.rewards.sandbox.process import isolation_mode
+
+    try:
+        probe = ToolRolloutEngine(None, None, replace(tools, turn="format"))  # (no tokenizer here)
+        ((text, status),) = probe._run([cell_program(["print(6 * 7)"])])
+    except SandboxUnavailable as e:
+        raise ConfigError(f"rollout.tools: {e}") from None
+    if (text, status) != ("42", "success"):
+        raise ConfigError(f"rollout.tools: the sandbox did not run a test program ({status}: {text!r}); "
+                          f"{ENV_VAR}=unisolated runs model code without isolation")  # fmt: skip
+    return f"rollout.tools: the {isolation_mode()} sandbox runs the programs completions write"
+
+
+def check_tools(tools, max_new_tokens: int) -> None:
+    """ConfigError naming the `rollout.tools` key that is wrong."""
+    from reasonrl.config import ConfigError
+
+    if not tools.enabled:
+        return
+    if tools.format not in TOOL_FORMATS.names():
+        raise ConfigError(
+            f"rollout.tools.format={tools.format!r} is not one of {', '.join(TOOL_FORMATS.names())}"
+        )
+    if tools.turn not in ("format", "chat_template"):
+        raise ConfigError(f"rollout.tools.turn must be format or chat_template, got {tools.turn!r}")
+    for key in ("max_calls", "workers", "memory_mb", "max_output_chars"):
+        if getattr(tools, key) < 1:
+            raise ConfigError(f"rollout.tools.{key} must be >= 1, got {getattr(tools, key)}")
+    if tools.timeout_s <= 0:
+        raise ConfigError(f"rollout.tools.timeout_s must be > 0, got {tools.timeout_s}")
+    if max_new_tokens < 2:
+        raise ConfigError("rollout.tools needs rollout.max_new_tokens >= 2 (a call and its output)")
+    names = list(tools.names)
+    if tools.functions:
+        from reasonrl.rollout.function_tools import check_functions
+
+        check_functions(tools)
+    if tools.environment is not None and TOOL_FORMATS.get(tools.format).tool:
+        raise ConfigError(f"rollout.tools.environment needs calls that name their tool: format hermes, not "
+                          f"{tools.format}")  # fmt: skip
+    if (
+        (not names and not tools.functions and tools.environment is None)
+        or any(n not in TOOLS for n in names)
+        or len(set(names)) != len(names)
+    ):
+        raise ConfigError(f"rollout.tools.names must name each of its tools once, from {', '.join(TOOLS)}; "
+                          f"got {names}")  # fmt: skip
+    own = TOOL_FORMATS.get(tools.format).tool
+    if own and own not in names:
+        raise ConfigError(f"rollout.tools.format={tools.format} calls the {own} tool, which rollout.tools.names "
+                          f"({', '.join(names)}) does not hold")  # fmt: skip
+    if "search" in names:
+        s = tools.search
+        if not s.url:
+            raise ConfigError("rollout.tools.names holds search: set rollout.tools.search.url (the retrieval "
+                              "service, Search-R1's API)")  # fmt: skip
+        if s.topk < 1 or s.retries < 0 or s.timeout_s <= 0:
+            raise ConfigError(f"rollout.tools.search: topk >= 1, retries >= 0 and timeout_s > 0; got topk={s.topk}, "
+                              f"retries={s.retries}, timeout_s={s.timeout_s}")  # fmt: skip
