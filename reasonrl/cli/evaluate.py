@@ -127,12 +127,21 @@ def template_kwargs_arg(pairs: list[str], model: str | None = None) -> dict:
     return {**(dict(cfg.data.chat_template_kwargs) if cfg is not None else {}), **given}
 
 
+def tool_args(args) -> dict:
+    """`--tool-function`s and `--tool-environment`s, as `tools_arg` takes them."""
+    return {
+        "functions": getattr(args, "tool_function", ()),
+        "environments": getattr(args, "tool_environment", ()),
+    }
+
+
 def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final: bool = True,
-              functions: list[str] = ()):  # fmt: skip
+              functions: list[str] = (), environments: list[str] = ()):  # fmt: skip
     """The tool settings of an eval (`--tools`): the named format, else the run's own `rollout.tools`
     (`cfg`), else None (off); 'off' turns a run's off. `--search-url` adds the search tool (a format
     with a tool of its own, search_r1, calls that one alone); with no tools to add it to, a ConfigError
-    (`final`: `cfg` is the run's config, or the model is not a run). `--tool-function`s join the tools' own."""
+    (`final`: `cfg` is the run's config, or the model is not a run). `--tool-function`s join the tools' own;
+    `--tool-environment` (SPEC, or NAME=SPEC each) is the environment (rollout.tools.environment)."""
     from dataclasses import replace
 
     from reasonrl.config import ConfigError, ToolsConfig
@@ -161,6 +170,9 @@ def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final:
         )
     if functions and tools is not None:
         tools = replace(tools, functions=list(dict.fromkeys([*tools.functions, *functions])))
+    if environments and tools is not None:
+        named = dict(e.split("=", 1) if "=" in e else ("", e) for e in environments)
+        tools = replace(tools, environment=named[""] if list(named) == [""] else named)
     if tools is not None and search_url:
         names = tools.names if "search" in tools.names else [*tools.names, "search"]
         tools = replace(tools, names=names, search=replace(tools.search, url=search_url))
@@ -262,14 +274,14 @@ def eval_benchmarks(args, model_path) -> int:
               reward_options=options)  # fmt: skip
     template_kwargs_arg(args.chat_template_kwarg)  # checked before any model path is resolved
     tools_arg(
-        args.tools, search_url=args.search_url, final=False, functions=args.tool_function
-    )  # (the run's own tools are read below)
+        args.tools, search_url=args.search_url, final=False, **tool_args(args)
+    )  # (the run's own: below)
     interaction_arg(args.interaction)  # (checked before any model path is resolved)
     if args.all_checkpoints:
         return _all_checkpoints(args, benches, kw)
     model = model_path(args.model)
     kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, model)
-    kw["tools"] = tools_arg(args.tools, run_config(model), args.search_url, functions=args.tool_function)
+    kw["tools"] = tools_arg(args.tools, run_config(model), args.search_url, **tool_args(args))
     kw["interaction"] = interaction_arg(args.interaction, run_config(model))
     out = args.out or default_out(args.model, model)
     from reasonrl.cli.bars import chunk_progress
@@ -304,7 +316,7 @@ def _all_checkpoints(args, benches, kw) -> int:
     for c in ckpts:
         step = int(c.name.rsplit("_", 1)[-1])
         kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, str(c))  # the run's own too
-        kw["tools"] = tools_arg(args.tools, run_config(str(c)), args.search_url, functions=args.tool_function)
+        kw["tools"] = tools_arg(args.tools, run_config(str(c)), args.search_url, **tool_args(args))
         kw["interaction"] = interaction_arg(args.interaction, run_config(str(c)))
         res = run_benchmarks(str(c), benches, out / c.name, **kw)
         table[step] = {name: row["mean@n"] for name, row in res["benchmarks"].items()}
@@ -386,9 +398,7 @@ def eval_problems(args, model_path) -> int:
 
     given = template_kwargs_arg(args.chat_template_kwarg)  # over the run's own (its load_data applies them)
     cfg = run_config(args.model) if not args.data and args.task is None else None
-    tools = tools_arg(
-        args.tools, cfg, getattr(args, "search_url", None), functions=getattr(args, "tool_function", ())
-    )
+    tools = tools_arg(args.tools, cfg, getattr(args, "search_url", None), **tool_args(args))
     scorer, think, max_new = None, True, args.max_new_tokens or 64
     if cfg is not None:  # the run's own held-out set and settings
         from reasonrl.config import import_plugins

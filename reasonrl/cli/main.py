@@ -204,6 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--tool-function", action="append", default=[], metavar="SPEC",
                    help="a Python function the model may call as a tool (module.function or path.py:name; repeatable; "
                    "rollout.tools.functions), with --tools hermes or a run's own hermes tools")  # fmt: skip
+    e.add_argument("--tool-environment", action="append", default=[], metavar="SPEC",
+                   help="a TRL environment class whose methods the model may call as tools, an instance per rollout "
+                   "(module.Class or path.py:Class, or NAME=SPEC each for rows picking theirs by their environment "
+                   "column; rollout.tools.environment), with --tools hermes")  # fmt: skip
     e.add_argument("--search-url", default=None, metavar="URL",
                    help="the search tool's retrieval service (Search-R1's API), for --tools search_r1 or hermes calls "
                    "named search (default: a run's own rollout.tools.search.url)")  # fmt: skip

@@ -36,6 +36,8 @@ def rescore_failed(samples_path: Path, samples: list[dict], work, model: str, *,
     from reasonrl.data.prompts import prompt_opens_think, scoring_text
     from reasonrl.models.loading import load_tokenizer_and_config
     from reasonrl.rewards.runner import RewardRunner, default_workers, preload_modules
+    from reasonrl.rollout.environments import given_results
+    from reasonrl.types import Completion
 
     problems = {name: ps for name, ps, _ in work}
     failed = [s for s in failed_samples(samples) if s["problem"] < len(problems.get(s["benchmark"], ()))]
@@ -47,7 +49,12 @@ def rescore_failed(samples_path: Path, samples: list[dict], work, model: str, *,
     texts = [scoring_text(s.get("answer_text", s["completion"]), opens[id(p)]) for s, p in zip(failed, ps)]
     with RewardRunner(workers=workers or default_workers(), options=reward_options, modules=plugins,
                       preload=preload_modules(ps)) as scorer:  # fmt: skip
-        results, _ = scorer.score(texts, ps)
+        done = [
+            Completion([], "", [], env_reward=s.get("env_reward"), env_reason=s.get("env_reason", ""))
+            for s in failed
+        ]
+        given = given_results(done)  # an environment's reward, as the episode gave it
+        results, _ = scorer.score(texts, ps, **({"given": given} if any(given) else {}))
     for s, res in zip(failed, results):  # a sample's score is its correctness, as `sample_rows` writes it
         s.update(score=float(res.correctness), reason=res.info.get("reason"), extracted=res.extracted)
     _rewrite(samples_path, failed)

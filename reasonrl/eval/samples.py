@@ -42,7 +42,9 @@ def sample_rows(bench: str, first: int, groups) -> list[dict]:
              # with tool calls: the model's own text, which the verifiers scored, and the calls' statuses
              **({"answer_text": comp.model_text, "tool_calls": list(comp.tool_calls)} if comp.tool_calls else {}),
              # after feedback (rollout.interaction): the attempts, and the last one's text, which was scored
-             **({"answer_text": comp.model_text, "turns": comp.turns} if comp.turns > 1 else {})}
+             **({"answer_text": comp.model_text, "turns": comp.turns} if comp.turns > 1 else {}),
+             # an environment's episode (rollout.tools.environment): its reward, which a rescore takes again
+             **({"env_reward": comp.env_reward, "env_reason": comp.env_reason} if comp.env_reason else {})}
             for i, g in enumerate(groups)
             for j, (comp, res) in enumerate(zip(g.completions, g.results))]  # fmt: skip
 

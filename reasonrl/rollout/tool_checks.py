@@ -30,10 +30,14 @@ def probe_tools(tools) -> str:
             raise ConfigError(f"{e}; no model was loaded") from None
     if tools.functions:  # (loaded and described when the recipe was read: rollout.function_tools)
         lines.append(f"rollout.tools: the functions {', '.join(map(str, tools.functions))}")
-    if tools.environment is not None:  # (probed when the recipe was read: rollout.environments)
+    if tools.environment is not None:  # (one instance of each made here, as TRL probes them)
         from reasonrl.rollout.environments import describe
 
-        for d in describe(tools.environment).values():
+        try:
+            described = describe(tools.environment)
+        except ValueError as e:
+            raise ConfigError(f"rollout.tools.environment: {e}") from None
+        for d in described.values():
             reward = ", get_reward" if d["reward"] else ""
             lines.append(f"rollout.tools: the environment {d['spec']} ({', '.join(d['tools'])}{reward})")
     return "\n".join(lines)

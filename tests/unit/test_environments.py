@@ -312,3 +312,20 @@ def test_a_recipe_with_an_environment_loads(envs):
                              f"rollout.tools.environment={{a: {envs}.Counter, b: {envs}.Echo}}",
                              "reward.weights={correctness: 1, environment: 1}"])  # fmt: skip
     assert dict(cfg.rollout.tools.environment) == {"a": f"{envs}.Counter", "b": f"{envs}.Echo"}
+
+
+def test_trl_rows_an_environment_scores_route_to_it_with_their_columns(tmp_path):
+    """`reasonrl data prepare trl --option answer=environment`: rows without an answer, routed to the
+    `environment` verifier, their columns (the one picking the environment too) kept for `reset`."""
+    import json
+
+    from reasonrl.data.prepare import convert_files
+    from reasonrl.rewards import check_routable
+    from reasonrl.rewards.verifiers.trl_function import columns
+
+    src = tmp_path / "envs.jsonl"
+    src.write_text(json.dumps({"prompt": "Play.", "environment": "wordle", "secret": "crane"}) + "\n")
+    (p,) = convert_files("trl", [str(src)], {"answer": "environment"})[0]
+    assert (p.ground_truth, p.verifier, p.extra_info["environment"]) == ("", "environment", "wordle")
+    assert columns(p)["secret"] == "crane"  # what reset(**row) gets
+    check_routable([p], "train data")  # routable: its scores come from the rollouts

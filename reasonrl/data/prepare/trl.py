@@ -8,7 +8,9 @@ ground truth, which the routed verifier (data_source `math` unless `--option dat
 every column but the prompt kept in `extra_info`, where the `trl_function` verifier gives them back to the
 functions as TRL did (`reward.options.trl_function`; docs/rewards.md). `--option answer=none`: rows without
 an answer (functions that need no label: format, length, a reward model's) route to `trl_function` itself,
-so a run on them needs `reward.options.trl_function.functions`.
+so a run on them needs `reward.options.trl_function.functions`; `--option answer=environment`: rows a TRL
+environment scores (`rollout.tools.environment` with a `get_reward`) route to the `environment` verifier, and
+their columns (an `environment` column picking one of several among them) go to its `reset`.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from reasonrl.data.prepare.sft import NO_ANSWER, _messages
 from reasonrl.types import Problem
 
 FALLBACK = "answer"  # the answer column where the row has no `solution`
+ENVIRONMENT = "environment"  # answer=environment: rows a TRL environment's get_reward scores
 
 
 @register("trl", "TRL GRPO data: prompt (text or messages) + any columns (kept for TRL's reward functions); "
-          "answer column (default solution, else answer; none: scored by trl_function alone)",
+          "answer column (default solution, else answer; none: scored by trl_function alone; environment: by "
+          "rollout.tools.environment's get_reward)",
           answer="solution", dataset="trl")  # fmt: skip
 def trl(row: dict, ctx) -> Problem:
     if row.get("prompt") is None:
@@ -31,6 +35,8 @@ def trl(row: dict, ctx) -> Problem:
     verifier = None
     if name == NO_ANSWER:
         gold, verifier = "", "trl_function"
+    elif name == ENVIRONMENT:
+        gold, verifier = "", ENVIRONMENT
     else:
         if row.get(name) is None and name == "solution" and row.get(FALLBACK) is not None:
             name = FALLBACK
