@@ -332,6 +332,7 @@ def generate_episodes(loop, problems: list, params, max_prompt_tokens: int | Non
     completion's `env_reward` (`env_reason` says how it went). ValueError naming a row whose reset failed
     or whose n resets differ."""
     from reasonrl.data.prompts import encode_prompts
+    from reasonrl.errors import InputError
     from reasonrl.rewards.verifiers.trl_function import columns
     from reasonrl.types import RolloutGroup
 
@@ -351,7 +352,10 @@ def generate_episodes(loop, problems: list, params, max_prompt_tokens: int | Non
                 raise ValueError(f"{where}: its {n} resets returned different texts; the rollouts of a row share "
                                  f"one prompt (seed the environment's task from the row)")  # fmt: skip
             shown.append(shown_problem(p, got[0][1], env.described[name]["schemas"]))
-        prompt_ids = encode_prompts(loop.tokenizer, shown, max_prompt_tokens)
+        try:
+            prompt_ids = encode_prompts(loop.tokenizer, shown, max_prompt_tokens)
+        except InputError as e:  # (the budget was checked without the reset's text and the methods' schemas)
+            raise InputError(f"{e} (with rollout.tools.environment's reset text and tools in it)") from None
         episodes = [(k, names[j // n]) for j, k in enumerate(keys)]
         completions = loop.generate(prompt_ids, params, episodes=episodes)
         rewarded = [j for j, (_, name) in enumerate(episodes) if env.described[name]["reward"]]

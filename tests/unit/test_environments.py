@@ -329,3 +329,19 @@ def test_trl_rows_an_environment_scores_route_to_it_with_their_columns(tmp_path)
     assert (p.ground_truth, p.verifier, p.extra_info["environment"]) == ("", "environment", "wordle")
     assert columns(p)["secret"] == "crane"  # what reset(**row) gets
     check_routable([p], "train data")  # routable: its scores come from the rollouts
+
+
+def test_a_prompt_over_the_budget_with_the_environments_text_is_named(envs):
+    from reasonrl.errors import InputError
+
+    tok = _tokenizer()
+    loop = _loop(tok, ["Done."], f"{envs}.Counter")
+    row = Problem([{"role": "user", "content": "Q"}], "", "env", uid="r0")
+    try:
+        with pytest.raises(
+            InputError, match=r"uid 'r0'.*> data.max_prompt_tokens=3 \(with rollout.tools.environment"
+        ):
+            loop.generate_groups([row], SamplingParams(max_new_tokens=10), max_prompt_tokens=3)
+        assert loop.environments.lost == set() and all(not w.keys for w in loop.environments._pool)  # ended
+    finally:
+        loop.environments.close()
