@@ -164,10 +164,9 @@ def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final:
     if tools is None and search_url and (final or given == "off"):
         raise ConfigError("--search-url: no tools to search with (--tools search_r1 or hermes, or a run with "
                           "rollout.tools)")  # fmt: skip
-    if functions and tools is None and final:
-        raise ConfigError(
-            "--tool-function: no tools to add it to (--tools hermes, or a run with rollout.tools)"
-        )
+    if (functions or environments) and tools is None and final:
+        flag = "--tool-function" if functions else "--tool-environment"
+        raise ConfigError(f"{flag}: no tools to add it to (--tools hermes, or a run with rollout.tools)")
     if functions and tools is not None:
         tools = replace(tools, functions=list(dict.fromkeys([*tools.functions, *functions])))
     if environments and tools is not None:

@@ -49,7 +49,7 @@ def _probe_sandbox(tools) -> str:
     from reasonrl.rewards.sandbox.process import isolation_mode
 
     try:
-        probe = ToolRolloutEngine(None, None, replace(tools, turn="format"))  # (no tokenizer here)
+        probe = ToolRolloutEngine(None, None, replace(tools, turn="format", functions=[], environment=None))
         ((text, status),) = probe._run([cell_program(["print(6 * 7)"])])
     except SandboxUnavailable as e:
         raise ConfigError(f"rollout.tools: {e}") from None

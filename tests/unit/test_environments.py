@@ -345,3 +345,14 @@ def test_a_prompt_over_the_budget_with_the_environments_text_is_named(envs):
         assert loop.environments.lost == set() and all(not w.keys for w in loop.environments._pool)  # ended
     finally:
         loop.environments.close()
+
+
+def test_eval_tool_environment_needs_tools_and_names_a_class_that_cannot_work(envs):
+    from reasonrl.cli.evaluate import tools_arg
+
+    with pytest.raises(ConfigError, match="--tool-environment: no tools to add it to"):
+        tools_arg(None, None, environments=[f"{envs}.Counter"])
+    with pytest.raises(ConfigError, match="rollout.tools.environment: .*has no reset method"):
+        tools_arg("hermes", None, environments=[f"{envs}.NoReset"])
+    named = tools_arg("hermes", None, environments=[f"a={envs}.Counter", f"b={envs}.Echo"])
+    assert named.environment == {"a": f"{envs}.Counter", "b": f"{envs}.Echo"}
