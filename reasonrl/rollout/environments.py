@@ -137,6 +137,25 @@ def check_environments(cfg) -> None:
                           "rollout.tools.environment defines get_reward")  # fmt: skip
 
 
+def check_rows(problems: list, where: str, tools) -> None:
+    """InputError naming the first row that cannot be an episode, when the data loads: one routed to the
+    `environment` verifier in a run without rollout.tools.environment, or (the dict form) one whose
+    `environment` column names none of its environments."""
+    from reasonrl.errors import InputError
+    from reasonrl.rewards.routing import verifier_name
+
+    setting = tools.environment if tools.enabled else None
+    named = None if setting is None or isinstance(setting, str) else specs(setting)
+    for i, p in enumerate(problems):
+        if setting is None and verifier_name(p) == "environment":
+            raise InputError(f"{where} row {i} (uid {p.uid!r}): routed to the environment verifier, whose reward "
+                             f"an environment's get_reward gives: set rollout.tools.environment")  # fmt: skip
+        if named is not None and p.extra_info.get(COLUMN) not in named:
+            raise InputError(f"{where} row {i} (uid {p.uid!r}): its {COLUMN} column is "
+                             f"{p.extra_info.get(COLUMN)!r}, not one of rollout.tools.environment's "
+                             f"({', '.join(named)})")  # fmt: skip
+
+
 def _serve(conn, named: dict[str, str], path: list[str]) -> None:
     """A worker process: the instances of its rollouts, by key; one request at a time, one reply each."""
     sys.path[:] = path
@@ -246,10 +265,6 @@ class Environments:
         self._pool: list[_Worker] | None = None
         self._keys = itertools.count()
         self.lost: set[int] = set()
-
-    @property
-    def rewarded(self) -> bool:
-        return any(d["reward"] for d in self.described.values())
 
     def _workers(self) -> list[_Worker]:
         if self._pool is None:

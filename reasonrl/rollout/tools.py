@@ -331,16 +331,11 @@ class ToolRolloutEngine:
             for i, (text, status) in zip(called, self.functions.run([jobs[i][1] for i in called])):
                 out[i] = (None, _cut(text, self.cfg.max_output_chars), status)
         acted = [i for i, (tool, _) in enumerate(jobs) if tool == "environment"]
-        if acted:  # rollout.tools.environment: each in its rollout's instance
-            for i, (status, text) in zip(
-                acted, self.environments.ask([("call", *jobs[i][1]) for i in acted])
-            ):
-                text = text if status == "ok" else str({"error": text})
-                out[i] = (
-                    None,
-                    _cut(text, self.cfg.max_output_chars),
-                    "success" if status == "ok" else status,
-                )
+        replies = self.environments.ask([("call", *jobs[i][1]) for i in acted]) if acted else []
+        # rollout.tools.environment: each call in its rollout's instance
+        for i, (status, text) in zip(acted, replies):
+            shown = text if status == "ok" else str({"error": text})  # (TRL's {'error': ...})
+            out[i] = (None, _cut(shown, self.cfg.max_output_chars), "success" if status == "ok" else status)
         found = [i for i, (tool, _) in enumerate(jobs) if tool == "search"]
         style = "search_r1" if self.format.tool == "search" else "verl"  # Search-R1's text, or verl's JSON
         for i, (text, status) in zip(found, search(self.cfg.search, [jobs[i][1] for i in found], style)):

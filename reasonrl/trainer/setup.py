@@ -32,6 +32,7 @@ from reasonrl.rewards.routing import with_verifier
 from reasonrl.rewards.services import check_services, prepare_terms
 from reasonrl.rewards.verifiers.unverified import checkable
 from reasonrl.rollout.base import SamplingParams
+from reasonrl.rollout.environments import check_rows
 from reasonrl.rollout.factory import build_rollout_engine, check_available
 from reasonrl.rollout.interaction import make_interaction
 from reasonrl.types import Problem
@@ -89,6 +90,11 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     vote = cfg.reward.pseudo_label.enabled  # labels voted by the samples: rows may have none (not val's)
     check_routable(train, "train data", options, unverified=sft, vote=vote)
     check_routable(val, "validation data", options, unverified=sft)
+    for rows, where in (
+        (train, "train data"),
+        (val, "validation data"),
+    ):  # rollout.tools.environment's episodes
+        check_rows(rows, where, cfg.rollout.tools)
     return train, val[: cfg.val.size]
 
 

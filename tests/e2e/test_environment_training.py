@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from test_function_tool_training import add_one_caller
 from test_tool_training import _model_dir, gsm8k_dir, opens_with
 from test_train_loop import _cfg
 
@@ -89,37 +90,14 @@ def test_eval_runs_an_environment_and_keeps_its_reward_with_each_sample(tmp_path
     """`reasonrl eval --tools hermes --tool-environment M.Adder`: an engine that calls the environment's
     method on each question "i + 1?" (its prompt shows the reset's text) and answers with its output solves
     every problem; each sample keeps its episode's reward (one call each)."""
-    import re
-
     from reasonrl.cli.evaluate import tools_arg
     from reasonrl.eval.benchmarks import BENCHMARKS
     from reasonrl.eval.runner import run_benchmarks
-    from reasonrl.rollout.factory import ROLLOUT_ENGINES
-    from reasonrl.rollout.hf import HFRolloutEngine
-    from reasonrl.types import Completion
 
     m = user_module(ADDER, "eval_envs")
     seen = []
 
-    class Caller(HFRolloutEngine):
-        def generate(self, prompts, params):
-            out = []
-            for p in prompts:
-                text = self.tokenizer.decode(p)
-                seen.append(text)
-                if "<tool_response>" in text:  # the method's output is the answer
-                    answer = "#### " + re.findall(r"<tool_response>\D*(\d+)", text)[-1]
-                else:
-                    i = re.search(r"(\d+) ?\+ ?1", text).group(1)
-                    answer = f'<tool_call>{{"name": "add_one", "arguments": {{"x": {i}}}}}</tool_call>'
-                ids = self.tokenizer(answer, add_special_tokens=False)["input_ids"]
-                out.append(
-                    [Completion(ids, self.tokenizer.decode(ids), [0.0] * len(ids)) for _ in range(params.n)]
-                )
-            return out
-
-    monkeypatch.setattr(ROLLOUT_ENGINES, "_entries", dict(ROLLOUT_ENGINES._entries))  # undone afterwards
-    ROLLOUT_ENGINES.register("caller")(lambda model, tokenizer: Caller(model, tokenizer))
+    add_one_caller(monkeypatch, seen)
     data = gsm8k_dir(tmp_path)
     model = _model_dir(tmp_path, ['<tool_call>{"name": "add_one", "arguments": {"x": 12}}</tool_call>' + TURN,
                                   "#### 12 + 1? (use add_one)"])  # fmt: skip

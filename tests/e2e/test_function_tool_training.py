@@ -60,27 +60,24 @@ def add_one(x: int) -> int:
 '''
 
 
-def test_eval_runs_a_function_tool_and_shows_its_schema_to_the_prompts(tmp_path, monkeypatch, user_module):
-    """`reasonrl eval --tools hermes --tool-function M.add_one`: an engine that calls the function on each
-    question "i + 1?" and answers with its output solves every problem; the function's schema is among the
-    chat-template arguments every prompt was rendered with (recorded with the results)."""
+def add_one_caller(monkeypatch, seen: list | None = None) -> None:
+    """Register the engine "caller" (undone afterwards): on a question "i + 1?" it calls the tool `add_one`
+    with x = i, and once the tool's output is in its prompt it answers with it (`#### i + 1`); the prompts
+    it was given go to `seen`."""
     import re
 
-    from reasonrl.cli.evaluate import tools_arg
-    from reasonrl.eval.benchmarks import BENCHMARKS
-    from reasonrl.eval.runner import run_benchmarks
     from reasonrl.rollout.factory import ROLLOUT_ENGINES
     from reasonrl.rollout.hf import HFRolloutEngine
     from reasonrl.types import Completion
-
-    m = user_module(ADD_ONE, "eval_tools")
 
     class Caller(HFRolloutEngine):
         def generate(self, prompts, params):
             out = []
             for p in prompts:
                 text = self.tokenizer.decode(p)
-                if "<tool_response>" in text:  # the function's output is the answer
+                if seen is not None:
+                    seen.append(text)
+                if "<tool_response>" in text:  # the tool's output is the answer
                     answer = "#### " + re.findall(r"<tool_response>\D*(\d+)", text)[-1]
                 else:
                     i = re.search(r"(\d+) ?\+ ?1", text).group(1)
@@ -91,8 +88,21 @@ def test_eval_runs_a_function_tool_and_shows_its_schema_to_the_prompts(tmp_path,
                 )
             return out
 
-    monkeypatch.setattr(ROLLOUT_ENGINES, "_entries", dict(ROLLOUT_ENGINES._entries))  # undone afterwards
+    monkeypatch.setattr(ROLLOUT_ENGINES, "_entries", dict(ROLLOUT_ENGINES._entries))
     ROLLOUT_ENGINES.register("caller")(lambda model, tokenizer: Caller(model, tokenizer))
+
+
+def test_eval_runs_a_function_tool_and_shows_its_schema_to_the_prompts(tmp_path, monkeypatch, user_module):
+    """`reasonrl eval --tools hermes --tool-function M.add_one`: an engine that calls the function on each
+    question "i + 1?" and answers with its output solves every problem; the function's schema is among the
+    chat-template arguments every prompt was rendered with (recorded with the results)."""
+    from reasonrl.cli.evaluate import tools_arg
+    from reasonrl.eval.benchmarks import BENCHMARKS
+    from reasonrl.eval.runner import run_benchmarks
+
+    m = user_module(ADD_ONE, "eval_tools")
+
+    add_one_caller(monkeypatch)
     data = gsm8k_dir(tmp_path)
     model = _model_dir(tmp_path, ['<tool_call>{"name": "add_one", "arguments": {"x": 12}}</tool_call>' + TURN,
                                   "#### 12 + 1?"])  # fmt: skip

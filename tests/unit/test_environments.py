@@ -356,3 +356,21 @@ def test_eval_tool_environment_needs_tools_and_names_a_class_that_cannot_work(en
         tools_arg("hermes", None, environments=[f"{envs}.NoReset"])
     named = tools_arg("hermes", None, environments=[f"a={envs}.Counter", f"b={envs}.Echo"])
     assert named.environment == {"a": f"{envs}.Counter", "b": f"{envs}.Echo"}
+
+
+def test_rows_that_cannot_be_episodes_are_named_when_the_data_loads(envs):
+    from reasonrl.errors import InputError
+    from reasonrl.rollout.environments import check_rows
+
+    scored = Problem([{"role": "user", "content": "Q"}], "", "env", verifier="environment", uid="e0")
+    plain = Problem([{"role": "user", "content": "Q"}], "4", "math", uid="m0")
+    with pytest.raises(
+        InputError, match=r"train data row 1 \(uid 'e0'\): routed to the environment verifier"
+    ):
+        check_rows([plain, scored], "train data", ToolsConfig())
+    check_rows([plain, scored], "train data", ToolsConfig(enabled=True, environment=f"{envs}.Counter"))
+    two = ToolsConfig(enabled=True, environment={"count": f"{envs}.Counter", "echo": f"{envs}.Echo"})
+    with pytest.raises(
+        InputError, match=r"row 0 \(uid 'm0'\): its environment column is None, not one of .*count, echo"
+    ):
+        check_rows([plain], "validation data", two)
