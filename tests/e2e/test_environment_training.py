@@ -114,3 +114,18 @@ def test_eval_runs_an_environment_and_keeps_its_reward_with_each_sample(tmp_path
     assert seen and all(
         "(useadd_one)" in t.replace(" ", "") for t in seen
     )  # (the tiny tokenizer drops spaces)
+
+
+def test_async_rollouts_run_the_episodes_in_the_rollout_worker(tmp_path, user_module):
+    """rollout.max_staleness=1: the rollout worker process builds its own environments; the model, which
+    never calls the method, ends every episode with the count at 0 (reward -1), and the runner takes it."""
+    m = user_module(ENV, "async_envs")
+    cfg = _cfg(_model_dir(tmp_path), tmp_path / "run", 2, "rollout.tools.enabled=true", "rollout.tools.format=hermes",
+               "rollout.tools.names=[]", f"rollout.tools.environment={m}.Counter", "rollout.max_new_tokens=20",
+               "reward.weights={correctness: 1, environment: 0.5}", "checkpoint.every=0", "rollout.max_staleness=1",
+               "algo.off_policy.tis_cap=2.0", "log.tensorboard=false")  # fmt: skip
+    steps = [h for h in train(cfg, log=lambda *a: None)["history"] if "reward/term/environment" in h]
+    assert len(steps) == 2
+    for h in steps:
+        assert h["reward/term/environment"] == -1.0 and h["verifier/environment/count"] == 16.0
+        assert h["reward/mean"] == h["reward/term/correctness"] - 0.5
