@@ -27,7 +27,7 @@ rewards are errors), never the run. What the model sees of a call is TRL's: `str
 `{'error': ...}`.
 
 Owns: loading the environments and describing their tools (`describe`), the checks of the setting
-(`check_environments`), the worker processes, and the episode of a batch (`generate_episodes`: reset,
+(`check_environments`) and of the rows (`check_rows`, when the data loads), the worker processes, and the episode of a batch (`generate_episodes`: reset,
 prompts, the rollouts through the tool loop, rewards). Does not own: the multi-turn loop and the call
 format (`rollout.tools`), scoring (`rewards.runner`, which takes the rewards as given results).
 """
