@@ -43,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import lru_cache
 
+from reasonrl.rollout.function_tools import with_schemas
 from reasonrl.user_code import awaited, load_callable
 
 RESERVED = ("reset", "get_reward")
@@ -145,15 +146,14 @@ def check_rows(problems: list, where: str, tools) -> None:
     from reasonrl.rewards.routing import verifier_name
 
     setting = tools.environment if tools.enabled else None
-    named = None if setting is None or isinstance(setting, str) else specs(setting)
+    named = None if setting is None else specs(setting)
     for i, p in enumerate(problems):
         if setting is None and verifier_name(p) == "environment":
             raise InputError(f"{where} row {i} (uid {p.uid!r}): routed to the environment verifier, whose reward "
                              f"an environment's get_reward gives: set rollout.tools.environment")  # fmt: skip
-        if named is not None and p.extra_info.get(COLUMN) not in named:
-            raise InputError(f"{where} row {i} (uid {p.uid!r}): its {COLUMN} column is "
-                             f"{p.extra_info.get(COLUMN)!r}, not one of rollout.tools.environment's "
-                             f"({', '.join(named)})")  # fmt: skip
+        why = None if named is None else _unknown_column(p, named)
+        if why:
+            raise InputError(f"{where} row {i} (uid {p.uid!r}): {why}")
 
 
 def _serve(conn, named: dict[str, str], path: list[str]) -> None:
@@ -315,16 +315,21 @@ class Environments:
             w.stop()
 
 
+def _unknown_column(problem, names) -> str | None:
+    """Why a row picks none of the environments `names` by its `environment` column (the dict form), or None."""
+    if "" in names or problem.extra_info.get(COLUMN) in names:
+        return None
+    return (f"its {COLUMN} column is {problem.extra_info.get(COLUMN)!r}, not one of rollout.tools.environment's "
+            f"({', '.join(names)})")  # fmt: skip
+
+
 def environment_of(problem, described: dict[str, dict]) -> str:
     """The environment a row uses: "" (the one), or its `environment` column's (the dict form); ValueError
     naming the row otherwise."""
-    if "" in described:
-        return ""
-    name = problem.extra_info.get(COLUMN)
-    if name not in described:
-        raise ValueError(f"row {problem.uid!r}: its {COLUMN} column is {name!r}, not one of rollout.tools."
-                         f"environment's ({', '.join(described)})")  # fmt: skip
-    return name
+    why = _unknown_column(problem, described)
+    if why:
+        raise ValueError(f"row {problem.uid!r}: {why}")
+    return "" if "" in described else problem.extra_info[COLUMN]
 
 
 def shown_problem(problem, observation: str | None, schemas: list[dict]):
@@ -333,9 +338,7 @@ def shown_problem(problem, observation: str | None, schemas: list[dict]):
     prompt = list(problem.prompt)
     if observation is not None:
         prompt[-1] = {**prompt[-1], "content": str(prompt[-1]["content"]) + observation}
-    listed = list(problem.chat_template_kwargs.get("tools") or [])
-    names = {(t.get("function") or {}).get("name") for t in listed if isinstance(t, dict)}
-    listed += [s for s in schemas if s["function"]["name"] not in names]
+    listed = with_schemas(problem.chat_template_kwargs.get("tools") or [], schemas)
     return replace(
         problem, prompt=prompt, chat_template_kwargs={**problem.chat_template_kwargs, "tools": listed}
     )

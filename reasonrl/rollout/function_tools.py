@@ -163,6 +163,11 @@ def with_function_schemas(template_kwargs: dict, tools) -> dict:
         return template_kwargs
 
     listed = list(template_kwargs.get("tools") or [])
+    joined = with_schemas(listed, tool_schemas(list(tools.functions)))
+    return {**template_kwargs, "tools": joined} if len(joined) > len(listed) else template_kwargs
+
+
+def with_schemas(listed: list, schemas: list[dict]) -> list:
+    """A template's `tools` list `listed` and then each of `schemas` it does not list by name."""
     names = {(t.get("function") or {}).get("name") for t in listed if isinstance(t, dict)}
-    added = [t for t in tool_schemas(list(tools.functions)) if t["function"]["name"] not in names]
-    return {**template_kwargs, "tools": listed + added} if added else template_kwargs
+    return list(listed) + [t for t in schemas if t["function"]["name"] not in names]
