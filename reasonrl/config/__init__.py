@@ -18,6 +18,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from reasonrl.config.checks import import_plugins, validate
+from reasonrl.config.rollout_sections import AgentConfig
 from reasonrl.config.sections import (
     RENAMED,
     AlgoConfig,
@@ -45,6 +46,7 @@ from reasonrl.config.sections import (
 )
 
 __all__ = [
+    "AgentConfig",
     "AlgoConfig",
     "CheckpointConfig",
     "ConfigError",

@@ -9,6 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from reasonrl.config.rollout_sections import (  # noqa: F401 - re-exported
+    InteractionConfig,
+    RolloutConfig,
+    SearchToolConfig,
+    ToolsConfig,
+)
 from reasonrl.data.curriculum import CurriculumConfig
 from reasonrl.errors import InputError
 from reasonrl.trainer.watchdog import WatchdogConfig
@@ -79,96 +85,6 @@ class DataConfig:
     # difficulty} | {name, weight, reasoning_gym: 'a:2,b:1', config: [...]}]; replaces train_files / task
     mixture: list[dict[str, Any]] = field(default_factory=list)
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
-
-
-@dataclass
-class SearchToolConfig:
-    """The search tool (rollout.tools.names: [search]): a retrieval service answering Search-R1's API
-    (POST {"queries": [...], "topk": k, "return_scores": true}; verl's `retrieval_service_url`)."""
-
-    url: str = ""  # e.g. http://127.0.0.1:8000/retrieve
-    topk: int = 3  # passages per query
-    timeout_s: float = 30.0  # of one request
-    retries: int = 3  # more tries of a request the service refused (connection, 5xx, timeout)
-
-
-@dataclass
-class ToolsConfig:
-    """Tool-integrated reasoning (rollout.tools; docs/rollouts.md): code the model writes runs in the
-    sandbox (or a query it writes goes to a retrieval service) and the output joins the completion, with
-    no loss on the output's tokens."""
-
-    enabled: bool = False
-    # rollout.tools.TOOL_FORMATS: markdown (```python -> ```output), xml (<code>), hermes (Qwen's <tool_call>),
-    # python_tag (Llama 3.1's <|python_tag|>code<|eom_id|>, answered in an ipython turn), search_r1
-    # (<search>query</search> answered by <information>...</information>)
-    format: str = "markdown"
-    # the tools calls may use: python (the sandboxed interpreter), search (`search`); hermes calls name theirs
-    names: list[str] = field(default_factory=lambda: ["python"])
-    # Python functions as tools (TRL's `tools=[...]`): import paths or path.py:name, called by their names in
-    # hermes calls; their schemas join data.chat_template_kwargs.tools (rollout.function_tools)
-    functions: list[str] = field(default_factory=list)
-    # TRL environments (environment_factory): a class path, or {name: path} picked by each row's `environment`
-    # column; an instance per rollout, its methods the tools, its get_reward the `environment` reward term
-    environment: Any = None
-    search: SearchToolConfig = field(default_factory=SearchToolConfig)
-    max_calls: int = 4  # calls run per completion; a later call stays plain text
-    timeout_s: float = 5.0  # wall-clock limit of one call
-    memory_mb: int = 512
-    max_output_chars: int = 512  # of one call's output; the rest is cut with a marker
-    workers: int = 4  # calls run at once
-    # what follows a call: "format", the format's own turn (hermes: ChatML's tool turn); "chat_template", a
-    # `tool` message as the tokenizer's chat template renders it (with data.chat_template_kwargs), then the
-    # assistant's turn opening again: for templates other than ChatML
-    turn: str = "format"
-
-
-@dataclass
-class InteractionConfig:
-    """Feedback between attempts (rollout.interaction; verl's multi-turn interactions, "try again"
-    feedback): a completion whose answer the verifiers find wrong gets a user turn saying so and another
-    attempt, up to max_turns attempts; the feedback's tokens take no loss (docs/rollouts.md)."""
-
-    enabled: bool = False
-    max_turns: int = 2  # attempts per completion (the first and max_turns - 1 after feedback)
-    # who answers an attempt: a name in rollout.interaction.FEEDBACK; "verifier": `message` after a wrong
-    # answer (the routed verifier's correctness < 1), nothing after a right one; a plugin registers others
-    feedback: str = "verifier"
-    options: dict[str, Any] = field(default_factory=dict)  # the feedback's own settings (a plugin's)
-    # the user's turn after a wrong answer (verl's Gsm8kInteraction's words)
-    message: str = "Your response is incorrect! You need to reflect on your answer and try again."
-    # the reward of a completion that took k attempts is its last answer's x decay ** (k - 1): a correct first
-    # answer is worth the most, and cycling through guesses until one is right is not (1.0: verl's, undiscounted)
-    decay: float = 0.5
-    # how the message joins the completion: "chat_template", a user message as the tokenizer's chat template
-    # renders it (the assistant's turn closed, the user's, the assistant's opened again; with
-    # data.chat_template_kwargs); or any text holding {message} once, used as written
-    turn: str = "chat_template"
-
-
-@dataclass
-class RolloutConfig:
-    engine: str = "hf"  # a name in rollout.factory.ROLLOUT_ENGINES (hf, vllm)
-    engine_kwargs: dict[str, Any] = field(
-        default_factory=dict
-    )  # that engine's settings, e.g. {max_batch: 256}
-    n: int = 8  # samples per prompt (group size)
-    temperature: float = 1.0  # the trainer's log-probs (ratio, KL, entropy) are at this temperature too
-    top_p: float = 1.0
-    top_k: int = 0
-    min_p: float = 0.0  # leave out tokens below min_p x the top token's probability (Qwen3's advice: 0)
-    max_new_tokens: int = 64
-    # 0: generate, then train (synchronous). k > 0: a rollout worker process with its own engine and
-    # weights generates and scores up to k policy versions ahead while the trainer updates (needs
-    # algo.tis_cap > 0: the loss corrects for the older sampling policy; see docs/rollouts.md)
-    max_staleness: int = 0
-    worker_threads: int = 1  # torch threads of the rollout worker (the trainer keeps the rest)
-    worker_timeout_s: float = 900.0  # a worker that delivers no batch for this long is reported hung
-    # a warning when rollout/logprob_gap_mean (|sampler log-prob - trainer's|) passes this: the engine
-    # is not sampling the policy being trained (a sync that did not take, another model); 0 = off
-    warn_logprob_gap: float = 0.25
-    tools: ToolsConfig = field(default_factory=ToolsConfig)
-    interaction: InteractionConfig = field(default_factory=InteractionConfig)
 
 
 @dataclass

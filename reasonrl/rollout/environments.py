@@ -18,7 +18,7 @@ once, reset often"). reasonrl's groups share one prompt, so the n resets of a ro
 text (a reset that draws its task at random makes GRPO's group comparison meaningless; seed it from the
 row); a row whose resets differ, or whose reset raises, is an error naming the row.
 
-Where they run: a pool of `rollout.tools.workers` processes, each holding the instances of the rollouts
+Where they run: a pool of `rollout.tools.workers` processes (`rollout.instance_pool`), each holding the instances of the rollouts
 given to it (a rollout's calls all go to its process, in order); every reset, call and `get_reward` runs
 under `rollout.tools.timeout_s`. The classes are the user's code, trusted like a reward function (not in
 the sandbox); their arguments are the model's, so a call that raises, hangs or kills its process costs
@@ -27,29 +27,26 @@ rewards are errors), never the run. What the model sees of a call is TRL's: `str
 `{'error': ...}`.
 
 Owns: loading the environments and describing their tools (`describe`), the checks of the setting
-(`check_environments`) and of the rows (`check_rows`, when the data loads), the worker processes, and the episode of a batch (`generate_episodes`: reset,
-prompts, the rollouts through the tool loop, rewards). Does not own: the multi-turn loop and the call
+(`check_environments`) and of the rows (`check_rows`, when the data loads), what a worker process does with
+a request (`_handle`), and the episode of a batch (`generate_episodes`: reset, prompts, the rollouts through
+the tool loop, rewards). Does not own: the processes (`rollout.instance_pool`), the multi-turn loop and the call
 format (`rollout.tools`), scoring (`rewards.runner`, which takes the rewards as given results).
 """
 
 from __future__ import annotations
 
 import inspect
-import itertools
 import math
 import numbers
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import lru_cache
 
 from reasonrl.rollout.function_tools import with_schemas
+from reasonrl.rollout.instance_pool import LOST, InstancePool  # noqa: F401 - LOST: what a lost rollout's calls answer
 from reasonrl.user_code import awaited, load_callable
 
 RESERVED = ("reset", "get_reward")
 COLUMN = "environment"  # the row's column that picks its environment (the dict form)
-STARTUP_S = 120  # for a worker process to start (the forkserver's first start imports Python's own modules)
-LOST = "the environment's state was lost (an earlier call of this rollout timed out or killed its process)"
 
 
 def specs(setting) -> dict[str, str]:
@@ -156,28 +153,9 @@ def check_rows(problems: list, where: str, tools) -> None:
             raise InputError(f"{where} row {i} (uid {p.uid!r}): {why}")
 
 
-def _serve(conn, named: dict[str, str], path: list[str]) -> None:
-    """A worker process: the instances of its rollouts, by key; one request at a time, one reply each."""
-    sys.path[:] = path
-    conn.send(("ready", None))  # (a request's time limit starts once the process runs)
-    factories: dict = {}
-    live: dict[int, tuple[str, object]] = {}
-    free: dict[str, list] = {}
-    while True:
-        try:
-            op, key, *args = conn.recv()
-        except (EOFError, OSError):
-            return
-        if op == "stop":
-            return
-        try:
-            reply = ("ok", _handle(op, key, args, named, factories, live, free))
-        except Exception as e:  # noqa: BLE001 - the user's code, or the model's arguments: named in the reply
-            reply = ("error", f"{type(e).__name__}: {e}" if isinstance(e, TypeError) else str(e))
-        conn.send(reply)
-
-
-def _handle(op: str, key: int, args: list, named, factories, live, free):
+def _handle(op: str, key: int, args: list, named: dict, state: dict):
+    """One request in a worker process (`rollout.instance_pool`): the instances live by key, free ones pooled."""
+    factories, live, free = (state.setdefault(k, {}) for k in ("factories", "live", "free"))
     if op == "reset":
         name, row = args
         if name not in factories:
@@ -208,111 +186,19 @@ def _handle(op: str, key: int, args: list, named, factories, live, free):
     raise ValueError(f"unknown request {op!r}")
 
 
-class _Worker:
-    """One worker process and its pipe; a request past the time limit, or a process that dies, restarts it
-    (the keys it held are lost)."""
-
-    def __init__(self, named: dict[str, str], ctx) -> None:
-        self.named, self.ctx, self.keys = named, ctx, set()
-        self._start()
-
-    def _start(self) -> None:
-        parent, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_serve, args=(child, self.named, list(sys.path)), daemon=True)
-        self.proc.start()
-        child.close()
-        self.conn = parent
-        if not parent.poll(STARTUP_S):
-            self.stop(kill=True)
-            raise RuntimeError(f"rollout.tools.environment: a worker process did not start in {STARTUP_S} s")
-        parent.recv()
-
-    def ask(self, msg: tuple, timeout_s: float) -> tuple[str, object, set[int]]:
-        """(status, value, keys lost) of one request."""
-        try:
-            self.conn.send(msg)
-            if self.conn.poll(timeout_s):
-                status, value = self.conn.recv()
-                return status, value, set()
-            status, value = "timeout", f"timed out after {timeout_s:g} s"
-        except (EOFError, OSError):
-            status, value = "error", "the environment's process failed"
-        lost, self.keys = self.keys, set()
-        self.stop(kill=True)
-        self._start()
-        return status, value, lost
-
-    def stop(self, kill: bool = False) -> None:
-        if not kill:
-            try:
-                self.conn.send(("stop", 0))
-            except OSError:
-                pass
-            self.proc.join(timeout=5)
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join(timeout=5)
-        self.conn.close()
-
-
-class Environments:
-    """The environments of `rollout.tools.environment` in `workers` processes, each request under
-    `timeout_s`. Create once per engine; `close` stops the processes."""
+class Environments(InstancePool):
+    """The environments of `rollout.tools.environment` in `workers` processes (`rollout.instance_pool`), each
+    request under `timeout_s`. Create once per engine; `close` stops the processes."""
 
     def __init__(self, setting, workers: int = 4, timeout_s: float = 5.0) -> None:
         self.described = describe(setting)
-        self.workers, self.timeout_s = workers, float(timeout_s)
-        self._pool: list[_Worker] | None = None
-        self._keys = itertools.count()
-        self.lost: set[int] = set()
-
-    def _workers(self) -> list[_Worker]:
-        if self._pool is None:
-            import multiprocessing
-
-            ctx = multiprocessing.get_context("forkserver")
-            named = {name: d["spec"] for name, d in self.described.items()}
-            self._pool = [_Worker(named, ctx) for _ in range(self.workers)]
-        return self._pool
-
-    def ask(self, requests: list[tuple]) -> list[tuple[str, object]]:
-        """(status, value) of each request (op, key, ...): each worker's in order, the workers side by side."""
-        pool = self._workers()
-        out: list = [None] * len(requests)
-
-        def serve(w: int) -> None:
-            for i, msg in enumerate(requests):
-                if msg[1] % len(pool) != w:
-                    continue
-                if msg[1] in self.lost:
-                    out[i] = ("error", LOST)
-                    continue
-                if msg[0] == "reset":
-                    pool[w].keys.add(msg[1])
-                status, value, lost = pool[w].ask(msg, self.timeout_s)
-                self.lost |= lost
-                out[i] = (status, value)
-
-        with ThreadPoolExecutor(len(pool)) as threads:
-            list(threads.map(serve, range(len(pool))))
-        return out
+        named = {name: d["spec"] for name, d in self.described.items()}
+        super().__init__(named, _handle, workers, timeout_s, "rollout.tools.environment")
 
     def begin(self, rows: list[tuple[str, dict]]) -> tuple[list[int], list[tuple[str, object]]]:
         """Keys of new rollouts, one per (environment, reset arguments), and each reset's (status, value)."""
-        keys = [next(self._keys) for _ in rows]
+        keys = self.new_keys(len(rows))
         return keys, self.ask([("reset", k, name, row) for k, (name, row) in zip(keys, rows)])
-
-    def end(self, keys: list[int]) -> None:
-        """The rollouts `keys` are over: their instances are free for the next resets."""
-        self.ask([("end", k) for k in keys if k not in self.lost])
-        for w in self._pool or ():
-            w.keys -= set(keys)
-        self.lost -= set(keys)
-
-    def close(self) -> None:
-        pool, self._pool = self._pool, None
-        for w in pool or ():
-            w.stop()
 
 
 def _unknown_column(problem, names) -> str | None:

@@ -149,7 +149,7 @@ def test_a_hang_or_a_crash_costs_the_rollouts_of_that_process_and_the_pool_goes_
         keys, _ = e.begin([("", {})] * 4)  # keys 0, 2 in one process; 1, 3 in the other
         got = e.ask([("call", keys[0], "stall", {"s": 30}), ("call", keys[1], "die", {}),
                      ("call", keys[2], "increment", {"by": 1}), ("call", keys[3], "increment", {"by": 1})])  # fmt: skip
-        assert got == [("timeout", "timed out after 1 s"), ("error", "the environment's process failed"),
+        assert got == [("timeout", "timed out after 1 s"), ("error", "the process of rollout.tools.environment failed"),
                        ("error", LOST), ("error", LOST)]  # fmt: skip
         assert e.ask([("reward", k) for k in keys]) == [("error", LOST)] * 4
         e.end(keys)

@@ -1,0 +1,147 @@
+"""Worker processes holding each rollout's own instance of a user's class: TRL's environments
+(`rollout.environments`) and OpenRLHF's agents (`rollout.agents`), stateful across the calls of one
+rollout, the user's code kept out of the trainer's process.
+
+Owns: the processes (forkserver, started when first asked, each saying it is ready before its first request's
+time limit starts), one request at a time per process and one reply each, a rollout's requests all going to
+one process (its key modulo the processes), the time limit of each request, and a process that passes it or
+dies: killed and replaced, the rollouts whose instances it held lost (their later requests answer `LOST`),
+never the run. Does not own: what a request does (each user of the pool passes its own handler: a module
+function `handler(op, key, args, named, state)`, where `named` is {name: spec} of the classes and `state` a
+dict the handler keeps in its process) or the keys' meaning.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+STARTUP_S = 120  # for a worker process to start (the forkserver's first start imports Python's own modules)
+STARTS = "reset"  # the request that makes a rollout's instance: its key now lives in that process
+LOST = "the state of this rollout was lost (an earlier request of it timed out or killed its process)"
+
+
+def _serve(conn, handler, named: dict[str, str], path: list[str]) -> None:
+    """A worker process: the instances of its rollouts, by key; one request at a time, one reply each."""
+    sys.path[:] = path
+    conn.send(("ready", None))  # (a request's time limit starts once the process runs)
+    state: dict = {}
+    while True:
+        try:
+            op, key, *args = conn.recv()
+        except (EOFError, OSError):
+            return
+        if op == "stop":
+            return
+        try:
+            reply = ("ok", handler(op, key, args, named, state))
+        except Exception as e:  # noqa: BLE001 - the user's code, or the model's arguments: named in the reply
+            reply = ("error", f"{type(e).__name__}: {e}" if isinstance(e, TypeError) else str(e))
+        conn.send(reply)
+
+
+class _Worker:
+    """One worker process and its pipe; a request past the time limit, or a process that dies, restarts it
+    (the keys it held are lost)."""
+
+    def __init__(self, named: dict[str, str], handler, ctx, what: str) -> None:
+        self.named, self.handler, self.ctx, self.what, self.keys = named, handler, ctx, what, set()
+        self._start()
+
+    def _start(self) -> None:
+        parent, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=_serve, args=(child, self.handler, self.named, list(sys.path)),
+                                     daemon=True)  # fmt: skip
+        self.proc.start()
+        child.close()
+        self.conn = parent
+        if not parent.poll(STARTUP_S):
+            self.stop(kill=True)
+            raise RuntimeError(f"{self.what}: a worker process did not start in {STARTUP_S} s")
+        parent.recv()
+
+    def ask(self, msg: tuple, timeout_s: float) -> tuple[str, object, set[int]]:
+        """(status, value, keys lost) of one request."""
+        try:
+            self.conn.send(msg)
+            if self.conn.poll(timeout_s):
+                status, value = self.conn.recv()
+                return status, value, set()
+            status, value = "timeout", f"timed out after {timeout_s:g} s"
+        except (EOFError, OSError):
+            status, value = "error", f"the process of {self.what} failed"
+        lost, self.keys = self.keys, set()
+        self.stop(kill=True)
+        self._start()
+        return status, value, lost
+
+    def stop(self, kill: bool = False) -> None:
+        if not kill:
+            try:
+                self.conn.send(("stop", 0))
+            except OSError:
+                pass
+            self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(timeout=5)
+        self.conn.close()
+
+
+class InstancePool:
+    """`workers` processes serving `handler` for the classes `named` ({name: spec}), each request under
+    `timeout_s`; `what` names the setting in errors. Create once per engine; `close` stops the processes."""
+
+    def __init__(self, named: dict[str, str], handler, workers: int = 4, timeout_s: float = 5.0,
+                 what: str = "rollout.tools.environment") -> None:  # fmt: skip
+        self.named, self.handler, self.what = named, handler, what
+        self.workers, self.timeout_s = workers, float(timeout_s)
+        self._pool: list[_Worker] | None = None
+        self._keys = itertools.count()
+        self.lost: set[int] = set()
+
+    def _workers(self) -> list[_Worker]:
+        if self._pool is None:
+            import multiprocessing
+
+            ctx = multiprocessing.get_context("forkserver")
+            self._pool = [_Worker(self.named, self.handler, ctx, self.what) for _ in range(self.workers)]
+        return self._pool
+
+    def new_keys(self, count: int) -> list[int]:
+        return [next(self._keys) for _ in range(count)]
+
+    def ask(self, requests: list[tuple]) -> list[tuple[str, object]]:
+        """(status, value) of each request (op, key, ...): each worker's in order, the workers side by side."""
+        pool = self._workers()
+        out: list = [None] * len(requests)
+
+        def serve(w: int) -> None:
+            for i, msg in enumerate(requests):
+                if msg[1] % len(pool) != w:
+                    continue
+                if msg[1] in self.lost:
+                    out[i] = ("error", LOST)
+                    continue
+                if msg[0] == STARTS:
+                    pool[w].keys.add(msg[1])
+                status, value, lost = pool[w].ask(msg, self.timeout_s)
+                self.lost |= lost
+                out[i] = (status, value)
+
+        with ThreadPoolExecutor(len(pool)) as threads:
+            list(threads.map(serve, range(len(pool))))
+        return out
+
+    def end(self, keys: list[int]) -> None:
+        """The rollouts `keys` are over: each instance's process is told ("end"), and the keys forgotten."""
+        self.ask([("end", k) for k in keys if k not in self.lost])
+        for w in self._pool or ():
+            w.keys -= set(keys)
+        self.lost -= set(keys)
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        for w in pool or ():
+            w.stop()
