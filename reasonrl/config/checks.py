@@ -264,6 +264,7 @@ def validate(cfg: RunConfig) -> None:
     _validate_algo_extras(a, r)
     _validate_async(a, r)
     from reasonrl.rewards.pseudo_label import check_pseudo_label
+    from reasonrl.rollout.agents import check_agent
     from reasonrl.rollout.environments import check_environments
     from reasonrl.rollout.function_tools import with_function_schemas
     from reasonrl.rollout.interaction import check_interaction
@@ -276,7 +277,7 @@ def validate(cfg: RunConfig) -> None:
     # the functions' schemas in every prompt's template arguments (shown by --print-config, kept in config.yaml)
     cfg.data.chat_template_kwargs = with_function_schemas(dict(cfg.data.chat_template_kwargs), r.tools)
     # each feature's own checks
-    for check in (check_interaction, check_pseudo_label, check_confidence, check_environments):
+    for check in (check_interaction, check_pseudo_label, check_confidence, check_environments, check_agent):
         check(cfg)
     _choice("checkpoint.best_mode", cfg.checkpoint.best_mode, ("max", "min"))
     benchmarks = []

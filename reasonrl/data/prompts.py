@@ -60,6 +60,12 @@ def render_text(
     return _render(tokenizer, problem, generation=generation, tokenize=False)
 
 
+def prompt_text(tokenizer, problem: Problem) -> str:
+    """The prompt as the model reads it, as text: the chat template's rendering (with the generation prompt),
+    or the plain text of a model without one (an OpenRLHF agent's first observation, `rollout.agents`)."""
+    return render_text(tokenizer, problem) if _templated(tokenizer, problem) else plain_text(problem)
+
+
 def with_template_kwargs(problems: list[Problem], defaults: dict) -> list[Problem]:
     """`problems` with the chat-template arguments `defaults` (`data.chat_template_kwargs`, eval's
     `--chat-template-kwarg`) under each row's own; the same list when there are none."""

@@ -135,19 +135,20 @@ def check_environments(cfg) -> None:
                           "rollout.tools.environment defines get_reward")  # fmt: skip
 
 
-def check_rows(problems: list, where: str, tools) -> None:
-    """InputError naming the first row that cannot be an episode, when the data loads: one routed to the
-    `environment` verifier in a run without rollout.tools.environment, or (the dict form) one whose
-    `environment` column names none of its environments."""
+def check_rows(problems: list, where: str, rollout) -> None:
+    """InputError naming the first row that cannot be an episode, when the data loads (`rollout`: the run's
+    rollout section): one routed to the `environment` verifier in a run with neither rollout.tools.environment
+    nor rollout.agent, or (the dict form) one whose `environment` column names none of its environments."""
     from reasonrl.errors import InputError
     from reasonrl.rewards.routing import verifier_name
 
-    setting = tools.environment if tools.enabled else None
+    setting = rollout.tools.environment if rollout.tools.enabled else None
     named = None if setting is None else specs(setting)
     for i, p in enumerate(problems):
-        if setting is None and verifier_name(p) == "environment":
+        if setting is None and rollout.agent.path is None and verifier_name(p) == "environment":
             raise InputError(f"{where} row {i} (uid {p.uid!r}): routed to the environment verifier, whose reward "
-                             f"an environment's get_reward gives: set rollout.tools.environment")  # fmt: skip
+                             f"an environment or an agent gives: set rollout.tools.environment or "
+                             f"rollout.agent.path")  # fmt: skip
         why = None if named is None else _unknown_column(p, named)
         if why:
             raise InputError(f"{where} row {i} (uid {p.uid!r}): {why}")
@@ -156,6 +157,9 @@ def check_rows(problems: list, where: str, tools) -> None:
 def _handle(op: str, key: int, args: list, named: dict, state: dict):
     """One request in a worker process (`rollout.instance_pool`): the instances live by key, free ones pooled."""
     factories, live, free = (state.setdefault(k, {}) for k in ("factories", "live", "free"))
+    if op == "start":  # (before the process is ready: the classes imported)
+        factories.update((name, load_callable(spec)) for name, spec in named.items())
+        return None
     if op == "reset":
         name, row = args
         if name not in factories:

@@ -106,11 +106,17 @@ def memory_share(name: str, settings: dict[str, Any] | None = None) -> float:
 
 
 def build_rollout_engine(name: str, model, tokenizer, settings: dict[str, Any] | None = None, tools=None,
-                         template_kwargs: dict | None = None):  # fmt: skip
+                         template_kwargs: dict | None = None, agent=None):  # fmt: skip
     """The engine `name` for `model`, with its settings (e.g. `rollout.engine_kwargs`); with `tools`
     (`rollout.tools`, enabled) wrapped so that the code the model writes runs (`rollout.tools`; the
     prompts' chat-template arguments, `template_kwargs`, render its tool turns where they come from the
-    template)."""
+    template); with `agent` (`rollout.agent`, a path set) wrapped so that its rollouts are the agent's
+    episodes (`rollout.agents`)."""
+    if agent is not None and agent.path is not None:
+        from reasonrl.rollout.agents import AgentRolloutEngine
+
+        return AgentRolloutEngine(ROLLOUT_ENGINES.get(name)(model, tokenizer, **dict(settings or {})), tokenizer,
+                                  agent)  # fmt: skip
     if tools is None or not tools.enabled:
         return ROLLOUT_ENGINES.get(name)(model, tokenizer, **dict(settings or {}))
     from reasonrl.rollout.tools import ToolRolloutEngine

@@ -8,7 +8,8 @@ one process (its key modulo the processes), the time limit of each request, and 
 dies: killed and replaced, the rollouts whose instances it held lost (their later requests answer `LOST`),
 never the run. Does not own: what a request does (each user of the pool passes its own handler: a module
 function `handler(op, key, args, named, state)`, where `named` is {name: spec} of the classes and `state` a
-dict the handler keeps in its process) or the keys' meaning.
+dict the handler keeps in its process; op "start" comes once, before the process says it is ready, to
+import the classes) or the keys' meaning.
 """
 
 from __future__ import annotations
@@ -25,8 +26,13 @@ LOST = "the state of this rollout was lost (an earlier request of it timed out o
 def _serve(conn, handler, named: dict[str, str], path: list[str]) -> None:
     """A worker process: the instances of its rollouts, by key; one request at a time, one reply each."""
     sys.path[:] = path
-    conn.send(("ready", None))  # (a request's time limit starts once the process runs)
     state: dict = {}
+    try:  # the user's classes imported before the first request's time limit starts
+        handler("start", -1, [], named, state)
+    except Exception as e:  # noqa: BLE001 - the user's module: its error, named by the pool
+        conn.send(("failed", f"{type(e).__name__}: {e}"))
+        return
+    conn.send(("ready", None))
     while True:
         try:
             op, key, *args = conn.recv()
@@ -37,7 +43,9 @@ def _serve(conn, handler, named: dict[str, str], path: list[str]) -> None:
         try:
             reply = ("ok", handler(op, key, args, named, state))
         except Exception as e:  # noqa: BLE001 - the user's code, or the model's arguments: named in the reply
-            reply = ("error", f"{type(e).__name__}: {e}" if isinstance(e, TypeError) else str(e))
+            # (an error whose text alone says little: a missing key's is the key)
+            named = isinstance(e, (TypeError, KeyError, IndexError, AttributeError)) or not str(e)
+            reply = ("error", f"{type(e).__name__}: {e}".rstrip(": ") if named else str(e))
         conn.send(reply)
 
 
@@ -59,7 +67,10 @@ class _Worker:
         if not parent.poll(STARTUP_S):
             self.stop(kill=True)
             raise RuntimeError(f"{self.what}: a worker process did not start in {STARTUP_S} s")
-        parent.recv()
+        status, why = parent.recv()
+        if status != "ready":
+            self.stop(kill=True)
+            raise RuntimeError(f"{self.what}: a worker process could not load it ({why})")
 
     def ask(self, msg: tuple, timeout_s: float) -> tuple[str, object, set[int]]:
         """(status, value, keys lost) of one request."""

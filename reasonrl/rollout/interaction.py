@@ -6,7 +6,8 @@ arXiv:2507.14295).
 Owns: `FEEDBACK` (a real seam: what the user says after an attempt, or that it ends there; the built-in
 `verifier` says `message` after a wrong answer), `Interaction` (the feedback turn's tokens, from the model's chat template or a text, and the loop
 that scores each attempt, appends the feedback to the wrong ones and generates their next attempts in one
-engine call per round), `discount` (a completion's reward x decay ** (attempts - 1)), the
+engine call per round), `Attempts` and `next_attempts` (a sample's attempts and what came between them,
+the next attempts within each one's budget: also an OpenRLHF agent's turns, `rollout.agents`), `discount` (a completion's reward x decay ** (attempts - 1)), the
 `rollout/interaction/*` metrics and `check_interaction` (the recipe's settings). Does not own: the engines,
 the verifiers and the runner that scores (`rewards`), or the loss mask built from `Completion.tool_mask`
 (`trainer.batching`).
@@ -51,8 +52,9 @@ def verifier_feedback(problem: Problem, attempts: list[str], result: RewardResul
 
 
 @dataclass
-class _Attempts:
-    """One sample's completion so far."""
+class Attempts:
+    """One sample's completion so far: its attempts and what came between them (this feedback, or an
+    OpenRLHF agent's, `rollout.agents`)."""
 
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
@@ -69,6 +71,36 @@ class _Attempts:
         self.texts.append(c.answer_text)
         self.calls += tuple(c.tool_calls)
         self.finish = c.finish_reason
+
+    def between(self, ids: list[int]) -> None:
+        """Append tokens that are not the model's (feedback): no loss on them, sampler log-probs 0."""
+        self.tokens += ids
+        self.logprobs += [0.0] * len(ids)
+        self.mask += [True] * len(ids)
+
+    def completion(self, tokenizer) -> Completion:
+        """The sample's `Completion`: every attempt and what came between them; the last attempt's text is
+        what the verifiers score; the engine's own when there was one attempt."""
+        if len(self.texts) == 1:
+            return self.first
+        return Completion(self.tokens, tokenizer.decode(self.tokens, skip_special_tokens=True), self.logprobs,
+                          self.finish, tool_mask=self.mask, model_text=self.texts[-1], tool_calls=self.calls,
+                          turns=len(self.texts))  # fmt: skip
+
+
+def next_attempts(engine, tokenizer, items: list[tuple[list[int], Attempts]], params: SamplingParams) -> None:
+    """Each (prompt ids, sample)'s next attempt, within its own budget (`max_new_tokens` less its tokens so
+    far): one engine call at the largest budget, each attempt then cut at its own (`rollout.base.within_budget`);
+    one call per budget where the engine runs tools (a tool transcript is not cut)."""
+    budget = {id(s): params.max_new_tokens - len(s.tokens) for _, s in items}
+    groups: dict[int, list] = {}
+    for item in items:  # one group at the largest budget, or one per budget
+        key = budget[id(item[1])] if getattr(engine, "runs_tools", False) else max(budget.values())
+        groups.setdefault(key, []).append(item)
+    for most, group in sorted(groups.items()):
+        outs = engine.generate([p + s.tokens for p, s in group], replace(params, max_new_tokens=most))
+        for (_, s), cs in zip(group, outs):
+            s.add(within_budget(cs[0], budget[id(s)], tokenizer))
 
 
 class Interaction:
@@ -112,7 +144,7 @@ class Interaction:
         for g in groups:
             opens = think_from_prompt and prompt_opens_think(self.tokenizer, g.problem)
             for c in g.completions:
-                s = _Attempts(first=c)
+                s = Attempts(first=c)
                 s.add(c)
                 states.append((g, opens, s))
         live = states
@@ -130,40 +162,17 @@ class Interaction:
                 ids = self.feedback(s.tokens[-1] if s.tokens else None, message)
                 if len(s.tokens) + len(ids) >= params.max_new_tokens:  # no room for another attempt
                     continue
-                s.tokens += ids
-                s.logprobs += [0.0] * len(ids)
-                s.mask += [True] * len(ids)
+                s.between(ids)
                 resumed.append((g, o, s))
             if not resumed:
                 break
             seed = None if params.seed is None else params.seed + 104729 * round_
-            self._next_attempts(engine, resumed, replace(params, n=1, seed=seed))
+            next_attempts(engine, self.tokenizer, [(g.prompt_ids, s) for g, _, s in resumed],
+                          replace(params, n=1, seed=seed))  # fmt: skip
             live = resumed
         it = iter(states)
         for g in groups:
-            g.completions = [self._completion(next(it)[2]) for _ in g.completions]
-
-    def _next_attempts(self, engine, items: list, params: SamplingParams) -> None:
-        """Each sample's next attempt, within its own budget (`max_new_tokens` less its tokens so far): one
-        engine call at the largest budget, each attempt then cut at its own (`rollout.base.within_budget`); one
-        call per budget where the engine runs tools (a tool transcript is not cut)."""
-        budget = {id(s): params.max_new_tokens - len(s.tokens) for _, _, s in items}
-        groups: dict[int, list] = {}
-        for item in items:  # one group at the largest budget, or one per budget
-            key = budget[id(item[2])] if getattr(engine, "runs_tools", False) else max(budget.values())
-            groups.setdefault(key, []).append(item)
-        for most, group in sorted(groups.items()):
-            outs = engine.generate(
-                [g.prompt_ids + s.tokens for g, _, s in group], replace(params, max_new_tokens=most)
-            )
-            for (_, _, s), cs in zip(group, outs):
-                s.add(within_budget(cs[0], budget[id(s)], self.tokenizer))
-
-    def _completion(self, s: _Attempts) -> Completion:
-        if len(s.texts) == 1:
-            return s.first
-        return Completion(s.tokens, self.tokenizer.decode(s.tokens, skip_special_tokens=True), s.logprobs, s.finish,
-                          tool_mask=s.mask, model_text=s.texts[-1], tool_calls=s.calls, turns=len(s.texts))  # fmt: skip
+            g.completions = [next(it)[2].completion(self.tokenizer) for _ in g.completions]
 
 
 def make_interaction(cfg, tokenizer) -> Interaction | None:

@@ -29,9 +29,9 @@ def generate_and_score(engine, tokenizer, scorer, problems: list[Problem], param
 
 def generate_groups(engine, tokenizer, problems: list[Problem], params: SamplingParams,
                     max_prompt_tokens: int | None = None) -> list[RolloutGroup]:  # fmt: skip
-    """The generation half: one unscored RolloutGroup per problem (an episode of its environment each, with
-    rollout.tools.environment: the engine resets them from the rows)."""
-    if getattr(engine, "environments", None) is not None:
+    """The generation half: one unscored RolloutGroup per problem (an episode each, with
+    rollout.tools.environment or rollout.agent: the engine starts them from the rows)."""
+    if getattr(engine, "episodic", False):
         return engine.generate_groups(problems, params, max_prompt_tokens)
     prompt_ids = encode_prompts(tokenizer, problems, max_prompt_tokens)
     completions = engine.generate(prompt_ids, params)

@@ -216,6 +216,10 @@ class ToolRolloutEngine:
     def __getattr__(self, name):  # anything else an engine offers (stats, wake, sleep, ...)
         return getattr(self.engine, name)
 
+    @property
+    def episodic(self) -> bool:  # its rollouts start from their rows (`rollout.scored.generate_groups`)
+        return self.environments is not None
+
     def sync_weights(self, model, version: int | None = None) -> None:
         self.engine.sync_weights(model, version)
 

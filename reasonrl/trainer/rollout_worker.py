@@ -110,7 +110,7 @@ def _serve(cfg_dict, sampler, sampler_state, threads, inbox, outbox, phase) -> N
     sampler.load_state_dict(sampler_state)
     sampler.bind(tokenizer)
     engine = build_rollout_engine(cfg.rollout.engine, model, tokenizer, cfg.rollout.engine_kwargs, cfg.rollout.tools,
-                                  dict(cfg.data.chat_template_kwargs))  # fmt: skip
+                                  dict(cfg.data.chat_template_kwargs), cfg.rollout.agent)  # fmt: skip
     scorer = make_scorer(cfg)
     run = Run(model, tokenizer, engine, None, scorer, sampler, [], [], cfg.data.max_prompt_tokens,
               think_from_prompt=cfg.reward.think_from_prompt)  # fmt: skip

@@ -84,6 +84,10 @@ def reward_metrics(run, groups: list[RolloutGroup]) -> dict[str, float]:
             [c for g in groups for c in g.completions], getattr(run.rollout_engine, "runs_tools", False)
         ),
     }
+    if getattr(run.rollout_engine, "runs_agent", False):  # rollout.agent's episodes
+        from reasonrl.rollout.agents import agent_metrics
+
+        metrics.update(agent_metrics([c for g in groups for c in g.completions]))
     return metrics
 
 

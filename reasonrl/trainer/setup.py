@@ -31,6 +31,7 @@ from reasonrl.rewards.health import failed_share, failure_warning
 from reasonrl.rewards.routing import with_verifier
 from reasonrl.rewards.services import check_services, prepare_terms
 from reasonrl.rewards.verifiers.unverified import checkable
+from reasonrl.rollout.agents import check_agent_rows
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.environments import check_rows
 from reasonrl.rollout.factory import build_rollout_engine, check_available
@@ -93,8 +94,9 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     for rows, where in (
         (train, "train data"),
         (val, "validation data"),
-    ):  # rollout.tools.environment's episodes
-        check_rows(rows, where, cfg.rollout.tools)
+    ):  # rollout.tools.environment's and rollout.agent's episodes
+        check_rows(rows, where, cfg.rollout)
+        check_agent_rows(cfg, rows, where)
     return train, val[: cfg.val.size]
 
 
@@ -352,6 +354,7 @@ def build_run(cfg: RunConfig, log=print) -> Run:
             cfg.rollout.engine_kwargs,
             cfg.rollout.tools,
             dict(cfg.data.chat_template_kwargs),
+            cfg.rollout.agent,
         ),  # fmt: skip
         engine,
         scorer,

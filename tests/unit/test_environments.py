@@ -11,7 +11,7 @@ import textwrap
 import pytest
 from test_tool_rollouts import _ALPHABET, Scripted
 
-from reasonrl.config import ConfigError, ToolsConfig, load_config
+from reasonrl.config import AgentConfig, ConfigError, RolloutConfig, ToolsConfig, load_config
 from reasonrl.models.tiny import build_tokenizer
 from reasonrl.rewards.runner import RewardRunner
 from reasonrl.rollout.base import SamplingParams
@@ -367,10 +367,12 @@ def test_rows_that_cannot_be_episodes_are_named_when_the_data_loads(envs):
     with pytest.raises(
         InputError, match=r"train data row 1 \(uid 'e0'\): routed to the environment verifier"
     ):
-        check_rows([plain, scored], "train data", ToolsConfig())
-    check_rows([plain, scored], "train data", ToolsConfig(enabled=True, environment=f"{envs}.Counter"))
+        check_rows([plain, scored], "train data", RolloutConfig())
+    check_rows([plain, scored], "train data",
+               RolloutConfig(tools=ToolsConfig(enabled=True, environment=f"{envs}.Counter")))  # fmt: skip
+    check_rows([plain, scored], "train data", RolloutConfig(agent=AgentConfig(path="agent_func.py")))  # (an agent's)
     two = ToolsConfig(enabled=True, environment={"count": f"{envs}.Counter", "echo": f"{envs}.Echo"})
     with pytest.raises(
         InputError, match=r"row 0 \(uid 'm0'\): its environment column is None, not one of .*count, echo"
     ):
-        check_rows([plain], "validation data", two)
+        check_rows([plain], "validation data", RolloutConfig(tools=two))
