@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 
+from reasonrl.cli.eval_rollout import agent_arg, interaction_arg, tool_args, tools_arg
+
 
 def check_engine(name: str) -> None:
     from reasonrl.errors import InputError
@@ -127,76 +129,6 @@ def template_kwargs_arg(pairs: list[str], model: str | None = None) -> dict:
     return {**(dict(cfg.data.chat_template_kwargs) if cfg is not None else {}), **given}
 
 
-def tool_args(args) -> dict:
-    """`--tool-function`s and `--tool-environment`s, as `tools_arg` takes them."""
-    return {
-        "functions": getattr(args, "tool_function", ()),
-        "environments": getattr(args, "tool_environment", ()),
-    }
-
-
-def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final: bool = True,
-              functions: list[str] = (), environments: list[str] = ()):  # fmt: skip
-    """The tool settings of an eval (`--tools`): the named format, else the run's own `rollout.tools`
-    (`cfg`), else None (off); 'off' turns a run's off. `--search-url` adds the search tool (a format
-    with a tool of its own, search_r1, calls that one alone); with no tools to add it to, a ConfigError
-    (`final`: `cfg` is the run's config, or the model is not a run). `--tool-function`s join the tools' own;
-    `--tool-environment` (SPEC, or NAME=SPEC each) is the environment (rollout.tools.environment)."""
-    from dataclasses import replace
-
-    from reasonrl.config import ConfigError, ToolsConfig
-    from reasonrl.rollout.tool_checks import check_tools, probe_tools
-    from reasonrl.rollout.tools import TOOL_FORMATS
-
-    if given is None:
-        tools = cfg.rollout.tools if cfg is not None and cfg.rollout.tools.enabled else None
-    elif given == "off":
-        tools = None
-    elif given not in TOOL_FORMATS:
-        raise ConfigError(
-            f"--tools {given!r} is not a tool format; known: off, {', '.join(TOOL_FORMATS.names())}"
-        )
-    else:
-        base = cfg.rollout.tools if cfg is not None else ToolsConfig()
-        tools = ToolsConfig(**{**vars(base), "enabled": True, "format": given})
-        if own := TOOL_FORMATS.get(given).tool:
-            tools = replace(tools, names=[own])
-    if tools is None and search_url and (final or given == "off"):
-        raise ConfigError("--search-url: no tools to search with (--tools search_r1 or hermes, or a run with "
-                          "rollout.tools)")  # fmt: skip
-    if (functions or environments) and tools is None and final:
-        flag = "--tool-function" if functions else "--tool-environment"
-        raise ConfigError(f"{flag}: no tools to add it to (--tools hermes, or a run with rollout.tools)")
-    if functions and tools is not None:
-        tools = replace(tools, functions=list(dict.fromkeys([*tools.functions, *functions])))
-    if environments and tools is not None:
-        named = dict(e.split("=", 1) if "=" in e else ("", e) for e in environments)
-        tools = replace(tools, environment=named[""] if list(named) == [""] else named)
-    if tools is not None and search_url:
-        names = tools.names if "search" in tools.names else [*tools.names, "search"]
-        tools = replace(tools, names=names, search=replace(tools.search, url=search_url))
-    if tools is not None:
-        check_tools(tools, 2)  # (--search-url missing for search_r1: named here)
-        # a sandbox or a search service that does not work: an error before the model loads
-        probe_tools(tools)
-    return tools
-
-
-def interaction_arg(turns: int | None, cfg=None):
-    """`--interaction TURNS`: the run's own rollout.interaction (its message, turn, feedback) or the defaults,
-    with TURNS attempts; None without the option (one attempt, even for a run trained with feedback)."""
-    from dataclasses import replace
-
-    from reasonrl.config import ConfigError, InteractionConfig
-
-    if turns is None:
-        return None
-    if turns < 2:
-        raise ConfigError(f"--interaction {turns}: the attempts an answer may take, >= 2 (without it: one)")
-    own = cfg.rollout.interaction if cfg is not None else InteractionConfig()
-    return replace(own, enabled=True, max_turns=turns)
-
-
 def add_benchmark_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmarks", default=None,
                    help="comma list of benchmarks or suites (reasoning360, r1); see --list-benchmarks")  # fmt: skip
@@ -276,12 +208,14 @@ def eval_benchmarks(args, model_path) -> int:
         args.tools, search_url=args.search_url, final=False, **tool_args(args)
     )  # (the run's own: below)
     interaction_arg(args.interaction)  # (checked before any model path is resolved)
+    agent_arg(args.agent)
     if args.all_checkpoints:
         return _all_checkpoints(args, benches, kw)
     model = model_path(args.model)
     kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, model)
     kw["tools"] = tools_arg(args.tools, run_config(model), args.search_url, **tool_args(args))
     kw["interaction"] = interaction_arg(args.interaction, run_config(model))
+    kw["agent"] = agent_arg(args.agent, run_config(model), kw["tools"])
     out = args.out or default_out(args.model, model)
     from reasonrl.cli.bars import chunk_progress
 
@@ -317,6 +251,7 @@ def _all_checkpoints(args, benches, kw) -> int:
         kw["template_kwargs"] = template_kwargs_arg(args.chat_template_kwarg, str(c))  # the run's own too
         kw["tools"] = tools_arg(args.tools, run_config(str(c)), args.search_url, **tool_args(args))
         kw["interaction"] = interaction_arg(args.interaction, run_config(str(c)))
+        kw["agent"] = agent_arg(args.agent, run_config(str(c)), kw["tools"])
         res = run_benchmarks(str(c), benches, out / c.name, **kw)
         table[step] = {name: row["mean@n"] for name, row in res["benchmarks"].items()}
         ci95[step] = {name: row["ci95"] for name, row in res["benchmarks"].items()}
@@ -379,6 +314,7 @@ def eval_problems(args, model_path) -> int:
         raise InputError("--verifier applies to the rows of --data files")
     check_run_options(args, ("n", "size", "max_new_tokens", "difficulty"))
     interaction_arg(getattr(args, "interaction", None))
+    agent_arg(getattr(args, "agent", None))
     check_engine(args.engine)
     if args.task is not None:
         from reasonrl.data.mixture import check_task
@@ -398,6 +334,7 @@ def eval_problems(args, model_path) -> int:
     given = template_kwargs_arg(args.chat_template_kwarg)  # over the run's own (its load_data applies them)
     cfg = run_config(args.model) if not args.data and args.task is None else None
     tools = tools_arg(args.tools, cfg, getattr(args, "search_url", None), **tool_args(args))
+    agent = agent_arg(getattr(args, "agent", None), cfg, tools)
     scorer, think, max_new = None, True, args.max_new_tokens or 64
     if cfg is not None:  # the run's own held-out set and settings
         from reasonrl.config import import_plugins
@@ -456,13 +393,7 @@ def eval_problems(args, model_path) -> int:
     top_p = args.top_p if args.top_p is not None and temperature > 0 else 1.0  # greedy: no nucleus
     params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_new_tokens=max_new, seed=args.seed)
     kwargs = dict(cfg.data.chat_template_kwargs) if cfg is not None else given  # (the tool turns' too)
-    engine = build_rollout_engine(
-        args.engine,
-        model,
-        tok,
-        tools=tools,
-        template_kwargs=kwargs,
-    )
+    engine = build_rollout_engine(args.engine, model, tok, tools=tools, template_kwargs=kwargs, agent=agent)
     batch = cfg.val.batch_size if cfg is not None else 256  # the run's own batching: identical greedy outputs
     try:
         inter = interaction_arg(getattr(args, "interaction", None), cfg)

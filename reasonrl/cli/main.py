@@ -214,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--interaction", type=int, default=None, metavar="TURNS",
                    help="up to TURNS attempts, a wrong answer getting feedback (rollout.interaction: a run's own message "
                    "and turn, else the defaults); the last attempt is scored (default: one attempt)")  # fmt: skip
+    e.add_argument("--agent", default=None, metavar="PATH",
+                   help="an OpenRLHF agent file (agent_func.py, as --agent_func_path): each sample an episode of its "
+                   "AgentInstance (rollout.agent; default: a run's own); 'off' turns a run's off")  # fmt: skip
     e.add_argument("--best", action="store_true",
                    help="MODEL is a run directory: its best checkpoint (checkpoint.keep_best), not its newest")  # fmt: skip
     from reasonrl.cli.evaluate import add_benchmark_args

@@ -56,13 +56,15 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
                    device: str = "auto", seed: int = 0, limit: int | None = None, chunk_size: int = 32,
                    log=print, progress=None, workers: int | None = None,
                    reward_options: dict | None = None, template_kwargs: dict | None = None,
-                   tools=None, interaction=None) -> dict:  # fmt: skip
+                   tools=None, interaction=None, agent=None) -> dict:  # fmt: skip
     """`reward_options`: {verifier: {option: value}}, as a recipe's reward.options (recorded in
     samples.setup.json and under the table). `template_kwargs`: chat-template arguments for every prompt
     (a row's own win), as a recipe's data.chat_template_kwargs (in each benchmark's fingerprint).
     `tools`: a `ToolsConfig` (rollout.tools): the code completions write runs, as in training.
     `interaction`: an `InteractionConfig` (rollout.interaction): a wrong first answer gets feedback and
-    another attempt; the last attempt is scored (undiscounted: the table says whether it was right)."""
+    another attempt; the last attempt is scored (undiscounted: the table says whether it was right).
+    `agent`: an `AgentConfig` (rollout.agent): each sample an episode of the OpenRLHF agent, its last turn
+    scored by the benchmark's verifier (the agent's reward kept with the sample)."""
     from reasonrl.data.prompts import with_template_kwargs
     from reasonrl.rewards import check_routable
     from reasonrl.rollout.function_tools import with_function_schemas
@@ -85,7 +87,7 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
     samples = generate_samples(model, work, out / "samples.jsonl", engine=engine, device=device, seed=seed,
                                chunk_size=chunk_size, log=log, progress=progress, timing=timing,
                                workers=workers, reward_options=reward_options, tools=tools,
-                               template_kwargs=template_kwargs, interaction=interaction)  # fmt: skip
+                               template_kwargs=template_kwargs, interaction=interaction, agent=agent)  # fmt: skip
     failed = failed_samples(samples)
     if failed:  # counted as wrong in the table; a rerun scores just these again
         log(f"warning: {len(failed)} samples ended in a verifier error (e.g. {common_error(failed)!r}), so the "
@@ -126,7 +128,7 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
                      log=print, reward_options: dict | None = None, plugins=(), progress=None,
                      overlap: bool | None = None, timing: dict | None = None,
                      workers: int | None = None, tools=None, template_kwargs: dict | None = None,
-                     interaction=None) -> list[dict]:  # fmt: skip
+                     interaction=None, agent=None) -> list[dict]:  # fmt: skip
     """Samples of every (name, problems, sampling) work item, generated and scored chunk by chunk into
     `samples_path` (resumable: committed chunks are kept, the rest generated; committed samples whose
     verifier call failed are scored again, `eval.rescore`); the one path of the
@@ -144,7 +146,8 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     samples_path = Path(samples_path)
     samples_path.parent.mkdir(parents=True, exist_ok=True)
     check_setup(
-        samples_path, eval_setup(model, work, engine, seed, chunk_size, reward_options, tools, interaction)
+        samples_path,
+        eval_setup(model, work, engine, seed, chunk_size, reward_options, tools, interaction, agent),
     )
     samples, done = committed_samples(samples_path)
     # samples whose verifier call failed (a service that was down) are scored again, not generated again
@@ -156,7 +159,7 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
     if todo:
         _generate(model, work, todo, samples_path, samples, engine, device, seed, chunk_size, log,
                   reward_options or {}, tuple(plugins), progress, overlap, clock, workers, tools,
-                  template_kwargs, interaction)  # fmt: skip
+                  template_kwargs, interaction, agent)  # fmt: skip
     total = time.perf_counter() - t0
     clock.update(total_s=total, other_s=total - clock["generate_s"] - clock["score_wait_s"],
                  samples_per_s=clock["samples"] / total if total > 0 else 0.0)  # fmt: skip
@@ -164,7 +167,7 @@ def generate_samples(model: str, work: list[tuple[str, list, SamplingParams]], s
 
 
 def eval_setup(model, work, engine: str, seed: int, chunk_size: int, reward_options: dict | None = None,
-               tools=None, interaction=None) -> dict:  # fmt: skip
+               tools=None, interaction=None, agent=None) -> dict:  # fmt: skip
     """What a samples file is of: everything that decides which samples its chunks hold (and, when
     given, the verifier options that scored them)."""
     benches = {}
@@ -192,12 +195,14 @@ def eval_setup(model, work, engine: str, seed: int, chunk_size: int, reward_opti
         setup["tools"] = {k: v for k, v in asdict(tools).items() if k not in usual or v != usual[k]}
     if interaction is not None:  # likewise
         setup["interaction"] = json.loads(json.dumps(asdict(interaction), default=str))
+    if agent is not None:  # likewise
+        setup["agent"] = asdict(agent)
     return setup
 
 
 def _generate(model, work, todo, samples_path, samples, engine_name, device, seed, chunk_size, log,
               reward_options, plugins, progress, overlap, clock: dict, workers: int | None, tools,
-              template_kwargs=None, interaction=None) -> None:  # fmt: skip
+              template_kwargs=None, interaction=None, agent=None) -> None:  # fmt: skip
 
     from reasonrl.models.loading import load_policy
     from reasonrl.rewards.runner import RewardRunner, default_workers, preload_modules
@@ -216,7 +221,8 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
 
             interaction = Interaction(interaction, tok, template_kwargs)
             overlap = False  # the attempts are scored on the way: one scoring at a time
-        engine = build_rollout_engine(engine_name, policy, tok, tools=tools, template_kwargs=template_kwargs)
+        engine = build_rollout_engine(engine_name, policy, tok, tools=tools, template_kwargs=template_kwargs,
+                                      agent=agent)  # fmt: skip
     except BaseException:
         scorer.close()
         raise

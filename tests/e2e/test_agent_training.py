@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from test_tool_training import _model_dir, opens_with
 from test_train_loop import _cfg
 
@@ -14,7 +15,7 @@ from reasonrl.trainer.loop import train
 
 FIRST = "Step one."
 FEEDBACK = "\nWrong, again.\n"
-AGENT = '''
+AGENT = """
 import torch
 from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
@@ -41,7 +42,7 @@ class AgentInstance(AgentInstanceBase):
 class AgentExecutor(MultiTurnAgentExecutor):
     def __init__(self):
         super().__init__(AgentInstance)
-'''.replace("FEEDBACK", repr(FEEDBACK))
+""".replace("FEEDBACK", repr(FEEDBACK))
 
 
 def _agent(tmp_path) -> str:
@@ -83,3 +84,78 @@ def test_async_rollouts_run_the_agent_in_the_rollout_worker(tmp_path):
     for h in steps:
         assert h["verifier/environment/count"] == 16.0 and h["verifier/environment/error_rate"] == 0.0
         assert h["reward/term/environment"] == h["rollout/agent/turns_mean"] >= 1.0  # a reward of 1 a step
+
+
+HINTING = """
+from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
+
+
+class AgentInstance(AgentInstanceBase):
+    def __init__(self, *args, **kwargs):
+        self.turns = 0
+
+    async def step(self, states, **kwargs):
+        self.turns += 1
+        right = states["action_text"].replace(" ", "").endswith("####" + states["label"])  # (spaces: see above)
+        done = right or self.turns >= 2
+        return {"rewards": float(right), "environment_feedback": "" if done else " Hint: add one.", "done": done}
+
+
+class AgentExecutor(MultiTurnAgentExecutor):
+    def __init__(self):
+        super().__init__(AgentInstance)
+"""
+
+
+def test_eval_runs_the_agent_and_scores_the_last_turn(tmp_path, monkeypatch):
+    """`reasonrl eval --agent agent_func.py`: an engine that answers "i + 1?" with i, and with i + 1 once the
+    agent's hint is in its prompt, solves every problem at its second turn; the benchmark's verifier scores
+    the last turn, and each sample keeps the agent's reward (0 for the first turn, 1 for the second)."""
+    import re
+
+    from test_tool_training import gsm8k_dir
+
+    from reasonrl.cli.eval_rollout import agent_arg
+    from reasonrl.config import ConfigError, ToolsConfig
+    from reasonrl.eval.benchmarks import BENCHMARKS
+    from reasonrl.eval.runner import run_benchmarks
+    from reasonrl.rollout.factory import ROLLOUT_ENGINES
+    from reasonrl.rollout.hf import HFRolloutEngine
+    from reasonrl.types import Completion
+
+    class Guesser(HFRolloutEngine):
+        def generate(self, prompts, params):
+            out = []
+            for p in prompts:
+                text = self.tokenizer.decode(p)
+                i = int(re.search(r"(\d+) ?\+ ?1", text).group(1))
+                ids = self.tokenizer(f"#### {i + 1 if 'Hint' in text else i}", add_special_tokens=False)[
+                    "input_ids"
+                ]
+                out.append(
+                    [Completion(ids, self.tokenizer.decode(ids), [0.0] * len(ids)) for _ in range(params.n)]
+                )
+            return out
+
+    monkeypatch.setattr(ROLLOUT_ENGINES, "_entries", dict(ROLLOUT_ENGINES._entries))
+    ROLLOUT_ENGINES.register("guesser")(lambda model, tokenizer: Guesser(model, tokenizer))
+    path = tmp_path / "agent_func.py"
+    path.write_text(HINTING)
+    agent = agent_arg(str(path))
+    assert agent.path == str(path)
+    with pytest.raises(ConfigError, match="--agent with tools"):
+        agent_arg(str(path), tools=ToolsConfig(enabled=True))
+    with pytest.raises(ConfigError, match="--agent: .*no such file"):
+        agent_arg(str(tmp_path / "missing.py"))
+    model = _model_dir(tmp_path, ["#### Hint: add one."])
+    res = run_benchmarks(model, [BENCHMARKS.get("gsm8k")], tmp_path / "out", data_dir=gsm8k_dir(tmp_path),
+                         device="cpu", overrides={"n": 2, "temperature": 0.0}, workers=1, log=lambda *a: None,
+                         engine="guesser", agent=agent)  # fmt: skip
+    assert res["benchmarks"]["gsm8k"]["mean@n"] == 1.0
+    samples = [json.loads(x) for x in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
+    samples = [s for s in samples if "committed" not in s]
+    assert len(samples) == 8 and {(s["env_reward"], s["env_reason"]) for s in samples} == {
+        (1.0, "agent_done")
+    }
+    setup = json.loads((tmp_path / "out" / "samples.setup.json").read_text())
+    assert setup["agent"]["path"] == str(path)

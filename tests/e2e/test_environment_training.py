@@ -90,7 +90,7 @@ def test_eval_runs_an_environment_and_keeps_its_reward_with_each_sample(tmp_path
     """`reasonrl eval --tools hermes --tool-environment M.Adder`: an engine that calls the environment's
     method on each question "i + 1?" (its prompt shows the reset's text) and answers with its output solves
     every problem; each sample keeps its episode's reward (one call each)."""
-    from reasonrl.cli.evaluate import tools_arg
+    from reasonrl.cli.eval_rollout import tools_arg
     from reasonrl.eval.benchmarks import BENCHMARKS
     from reasonrl.eval.runner import run_benchmarks
 

@@ -96,7 +96,7 @@ def test_eval_runs_a_function_tool_and_shows_its_schema_to_the_prompts(tmp_path,
     """`reasonrl eval --tools hermes --tool-function M.add_one`: an engine that calls the function on each
     question "i + 1?" and answers with its output solves every problem; the function's schema is among the
     chat-template arguments every prompt was rendered with (recorded with the results)."""
-    from reasonrl.cli.evaluate import tools_arg
+    from reasonrl.cli.eval_rollout import tools_arg
     from reasonrl.eval.benchmarks import BENCHMARKS
     from reasonrl.eval.runner import run_benchmarks
 

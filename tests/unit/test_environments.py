@@ -348,7 +348,7 @@ def test_a_prompt_over_the_budget_with_the_environments_text_is_named(envs):
 
 
 def test_eval_tool_environment_needs_tools_and_names_a_class_that_cannot_work(envs):
-    from reasonrl.cli.evaluate import tools_arg
+    from reasonrl.cli.eval_rollout import tools_arg
 
     with pytest.raises(ConfigError, match="--tool-environment: no tools to add it to"):
         tools_arg(None, None, environments=[f"{envs}.Counter"])

@@ -193,7 +193,7 @@ def test_what_cannot_work_is_named_when_the_recipe_loads(tools_module, extra, me
 
 
 def test_eval_tool_functions_need_tools_to_join(tools_module):
-    from reasonrl.cli.evaluate import tools_arg
+    from reasonrl.cli.eval_rollout import tools_arg
 
     with pytest.raises(ConfigError, match="--tool-function: no tools to add it to"):
         tools_arg(None, None, functions=[f"{tools_module}.multiply"])

@@ -228,7 +228,7 @@ def test_the_recipe_keys_are_checked_when_it_loads():
 
 
 def test_eval_search_flags(service):
-    from reasonrl.cli.evaluate import tools_arg
+    from reasonrl.cli.eval_rollout import tools_arg
 
     tools = tools_arg("search_r1", None, service.url)
     assert tools.names == ["search"] and tools.search.url == service.url and tools.format == "search_r1"

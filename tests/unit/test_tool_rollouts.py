@@ -373,7 +373,7 @@ def test_eval_tools_flag_names_the_formats_before_anything_loads(tmp_path, capsy
 
 
 def test_an_eval_of_a_run_uses_its_own_tools_unless_told_otherwise():
-    from reasonrl.cli.evaluate import tools_arg
+    from reasonrl.cli.eval_rollout import tools_arg
 
     run = load_config(
         None, ["rollout.tools.enabled=true", "rollout.tools.max_calls=2", "rollout.tools.format=xml"]
