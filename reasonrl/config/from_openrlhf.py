@@ -31,6 +31,7 @@ from reasonrl.errors import InputError
 FLAT = {
     "pretrain": "actor.model_name_or_path", "critic_pretrain": "critic.model_name_or_path",
     "reward_pretrain": "reward.model_name_or_path", "remote_rm_url": "reward.remote_url",
+    "agent_func_path": "train.agent_func_path",
     "prompt_data": "data.prompt_dataset", "input_key": "data.input_key", "label_key": "data.label_key",
     "apply_chat_template": "data.apply_chat_template", "input_template": "data.input_template",
     "prompt_split": "data.prompt_split", "prompt_data_probs": "data.prompt_probs", "max_samples": "data.max_samples",
@@ -376,6 +377,17 @@ def _reward_model(o, take, out: Converted) -> None:
     """OpenRLHF's reward: the remote function or server where one is given, else its reward model's score
     alone (`reward.model_name_or_path`, which also starts GAE's critic where none is given)."""
     paths = [p for p in str(take("reward.model_name_or_path") or "").split(",") if p]
+    if (agent := take("train.agent_func_path")) is not None:  # the agent's rewards alone, as in OpenRLHF
+        out.set("rollout.agent.path", str(agent))
+        out.set("reward.verifier", "environment")
+        out.notes.append(f"train.agent_func_path={agent}: every rollout is an episode of its AgentInstance, run as it "
+                         "is (rollout.agent.path); its steps' rewards, summed, score every row (reward.verifier: "
+                         "environment; docs/rollouts.md)")  # fmt: skip
+        left = [f"{k}={v}" for k in ("reward.remote_url",) if (v := take(k)) is not None] + \
+            [f"reward.model_name_or_path={','.join(paths)}"] * bool(paths)  # fmt: skip
+        if left:
+            out.notes.append(f"{'; '.join(left)}: not used (the agent's rewards score, as in OpenRLHF)")
+        return
     if (rm := take("reward.remote_url")) is not None:
         _remote_reward(o, str(rm), out)
         if paths:
@@ -405,10 +417,6 @@ def _remote_reward(o, url: str, out: Converted) -> None:
     """OpenRLHF's `--remote_rm_url`: a `reward_func` file or reward servers, used as they are for every
     row (`rewards.verifiers.openrlhf_reward`), the prompt rendered as the actor's chat template renders it
     where the script has `--apply_chat_template`."""
-    if url == "agent" or "train.agent_func_path" in o:
-        out.notes.append("reward.remote_url: the agent function's rewards (train.agent_func_path) are left out; "
-                         "rewards come from reasonrl's routed verifiers (each row's data_source)")  # fmt: skip
-        return
     file = url.endswith(".py")
     name = "openrlhf_function" if file else "openrlhf_remote"
     opts: dict[str, str] = {"path": url} if file else {"url": url}

@@ -159,3 +159,23 @@ def test_eval_runs_the_agent_and_scores_the_last_turn(tmp_path, monkeypatch):
     }
     setup = json.loads((tmp_path / "out" / "samples.setup.json").read_text())
     assert setup["agent"]["path"] == str(path)
+
+
+def test_a_run_with_an_agent_killed_with_sigkill_resumes_to_the_same_metrics(tiny_model_dir, tmp_path):
+    """SIGKILL once checkpoint 2 is complete, then --resume: steps 3 and 4 run the agent's episodes again and
+    log what the uninterrupted run logged (a fresh instance per episode: nothing of the agent to restore)."""
+    from test_run_dir import killed_and_resumed
+    from test_train_loop import _overrides, _stable
+
+    agent = _agent(tmp_path)
+
+    def args(run):
+        return [*_overrides(tiny_model_dir, run, 4), f"rollout.agent.path={agent}", "rollout.agent.workers=1",
+                "rollout.max_new_tokens=24", "reward.weights={correctness: 1, environment: 0.5}",
+                "checkpoint.every=2", "log.progress=false"]  # fmt: skip
+
+    full, resumed = killed_and_resumed(args, tmp_path, kill_after=2, steps=4)
+    assert [r["step"] for r in resumed] == list(range(5))
+    assert all(r["rollout/agent/turns_mean"] > 1 and r["rollout/agent/error_frac"] == 0 for r in resumed[1:])
+    for r in resumed:
+        assert _stable(r) == full[r["step"]], r["step"]

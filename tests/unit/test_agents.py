@@ -325,3 +325,23 @@ def test_rows_whose_score_would_ignore_the_agent_are_refused(tmp_path, agent_fil
     check_agent_rows(cfg, [math_row, *_rows("1")], "train data")  # one routed to it
     check_agent_rows(_recipe(tmp_path, reward={"weights": {"correctness": 1.0, "environment": 1.0}}), [math_row],
                      "train data")  # a term of every row's reward  # fmt: skip
+
+
+def test_an_openrlhf_agent_script_converts_to_a_recipe_that_runs_its_agent(tmp_path, agent_file, monkeypatch):
+    import yaml
+
+    from reasonrl.config.foreign import convert
+
+    # the shape of OpenRLHF's agent docs: --agent_func_path beside a remote reward the agent makes unused
+    script = tmp_path / "train_agent.sh"
+    script.write_text("python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen3-4B --agent_func_path agent_func.py "
+                      "--remote_rm_url http://rm:5000/get_reward --advantage_estimator reinforce_baseline "
+                      "--n_samples_per_prompt 4 --generate_max_len 1024\n")  # fmt: skip
+    out = convert("openrlhf", script)
+    r, notes = out.recipe, "\n".join(out.notes)
+    assert r["rollout"]["agent"] == {"path": "agent_func.py"} and r["reward"]["verifier"] == "environment"
+    assert "reward.remote_url=http://rm:5000/get_reward: not used (the agent's rewards score" in notes
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(r))
+    monkeypatch.chdir(tmp_path)  # (the agent file beside the script, as OpenRLHF reads its path)
+    cfg = load_config(str(tmp_path / "r.yaml"))
+    assert (cfg.rollout.agent.path, cfg.reward.verifier, cfg.rollout.n) == ("agent_func.py", "environment", 4)
