@@ -132,9 +132,10 @@ class Completion:
     guided:           a demonstration put in the group (`algo.guidance`), not sampled: its sampler
                       log-probs are unknown (0 here)
     turns:            the model's attempts in it (`rollout.interaction`: feedback between them)
-    env_reward:       its environment's `get_reward()` (`rollout.tools.environment`), or None
-    env_reason:       how that went ("environment_reward", "no_environment_reward", "error: ..."), or "":
-                      the completion was no environment's episode
+    env_reward:       its environment's `get_reward()` (`rollout.tools.environment`), or its OpenRLHF agent's
+                      steps' rewards summed (`rollout.agent`), or None
+    env_reason:       how that went ("environment_reward", "no_environment_reward", "agent_done",
+                      "agent_unfinished", "error: ..."), or "": the completion was no episode
     """
 
     token_ids: list[int]
