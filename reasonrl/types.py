@@ -136,6 +136,7 @@ class Completion:
                       steps' rewards summed (`rollout.agent`), or None
     env_reason:       how that went ("environment_reward", "no_environment_reward", "agent_done",
                       "agent_unfinished", "error: ..."), or "": the completion was no episode
+    env_logs:         the numbers its OpenRLHF agent's last step logged (`extra_logs`), or None
     """
 
     token_ids: list[int]
@@ -149,6 +150,7 @@ class Completion:
     turns: int = 1
     env_reward: float | None = None
     env_reason: str = ""
+    env_logs: dict[str, float] | None = None
 
     @property
     def answer_text(self) -> str:

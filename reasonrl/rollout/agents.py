@@ -15,8 +15,9 @@ without OpenRLHF installed (the bases here stand in for its module), async and p
 What reasonrl's groups need beyond OpenRLHF: the n resets of a row return the same observation (the group
 shares one prompt; an error naming the row otherwise). Not run: an `AgentExecutor` overriding `execute`
 (token-level control of the engine: refused when the recipe loads, unless it only calls the base's); the
-`sampling_params` a step returns (the recipe's sampling holds for every turn); `scores` (OpenRLHF's dynamic
-filtering reads them; reasonrl's `algo.dynamic_sampling` reads the rewards) and `extra_logs`.
+`sampling_params` a step returns (the recipe's sampling holds for every turn) and `scores` (OpenRLHF's dynamic
+filtering reads them; reasonrl's `algo.dynamic_sampling` reads the rewards). The numbers of the last step's
+`extra_logs` are logged (`rollout/agent/log/<name>/*`).
 
 Where the instances live: `rollout.agent.workers` processes (`rollout.instance_pool`; one event loop each,
 so an agent's aiohttp session lives across its steps), every reset and step under `rollout.agent.timeout_s`;
@@ -174,7 +175,19 @@ def _step_reply(got) -> dict:
         raise ValueError(f"step returned environment_feedback={type(feedback).__name__}, not a text")
     done = got["done"]
     done = done.item() if hasattr(done, "item") else done
-    return {"reward": _number(got["rewards"], "rewards"), "feedback": feedback, "done": bool(done)}
+    return {"reward": _number(got["rewards"], "rewards"), "feedback": feedback, "done": bool(done),
+            "logs": _logged(got.get("extra_logs"))}  # fmt: skip
+
+
+def _logged(extra) -> dict[str, float]:
+    """The numbers of a step's `extra_logs` (tensors and numpy values holding one too); the rest left out."""
+    out = {}
+    for name, value in (extra if isinstance(extra, dict) else {}).items():
+        try:
+            out[str(name)] = _number(value, str(name))
+        except (ValueError, RuntimeError, TypeError):  # not one finite number: not a metric
+            continue
+    return out
 
 
 def _handle(op: str, key: int, args: list, named: dict, state: dict):
@@ -229,6 +242,7 @@ class _Episode:
     reward: float = 0.0
     reason: str = UNFINISHED
     budget: int = 0  # the tokens its last turn could take
+    logs: dict = field(default_factory=dict)
 
 
 class AgentRolloutEngine:
@@ -262,7 +276,7 @@ class AgentRolloutEngine:
         tok, n = self.tokenizer, params.n
         keys = self.agents.new_keys(len(problems) * n)
         try:
-            prompts, episodes = self._reset(problems, keys, n, max_prompt_tokens)
+            problems, prompts, episodes = self._reset(problems, keys, n, max_prompt_tokens)
             firsts = [c for cs in self.engine.generate(prompts, params) for c in cs]
             for e, c in zip(episodes, firsts):
                 e.attempts.first, e.budget = c, params.max_new_tokens
@@ -276,13 +290,15 @@ class AgentRolloutEngine:
             for e in episodes[i * n : (i + 1) * n]:
                 c = e.attempts.completion(tok)
                 rewarded = not e.reason.startswith("error")
-                done.append(replace(c, env_reward=e.reward if rewarded else None, env_reason=e.reason))
+                done.append(replace(c, env_reward=e.reward if rewarded else None, env_reason=e.reason,
+                                    env_logs=e.logs or None))  # fmt: skip
             groups.append(RolloutGroup(p, ids, done))
         return groups
 
     def _reset(self, problems, keys, n, max_prompt_tokens):
-        """(each row's prompt ids: its own, or the tokens of the observation its resets returned; the
-        episodes); ValueError naming a row whose reset failed or whose n resets differ."""
+        """(the rows as their episodes see them: a row whose resets returned another observation has that text
+        as its prompt, plain; each row's prompt ids; the episodes). ValueError naming a row whose reset failed
+        or whose n resets differ."""
         from reasonrl.data.prompts import encode_prompt, prompt_text
         from reasonrl.errors import InputError
 
@@ -291,7 +307,7 @@ class AgentRolloutEngine:
             {"observation": t, "label": p.ground_truth} for t, p in zip(texts, problems) for _ in range(n)
         ]
         resets = self.agents.ask([("reset", k, s) for k, s in zip(keys, states)])
-        prompts, episodes = [], []
+        shown_rows, prompts, episodes = [], [], []
         for i, p in enumerate(problems):
             got = resets[i * n : (i + 1) * n]
             where = f"rollout.agent: {self.agents.spec} for row {p.uid!r}"
@@ -302,14 +318,18 @@ class AgentRolloutEngine:
                 raise ValueError(f"{where}: its {n} resets returned different observations; the rollouts of a row "
                                  f"share one prompt (seed the agent's task from the row)")  # fmt: skip
             shown = got[0][1]
-            ids = encode_prompt(self.tokenizer, p) if shown == texts[i] else \
-                self.tokenizer(shown, add_special_tokens=False)["input_ids"]  # fmt: skip
+            if shown == texts[i]:
+                ids = encode_prompt(self.tokenizer, p)
+            else:  # (what the verifiers' think-block policy and rollouts.jsonl read is what the model saw)
+                ids = self.tokenizer(shown, add_special_tokens=False)["input_ids"]
+                p = replace(p, prompt=[{"role": "user", "content": shown}], apply_chat_template=False)
             if max_prompt_tokens is not None and len(ids) > max_prompt_tokens:
                 raise InputError(f"{where}: the observation its reset returned has {len(ids)} tokens > "
                                  f"data.max_prompt_tokens={max_prompt_tokens}")  # fmt: skip
+            shown_rows.append(p)
             prompts.append(list(ids))
             episodes += [_Episode(k, i, p.ground_truth, shown) for k in keys[i * n : (i + 1) * n]]
-        return prompts, episodes
+        return shown_rows, prompts, episodes
 
     def _turns(self, episodes: list[_Episode], prompts, params) -> None:
         """Step every episode still going after its last turn; generate the next turns of those the agent
@@ -329,7 +349,10 @@ class AgentRolloutEngine:
                 if status != "ok":
                     e.reason = f"error: step: {value}"
                     continue
-                e.reward += value["reward"]
+                e.reward, e.logs = (
+                    e.reward + value["reward"],
+                    value["logs"],
+                )  # (the last step's logs, as OpenRLHF's)
                 e.text += e.attempts.texts[-1] + value["feedback"]
                 if value["done"]:
                     e.reason = DONE
@@ -351,13 +374,23 @@ class AgentRolloutEngine:
 
 
 def agent_metrics(completions) -> dict[str, float]:
-    """`rollout/agent/*`: turns per episode, the share the agent ended (done), and of steps that failed."""
+    """`rollout/agent/*`: turns per episode, the share the agent ended (done), and of steps that failed; and
+    `rollout/agent/log/<name>/{count, mean}` of what the episodes' last steps logged (`extra_logs`; families
+    with a count: a rank whose episodes logged none has none of the keys, `distributed.reduce_metrics`)."""
     n = max(len(completions), 1)
-    return {
+    out = {
         "rollout/agent/turns_mean": sum(c.turns for c in completions) / n,
         "rollout/agent/done_frac": sum(c.env_reason == DONE for c in completions) / n,
         "rollout/agent/error_frac": sum(c.env_reason.startswith("error") for c in completions) / n,
     }
+    logged: dict[str, list[float]] = {}
+    for c in completions:
+        for name, value in (c.env_logs or {}).items():
+            logged.setdefault(name, []).append(value)
+    for name, xs in sorted(logged.items()):
+        out[f"rollout/agent/log/{name}/count"] = float(len(xs))
+        out[f"rollout/agent/log/{name}/mean"] = sum(xs) / len(xs)
+    return out
 
 
 def check_agent(cfg) -> None:

@@ -58,7 +58,7 @@ AGENT = textwrap.dedent(
             feedback = "" if done else f"\\nWrong, turn {self.step_idx}.\\n"
             self.transcript += action + feedback
             return {"rewards": reward, "scores": reward, "environment_feedback": feedback, "done": done,
-                    "sampling_params": states.get("sampling_params"), "extra_logs": {"turn": self.step_idx}}
+                    "sampling_params": states.get("sampling_params"), "extra_logs": {"turn": self.step_idx, "right": torch.tensor(float(right)), "note": "text"}}
 
 
     class AgentExecutor(MultiTurnAgentExecutor):
@@ -165,11 +165,11 @@ def test_an_openrlhf_agent_file_runs_unchanged_each_episode_its_own_instance(tok
     assert (never.turns, never.env_reward, never.env_reason) == (3, -0.75, DONE)
     assert groups[0].prompt_ids == _ids(tok, tok.apply_chat_template(_rows("42")[0].prompt, tokenize=False,
                                                                      add_generation_prompt=True))  # fmt: skip
+    assert right.env_logs == {"turn": 3.0, "right": 1.0}  # the last step's extra_logs (numbers only)
     assert agent_metrics([c for g in groups for c in g.completions]) == {
-        "rollout/agent/turns_mean": 3.0,
-        "rollout/agent/done_frac": 1.0,
-        "rollout/agent/error_frac": 0.0,
-    }
+        "rollout/agent/turns_mean": 3.0, "rollout/agent/done_frac": 1.0, "rollout/agent/error_frac": 0.0,
+        "rollout/agent/log/right/count": 4.0, "rollout/agent/log/right/mean": 0.5,
+        "rollout/agent/log/turn/count": 4.0, "rollout/agent/log/turn/mean": 3.0}  # fmt: skip
     assert loop.agents.lost == set() and all(not w.keys for w in loop.agents._pool or ())
     with RewardRunner(workers=1, timeout_s=30) as runner:  # the environment verifier: the agent's reward
         score_groups(groups, tok, runner, think_from_prompt=False)
@@ -180,6 +180,9 @@ def test_an_openrlhf_agent_file_runs_unchanged_each_episode_its_own_instance(tok
 def test_a_reset_may_rewrite_the_prompt_but_the_rows_resets_must_agree(tok, agent_file):
     groups, _ = _episodes(tok, agent_file, ["say 42"], _rows("42"), cls="Rewriting")
     assert groups[0].prompt_ids == _ids(tok, "Task: say 42.")  # the observation's tokens are the prompt
+    from reasonrl.data.prompts import prompt_text
+
+    assert prompt_text(tok, groups[0].problem) == "Task: say 42."  # the row as the model saw it
     assert groups[0].completions[0].env_reward == 1.0
     with pytest.raises(ValueError, match=r"for row 'r42': its 2 resets returned different observations"):
         _episodes(tok, agent_file, ["x"], _rows("42"), cls="Dice")
