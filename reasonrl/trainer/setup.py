@@ -96,7 +96,7 @@ def load_data(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
         (val, "validation data"),
     ):  # rollout.tools.environment's and rollout.agent's episodes
         check_rows(rows, where, cfg.rollout)
-        check_agent_rows(cfg, rows, where)
+    check_agent_rows(cfg, train, "train data")  # (validation's accuracy: its verifiers', whatever the agent)
     return train, val[: cfg.val.size]
 
 
