@@ -43,7 +43,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
-from reasonrl.rollout.instance_pool import InstancePool
+from reasonrl.rollout.instance_pool import InstancePool, shared_reset
 from reasonrl.rollout.interaction import Attempts, next_attempts
 from reasonrl.user_code import load_function
 
@@ -309,15 +309,8 @@ class AgentRolloutEngine:
         resets = self.agents.ask([("reset", k, s) for k, s in zip(keys, states)])
         shown_rows, prompts, episodes = [], [], []
         for i, p in enumerate(problems):
-            got = resets[i * n : (i + 1) * n]
             where = f"rollout.agent: {self.agents.spec} for row {p.uid!r}"
-            failed = next((v for status, v in got if status != "ok"), None)
-            if failed is not None:
-                raise ValueError(f"{where}: reset failed ({failed})")
-            if len({v for _, v in got}) > 1:
-                raise ValueError(f"{where}: its {n} resets returned different observations; the rollouts of a row "
-                                 f"share one prompt (seed the agent's task from the row)")  # fmt: skip
-            shown = got[0][1]
+            shown = shared_reset(resets[i * n : (i + 1) * n], where, "observations", "the agent's")
             if shown == texts[i]:
                 ids = encode_prompt(self.tokenizer, p)
             else:  # (what the verifiers' think-block policy and rollouts.jsonl read is what the model saw)

@@ -42,7 +42,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from reasonrl.rollout.function_tools import with_schemas
-from reasonrl.rollout.instance_pool import LOST, InstancePool  # noqa: F401 - LOST: what a lost rollout's calls answer
+from reasonrl.rollout.instance_pool import LOST, InstancePool, shared_reset  # noqa: F401 - LOST: a lost rollout's answer
 from reasonrl.user_code import awaited, load_callable
 
 RESERVED = ("reset", "get_reward")
@@ -251,15 +251,9 @@ def generate_episodes(loop, problems: list, params, max_prompt_tokens: int | Non
     try:
         shown = []
         for i, (p, name) in enumerate(zip(problems, names)):
-            got = resets[i * n : (i + 1) * n]
             where = f"rollout.tools.environment: {env.described[name]['spec']} for row {p.uid!r}"
-            failed = next((v for status, v in got if status != "ok"), None)
-            if failed is not None:
-                raise ValueError(f"{where}: reset failed ({failed})")
-            if len({v for _, v in got}) > 1:
-                raise ValueError(f"{where}: its {n} resets returned different texts; the rollouts of a row share "
-                                 f"one prompt (seed the environment's task from the row)")  # fmt: skip
-            shown.append(shown_problem(p, got[0][1], env.described[name]["schemas"]))
+            text = shared_reset(resets[i * n : (i + 1) * n], where, "texts", "the environment's")
+            shown.append(shown_problem(p, text, env.described[name]["schemas"]))
         try:
             prompt_ids = encode_prompts(loop.tokenizer, shown, max_prompt_tokens)
         except InputError as e:  # (the budget was checked without the reset's text and the methods' schemas)

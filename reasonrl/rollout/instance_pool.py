@@ -6,7 +6,7 @@ Owns: the processes (forkserver, started when first asked, each saying it is rea
 time limit starts), one request at a time per process and one reply each, a rollout's requests all going to
 one process (its key modulo the processes), the time limit of each request, and a process that passes it or
 dies: killed and replaced, the rollouts whose instances it held lost (their later requests answer `LOST`),
-never the run. Does not own: what a request does (each user of the pool passes its own handler: a module
+never the run; and `shared_reset`, the one prompt a row's resets agree on. Does not own: what a request does (each user of the pool passes its own handler: a module
 function `handler(op, key, args, named, state)`, where `named` is {name: spec} of the classes and `state` a
 dict the handler keeps in its process; op "start" comes once, before the process says it is ready, to
 import the classes) or the keys' meaning.
@@ -47,6 +47,18 @@ def _serve(conn, handler, named: dict[str, str], path: list[str]) -> None:
             named = isinstance(e, (TypeError, KeyError, IndexError, AttributeError)) or not str(e)
             reply = ("error", f"{type(e).__name__}: {e}".rstrip(": ") if named else str(e))
         conn.send(reply)
+
+
+def shared_reset(replies: list[tuple[str, object]], where: str, noun: str, whose: str):
+    """The one value a row's n resets returned (its rollouts share one prompt); ValueError naming `where` when
+    one failed or they differ (`noun`: what they return; `whose`: whose task to seed from the row)."""
+    failed = next((v for status, v in replies if status != "ok"), None)
+    if failed is not None:
+        raise ValueError(f"{where}: reset failed ({failed})")
+    if len({v for _, v in replies}) > 1:
+        raise ValueError(f"{where}: its {len(replies)} resets returned different {noun}; the rollouts of a row "
+                         f"share one prompt (seed {whose} task from the row)")  # fmt: skip
+    return replies[0][1]
 
 
 class _Worker:
