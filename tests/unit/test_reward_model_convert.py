@@ -148,5 +148,6 @@ def test_openrlhf_reward_model_rewards_alone_and_starts_gaes_critic(tmp_path):
     path.write_text(
         "python3 -m openrlhf.cli.train_ppo_ray --pretrain Qwen/Qwen3-4B --agent_func_path agent.py\n"
     )
-    out = convert("openrlhf", path)
-    assert "reward" not in out.recipe
+    out = convert("openrlhf", path)  # the agent's rewards alone (rollout.agent), as in OpenRLHF
+    assert out.recipe["reward"] == {"verifier": "environment"}
+    assert out.recipe["rollout"]["agent"] == {"path": "agent.py"}
