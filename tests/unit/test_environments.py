@@ -370,7 +370,9 @@ def test_rows_that_cannot_be_episodes_are_named_when_the_data_loads(envs):
         check_rows([plain, scored], "train data", RolloutConfig())
     check_rows([plain, scored], "train data",
                RolloutConfig(tools=ToolsConfig(enabled=True, environment=f"{envs}.Counter")))  # fmt: skip
-    check_rows([plain, scored], "train data", RolloutConfig(agent=AgentConfig(path="agent_func.py")))  # (an agent's)
+    check_rows(
+        [plain, scored], "train data", RolloutConfig(agent=AgentConfig(path="agent_func.py"))
+    )  # (an agent's)
     two = ToolsConfig(enabled=True, environment={"count": f"{envs}.Counter", "echo": f"{envs}.Echo"})
     with pytest.raises(
         InputError, match=r"row 0 \(uid 'm0'\): its environment column is None, not one of .*count, echo"
