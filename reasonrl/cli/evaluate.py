@@ -395,6 +395,7 @@ def eval_problems(args, model_path) -> int:
     kwargs = dict(cfg.data.chat_template_kwargs) if cfg is not None else given  # (the tool turns' too)
     engine = build_rollout_engine(args.engine, model, tok, tools=tools, template_kwargs=kwargs, agent=agent)
     batch = cfg.val.batch_size if cfg is not None else 256  # the run's own batching: identical greedy outputs
+    inter = None
     try:
         inter = interaction_arg(getattr(args, "interaction", None), cfg)
         if inter is not None:
@@ -405,6 +406,8 @@ def eval_problems(args, model_path) -> int:
                       interaction=inter)  # fmt: skip
     finally:
         engine.close()
+        if hasattr(inter, "close"):  # (an Interaction built: verl's classes' processes)
+            inter.close()
         if scorer is not None:
             scorer.close()
     from reasonrl.rewards.health import failed_share, failure_warning

@@ -71,6 +71,12 @@ class InteractionConfig:
     # renders it (the assistant's turn closed, the user's, the assistant's opened again; with
     # data.chat_template_kwargs); or any text holding {message} once, used as written
     turn: str = "chat_template"
+    # verl's interaction config file (multi_turn.interaction_config_path: interaction: [{name, class_name,
+    # config}]): its classes answer each attempt instead of `feedback` (rollout.verl_interactions); their turn
+    # scores, summed, are the `environment` reward term
+    verl_config: str | None = None
+    workers: int = 2  # processes the classes live in (verl_config)
+    timeout_s: float = 30.0  # of one of their calls
 
 
 @dataclass

@@ -5,7 +5,8 @@ the script's `tool_config_path` names a file that is here (as given, or beside t
 configuration: its `SearchTool` becomes the search tool (`retrieval_service_url`, `topk`, `timeout`), its
 `SandboxFusionTool` the sandboxed Python interpreter (`default_timeout`, `memory_limit_mb`; the code runs
 in reasonrl's sandbox, not on the SandboxFusion server), any other tool a note; `interaction_config_path`
-(its Gsm8kInteraction: the verifier's feedback) with the turn limits. Does not own: the rest of a verl
+(its Gsm8kInteraction: the verifier's feedback; other classes: run as they are, `verl_config`) with the
+turn limits. Does not own: the rest of a verl
 script (`config.from_verl`).
 """
 
@@ -72,8 +73,9 @@ def _here(name: str, base: Path | None) -> Path | None:
 
 def verl_interaction(path: str, assistant: Any, user: Any, out: Converted, base: Path | None) -> None:
     """verl's interaction (`multi_turn.interaction_config_path`) -> rollout.interaction: its Gsm8kInteraction
-    is the verifier's feedback ("incorrect, try again" until right); attempts from max_assistant_turns
-    and max_user_turns (each feedback is a user turn)."""
+    is the verifier's feedback ("incorrect, try again" until right), other classes run as they are
+    (`rollout.interaction.verl_config`); attempts from max_assistant_turns and max_user_turns (each feedback
+    is a user turn)."""
     import yaml
 
     out.set("rollout.interaction.enabled", True)
@@ -98,11 +100,14 @@ def verl_interaction(path: str, assistant: Any, user: Any, out: Converted, base:
     except (yaml.YAMLError, AttributeError) as e:
         out.notes.append(f"{file}: not a verl interaction configuration ({str(e).splitlines()[0]}); not read")
         return
-    for item in items if isinstance(items, list) else []:
-        cls = str(item.get("class_name", "")).rsplit(".", 1)[-1] if isinstance(item, dict) else "?"
-        if cls != "Gsm8kInteraction":
-            out.notes.append(f"{file}: interaction {cls} has no reasonrl equivalent; rollout.interaction gives the "
-                             "verifier's feedback to every row")  # fmt: skip
+    classes = [str(item.get("class_name", "")).rsplit(".", 1)[-1] if isinstance(item, dict) else "?"
+               for item in (items if isinstance(items, list) else [])]  # fmt: skip
+    others = [c for c in classes if c != "Gsm8kInteraction"]
+    if others:  # run as they are; the built-in feedback is Gsm8kInteraction's alone
+        out.set("rollout.interaction.verl_config", str(file))
+        out.notes.append(f"{file}: interaction {', '.join(others)} runs as it is (rollout.interaction.verl_config; its "
+                         "turn scores are the environment reward term; a class of verl's own package needs verl "
+                         "installed)")  # fmt: skip
 
 
 def _read_tools(path: Path, out: Converted) -> list[str]:

@@ -297,6 +297,8 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
     finally:
         pool.shutdown(wait=True)
         engine.close()
+        if interaction is not None:
+            interaction.close()
 
 
 def summarize(samples: list[dict], domains: dict[str, str]) -> dict:

@@ -123,6 +123,15 @@ class Interaction:
                               "(characters it does not know are dropped)")  # fmt: skip
         stops = {tokenizer.eos_token_id, *(getattr(tokenizer, "stop_token_ids", None) or ())} - {None}
         self._stops = {t: tokenizer.decode([t], skip_special_tokens=False) for t in stops}
+        self.classes = None  # verl's interaction classes answer the attempts (rollout.verl_interactions)
+        if cfg.verl_config:
+            from reasonrl.rollout.verl_interactions import VerlInteractions
+
+            self.classes = VerlInteractions(cfg.verl_config, cfg.workers, cfg.timeout_s)
+
+    def close(self) -> None:
+        if self.classes is not None:
+            self.classes.close()
 
     def feedback(self, last_token: int | None, message: str) -> list[int]:
         """The feedback turn's tokens after an attempt ending with `last_token`: where the attempt's stop
@@ -147,6 +156,15 @@ class Interaction:
                 s = Attempts(first=c)
                 s.add(c)
                 states.append((g, opens, s))
+        if self.classes is not None:  # verl's classes answer; their turn scores go with each completion
+            from reasonrl.rollout.verl_interactions import run_classes
+
+            ended = run_classes(self, engine, groups, params, states)
+            it = iter(states)
+            for g in groups:
+                g.completions = [replace(s.completion(self.tokenizer), env_reward=ended[id(s)][0],
+                                         env_reason=ended[id(s)][1]) for _, _, s in (next(it) for _ in g.completions)]  # fmt: skip
+            return
         live = states
         for round_ in range(1, self.cfg.max_turns):
             live = [(g, o, s) for g, o, s in live if s.finish == "stop"]  # a cut attempt has no room left
@@ -226,6 +244,16 @@ def check_interaction(cfg) -> None:
         raise ConfigError(
             "rollout.interaction.enabled with algo.objective=sft: SFT samples nothing to give feedback on"
         )
+    if i.verl_config is not None:  # verl's classes: they import and construct, or the run stops here
+        from reasonrl.rollout.verl_interactions import load_classes
+
+        if i.workers < 1 or i.timeout_s <= 0:
+            raise ConfigError(f"rollout.interaction.workers must be >= 1 and timeout_s > 0, got {i.workers} and "
+                              f"{i.timeout_s}")  # fmt: skip
+        try:
+            load_classes(str(i.verl_config))
+        except ValueError as e:
+            raise ConfigError(f"rollout.interaction.verl_config: {e}") from None
     if cfg.algo.guidance.enabled:
         raise ConfigError("rollout.interaction.enabled with algo.guidance: a demonstration has no attempts to give "
                           "feedback on")  # fmt: skip

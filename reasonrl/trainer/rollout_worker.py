@@ -140,3 +140,5 @@ def _serve(cfg_dict, sampler, sampler_state, threads, inbox, outbox, phase) -> N
     finally:
         scorer.close()
         engine.close()
+        if run.interaction is not None:
+            run.interaction.close()

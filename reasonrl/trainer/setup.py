@@ -370,6 +370,8 @@ def build_run(cfg: RunConfig, log=print) -> Run:
     if hasattr(scorer, "close"):
         run.closers.append(scorer.close)
     run.closers.append(run.rollout_engine.close)
+    if interaction is not None:  # (verl's interaction classes' processes)
+        run.closers.append(interaction.close)
     return run
 
 

@@ -97,8 +97,9 @@ def test_turn_limits_and_what_is_not_here_are_noted(tmp_path):
     other = INTERACTION.replace(
         "gsm8k_interaction.Gsm8kInteraction", "weather_interaction.WeatherInteraction"
     )
-    out = _layout(tmp_path / "c", interaction=other)
-    assert "interaction WeatherInteraction has no reasonrl equivalent" in "\n".join(out.notes)
+    out = _layout(tmp_path / "c", interaction=other)  # another class: run as it is
+    assert "interaction WeatherInteraction runs as it is (rollout.interaction.verl_config" in "\n".join(out.notes)
+    assert out.recipe["rollout"]["interaction"]["verl_config"].endswith("gsm8k_interaction_config.yaml")
 
 
 def test_verls_own_trainer_configs_are_its_defaults_and_qwen_is_hermes(tmp_path):
