@@ -4,7 +4,8 @@ gets a user turn saying so, and the model tries again in the same completion, up
 arXiv:2507.14295).
 
 Owns: `FEEDBACK` (a real seam: what the user says after an attempt, or that it ends there; the built-in
-`verifier` says `message` after a wrong answer), `Interaction` (the feedback turn's tokens, from the model's chat template or a text, and the loop
+`verifier` says `message` after a wrong answer; verl's interaction classes take its place with `verl_config`,
+`rollout.verl_interactions`), `Interaction` (the feedback turn's tokens, from the model's chat template or a text, and the loop
 that scores each attempt, appends the feedback to the wrong ones and generates their next attempts in one
 engine call per round), `Attempts` and `next_attempts` (a sample's attempts and what came between them,
 the next attempts within each one's budget: also an OpenRLHF agent's turns, `rollout.agents`), `discount` (a completion's reward x decay ** (attempts - 1)), the
