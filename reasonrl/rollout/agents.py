@@ -35,15 +35,13 @@ from __future__ import annotations
 import ast
 import asyncio
 import inspect
-import math
-import numbers
 import sys
 import textwrap
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
-from reasonrl.rollout.instance_pool import InstancePool, shared_reset
+from reasonrl.rollout.instance_pool import InstancePool, finite_number, shared_reset
 from reasonrl.rollout.interaction import Attempts, next_attempts
 from reasonrl.user_code import load_function
 
@@ -156,14 +154,6 @@ def agent_class(spec: str):
     return cls
 
 
-def _number(value, what: str) -> float:
-    if hasattr(value, "item") and callable(value.item):  # a tensor (OpenRLHF's) or a numpy value
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise ValueError(f"step returned {what}={value!r}, not a finite number")
-    return float(value)
-
-
 def _step_reply(got) -> dict:
     if not isinstance(got, dict):
         raise ValueError(f"step returned {type(got).__name__}, not a dict")
@@ -175,7 +165,7 @@ def _step_reply(got) -> dict:
         raise ValueError(f"step returned environment_feedback={type(feedback).__name__}, not a text")
     done = got["done"]
     done = done.item() if hasattr(done, "item") else done
-    return {"reward": _number(got["rewards"], "rewards"), "feedback": feedback, "done": bool(done),
+    return {"reward": finite_number(got["rewards"], "step returned rewards"), "feedback": feedback, "done": bool(done),
             "logs": _logged(got.get("extra_logs"))}  # fmt: skip
 
 
@@ -184,7 +174,7 @@ def _logged(extra) -> dict[str, float]:
     out = {}
     for name, value in (extra if isinstance(extra, dict) else {}).items():
         try:
-            out[str(name)] = _number(value, str(name))
+            out[str(name)] = finite_number(value, str(name))
         except (ValueError, RuntimeError, TypeError):  # not one finite number: not a metric
             continue
     return out

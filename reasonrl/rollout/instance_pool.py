@@ -6,7 +6,8 @@ Owns: the processes (forkserver, started when first asked, each saying it is rea
 time limit starts), one request at a time per process and one reply each, a rollout's requests all going to
 one process (its key modulo the processes), the time limit of each request, and a process that passes it or
 dies: killed and replaced, the rollouts whose instances it held lost (their later requests answer `LOST`),
-never the run; and `shared_reset`, the one prompt a row's resets agree on. Does not own: what a request does (each user of the pool passes its own handler: a module
+never the run; and what two users of it share: `shared_reset` (the one prompt a row's resets agree on) and
+`finite_number` (a number a user's class returned). Does not own: what a request does (each user of the pool passes its own handler: a module
 function `handler(op, key, args, named, state)`, where `named` is {name: spec} of the classes and `state` a
 dict the handler keeps in its process; op "start" comes once, before the process says it is ready, to
 import the classes) or the keys' meaning.
@@ -15,6 +16,8 @@ import the classes) or the keys' meaning.
 from __future__ import annotations
 
 import itertools
+import math
+import numbers
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -47,6 +50,15 @@ def _serve(conn, handler, named: dict[str, str], path: list[str]) -> None:
             named = isinstance(e, (TypeError, KeyError, IndexError, AttributeError)) or not str(e)
             reply = ("error", f"{type(e).__name__}: {e}".rstrip(": ") if named else str(e))
         conn.send(reply)
+
+
+def finite_number(value, what: str) -> float:
+    """`value` (a number, or a tensor / numpy value holding one) as a float; ValueError naming `what` otherwise."""
+    if hasattr(value, "item") and callable(value.item):  # a tensor (OpenRLHF's) or a numpy value
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{what}={value!r}, not a finite number")
+    return float(value)
 
 
 def shared_reset(replies: list[tuple[str, object]], where: str, noun: str, whose: str):

@@ -29,7 +29,7 @@ import inspect
 import sys
 from dataclasses import replace
 
-from reasonrl.rollout.instance_pool import InstancePool
+from reasonrl.rollout.instance_pool import InstancePool, finite_number
 
 DONE, UNFINISHED = "interaction_done", "interaction_unfinished"
 
@@ -143,10 +143,10 @@ def _handle(op: str, key: int, args: list, named: dict, state: dict):
         got = run(made.generate_response(str(key), args[0], **kwargs))
         if not isinstance(got, (tuple, list)) or len(got) != 4 or not isinstance(got[1], str):
             raise ValueError(f"generate_response returned {got!r}, not (should_terminate, text, score, dict)")
-        score = None if got[2] is None else float(got[2].item() if hasattr(got[2], "item") else got[2])
+        score = None if got[2] is None else finite_number(got[2], "generate_response returned the turn score")
         return {"done": bool(got[0]), "feedback": got[1], "score": score}
     if op == "end":
-        live.pop(key)
+        del live[key]
         finish = getattr(made, "finalize_interaction", None)
         if callable(finish):  # verl's base takes no instance id; its Gsm8kInteraction takes one
             takes_id = any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
