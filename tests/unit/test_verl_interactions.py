@@ -55,6 +55,11 @@ HINTS = textwrap.dedent(
             raise RuntimeError("the judge is down")
 
 
+    class Odd(HintInteraction):
+        async def generate_response(self, instance_id, messages, **kwargs):
+            return False, "Wrong", float("nan"), {}
+
+
     class Mute(BaseInteraction):
         generate_response = None
     """
@@ -81,7 +86,7 @@ def _yaml(config, only: str) -> str:
     """A config file holding only the interaction `only` of `config`'s module."""
     m = (config.parent / "mod.txt").read_text()
     path = config.parent / f"{only}.yaml"
-    cls = {"hints": "HintInteraction", "broken": "Broken", "mute": "Mute"}[only]
+    cls = {"hints": "HintInteraction", "broken": "Broken", "mute": "Mute", "odd": "Odd"}[only]
     path.write_text(
         f"interaction:\n  - name: {only}\n    class_name: {m}.{cls}\n    config: {{hint: think again}}\n"
     )
@@ -143,6 +148,9 @@ def test_a_class_that_raises_ends_its_rollouts_with_an_error(tok, config):
     assert {(c.env_reward, c.env_reason) for c in g.completions} == {
         (None, "error: generate_response: the judge is down")}  # fmt: skip
     assert all(c.turns == 1 for c in g.completions)
+    (g,) = _run(tok, _yaml(config, "odd"), ["The answer is 1."], n=1)  # a score that is no number
+    assert g.completions[0].env_reason == ("error: generate_response: generate_response returned the turn "
+                                           "score=nan, not a finite number")  # fmt: skip
 
 
 def test_the_config_file_is_read_as_verl_reads_it(tmp_path, config):
