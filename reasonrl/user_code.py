@@ -4,7 +4,8 @@ path (`package.module.function`), as reward functions (`verl_function`, `openrlh
 
 Owns: importing a file once per process and file version (`load_function`), resolving an import path
 with the working directory on `sys.path`, as TRL imports its `--reward_funcs` (`load_callable`), and
-running what an async function returned to its end (`awaited`).
+running what an async function returned to its end (`awaited`), whether a module is installed (`installed`: a
+user's class written against verl or OpenRLHF gets a stand-in base where they are not).
 Does not own: calling them (the verifiers, `rollout.function_tools`) or their time limits.
 """
 
@@ -66,6 +67,15 @@ def load_callable(spec: str):
     if not callable(fn):
         raise ValueError(f"{spec!r}: {module} defines no function {name!r}")
     return fn
+
+
+def installed(name: str) -> bool:
+    """Whether module `name` can be imported (a directory of its package's name in the working directory, a
+    namespace package without it, is not it)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ModuleNotFoundError, ValueError):
+        return False
 
 
 def awaited(value):

@@ -43,7 +43,7 @@ from types import SimpleNamespace
 
 from reasonrl.rollout.instance_pool import InstancePool, finite_number, shared_reset
 from reasonrl.rollout.interaction import Attempts, next_attempts
-from reasonrl.user_code import load_function
+from reasonrl.user_code import installed, load_function
 
 DONE, UNFINISHED = "agent_done", "agent_unfinished"  # a rewarded episode's env_reason
 
@@ -72,10 +72,9 @@ class MultiTurnAgentExecutor(AgentExecutorBase):
 def _stand_in() -> None:
     """`openrlhf.utils.agent` as this module's bases, where OpenRLHF is not installed."""
     import importlib.machinery
-    import importlib.util
     import types
 
-    if "openrlhf.utils.agent" in sys.modules or importlib.util.find_spec("openrlhf") is not None:
+    if "openrlhf.utils.agent" in sys.modules or installed("openrlhf.utils.agent"):
         return
     for name in ("openrlhf", "openrlhf.utils", "openrlhf.utils.agent"):
         package = name != "openrlhf.utils.agent"

@@ -55,10 +55,11 @@ class BaseInteraction:  # verl.interactions.base's, for classes written against 
 def _stand_in() -> None:
     """`verl.interactions.base` as this module's base, where verl is not installed."""
     import importlib.machinery
-    import importlib.util
     import types
 
-    if "verl.interactions.base" in sys.modules or importlib.util.find_spec("verl") is not None:
+    from reasonrl.user_code import installed
+
+    if "verl.interactions.base" in sys.modules or installed("verl.interactions.base"):
         return
     for name in ("verl", "verl.interactions", "verl.interactions.base"):
         module = types.ModuleType(name)

@@ -134,6 +134,14 @@ def test_a_verl_interaction_class_answers_each_attempt_and_its_turn_scores_are_s
     assert interaction_metrics([g])["rollout/interaction/recovered_frac"] == 1.0
 
 
+def test_a_directory_named_verl_in_the_working_directory_is_not_verl(tok, config):
+    """(A run directory called verl beside the config: a namespace package to the worker's imports.)"""
+    (config.parent / "verl").mkdir()
+    (config.parent / "openrlhf").mkdir()
+    (g,) = _run(tok, _yaml(config, "hints"), ["The answer is 42."], n=1)
+    assert g.completions[0].env_reason == DONE  # (the worker took the stand-in base, not the directory)
+
+
 def test_attempts_end_at_max_turns_as_verls_loop_ends_them(tok, config):
     (g,) = _run(tok, _yaml(config, "hints"), ["The answer is 1."] * 4, truth="7", n=1, max_turns=3)
     c = g.completions[0]
