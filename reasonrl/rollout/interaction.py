@@ -144,6 +144,21 @@ class Interaction:
             before = before[len(closing) :]
         return turn_tokens(self.tokenizer, before, message, self.after)
 
+    def answer(self, s: Attempts, message: str, params: SamplingParams) -> bool:
+        """Append the feedback turn saying `message` to the sample `s` when it and another token fit in the
+        budget; False (nothing appended) when they do not."""
+        ids = self.feedback(s.tokens[-1] if s.tokens else None, message)
+        if len(s.tokens) + len(ids) >= params.max_new_tokens:  # no room for another attempt
+            return False
+        s.between(ids)
+        return True
+
+    def next_round(self, engine, resumed: list, params: SamplingParams, round_: int) -> None:
+        """The next attempts of the (group, opens think, Attempts) `resumed`, round `round_`'s seed."""
+        seed = None if params.seed is None else params.seed + 104729 * round_
+        next_attempts(engine, self.tokenizer, [(g.prompt_ids, s) for g, _, s in resumed],
+                      replace(params, n=1, seed=seed))  # fmt: skip
+
     def run(self, engine, scorer, groups: list[RolloutGroup], params: SamplingParams,
             think_from_prompt: bool = True) -> None:  # fmt: skip
         """Replace each group's first attempts (unscored) with the completions of the whole interaction:
@@ -178,16 +193,11 @@ class Interaction:
                 message = self.respond(g.problem, list(s.texts), res, self.cfg)
                 if message is None:
                     continue
-                ids = self.feedback(s.tokens[-1] if s.tokens else None, message)
-                if len(s.tokens) + len(ids) >= params.max_new_tokens:  # no room for another attempt
-                    continue
-                s.between(ids)
-                resumed.append((g, o, s))
+                if self.answer(s, message, params):
+                    resumed.append((g, o, s))
             if not resumed:
                 break
-            seed = None if params.seed is None else params.seed + 104729 * round_
-            next_attempts(engine, self.tokenizer, [(g.prompt_ids, s) for g, _, s in resumed],
-                          replace(params, n=1, seed=seed))  # fmt: skip
+            self.next_round(engine, resumed, params, round_)
             live = resumed
         it = iter(states)
         for g in groups:

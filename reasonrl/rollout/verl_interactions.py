@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import sys
-from dataclasses import replace
 
 from reasonrl.rollout.instance_pool import InstancePool, finite_number
 
@@ -184,8 +183,6 @@ def run_classes(inter, engine, groups, params, states) -> dict[int, tuple[float 
     answered by its rollout's interaction; one it does not end gets its text as a user turn and another
     attempt, while the budget lasts. Returns {id(Attempts): (its turn scores summed, or None after an error;
     how it ended)}."""
-    from reasonrl.rollout.interaction import next_attempts
-
     pool = inter.classes
     picked = [interaction_kwargs(g.problem, pool.names) for g, _, _ in states]
     keys = pool.new_keys(len(states))
@@ -214,17 +211,12 @@ def run_classes(inter, engine, groups, params, states) -> dict[int, tuple[float 
                 if value["done"]:
                     mine[1] = DONE
                     continue
-                ids = inter.feedback(s.tokens[-1] if s.tokens else None, value["feedback"])
-                if len(s.tokens) + len(ids) >= params.max_new_tokens:  # no room for another attempt
-                    continue
-                s.between(ids)
-                mine[3].append(value["feedback"])
-                resumed.append((g, o, s))
+                if inter.answer(s, value["feedback"], params):  # (its user turn, where it and a token fit)
+                    mine[3].append(value["feedback"])
+                    resumed.append((g, o, s))
             if not resumed:
                 break
-            seed = None if params.seed is None else params.seed + 104729 * round_
-            next_attempts(engine, inter.tokenizer, [(g.prompt_ids, s) for g, _, s in resumed],
-                          replace(params, n=1, seed=seed))  # fmt: skip
+            inter.next_round(engine, resumed, params, round_)
             live = resumed
     finally:
         pool.end(keys)

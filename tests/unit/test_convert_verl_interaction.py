@@ -98,7 +98,9 @@ def test_turn_limits_and_what_is_not_here_are_noted(tmp_path):
         "gsm8k_interaction.Gsm8kInteraction", "weather_interaction.WeatherInteraction"
     )
     out = _layout(tmp_path / "c", interaction=other)  # another class: run as it is
-    assert "interaction WeatherInteraction runs as it is (rollout.interaction.verl_config" in "\n".join(out.notes)
+    assert "interaction WeatherInteraction runs as it is (rollout.interaction.verl_config" in "\n".join(
+        out.notes
+    )
     assert out.recipe["rollout"]["interaction"]["verl_config"].endswith("gsm8k_interaction_config.yaml")
 
 
