@@ -4,8 +4,8 @@ path (`package.module.function`), as reward functions (`verl_function`, `openrlh
 
 Owns: importing a file once per process and file version (`load_function`), resolving an import path
 with the working directory on `sys.path`, as TRL imports its `--reward_funcs` (`load_callable`), and
-running what an async function returned to its end (`awaited`), whether a module is installed (`installed`: a
-user's class written against verl or OpenRLHF gets a stand-in base where they are not).
+running what an async function returned to its end (`awaited`), whether a module is installed (`installed`) and a
+stand-in for one that is not (`stand_in`: a user's class written against verl or OpenRLHF gets its base).
 Does not own: calling them (the verifiers, `rollout.function_tools`) or their time limits.
 """
 
@@ -76,6 +76,29 @@ def installed(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ModuleNotFoundError, ValueError):
         return False
+
+
+def stand_in(module: str, classes: list) -> None:
+    """Register `module` (dotted, with its parent packages) holding `classes`, where it is not installed: the
+    base classes a user's file written for another trainer imports (OpenRLHF's agent bases, verl's
+    BaseInteraction), so the file runs without that trainer."""
+    import importlib.machinery
+    import types
+
+    if module in sys.modules or installed(module):
+        return
+    parts = module.split(".")
+    names = [".".join(parts[: i + 1]) for i in range(len(parts))]
+    for name in names:
+        made = types.ModuleType(name)
+        made.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=name != module)
+        if name != module:
+            made.__path__ = []
+        sys.modules[name] = made
+    for parent, child in zip(names, names[1:]):
+        setattr(sys.modules[parent], child.rsplit(".", 1)[1], sys.modules[child])
+    for cls in classes:
+        setattr(sys.modules[module], cls.__name__, cls)
 
 
 def awaited(value):

@@ -33,17 +33,15 @@ runner takes the rewards as given results, `rollout.environments.given_results`)
 from __future__ import annotations
 
 import ast
-import asyncio
 import inspect
-import sys
 import textwrap
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
-from reasonrl.rollout.instance_pool import InstancePool, finite_number, shared_reset
+from reasonrl.rollout.instance_pool import InstancePool, finite_number, run_in_loop, shared_reset
 from reasonrl.rollout.interaction import Attempts, next_attempts
-from reasonrl.user_code import installed, load_function
+from reasonrl.user_code import load_function, stand_in
 
 DONE, UNFINISHED = "agent_done", "agent_unfinished"  # a rewarded episode's env_reason
 
@@ -67,27 +65,6 @@ class AgentExecutorBase:  # openrlhf.utils.agent's: what matters here is the ins
 
 class MultiTurnAgentExecutor(AgentExecutorBase):
     pass
-
-
-def _stand_in() -> None:
-    """`openrlhf.utils.agent` as this module's bases, where OpenRLHF is not installed."""
-    import importlib.machinery
-    import types
-
-    if "openrlhf.utils.agent" in sys.modules or installed("openrlhf.utils.agent"):
-        return
-    for name in ("openrlhf", "openrlhf.utils", "openrlhf.utils.agent"):
-        package = name != "openrlhf.utils.agent"
-        module = types.ModuleType(name)
-        module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=package)
-        if package:
-            module.__path__ = []
-        sys.modules[name] = module
-    agent = sys.modules["openrlhf.utils.agent"]
-    for cls in (AgentInstanceBase, AgentExecutorBase, MultiTurnAgentExecutor):
-        setattr(agent, cls.__name__, cls)
-    sys.modules["openrlhf"].utils = sys.modules["openrlhf.utils"]
-    sys.modules["openrlhf.utils"].agent = agent
 
 
 def _only_calls_base(fn) -> bool:
@@ -121,7 +98,7 @@ def _handed_to_base(init):
 def agent_class(spec: str):
     """The AgentInstance class `spec` runs: `agent_func.py` (its `AgentExecutor`'s instance class, else its
     `AgentInstance`) or `path.py:Name` (an executor or instance class); ValueError naming what is wrong."""
-    _stand_in()
+    stand_in("openrlhf.utils.agent", [AgentInstanceBase, AgentExecutorBase, MultiTurnAgentExecutor])
     path, _, name = spec.partition(":")
     if not path.endswith(".py"):
         raise ValueError(f"{spec!r} is not a Python file (agent_func.py, or path.py:Class)")
@@ -183,10 +160,9 @@ def _handle(op: str, key: int, args: list, named: dict, state: dict):
     """One request in a worker process (`rollout.instance_pool`): a fresh instance per episode, by key; the
     process's one event loop runs the async methods."""
     live = state.setdefault("live", {})
-    loop = state.get("loop") or state.setdefault("loop", asyncio.new_event_loop())
 
     def run(value):
-        return loop.run_until_complete(value) if inspect.iscoroutine(value) else value
+        return run_in_loop(state, value)
 
     if op == "start":  # (before the process is ready: the file imported)
         state["cls"] = agent_class(named[""])

@@ -6,7 +6,7 @@ Owns: the processes (forkserver, started when first asked, each saying it is rea
 time limit starts), one request at a time per process and one reply each, a rollout's requests all going to
 one process (its key modulo the processes), the time limit of each request, and a process that passes it or
 dies: killed and replaced, the rollouts whose instances it held lost (their later requests answer `LOST`),
-never the run; and what two users of it share: `shared_reset` (the one prompt a row's resets agree on) and
+never the run; and what its users share: `run_in_loop` (the process's one event loop), `shared_reset` (the one prompt a row's resets agree on) and
 `finite_number` (a number a user's class returned). Does not own: what a request does (each user of the pool passes its own handler: a module
 function `handler(op, key, args, named, state)`, where `named` is {name: spec} of the classes and `state` a
 dict the handler keeps in its process; op "start" comes once, before the process says it is ready, to
@@ -59,6 +59,18 @@ def finite_number(value, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise ValueError(f"{what}={value!r}, not a finite number")
     return float(value)
+
+
+def run_in_loop(state: dict, value):
+    """`value`, or what it gives once awaited: run on the worker process's one event loop (kept in the handler's
+    `state`), so what a user's instance opens on it (an aiohttp session) lasts across its requests."""
+    import asyncio
+    import inspect
+
+    if not inspect.iscoroutine(value):
+        return value
+    loop = state.get("loop") or state.setdefault("loop", asyncio.new_event_loop())
+    return loop.run_until_complete(value)
 
 
 def shared_reset(replies: list[tuple[str, object]], where: str, noun: str, whose: str):

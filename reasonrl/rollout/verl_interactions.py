@@ -24,11 +24,9 @@ and the rounds of a batch (`run_classes`). Does not own: the feedback turn's tok
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-import sys
 
-from reasonrl.rollout.instance_pool import InstancePool, finite_number
+from reasonrl.rollout.instance_pool import InstancePool, finite_number, run_in_loop
 
 DONE, UNFINISHED = "interaction_done", "interaction_unfinished"
 
@@ -49,27 +47,6 @@ class BaseInteraction:  # verl.interactions.base's, for classes written against 
 
     async def finalize_interaction(self) -> None:
         return None
-
-
-def _stand_in() -> None:
-    """`verl.interactions.base` as this module's base, where verl is not installed."""
-    import importlib.machinery
-    import types
-
-    from reasonrl.user_code import installed
-
-    if "verl.interactions.base" in sys.modules or installed("verl.interactions.base"):
-        return
-    for name in ("verl", "verl.interactions", "verl.interactions.base"):
-        module = types.ModuleType(name)
-        package = name != "verl.interactions.base"
-        module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=package)
-        if package:
-            module.__path__ = []
-        sys.modules[name] = module
-    sys.modules["verl.interactions.base"].BaseInteraction = BaseInteraction
-    sys.modules["verl"].interactions = sys.modules["verl.interactions"]
-    sys.modules["verl.interactions"].base = sys.modules["verl.interactions.base"]
 
 
 def interaction_specs(path: str) -> dict[str, tuple[str, dict]]:
@@ -103,9 +80,9 @@ def interaction_specs(path: str) -> dict[str, tuple[str, dict]]:
 
 def load_classes(path: str) -> dict[str, object]:
     """{name: the interaction made from its class and config}, as verl makes them; ValueError naming it."""
-    from reasonrl.user_code import load_callable
+    from reasonrl.user_code import load_callable, stand_in
 
-    _stand_in()
+    stand_in("verl.interactions.base", [BaseInteraction])
     made = {}
     for name, (cls, config) in interaction_specs(path).items():
         try:
@@ -124,11 +101,10 @@ def load_classes(path: str) -> dict[str, object]:
 def _handle(op: str, key: int, args: list, named: dict, state: dict):
     """One request in a worker process (`rollout.instance_pool`): one object per interaction, its rollouts
     by instance_id (the rollout's key), the process's one event loop running the async methods."""
-    loop = state.get("loop") or state.setdefault("loop", asyncio.new_event_loop())
     live = state.setdefault("live", {})
 
     def run(value):
-        return loop.run_until_complete(value) if inspect.iscoroutine(value) else value
+        return run_in_loop(state, value)
 
     if op == "start":
         state["made"] = load_classes(named[""])
