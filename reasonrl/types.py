@@ -133,10 +133,12 @@ class Completion:
                       log-probs are unknown (0 here)
     turns:            the model's attempts in it (`rollout.interaction`: feedback between them)
     env_reward:       its environment's `get_reward()` (`rollout.tools.environment`), or its OpenRLHF agent's
-                      steps' rewards summed (`rollout.agent`), or None
+                      steps' rewards summed (`rollout.agent`), or verl's tools' (`tool_rewards`), or None
     env_reason:       how that went ("environment_reward", "no_environment_reward", "agent_done",
                       "agent_unfinished", "error: ..."), or "": the completion was no episode
     env_logs:         the numbers its OpenRLHF agent's last step logged (`extra_logs`), or None
+    tool_rewards:     the step reward of each call of verl's tools (`rollout.tools.verl_config`), in order;
+                      `env_reward` is their sum
     """
 
     token_ids: list[int]
@@ -151,6 +153,7 @@ class Completion:
     env_reward: float | None = None
     env_reason: str = ""
     env_logs: dict[str, float] | None = None
+    tool_rewards: tuple[float, ...] = ()
 
     @property
     def answer_text(self) -> str:

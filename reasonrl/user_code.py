@@ -90,6 +90,8 @@ def stand_in(module: str, classes: list) -> None:
     parts = module.split(".")
     names = [".".join(parts[: i + 1]) for i in range(len(parts))]
     for name in names:
+        if name != module and name in sys.modules:  # a package another stand-in (or the trainer) made
+            continue
         made = types.ModuleType(name)
         made.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=name != module)
         if name != module:

@@ -208,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a TRL environment class whose methods the model may call as tools, an instance per rollout "
                    "(module.Class or path.py:Class, or NAME=SPEC each for rows picking theirs by their environment "
                    "column; rollout.tools.environment), with --tools hermes")  # fmt: skip
+    e.add_argument("--tool-verl-config", default=None, metavar="PATH",
+                   help="verl's tool config file (tools: [{class_name, config, tool_schema}]): its classes are the tools "
+                   "the model may call (rollout.tools.verl_config), with --tools hermes")  # fmt: skip
     e.add_argument("--search-url", default=None, metavar="URL",
                    help="the search tool's retrieval service (Search-R1's API), for --tools search_r1 or hermes calls "
                    "named search (default: a run's own rollout.tools.search.url)")  # fmt: skip

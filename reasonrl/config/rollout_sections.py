@@ -38,6 +38,9 @@ class ToolsConfig:
     # TRL environments (environment_factory): a class path, or {name: path} picked by each row's `environment`
     # column; an instance per rollout, its methods the tools, its get_reward the `environment` reward term
     environment: Any = None
+    # verl's tool config file (multi_turn.tool_config_path: tools: [{class_name, config, tool_schema}]): its
+    # classes are tools called by name; their step rewards, summed, the `environment` term (rollout.verl_tools)
+    verl_config: str | None = None
     search: SearchToolConfig = field(default_factory=SearchToolConfig)
     max_calls: int = 4  # calls run per completion; a later call stays plain text
     timeout_s: float = 5.0  # wall-clock limit of one call

@@ -37,6 +37,7 @@ def rescore_failed(samples_path: Path, samples: list[dict], work, model: str, *,
     from reasonrl.models.loading import load_tokenizer_and_config
     from reasonrl.rewards.runner import RewardRunner, default_workers, preload_modules
     from reasonrl.rollout.environments import given_results
+    from reasonrl.rollout.verl_tools import scored_problem
     from reasonrl.types import Completion
 
     problems = {name: ps for name, ps, _ in work}
@@ -50,10 +51,20 @@ def rescore_failed(samples_path: Path, samples: list[dict], work, model: str, *,
     with RewardRunner(workers=workers or default_workers(), options=reward_options, modules=plugins,
                       preload=preload_modules(ps)) as scorer:  # fmt: skip
         done = [
-            Completion([], "", [], env_reward=s.get("env_reward"), env_reason=s.get("env_reason", ""))
+            Completion(
+                [],
+                "",
+                [],
+                env_reward=s.get("env_reward"),
+                env_reason=s.get("env_reason", ""),
+                tool_rewards=tuple(s.get("tool_rewards", ())),
+            )
             for s in failed
         ]
         given = given_results(done)  # an environment's reward, as the episode gave it
+        ps = [
+            scored_problem(p, c) for p, c in zip(ps, done)
+        ]  # (verl's tool rewards, as the episode gave them)
         results, _ = scorer.score(texts, ps, **({"given": given} if any(given) else {}))
     for s, res in zip(failed, results):  # a sample's score is its correctness, as `sample_rows` writes it
         s.update(score=float(res.correctness), reason=res.info.get("reason"), extracted=res.extracted)

@@ -44,7 +44,8 @@ def sample_rows(bench: str, first: int, groups) -> list[dict]:
              # after feedback (rollout.interaction): the attempts, and the last one's text, which was scored
              **({"answer_text": comp.model_text, "turns": comp.turns} if comp.turns > 1 else {}),
              # an environment's episode (rollout.tools.environment): its reward, which a rescore takes again
-             **({"env_reward": comp.env_reward, "env_reason": comp.env_reason} if comp.env_reason else {})}
+             **({"env_reward": comp.env_reward, "env_reason": comp.env_reason} if comp.env_reason else {}),
+             **({"tool_rewards": list(comp.tool_rewards)} if comp.tool_rewards else {})}
             for i, g in enumerate(groups)
             for j, (comp, res) in enumerate(zip(g.completions, g.results))]  # fmt: skip
 

@@ -101,25 +101,32 @@ def describe(setting) -> dict[str, dict]:
 
 
 def check_environments(cfg) -> None:
-    """ConfigError naming what cannot work with `rollout.tools.environment`."""
+    """ConfigError naming what cannot work with `rollout.tools.environment` (or verl's tools,
+    `rollout.tools.verl_config`, run the same way)."""
     from reasonrl.algorithms import ADVANTAGES
     from reasonrl.config import ConfigError
     from reasonrl.rollout.tools import TOOL_ALIASES, TOOLS
 
     tools = cfg.rollout.tools
-    if not tools.enabled or tools.environment is None:
+    key = "environment" if tools.environment is not None else "verl_config"
+    if not tools.enabled or getattr(tools, key) is None:
         return
     try:
-        described = describe(tools.environment)
+        if key == "environment":
+            described = describe(tools.environment)
+        else:
+            from reasonrl.rollout.verl_tools import describe as describe_verl
+
+            described = describe_verl(tools.verl_config)
     except ValueError as e:
-        raise ConfigError(f"rollout.tools.environment: {e}") from None
+        raise ConfigError(f"rollout.tools.{key}: {e}") from None
     from reasonrl.rollout.function_tools import load_tools
 
     taken = {*TOOLS, *TOOL_ALIASES, *(load_tools(list(tools.functions)) if tools.functions else ())}
     for d in described.values():
         clash = sorted(set(d["tools"]) & taken)
         if clash:
-            raise ConfigError(f"rollout.tools.environment: {d['spec']}'s method {clash[0]!r} has the name of "
+            raise ConfigError(f"rollout.tools.{key}: {d['spec']}'s tool {clash[0]!r} has the name of "
                               f"another tool")  # fmt: skip
     why = {"rollout.interaction.enabled": cfg.rollout.interaction.enabled,  # attempts would need the state
            f"algo.adv_estimator={cfg.algo.adv_estimator} (a greedy baseline rollout)":
@@ -127,7 +134,7 @@ def check_environments(cfg) -> None:
            "algo.guidance.enabled": cfg.algo.guidance.enabled}  # fmt: skip
     for what, refused in why.items():
         if refused:
-            raise ConfigError(f"rollout.tools.environment with {what}: its rollouts are not episodes of an "
+            raise ConfigError(f"rollout.tools.{key} with {what}: its rollouts are not episodes of an "
                               f"environment")  # fmt: skip
     weights = dict(cfg.reward.weights or {})
     if "environment" in weights and not any(d["reward"] for d in described.values()):
@@ -137,18 +144,20 @@ def check_environments(cfg) -> None:
 
 def check_rows(problems: list, where: str, rollout) -> None:
     """InputError naming the first row that cannot be an episode, when the data loads (`rollout`: the run's
-    rollout section): one routed to the `environment` verifier in a run with neither rollout.tools.environment
-    nor rollout.agent, or (the dict form) one whose `environment` column names none of its environments."""
+    rollout section): one routed to the `environment` verifier in a run with no rollout.tools.environment,
+    rollout.tools.verl_config or rollout.agent, or (the dict form) one whose `environment` column names none of its environments."""
     from reasonrl.errors import InputError
     from reasonrl.rewards.routing import verifier_name
 
     setting = rollout.tools.environment if rollout.tools.enabled else None
     named = None if setting is None else specs(setting)
+    episodes = setting is not None or rollout.agent.path is not None or (rollout.tools.enabled and
+                                                                         rollout.tools.verl_config is not None)  # fmt: skip
     for i, p in enumerate(problems):
-        if setting is None and rollout.agent.path is None and verifier_name(p) == "environment":
+        if not episodes and verifier_name(p) == "environment":
             raise InputError(f"{where} row {i} (uid {p.uid!r}): routed to the environment verifier, whose reward "
-                             f"an environment or an agent gives: set rollout.tools.environment or "
-                             f"rollout.agent.path")  # fmt: skip
+                             f"an environment, verl's tools or an agent gives: set rollout.tools.environment, "
+                             f"rollout.tools.verl_config or rollout.agent.path")  # fmt: skip
         why = None if named is None else _unknown_column(p, named)
         if why:
             raise InputError(f"{where} row {i} (uid {p.uid!r}): {why}")
@@ -203,6 +212,11 @@ class Environments(InstancePool):
         """Keys of new rollouts, one per (environment, reset arguments), and each reset's (status, value)."""
         keys = self.new_keys(len(rows))
         return keys, self.ask([("reset", k, name, row) for k, (name, row) in zip(keys, rows)])
+
+    @staticmethod
+    def shown_error(text: str) -> str:
+        """What the model sees of a call that failed (TRL's {'error': ...})."""
+        return str({"error": text})
 
 
 def _unknown_column(problem, names) -> str | None:
@@ -269,7 +283,11 @@ def generate_episodes(loop, problems: list, params, max_prompt_tokens: int | Non
         scored = []
         for j, c in enumerate(cs, start=i * n):
             status, value = replies.get(j, ("none", None))
-            if status == "ok":
+            if status == "ok" and isinstance(value, list):  # verl's tools: their step rewards
+                scored.append(
+                    replace(c, env_reward=sum(value), env_reason=TOOL_REWARDS, tool_rewards=tuple(value))
+                )
+            elif status == "ok":
                 scored.append(replace(c, env_reward=value, env_reason=REWARDED))
             else:
                 scored.append(
@@ -280,6 +298,7 @@ def generate_episodes(loop, problems: list, params, max_prompt_tokens: int | Non
 
 
 REWARDED, NO_REWARD = "environment_reward", "no_environment_reward"
+TOOL_REWARDS = "tool_rewards"  # verl's tools (`rollout.verl_tools`): the sum of their calls' step rewards
 
 
 def given_results(completions) -> list[dict | None]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from reasonrl.data.prompts import encode_prompts, prompt_opens_think, scoring_text
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.environments import given_results
+from reasonrl.rollout.verl_tools import scored_problem
 from reasonrl.types import Problem, RolloutGroup
 
 
@@ -57,8 +58,8 @@ def scoring_texts(group: RolloutGroup, tokenizer, think_from_prompt: bool = True
 def _score_groups(groups, tokenizer, scorer, think_from_prompt: bool) -> dict:
     texts = [t for g in groups for t in scoring_texts(g, tokenizer, think_from_prompt)]
     given = given_results([c for g in groups for c in g.completions])  # an environment's rewards
-    results, health = scorer.score(texts, [g.problem for g in groups for _ in g.completions],
-                                   **({"given": given} if any(given) else {}))  # fmt: skip
+    problems = [scored_problem(g.problem, c) for g in groups for c in g.completions]  # (verl's tool_rewards)
+    results, health = scorer.score(texts, problems, **({"given": given} if any(given) else {}))
     it = iter(results)
     for g in groups:
         for _ in g.completions:

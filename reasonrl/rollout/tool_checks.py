@@ -40,6 +40,14 @@ def probe_tools(tools) -> str:
         for d in described.values():
             reward = ", get_reward" if d["reward"] else ""
             lines.append(f"rollout.tools: the environment {d['spec']} ({', '.join(d['tools'])}{reward})")
+    if tools.verl_config is not None:
+        from reasonrl.rollout.verl_tools import describe as describe_verl
+
+        try:
+            named = describe_verl(tools.verl_config)[""]["tools"]
+        except ValueError as e:
+            raise ConfigError(f"rollout.tools.verl_config: {e}") from None
+        lines.append(f"rollout.tools: verl's tools of {tools.verl_config} ({', '.join(named)})")
     return "\n".join(lines)
 
 
@@ -49,7 +57,9 @@ def _probe_sandbox(tools) -> str:
     from reasonrl.rewards.sandbox.process import isolation_mode
 
     try:
-        probe = ToolRolloutEngine(None, None, replace(tools, turn="format", functions=[], environment=None))
+        probe = ToolRolloutEngine(
+            None, None, replace(tools, turn="format", functions=[], environment=None, verl_config=None)
+        )
         ((text, status),) = probe._run([cell_program(["print(6 * 7)"])])
     except SandboxUnavailable as e:
         raise ConfigError(f"rollout.tools: {e}") from None
@@ -83,11 +93,14 @@ def check_tools(tools, max_new_tokens: int) -> None:
         from reasonrl.rollout.function_tools import check_functions
 
         check_functions(tools)
-    if tools.environment is not None and TOOL_FORMATS.get(tools.format).tool:
-        raise ConfigError(f"rollout.tools.environment needs calls that name their tool: format hermes, not "
-                          f"{tools.format}")  # fmt: skip
+    for key in ("environment", "verl_config"):
+        if getattr(tools, key) is not None and TOOL_FORMATS.get(tools.format).tool:
+            raise ConfigError(f"rollout.tools.{key} needs calls that name their tool: format hermes, not "
+                              f"{tools.format}")  # fmt: skip
+    if tools.environment is not None and tools.verl_config is not None:
+        raise ConfigError("rollout.tools: set environment (TRL's) or verl_config (verl's tools), not both")
     if (
-        (not names and not tools.functions and tools.environment is None)
+        (not names and not tools.functions and tools.environment is None and tools.verl_config is None)
         or any(n not in TOOLS for n in names)
         or len(set(names)) != len(names)
     ):

@@ -209,6 +209,10 @@ class ToolRolloutEngine:
             from reasonrl.rollout.environments import Environments
 
             self.environments = Environments(tools.environment, tools.workers, tools.timeout_s)
+        elif tools.verl_config is not None:  # verl's tool classes: run as an environment every row uses
+            from reasonrl.rollout.verl_tools import VerlTools
+
+            self.environments = VerlTools(tools.verl_config, tools.workers, tools.timeout_s)
         if tools.turn == "chat_template":  # the output in a tool turn of the model's own chat template
             turn = template_turn(tokenizer, template_kwargs, self.format.ends_message)
             self.format = replace(self.format, output=turn)
@@ -338,7 +342,7 @@ class ToolRolloutEngine:
         replies = self.environments.ask([("call", *jobs[i][1]) for i in acted]) if acted else []
         # rollout.tools.environment: each call in its rollout's instance
         for i, (status, text) in zip(acted, replies):
-            shown = text if status == "ok" else str({"error": text})  # (TRL's {'error': ...})
+            shown = text if status == "ok" else self.environments.shown_error(text)  # (TRL's, verl's words)
             out[i] = (None, _cut(shown, self.cfg.max_output_chars), "success" if status == "ok" else status)
         found = [i for i, (tool, _) in enumerate(jobs) if tool == "search"]
         style = "search_r1" if self.format.tool == "search" else "verl"  # Search-R1's text, or verl's JSON

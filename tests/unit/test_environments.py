@@ -288,7 +288,7 @@ def test_describe_probes_one_instance_of_each(envs):
         (["rollout.tools.format=markdown"], "needs calls that name their tool: format hermes, not markdown"),
         (["rollout.tools.environment={m}.NoReset"], "has no reset method"),
         (["rollout.tools.environment={m}.Undocumented"], "method 'shout' has no schema"),
-        (["rollout.tools.environment={m}.Shadow"], "method 'python' has the name of another tool"),
+        (["rollout.tools.environment={m}.Shadow"], "tool 'python' has the name of another tool"),
         (["rollout.tools.environment={m}.Nothing"], "defines no function 'Nothing'"),
         (
             ["rollout.tools.environment={m}.Echo", "reward.weights={{correctness: 1, environment: 1}}"],
