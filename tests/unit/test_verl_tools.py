@@ -108,7 +108,11 @@ def _config(tmp_path, *tools) -> str:
 @pytest.fixture
 def verl_file(tmp_path, user_module):
     m = user_module(TOOLS, "my_verl_tools")
-    answer = {"class_name": f"{m}.AnswerTool", "config": {"type": "native", "bonus": 2.0}, "tool_schema": SCHEMA}
+    answer = {
+        "class_name": f"{m}.AnswerTool",
+        "config": {"type": "native", "bonus": 2.0},
+        "tool_schema": SCHEMA,
+    }
     own = {"class_name": f"{m}.OwnSchema", "config": {"type": "native"}}
     return _config(tmp_path, answer, own), m
 
@@ -120,10 +124,9 @@ def test_the_file_loads_without_verl_beside_verls_interaction_stand_in(verl_file
     path, _ = verl_file
     d = describe(path)[""]
     stand_in("verl.interactions.base", [BaseInteraction])  # (after the tools' stand-ins: both in one verl)
+    import verl
     from verl.interactions.base import BaseInteraction as Registered
     from verl.tools.base_tool import BaseTool
-
-    import verl
 
     assert Registered is BaseInteraction and BaseTool.__module__ == "reasonrl.rollout.verl_tools"
     assert verl.interactions.base.BaseInteraction is Registered and verl.tools.base_tool.BaseTool is BaseTool
@@ -164,11 +167,19 @@ def test_instances_are_released_even_when_execute_raises(verl_file, tmp_path):
 
     state: dict = {}
     _handle("start", -1, [], {"": path}, state)
-    _handle("reset", 0, ["", {"tools_kwargs": {"check_answer": {"create_kwargs": {"ground_truth": "1"}}}}], {}, state)
+    _handle(
+        "reset",
+        0,
+        ["", {"tools_kwargs": {"check_answer": {"create_kwargs": {"ground_truth": "1"}}}}],
+        {},
+        state,
+    )
     assert _handle("call", 0, ["check_answer", {"answer": "1"}], {}, state) == "call 1: right"
     tool = state["tools"]["check_answer"]
     log = sys.modules[m].LOG
-    assert [e[0] for e in log[-2:]] == ["create", "release"] and log[-2][2] == "1" and log[-2][1] == log[-1][1]
+    assert (
+        [e[0] for e in log[-2:]] == ["create", "release"] and log[-2][2] == "1" and log[-2][1] == log[-1][1]
+    )
     assert tool._instance_dict == {}  # released
     lacking = SimpleNamespace(tools_kwargs={}, tool_rewards=[])  # no extra_fields: execute raises
     with pytest.raises(AttributeError):  # after create: the instance released all the same
@@ -208,7 +219,12 @@ def test_rollouts_call_the_tools_and_carry_their_step_rewards_to_the_verifiers(v
     a verl reward function; the tool's output, which names the answer, is no answer of the model's."""
     path, _ = verl_file
     tok = _tokenizer()
-    script = [_call(6), _call(7), '<tool_call>{"name": "where", "arguments": {"raise": 1}}</tool_call>', "The end."]
+    script = [
+        _call(6),
+        _call(7),
+        '<tool_call>{"name": "where", "arguments": {"raise": 1}}</tool_call>',
+        "The end.",
+    ]
     tools = ToolsConfig(enabled=True, format="hermes", names=[], verl_config=path, timeout_s=5.0)
     loop = ToolRolloutEngine(Scripted(tok, script, marker="<tool_response>"), tok, tools)
     rows = [Problem([{"role": "user", "content": "Q"}], "7", "math", uid="r0",
@@ -217,7 +233,10 @@ def test_rollouts_call_the_tools_and_carry_their_step_rewards_to_the_verifiers(v
         (g,) = loop.generate_groups(rows, SamplingParams(n=2, max_new_tokens=400))
     finally:
         loop.environments.close()
-    assert [t["function"]["name"] for t in g.problem.chat_template_kwargs["tools"]] == ["check_answer", "where"]
+    assert [t["function"]["name"] for t in g.problem.chat_template_kwargs["tools"]] == [
+        "check_answer",
+        "where",
+    ]
     for c in g.completions:
         assert c.tool_calls == ("success", "success", "error")
         outputs = [t.split("\n</tool_response>")[0] for t in c.text.split("<tool_response>\n")[1:]]
@@ -263,7 +282,9 @@ def test_an_episode_with_no_call_has_reward_zero_and_an_empty_list(verl_file):
     tools = ToolsConfig(enabled=True, format="hermes", names=[], verl_config=path)
     loop = ToolRolloutEngine(Scripted(tok, ["The end."], marker="<tool_response>"), tok, tools)
     try:
-        (g,) = loop.generate_groups([Problem([{"role": "user", "content": "Q"}], "7", "math")], SamplingParams())
+        (g,) = loop.generate_groups(
+            [Problem([{"role": "user", "content": "Q"}], "7", "math")], SamplingParams()
+        )
     finally:
         loop.environments.close()
     c = g.completions[0]
@@ -274,15 +295,47 @@ def test_an_episode_with_no_call_has_reward_zero_and_an_empty_list(verl_file):
 @pytest.mark.parametrize(
     "tools, extra, message",
     [
-        (None, ["rollout.tools.format=markdown"], "verl_config needs calls that name their tool: format hermes"),
-        (None, ["rollout.tools.environment=x.Y"], "set environment (TRL's) or verl_config (verl's tools), not both"),
-        (None, ["rollout.interaction.enabled=true"], "rollout.tools.verl_config with rollout.interaction.enabled"),
-        ([{"class_name": "{m}.AnswerTool", "config": {"type": "mcp"}}], [], "is of type mcp; only native tools"),
+        (
+            None,
+            ["rollout.tools.format=markdown"],
+            "verl_config needs calls that name their tool: format hermes",
+        ),
+        (
+            None,
+            ["rollout.tools.environment=x.Y"],
+            "set environment (TRL's) or verl_config (verl's tools), not both",
+        ),
+        (
+            None,
+            ["rollout.interaction.enabled=true"],
+            "rollout.tools.verl_config with rollout.interaction.enabled",
+        ),
+        (
+            [{"class_name": "{m}.AnswerTool", "config": {"type": "mcp"}}],
+            [],
+            "is of type mcp; only native tools",
+        ),
         ([{"config": {"type": "native"}}], [], "tool 0 has no class_name (module.Class)"),
-        ([{"class_name": "{m}.BaseTool", "config": {}}], [], "BaseTool): Tool schema is not set! (the file gives no tool_schema"),
-        ([{"class_name": "{m}.OwnSchema"}, {"class_name": "{m}.OwnSchema"}], [], "the tool name 'where' twice"),
-        ([{"class_name": "{m}.AnswerTool", "tool_schema": {**SCHEMA, "function": {**SCHEMA["function"],
-          "name": "python"}}}], [], "tool 'python' has the name of another tool"),  # fmt: skip
+        (
+            [{"class_name": "{m}.BaseTool", "config": {}}],
+            [],
+            "BaseTool): Tool schema is not set! (the file gives no tool_schema",
+        ),
+        (
+            [{"class_name": "{m}.OwnSchema"}, {"class_name": "{m}.OwnSchema"}],
+            [],
+            "the tool name 'where' twice",
+        ),
+        (
+            [
+                {
+                    "class_name": "{m}.AnswerTool",
+                    "tool_schema": {**SCHEMA, "function": {**SCHEMA["function"], "name": "python"}},
+                }
+            ],
+            [],
+            "tool 'python' has the name of another tool",
+        ),  # fmt: skip
         ("missing.yaml", [], "missing.yaml: no such file"),
     ],
 )
