@@ -95,7 +95,9 @@ class BaseTool:  # verl.tools.base_tool's, for classes written against it
         self.config = config
         self.tool_schema = tool_schema or self.get_openai_tool_schema()
         if self.tool_schema is None:
-            raise ValueError("Tool schema is not set! (the file gives no tool_schema, and the class makes none)")
+            raise ValueError(
+                "Tool schema is not set! (the file gives no tool_schema, and the class makes none)"
+            )
         self.name = self.tool_schema.function.name
 
     def get_openai_tool_schema(self):
