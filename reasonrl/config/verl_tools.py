@@ -4,7 +4,8 @@ Owns: reading `actor_rollout_ref.rollout.multi_turn.*` (enable, format, turns, r
 the script's `tool_config_path` names a file that is here (as given, or beside the script), verl's tool
 configuration: its `SearchTool` becomes the search tool (`retrieval_service_url`, `topk`, `timeout`), its
 `SandboxFusionTool` the sandboxed Python interpreter (`default_timeout`, `memory_limit_mb`; the code runs
-in reasonrl's sandbox, not on the SandboxFusion server), any other tool a note; `interaction_config_path`
+in reasonrl's sandbox, not on the SandboxFusion server), verl's other tools a note; a file of the user's own
+classes alone runs as it is (`rollout.tools.verl_config`); `interaction_config_path`
 (its Gsm8kInteraction: the verifier's feedback; other classes: run as they are, `verl_config`) with the
 turn limits. Does not own: the rest of a verl
 script (`config.from_verl`).
@@ -47,8 +48,10 @@ def verl_tools(take, out: Converted, base: Path | None = None) -> None:
     read = _read_tools(path, out) if path is not None else []
     how = "hermes: <tool_call>s naming their tool" if fmt == "hermes" else "markdown"
     if read:
-        out.notes.append(f"{MT}tool_config_path={tool_cfg}: {', '.join(read)} (rollout.tools, format {how}); the "
-                         "prompts must describe the tools to the model (docs/rollouts.md)")  # fmt: skip
+        described = any("rollout.tools.verl_config" in r for r in read)  # (their schemas join every prompt)
+        out.notes.append(f"{MT}tool_config_path={tool_cfg}: {', '.join(read)} (rollout.tools, format {how})"
+                         + ("" if described else "; the prompts must describe the tools to the model "
+                            "(docs/rollouts.md)"))  # fmt: skip
         return
     out.notes.append(
         f"{MT}enable / tool_config_path: the code completions write runs in reasonrl's sandbox (rollout.tools, "
@@ -121,7 +124,24 @@ def _read_tools(path: Path, out: Converted) -> list[str]:
         return []
     names: list[str] = []
     read = []
+    listed = (
+        [str(t.get("class_name", "")) for t in tools if isinstance(t, dict)]
+        if isinstance(tools, list)
+        else []
+    )
+    own = [c for c in listed if "." in c and not c.startswith("verl.")]  # the user's classes: run as they are
+    if own and len(own) == len(listed):
+        out.set("rollout.tools.verl_config", str(path))
+        out.set("rollout.tools.names", [])
+        return [f"{', '.join(c.rsplit('.', 1)[-1] for c in own)} run as they are (rollout.tools.verl_config; "
+                "their step rewards reach a verl_function reward function as extra_info['tool_rewards'], and the "
+                "environment term, reward.weights: {environment: w}, sums them)"]  # fmt: skip
+    if own:
+        out.notes.append(f"{path}: {', '.join(own)} beside verl's own tools: left out (rollout.tools.verl_config "
+                         "runs a file of your classes alone: list them in a file of their own)")  # fmt: skip
     for tool in tools if isinstance(tools, list) else []:
+        if isinstance(tool, dict) and str(tool.get("class_name", "")) in own:
+            continue
         cls = str(tool.get("class_name", "")).rsplit(".", 1)[-1] if isinstance(tool, dict) else ""
         cfg: dict[str, Any] = tool.get("config") or {} if isinstance(tool, dict) else {}
         called = ((tool.get("tool_schema") or {}).get("function") or {}).get("name", "?") if cls else "?"

@@ -4,6 +4,8 @@ the converted recipe loads, and a Hermes call with verl's tool names reaches the
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 
 from reasonrl.config import load_config
@@ -85,3 +87,38 @@ def test_verls_name_for_the_interpreter_runs_python(tmp_path):
         [tok("Q", add_special_tokens=False)["input_ids"]], SamplingParams(max_new_tokens=300)
     )
     assert c.tool_calls == ("success",) and "<tool_response>\n42\n</tool_response>" in c.text
+
+
+OWN = """
+from verl.tools.base_tool import BaseTool
+
+
+class Lookup(BaseTool):
+    async def execute(self, instance_id, parameters, **kwargs):
+        return "found", 0.0, {}
+"""
+
+
+def test_a_file_of_the_users_own_tool_classes_runs_as_it_is(tmp_path, user_module):
+    """A file listing only the user's classes -> rollout.tools.verl_config (the recipe loads, its schemas in
+    the prompts); beside verl's own tools, the user's are left out with a note saying why."""
+    m = user_module(OWN, "my_lookup")
+    schema = {"type": "function", "function": {"name": "lookup", "description": "Look it up."}}
+    own = {"class_name": f"{m}.Lookup", "config": {"type": "native"}, "tool_schema": schema}
+    (tmp_path / "own.yaml").write_text(yaml.safe_dump({"tools": [own]}))
+    script = tmp_path / "run.sh"
+    script.write_text(SCRIPT.format(path="own.yaml"))
+    out = convert("verl", script)
+    tools, notes = out.recipe["rollout"]["tools"], "\n".join(out.notes)
+    assert Path(tools["verl_config"]).resolve() == tmp_path / "own.yaml" and tools["names"] == []
+    assert "Lookup run as they are (rollout.tools.verl_config" in notes and "must describe" not in notes
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump({k: v for k, v in out.recipe.items() if k != "model"}))
+    cfg = load_config(recipe)  # (the class loads, its schema is read, nothing clashes)
+    assert cfg.rollout.tools.verl_config == tools["verl_config"]
+    mixed = yaml.safe_load(TOOLS)["tools"][:1] + [own]
+    (tmp_path / "own.yaml").write_text(yaml.safe_dump({"tools": mixed}))
+    out = convert("verl", script)
+    tools, notes = out.recipe["rollout"]["tools"], "\n".join(out.notes)
+    assert "verl_config" not in tools and tools["names"] == ["search"]
+    assert f"{m}.Lookup beside verl's own tools: left out" in notes
