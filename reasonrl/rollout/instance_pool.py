@@ -6,7 +6,8 @@ Owns: the processes (forkserver, started when first asked, each saying it is rea
 time limit starts), one request at a time per process and one reply each, a rollout's requests all going to
 one process (its key modulo the processes), the time limit of each request, and a process that passes it or
 dies: killed and replaced, the rollouts whose instances it held lost (their later requests answer `LOST`),
-never the run; and what its users share: `run_in_loop` (the process's one event loop), `shared_reset` (the one prompt a row's resets agree on) and
+never the run (a pool given a `concurrent` handler, a coroutine function, runs a process's requests of
+one `ask` side by side on its event loop, each rollout's in order); and what its users share: `run_in_loop` (the process's one event loop), `shared_reset` (the one prompt a row's resets agree on) and
 `finite_number` (a number a user's class returned). Does not own: what a request does (each user of the pool passes its own handler: a module
 function `handler(op, key, args, named, state)`, where `named` is {name: spec} of the classes and `state` a
 dict the handler keeps in its process; op "start" comes once, before the process says it is ready, to
@@ -23,11 +24,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 STARTUP_S = 120  # for a worker process to start (the forkserver's first start imports Python's own modules)
 STARTS = "reset"  # the request that makes a rollout's instance: its key now lives in that process
+BATCH = "batch"  # a worker's requests of one `ask` sent at once (a pool with a concurrent handler)
+MARGIN_S = 2.0  # beyond a request's time limit, for its reply to arrive (a batch: since the last reply)
 LOST = "the state of this rollout was lost (an earlier request of it timed out or killed its process)"
 
 
-def _serve(conn, handler, named: dict[str, str], path: list[str]) -> None:
-    """A worker process: the instances of its rollouts, by key; one request at a time, one reply each."""
+def _serve(conn, handler, named: dict[str, str], path: list[str], concurrent=None) -> None:
+    """A worker process: the instances of its rollouts, by key; one request at a time, one reply each (or,
+    with a `concurrent` handler, a batch of requests at once: `_serve_batch`)."""
     sys.path[:] = path
     state: dict = {}
     try:  # the user's classes imported before the first request's time limit starts
@@ -43,13 +47,51 @@ def _serve(conn, handler, named: dict[str, str], path: list[str]) -> None:
             return
         if op == "stop":
             return
+        if op == BATCH:
+            _serve_batch(conn, concurrent, *args, named, state)
+            continue
         try:
             reply = ("ok", handler(op, key, args, named, state))
         except Exception as e:  # noqa: BLE001 - the user's code, or the model's arguments: named in the reply
-            # (an error whose text alone says little: a missing key's is the key)
-            named = isinstance(e, (TypeError, KeyError, IndexError, AttributeError)) or not str(e)
-            reply = ("error", f"{type(e).__name__}: {e}".rstrip(": ") if named else str(e))
+            reply = _error(e)
         conn.send(reply)
+
+
+def _error(e: Exception) -> tuple[str, str]:
+    # (an error whose text alone says little: a missing key's is the key)
+    named = isinstance(e, (TypeError, KeyError, IndexError, AttributeError)) or not str(e)
+    return "error", f"{type(e).__name__}: {e}".rstrip(": ") if named else str(e)
+
+
+def _serve_batch(conn, concurrent, requests: list[tuple], timeout_s: float, named: dict, state: dict) -> None:
+    """A batch of requests on the process's event loop: each rollout's in order, the rollouts' side by side
+    (an async tool waiting on a server lets the others run), each under `timeout_s` (an awaited call past it
+    is cancelled: that request times out, the process goes on); a reply sent as each ends, then "done"."""
+    import asyncio
+
+    async def one(i: int, msg: tuple) -> None:
+        op, key, *args = msg
+        try:
+            reply = ("ok", await asyncio.wait_for(concurrent(op, key, args, named, state), timeout_s))
+        except TimeoutError:
+            reply = ("timeout", f"timed out after {timeout_s:g} s")
+        except Exception as e:  # noqa: BLE001 - as `_serve`
+            reply = _error(e)
+        conn.send((i, *reply))
+
+    async def rollout(items: list[tuple[int, tuple]]) -> None:
+        for i, msg in items:
+            await one(i, msg)
+
+    by_key: dict[int, list] = {}
+    for i, msg in enumerate(requests):
+        by_key.setdefault(msg[1], []).append((i, msg))
+    async def every() -> None:
+        await asyncio.gather(*(rollout(items) for items in by_key.values()))
+
+    loop = state.get("loop") or state.setdefault("loop", asyncio.new_event_loop())
+    loop.run_until_complete(every())
+    conn.send(("done",))
 
 
 def finite_number(value, what: str) -> float:
@@ -89,14 +131,15 @@ class _Worker:
     """One worker process and its pipe; a request past the time limit, or a process that dies, restarts it
     (the keys it held are lost)."""
 
-    def __init__(self, named: dict[str, str], handler, ctx, what: str) -> None:
+    def __init__(self, named: dict[str, str], handler, ctx, what: str, concurrent=None) -> None:
         self.named, self.handler, self.ctx, self.what, self.keys = named, handler, ctx, what, set()
+        self.concurrent = concurrent
         self._start()
 
     def _start(self) -> None:
         parent, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_serve, args=(child, self.handler, self.named, list(sys.path)),
-                                     daemon=True)  # fmt: skip
+        args = (child, self.handler, self.named, list(sys.path), self.concurrent)
+        self.proc = self.ctx.Process(target=_serve, args=args, daemon=True)
         self.proc.start()
         child.close()
         self.conn = parent
@@ -118,10 +161,38 @@ class _Worker:
             status, value = "timeout", f"timed out after {timeout_s:g} s"
         except (EOFError, OSError):
             status, value = "error", f"the process of {self.what} failed"
+        return status, value, self._restart()
+
+    def _restart(self) -> set[int]:
+        """A fresh process; the keys the old one held (lost)."""
         lost, self.keys = self.keys, set()
         self.stop(kill=True)
         self._start()
-        return status, value, lost
+        return lost
+
+    def ask_batch(self, msgs: list[tuple], timeout_s: float) -> tuple[list[tuple[str, object]], set[int]]:
+        """((status, value) of each request, keys lost) of a batch (`_serve_batch`). A process that sends no
+        reply within a time limit (a call blocking its event loop) or dies is replaced: the first request of
+        each rollout left unanswered gets the timeout or the failure, its later ones are lost."""
+        out: list = [None] * len(msgs)
+        try:
+            self.conn.send((BATCH, -1, msgs, timeout_s))
+            while True:
+                if not self.conn.poll(timeout_s + MARGIN_S):
+                    status, value = "timeout", f"timed out after {timeout_s:g} s"
+                    break
+                got = self.conn.recv()
+                if got[0] == "done":
+                    return out, set()
+                out[got[0]] = got[1:]
+        except (EOFError, OSError):
+            status, value = "error", f"the process of {self.what} failed"
+        seen: set[int] = set()
+        for i, msg in enumerate(msgs):
+            if out[i] is None:
+                out[i] = (status, value) if msg[1] not in seen else ("error", LOST)
+                seen.add(msg[1])
+        return out, self._restart()
 
     def stop(self, kill: bool = False) -> None:
         if not kill:
@@ -141,8 +212,8 @@ class InstancePool:
     `timeout_s`; `what` names the setting in errors. Create once per engine; `close` stops the processes."""
 
     def __init__(self, named: dict[str, str], handler, workers: int = 4, timeout_s: float = 5.0,
-                 what: str = "rollout.tools.environment") -> None:  # fmt: skip
-        self.named, self.handler, self.what = named, handler, what
+                 what: str = "rollout.tools.environment", concurrent=None) -> None:  # fmt: skip
+        self.named, self.handler, self.what, self.concurrent = named, handler, what, concurrent
         self.workers, self.timeout_s = workers, float(timeout_s)
         self._pool: list[_Worker] | None = None
         self._keys = itertools.count()
@@ -153,7 +224,8 @@ class InstancePool:
             import multiprocessing
 
             ctx = multiprocessing.get_context("forkserver")
-            self._pool = [_Worker(self.named, self.handler, ctx, self.what) for _ in range(self.workers)]
+            self._pool = [_Worker(self.named, self.handler, ctx, self.what, self.concurrent)
+                          for _ in range(self.workers)]  # fmt: skip
         return self._pool
 
     def new_keys(self, count: int) -> list[int]:
@@ -165,6 +237,8 @@ class InstancePool:
         out: list = [None] * len(requests)
 
         def serve(w: int) -> None:
+            if self.concurrent is not None:
+                return serve_batch(w)
             for i, msg in enumerate(requests):
                 if msg[1] % len(pool) != w:
                     continue
@@ -176,6 +250,18 @@ class InstancePool:
                 status, value, lost = pool[w].ask(msg, self.timeout_s)
                 self.lost |= lost
                 out[i] = (status, value)
+
+        def serve_batch(w: int) -> None:  # (the handler's calls side by side in the process)
+            mine = [i for i, msg in enumerate(requests) if msg[1] % len(pool) == w]
+            todo = [i for i in mine if requests[i][1] not in self.lost]
+            for i in set(mine) - set(todo):
+                out[i] = ("error", LOST)
+            pool[w].keys |= {requests[i][1] for i in todo if requests[i][0] == STARTS}
+            if todo:
+                replies, lost = pool[w].ask_batch([requests[i] for i in todo], self.timeout_s)
+                self.lost |= lost
+                for i, reply in zip(todo, replies):
+                    out[i] = reply
 
         with ThreadPoolExecutor(len(pool)) as threads:
             list(threads.map(serve, range(len(pool))))

@@ -18,8 +18,11 @@ importing more of verl needs verl. MCP tools (`type: mcp`) are refused when the 
 servers, which reasonrl does not start.
 
 Where they live: `rollout.tools.workers` processes (`rollout.instance_pool`), a rollout's calls in its process,
-each under `rollout.tools.timeout_s`; a call that hangs or kills its process costs that call and the
-rollout's later calls and reward (errors), never the run.
+each under `rollout.tools.timeout_s`. The calls of different rollouts run side by side on each process's event
+loop, as verl's agent loop runs them (an async tool awaiting a server lets the others go on; a plain one runs
+them one after another). An awaited call past the limit is cancelled (that call times out); one that blocks the
+loop past it, or kills its process, costs the calls of that process's rollouts and their later calls and
+rewards (errors), never the run.
 
 Owns: reading the config file (`tool_specs`), the stand-ins, making the tools (`load_tools`, `describe`),
 what a worker does with a request, and the extra_info verl's reward functions get (`scored_problem`). Does
@@ -199,19 +202,26 @@ def describe(path: str) -> dict[str, dict]:
     return {"": {"spec": path, "tools": list(made), "schemas": schemas, "reward": True}}
 
 
-def _call(tool, arguments: dict, data, run) -> str:
+async def _awaited(value):
+    """`value`, awaited where it is awaitable (an async method's), as it is otherwise (a plain one's)."""
+    import inspect
+
+    return await value if inspect.isawaitable(value) else value
+
+
+async def _call(tool, arguments: dict, data) -> str:
     """One call as verl's tool agent loop makes it: an instance created, executed, released."""
     create_kwargs = (data.tools_kwargs.get(tool.name) or {}).get("create_kwargs", {})
     instance_id = None
     try:
-        got = run(tool.create(create_kwargs=create_kwargs))
+        got = await _awaited(tool.create(create_kwargs=create_kwargs))
         instance_id = got[0] if isinstance(got, tuple) else got  # (older verl: the id alone)
-        reply = run(tool.execute(instance_id, arguments, agent_data=data))
+        reply = await _awaited(tool.execute(instance_id, arguments, agent_data=data))
         if not isinstance(reply, (tuple, list)) or len(reply) < 2:
             raise ValueError(f"execute returned {reply!r}, not (response, reward, metrics)")
     finally:
         if instance_id is not None:
-            run(tool.release(instance_id))
+            await _awaited(tool.release(instance_id))
     if reply[1] is not None:
         data.tool_rewards.append(finite_number(reply[1], "execute returned the tool reward"))
     text = getattr(reply[0], "text", reply[0])  # a ToolResponse, or (older verl) the text
@@ -219,12 +229,18 @@ def _call(tool, arguments: dict, data, run) -> str:
 
 
 def _handle(op: str, key: int, args: list, named: dict, state: dict):
-    """One request in a worker process (`rollout.instance_pool`): the tools made once, each rollout's
-    `agent_data` by key, the process's one event loop running the async methods."""
-    live = state.setdefault("live", {})
+    """A request in a worker process (`rollout.instance_pool`): "start" makes the tools, once; the others
+    run on the process's event loop (`_handle_async`)."""
     if op == "start":
         state["tools"] = load_tools(named[""])
         return None
+    return run_in_loop(state, _handle_async(op, key, args, named, state))
+
+
+async def _handle_async(op: str, key: int, args: list, named: dict, state: dict):  # noqa: ARG001 - the pool's
+    """One request: each rollout's `agent_data` by key; the pool runs the requests of different rollouts side
+    by side (an async tool awaiting a server lets the others go on, as verl's agent loop runs them)."""
+    live = state.setdefault("live", {})
     if op == "reset":
         kwargs = args[1].get("tools_kwargs") or {}
         if not isinstance(kwargs, dict) or not all(isinstance(v, dict) for v in kwargs.values()):
@@ -238,7 +254,7 @@ def _handle(op: str, key: int, args: list, named: dict, state: dict):
         tool = state["tools"].get(method)
         if tool is None:
             raise ValueError(f"there is no tool named {method!r}")
-        return _call(tool, arguments, data, lambda value: run_in_loop(state, value))
+        return await _call(tool, arguments, data)
     if op == "reward":
         return list(data.tool_rewards)
     if op == "end":
@@ -253,7 +269,8 @@ class VerlTools(Environments):
 
     def __init__(self, path: str, workers: int = 4, timeout_s: float = 5.0) -> None:
         self.described = describe(path)
-        InstancePool.__init__(self, {"": path}, _handle, workers, timeout_s, "rollout.tools.verl_config")
+        InstancePool.__init__(self, {"": path}, _handle, workers, timeout_s, "rollout.tools.verl_config",
+                              concurrent=_handle_async)  # fmt: skip
 
     @staticmethod
     def shown_error(text: str) -> str:

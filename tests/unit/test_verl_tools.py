@@ -86,6 +86,23 @@ TOOLS = textwrap.dedent(
         async def execute(self, instance_id, parameters, **kwargs):
             return ToolResponse(text="it is " + chr(92) + "boxed{" + self._instance_dict[instance_id]["ground_truth"] + "}"), 1.0, {}
 
+    class Meet(BaseTool):
+        """Answers once `parameters["n"]` calls wait together (or `wait` s pass): a batch's calls run side
+        by side."""
+
+        waiting = 0
+
+        async def execute(self, instance_id, parameters, **kwargs):
+            import asyncio
+
+            Meet.waiting += 1
+            for _ in range(int(parameters.get("wait", 0)) * 100 or 10**6):
+                if Meet.waiting >= parameters.get("n", 10**9):
+                    return ToolResponse(text=f"met {Meet.waiting}"), None, {}
+                await asyncio.sleep(0.01)
+            Meet.waiting -= 1
+            return ToolResponse(text="waited"), None, {}
+
     class NaNReward(OwnSchema):
         def execute(self, instance_id, parameters, **kwargs):
             return ToolResponse(text="x"), float("nan"), {}
@@ -201,9 +218,32 @@ def test_a_hang_or_a_crash_costs_the_rollouts_of_that_process(verl_file):
         keys, _ = t.begin([("", {})] * 4)
         got = t.ask([("call", keys[0], "where", {"hang": True}), ("call", keys[1], "where", {"die": True}),
                      ("call", keys[2], "where", {})])  # fmt: skip
+        # key 2's call, in key 0's process, waited on the call blocking its event loop: it timed out too
         assert got == [("timeout", "timed out after 1 s"), ("error", "the process of rollout.tools.verl_config failed"),
-                       ("error", LOST)]  # fmt: skip
+                       ("timeout", "timed out after 1 s")]  # fmt: skip
         assert t.ask([("reward", k) for k in keys]) == [("error", LOST)] * 4
+    finally:
+        t.end(keys)
+        t.close()
+
+
+def test_the_calls_of_a_batch_run_side_by_side_and_an_awaited_hang_costs_only_its_call(verl_file, tmp_path):
+    """One process, four rollouts: their calls wait for each other (each returns once all four are in) and
+    all return; an async call that outlives the limit is cancelled, its process and state go on."""
+    _, m = verl_file
+    meet = {"class_name": f"{m}.Meet", "tool_schema": {"type": "function", "function": {"name": "meet",
+            "description": "Meet."}}}  # fmt: skip
+    t = VerlTools(_config(tmp_path, meet), 1, 2.0)
+    try:
+        keys, _ = t.begin([("", {})] * 4)
+        got = t.ask([("call", k, "meet", {"n": 4}) for k in keys])
+        assert (
+            got == [("ok", "met 4")] * 4
+        )  # (one after another, the first would wait for the others forever)
+        late = t.ask([("call", keys[0], "meet", {"n": 99}), ("call", keys[1], "meet", {"wait": 1}),
+                      ("call", keys[0], "meet", {"wait": 1})])  # fmt: skip
+        assert late == [("timeout", "timed out after 2 s"), ("ok", "waited"), ("ok", "waited")]
+        assert t.ask([("reward", k) for k in keys]) == [("ok", [])] * 4  # nothing lost
     finally:
         t.end(keys)
         t.close()
