@@ -39,7 +39,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
-from reasonrl.rollout.instance_pool import InstancePool, finite_number, run_in_loop, shared_reset
+from reasonrl.rollout.instance_pool import (
+    InstancePool,
+    finite_number,
+    maybe_awaited,
+    run_in_loop,
+    shared_reset,
+)
 from reasonrl.rollout.interaction import Attempts, next_attempts
 from reasonrl.user_code import load_function, stand_in
 
@@ -157,31 +163,33 @@ def _logged(extra) -> dict[str, float]:
 
 
 def _handle(op: str, key: int, args: list, named: dict, state: dict):
-    """One request in a worker process (`rollout.instance_pool`): a fresh instance per episode, by key; the
-    process's one event loop runs the async methods."""
-    live = state.setdefault("live", {})
-
-    def run(value):
-        return run_in_loop(state, value)
-
-    if op == "start":  # (before the process is ready: the file imported)
+    """A request in a worker process (`rollout.instance_pool`): "start" loads the class, once (before the
+    process is ready); the others run on the process's event loop (`_handle_async`)."""
+    if op == "start":
         state["cls"] = agent_class(named[""])
         return None
+    return run_in_loop(state, _handle_async(op, key, args, named, state))
+
+
+async def _handle_async(op: str, key: int, args: list, named: dict, state: dict):  # noqa: ARG001 - the pool's
+    """One request: a fresh instance per episode, by key; the pool runs different episodes' requests side by
+    side (an agent awaiting a server lets the others go on)."""
+    live = state.setdefault("live", {})
     if op == "reset":
         cls = state["cls"]
         if inspect.iscoroutinefunction(cls.__init__):  # `async def __init__` (OpenRLHF's older examples)
             instance = cls.__new__(cls)
-            run(instance.__init__())
+            await instance.__init__()
         else:
             instance = cls()
         live[key] = instance
-        got = run(instance.reset(args[0]))
+        got = await maybe_awaited(instance.reset(args[0]))
         observation = got.get("observation") if isinstance(got, dict) else got
         if not isinstance(observation, str):
             raise ValueError(f"reset returned {type(got).__name__} with no observation text")
         return observation
     if op == "step":
-        return _step_reply(run(live[key].step(args[0])))
+        return _step_reply(await maybe_awaited(live[key].step(args[0])))
     if op == "end":
         live.pop(key, None)
         return None
@@ -193,7 +201,7 @@ class Agents(InstancePool):
 
     def __init__(self, cfg) -> None:
         agent_class(cfg.path)  # here first: an error names the file before any process starts
-        super().__init__({"": cfg.path}, _handle, cfg.workers, cfg.timeout_s, "rollout.agent")
+        super().__init__({"": cfg.path}, _handle, cfg.workers, cfg.timeout_s, "rollout.agent", _handle_async)
         self.spec = cfg.path
 
 

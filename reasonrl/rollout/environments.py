@@ -42,8 +42,14 @@ from dataclasses import replace
 from functools import lru_cache
 
 from reasonrl.rollout.function_tools import with_schemas
-from reasonrl.rollout.instance_pool import LOST, InstancePool, shared_reset  # noqa: F401 - LOST: a lost rollout's answer
-from reasonrl.user_code import awaited, load_callable
+from reasonrl.rollout.instance_pool import (  # noqa: F401 - LOST: a lost rollout's answer
+    LOST,
+    InstancePool,
+    maybe_awaited,
+    run_in_loop,
+    shared_reset,
+)
+from reasonrl.user_code import load_callable
 
 RESERVED = ("reset", "get_reward")
 COLUMN = "environment"  # the row's column that picks its environment (the dict form)
@@ -164,11 +170,18 @@ def check_rows(problems: list, where: str, rollout) -> None:
 
 
 def _handle(op: str, key: int, args: list, named: dict, state: dict):
-    """One request in a worker process (`rollout.instance_pool`): the instances live by key, free ones pooled."""
-    factories, live, free = (state.setdefault(k, {}) for k in ("factories", "live", "free"))
-    if op == "start":  # (before the process is ready: the classes imported)
-        factories.update((name, load_callable(spec)) for name, spec in named.items())
+    """A request in a worker process (`rollout.instance_pool`): "start" imports the classes, once (before the
+    process is ready); the others run on the process's event loop (`_handle_async`)."""
+    if op == "start":
+        state.setdefault("factories", {}).update((name, load_callable(spec)) for name, spec in named.items())
         return None
+    return run_in_loop(state, _handle_async(op, key, args, named, state))
+
+
+async def _handle_async(op: str, key: int, args: list, named: dict, state: dict):
+    """One request: the instances live by key, free ones pooled; the pool runs different rollouts' requests
+    side by side (an async method awaiting a server lets the others go on)."""
+    factories, live, free = (state.setdefault(k, {}) for k in ("factories", "live", "free"))
     if op == "reset":
         name, row = args
         if name not in factories:
@@ -176,7 +189,7 @@ def _handle(op: str, key: int, args: list, named: dict, state: dict):
         pool = free.setdefault(name, [])
         instance = pool.pop() if pool else factories[name]()
         live[key] = (name, instance)
-        got = awaited(instance.reset(**row))
+        got = await maybe_awaited(instance.reset(**row))
         if got is not None and not isinstance(got, str):
             raise ValueError(f"reset returned {type(got).__name__}, not a text or None")
         return got
@@ -187,9 +200,9 @@ def _handle(op: str, key: int, args: list, named: dict, state: dict):
         if fn is None:
             raise ValueError(f"there is no tool named {method!r}")
         inspect.signature(fn).bind(**arguments)  # arguments that do not fit: the model's mistake, named
-        return str(awaited(fn(**arguments)))
+        return str(await maybe_awaited(fn(**arguments)))
     if op == "reward":
-        got = awaited(instance.get_reward())
+        got = await maybe_awaited(instance.get_reward())
         if isinstance(got, bool) or not isinstance(got, numbers.Real) or not math.isfinite(got):
             raise ValueError(f"get_reward returned {got!r}, not a finite number")
         return float(got)
@@ -206,7 +219,7 @@ class Environments(InstancePool):
     def __init__(self, setting, workers: int = 4, timeout_s: float = 5.0) -> None:
         self.described = describe(setting)
         named = {name: d["spec"] for name, d in self.described.items()}
-        super().__init__(named, _handle, workers, timeout_s, "rollout.tools.environment")
+        super().__init__(named, _handle, workers, timeout_s, "rollout.tools.environment", _handle_async)
 
     def begin(self, rows: list[tuple[str, dict]]) -> tuple[list[int], list[tuple[str, object]]]:
         """Keys of new rollouts, one per (environment, reset arguments), and each reset's (status, value)."""

@@ -86,6 +86,7 @@ def _serve_batch(conn, concurrent, requests: list[tuple], timeout_s: float, name
     by_key: dict[int, list] = {}
     for i, msg in enumerate(requests):
         by_key.setdefault(msg[1], []).append((i, msg))
+
     async def every() -> None:
         await asyncio.gather(*(rollout(items) for items in by_key.values()))
 
@@ -113,6 +114,14 @@ def run_in_loop(state: dict, value):
         return value
     loop = state.get("loop") or state.setdefault("loop", asyncio.new_event_loop())
     return loop.run_until_complete(value)
+
+
+async def maybe_awaited(value):
+    """`value`, awaited where it is awaitable (an async method's), as it is otherwise (a plain one's): what a
+    concurrent handler calls a user's method through."""
+    import inspect
+
+    return await value if inspect.isawaitable(value) else value
 
 
 def shared_reset(replies: list[tuple[str, object]], where: str, noun: str, whose: str):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import inspect
 
-from reasonrl.rollout.instance_pool import InstancePool, finite_number, run_in_loop
+from reasonrl.rollout.instance_pool import InstancePool, finite_number, maybe_awaited, run_in_loop
 
 DONE, UNFINISHED = "interaction_done", "interaction_unfinished"
 
@@ -99,24 +99,26 @@ def load_classes(path: str) -> dict[str, object]:
 
 
 def _handle(op: str, key: int, args: list, named: dict, state: dict):
-    """One request in a worker process (`rollout.instance_pool`): one object per interaction, its rollouts
-    by instance_id (the rollout's key), the process's one event loop running the async methods."""
-    live = state.setdefault("live", {})
-
-    def run(value):
-        return run_in_loop(state, value)
-
+    """A request in a worker process (`rollout.instance_pool`): "start" makes the interactions, once; the
+    others run on the process's event loop (`_handle_async`)."""
     if op == "start":
         state["made"] = load_classes(named[""])
         return None
+    return run_in_loop(state, _handle_async(op, key, args, named, state))
+
+
+async def _handle_async(op: str, key: int, args: list, named: dict, state: dict):  # noqa: ARG001 - the pool's
+    """One request: one object per interaction, its rollouts by instance_id (the rollout's key); the pool runs
+    different rollouts' requests side by side."""
+    live = state.setdefault("live", {})
     if op == "reset":
         name, kwargs = args
         live[key] = (state["made"][name], kwargs)
-        run(live[key][0].start_interaction(str(key), **kwargs))
+        await maybe_awaited(live[key][0].start_interaction(str(key), **kwargs))
         return None
     made, kwargs = live[key]
     if op == "step":
-        got = run(made.generate_response(str(key), args[0], **kwargs))
+        got = await maybe_awaited(made.generate_response(str(key), args[0], **kwargs))
         if not isinstance(got, (tuple, list)) or len(got) != 4 or not isinstance(got[1], str):
             raise ValueError(f"generate_response returned {got!r}, not (should_terminate, text, score, dict)")
         score = None if got[2] is None else finite_number(got[2], "generate_response returned the turn score")
@@ -127,7 +129,7 @@ def _handle(op: str, key: int, args: list, named: dict, state: dict):
         if callable(finish):  # verl's base takes no instance id; its Gsm8kInteraction takes one
             takes_id = any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
                            for p in inspect.signature(finish).parameters.values())  # fmt: skip
-            run(finish(str(key)) if takes_id else finish())
+            await maybe_awaited(finish(str(key)) if takes_id else finish())
         return None
     raise ValueError(f"unknown request {op!r}")
 
@@ -138,7 +140,9 @@ class VerlInteractions(InstancePool):
     def __init__(self, path: str, workers: int = 2, timeout_s: float = 30.0) -> None:
         self.names = list(interaction_specs(path))
         load_classes(path)  # here first: an error names the file before any process starts
-        super().__init__({"": path}, _handle, workers, timeout_s, "rollout.interaction.verl_config")
+        super().__init__(
+            {"": path}, _handle, workers, timeout_s, "rollout.interaction.verl_config", _handle_async
+        )
 
 
 def interaction_kwargs(problem, names: list[str]) -> tuple[str, dict]:

@@ -36,7 +36,7 @@ from functools import lru_cache
 from types import SimpleNamespace
 
 from reasonrl.rollout.environments import TOOL_REWARDS, Environments
-from reasonrl.rollout.instance_pool import InstancePool, finite_number, run_in_loop
+from reasonrl.rollout.instance_pool import InstancePool, finite_number, maybe_awaited, run_in_loop
 
 
 class _Model:
@@ -202,26 +202,19 @@ def describe(path: str) -> dict[str, dict]:
     return {"": {"spec": path, "tools": list(made), "schemas": schemas, "reward": True}}
 
 
-async def _awaited(value):
-    """`value`, awaited where it is awaitable (an async method's), as it is otherwise (a plain one's)."""
-    import inspect
-
-    return await value if inspect.isawaitable(value) else value
-
-
 async def _call(tool, arguments: dict, data) -> str:
     """One call as verl's tool agent loop makes it: an instance created, executed, released."""
     create_kwargs = (data.tools_kwargs.get(tool.name) or {}).get("create_kwargs", {})
     instance_id = None
     try:
-        got = await _awaited(tool.create(create_kwargs=create_kwargs))
+        got = await maybe_awaited(tool.create(create_kwargs=create_kwargs))
         instance_id = got[0] if isinstance(got, tuple) else got  # (older verl: the id alone)
-        reply = await _awaited(tool.execute(instance_id, arguments, agent_data=data))
+        reply = await maybe_awaited(tool.execute(instance_id, arguments, agent_data=data))
         if not isinstance(reply, (tuple, list)) or len(reply) < 2:
             raise ValueError(f"execute returned {reply!r}, not (response, reward, metrics)")
     finally:
         if instance_id is not None:
-            await _awaited(tool.release(instance_id))
+            await maybe_awaited(tool.release(instance_id))
     if reply[1] is not None:
         data.tool_rewards.append(finite_number(reply[1], "execute returned the tool reward"))
     text = getattr(reply[0], "text", reply[0])  # a ToolResponse, or (older verl) the text

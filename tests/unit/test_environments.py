@@ -78,6 +78,21 @@ ENVS = textwrap.dedent(
         def reset(self, **kwargs):
             return str(random.random())
 
+    class OnOneLoop(Echo):
+        """Async, holding what it opened on the loop (an aiohttp session's way) across its calls."""
+
+        async def reset(self, **kwargs):
+            import asyncio
+
+            self.loop = asyncio.get_running_loop()
+            return None
+
+        async def same(self) -> str:
+            """Whether this call runs on the loop reset ran on."""
+            import asyncio
+
+            return str(asyncio.get_running_loop() is self.loop)
+
     class Broken(Echo):
         def reset(self, **kwargs):
             raise RuntimeError("no such level")
@@ -149,13 +164,23 @@ def test_a_hang_or_a_crash_costs_the_rollouts_of_that_process_and_the_pool_goes_
         keys, _ = e.begin([("", {})] * 4)  # keys 0, 2 in one process; 1, 3 in the other
         got = e.ask([("call", keys[0], "stall", {"s": 30}), ("call", keys[1], "die", {}),
                      ("call", keys[2], "increment", {"by": 1}), ("call", keys[3], "increment", {"by": 1})])  # fmt: skip
+        # each process's calls run side by side: 2's waited on 0's, which blocked its process; 3's died with 1's
         assert got == [("timeout", "timed out after 1 s"), ("error", "the process of rollout.tools.environment failed"),
-                       ("error", LOST), ("error", LOST)]  # fmt: skip
+                       ("timeout", "timed out after 1 s"), ("error", "the process of rollout.tools.environment failed")]  # fmt: skip
         assert e.ask([("reward", k) for k in keys]) == [("error", LOST)] * 4
         e.end(keys)
         fresh, resets = e.begin([("", {"target": 1})] * 2)  # new processes, new instances
         assert resets == [("ok", " Reach 1.")] * 2
         assert e.ask([("call", k, "increment", {"by": 1}) for k in fresh]) == [("ok", "1")] * 2
+    finally:
+        e.close()
+
+
+def test_an_async_environment_keeps_one_event_loop_across_its_calls(envs):
+    e = Environments(f"{envs}.OnOneLoop", 1, 2.0)
+    try:
+        keys, _ = e.begin([("", {})] * 2)
+        assert e.ask([("call", k, "same", {}) for k in keys] * 2) == [("ok", "True")] * 4
     finally:
         e.close()
 
