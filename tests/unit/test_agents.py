@@ -263,7 +263,9 @@ def test_a_lost_episode_answers_lost(tok, agent_file):
             "label": "1",
             "sampling_params": SimpleNamespace(max_tokens=5),
         }
-        got = loop.agents.ask([("step", k, state) for k in keys])  # side by side: both in the process that died
+        got = loop.agents.ask(
+            [("step", k, state) for k in keys]
+        )  # side by side: both in the process that died
         assert got == [("error", "the process of rollout.agent failed")] * 2
         assert loop.agents.ask([("step", k, state) for k in keys]) == [("error", LOST)] * 2
     finally:
