@@ -41,6 +41,10 @@ class ToolsConfig:
     # verl's tool config file (multi_turn.tool_config_path: tools: [{class_name, config, tool_schema}]): its
     # classes are tools called by name; their step rewards, summed, the `environment` term (rollout.verl_tools)
     verl_config: str | None = None
+    # MCP servers (rollout.mcp_tools): a JSON / YAML file {"mcpServers": {name: {command, args, env}}}; their
+    # tools are called by name, their schemas join the prompts' tool list; mcp_tools picks some (empty: all)
+    mcp_servers: str | None = None
+    mcp_tools: list[str] = field(default_factory=list)
     search: SearchToolConfig = field(default_factory=SearchToolConfig)
     max_calls: int = 4  # calls run per completion; a later call stays plain text
     timeout_s: float = 5.0  # wall-clock limit of one call

@@ -157,13 +157,18 @@ def check_functions(tools) -> None:
 
 def with_function_schemas(template_kwargs: dict, tools) -> dict:
     """`template_kwargs` (data.chat_template_kwargs) whose `tools` also hold the schemas of
-    `rollout.tools.functions` (TRL renders every prompt with its tools' schemas; one already listed by
-    name is left as it is)."""
-    if not (tools.enabled and tools.functions):
+    `rollout.tools.functions` and of the MCP servers' tools (TRL renders every prompt with its tools' schemas;
+    one already listed by name is left as it is)."""
+    if not (tools.enabled and (tools.functions or tools.mcp_servers is not None)):
         return template_kwargs
 
     listed = list(template_kwargs.get("tools") or [])
-    joined = with_schemas(listed, tool_schemas(list(tools.functions)))
+    schemas = tool_schemas(list(tools.functions))
+    if tools.mcp_servers is not None:  # (and the MCP servers' tools: rollout.mcp_tools)
+        from reasonrl.rollout.mcp_tools import describe
+
+        schemas += [schema for _, schema in describe(str(tools.mcp_servers), tuple(tools.mcp_tools)).values()]
+    joined = with_schemas(listed, schemas)
     return {**template_kwargs, "tools": joined} if len(joined) > len(listed) else template_kwargs
 
 

@@ -40,6 +40,11 @@ def probe_tools(tools) -> str:
         for d in described.values():
             reward = ", get_reward" if d["reward"] else ""
             lines.append(f"rollout.tools: the environment {d['spec']} ({', '.join(d['tools'])}{reward})")
+    if tools.mcp_servers is not None:  # (started and listed when the recipe was read: rollout.mcp_tools)
+        from reasonrl.rollout.mcp_tools import describe as describe_mcp
+
+        listed = describe_mcp(str(tools.mcp_servers), tuple(tools.mcp_tools))
+        lines.append(f"rollout.tools: the MCP tools of {tools.mcp_servers} ({', '.join(listed)})")
     if tools.verl_config is not None:
         from reasonrl.rollout.verl_tools import describe as describe_verl
 
@@ -58,7 +63,9 @@ def _probe_sandbox(tools) -> str:
 
     try:
         probe = ToolRolloutEngine(
-            None, None, replace(tools, turn="format", functions=[], environment=None, verl_config=None)
+            None,
+            None,
+            replace(tools, turn="format", functions=[], environment=None, verl_config=None, mcp_servers=None),
         )
         ((text, status),) = probe._run([cell_program(["print(6 * 7)"])])
     except SandboxUnavailable as e:
@@ -93,6 +100,9 @@ def check_tools(tools, max_new_tokens: int) -> None:
         from reasonrl.rollout.function_tools import check_functions
 
         check_functions(tools)
+    from reasonrl.rollout.mcp_tools import check_mcp
+
+    check_mcp(tools)
     for key in ("environment", "verl_config"):
         if getattr(tools, key) is not None and TOOL_FORMATS.get(tools.format).tool:
             raise ConfigError(f"rollout.tools.{key} needs calls that name their tool: format hermes, not "
@@ -100,7 +110,13 @@ def check_tools(tools, max_new_tokens: int) -> None:
     if tools.environment is not None and tools.verl_config is not None:
         raise ConfigError("rollout.tools: set environment (TRL's) or verl_config (verl's tools), not both")
     if (
-        (not names and not tools.functions and tools.environment is None and tools.verl_config is None)
+        (
+            not names
+            and not tools.functions
+            and tools.environment is None
+            and tools.verl_config is None
+            and tools.mcp_servers is None
+        )
         or any(n not in TOOLS for n in names)
         or len(set(names)) != len(names)
     ):

@@ -213,6 +213,11 @@ class ToolRolloutEngine:
             from reasonrl.rollout.verl_tools import VerlTools
 
             self.environments = VerlTools(tools.verl_config, tools.workers, tools.timeout_s)
+        self.mcp = None  # rollout.tools.mcp_servers: MCP servers' tools, called by name
+        if tools.mcp_servers is not None:
+            from reasonrl.rollout.mcp_tools import McpTools
+
+            self.mcp = McpTools(tools.mcp_servers, list(tools.mcp_tools), tools.workers, tools.timeout_s)
         if tools.turn == "chat_template":  # the output in a tool turn of the model's own chat template
             turn = template_turn(tokenizer, template_kwargs, self.format.ends_message)
             self.format = replace(self.format, output=turn)
@@ -228,7 +233,7 @@ class ToolRolloutEngine:
         self.engine.sync_weights(model, version)
 
     def close(self) -> None:
-        for own in (self.functions, self.environments):
+        for own in (self.functions, self.environments, self.mcp):
             if own is not None:
                 own.close()
         if self.engine is not None:
@@ -338,6 +343,10 @@ class ToolRolloutEngine:
         if called:  # rollout.tools.functions, in their worker pool
             for i, (text, status) in zip(called, self.functions.run([jobs[i][1] for i in called])):
                 out[i] = (None, _cut(text, self.cfg.max_output_chars), status)
+        served = [i for i, (tool, _) in enumerate(jobs) if tool == "mcp"]
+        if served:  # rollout.tools.mcp_servers: each call in a worker process's session with its server
+            for i, (text, status) in zip(served, self.mcp.run([jobs[i][1] for i in served])):
+                out[i] = (None, _cut(text, self.cfg.max_output_chars), status)
         acted = [i for i, (tool, _) in enumerate(jobs) if tool == "environment"]
         replies = self.environments.ask([("call", *jobs[i][1]) for i in acted]) if acted else []
         # rollout.tools.environment: each call in its rollout's instance
@@ -367,13 +376,16 @@ class ToolRolloutEngine:
                 name, args = _hermes_call(body)
                 if self.functions is not None and name in self.functions.specs:
                     return "function", (name, args)
+                if self.mcp is not None and name in self.mcp.described:
+                    return "mcp", (name, args)
                 if name in own:
                     return "environment", (s.episode[0], name, args)
                 name = TOOL_ALIASES.get(name, name)
-                alone = names == ["python"] and self.functions is None and not own
+                alone = names == ["python"] and self.functions is None and self.mcp is None and not own
                 tool = name if name in names else "python" if alone else ""
                 if not tool:
                     every = names + (self.functions.names if self.functions is not None else []) + own
+                    every += self.mcp.names if self.mcp is not None else []
                     raise ValueError(f"error: there is no tool named {name!r} (tools: {', '.join(every)})")
             if tool == "python":
                 return tool, self.format.code(args) if self.format.tool else _code_argument(args)

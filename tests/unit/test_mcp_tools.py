@@ -1,0 +1,197 @@
+"""MCP servers' tools (`rollout.tools.mcp_servers`): a stdio server (written here in plain JSON-RPC, the
+protocol and no SDK) is started once to list its tools, whose schemas join every prompt, and once per worker
+process, whose session serves the calls of its rollouts side by side; a failed call, a slow one and bad
+arguments cost one call; what cannot work is named when the recipe loads."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from test_tool_rollouts import _ALPHABET, Scripted
+
+from reasonrl.config import ConfigError, ToolsConfig, load_config
+from reasonrl.models.tiny import build_tokenizer
+from reasonrl.rollout.base import SamplingParams
+from reasonrl.rollout.mcp_tools import McpTools, describe
+from reasonrl.rollout.tools import ToolRolloutEngine
+
+pytest.importorskip("mcp")
+
+SERVER = r"""
+import json, os, sys, time
+
+ADD = sys.argv[1] if len(sys.argv) > 1 else "add"  # (the add tool's name)
+TOOLS = [
+    {"name": ADD, "description": "Add two numbers.",
+     "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                     "required": ["a", "b"]}},
+    {"name": "fail", "description": "Always fails.", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "pid", "description": "This server's process.", "inputSchema": {"type": "object"}},
+    {"name": "slow", "description": "Sleep.", "inputSchema": {"type": "object"}},
+    {"name": "answer", "description": "Says the answer.", "inputSchema": {"type": "object"}},
+]
+
+def reply(id_, result=None, error=None):
+    msg = {"jsonrpc": "2.0", "id": id_, **({"error": error} if error else {"result": result})}
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+def text(t, error=False):
+    return {"content": [{"type": "text", "text": t}], "isError": error}
+
+for line in sys.stdin:
+    req = json.loads(line)
+    method, id_ = req.get("method"), req.get("id")
+    if id_ is None:  # a notification
+        continue
+    if method == "initialize":
+        reply(id_, {"protocolVersion": req["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "test", "version": "1"}})
+    elif method == "tools/list":
+        reply(id_, {"tools": TOOLS})
+    elif method == "tools/call":
+        name, args = req["params"]["name"], req["params"].get("arguments") or {}
+        if name == ADD:
+            reply(id_, text(str(args["a"] + args["b"])))
+        elif name == "fail":
+            reply(id_, text("the service is down", error=True))
+        elif name == "pid":
+            reply(id_, text(str(os.getpid())))
+        elif name == "slow":
+            time.sleep(float(args.get("s", 0)))
+            reply(id_, {"content": [{"type": "image", "data": "", "mimeType": "image/png"},
+                                    {"type": "text", "text": "slept"}], "isError": False})
+        else:
+            reply(id_, text("it is \\boxed{7}"))
+    elif method == "ping":
+        reply(id_, {})
+    else:
+        reply(id_, error={"code": -32601, "message": "no method " + method})
+"""
+
+
+def servers_file(tmp_path, servers: dict | None = None) -> str:
+    script = tmp_path / "mcp_server.py"
+    script.write_text(SERVER)
+    servers = servers or {"calc": {"command": sys.executable, "args": [str(script)]}}
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return str(path)
+
+
+def test_the_servers_tools_are_listed_with_their_schemas(tmp_path):
+    path = servers_file(tmp_path)
+    listed = describe(path)
+    assert list(listed) == ["add", "fail", "pid", "slow", "answer"]
+    server, schema = listed["add"]
+    assert server == "calc" and schema == {"type": "function", "function": {
+        "name": "add", "description": "Add two numbers.", "parameters": {"type": "object", "properties": {
+            "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}  # fmt: skip
+    assert list(describe(path, ("pid", "add"))) == ["pid", "add"]  # picked, in the order picked
+
+
+def test_calls_run_in_each_process_own_session_side_by_side(tmp_path):
+    tools = McpTools(servers_file(tmp_path), (), 2, 3.0)
+    try:
+        got = tools.run([("add", {"a": 2, "b": 3}), ("fail", {}), ("add", [1]), ("pid", {}), ("pid", {})])
+        assert got[:3] == [("5", "success"), ("{'error': 'the service is down'}", "error"),
+                           ("{'error': 'the arguments must be a JSON object, got [1]'}", "invalid")]  # fmt: skip
+        assert got[3][1] == got[4][1] == "success" and got[3][0] != got[4][0]  # two processes, two servers
+        slow = tools.run([("slow", {"s": 4}), ("slow", {"s": 0})])
+        # the first is cancelled at the limit; the second, on the other process, answers (an image shown as such)
+        assert slow == [("{'error': 'timed out after 3 s'}", "timeout"), ("[image]\nslept", "success")]
+        # the processes go on (the server, one call at a time, answers once its sleep ends)
+        assert tools.run([("add", {"a": 1, "b": 1})] * 2) == [("2", "success")] * 2
+    finally:
+        tools.close()
+
+
+def _tokenizer():
+    tok = build_tokenizer([_ALPHABET + ' <tool_call> </tool_call> <tool_response> </tool_response> "name": '
+                           '"arguments": add answer boxed'], 400)  # fmt: skip
+    return tok
+
+
+def test_a_hermes_call_names_an_mcp_tool_and_its_output_is_no_answer_of_the_models(tmp_path):
+    from reasonrl.rewards.runner import RewardRunner
+    from reasonrl.rollout.scored import score_groups
+    from reasonrl.types import Problem, RolloutGroup
+
+    tok = _tokenizer()
+    script = ['<tool_call>{"name": "add", "arguments": {"a": 20, "b": 22}}</tool_call>',
+              '<tool_call>{"name": "answer", "arguments": {}}</tool_call>', "So."]  # fmt: skip
+    cfg = ToolsConfig(enabled=True, format="hermes", names=["python"], mcp_servers=servers_file(tmp_path),
+                      mcp_tools=["add", "answer"])  # fmt: skip
+    loop = ToolRolloutEngine(Scripted(tok, script, marker="<tool_response>"), tok, cfg)
+    unpicked = ['<tool_call>{"name": "pid", "arguments": {}}</tool_call>', "x"]
+    other = ToolRolloutEngine(Scripted(tok, unpicked, marker="<tool_response>"), tok, cfg)
+    q = [tok("Q", add_special_tokens=False)["input_ids"]]
+    try:
+        ((c,),) = loop.generate(q, SamplingParams(max_new_tokens=400))
+        ((d,),) = other.generate(q, SamplingParams(max_new_tokens=400))
+    finally:
+        loop.mcp.close()  # (the scripted engines have nothing to close)
+        other.mcp.close()
+    outputs = [t.split("\n</tool_response>")[0] for t in c.text.split("<tool_response>\n")[1:]]
+    assert c.tool_calls == ("success", "success") and outputs == ["42", "it is \\boxed{7}"]
+    assert d.tool_calls == ("invalid",) and "no tool named 'pid'" in d.text  # not picked: not a tool here
+    g = RolloutGroup(Problem([{"role": "user", "content": "Q"}], "7", "math"), [], [c])
+    with RewardRunner(workers=1) as r:
+        score_groups([g], tok, r)
+    assert g.results[0].correctness == 0.0  # the server wrote \boxed{7}; the model did not
+
+
+@pytest.mark.parametrize(
+    "servers, extra, message",
+    [
+        (
+            None,
+            ["rollout.tools.format=markdown"],
+            "mcp_servers needs calls that name their tool: format hermes",
+        ),
+        (None, ["rollout.tools.mcp_tools=[add, nothing]"], "no server has the tool 'nothing'"),
+        (
+            {
+                "a": {"command": sys.executable, "args": ["{script}"]},
+                "b": {"command": sys.executable, "args": ["{script}"]},
+            },
+            [],
+            "servers 'a' and 'b' both have a tool named 'add'",
+        ),  # fmt: skip
+        (
+            {"web": {"url": "http://localhost:1/mcp"}},
+            [],
+            "server 'web' reached by URL: only servers started over stdio",
+        ),
+        (
+            {"gone": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}},
+            [],
+            "server 'gone' did not start or list its tools",
+        ),  # fmt: skip
+        (
+            {"x": {"command": sys.executable, "args": ["{script}", "python"]}},
+            ["rollout.tools.mcp_tools=[python]"],
+            "the tool 'python' has the name of another tool",
+        ),  # fmt: skip
+    ],
+)
+def test_what_cannot_work_is_named_when_the_recipe_loads(tmp_path, servers, extra, message):
+    if servers is not None:
+        servers = json.loads(json.dumps(servers).replace("{script}", str(tmp_path / "mcp_server.py")))
+    path = servers_file(tmp_path, servers)
+    args = ["rollout.tools.enabled=true", "rollout.tools.format=hermes", "rollout.tools.names=[]",
+            f"rollout.tools.mcp_servers={path}", *extra]  # fmt: skip
+    with pytest.raises(ConfigError, match="rollout.tools.mcp_servers") as e:
+        load_config("demo", args)
+    assert message in str(e.value)
+
+
+def test_the_recipe_puts_the_picked_tools_schemas_in_every_prompt(tmp_path):
+    path = servers_file(tmp_path)
+    cfg = load_config("demo", ["rollout.tools.enabled=true", "rollout.tools.format=hermes", "rollout.tools.names=[]",
+                               f"rollout.tools.mcp_servers={path}", "rollout.tools.mcp_tools=[add]"])  # fmt: skip
+    assert [t["function"]["name"] for t in cfg.data.chat_template_kwargs["tools"]] == ["add"]
+    with pytest.raises(ConfigError, match="rollout.tools.mcp_tools picks tools of rollout.tools.mcp_servers"):
+        load_config("demo", ["rollout.tools.enabled=true", "rollout.tools.mcp_tools=[add]"])
