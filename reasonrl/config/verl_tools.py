@@ -48,7 +48,9 @@ def verl_tools(take, out: Converted, base: Path | None = None) -> None:
     read = _read_tools(path, out) if path is not None else []
     how = "hermes: <tool_call>s naming their tool" if fmt == "hermes" else "markdown"
     if read:
-        described = any("rollout.tools.verl_config" in r for r in read)  # (their schemas join every prompt)
+        described = all(
+            "verl_config" in r or "mcp_servers" in r for r in read
+        )  # (their schemas join the prompts)
         out.notes.append(f"{MT}tool_config_path={tool_cfg}: {', '.join(read)} (rollout.tools, format {how})"
                          + ("" if described else "; the prompts must describe the tools to the model "
                             "(docs/rollouts.md)"))  # fmt: skip
@@ -123,21 +125,22 @@ def _read_tools(path: Path, out: Converted) -> list[str]:
         out.notes.append(f"{path}: not a verl tool configuration ({str(e).splitlines()[0]}); not read")
         return []
     names: list[str] = []
-    read = []
+    read: list[str] = []
+    tools = [t for t in tools if not _mcp_entry(t, path, out, read)] if isinstance(tools, list) else tools
     listed = (
         [str(t.get("class_name", "")) for t in tools if isinstance(t, dict)]
         if isinstance(tools, list)
         else []
     )
     own = [c for c in listed if "." in c and not c.startswith("verl.")]  # the user's classes: run as they are
-    if own and len(own) == len(listed):
+    if own and len(own) == len(listed) and not read:  # (with MCP tools beside them: noted below)
         out.set("rollout.tools.verl_config", str(path))
         out.set("rollout.tools.names", [])
         return [f"{', '.join(c.rsplit('.', 1)[-1] for c in own)} run as they are (rollout.tools.verl_config; "
                 "their step rewards reach a verl_function reward function as extra_info['tool_rewards'], and the "
                 "environment term, reward.weights: {environment: w}, sums them)"]  # fmt: skip
     if own:
-        out.notes.append(f"{path}: {', '.join(own)} beside verl's own tools: left out (rollout.tools.verl_config "
+        out.notes.append(f"{path}: {', '.join(own)} beside other tools: left out (rollout.tools.verl_config "
                          "runs a file of your classes alone: list them in a file of their own)")  # fmt: skip
     for tool in tools if isinstance(tools, list) else []:
         if isinstance(tool, dict) and str(tool.get("class_name", "")) in own:
@@ -165,6 +168,26 @@ def _read_tools(path: Path, out: Converted) -> list[str]:
         if called not in ("search", "python", "code_interpreter"):
             out.notes.append(f"{path}: the model calls {cls} {called!r}; reasonrl's tool is named "
                              f"{names[-1]!r}, and a call naming another tool gets an error")  # fmt: skip
-    if names:
+    if names or read:  # (the MCP tools alone: no built-in tool)
         out.set("rollout.tools.names", sorted(set(names), key=names.index))
     return read
+
+
+def _mcp_entry(tool, path: Path, out: Converted, read: list[str]) -> bool:
+    """Whether `tool` is an MCP entry (`config.type: mcp`): its servers file, where it is here (as given or
+    beside the tool config), becomes rollout.tools.mcp_servers, its `tool_selected_list` rollout.tools.mcp_tools."""
+    if not isinstance(tool, dict) or str((tool.get("config") or {}).get("type", "")).lower() != "mcp":
+        return False
+    mcp = tool.get("mcp") or {}
+    given = str(mcp.get("mcp_servers_config_path", ""))
+    file = _here(given, path.parent) if given else None
+    if file is None:
+        out.notes.append(f"{path}: MCP tool {tool.get('class_name', '?')}: its servers file {given!r} is not here; "
+                         "left out (rollout.tools.mcp_servers names one)")  # fmt: skip
+        return True
+    out.set("rollout.tools.mcp_servers", str(file))
+    if mcp.get("tool_selected_list"):
+        out.set("rollout.tools.mcp_tools", [str(t) for t in mcp["tool_selected_list"]])
+    read.append(f"the MCP servers of {file} -> rollout.tools.mcp_servers (servers started over stdio; one "
+                "reached by URL is refused when the recipe loads)")  # fmt: skip
+    return True

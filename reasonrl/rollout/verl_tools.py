@@ -14,8 +14,8 @@ empty here), where verl puts them. `agent_data` holds `request_id` (the rollout'
 `tool_rewards`, `turn_scores`, `metrics` and `extra_fields` (kept across the rollout's calls, verl's place
 for a tool's session data); not the messages or the token ids. Classes importing `verl.tools.base_tool`,
 `verl.tools.schemas` or `verl.utils.rollout_trace` work without verl installed (stand-ins, below); one
-importing more of verl needs verl. MCP tools (`type: mcp`) are refused when the recipe loads: they need their
-servers, which reasonrl does not start.
+importing more of verl needs verl. MCP tools (`type: mcp`) are refused here, naming their servers file:
+`rollout.tools.mcp_servers` runs them (`rollout.mcp_tools`).
 
 Where they live: `rollout.tools.workers` processes (`rollout.instance_pool`), a rollout's calls in its process,
 each under `rollout.tools.timeout_s`. The calls of different rollouts run side by side on each process's event
@@ -160,8 +160,9 @@ def tool_specs(path: str) -> list[tuple[str, dict, dict | None]]:
             raise ValueError(f"{path}: tool {i} ({cls}): config and tool_schema must be mappings")
         kind = str(config.get("type", "native")).lower()
         if kind != "native":
-            raise ValueError(f"{path}: tool {i} ({cls}) is of type {kind}; only native tools run here (MCP "
-                             f"tools need their servers, which reasonrl does not start)")  # fmt: skip
+            servers = (item.get("mcp") or {}).get("mcp_servers_config_path", "its servers file")
+            raise ValueError(f"{path}: tool {i} ({cls}) is of type {kind}; only native tools run from a verl "
+                             f"tool config (MCP servers' tools: rollout.tools.mcp_servers={servers})")  # fmt: skip
         out.append((cls, dict(config), schema))
     return out
 

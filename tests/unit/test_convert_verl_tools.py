@@ -121,4 +121,30 @@ def test_a_file_of_the_users_own_tool_classes_runs_as_it_is(tmp_path, user_modul
     out = convert("verl", script)
     tools, notes = out.recipe["rollout"]["tools"], "\n".join(out.notes)
     assert "verl_config" not in tools and tools["names"] == ["search"]
-    assert f"{m}.Lookup beside verl's own tools: left out" in notes
+    assert f"{m}.Lookup beside other tools: left out" in notes
+
+
+def test_an_mcp_entry_names_its_servers_file(tmp_path):
+    """verl's MCP entry (`type: mcp`, verl's own example's shape) -> rollout.tools.mcp_servers (the servers file
+    beside the tool config) and mcp_tools (its tool_selected_list); the converted recipe loads, the server's
+    picked tool in its prompts."""
+    from test_mcp_tools import servers_file
+
+    servers = servers_file(tmp_path)
+    entry = {"class_name": "verl.tools.mcp_search_tool.MCPSearchTool", "config": {"rate_limit": 120, "timeout": 120,
+             "type": "mcp"}, "mcp": {"mcp_servers_config_path": "./servers.json", "tool_selected_list": ["add"]}}  # fmt: skip
+    (tmp_path / "mcp_tool_config.yaml").write_text(yaml.safe_dump({"tools": [entry]}))
+    script = tmp_path / "run.sh"
+    script.write_text(SCRIPT.format(path="mcp_tool_config.yaml"))
+    out = convert("verl", script)
+    tools, notes = out.recipe["rollout"]["tools"], "\n".join(out.notes)
+    assert Path(tools["mcp_servers"]).resolve() == Path(servers) and tools["mcp_tools"] == ["add"]
+    assert tools["names"] == [] and "-> rollout.tools.mcp_servers" in notes and "must describe" not in notes
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump({k: v for k, v in out.recipe.items() if k != "model"}))
+    cfg = load_config(recipe)
+    assert [t["function"]["name"] for t in cfg.data.chat_template_kwargs["tools"]] == ["add"]
+    (tmp_path / "servers.json").unlink()
+    out = convert("verl", script)
+    assert "mcp_servers" not in out.recipe["rollout"]["tools"]
+    assert "its servers file './servers.json' is not here; left out" in "\n".join(out.notes)

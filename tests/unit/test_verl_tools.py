@@ -353,7 +353,7 @@ def test_an_episode_with_no_call_has_reward_zero_and_an_empty_list(verl_file):
         (
             [{"class_name": "{m}.AnswerTool", "config": {"type": "mcp"}}],
             [],
-            "is of type mcp; only native tools",
+            "is of type mcp; only native tools run from a verl tool config (MCP servers' tools: rollout.tools.mcp_servers=its",
         ),
         ([{"config": {"type": "native"}}], [], "tool 0 has no class_name (module.Class)"),
         (
