@@ -1,6 +1,6 @@
 """What an eval's rollouts run with, from `reasonrl eval`'s options and, for a run directory or checkpoint,
 its recipe: the tools (`--tools`, `--tool-function`, `--tool-environment`, `--tool-verl-config`,
-`--search-url`; rollout.tools),
+`--tool-mcp-servers`, `--search-url`; rollout.tools),
 feedback between attempts (`--interaction`; rollout.interaction) and an OpenRLHF agent (`--agent`;
 rollout.agent). Each is checked here, a ConfigError naming the option before any model loads. Does not own:
 the features themselves (`rollout`), or the rest of the eval's options (`cli.evaluate`).
@@ -15,17 +15,19 @@ def tool_args(args) -> dict:
         "functions": getattr(args, "tool_function", ()),
         "environments": getattr(args, "tool_environment", ()),
         "verl_config": getattr(args, "tool_verl_config", None),
+        "mcp_servers": getattr(args, "tool_mcp_servers", None),
     }
 
 
 def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final: bool = True,
-              functions: list[str] = (), environments: list[str] = (), verl_config: str | None = None):  # fmt: skip
+              functions: list[str] = (), environments: list[str] = (), verl_config: str | None = None, mcp_servers: str | None = None):  # fmt: skip
     """The tool settings of an eval (`--tools`): the named format, else the run's own `rollout.tools`
     (`cfg`), else None (off); 'off' turns a run's off. `--search-url` adds the search tool (a format
     with a tool of its own, search_r1, calls that one alone); with no tools to add it to, a ConfigError
     (`final`: `cfg` is the run's config, or the model is not a run). `--tool-function`s join the tools' own;
     `--tool-environment` (SPEC, or NAME=SPEC each) is the environment (rollout.tools.environment);
-    `--tool-verl-config` verl's tool classes (rollout.tools.verl_config)."""
+    `--tool-verl-config` verl's tool classes (rollout.tools.verl_config); `--tool-mcp-servers` MCP servers'
+    tools (rollout.tools.mcp_servers)."""
     from dataclasses import replace
 
     from reasonrl.config import ConfigError, ToolsConfig
@@ -48,10 +50,10 @@ def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final:
     if tools is None and search_url and (final or given == "off"):
         raise ConfigError("--search-url: no tools to search with (--tools search_r1 or hermes, or a run with "
                           "rollout.tools)")  # fmt: skip
-    if (functions or environments or verl_config) and tools is None and final:
-        flag = (
-            "--tool-function" if functions else "--tool-environment" if environments else "--tool-verl-config"
-        )
+    given = {"--tool-function": functions, "--tool-environment": environments, "--tool-verl-config": verl_config,
+             "--tool-mcp-servers": mcp_servers}  # fmt: skip
+    if any(given.values()) and tools is None and final:
+        flag = next(k for k, v in given.items() if v)
         raise ConfigError(f"{flag}: no tools to add it to (--tools hermes, or a run with rollout.tools)")
     if functions and tools is not None:
         tools = replace(tools, functions=list(dict.fromkeys([*tools.functions, *functions])))
@@ -60,6 +62,8 @@ def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final:
         tools = replace(tools, environment=named[""] if list(named) == [""] else named)
     if verl_config and tools is not None:
         tools = replace(tools, verl_config=verl_config, environment=None)
+    if mcp_servers and tools is not None:
+        tools = replace(tools, mcp_servers=mcp_servers)
     if tools is not None and search_url:
         names = tools.names if "search" in tools.names else [*tools.names, "search"]
         tools = replace(tools, names=names, search=replace(tools.search, url=search_url))

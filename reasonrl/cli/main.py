@@ -211,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--tool-verl-config", default=None, metavar="PATH",
                    help="verl's tool config file (tools: [{class_name, config, tool_schema}]): its classes are the tools "
                    "the model may call (rollout.tools.verl_config), with --tools hermes")  # fmt: skip
+    e.add_argument("--tool-mcp-servers", default=None, metavar="PATH",
+                   help="an MCP servers file ({mcpServers: {name: {command, args, env}}}): their tools are the tools the "
+                   "model may call (rollout.tools.mcp_servers), with --tools hermes")  # fmt: skip
     e.add_argument("--search-url", default=None, metavar="URL",
                    help="the search tool's retrieval service (Search-R1's API), for --tools search_r1 or hermes calls "
                    "named search (default: a run's own rollout.tools.search.url)")  # fmt: skip

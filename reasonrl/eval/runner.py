@@ -69,7 +69,7 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
     from reasonrl.rewards import check_routable
     from reasonrl.rollout.function_tools import with_function_schemas
 
-    if tools is not None and tools.functions:  # their schemas in every prompt, as in training
+    if tools is not None:  # the functions' and MCP tools' schemas in every prompt, as in training
         template_kwargs = with_function_schemas(dict(template_kwargs or {}), tools)
     files, overrides = dict(files or {}), dict(overrides or {})
     work = []

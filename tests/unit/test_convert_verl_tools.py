@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from reasonrl.config import load_config
@@ -128,6 +129,7 @@ def test_an_mcp_entry_names_its_servers_file(tmp_path):
     """verl's MCP entry (`type: mcp`, verl's own example's shape) -> rollout.tools.mcp_servers (the servers file
     beside the tool config) and mcp_tools (its tool_selected_list); the converted recipe loads, the server's
     picked tool in its prompts."""
+    pytest.importorskip("mcp")
     from test_mcp_tools import servers_file
 
     servers = servers_file(tmp_path)

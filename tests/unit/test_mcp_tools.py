@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from test_tool_rollouts import _ALPHABET, Scripted
@@ -18,64 +19,11 @@ from reasonrl.rollout.mcp_tools import McpTools, describe
 from reasonrl.rollout.tools import ToolRolloutEngine
 
 pytest.importorskip("mcp")
-
-SERVER = r"""
-import json, os, sys, time
-
-ADD = sys.argv[1] if len(sys.argv) > 1 else "add"  # (the add tool's name)
-TOOLS = [
-    {"name": ADD, "description": "Add two numbers.",
-     "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                     "required": ["a", "b"]}},
-    {"name": "fail", "description": "Always fails.", "inputSchema": {"type": "object", "properties": {}}},
-    {"name": "pid", "description": "This server's process.", "inputSchema": {"type": "object"}},
-    {"name": "slow", "description": "Sleep.", "inputSchema": {"type": "object"}},
-    {"name": "answer", "description": "Says the answer.", "inputSchema": {"type": "object"}},
-]
-
-def reply(id_, result=None, error=None):
-    msg = {"jsonrpc": "2.0", "id": id_, **({"error": error} if error else {"result": result})}
-    sys.stdout.write(json.dumps(msg) + "\n")
-    sys.stdout.flush()
-
-def text(t, error=False):
-    return {"content": [{"type": "text", "text": t}], "isError": error}
-
-for line in sys.stdin:
-    req = json.loads(line)
-    method, id_ = req.get("method"), req.get("id")
-    if id_ is None:  # a notification
-        continue
-    if method == "initialize":
-        reply(id_, {"protocolVersion": req["params"]["protocolVersion"], "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "test", "version": "1"}})
-    elif method == "tools/list":
-        reply(id_, {"tools": TOOLS})
-    elif method == "tools/call":
-        name, args = req["params"]["name"], req["params"].get("arguments") or {}
-        if name == ADD:
-            reply(id_, text(str(args["a"] + args["b"])))
-        elif name == "fail":
-            reply(id_, text("the service is down", error=True))
-        elif name == "pid":
-            reply(id_, text(str(os.getpid())))
-        elif name == "slow":
-            time.sleep(float(args.get("s", 0)))
-            reply(id_, {"content": [{"type": "image", "data": "", "mimeType": "image/png"},
-                                    {"type": "text", "text": "slept"}], "isError": False})
-        else:
-            reply(id_, text("it is \\boxed{7}"))
-    elif method == "ping":
-        reply(id_, {})
-    else:
-        reply(id_, error={"code": -32601, "message": "no method " + method})
-"""
+SERVER = str(Path(__file__).parents[1] / "mcp_server.py")  # (run by the tests' MCP clients)
 
 
 def servers_file(tmp_path, servers: dict | None = None) -> str:
-    script = tmp_path / "mcp_server.py"
-    script.write_text(SERVER)
-    servers = servers or {"calc": {"command": sys.executable, "args": [str(script)]}}
+    servers = servers or {"calc": {"command": sys.executable, "args": [SERVER]}}
     path = tmp_path / "servers.json"
     path.write_text(json.dumps({"mcpServers": servers}))
     return str(path)
@@ -179,7 +127,7 @@ def test_a_hermes_call_names_an_mcp_tool_and_its_output_is_no_answer_of_the_mode
 )
 def test_what_cannot_work_is_named_when_the_recipe_loads(tmp_path, servers, extra, message):
     if servers is not None:
-        servers = json.loads(json.dumps(servers).replace("{script}", str(tmp_path / "mcp_server.py")))
+        servers = json.loads(json.dumps(servers).replace("{script}", SERVER))
     path = servers_file(tmp_path, servers)
     args = ["rollout.tools.enabled=true", "rollout.tools.format=hermes", "rollout.tools.names=[]",
             f"rollout.tools.mcp_servers={path}", *extra]  # fmt: skip
