@@ -70,5 +70,7 @@ def test_eval_calls_an_mcp_servers_tool(tmp_path, monkeypatch):
     assert len(samples) == 8 and all(s["tool_calls"] == ["success"] for s in samples)
     assert seen  # (the engine was asked)
     setup = json.loads((tmp_path / "out" / "samples.setup.json").read_text())
-    assert setup["tools"]["mcp_servers"] == tools.mcp_servers  # recorded: a resume with other tools is refused
+    assert (
+        setup["tools"]["mcp_servers"] == tools.mcp_servers
+    )  # recorded: a resume with other tools is refused
     assert '"name": "add_one"' in (tmp_path / "out" / "results.md").read_text()  # the schema the prompts got
