@@ -188,6 +188,6 @@ def _mcp_entry(tool, path: Path, out: Converted, read: list[str]) -> bool:
     out.set("rollout.tools.mcp_servers", str(file))
     if mcp.get("tool_selected_list"):
         out.set("rollout.tools.mcp_tools", [str(t) for t in mcp["tool_selected_list"]])
-    read.append(f"the MCP servers of {file} -> rollout.tools.mcp_servers (servers started over stdio; one "
-                "reached by URL is refused when the recipe loads)")  # fmt: skip
+    read.append(f"the MCP servers of {file} -> rollout.tools.mcp_servers (started over stdio, or reached over "
+                "streamable HTTP with their auth_token)")  # fmt: skip
     return True

@@ -3,11 +3,12 @@ name from Hermes calls like any other tool, as verl's MCP tools (`type: mcp`) an
 
 `rollout.tools.mcp_servers` names a JSON or YAML file in the servers format MCP clients share (Claude
 Desktop's, verl's `mcp_servers_config_path`): `{"mcpServers": {name: {"command": ..., "args": [...],
-"env": {...}, "cwd": ...}}}`. Each server is started over stdio: once when the recipe loads, to list its
-tools (their names, descriptions and input schemas become the prompts' tool schemas), and once in each worker
-process, which keeps its sessions open for the run. `rollout.tools.mcp_tools` picks some of the tools
-(verl's `tool_selected_list`; empty: all). Servers reached by URL are refused (no network here to test
-them against).
+"env": {...}, "cwd": ...} or {"url": ..., "headers": {...}}}}` (a server started over stdio, or one reached
+over streamable HTTP; verl's `auth_token` is sent as a bearer token). Each server is reached once when the
+recipe loads, to list its tools (their names, descriptions and input schemas become the prompts' tool
+schemas), and once from each worker process, which keeps its sessions open for the run (a stdio server: one
+started per process). `rollout.tools.mcp_tools` picks some of the tools (verl's `tool_selected_list`;
+empty: all).
 
 A call is `session.call_tool(name, arguments)`; the model sees the result's text contents joined (an image or
 other content as `[image]`; structured content as JSON where there is no text), or, when the server says
@@ -49,18 +50,31 @@ def servers(path: str) -> dict[str, dict]:
         raise ValueError(f"{path}: not an MCP servers file ({str(e).splitlines()[0]})") from None
     if not isinstance(got, dict) or not got:
         raise ValueError(f'{path}: no "mcpServers" mapping of server name to {{command, args, env}}')
-    out = {}
-    for name, spec in got.items():
-        if not isinstance(spec, dict) or not isinstance(spec.get("command"), str):
-            what = "reached by URL: only servers started over stdio run here" if isinstance(spec, dict) and (
-                spec.get("url") or spec.get("serverUrl")) else "has no command"  # fmt: skip
-            raise ValueError(f"{path}: server {name!r} {what}")
-        args, env = spec.get("args") or [], spec.get("env") or {}
-        if not isinstance(args, list) or not isinstance(env, dict):
-            raise ValueError(f"{path}: server {name!r}: args must be a list and env a mapping")
-        out[str(name)] = {"command": spec["command"], "args": [str(a) for a in args],
-                          "env": {str(k): str(v) for k, v in env.items()}, "cwd": spec.get("cwd")}  # fmt: skip
-    return out
+    return {str(name): _server(path, str(name), spec) for name, spec in got.items()}
+
+
+def _server(path: str, name: str, spec) -> dict:
+    """One server's entry: {command, args, env, cwd} (stdio) or {url, headers} (streamable HTTP; verl's
+    `auth_token` as a bearer token); ValueError naming it."""
+    if isinstance(spec, dict) and (spec.get("url") or spec.get("serverUrl")):
+        kind = str(spec.get("type") or spec.get("transport") or "http").lower().replace("_", "-")
+        if kind not in ("http", "streamable-http", "streamablehttp"):
+            raise ValueError(f"{path}: server {name!r} uses the {kind} transport; URLs are served over streamable "
+                             f"HTTP here (MCP's SSE transport is deprecated)")  # fmt: skip
+        headers = spec.get("headers") or {}
+        if not isinstance(headers, dict):
+            raise ValueError(f"{path}: server {name!r}: headers must be a mapping")
+        headers = {str(k): str(v) for k, v in headers.items()}
+        if spec.get("auth_token"):  # (verl's servers file)
+            headers.setdefault("Authorization", f"Bearer {spec['auth_token']}")
+        return {"url": str(spec.get("url") or spec["serverUrl"]), "headers": headers}
+    if not isinstance(spec, dict) or not isinstance(spec.get("command"), str):
+        raise ValueError(f"{path}: server {name!r} has no command (a server started over stdio) or url")
+    args, env = spec.get("args") or [], spec.get("env") or {}
+    if not isinstance(args, list) or not isinstance(env, dict):
+        raise ValueError(f"{path}: server {name!r}: args must be a list and env a mapping")
+    return {"command": spec["command"], "args": [str(a) for a in args],
+            "env": {str(k): str(v) for k, v in env.items()}, "cwd": spec.get("cwd")}  # fmt: skip
 
 
 async def _open(stack: AsyncExitStack, spec: dict):
@@ -70,12 +84,25 @@ async def _open(stack: AsyncExitStack, spec: dict):
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    env = {**os.environ, **spec["env"]} if spec["env"] else None
-    params = StdioServerParameters(command=spec["command"], args=spec["args"], env=env, cwd=spec["cwd"])
-    read, write = await stack.enter_async_context(stdio_client(params))
-    session = await stack.enter_async_context(ClientSession(read, write))
+    if "url" in spec:
+        streams = await stack.enter_async_context(_http(spec))
+    else:
+        env = {**os.environ, **spec["env"]} if spec["env"] else None
+        params = StdioServerParameters(command=spec["command"], args=spec["args"], env=env, cwd=spec["cwd"])
+        streams = await stack.enter_async_context(stdio_client(params))
+    session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
     await session.initialize()
     return session
+
+
+def _http(spec: dict):
+    """The streamable-HTTP transport to `spec["url"]` with its headers (mcp 2's client, or mcp 1's)."""
+    from mcp.client import streamable_http
+
+    if hasattr(streamable_http, "streamable_http_client"):
+        client = streamable_http.create_mcp_http_client(headers=spec["headers"])
+        return streamable_http.streamable_http_client(spec["url"], http_client=client)
+    return streamable_http.streamablehttp_client(spec["url"], headers=spec["headers"])
 
 
 def _schema(tool) -> dict:

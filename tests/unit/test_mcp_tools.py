@@ -40,6 +40,33 @@ def test_the_servers_tools_are_listed_with_their_schemas(tmp_path):
     assert list(describe(path, ("pid", "add"))) == ["pid", "add"]  # picked, in the order picked
 
 
+@pytest.fixture
+def http_mcp():
+    """The URL of a streamable-HTTP MCP server (tests/mcp_server.py's) that wants the bearer token "tok"."""
+    sys.path.insert(0, str(Path(SERVER).parent))
+    try:
+        from mcp_server import http_server
+    finally:
+        sys.path.remove(str(Path(SERVER).parent))
+    url, server = http_server("tok")
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_server_reached_over_http_serves_its_tools_with_verls_auth_token(tmp_path, http_mcp):
+    """verl's servers file shape ({url, auth_token}): the token travels as a bearer token (the server refuses
+    requests without it), the tools are listed and called from the worker processes."""
+    path = servers_file(tmp_path, {"remote": {"url": http_mcp, "auth_token": "tok"}})
+    assert list(describe(path, ("add",))) == ["add"]
+    tools = McpTools(path, ("add", "fail"), 2, 5.0)
+    try:
+        assert tools.run([("add", {"a": 2, "b": 40}), ("fail", {})]) == [
+            ("42", "success"), ("{'error': 'the service is down'}", "error")]  # fmt: skip
+    finally:
+        tools.close()
+
+
 def test_calls_run_in_each_process_own_session_side_by_side(tmp_path):
     tools = McpTools(servers_file(tmp_path), (), 2, 3.0)
     try:
@@ -109,10 +136,16 @@ def test_a_hermes_call_names_an_mcp_tool_and_its_output_is_no_answer_of_the_mode
             "servers 'a' and 'b' both have a tool named 'add'",
         ),  # fmt: skip
         (
-            {"web": {"url": "http://localhost:1/mcp"}},
+            {"web": {"url": "http://localhost:1/sse", "type": "sse"}},
             [],
-            "server 'web' reached by URL: only servers started over stdio",
+            "server 'web' uses the sse transport; URLs are served over streamable HTTP here",
         ),
+        (
+            {"web": {"url": "{url}", "auth_token": "wrong"}},
+            [],
+            "server 'web' did not start or list its tools",
+        ),
+        ({"odd": {"args": ["x"]}}, [], "server 'odd' has no command (a server started over stdio) or url"),
         (
             {"gone": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]}},
             [],
@@ -125,9 +158,9 @@ def test_a_hermes_call_names_an_mcp_tool_and_its_output_is_no_answer_of_the_mode
         ),  # fmt: skip
     ],
 )
-def test_what_cannot_work_is_named_when_the_recipe_loads(tmp_path, servers, extra, message):
+def test_what_cannot_work_is_named_when_the_recipe_loads(tmp_path, http_mcp, servers, extra, message):
     if servers is not None:
-        servers = json.loads(json.dumps(servers).replace("{script}", SERVER))
+        servers = json.loads(json.dumps(servers).replace("{script}", SERVER).replace("{url}", http_mcp))
     path = servers_file(tmp_path, servers)
     args = ["rollout.tools.enabled=true", "rollout.tools.format=hermes", "rollout.tools.names=[]",
             f"rollout.tools.mcp_servers={path}", *extra]  # fmt: skip
