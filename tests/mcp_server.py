@@ -1,7 +1,8 @@
 """An MCP server for the tests, in plain JSON-RPC (the protocol, no SDK): tools add (a + b, or x + 1; its name is
 argv[1] where given), fail (the server says it failed), pid, slow (sleeps s seconds) and answer (writes an
 answer). `python mcp_server.py [NAME]` serves over stdio, one request at a time; `http_server(token)` serves
-streamable HTTP (plain JSON replies) on a local port from a thread, each request needing the bearer token."""
+streamable HTTP (plain JSON replies) on a local port from a thread, each request needing the bearer token
+(`python mcp_server.py --http TOKEN`: from a process of its own, its URL printed first)."""
 
 from __future__ import annotations
 
@@ -94,12 +95,20 @@ def http_server(token: str):
         def do_DELETE(self):
             self._send(200)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        request_queue_size = 256  # (a round's calls arrive at once)
+
+    server = Server(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}/mcp", server
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--http"]:  # `--http TOKEN`: serve HTTP until killed, the URL on the first line
+        url, server = http_server(sys.argv[2])
+        print(url, flush=True)
+        server.serve_forever()  # (beside the thread's: both serve)
+        return
     add = sys.argv[1] if len(sys.argv) > 1 else "add"
     for line in sys.stdin:
         got = answer(json.loads(line), add)
