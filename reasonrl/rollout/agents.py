@@ -201,7 +201,7 @@ class Agents(InstancePool):
 
     def __init__(self, cfg) -> None:
         agent_class(cfg.path)  # here first: an error names the file before any process starts
-        super().__init__({"": cfg.path}, _handle, cfg.workers, cfg.timeout_s, "rollout.agent", _handle_async)
+        super().__init__({"": cfg.path}, _handle, _handle_async, cfg.workers, cfg.timeout_s, "rollout.agent")
         self.spec = cfg.path
 
 

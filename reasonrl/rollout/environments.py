@@ -219,7 +219,7 @@ class Environments(InstancePool):
     def __init__(self, setting, workers: int = 4, timeout_s: float = 5.0) -> None:
         self.described = describe(setting)
         named = {name: d["spec"] for name, d in self.described.items()}
-        super().__init__(named, _handle, workers, timeout_s, "rollout.tools.environment", _handle_async)
+        super().__init__(named, _handle, _handle_async, workers, timeout_s, "rollout.tools.environment")
 
     def begin(self, rows: list[tuple[str, dict]]) -> tuple[list[int], list[tuple[str, object]]]:
         """Keys of new rollouts, one per (environment, reset arguments), and each reset's (status, value)."""

@@ -1,17 +1,21 @@
 """Worker processes holding each rollout's own instance of a user's class: TRL's environments
-(`rollout.environments`) and OpenRLHF's agents (`rollout.agents`), stateful across the calls of one
-rollout, the user's code kept out of the trainer's process.
+(`rollout.environments`), OpenRLHF's agents (`rollout.agents`), verl's interactions and tools
+(`rollout.verl_interactions`, `rollout.verl_tools`) and MCP sessions (`rollout.mcp_tools`), stateful across the
+calls of one rollout, the user's code kept out of the trainer's process.
 
 Owns: the processes (forkserver, started when first asked, each saying it is ready before its first request's
-time limit starts), one request at a time per process and one reply each, a rollout's requests all going to
-one process (its key modulo the processes), the time limit of each request, and a process that passes it or
-dies: killed and replaced, the rollouts whose instances it held lost (their later requests answer `LOST`),
-never the run (a pool given a `concurrent` handler, a coroutine function, runs a process's requests of
-one `ask` side by side on its event loop, each rollout's in order); and what its users share: `run_in_loop` (the process's one event loop), `shared_reset` (the one prompt a row's resets agree on) and
-`finite_number` (a number a user's class returned). Does not own: what a request does (each user of the pool passes its own handler: a module
-function `handler(op, key, args, named, state)`, where `named` is {name: spec} of the classes and `state` a
-dict the handler keeps in its process; op "start" comes once, before the process says it is ready, to
-import the classes) or the keys' meaning.
+time limit starts), a rollout's requests all going to one process (its key modulo the processes), each
+process's requests of one `ask` sent at once and run side by side on its one event loop (each rollout's in
+order; a reply as each ends), the time limit of each request (an awaited one past it is cancelled: that
+request times out, the process goes on), and a process that blocks past it or dies: killed and replaced, the
+rollouts whose instances it held lost (their later requests answer `LOST`), never the run; and what its users
+share: `run_in_loop` (the process's one event loop), `maybe_awaited` (a user's method, async or plain),
+`shared_reset` (the one prompt a row's resets agree on) and `finite_number` (a number a user's class
+returned). Does not own: what a request does (each user of the pool passes its own handlers, module
+functions: `handler(op, key, args, named, state)`, called once with op "start" before the process says it
+is ready, to import the classes, where `named` is {name: spec} of the classes and `state` a dict the handlers
+keep in the process; and the coroutine function `concurrent(op, key, args, named, state)` for every request)
+or the keys' meaning.
 """
 
 from __future__ import annotations
@@ -24,14 +28,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 STARTUP_S = 120  # for a worker process to start (the forkserver's first start imports Python's own modules)
 STARTS = "reset"  # the request that makes a rollout's instance: its key now lives in that process
-BATCH = "batch"  # a worker's requests of one `ask` sent at once (a pool with a concurrent handler)
+BATCH = "batch"  # a worker's requests of one `ask`, sent at once
 MARGIN_S = 2.0  # beyond a request's time limit, for its reply to arrive (a batch: since the last reply)
 LOST = "the state of this rollout was lost (an earlier request of it timed out or killed its process)"
 
 
-def _serve(conn, handler, named: dict[str, str], path: list[str], concurrent=None) -> None:
-    """A worker process: the instances of its rollouts, by key; one request at a time, one reply each (or,
-    with a `concurrent` handler, a batch of requests at once: `_serve_batch`)."""
+def _serve(conn, handler, concurrent, named: dict[str, str], path: list[str]) -> None:
+    """A worker process: the instances of its rollouts, by key; a batch of requests at a time (`_serve_batch`)."""
     sys.path[:] = path
     state: dict = {}
     try:  # the user's classes imported before the first request's time limit starts
@@ -42,23 +45,17 @@ def _serve(conn, handler, named: dict[str, str], path: list[str], concurrent=Non
     conn.send(("ready", None))
     while True:
         try:
-            op, key, *args = conn.recv()
+            op, *args = conn.recv()
         except (EOFError, OSError):
             return
-        if op == "stop":
+        if op != BATCH:  # "stop"
             return
-        if op == BATCH:
-            _serve_batch(conn, concurrent, *args, named, state)
-            continue
-        try:
-            reply = ("ok", handler(op, key, args, named, state))
-        except Exception as e:  # noqa: BLE001 - the user's code, or the model's arguments: named in the reply
-            reply = _error(e)
-        conn.send(reply)
+        _serve_batch(conn, concurrent, *args, named, state)
 
 
 def _error(e: Exception) -> tuple[str, str]:
-    # (an error whose text alone says little: a missing key's is the key)
+    """The reply of a request that raised (the user's code, or the model's arguments): its error, named where
+    its text alone says little (a missing key's is the key)."""
     named = isinstance(e, (TypeError, KeyError, IndexError, AttributeError)) or not str(e)
     return "error", f"{type(e).__name__}: {e}".rstrip(": ") if named else str(e)
 
@@ -75,7 +72,7 @@ def _serve_batch(conn, concurrent, requests: list[tuple], timeout_s: float, name
             reply = ("ok", await asyncio.wait_for(concurrent(op, key, args, named, state), timeout_s))
         except TimeoutError:
             reply = ("timeout", f"timed out after {timeout_s:g} s")
-        except Exception as e:  # noqa: BLE001 - as `_serve`
+        except Exception as e:  # noqa: BLE001 - the user's code, or the model's arguments: named in the reply
             reply = _error(e)
         conn.send((i, *reply))
 
@@ -137,17 +134,17 @@ def shared_reset(replies: list[tuple[str, object]], where: str, noun: str, whose
 
 
 class _Worker:
-    """One worker process and its pipe; a request past the time limit, or a process that dies, restarts it
+    """One worker process and its pipe; a batch that passes the time limit, or a process that dies, restarts it
     (the keys it held are lost)."""
 
-    def __init__(self, named: dict[str, str], handler, ctx, what: str, concurrent=None) -> None:
-        self.named, self.handler, self.ctx, self.what, self.keys = named, handler, ctx, what, set()
-        self.concurrent = concurrent
+    def __init__(self, named: dict[str, str], handler, concurrent, ctx, what: str) -> None:
+        self.named, self.handler, self.concurrent, self.ctx, self.what = named, handler, concurrent, ctx, what
+        self.keys: set[int] = set()
         self._start()
 
     def _start(self) -> None:
         parent, child = self.ctx.Pipe()
-        args = (child, self.handler, self.named, list(sys.path), self.concurrent)
+        args = (child, self.handler, self.concurrent, self.named, list(sys.path))
         self.proc = self.ctx.Process(target=_serve, args=args, daemon=True)
         self.proc.start()
         child.close()
@@ -159,18 +156,6 @@ class _Worker:
         if status != "ready":
             self.stop(kill=True)
             raise RuntimeError(f"{self.what}: a worker process could not load it ({why})")
-
-    def ask(self, msg: tuple, timeout_s: float) -> tuple[str, object, set[int]]:
-        """(status, value, keys lost) of one request."""
-        try:
-            self.conn.send(msg)
-            if self.conn.poll(timeout_s):
-                status, value = self.conn.recv()
-                return status, value, set()
-            status, value = "timeout", f"timed out after {timeout_s:g} s"
-        except (EOFError, OSError):
-            status, value = "error", f"the process of {self.what} failed"
-        return status, value, self._restart()
 
     def _restart(self) -> set[int]:
         """A fresh process; the keys the old one held (lost)."""
@@ -185,7 +170,7 @@ class _Worker:
         each rollout left unanswered gets the timeout or the failure, its later ones are lost."""
         out: list = [None] * len(msgs)
         try:
-            self.conn.send((BATCH, -1, msgs, timeout_s))
+            self.conn.send((BATCH, msgs, timeout_s))
             while True:
                 if not self.conn.poll(timeout_s + MARGIN_S):
                     status, value = "timeout", f"timed out after {timeout_s:g} s"
@@ -206,7 +191,7 @@ class _Worker:
     def stop(self, kill: bool = False) -> None:
         if not kill:
             try:
-                self.conn.send(("stop", 0))
+                self.conn.send(("stop",))
             except OSError:
                 pass
             self.proc.join(timeout=5)
@@ -217,12 +202,13 @@ class _Worker:
 
 
 class InstancePool:
-    """`workers` processes serving `handler` for the classes `named` ({name: spec}), each request under
-    `timeout_s`; `what` names the setting in errors. Create once per engine; `close` stops the processes."""
+    """`workers` processes serving the handlers `handler` ("start") and `concurrent` (every request, a coroutine
+    function) for the classes `named` ({name: spec}), each request under `timeout_s`; `what` names the setting
+    in errors. Create once per engine; `close` stops the processes."""
 
-    def __init__(self, named: dict[str, str], handler, workers: int = 4, timeout_s: float = 5.0,
-                 what: str = "rollout.tools.environment", concurrent=None) -> None:  # fmt: skip
-        self.named, self.handler, self.what, self.concurrent = named, handler, what, concurrent
+    def __init__(self, named: dict[str, str], handler, concurrent, workers: int = 4, timeout_s: float = 5.0,
+                 what: str = "rollout.tools.environment") -> None:  # fmt: skip
+        self.named, self.handler, self.concurrent, self.what = named, handler, concurrent, what
         self.workers, self.timeout_s = workers, float(timeout_s)
         self._pool: list[_Worker] | None = None
         self._keys = itertools.count()
@@ -233,7 +219,7 @@ class InstancePool:
             import multiprocessing
 
             ctx = multiprocessing.get_context("forkserver")
-            self._pool = [_Worker(self.named, self.handler, ctx, self.what, self.concurrent)
+            self._pool = [_Worker(self.named, self.handler, self.concurrent, ctx, self.what)
                           for _ in range(self.workers)]  # fmt: skip
         return self._pool
 
@@ -241,26 +227,12 @@ class InstancePool:
         return [next(self._keys) for _ in range(count)]
 
     def ask(self, requests: list[tuple]) -> list[tuple[str, object]]:
-        """(status, value) of each request (op, key, ...): each worker's in order, the workers side by side."""
+        """(status, value) of each request (op, key, ...): each process's at once (each rollout's in order, the
+        rollouts' side by side), the processes side by side."""
         pool = self._workers()
         out: list = [None] * len(requests)
 
         def serve(w: int) -> None:
-            if self.concurrent is not None:
-                return serve_batch(w)
-            for i, msg in enumerate(requests):
-                if msg[1] % len(pool) != w:
-                    continue
-                if msg[1] in self.lost:
-                    out[i] = ("error", LOST)
-                    continue
-                if msg[0] == STARTS:
-                    pool[w].keys.add(msg[1])
-                status, value, lost = pool[w].ask(msg, self.timeout_s)
-                self.lost |= lost
-                out[i] = (status, value)
-
-        def serve_batch(w: int) -> None:  # (the handler's calls side by side in the process)
             mine = [i for i, msg in enumerate(requests) if msg[1] % len(pool) == w]
             todo = [i for i in mine if requests[i][1] not in self.lost]
             for i in set(mine) - set(todo):

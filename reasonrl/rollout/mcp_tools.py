@@ -114,21 +114,21 @@ def _schema(tool) -> dict:
 
 
 async def _listed(path: str) -> dict[str, tuple[str, dict]]:
+    """{tool name: (server, schema)} of every server's tools, each server started (or reached) once."""
     named = servers(path)
     found: list[tuple[str, list]] = []
-    failed: tuple[str, BaseException] | None = None
+    trying: str | None = None  # the server being started
     try:
         async with AsyncExitStack() as stack:
-            for server, spec in named.items():
-                failed = (server, None)
+            for trying, spec in named.items():
                 session = await _open(stack, spec)
-                found.append((server, (await session.list_tools()).tools))
-            failed = None
+                found.append((trying, (await session.list_tools()).tools))
+            trying = None
     except Exception as e:  # noqa: BLE001 - the user's server (its client's errors come grouped): named
         while isinstance(e, BaseExceptionGroup) and e.exceptions:
             e = e.exceptions[0]
-        if failed is not None:
-            raise ValueError(f"{path}: server {failed[0]!r} did not start or list its tools "
+        if trying is not None:
+            raise ValueError(f"{path}: server {trying!r} did not start or list its tools "
                              f"({type(e).__name__}: {e})") from None  # fmt: skip
     out: dict[str, tuple[str, dict]] = {}
     for server, tools in found:
@@ -158,8 +158,8 @@ def describe(path: str, selected: tuple[str, ...] = ()) -> dict[str, tuple[str, 
 
 
 def _handle(op: str, key: int, args: list, named: dict, state: dict):
-    """ "start" (a worker process, before it is ready): its sessions with every server, opened by a task that
-    holds them for the process's life on its one event loop."""
+    """At "start" (a worker process, before it is ready): its sessions with every server, opened by a task
+    that holds them for the process's life on its one event loop; the other requests run there too."""
     import asyncio
 
     if op != "start":
@@ -208,7 +208,7 @@ class McpTools(InstancePool):
 
     def __init__(self, path: str, selected=(), workers: int = 4, timeout_s: float = 5.0) -> None:
         self.described = describe(path, tuple(selected))
-        super().__init__({"": path}, _handle, workers, timeout_s, "rollout.tools.mcp_servers", _handle_async)
+        super().__init__({"": path}, _handle, _handle_async, workers, timeout_s, "rollout.tools.mcp_servers")
 
     @property
     def names(self) -> list[str]:

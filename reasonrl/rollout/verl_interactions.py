@@ -141,7 +141,7 @@ class VerlInteractions(InstancePool):
         self.names = list(interaction_specs(path))
         load_classes(path)  # here first: an error names the file before any process starts
         super().__init__(
-            {"": path}, _handle, workers, timeout_s, "rollout.interaction.verl_config", _handle_async
+            {"": path}, _handle, _handle_async, workers, timeout_s, "rollout.interaction.verl_config"
         )
 
 

@@ -263,8 +263,9 @@ class VerlTools(Environments):
 
     def __init__(self, path: str, workers: int = 4, timeout_s: float = 5.0) -> None:
         self.described = describe(path)
-        InstancePool.__init__(self, {"": path}, _handle, workers, timeout_s, "rollout.tools.verl_config",
-                              concurrent=_handle_async)  # fmt: skip
+        InstancePool.__init__(
+            self, {"": path}, _handle, _handle_async, workers, timeout_s, "rollout.tools.verl_config"
+        )
 
     @staticmethod
     def shown_error(text: str) -> str:
