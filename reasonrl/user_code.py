@@ -5,7 +5,9 @@ path (`package.module.function`), as reward functions (`verl_function`, `openrlh
 Owns: importing a file once per process and file version (`load_function`), resolving an import path
 with the working directory on `sys.path`, as TRL imports its `--reward_funcs` (`load_callable`), and
 running what an async function returned to its end (`awaited`), whether a module is installed (`installed`) and a
-stand-in for one that is not (`stand_in`: a user's class written against verl or OpenRLHF gets its base).
+stand-in for one that is not (`stand_in`: a user's class written against verl or OpenRLHF gets its base), and
+the entry of a file listing the user's classes or servers (`listed_in`: verl's tool and interaction configs,
+an MCP servers file).
 Does not own: calling them (the verifiers, `rollout.function_tools`) or their time limits.
 """
 
@@ -116,3 +118,20 @@ def awaited(value):
         return await value
 
     return asyncio.run(wait())
+
+
+def listed_in(path: str, key: str, what: str):
+    """The value at `key` of the YAML (or JSON) file `path` (a file listing a user's classes or servers), or
+    ValueError naming the file: missing, not `what` (unreadable), or without a non-empty `key`."""
+    import yaml
+
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"{path}: no such file")
+    try:
+        got = (yaml.safe_load(file.read_text(encoding="utf-8")) or {}).get(key)
+    except (yaml.YAMLError, AttributeError) as e:
+        raise ValueError(f"{path}: not {what} ({str(e).splitlines()[0]})") from None
+    if not got:
+        raise ValueError(f"{path}: no {key!r} entry")
+    return got

@@ -37,19 +37,13 @@ INSTALL = "pip install 'reasonrl[mcp]'"
 
 def servers(path: str) -> dict[str, dict]:
     """{name: {command, args, env, cwd}} of the servers file; ValueError naming the file and the server."""
-    from pathlib import Path
+    from reasonrl.user_code import listed_in
 
-    import yaml
-
-    file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"{path}: no such file")
-    try:
-        got = (yaml.safe_load(file.read_text(encoding="utf-8")) or {}).get("mcpServers")
-    except (yaml.YAMLError, AttributeError) as e:  # (YAML reads JSON too)
-        raise ValueError(f"{path}: not an MCP servers file ({str(e).splitlines()[0]})") from None
-    if not isinstance(got, dict) or not got:
-        raise ValueError(f'{path}: no "mcpServers" mapping of server name to {{command, args, env}}')
+    got = listed_in(path, "mcpServers", "an MCP servers file")  # (YAML reads JSON too)
+    if not isinstance(got, dict):
+        raise ValueError(
+            f'{path}: no "mcpServers" mapping of server name to {{command, args, env}} or {{url}}'
+        )
     return {str(name): _server(path, str(name), spec) for name, spec in got.items()}
 
 

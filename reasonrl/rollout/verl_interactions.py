@@ -52,18 +52,10 @@ class BaseInteraction:  # verl.interactions.base's, for classes written against 
 def interaction_specs(path: str) -> dict[str, tuple[str, dict]]:
     """{name: (class_name, config)} of verl's interaction config file, each name as verl derives it (the class
     name without "Interaction", lower case, where none is given); ValueError naming the file and the entry."""
-    from pathlib import Path
+    from reasonrl.user_code import listed_in
 
-    import yaml
-
-    file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"{path}: no such file")
-    try:
-        items = (yaml.safe_load(file.read_text(encoding="utf-8")) or {}).get("interaction")
-    except (yaml.YAMLError, AttributeError) as e:
-        raise ValueError(f"{path}: not a verl interaction configuration ({str(e).splitlines()[0]})") from None
-    if not isinstance(items, list) or not items:
+    items = listed_in(path, "interaction", "a verl interaction configuration")
+    if not isinstance(items, list):
         raise ValueError(f"{path}: no `interaction:` list of {{name, class_name, config}}")
     out: dict[str, tuple[str, dict]] = {}
     for i, item in enumerate(items):

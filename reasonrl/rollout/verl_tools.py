@@ -137,18 +137,10 @@ def _stand_ins() -> None:
 def tool_specs(path: str) -> list[tuple[str, dict, dict | None]]:
     """(class_name, config, tool_schema or None) of each tool of verl's tool config file; ValueError naming
     the file and the entry."""
-    from pathlib import Path
+    from reasonrl.user_code import listed_in
 
-    import yaml
-
-    file = Path(path)
-    if not file.is_file():
-        raise ValueError(f"{path}: no such file")
-    try:
-        items = (yaml.safe_load(file.read_text(encoding="utf-8")) or {}).get("tools")
-    except (yaml.YAMLError, AttributeError) as e:
-        raise ValueError(f"{path}: not a verl tool configuration ({str(e).splitlines()[0]})") from None
-    if not isinstance(items, list) or not items:
+    items = listed_in(path, "tools", "a verl tool configuration")
+    if not isinstance(items, list):
         raise ValueError(f"{path}: no `tools:` list of {{class_name, config, tool_schema}}")
     out = []
     for i, item in enumerate(items):

@@ -176,3 +176,20 @@ def test_the_recipe_puts_the_picked_tools_schemas_in_every_prompt(tmp_path):
     assert [t["function"]["name"] for t in cfg.data.chat_template_kwargs["tools"]] == ["add"]
     with pytest.raises(ConfigError, match="rollout.tools.mcp_tools picks tools of rollout.tools.mcp_servers"):
         load_config("demo", ["rollout.tools.enabled=true", "rollout.tools.mcp_tools=[add]"])
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("mcpServers: [unclosed", "not an MCP servers file (while parsing"),
+        ('{"mcpServers": {}}', "no 'mcpServers' entry"),
+        ('{"mcpServers": ["calc"]}', 'no "mcpServers" mapping of server name to'),
+    ],
+)
+def test_a_servers_file_that_is_not_one_is_named(tmp_path, text, message):
+    from reasonrl.rollout.mcp_tools import servers
+
+    (tmp_path / "servers.json").write_text(text)
+    with pytest.raises(ValueError, match="servers.json: ") as e:
+        servers(str(tmp_path / "servers.json"))
+    assert message in str(e.value)
