@@ -74,3 +74,43 @@ def test_eval_calls_an_mcp_servers_tool(tmp_path, monkeypatch):
         setup["tools"]["mcp_servers"] == tools.mcp_servers
     )  # recorded: a resume with other tools is refused
     assert '"name": "add_one"' in (tmp_path / "out" / "results.md").read_text()  # the schema the prompts got
+
+
+PLUGIN = """
+import sys
+
+sys.path.insert(0, {e2e!r})
+from test_tool_training import opening
+
+from reasonrl.rollout.hf import HFRolloutEngine
+
+HFRolloutEngine.generate = opening({call!r}, "<tool_response>")
+"""
+
+
+def test_a_run_with_mcp_tools_killed_with_sigkill_leaves_no_server_and_resumes(tmp_path, user_module):
+    """SIGKILL once checkpoint 2 is complete: the worker processes and the stdio servers they started end
+    with the trainer; --resume starts them again, and steps 3 and 4 log what the uninterrupted run logged
+    (the sessions hold nothing to restore). Every completion calls the server (a plugin opens them with the
+    call, in the run's subprocess)."""
+    from test_run_dir import killed_and_resumed
+    from test_train_loop import _overrides, _stable
+
+    plugin = user_module(PLUGIN.format(e2e=str(Path(__file__).parent), call=CALL), "mcp_caller")
+    model, servers = _model_dir(tmp_path, [CALL + TURN]), _servers(tmp_path)
+
+    def args(run):
+        return [*_overrides(model, run, 4), "rollout.tools.enabled=true", "rollout.tools.format=hermes",
+                "rollout.tools.names=[]", f"rollout.tools.mcp_servers={servers}", "rollout.tools.workers=2",
+                "rollout.max_new_tokens=100", f"plugins=[{plugin}]", "checkpoint.every=2"]  # fmt: skip
+
+    spawned: dict = {}
+    full, resumed = killed_and_resumed(args, tmp_path, kill_after=2, steps=4, spawned=spawned)
+    # one stdio server per worker process was running at the kill; it and every other process is gone
+    assert sum("mcp_server.py" in cmd for cmd in spawned.values()) == 2
+    assert [r["step"] for r in resumed] == list(range(5))
+    assert all(
+        r["rollout/tool_calls_mean"] == 1.0 and r["rollout/tool_error_frac"] == 0.0 for r in resumed[1:]
+    )
+    for r in resumed:
+        assert _stable(r) == full[r["step"]], r["step"]

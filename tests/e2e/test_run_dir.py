@@ -37,9 +37,13 @@ def _spawn(overrides, *flags):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def killed_and_resumed(args, tmp_path, kill_after: int, steps: int) -> tuple[dict, list[dict]]:
+def killed_and_resumed(
+    args, tmp_path, kill_after: int, steps: int, spawned: dict | None = None
+) -> tuple[dict, list[dict]]:
     """({step: stable metrics} of an uninterrupted run of `args(run_dir)`, the metrics rows of a run of it
-    killed with SIGKILL once checkpoint `kill_after` is complete and then resumed with --resume)."""
+    killed with SIGKILL once checkpoint `kill_after` is complete and then resumed with --resume). `spawned`:
+    gets {pid: command line} of the processes the killed run had started (its workers, their servers), each
+    gone after the kill."""
     ref = _spawn(args(tmp_path / "a"))
     assert ref.wait(timeout=300) == 0, ref.communicate()[1][-2000:]
     run = tmp_path / "b"
@@ -47,8 +51,16 @@ def killed_and_resumed(args, tmp_path, kill_after: int, steps: int) -> tuple[dic
     _wait_for(
         lambda: (run / "checkpoints" / f"step_{kill_after:06d}" / "complete.json").exists(), proc, timeout=300
     )
+    if spawned is not None:
+        for pid in _descendants(proc.pid):
+            try:
+                spawned[pid] = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+            except OSError:  # gone meanwhile
+                pass
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
+    if spawned is not None:
+        assert_all_exit(spawned)
     assert list_checkpoints(run)[-1].name != f"step_{steps:06d}", "the kill came too late to test anything"
     res = _spawn(args(run), "--resume")
     _, err = res.communicate(timeout=300)

@@ -43,6 +43,14 @@ def opens_with(monkeypatch, call: str, after: str) -> None:
     """Make every completion of the HF engine open with `call`, its tokens scored by the model itself (as
     if it had sampled them), until `after` (the tool's output) is in the prompt: then the model samples."""
     from reasonrl.rollout.hf import HFRolloutEngine
+
+    monkeypatch.setattr(HFRolloutEngine, "generate", opening(call, after))
+
+
+def opening(call: str, after: str):
+    """The HF engine's `generate` that `opens_with` puts in its place (a plugin of a run in a subprocess can
+    put it there too)."""
+    from reasonrl.rollout.hf import HFRolloutEngine
     from reasonrl.types import Completion
 
     real = HFRolloutEngine.generate
@@ -59,7 +67,7 @@ def opens_with(monkeypatch, call: str, after: str) -> None:
             out.append([Completion(ids, self.tokenizer.decode(ids), logps, "stop") for _ in range(params.n)])
         return out
 
-    monkeypatch.setattr(HFRolloutEngine, "generate", generate)
+    return generate
 
 
 def test_training_on_tool_calls_trains_only_the_models_tokens(tmp_path, monkeypatch):
