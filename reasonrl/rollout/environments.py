@@ -151,14 +151,15 @@ def check_environments(cfg) -> None:
 def check_rows(problems: list, where: str, rollout) -> None:
     """InputError naming the first row that cannot be an episode, when the data loads (`rollout`: the run's
     rollout section): one routed to the `environment` verifier in a run with no rollout.tools.environment,
-    rollout.tools.verl_config or rollout.agent, or (the dict form) one whose `environment` column names none of its environments."""
+    rollout.tools.verl_config or rollout.agent, or (the dict form) one whose `environment` column names none
+    of its environments."""
     from reasonrl.errors import InputError
     from reasonrl.rewards.routing import verifier_name
 
     setting = rollout.tools.environment if rollout.tools.enabled else None
     named = None if setting is None else specs(setting)
-    episodes = setting is not None or rollout.agent.path is not None or (rollout.tools.enabled and
-                                                                         rollout.tools.verl_config is not None)  # fmt: skip
+    verl_tools = rollout.tools.enabled and rollout.tools.verl_config is not None
+    episodes = setting is not None or verl_tools or rollout.agent.path is not None
     for i, p in enumerate(problems):
         if not episodes and verifier_name(p) == "environment":
             raise InputError(f"{where} row {i} (uid {p.uid!r}): routed to the environment verifier, whose reward "

@@ -10,8 +10,9 @@ seam), which tool a call goes to (the format's own, or the one a Hermes call nam
 tool message), the program a call runs as (`cell_program`: earlier cells replayed, their output hidden).
 Does not own: the checks of the recipe's `rollout.tools` (`rollout.tool_checks`), running code
 (`rewards.sandbox`, the only place model code runs), the retrieval service's API (`rollout.search_tool`),
-the user's Python functions called as tools (`rollout.function_tools`), TRL's environments (`rollout.
-environments`: this loop sends a call naming a method to its rollout's instance, and starts their episodes,
+the user's Python functions called as tools (`rollout.function_tools`), MCP servers' tools
+(`rollout.mcp_tools`), TRL's environments and verl's tool classes (`rollout.environments`, `rollout.
+verl_tools`: this loop sends a call naming a method to its rollout's instance, and starts their episodes,
 `generate_groups`), the engines, or the loss mask built from `Completion.tool_mask` (`trainer.batching`).
 
 What the trainer gets: one `Completion` per sample whose `token_ids` hold the model's tokens and the tool
