@@ -243,6 +243,15 @@ def check_mcp(tools) -> None:
     except ValueError as e:
         raise ConfigError(f"rollout.tools.mcp_servers: {e}") from None
     taken = {*TOOLS, *TOOL_ALIASES, *(load_tools(list(tools.functions)) if tools.functions else ())}
+    if tools.environment is not None or tools.verl_config is not None:  # their tools are called by name too
+        from reasonrl.rollout import environments, verl_tools
+
+        try:
+            own = (environments.describe(tools.environment) if tools.environment is not None
+                   else verl_tools.describe(tools.verl_config))  # fmt: skip
+        except ValueError:  # (named by their own check)
+            own = {}
+        taken |= {name for d in own.values() for name in d["tools"]}
     clash = sorted(set(described) & taken)
     if clash:
         raise ConfigError(f"rollout.tools.mcp_servers: the tool {clash[0]!r} has the name of another tool "

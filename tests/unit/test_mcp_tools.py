@@ -169,6 +169,21 @@ def test_what_cannot_work_is_named_when_the_recipe_loads(tmp_path, http_mcp, ser
     assert message in str(e.value)
 
 
+def test_an_mcp_tool_named_as_an_environments_method_is_refused(tmp_path, user_module):
+    m = user_module(
+        "class Env:\n    def reset(self, **row):\n        return None\n\n"
+        '    def add(self, a: int) -> int:\n        """Add.\n\n        Args:\n            a: a number\n        """\n'
+        "        return a\n",
+        "env_with_add",
+    )
+    args = ["rollout.tools.enabled=true", "rollout.tools.format=hermes", "rollout.tools.names=[]",
+            f"rollout.tools.mcp_servers={servers_file(tmp_path)}", f"rollout.tools.environment={m}.Env"]  # fmt: skip
+    with pytest.raises(
+        ConfigError, match="rollout.tools.mcp_servers: the tool 'add' has the name of another tool"
+    ):
+        load_config("demo", args)
+
+
 def test_the_recipe_puts_the_picked_tools_schemas_in_every_prompt(tmp_path):
     path = servers_file(tmp_path)
     cfg = load_config("demo", ["rollout.tools.enabled=true", "rollout.tools.format=hermes", "rollout.tools.names=[]",
