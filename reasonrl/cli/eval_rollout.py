@@ -10,7 +10,8 @@ from __future__ import annotations
 
 
 def tool_args(args) -> dict:
-    """`--tool-function`s, `--tool-environment`s and `--tool-verl-config`, as `tools_arg` takes them."""
+    """`--tool-function`s, `--tool-environment`s, `--tool-verl-config` and `--tool-mcp-servers`, as `tools_arg`
+    takes them."""
     return {
         "functions": getattr(args, "tool_function", ()),
         "environments": getattr(args, "tool_environment", ()),
@@ -20,7 +21,8 @@ def tool_args(args) -> dict:
 
 
 def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final: bool = True,
-              functions: list[str] = (), environments: list[str] = (), verl_config: str | None = None, mcp_servers: str | None = None):  # fmt: skip
+              functions: list[str] = (), environments: list[str] = (), verl_config: str | None = None,
+              mcp_servers: str | None = None):  # fmt: skip
     """The tool settings of an eval (`--tools`): the named format, else the run's own `rollout.tools`
     (`cfg`), else None (off); 'off' turns a run's off. `--search-url` adds the search tool (a format
     with a tool of its own, search_r1, calls that one alone); with no tools to add it to, a ConfigError
@@ -50,10 +52,10 @@ def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final:
     if tools is None and search_url and (final or given == "off"):
         raise ConfigError("--search-url: no tools to search with (--tools search_r1 or hermes, or a run with "
                           "rollout.tools)")  # fmt: skip
-    given = {"--tool-function": functions, "--tool-environment": environments, "--tool-verl-config": verl_config,
+    flags = {"--tool-function": functions, "--tool-environment": environments, "--tool-verl-config": verl_config,
              "--tool-mcp-servers": mcp_servers}  # fmt: skip
-    if any(given.values()) and tools is None and final:
-        flag = next(k for k, v in given.items() if v)
+    if any(flags.values()) and tools is None and final:
+        flag = next(k for k, v in flags.items() if v)
         raise ConfigError(f"{flag}: no tools to add it to (--tools hermes, or a run with rollout.tools)")
     if functions and tools is not None:
         tools = replace(tools, functions=list(dict.fromkeys([*tools.functions, *functions])))

@@ -48,9 +48,8 @@ def verl_tools(take, out: Converted, base: Path | None = None) -> None:
     read = _read_tools(path, out) if path is not None else []
     how = "hermes: <tool_call>s naming their tool" if fmt == "hermes" else "markdown"
     if read:
-        described = all(
-            "verl_config" in r or "mcp_servers" in r for r in read
-        )  # (their schemas join the prompts)
+        # (the schemas of verl's tool classes and of MCP tools join the prompts by themselves)
+        described = all("verl_config" in r or "mcp_servers" in r for r in read)
         out.notes.append(f"{MT}tool_config_path={tool_cfg}: {', '.join(read)} (rollout.tools, format {how})"
                          + ("" if described else "; the prompts must describe the tools to the model "
                             "(docs/rollouts.md)"))  # fmt: skip
