@@ -139,6 +139,8 @@ class Completion:
     env_logs:         the numbers its OpenRLHF agent's last step logged (`extra_logs`), or None
     tool_rewards:     the step reward of each call of verl's tools (`rollout.tools.verl_config`), in order;
                       `env_reward` is their sum
+    env_functions:    what each TRL reward function taking `environments=` gave, called beside its
+                      environment's instance ({name: {value, metrics, extra} or {error}}), or None
     """
 
     token_ids: list[int]
@@ -154,6 +156,7 @@ class Completion:
     env_reason: str = ""
     env_logs: dict[str, float] | None = None
     tool_rewards: tuple[float, ...] = ()
+    env_functions: dict[str, dict] | None = None
 
     @property
     def answer_text(self) -> str:

@@ -328,6 +328,7 @@ def eval_problems(args, model_path) -> int:
     from reasonrl.rewards.services import check_services
     from reasonrl.rewards.verifiers.unverified import checkable
     from reasonrl.rollout.base import SamplingParams
+    from reasonrl.rollout.environments import check_environment_functions
     from reasonrl.rollout.factory import build_rollout_engine
     from reasonrl.rollout.function_tools import with_function_schemas
 
@@ -382,6 +383,7 @@ def eval_problems(args, model_path) -> int:
         problems = with_template_kwargs(problems, given)
         options = verifier_options(args.verifier_option)
         check_routable(problems, "eval data", options)
+        check_environment_functions(options, tools.environment if tools is not None else None)
         check_services(problems, options, log=lambda m: print(m, file=sys.stderr))  # a judge, SandboxFusion
         if options:
             from reasonrl.rewards.runner import RewardRunner

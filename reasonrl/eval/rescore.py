@@ -36,8 +36,7 @@ def rescore_failed(samples_path: Path, samples: list[dict], work, model: str, *,
     from reasonrl.data.prompts import prompt_opens_think, scoring_text
     from reasonrl.models.loading import load_tokenizer_and_config
     from reasonrl.rewards.runner import RewardRunner, default_workers, preload_modules
-    from reasonrl.rollout.environments import given_results
-    from reasonrl.rollout.verl_tools import scored_problem
+    from reasonrl.rollout.environments import given_results, scored_problem
     from reasonrl.types import Completion
 
     problems = {name: ps for name, ps, _ in work}
@@ -58,13 +57,14 @@ def rescore_failed(samples_path: Path, samples: list[dict], work, model: str, *,
                 env_reward=s.get("env_reward"),
                 env_reason=s.get("env_reason", ""),
                 tool_rewards=tuple(s.get("tool_rewards", ())),
+                env_functions=s.get("env_functions"),
             )
             for s in failed
         ]
         given = given_results(done)  # an environment's reward, as the episode gave it
         ps = [
             scored_problem(p, c) for p, c in zip(ps, done)
-        ]  # (verl's tool rewards, as the episode gave them)
+        ]  # (tool rewards, env_functions: as the episode gave them)
         results, _ = scorer.score(texts, ps, **({"given": given} if any(given) else {}))
     for s, res in zip(failed, results):  # a sample's score is its correctness, as `sample_rows` writes it
         s.update(score=float(res.correctness), reason=res.info.get("reason"), extracted=res.extracted)

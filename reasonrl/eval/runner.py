@@ -80,6 +80,9 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
         check_routable(problems, f"benchmark {b.name}", reward_options)
         work.append((b.name, problems, sampling_for(b, overrides)))
     from reasonrl.rewards.services import check_services
+    from reasonrl.rollout.environments import check_environment_functions
+
+    check_environment_functions(reward_options, tools.environment if tools is not None else None)
 
     check_services([p for _, ps, _ in work for p in ps], reward_options, log=log)  # a judge, SandboxFusion
     out = Path(out_dir)
@@ -279,7 +282,7 @@ def _generate(model, work, todo, samples_path, samples, engine_name, device, see
                         scorer.closing_soon()
                     t = time.perf_counter()
                     chunk_params = replace(params, seed=_chunk_seed(seed, name, c))
-                    groups = generate_groups(engine, tok, chunk, chunk_params)
+                    groups = generate_groups(engine, tok, chunk, chunk_params, scoring=(scorer, True))
                     if interaction is not None:  # feedback and the next attempts (the verifiers warmed up)
                         warm.result()
                         interaction.run(engine, scorer, groups, chunk_params)

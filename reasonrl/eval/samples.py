@@ -45,7 +45,9 @@ def sample_rows(bench: str, first: int, groups) -> list[dict]:
              **({"answer_text": comp.model_text, "turns": comp.turns} if comp.turns > 1 else {}),
              # an environment's episode (rollout.tools.environment): its reward, which a rescore takes again
              **({"env_reward": comp.env_reward, "env_reason": comp.env_reason} if comp.env_reason else {}),
-             **({"tool_rewards": list(comp.tool_rewards)} if comp.tool_rewards else {})}
+             **({"tool_rewards": list(comp.tool_rewards)} if comp.tool_rewards else {}),
+             # what TRL reward functions taking environments= gave beside the instance (a rescore reads it)
+             **({"env_functions": comp.env_functions} if comp.env_functions is not None else {})}
             for i, g in enumerate(groups)
             for j, (comp, res) in enumerate(zip(g.completions, g.results))]  # fmt: skip
 

@@ -241,9 +241,12 @@ class AgentRolloutEngine:
     def generate(self, prompts, params):
         raise ValueError("rollout.agent: episodes start from their rows (generate_groups)")
 
-    def generate_groups(self, problems: list, params, max_prompt_tokens: int | None = None) -> list:
+    def generate_groups(
+        self, problems: list, params, max_prompt_tokens: int | None = None, scoring=None
+    ) -> list:
         """One RolloutGroup per row, each rollout an episode of its own agent instance (`env_reward`: its
-        steps' rewards summed; `env_reason`: agent_done, agent_unfinished or the error that ended it)."""
+        steps' rewards summed; `env_reason`: agent_done, agent_unfinished or the error that ended it).
+        `scoring` is not read (TRL reward functions get environments, not OpenRLHF's agents)."""
         from reasonrl.types import RolloutGroup
 
         tok, n = self.tokenizer, params.n

@@ -114,6 +114,10 @@ def check_environments(cfg) -> None:
     from reasonrl.rollout.tools import TOOL_ALIASES, TOOLS
 
     tools = cfg.rollout.tools
+    try:
+        check_environment_functions(cfg.reward.options, tools.environment if tools.enabled else None)
+    except ValueError as e:
+        raise ConfigError(f"reward.options.{e}") from None
     key = "environment" if tools.environment is not None else "verl_config"
     if not tools.enabled or getattr(tools, key) is None:
         return
@@ -146,6 +150,24 @@ def check_environments(cfg) -> None:
     if "environment" in weights and not any(d["reward"] for d in described.values()):
         raise ConfigError("reward.weights has an environment term, but no environment of "
                           "rollout.tools.environment defines get_reward")  # fmt: skip
+
+
+def check_environment_functions(reward_options, environment) -> None:
+    """InputError naming a TRL reward function of `reward_options` that takes `environments=` where there are
+    none (`environment`: rollout.tools.environment's setting, or None): TRL passes them with
+    environment_factory, so without it the function has nothing to read."""
+    from reasonrl.rewards.verifiers.trl_function import environment_functions
+
+    options = dict((reward_options or {}).get("trl_function") or {})
+    try:
+        specs = environment_functions(options)
+    except ValueError:  # a function that does not load: its own check names it
+        return
+    if specs and environment is None:
+        from reasonrl.errors import InputError
+
+        raise InputError(f"trl_function: {specs[0]} takes environments=, the rollouts' environment instances (TRL's "
+                         "environment_factory): set rollout.tools.environment (--tool-environment in an eval)")  # fmt: skip
 
 
 def check_rows(problems: list, where: str, rollout) -> None:
@@ -207,6 +229,11 @@ async def _handle_async(op: str, key: int, args: list, named: dict, state: dict)
         if isinstance(got, bool) or not isinstance(got, numbers.Real) or not math.isfinite(got):
             raise ValueError(f"get_reward returned {got!r}, not a finite number")
         return float(got)
+    if op == "functions":  # TRL reward functions taking environments=: called beside this rollout's instance
+        from reasonrl.rewards.verifiers.trl_function import call_with_environment, label
+
+        specs, call = args
+        return {label(spec): await call_with_environment(instance, spec, *call) for spec in specs}
     if op == "end":
         free.setdefault(name, []).append(live.pop(key)[1])
         return None
@@ -216,6 +243,8 @@ async def _handle_async(op: str, key: int, args: list, named: dict, state: dict)
 class Environments(InstancePool):
     """The environments of `rollout.tools.environment` in `workers` processes (`rollout.instance_pool`), each
     request under `timeout_s`. Create once per engine; `close` stops the processes."""
+
+    trl_environments = True  # its instances are TRL's environments (TRL reward functions get them)
 
     def __init__(self, setting, workers: int = 4, timeout_s: float = 5.0) -> None:
         self.described = describe(setting)
@@ -262,11 +291,14 @@ def shown_problem(problem, observation: str | None, schemas: list[dict]):
     )
 
 
-def generate_episodes(loop, problems: list, params, max_prompt_tokens: int | None = None) -> list:
+def generate_episodes(
+    loop, problems: list, params, max_prompt_tokens: int | None = None, scoring=None
+) -> list:
     """One RolloutGroup per row, each rollout an episode of its own environment instance: reset with the row,
     generated through the tool loop `loop` (a `ToolRolloutEngine`), its `get_reward` read into the
-    completion's `env_reward` (`env_reason` says how it went). ValueError naming a row whose reset failed
-    or whose n resets differ."""
+    completion's `env_reward` (`env_reason` says how it went). `scoring`: (the reward runner, its think-block
+    policy), whose TRL reward functions taking `environments=` are called beside each rollout's instance
+    before it is freed (`env_functions`). ValueError naming a row whose reset failed or whose n resets differ."""
     from reasonrl.data.prompts import encode_prompts
     from reasonrl.errors import InputError
     from reasonrl.rewards.verifiers.trl_function import columns
@@ -289,26 +321,79 @@ def generate_episodes(loop, problems: list, params, max_prompt_tokens: int | Non
         episodes = [(k, names[j // n]) for j, k in enumerate(keys)]
         completions = loop.generate(prompt_ids, params, episodes=episodes)
         rewarded = [j for j, (_, name) in enumerate(episodes) if env.described[name]["reward"]]
-        replies = dict(zip(rewarded, env.ask([("reward", keys[j]) for j in rewarded])))
+        asks = [("reward", keys[j]) for j in rewarded]
+        calls = _function_calls(env, scoring, loop.tokenizer, shown, completions, n)
+        replies = env.ask(asks + [("functions", keys[j], *call) for j, call in calls])
     finally:
         env.end(keys)
+    rewards = dict(zip(rewarded, replies))
+    values = {j: _function_values(call[0], got) for (j, call), got in zip(calls, replies[len(asks) :])}
     groups = []
     for i, (p, ids, cs) in enumerate(zip(shown, prompt_ids, completions)):
         scored = []
         for j, c in enumerate(cs, start=i * n):
-            status, value = replies.get(j, ("none", None))
+            status, value = rewards.get(j, ("none", None))
             if status == "ok" and isinstance(value, list):  # verl's tools: their step rewards
-                scored.append(
-                    replace(c, env_reward=sum(value), env_reason=TOOL_REWARDS, tool_rewards=tuple(value))
-                )
+                c = replace(c, env_reward=sum(value), env_reason=TOOL_REWARDS, tool_rewards=tuple(value))
             elif status == "ok":
-                scored.append(replace(c, env_reward=value, env_reason=REWARDED))
+                c = replace(c, env_reward=value, env_reason=REWARDED)
             else:
-                scored.append(
-                    replace(c, env_reason=NO_REWARD if status == "none" else f"error: get_reward: {value}")
-                )
+                c = replace(c, env_reason=NO_REWARD if status == "none" else f"error: get_reward: {value}")
+            scored.append(replace(c, env_functions=values[j]) if j in values else c)
         groups.append(RolloutGroup(p, ids, scored))
     return groups
+
+
+def _function_calls(
+    env, scoring, tokenizer, shown: list, completions: list, n: int
+) -> list[tuple[int, tuple]]:
+    """[(rollout index, (specs, call arguments))] of the TRL reward functions taking `environments=` in the
+    runner's options (`scoring`: (runner, think-block policy)), each rollout's completion as the verifiers
+    read it; [] without such functions (or with verl's tools, whose instances are no TRL environments)."""
+    from reasonrl.data.prompts import prompt_opens_think, scoring_text
+    from reasonrl.rewards.verifiers.trl_function import environment_functions
+
+    if scoring is None or not env.trl_environments:
+        return []
+    scorer, think_from_prompt = scoring
+    options = dict((getattr(scorer, "options", None) or {}).get("trl_function") or {})
+    specs = environment_functions(options)
+    if not specs:
+        return []
+    state = getattr(scorer, "trainer_state", None)
+    setting = (options.get("format", "conversational"), options.get("tokenizer", ""),
+               options.get("label_key", "solution"), dict(state) if state else None)  # fmt: skip
+    out = []
+    for i, (p, cs) in enumerate(zip(shown, completions)):
+        opens = think_from_prompt and prompt_opens_think(tokenizer, p)
+        out += [
+            (i * n + j, (specs, (scoring_text(c.answer_text, opens), p, *setting))) for j, c in enumerate(cs)
+        ]
+    return out
+
+
+def _function_values(specs: list[str], reply: tuple[str, object]) -> dict[str, dict]:
+    """{function: what it gave} of one rollout's "functions" request; each an error where the request failed."""
+    from reasonrl.rewards.verifiers.trl_function import label
+
+    status, value = reply
+    if status == "ok":
+        return dict(value)
+    return {label(s): {"error": f"{s}: {status} beside the environment: {value}"} for s in specs}
+
+
+def scored_problem(problem, completion):
+    """The row a verifier scores `completion` against: with verl's tools its extra_info holds the rollout's
+    `tool_rewards` and `turn_scores`, as verl hands them to its reward function; with TRL reward functions
+    taking `environments=`, what they gave beside its instance (`trl_function` reads it); the row otherwise."""
+    from reasonrl.rewards.verifiers.trl_function import ENVIRONMENT_VALUES
+
+    extra = {}
+    if completion.env_reason == TOOL_REWARDS:
+        extra.update(tool_rewards=list(completion.tool_rewards), turn_scores=[])
+    if completion.env_functions is not None:
+        extra[ENVIRONMENT_VALUES] = completion.env_functions
+    return replace(problem, extra_info={**problem.extra_info, **extra}) if extra else problem
 
 
 REWARDED, NO_REWARD = "environment_reward", "no_environment_reward"

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from reasonrl.data.prompts import encode_prompts, prompt_opens_think, scoring_text
 from reasonrl.rollout.base import SamplingParams
-from reasonrl.rollout.environments import given_results
-from reasonrl.rollout.verl_tools import scored_problem
+from reasonrl.rollout.environments import given_results, scored_problem
 from reasonrl.types import Problem, RolloutGroup
 
 
@@ -22,18 +21,22 @@ def generate_and_score(engine, tokenizer, scorer, problems: list[Problem], param
     """Returns (groups: one RolloutGroup per problem with its completions, rewards and verifier results,
     health: the runner's `verifier/` metrics for this batch). `interaction`: a `rollout.interaction.
     Interaction`, whose feedback and further attempts follow each wrong first one (the last attempt scored)."""
-    groups = generate_groups(engine, tokenizer, problems, params, max_prompt_tokens)
+    groups = generate_groups(
+        engine, tokenizer, problems, params, max_prompt_tokens, (scorer, think_from_prompt)
+    )
     if interaction is not None:
         interaction.run(engine, scorer, groups, params, think_from_prompt)
     return groups, score_groups(groups, tokenizer, scorer, think_from_prompt)
 
 
 def generate_groups(engine, tokenizer, problems: list[Problem], params: SamplingParams,
-                    max_prompt_tokens: int | None = None) -> list[RolloutGroup]:  # fmt: skip
+                    max_prompt_tokens: int | None = None, scoring=None) -> list[RolloutGroup]:  # fmt: skip
     """The generation half: one unscored RolloutGroup per problem (an episode each, with
-    rollout.tools.environment or rollout.agent: the engine starts them from the rows)."""
+    rollout.tools.environment or rollout.agent: the engine starts them from the rows). `scoring`: (the
+    reward runner, its think-block policy), whose TRL reward functions taking `environments=` an episode
+    calls beside its instance."""
     if getattr(engine, "episodic", False):
-        return engine.generate_groups(problems, params, max_prompt_tokens)
+        return engine.generate_groups(problems, params, max_prompt_tokens, scoring)
     prompt_ids = encode_prompts(tokenizer, problems, max_prompt_tokens)
     completions = engine.generate(prompt_ids, params)
     return [RolloutGroup(p, ids, cs) for p, ids, cs in zip(problems, prompt_ids, completions)]
@@ -58,7 +61,9 @@ def scoring_texts(group: RolloutGroup, tokenizer, think_from_prompt: bool = True
 def _score_groups(groups, tokenizer, scorer, think_from_prompt: bool) -> dict:
     texts = [t for g in groups for t in scoring_texts(g, tokenizer, think_from_prompt)]
     given = given_results([c for g in groups for c in g.completions])  # an environment's rewards
-    problems = [scored_problem(g.problem, c) for g in groups for c in g.completions]  # (verl's tool_rewards)
+    problems = [
+        scored_problem(g.problem, c) for g in groups for c in g.completions
+    ]  # (tool_rewards, env_functions)
     results, health = scorer.score(texts, problems, **({"given": given} if any(given) else {}))
     it = iter(results)
     for g in groups:

@@ -240,11 +240,12 @@ class ToolRolloutEngine:
         if self.engine is not None:
             self.engine.close()
 
-    def generate_groups(self, problems: list, params: SamplingParams, max_prompt_tokens: int | None = None):
+    def generate_groups(self, problems: list, params: SamplingParams, max_prompt_tokens: int | None = None,
+                        scoring=None):  # fmt: skip
         """RolloutGroups of `problems`, each rollout an episode of its environment (`rollout.environments`)."""
         from reasonrl.rollout.environments import generate_episodes
 
-        return generate_episodes(self, problems, params, max_prompt_tokens)
+        return generate_episodes(self, problems, params, max_prompt_tokens, scoring)
 
     def generate(self, prompts: list[list[int]], params: SamplingParams,
                  episodes: list[tuple[int, str]] | None = None) -> list[list[Completion]]:  # fmt: skip

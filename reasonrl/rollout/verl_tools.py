@@ -25,7 +25,7 @@ loop past it, or kills its process, costs the calls of that process's rollouts a
 rewards (errors), never the run.
 
 Owns: reading the config file (`tool_specs`), the stand-ins, making the tools (`load_tools`, `describe`),
-what a worker does with a request, and the extra_info verl's reward functions get (`scored_problem`). Does
+what a worker does with a request. The extra_info verl's reward functions get: `environments.scored_problem`. Does
 not own: the tool loop and the call format (`rollout.tools`), the episodes (`rollout.environments`), the
 processes, scoring.
 """
@@ -35,7 +35,7 @@ from __future__ import annotations
 from functools import lru_cache
 from types import SimpleNamespace
 
-from reasonrl.rollout.environments import TOOL_REWARDS, Environments
+from reasonrl.rollout.environments import Environments
 from reasonrl.rollout.instance_pool import InstancePool, finite_number, maybe_awaited, run_in_loop
 
 
@@ -253,6 +253,8 @@ class VerlTools(Environments):
     """The tools of verl's config file `path` in `workers` processes, run as `rollout.environments` runs
     environments (one that every row uses); ValueError when they do not load."""
 
+    trl_environments = False  # (TRL reward functions taking environments= are refused with them at load)
+
     def __init__(self, path: str, workers: int = 4, timeout_s: float = 5.0) -> None:
         self.described = describe(path)
         InstancePool.__init__(
@@ -262,14 +264,3 @@ class VerlTools(Environments):
     @staticmethod
     def shown_error(text: str) -> str:
         return f"Error when executing tool: {text}"  # (verl's words)
-
-
-def scored_problem(problem, completion):
-    """The row a verifier scores `completion` against: with verl's tools, its extra_info holds the rollout's
-    `tool_rewards` and `turn_scores`, as verl hands them to its reward function; the row itself otherwise."""
-    from dataclasses import replace
-
-    if completion.env_reason != TOOL_REWARDS:
-        return problem
-    extra = {**problem.extra_info, "tool_rewards": list(completion.tool_rewards), "turn_scores": []}
-    return replace(problem, extra_info=extra)

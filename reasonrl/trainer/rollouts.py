@@ -45,7 +45,8 @@ def collect_rollouts(run, problems: list[Problem], params: SamplingParams,
         from reasonrl.rewards.pseudo_label import relabel
 
         voters = replace(params, n=max(pseudo.votes, params.n))
-        groups = generate_groups(run.rollout_engine, run.tokenizer, problems, voters, run.max_prompt_tokens)
+        groups = generate_groups(run.rollout_engine, run.tokenizer, problems, voters, run.max_prompt_tokens,
+                                 (run.scorer, run.think_from_prompt))  # fmt: skip
         health, labels = relabel(groups, run.scorer, run.tokenizer, run.think_from_prompt, params.n,
                                  pseudo.own_labels, pseudo.min_ratio)  # fmt: skip
         return groups, {**reward_metrics(run, groups), **health, **labels}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from test_function_tool_training import add_one_caller
 from test_tool_training import _model_dir, gsm8k_dir, opens_with
 from test_train_loop import _cfg
@@ -129,3 +130,77 @@ def test_async_rollouts_run_the_episodes_in_the_rollout_worker(tmp_path, user_mo
     for h in steps:
         assert h["reward/term/environment"] == -1.0 and h["verifier/environment/count"] == 16.0
         assert h["reward/mean"] == h["reward/term/correctness"] - 0.5
+
+
+REWARDS = """
+import os
+
+
+def counted(environments, log_metric, **kwargs):
+    log_metric("calls", len(environments[0].calls) if hasattr(environments[0], "calls") else -1)
+    return [float(getattr(environments[0], "count", len(getattr(environments[0], "calls", []))))]
+
+
+def flaky(completions, **kwargs):  # fails until the file `fixed` exists (a verifier that was broken)
+    if not os.path.exists("fixed"):
+        raise RuntimeError("not fixed yet")
+    return [0.0]
+"""
+
+
+def test_training_rewards_with_a_trl_function_reading_each_rollouts_environment(
+    tmp_path, monkeypatch, user_module
+):
+    """TRL's `reward_func(environments, **kwargs)`: `counted` reads each rollout's own Counter after its call
+    (3; a shared instance would count past it), as the trl_function term."""
+    m, r = user_module(ENV, "fn_run_envs"), user_module(REWARDS, "fn_run_rewards")
+    opens_with(monkeypatch, CALL, "<tool_response>")
+    cfg = _cfg(_model_dir(tmp_path, [CALL + TURN]), tmp_path / "run", 2, "rollout.tools.enabled=true",
+               "rollout.tools.format=hermes", "rollout.tools.names=[]", f"rollout.tools.environment={m}.Counter",
+               "rollout.max_new_tokens=100", "reward.weights={correctness: 1, trl_function: 0.5}",
+               f"reward.options.trl_function.functions=[{r}.counted]", "checkpoint.every=0")  # fmt: skip
+    steps = [h for h in train(cfg, log=lambda *a: None)["history"] if "reward/term/trl_function" in h]
+    assert len(steps) == 2
+    for h in steps:
+        assert h["reward/term/trl_function"] == 3.0 and h["reward/function/counted/mean"] == 3.0
+        assert h["verifier/trl_function/error_rate"] == 0.0 and h["reward/function_log/calls/mean"] == -1.0
+        assert h["reward/mean"] == pytest.approx(h["reward/term/correctness"] + 1.5)
+
+
+def test_eval_keeps_what_the_functions_gave_beside_the_instance_for_a_rescore(
+    tmp_path, monkeypatch, user_module
+):
+    """An eval whose plain function fails at first: every sample is a verifier error; run again once it works,
+    the samples are scored again with what `counted` gave beside each episode's instance (kept in
+    samples.jsonl: the instances are long gone)."""
+    from reasonrl.cli.eval_rollout import tools_arg
+    from reasonrl.eval.benchmarks import BENCHMARKS
+    from reasonrl.eval.runner import run_benchmarks
+
+    m, r = user_module(ADDER, "fn_eval_envs"), user_module(REWARDS, "fn_eval_rewards")
+    add_one_caller(monkeypatch, [])
+    data = gsm8k_dir(tmp_path)
+    model = _model_dir(tmp_path, ['<tool_call>{"name": "add_one", "arguments": {"x": 12}}</tool_call>' + TURN,
+                                  "#### 12 + 1? (use add_one)"])  # fmt: skip
+    options = {"trl_function": {"functions": [f"{r}.counted", f"{r}.flaky"], "correctness": f"{r}.counted"}}
+    from reasonrl.eval import runner
+    from reasonrl.rewards.routing import with_verifier
+
+    load = runner.load_benchmark  # the benchmark's rows scored by the TRL functions
+    monkeypatch.setattr(runner, "load_benchmark", lambda *a: with_verifier(load(*a), "trl_function"))
+
+    def run():
+        return run_benchmarks(model, [BENCHMARKS.get("gsm8k")], tmp_path / "out", data_dir=data, device="cpu",
+                              overrides={"n": 2, "temperature": 0.0}, workers=1, log=lambda *a: None,
+                              engine="caller", tools=tools_arg("hermes", None, environments=[f"{m}.Adder"]),
+                              reward_options=options)  # fmt: skip
+
+    first = run()["benchmarks"]["gsm8k"]
+    assert first["mean@n"] == 0.0 and first["verifier_errors"] == 1.0
+    samples = [json.loads(x) for x in (tmp_path / "out" / "samples.jsonl").read_text().splitlines()]
+    kept = [s["env_functions"] for s in samples if "committed" not in s]
+    assert len(kept) == 8 and all(k == {"counted": {"value": 1.0, "metrics": {"calls": [1.0]}, "extra": {}}}
+                                  for k in kept)  # fmt: skip
+    (tmp_path / "fixed").write_text("")
+    again = run()["benchmarks"]["gsm8k"]
+    assert again["mean@n"] == 1.0 and again["verifier_errors"] == 0.0  # counted's 1.0: one add_one call each

@@ -17,10 +17,10 @@ from test_tool_rollouts import Scripted
 from reasonrl.config import ConfigError, ToolsConfig, load_config
 from reasonrl.rewards.runner import RewardRunner
 from reasonrl.rollout.base import SamplingParams
-from reasonrl.rollout.environments import LOST, given_results
+from reasonrl.rollout.environments import LOST, given_results, scored_problem
 from reasonrl.rollout.scored import score_groups
 from reasonrl.rollout.tools import ToolRolloutEngine
-from reasonrl.rollout.verl_tools import VerlTools, describe, scored_problem
+from reasonrl.rollout.verl_tools import VerlTools, describe
 from reasonrl.types import Completion, Problem
 
 TOOLS = textwrap.dedent(

@@ -64,6 +64,9 @@ BUILT_IN = (
     "think_format_reward",
     "get_soft_overlong_punishment",
 )
+# where a row scored against a rollout of an environment holds what its functions taking `environments=`
+# gave (`rollout.environments.scored_problem`); not a column the functions get
+ENVIRONMENT_VALUES = "_environment_functions"
 
 
 def label(spec: str) -> str:
@@ -89,7 +92,7 @@ def load(spec: str):
 
 def columns(problem: Problem, label_key: str = "solution") -> dict[str, Any]:
     """The row's columns as TRL hands them to a reward function (each the row's one value)."""
-    out = {str(k): v for k, v in problem.extra_info.items()}
+    out = {str(k): v for k, v in problem.extra_info.items() if k != ENVIRONMENT_VALUES}
     out.setdefault("data_source", problem.data_source)
     out.setdefault("ground_truth", problem.ground_truth)
     if label_key:  # over a row's own key of that name (reasonrl's tasks keep a worked solution there)
@@ -112,10 +115,9 @@ def _value(got: Any, spec: str) -> float | None:
     return float(value)
 
 
-def call(spec: str, response: str, problem: Problem, fmt: str = "conversational", tokenizer: str = "",
-         label_key: str = "solution", trainer_state: dict | None = None,
-         ) -> tuple[float | None, dict[str, list], dict[str, Any]]:  # fmt: skip
-    """(the function's reward for `response` or None, what it logged with log_metric, with log_extra)."""
+def _arguments(spec: str, response: str, problem: Problem, fmt: str, tokenizer: str, label_key: str,
+               trainer_state: dict | None, environment=None) -> tuple[Any, dict, dict[str, list], dict[str, Any]]:  # fmt: skip
+    """(the function, its keyword arguments, where its log_metric values go, where its log_extra values go)."""
     from reasonrl.data.prompts import plain_text
 
     fn = load(spec)
@@ -134,13 +136,68 @@ def call(spec: str, response: str, problem: Problem, fmt: str = "conversational"
         log_metric=lambda name, value: metrics.setdefault(str(name), []).append(float(value)),
         log_extra=lambda column, values: extra.__setitem__(str(column), list(values)[0]),
     )
+    if environment is not None:  # the rollout's own environment instance (`rollout.environments`)
+        kwargs["environments"] = [environment]
     if tokenizer:
         from reasonrl.rewards.verifiers.openrlhf_reward import policy_tokenizer
 
         kwargs["completion_ids"] = [
             policy_tokenizer(tokenizer)(response, add_special_tokens=False)["input_ids"]
         ]
+    return fn, kwargs, metrics, extra
+
+
+def call(spec: str, response: str, problem: Problem, fmt: str = "conversational", tokenizer: str = "",
+         label_key: str = "solution", trainer_state: dict | None = None,
+         ) -> tuple[float | None, dict[str, list], dict[str, Any]]:  # fmt: skip
+    """(the function's reward for `response` or None, what it logged with log_metric, with log_extra)."""
+    fn, kwargs, metrics, extra = _arguments(spec, response, problem, fmt, tokenizer, label_key, trainer_state)
     return _value(awaited(fn(**kwargs)), spec), metrics, extra  # (an async function: run to its end)
+
+
+async def call_with_environment(environment, spec: str, response: str, problem: Problem, fmt: str = "conversational",
+                                tokenizer: str = "", label_key: str = "solution", trainer_state: dict | None = None,
+                                ) -> dict[str, Any]:  # fmt: skip
+    """What a function taking `environments=` gives for the rollout whose instance is `environment`, called
+    where the instance lives (an environment's worker process, on its event loop): {"value", "metrics",
+    "extra"}, or {"error"} when it raised or returned something unreadable (the verifier's error then)."""
+    try:
+        fn, kwargs, metrics, extra = _arguments(
+            spec, response, problem, fmt, tokenizer, label_key, trainer_state, environment
+        )
+        got = fn(**kwargs)
+        if inspect.isawaitable(got):
+            got = await got
+        return {"value": _value(got, spec), "metrics": metrics, "extra": extra}
+    except Exception as e:  # the user's function: its own error, named
+        return {"error": f"{spec}: {type(e).__name__}: {e}"}
+
+
+def takes_environments(spec: str) -> bool:
+    """Whether the function names an `environments` parameter (TRL passes the rollouts' environment
+    instances there): such a one is called where the instances live (`call_with_environment`)."""
+    try:
+        return "environments" in inspect.signature(load(spec)).parameters
+    except ValueError:  # a builtin without a signature
+        return False
+
+
+def environment_functions(options: dict | None) -> list[str]:
+    """The functions of `reward.options.trl_function` that take `environments=`."""
+    return [str(s) for s in (options or {}).get("functions") or () if takes_environments(str(s))]
+
+
+def _given(spec: str, problem: Problem) -> tuple[float | None, dict[str, list], dict[str, Any]]:
+    """A function taking `environments=`: what its call beside the rollout's instance gave (ValueError: it
+    failed, or the row was no rollout of an environment)."""
+    got = problem.extra_info.get(ENVIRONMENT_VALUES)
+    if not isinstance(got, dict) or label(spec) not in got:
+        raise ValueError(f"{spec} takes environments=, which only a rollout of rollout.tools.environment has "
+                         "(TRL passes them with environment_factory)")  # fmt: skip
+    entry = got[label(spec)]
+    if "error" in entry:
+        raise ValueError(entry["error"])
+    return entry["value"], {k: list(v) for k, v in entry["metrics"].items()}, dict(entry["extra"])
 
 
 @VERIFIERS.register("trl_function")
@@ -154,7 +211,10 @@ def trl_function(response: str, problem: Problem, functions: list | None = None,
     logged: dict[str, float] = {}
     extra: dict[str, Any] = {}
     for spec in specs:
-        value, metrics, more = call(spec, response, problem, format, tokenizer, label_key, trainer_state)
+        if takes_environments(spec):  # called beside the rollout's environment instance (its values given)
+            value, metrics, more = _given(spec, problem)
+        else:
+            value, metrics, more = call(spec, response, problem, format, tokenizer, label_key, trainer_state)
         scores[label(spec)] = value
         logged.update({k: sum(v) / len(v) for k, v in metrics.items() if v})
         extra.update(more)
@@ -235,7 +295,15 @@ def _check_setup(options: dict[str, Any], problem: Problem | None = None) -> Non
     here a key of the row's extra_info), so a missing one is an error naming the row before any work."""
     if problem is None:
         return
-    given = {"prompts", "completions", "trainer_state", "log_metric", "log_extra", "completion_ids"}
+    given = {
+        "prompts",
+        "completions",
+        "trainer_state",
+        "log_metric",
+        "log_extra",
+        "completion_ids",
+        "environments",
+    }
     given |= set(columns(problem, str(options.get("label_key", "solution"))))
     for spec in options.get("functions") or ():
         missing = sorted(_parameters(str(spec))[0] - given)
