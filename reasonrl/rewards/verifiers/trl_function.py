@@ -34,6 +34,12 @@ result (rollouts.jsonl). `trainer_state` has TRL's `global_step` (the steps done
 and `max_steps` (`train.steps`), counted in reasonrl's steps (each of which may hold several optimizer
 updates; their ratio, the run's progress, is TRL's); None outside training (`reasonrl eval`).
 
+A function naming an `environments` parameter (TRL's, beside `environment_factory`) is called where the
+rollout's own environment instance lives, with `environments=[instance]`, once the rollout ends
+(`call_with_environment`, from `rollout.environments`); its value comes with the row (`ENVIRONMENT_VALUES` in
+`extra_info`, `rollout.environments.scored_problem`), and a row without it (no environment's rollout) is a
+verifier error.
+
 Each function's raw score is in info["functions"] (rollouts.jsonl) and logged as
 `reward/function/<name>/{mean, std}` (TRL's `rewards/<name>/mean`).
 
