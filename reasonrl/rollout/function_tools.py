@@ -144,7 +144,7 @@ def check_functions(tools) -> None:
     from reasonrl.rollout.tools import TOOL_ALIASES, TOOL_FORMATS, TOOLS
 
     if TOOL_FORMATS.get(tools.format).tool:
-        raise ConfigError(f"rollout.tools.functions needs calls that name their tool: format hermes, not "
+        raise ConfigError(f"rollout.tools.functions needs calls that name their tool: format hermes or mistral, not "
                           f"{tools.format}")  # fmt: skip
     try:
         taken = set(load_tools(list(tools.functions))) & {*TOOLS, *TOOL_ALIASES}

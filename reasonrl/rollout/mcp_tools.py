@@ -236,7 +236,7 @@ def check_mcp(tools) -> None:
     if tools.mcp_servers is None:
         return
     if TOOL_FORMATS.get(tools.format).tool:
-        raise ConfigError(f"rollout.tools.mcp_servers needs calls that name their tool: format hermes, not "
+        raise ConfigError(f"rollout.tools.mcp_servers needs calls that name their tool: format hermes or mistral, not "
                           f"{tools.format}")  # fmt: skip
     try:
         described = describe(str(tools.mcp_servers), tuple(tools.mcp_tools))

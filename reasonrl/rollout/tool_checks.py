@@ -88,6 +88,9 @@ def check_tools(tools, max_new_tokens: int) -> None:
         )
     if tools.turn not in ("format", "chat_template"):
         raise ConfigError(f"rollout.tools.turn must be format or chat_template, got {tools.turn!r}")
+    if tools.turn == "chat_template" and TOOL_FORMATS.get(tools.format).results is not None:
+        raise ConfigError(f"rollout.tools.turn=chat_template: format {tools.format}'s results turn follows each call "
+                          "(its id), as the tokenizer's version writes it; use turn: format")  # fmt: skip
     for key in ("max_calls", "workers", "memory_mb", "max_output_chars"):
         if getattr(tools, key) < 1:
             raise ConfigError(f"rollout.tools.{key} must be >= 1, got {getattr(tools, key)}")
@@ -105,7 +108,7 @@ def check_tools(tools, max_new_tokens: int) -> None:
     check_mcp(tools)
     for key in ("environment", "verl_config"):
         if getattr(tools, key) is not None and TOOL_FORMATS.get(tools.format).tool:
-            raise ConfigError(f"rollout.tools.{key} needs calls that name their tool: format hermes, not "
+            raise ConfigError(f"rollout.tools.{key} needs calls that name their tool: format hermes or mistral, not "
                               f"{tools.format}")  # fmt: skip
     if tools.environment is not None and tools.verl_config is not None:
         raise ConfigError("rollout.tools: set environment (TRL's) or verl_config (verl's tools), not both")

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from reasonrl.registry import Registry
+from reasonrl.rollout import mistral_calls
 from reasonrl.rollout.base import SamplingParams, within_budget
 from reasonrl.types import Completion
 
@@ -57,6 +58,12 @@ class ToolFormat:
     special: bool = False  # the call is written with special tokens: found in the text that keeps them
     ends_message: bool = False  # the call closes the assistant's message itself (Llama's <|eom_id|>)
     tool: str = "python"  # the tool its calls go to; "": the call names it (hermes)
+    parse: Callable[[str], tuple[str, dict]] | None = (
+        None  # a named call's (name, arguments); None: Hermes JSON
+    )
+    # the turn answering a call, (markers before, output text, markers after), where it depends on the call
+    # (Mistral's call ids); None: `output`
+    results: Callable[[str, str], tuple[str, str, str]] | None = None
 
     def find(self, text: str) -> re.Match | None:
         return self.call.search(text)
@@ -134,6 +141,12 @@ TOOL_FORMATS.register("python_tag")(ToolFormat(
 # Search-R1: a query in <search> tags, the passages the retrieval service returns in <information> tags
 TOOL_FORMATS.register("search_r1")(ToolFormat(re.compile(r"<search>(.*?)</search>", re.S),
                                                "\n\n<information>{output}</information>\n\n", tool="search"))  # fmt: skip
+# Mistral's [TOOL_CALLS] ... </s>, answered by a [TOOL_RESULTS] turn as its tokenizer's version writes it
+# (`rollout.mistral_calls`): `mistral` answers a JSON list of calls as v3 does, `mistral_v7` as v7 does
+for _name, _results in (("mistral", mistral_calls.results), ("mistral_v7", mistral_calls.results_v7)):
+    TOOL_FORMATS.register(_name)(ToolFormat(mistral_calls.CALL, "[TOOL_RESULTS]{output}[/TOOL_RESULTS]",
+                                            special=True, ends_message=True, tool="", parse=mistral_calls.parse,
+                                            results=_results))  # fmt: skip
 
 _CELL_RUNNER = """import contextlib as _cl, io as _io
 _g = {"__name__": "__main__"}
@@ -264,11 +277,11 @@ class ToolRolloutEngine:
             if not todo:
                 break
             resumed = []
-            for (s, _), (code, text, status) in zip(todo, self._calls(todo)):
+            for (s, body), (code, text, status) in zip(todo, self._calls(todo)):
                 s.calls.append(status)
                 if status == "success" and code is not None:  # a program that ran: replayed before the next
                     s.cells.append(code)
-                if self._append_output(s, text, params.max_new_tokens):
+                if self._append_output(s, text, params.max_new_tokens, body):
                     resumed.append(s)
             if not resumed:
                 break
@@ -316,9 +329,12 @@ class ToolRolloutEngine:
                 lo = mid + 1
         return lo
 
-    def _append_output(self, s: _Sample, text: str, budget: int) -> bool:
-        """Append the output's tokens (masked); False when the budget ends inside them."""
-        before, after = self.format.output.split("{output}")
+    def _append_output(self, s: _Sample, text: str, budget: int, body: str) -> bool:
+        """Append the output's tokens (masked) of the call `body`; False when the budget ends inside them."""
+        if self.format.results is not None:  # the turn depends on the call (Mistral's call ids)
+            before, text, after = self.format.results(body, text)
+        else:
+            before, after = self.format.output.split("{output}")
         ids = turn_tokens(self.tokenizer, before, text, after)
         room = budget - len(s.tokens)
         ids = ids[:room]
@@ -375,7 +391,7 @@ class ToolRolloutEngine:
             if self.format.tool:  # the format's one tool
                 tool, args = self.format.tool, body
             else:  # the call names its tool; with python alone, any name is python (a model's own name for it)
-                name, args = _hermes_call(body)
+                name, args = (self.format.parse or _hermes_call)(body)
                 if self.functions is not None and name in self.functions.specs:
                     return "function", (name, args)
                 if self.mcp is not None and name in self.mcp.described:

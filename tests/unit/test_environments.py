@@ -310,7 +310,10 @@ def test_describe_probes_one_instance_of_each(envs):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["rollout.tools.format=markdown"], "needs calls that name their tool: format hermes, not markdown"),
+        (
+            ["rollout.tools.format=markdown"],
+            "needs calls that name their tool: format hermes or mistral, not markdown",
+        ),
         (["rollout.tools.environment={m}.NoReset"], "has no reset method"),
         (["rollout.tools.environment={m}.Undocumented"], "method 'shout' has no schema"),
         (["rollout.tools.environment={m}.Shadow"], "tool 'python' has the name of another tool"),
