@@ -34,7 +34,7 @@ def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final:
 
     from reasonrl.config import ConfigError, ToolsConfig
     from reasonrl.rollout.tool_checks import check_tools, probe_tools
-    from reasonrl.rollout.tools import TOOL_FORMATS
+    from reasonrl.rollout.tool_formats import TOOL_FORMATS
 
     if given is None:
         tools = cfg.rollout.tools if cfg is not None and cfg.rollout.tools.enabled else None

@@ -26,12 +26,13 @@ class ToolsConfig:
     no loss on the output's tokens."""
 
     enabled: bool = False
-    # rollout.tools.TOOL_FORMATS: markdown (```python -> ```output), xml (<code>), hermes (Qwen's <tool_call>),
+    # rollout.tool_formats.TOOL_FORMATS: markdown (```python -> ```output), xml (<code>), hermes (Qwen's <tool_call>),
     # python_tag (Llama 3.1's <|python_tag|>code<|eom_id|>, answered in an ipython turn), search_r1
-    # (<search>query</search> answered by <information>...</information>), mistral / mistral_v7 (Mistral's
+    # (<search>query</search> answered by <information>...</information>), qwen3_coder (Qwen3.5's XML calls in
+    # <tool_call>, values read by the tool's schema), mistral / mistral_v7 (Mistral's
     # [TOOL_CALLS] ... </s>, answered by [TOOL_RESULTS] as the tokenizer's version writes it)
     format: str = "markdown"
-    # the tools calls may use: python (the sandboxed interpreter), search (`search`); hermes / mistral calls name theirs
+    # the tools calls may use: python (the sandboxed interpreter), search (`search`); hermes / qwen3_coder / mistral calls name theirs
     names: list[str] = field(default_factory=lambda: ["python"])
     # Python functions as tools (TRL's `tools=[...]`): import paths or path.py:name, called by their names in
     # hermes calls; their schemas join data.chat_template_kwargs.tools (rollout.function_tools)

@@ -112,7 +112,7 @@ def check_environments(cfg) -> None:
     `rollout.tools.verl_config`, run the same way)."""
     from reasonrl.algorithms import ADVANTAGES
     from reasonrl.config import ConfigError
-    from reasonrl.rollout.tools import TOOL_ALIASES, TOOLS
+    from reasonrl.rollout.tool_formats import TOOL_ALIASES, TOOLS
 
     tools = cfg.rollout.tools
     try:

@@ -4,11 +4,11 @@ SimpleTIR, ZeroTIR, Search-R1; verl's multi-turn code and search tools, TRL's `t
 
 Owns: `ToolRolloutEngine`, which wraps any `RolloutEngine` and runs the multi-turn loop for every sample
 (generate -> first complete tool call -> cut there -> run it -> append the output's tokens -> generate
-the rest), `TOOL_FORMATS` (how a call is written, which tool it goes to, and its output shown; a real
-seam), which tool a call goes to (the format's own, or the one a Hermes call names among
-`rollout.tools.names`), `template_turn` (the output's turn as the model's own chat template renders a
+the rest), which tool a call goes to (the format's own, or the one a call names among
+`rollout.tools.names`, the functions, the MCP tools and the rollout's environment), `template_turn` (the output's turn as the model's own chat template renders a
 tool message), the program a call runs as (`cell_program`: earlier cells replayed, their output hidden).
-Does not own: the checks of the recipe's `rollout.tools` (`rollout.tool_checks`), running code
+Does not own: how a call is written and answered (`rollout.tool_formats`, `TOOL_FORMATS`), the checks of
+the recipe's `rollout.tools` (`rollout.tool_checks`), running code
 (`rewards.sandbox`, the only place model code runs), the retrieval service's API (`rollout.search_tool`),
 the user's Python functions called as tools (`rollout.function_tools`), MCP servers' tools
 (`rollout.mcp_tools`), TRL's environments and verl's tool classes (`rollout.environments`, `rollout.
@@ -26,127 +26,19 @@ response length).
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from reasonrl.registry import Registry
-from reasonrl.rollout import mistral_calls
 from reasonrl.rollout.base import SamplingParams, within_budget
+from reasonrl.rollout.tool_formats import (
+    BUILT_IN_PARAMETERS,
+    TOOL_ALIASES,
+    TOOL_FORMATS,
+    code_argument,
+    hermes_call,
+    search_queries,
+)
 from reasonrl.types import Completion
-
-TOOL_FORMATS: Registry = Registry("tool format")
-
-
-def _plain(body: str) -> str:
-    return body
-
-
-@dataclass(frozen=True)
-class ToolFormat:
-    """call: a regex whose group 1 is a complete call's body, searched in the model's text; code: the
-    program of a body (ValueError, whose text the model sees, when it names none); output: what follows
-    a call, `{output}` standing for the program's output. The text around `{output}` is the format's own
-    (its special tokens are tokens); the output's special tokens stay text. `special`: the call's markers
-    are special tokens, so it is looked for in the text decoded with them (spelled out in plain characters
-    they read the same)."""
-
-    call: re.Pattern
-    output: str
-    code: Callable[[str], str] = _plain
-    special: bool = False  # the call is written with special tokens: found in the text that keeps them
-    ends_message: bool = False  # the call closes the assistant's message itself (Llama's <|eom_id|>)
-    tool: str = "python"  # the tool its calls go to; "": the call names it (hermes)
-    parse: Callable[[str], tuple[str, dict]] | None = (
-        None  # a named call's (name, arguments); None: Hermes JSON
-    )
-    # the turn answering a call, (markers before, output text, markers after), where it depends on the call
-    # (Mistral's call ids); None: `output`
-    results: Callable[[str, str], tuple[str, str, str]] | None = None
-
-    def find(self, text: str) -> re.Match | None:
-        return self.call.search(text)
-
-
-def _hermes_call(body: str) -> tuple[str, dict]:
-    """(name, arguments) of a Hermes tool call, {"name": ..., "arguments": {...}} (the arguments may be a
-    JSON string of their own, as some models write them); ValueError the model reads."""
-    try:
-        call = json.loads(body)
-        args = call.get("arguments", {}) if isinstance(call, dict) else None
-        args = json.loads(args) if isinstance(args, str) else args
-    except json.JSONDecodeError as e:
-        raise ValueError(f"error: the tool call is not valid JSON ({e.msg})") from None
-    if not isinstance(args, dict):
-        raise ValueError('error: the tool call has no "arguments" object')
-    return str(call.get("name", "")), args
-
-
-def _code_argument(args: dict) -> str:
-    code = args.get("code")
-    if not isinstance(code, str):
-        raise ValueError('error: the tool call has no "code" argument (a string)')
-    return code
-
-
-def _hermes_code(body: str) -> str:
-    """The `code` argument of a Hermes tool call."""
-    return _code_argument(_hermes_call(body)[1])
-
-
-MAX_QUERIES = 10  # of one search call
-
-
-def _queries(args: str | dict) -> list[str]:
-    """The queries of a search call: the text of a <search> call, or a Hermes call's `query_list` (verl's
-    search tool) or `query`."""
-    if isinstance(args, str):
-        queries = [args]
-    elif isinstance(args.get("query_list"), list):
-        queries = args["query_list"]
-    else:
-        queries = [args.get("query")]
-    queries = [q.strip() for q in queries if isinstance(q, str) and q.strip()]
-    if not queries:
-        raise ValueError('error: the search call has no query (a "query_list" of strings, or a "query")')
-    if len(queries) > MAX_QUERIES:
-        raise ValueError(f"error: a search call takes at most {MAX_QUERIES} queries, got {len(queries)}")
-    return queries
-
-
-# ToRL / SimpleTIR / Qwen2.5-Math-TIR: a ```python block, answered with an ```output block
-TOOL_FORMATS.register("markdown")(ToolFormat(re.compile(r"```python[ \t]*\n(.*?)```", re.S),
-                                             "\n```output\n{output}\n```\n"))  # fmt: skip
-# plain tags, for models trained to call a code tool that way
-TOOL_FORMATS.register("xml")(ToolFormat(re.compile(r"<code>\n?(.*?)</code>", re.S),
-                                        "\n<interpreter>\n{output}\n</interpreter>\n"))  # fmt: skip
-# Hermes tool calls as Qwen2.5 / Qwen3 chat models write them (verl's multi-turn default): a JSON call
-# whose arguments hold the code; the output comes back in a tool turn of the ChatML template, then the
-# assistant's turn opens again
-TOOL_FORMATS.register("hermes")(ToolFormat(
-    re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S),
-    "<|im_end|>\n<|im_start|>user\n<tool_response>\n{output}\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
-    _hermes_code,
-    tool="",  # the call names its tool
-))  # fmt: skip
-# Llama 3.1 / 3.2's built-in code interpreter: <|python_tag|>code<|eom_id|> (end of message: a tool is
-# to answer), the output in an ipython turn, then the assistant's turn again
-TOOL_FORMATS.register("python_tag")(ToolFormat(
-    re.compile(r"<\|python_tag\|>(.*?)<\|eom_id\|>", re.S),
-    "<|start_header_id|>ipython<|end_header_id|>\n\n{output}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
-    special=True,
-    ends_message=True,
-))  # fmt: skip
-# Search-R1: a query in <search> tags, the passages the retrieval service returns in <information> tags
-TOOL_FORMATS.register("search_r1")(ToolFormat(re.compile(r"<search>(.*?)</search>", re.S),
-                                               "\n\n<information>{output}</information>\n\n", tool="search"))  # fmt: skip
-# Mistral's [TOOL_CALLS] ... </s>, answered by a [TOOL_RESULTS] turn as its tokenizer's version writes it
-# (`rollout.mistral_calls`): `mistral` answers a JSON list of calls as v3 does, `mistral_v7` as v7 does
-for _name, _results in (("mistral", mistral_calls.results), ("mistral_v7", mistral_calls.results_v7)):
-    TOOL_FORMATS.register(_name)(ToolFormat(mistral_calls.CALL, "[TOOL_RESULTS]{output}[/TOOL_RESULTS]",
-                                            special=True, ends_message=True, tool="", parse=mistral_calls.parse,
-                                            results=_results))  # fmt: skip
 
 _CELL_RUNNER = """import contextlib as _cl, io as _io
 _g = {"__name__": "__main__"}
@@ -227,6 +119,7 @@ class ToolRolloutEngine:
             from reasonrl.rollout.verl_tools import VerlTools
 
             self.environments = VerlTools(tools.verl_config, tools.workers, tools.timeout_s)
+        self._schemas = None  # the functions' and MCP tools' schemas, where a format reads values by them
         self.mcp = None  # rollout.tools.mcp_servers: MCP servers' tools, called by name
         if tools.mcp_servers is not None:
             from reasonrl.rollout.mcp_tools import McpTools
@@ -391,7 +284,9 @@ class ToolRolloutEngine:
             if self.format.tool:  # the format's one tool
                 tool, args = self.format.tool, body
             else:  # the call names its tool; with python alone, any name is python (a model's own name for it)
-                name, args = (self.format.parse or _hermes_call)(body)
+                name, args = (self.format.parse or hermes_call)(body)
+                if self.format.typed is not None:  # values written as text (Qwen's XML): read by the schema
+                    args = self.format.typed(args, self._parameters(name, s))
                 if self.functions is not None and name in self.functions.specs:
                     return "function", (name, args)
                 if self.mcp is not None and name in self.mcp.described:
@@ -406,10 +301,24 @@ class ToolRolloutEngine:
                     every += self.mcp.names if self.mcp is not None else []
                     raise ValueError(f"error: there is no tool named {name!r} (tools: {', '.join(every)})")
             if tool == "python":
-                return tool, self.format.code(args) if self.format.tool else _code_argument(args)
-            return tool, _queries(args)
+                return tool, self.format.code(args) if self.format.tool else code_argument(args)
+            return tool, search_queries(args)
         except ValueError as e:
             return "invalid", str(e)
+
+    def _parameters(self, name: str, s: _Sample) -> dict | None:
+        """{parameter: schema} of the tool a call names (a function's, an MCP tool's, the rollout's
+        environment's, a built-in one's), or None."""
+        if self._schemas is None:  # (listed once: the functions' and the MCP tools')
+            from reasonrl.rollout.function_tools import with_function_schemas
+
+            self._schemas = with_function_schemas({}, self.cfg).get("tools", [])
+        own = self.environments.described[s.episode[1]]["schemas"] if s.episode is not None else []
+        for schema in [*self._schemas, *own]:
+            function = schema.get("function") or {}
+            if function.get("name") == name:
+                return (function.get("parameters") or {}).get("properties")
+        return BUILT_IN_PARAMETERS.get(TOOL_ALIASES.get(name, name))
 
     def _run(self, programs: list[str]) -> list[tuple[str, str]]:
         from reasonrl.rewards.sandbox.server import run_job
@@ -476,10 +385,6 @@ def template_turn(tokenizer, template_kwargs: dict | None = None, ends_message: 
         if closing and turn.startswith(closing):
             turn = turn[len(closing) :]
     return turn
-
-
-TOOLS = ("python", "search")  # what rollout.tools.names may hold
-TOOL_ALIASES = {"code_interpreter": "python"}  # verl's (SandboxFusionTool's) name for the Python tool
 
 
 def cells_with(s: _Sample, code: str) -> str:

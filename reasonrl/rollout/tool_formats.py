@@ -1,0 +1,146 @@
+"""How a tool call is written and answered (`TOOL_FORMATS`, a real seam: a plugin can register one): the
+pattern that finds a complete call in the model's text, the tool its calls go to (the format's own, or the
+one a call names), how a named call's body is read (Hermes JSON, Mistral's `rollout.mistral_calls`, Qwen's
+XML `rollout.qwen_calls` with its values read by the tool's schema) and the turn that answers it. Also the
+built-in tools' names (`TOOLS`) and the parameters of their calls.
+
+Owns: `ToolFormat`, the registered formats, reading a Hermes call (`hermes_call`), a call's code and search
+queries. Does not own: the multi-turn loop that finds, runs and answers calls (`rollout.tools`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from reasonrl.registry import Registry
+from reasonrl.rollout import mistral_calls, qwen_calls
+
+TOOL_FORMATS: Registry = Registry("tool format")
+
+
+def _plain(body: str) -> str:
+    return body
+
+
+@dataclass(frozen=True)
+class ToolFormat:
+    """call: a regex whose group 1 is a complete call's body, searched in the model's text; code: the
+    program of a body (ValueError, whose text the model sees, when it names none); output: what follows
+    a call, `{output}` standing for the program's output. The text around `{output}` is the format's own
+    (its special tokens are tokens); the output's special tokens stay text. `special`: the call's markers
+    are special tokens, so it is looked for in the text decoded with them (spelled out in plain characters
+    they read the same)."""
+
+    call: re.Pattern
+    output: str
+    code: Callable[[str], str] = _plain
+    special: bool = False  # the call is written with special tokens: found in the text that keeps them
+    ends_message: bool = False  # the call closes the assistant's message itself (Llama's <|eom_id|>)
+    tool: str = "python"  # the tool its calls go to; "": the call names it (hermes)
+    parse: Callable[[str], tuple[str, dict]] | None = (
+        None  # a named call's (name, arguments); None: Hermes JSON
+    )
+    # the turn answering a call, (markers before, output text, markers after), where it depends on the call
+    # (Mistral's call ids); None: `output`
+    results: Callable[[str, str], tuple[str, str, str]] | None = None
+    # a named call's arguments read by the called tool's parameter schemas ({name: schema}, None unknown): a
+    # format whose values are text (Qwen's XML); None: the arguments as the call gives them
+    typed: Callable[[dict, dict | None], dict] | None = None
+
+    def find(self, text: str) -> re.Match | None:
+        return self.call.search(text)
+
+
+def hermes_call(body: str) -> tuple[str, dict]:
+    """(name, arguments) of a Hermes tool call, {"name": ..., "arguments": {...}} (the arguments may be a
+    JSON string of their own, as some models write them); ValueError the model reads."""
+    try:
+        call = json.loads(body)
+        args = call.get("arguments", {}) if isinstance(call, dict) else None
+        args = json.loads(args) if isinstance(args, str) else args
+    except json.JSONDecodeError as e:
+        raise ValueError(f"error: the tool call is not valid JSON ({e.msg})") from None
+    if not isinstance(args, dict):
+        raise ValueError('error: the tool call has no "arguments" object')
+    return str(call.get("name", "")), args
+
+
+def code_argument(args: dict) -> str:
+    code = args.get("code")
+    if not isinstance(code, str):
+        raise ValueError('error: the tool call has no "code" argument (a string)')
+    return code
+
+
+def _hermes_code(body: str) -> str:
+    """The `code` argument of a Hermes tool call."""
+    return code_argument(hermes_call(body)[1])
+
+
+MAX_QUERIES = 10  # of one search call
+
+
+def search_queries(args: str | dict) -> list[str]:
+    """The queries of a search call: the text of a <search> call, or a Hermes call's `query_list` (verl's
+    search tool) or `query`."""
+    if isinstance(args, str):
+        queries = [args]
+    elif isinstance(args.get("query_list"), list):
+        queries = args["query_list"]
+    else:
+        queries = [args.get("query")]
+    queries = [q.strip() for q in queries if isinstance(q, str) and q.strip()]
+    if not queries:
+        raise ValueError('error: the search call has no query (a "query_list" of strings, or a "query")')
+    if len(queries) > MAX_QUERIES:
+        raise ValueError(f"error: a search call takes at most {MAX_QUERIES} queries, got {len(queries)}")
+    return queries
+
+
+# ToRL / SimpleTIR / Qwen2.5-Math-TIR: a ```python block, answered with an ```output block
+TOOL_FORMATS.register("markdown")(ToolFormat(re.compile(r"```python[ \t]*\n(.*?)```", re.S),
+                                             "\n```output\n{output}\n```\n"))  # fmt: skip
+# plain tags, for models trained to call a code tool that way
+TOOL_FORMATS.register("xml")(ToolFormat(re.compile(r"<code>\n?(.*?)</code>", re.S),
+                                        "\n<interpreter>\n{output}\n</interpreter>\n"))  # fmt: skip
+# Hermes tool calls as Qwen2.5 / Qwen3 chat models write them (verl's multi-turn default): a JSON call
+# whose arguments hold the code; the output comes back in a tool turn of the ChatML template, then the
+# assistant's turn opens again
+TOOL_FORMATS.register("hermes")(ToolFormat(
+    re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S),
+    "<|im_end|>\n<|im_start|>user\n<tool_response>\n{output}\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
+    _hermes_code,
+    tool="",  # the call names its tool
+))  # fmt: skip
+# Llama 3.1 / 3.2's built-in code interpreter: <|python_tag|>code<|eom_id|> (end of message: a tool is
+# to answer), the output in an ipython turn, then the assistant's turn again
+TOOL_FORMATS.register("python_tag")(ToolFormat(
+    re.compile(r"<\|python_tag\|>(.*?)<\|eom_id\|>", re.S),
+    "<|start_header_id|>ipython<|end_header_id|>\n\n{output}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+    special=True,
+    ends_message=True,
+))  # fmt: skip
+# Search-R1: a query in <search> tags, the passages the retrieval service returns in <information> tags
+TOOL_FORMATS.register("search_r1")(ToolFormat(re.compile(r"<search>(.*?)</search>", re.S),
+                                               "\n\n<information>{output}</information>\n\n", tool="search"))  # fmt: skip
+# Mistral's [TOOL_CALLS] ... </s>, answered by a [TOOL_RESULTS] turn as its tokenizer's version writes it
+# (`rollout.mistral_calls`): `mistral` answers a JSON list of calls as v3 does, `mistral_v7` as v7 does
+for _name, _results in (("mistral", mistral_calls.results), ("mistral_v7", mistral_calls.results_v7)):
+    TOOL_FORMATS.register(_name)(ToolFormat(mistral_calls.CALL, "[TOOL_RESULTS]{output}[/TOOL_RESULTS]",
+                                            special=True, ends_message=True, tool="", parse=mistral_calls.parse,
+                                            results=_results))  # fmt: skip
+
+# Qwen3-Coder's and Qwen3.5's XML calls in the Hermes markers (`rollout.qwen_calls`), answered as Hermes ones
+TOOL_FORMATS.register("qwen3_coder")(replace(TOOL_FORMATS.get("hermes"), parse=qwen_calls.parse,
+                                             typed=qwen_calls.typed))  # fmt: skip
+
+TOOLS = ("python", "search")  # what rollout.tools.names may hold
+TOOL_ALIASES = {"code_interpreter": "python"}  # verl's (SandboxFusionTool's) name for the Python tool
+# the parameters of the built-in tools' calls, as a schema gives them (a format reading values by schema)
+BUILT_IN_PARAMETERS = {
+    "python": {"code": {"type": "string"}},
+    "search": {"query": {"type": "string"}, "query_list": {"type": "array", "items": {"type": "string"}}},
+}
