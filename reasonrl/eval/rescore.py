@@ -62,9 +62,7 @@ def rescore_failed(samples_path: Path, samples: list[dict], work, model: str, *,
             for s in failed
         ]
         given = given_results(done)  # an environment's reward, as the episode gave it
-        ps = [
-            scored_problem(p, c) for p, c in zip(ps, done)
-        ]  # (tool rewards, env_functions: as the episode gave them)
+        ps = [scored_problem(p, c) for p, c in zip(ps, done)]  # (tool rewards, env_functions: as given)
         results, _ = scorer.score(texts, ps, **({"given": given} if any(given) else {}))
     for s, res in zip(failed, results):  # a sample's score is its correctness, as `sample_rows` writes it
         s.update(score=float(res.correctness), reason=res.info.get("reason"), extracted=res.extracted)

@@ -83,7 +83,6 @@ def run_benchmarks(model: str, benchmarks: list[Benchmark], out_dir: str | Path,
     from reasonrl.rollout.environments import check_environment_functions
 
     check_environment_functions(reward_options, tools.environment if tools is not None else None)
-
     check_services([p for _, ps, _ in work for p in ps], reward_options, log=log)  # a judge, SandboxFusion
     out = Path(out_dir)
     timing: dict = {}

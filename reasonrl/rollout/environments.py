@@ -30,8 +30,9 @@ Owns: loading the environments and describing their tools (`describe`), the chec
 (`check_environments`) and of the rows (`check_rows`, when the data loads), what a worker process does with
 a request (`_handle`), and the episode of a batch (`generate_episodes`: reset, prompts, the rollouts through
 the tool loop, rewards, and the TRL reward functions taking `environments=`, called beside each rollout's
-instance before it is freed; `scored_problem` hands their values to the verifier). Does not own: the processes (`rollout.instance_pool`), the multi-turn loop and the call
-format (`rollout.tools`), scoring (`rewards.runner`, which takes the rewards as given results).
+instance before it is freed; `scored_problem` hands their values to the verifier). Does not own: the
+processes (`rollout.instance_pool`), the multi-turn loop and the call format (`rollout.tools`), scoring
+(`rewards.runner`, which takes the rewards as given results).
 """
 
 from __future__ import annotations
