@@ -144,3 +144,30 @@ BUILT_IN_PARAMETERS = {
     "python": {"code": {"type": "string"}},
     "search": {"query": {"type": "string"}, "query_list": {"type": "array", "items": {"type": "string"}}},
 }
+
+
+# what a chat template's tool instructions show of the calls it asks the model for, the most specific first
+_TEMPLATE_MARKS = (("<function=", "qwen3_coder"), ("[TOOL_CALLS]", "mistral"), ("<tool_call>", "hermes"))
+
+
+def template_format(tokenizer) -> str | None:
+    """The format of named calls the tokenizer's chat template asks for (qwen3_coder, mistral or hermes), or
+    None where it shows none."""
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):  # (named templates: tool_use among them)
+        template = " ".join(str(t) for t in template.values())
+    if not isinstance(template, str):
+        return None
+    return next((name for mark, name in _TEMPLATE_MARKS if mark in template), None)
+
+
+def check_template_format(tokenizer, name: str) -> None:
+    """ConfigError where `rollout.tools.format` (`name`, a format whose calls name their tool) is not the one
+    the model's chat template teaches it: Qwen3.5's XML calls read as Hermes JSON would all be errors."""
+    from reasonrl.config import ConfigError
+
+    wanted = template_format(tokenizer)
+    family = "mistral" if name.startswith("mistral") else name
+    if TOOL_FORMATS.get(name).tool == "" and wanted is not None and wanted != family:
+        raise ConfigError(f"rollout.tools.format={name}: the model's chat template asks for {wanted}'s tool calls "
+                          f"(it shows them); set rollout.tools.format={wanted}")  # fmt: skip

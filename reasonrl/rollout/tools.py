@@ -34,6 +34,7 @@ from reasonrl.rollout.tool_formats import (
     BUILT_IN_PARAMETERS,
     TOOL_ALIASES,
     TOOL_FORMATS,
+    check_template_format,
     code_argument,
     hermes_call,
     search_queries,
@@ -105,6 +106,7 @@ class ToolRolloutEngine:
     def __init__(self, engine, tokenizer, tools, template_kwargs: dict | None = None) -> None:
         self.engine, self.tokenizer, self.cfg = engine, tokenizer, tools
         self.format = TOOL_FORMATS.get(tools.format)
+        check_template_format(tokenizer, tools.format)  # (calls the template does not teach would all fail)
         self.functions = None  # rollout.tools.functions: Python functions called by name
         if tools.functions:
             from reasonrl.rollout.function_tools import FunctionTools

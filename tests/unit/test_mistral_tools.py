@@ -174,3 +174,12 @@ def test_the_formats_load_and_a_template_turn_is_refused():
     with pytest.raises(ConfigError, match="format mistral_v7's results turn follows each call"):
         load_config(None, ["rollout.tools.enabled=true", "rollout.tools.format=mistral_v7",
                            "rollout.tools.names=[python]", "rollout.tools.turn=chat_template"])  # fmt: skip
+
+
+def test_mistral_commons_own_templates_ask_for_this_format(tekken):
+    from transformers.integrations.mistral.tokenizer import convert_tekken_tokenizer
+
+    from reasonrl.rollout.tool_formats import template_format
+
+    for version in ("v3", "v13"):  # (the chat template mistral-common writes for the tokenizer)
+        assert template_format(convert_tekken_tokenizer(str(tekken[version]))) == "mistral"

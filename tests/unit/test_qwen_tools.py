@@ -88,3 +88,31 @@ def test_a_rollout_calls_a_function_with_typed_values_and_runs_code(user_module)
     outputs = [t.split("\n</tool_response>")[0] for t in c.text.split("<tool_response>\n")[1:]]
     assert outputs == ["42", "ab\n2"]  # 6 * 7 as numbers (as text it would fail), and the program's output
     assert c.model_text.endswith("Done.") and "<tool_response>" not in c.model_text
+
+
+@pytest.mark.parametrize(
+    "shown, fmt, wanted",
+    [
+        (
+            "{{ '<tool_call>\\n<function=example>\\n<parameter=x>\\n1\\n</parameter>' }}",
+            "hermes",
+            "qwen3_coder",
+        ),
+        ("{{ '<tool_call>\\n{\"name\": <function-name>}\\n</tool_call>' }}", "qwen3_coder", "hermes"),
+        ("{{ '[TOOL_CALLS]' }}", "hermes", "mistral"),
+        ("{{ '[TOOL_CALLS]' }}", "mistral_v7", None),
+        ("{{ '<tool_call>' }}", "hermes", None),
+        ("{{ messages }}", "hermes", None),  # (a template that shows no calls: not checked)
+    ],
+)
+def test_a_format_the_models_template_does_not_teach_is_refused(shown, fmt, wanted):
+    from reasonrl.config import ConfigError
+
+    tok = build_tokenizer([_ALPHABET], 300)
+    tok.chat_template = shown
+    tools = ToolsConfig(enabled=True, format=fmt, names=["python"])
+    if wanted is None:
+        assert ToolRolloutEngine(Scripted(tok, []), tok, tools).format.find("x") is None
+        return
+    with pytest.raises(ConfigError, match=f"chat template asks for {wanted}'s tool calls.*format={wanted}"):
+        ToolRolloutEngine(Scripted(tok, []), tok, tools)
