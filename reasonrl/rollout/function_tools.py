@@ -141,11 +141,9 @@ def check_functions(tools) -> None:
     """`rollout.tools.functions`: hermes calls (which name their tool), each function loads and has a schema,
     and no name is taken twice; ConfigError naming the key."""
     from reasonrl.config import ConfigError
-    from reasonrl.rollout.tool_formats import TOOL_ALIASES, TOOL_FORMATS, TOOLS
+    from reasonrl.rollout.tool_formats import TOOL_ALIASES, TOOLS, check_named_calls
 
-    if TOOL_FORMATS.get(tools.format).tool:
-        raise ConfigError(f"rollout.tools.functions needs calls that name their tool: format hermes, qwen3_coder or mistral, not "
-                          f"{tools.format}")  # fmt: skip
+    check_named_calls("functions", tools.format)
     try:
         taken = set(load_tools(list(tools.functions))) & {*TOOLS, *TOOL_ALIASES}
         if taken:

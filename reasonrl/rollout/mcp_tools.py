@@ -227,7 +227,7 @@ def check_mcp(tools) -> None:
     has another tool's name; ConfigError naming the key."""
     from reasonrl.config import ConfigError
     from reasonrl.rollout.function_tools import load_tools
-    from reasonrl.rollout.tool_formats import TOOL_ALIASES, TOOL_FORMATS, TOOLS
+    from reasonrl.rollout.tool_formats import TOOL_ALIASES, TOOLS, check_named_calls
 
     if tools.mcp_tools and tools.mcp_servers is None:
         raise ConfigError(
@@ -235,9 +235,7 @@ def check_mcp(tools) -> None:
         )
     if tools.mcp_servers is None:
         return
-    if TOOL_FORMATS.get(tools.format).tool:
-        raise ConfigError(f"rollout.tools.mcp_servers needs calls that name their tool: format hermes, qwen3_coder or mistral, not "
-                          f"{tools.format}")  # fmt: skip
+    check_named_calls("mcp_servers", tools.format)
     try:
         described = describe(str(tools.mcp_servers), tuple(tools.mcp_tools))
     except ValueError as e:

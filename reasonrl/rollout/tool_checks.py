@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reasonrl.rollout.tool_formats import TOOL_FORMATS, TOOLS
+from reasonrl.rollout.tool_formats import TOOL_FORMATS, TOOLS, check_named_calls
 from reasonrl.rollout.tools import ToolRolloutEngine, cell_program
 
 
@@ -108,9 +108,8 @@ def check_tools(tools, max_new_tokens: int) -> None:
 
     check_mcp(tools)
     for key in ("environment", "verl_config"):
-        if getattr(tools, key) is not None and TOOL_FORMATS.get(tools.format).tool:
-            raise ConfigError(f"rollout.tools.{key} needs calls that name their tool: format hermes, qwen3_coder or mistral, not "
-                              f"{tools.format}")  # fmt: skip
+        if getattr(tools, key) is not None:
+            check_named_calls(key, tools.format)
     if tools.environment is not None and tools.verl_config is not None:
         raise ConfigError("rollout.tools: set environment (TRL's) or verl_config (verl's tools), not both")
     if (

@@ -40,9 +40,8 @@ class ToolFormat:
     special: bool = False  # the call is written with special tokens: found in the text that keeps them
     ends_message: bool = False  # the call closes the assistant's message itself (Llama's <|eom_id|>)
     tool: str = "python"  # the tool its calls go to; "": the call names it (hermes)
-    parse: Callable[[str], tuple[str, dict]] | None = (
-        None  # a named call's (name, arguments); None: Hermes JSON
-    )
+    # a named call's (name, arguments); None: Hermes JSON
+    parse: Callable[[str], tuple[str, dict]] | None = None
     # the turn answering a call, (markers before, output text, markers after), where it depends on the call
     # (Mistral's call ids); None: `output`
     results: Callable[[str, str], tuple[str, str, str]] | None = None
@@ -171,3 +170,14 @@ def check_template_format(tokenizer, name: str) -> None:
     if TOOL_FORMATS.get(name).tool == "" and wanted is not None and wanted != family:
         raise ConfigError(f"rollout.tools.format={name}: the model's chat template asks for {wanted}'s tool calls "
                           f"(it shows them); set rollout.tools.format={wanted}")  # fmt: skip
+
+
+def check_named_calls(key: str, fmt: str) -> None:
+    """ConfigError where `rollout.tools.<key>` (tools called by name) is set with a format whose calls go to
+    its one tool."""
+    from reasonrl.config import ConfigError
+
+    if TOOL_FORMATS.get(fmt).tool:
+        named = [n for n in TOOL_FORMATS.names() if not TOOL_FORMATS.get(n).tool]
+        raise ConfigError(f"rollout.tools.{key} needs calls that name their tool: format {', '.join(named)}, "
+                          f"not {fmt}")  # fmt: skip

@@ -5,11 +5,11 @@ SimpleTIR, ZeroTIR, Search-R1; verl's multi-turn code and search tools, TRL's `t
 Owns: `ToolRolloutEngine`, which wraps any `RolloutEngine` and runs the multi-turn loop for every sample
 (generate -> first complete tool call -> cut there -> run it -> append the output's tokens -> generate
 the rest), which tool a call goes to (the format's own, or the one a call names among
-`rollout.tools.names`, the functions, the MCP tools and the rollout's environment), `template_turn` (the output's turn as the model's own chat template renders a
-tool message), the program a call runs as (`cell_program`: earlier cells replayed, their output hidden).
-Does not own: how a call is written and answered (`rollout.tool_formats`, `TOOL_FORMATS`), the checks of
-the recipe's `rollout.tools` (`rollout.tool_checks`), running code
-(`rewards.sandbox`, the only place model code runs), the retrieval service's API (`rollout.search_tool`),
+`rollout.tools.names`, the functions, the MCP tools and the rollout's environment), `template_turn` (the
+output's turn as the model's own chat template renders a tool message), the program a call runs as
+(`cell_program`: earlier cells replayed, their output hidden). Does not own: how a call is written and
+answered (`rollout.tool_formats`, `TOOL_FORMATS`), the checks of the recipe's `rollout.tools`
+(`rollout.tool_checks`), running code (`rewards.sandbox`, the only place model code runs), the retrieval service's API (`rollout.search_tool`),
 the user's Python functions called as tools (`rollout.function_tools`), MCP servers' tools
 (`rollout.mcp_tools`), TRL's environments and verl's tool classes (`rollout.environments`, `rollout.
 verl_tools`: this loop sends a call naming a method to its rollout's instance, and starts their episodes,
