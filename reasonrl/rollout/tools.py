@@ -130,6 +130,8 @@ class ToolRolloutEngine:
         if tools.turn == "chat_template":  # the output in a tool turn of the model's own chat template
             turn = template_turn(tokenizer, template_kwargs, self.format.ends_message)
             self.format = replace(self.format, output=turn)
+        elif not self.format.tool and self.format.results is None:  # a named call's turn: the template's?
+            _warn_unlike_template(tokenizer, template_kwargs, tools.format, self.format.output)
 
     def __getattr__(self, name):  # anything else an engine offers (stats, wake, sleep, ...)
         return getattr(self.engine, name)
@@ -342,6 +344,30 @@ class ToolRolloutEngine:
         text = self.tokenizer.decode(s.tokens, skip_special_tokens=True)
         return Completion(s.tokens, text, s.logprobs, s.finish, tool_mask=s.tool_mask if s.calls else None,
                           model_text="\n".join(s.segments), tool_calls=tuple(s.calls))  # fmt: skip
+
+
+def _warn_unlike_template(tokenizer, template_kwargs, name: str, output: str) -> None:
+    """Log a warning where the model's chat template, which teaches it `name`'s calls, answers them with another
+    turn than the format's own `output` (Qwen3.5's opens the next assistant turn with `<think>`)."""
+    import logging
+
+    from reasonrl.config import ConfigError
+    from reasonrl.rollout.tool_formats import template_format
+
+    if template_format(tokenizer) is None:
+        return
+    try:
+        turn = template_turn(tokenizer, template_kwargs)
+    except ConfigError:  # (a template that renders no tool turn: the format's own is all there is)
+        return
+    if turn != output:
+        logging.getLogger(__name__).warning(
+            "rollout.tools.format=%s answers a call with %r, but the model's chat template with %r: set "
+            "rollout.tools.turn=chat_template to train on the turn the model knows",
+            name,
+            output,
+            turn,
+        )
 
 
 def turn_tokens(tokenizer, before: str, text: str, after: str) -> list[int]:

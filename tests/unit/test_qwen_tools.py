@@ -116,3 +116,28 @@ def test_a_format_the_models_template_does_not_teach_is_refused(shown, fmt, want
         return
     with pytest.raises(ConfigError, match=f"chat template asks for {wanted}'s tool calls.*format={wanted}"):
         ToolRolloutEngine(Scripted(tok, []), tok, tools)
+
+
+QWEN35_LIKE = (
+    r"{% for m in messages %}{% if m.role == 'tool' %}{{ '<|im_start|>user\n<tool_response>\n' + m.content + "
+    r"'\n</tool_response><|im_end|>\n' }}{% else %}{{ '<|im_start|>' + m.role + '\n' + m.content + '<|im_end|>\n' }}"
+    r"{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' + OPEN }}{% endif %}"
+    r"{# tool calls: <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function> #}"
+)
+
+
+@pytest.mark.parametrize("opens, turn, warned", [("<think>\n", "format", True), ("<think>\n", "chat_template", False),
+                                                 ("", "format", False)])  # fmt: skip
+def test_a_turn_unlike_the_templates_is_warned_of(caplog, opens, turn, warned):
+    """Qwen3.5's template opens the assistant's turn after a tool response with <think>: the format's own
+    turn (Hermes's) lacks it, so the run says to take the template's."""
+    tok = build_tokenizer([_ALPHABET], 300)
+    tok.add_special_tokens({"additional_special_tokens": ["<|im_end|>", "<|im_start|>"]})
+    tok.chat_template = QWEN35_LIKE.replace("OPEN", repr(opens))
+    with caplog.at_level("WARNING", logger="reasonrl.rollout.tools"):
+        loop = ToolRolloutEngine(
+            Scripted(tok, []), tok, ToolsConfig(enabled=True, format="qwen3_coder", turn=turn)
+        )
+    said = [r.getMessage() for r in caplog.records if "rollout.tools.turn=chat_template" in r.getMessage()]
+    assert bool(said) == warned
+    assert loop.format.output.endswith("<|im_start|>assistant\n" + (opens if turn == "chat_template" else ""))
