@@ -49,6 +49,10 @@ class ToolsConfig:
     mcp_tools: list[str] = field(default_factory=list)
     search: SearchToolConfig = field(default_factory=SearchToolConfig)
     max_calls: int = 4  # calls run per completion; a later call stays plain text
+    # calls run from one message of the model (verl's multi_turn.max_parallel_calls; TRL runs them all): its
+    # first ones, in turn, answered in one turn; the message is cut after the last that runs (Mistral's, which
+    # cannot be cut, answered with an error when it holds more); 1: generation stops at each call's end
+    parallel_calls: int = 1
     timeout_s: float = 5.0  # wall-clock limit of one call
     memory_mb: int = 512
     max_output_chars: int = 512  # of one call's output; the rest is cut with a marker

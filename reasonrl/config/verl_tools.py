@@ -1,8 +1,8 @@
 """verl's multi-turn tool calls as `rollout.tools`, and its interactions as `rollout.interaction`.
 
-Owns: reading `actor_rollout_ref.rollout.multi_turn.*` (enable, format, turns, response length) and, where
-the script's `tool_config_path` names a file that is here (as given, or beside the script), verl's tool
-configuration: its `SearchTool` becomes the search tool (`retrieval_service_url`, `topk`, `timeout`), its
+Owns: reading `actor_rollout_ref.rollout.multi_turn.*` (enable, format, turns, parallel calls, response length)
+and, where the script's `tool_config_path` names a file that is here (as given, or beside the script), verl's
+tool configuration: its `SearchTool` becomes the search tool (`retrieval_service_url`, `topk`, `timeout`), its
 `SandboxFusionTool` the sandboxed Python interpreter (`default_timeout`, `memory_limit_mb`; the code runs
 in reasonrl's sandbox, not on the SandboxFusion server), verl's other tools a note; a file of the user's own
 classes alone runs as it is (`rollout.tools.verl_config`); `interaction_config_path`
@@ -40,8 +40,11 @@ def verl_tools(take, out: Converted, base: Path | None = None) -> None:
     if fmt == "hermes":  # verl's default: <tool_call> JSON in Qwen's chat turns, as reasonrl's "hermes"
         out.set("rollout.tools.format", "hermes")
         out.set("rollout.tools.turn", "chat_template")  # verl renders tool messages with the chat template
-    if turns is not None:  # k calls take k + 1 assistant turns
-        out.set("rollout.tools.max_calls", max(int(turns) - 1, 1))
+    parallel = int(take(MT + "max_parallel_calls", 1) or 1)  # (verl: the calls run from one assistant turn)
+    if parallel > 1:  # (verl runs them side by side, reasonrl in turn: the same where the calls share no state)
+        out.set("rollout.tools.parallel_calls", parallel)
+    if turns is not None:  # k turns of calls take k + 1 assistant turns
+        out.set("rollout.tools.max_calls", max(int(turns) - 1, 1) * parallel)
     if chars is not None:  # verl counts the response's tokens, reasonrl its characters (~4 per token)
         out.set("rollout.tools.max_output_chars", 4 * int(chars))
     path = _here(str(tool_cfg), base) if tool_cfg else None

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from reasonrl.data.prompts import prompt_opens_think, scoring_text
 from reasonrl.registry import Registry
 from reasonrl.rollout.base import SamplingParams, within_budget
-from reasonrl.rollout.tools import template_turn, turn_tokens
+from reasonrl.rollout.tool_turns import template_turn, turn_tokens
 from reasonrl.types import Completion, Problem, RewardResult, RolloutGroup
 
 _MESSAGE = "{message}"

@@ -13,11 +13,13 @@ text goes on. What is between depends on the tokenizer's version:
 The current syntax (`[ARGS]`) says which turn answers it (an id: v11's; none: v13's); a JSON list of calls
 does not (v3 and v7 tokenizers hold the same control tokens), so `mistral` answers it as v3 does and
 `mistral_v7` as v7 does. In v3's turn the output is JSON content, as mistral-common writes it (an output
-that is itself valid JSON is kept as that value, any other text as a string). One call at a time: a
-message with several is answered with an error the model reads; an id must be 9 letters or digits, as
-Mistral's are.
+that is itself valid JSON is kept as that value, any other text as a string). A message's several calls
+(`split`) run in turn with `rollout.tools.parallel_calls` > 1, each answered by a turn of its own, as
+mistral-common writes consecutive tool messages; a message with more calls than that is answered with an
+error the model reads. An id must be 9 letters or digits, as Mistral's are.
 
-Owns: the two formats' call pattern, reading a call (`parse`) and the turn that answers it (`results`).
+Owns: the two formats' call pattern, reading a call (`parse`), the calls of one message (`split`) and the
+turn that answers each (`results`).
 Does not own: the tool loop, which finds, runs and answers calls (`rollout.tools`).
 """
 
@@ -63,6 +65,21 @@ def parse(body: str) -> tuple[str, dict]:
     """(tool name, arguments) of a call's body; ValueError the model reads."""
     name, args, _, _ = _read(body)
     return name, args
+
+
+def split(body: str) -> list[str]:
+    """The bodies of the calls one message's `body` holds, each one `parse` reads (a JSON list's calls: each a list
+    of one); a body that does not read as several calls comes back whole (`parse` says what is wrong with it)."""
+    text = body.strip()
+    if not text.startswith("["):  # v11+: [TOOL_CALLS] before each call
+        return body.split("[TOOL_CALLS]")
+    try:
+        calls = json.loads(text)
+    except json.JSONDecodeError:
+        return [body]
+    if not isinstance(calls, list) or len(calls) < 2:
+        return [body]
+    return [json.dumps([c], ensure_ascii=False) for c in calls]
 
 
 def _content(output: str):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reasonrl.rollout.tool_formats import TOOL_FORMATS, TOOLS, check_named_calls
+from reasonrl.rollout.tool_formats import TOOL_FORMATS, TOOLS, answers_several, check_named_calls
 from reasonrl.rollout.tools import ToolRolloutEngine, cell_program
 
 
@@ -92,7 +92,7 @@ def check_tools(tools, max_new_tokens: int) -> None:
     if tools.turn == "chat_template" and TOOL_FORMATS.get(tools.format).results is not None:
         raise ConfigError(f"rollout.tools.turn=chat_template: format {tools.format}'s results turn follows each call "
                           "(its id), as the tokenizer's version writes it; use turn: format")  # fmt: skip
-    for key in ("max_calls", "workers", "memory_mb", "max_output_chars"):
+    for key in ("max_calls", "parallel_calls", "workers", "memory_mb", "max_output_chars"):
         if getattr(tools, key) < 1:
             raise ConfigError(f"rollout.tools.{key} must be >= 1, got {getattr(tools, key)}")
     if tools.timeout_s <= 0:
@@ -110,6 +110,11 @@ def check_tools(tools, max_new_tokens: int) -> None:
     for key in ("environment", "verl_config"):
         if getattr(tools, key) is not None:
             check_named_calls(key, tools.format)
+    if tools.parallel_calls > 1:
+        check_named_calls("parallel_calls", tools.format)
+        if not answers_several(TOOL_FORMATS.get(tools.format), tools.turn):
+            raise ConfigError(f"rollout.tools.parallel_calls={tools.parallel_calls}: format {tools.format} answers "
+                              "one call at a time (it gives no `between` for two outputs); use turn: chat_template")  # fmt: skip
     if tools.environment is not None and tools.verl_config is not None:
         raise ConfigError("rollout.tools: set environment (TRL's) or verl_config (verl's tools), not both")
     if (

@@ -48,6 +48,13 @@ class ToolFormat:
     # a named call's arguments read by the called tool's parameter schemas ({name: schema}, None unknown): a
     # format whose values are text (Qwen's XML); None: the arguments as the call gives them
     typed: Callable[[dict, dict | None], dict] | None = None
+    # several calls of one message (`rollout.tools.parallel_calls`): what comes between two outputs of the turn
+    # answering them (Hermes: one <tool_response> closed, the next opened); None: one call at a time, but where
+    # `results` answers each call with a turn of its own
+    between: str | None = None
+    # the calls of a message that one match holds (Mistral's [TOOL_CALLS]... up to </s>): their bodies; None:
+    # each match is a call
+    split: Callable[[str], list[str]] | None = None
 
     def find(self, text: str) -> re.Match | None:
         return self.call.search(text)
@@ -113,6 +120,7 @@ TOOL_FORMATS.register("hermes")(ToolFormat(
     "<|im_end|>\n<|im_start|>user\n<tool_response>\n{output}\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
     _hermes_code,
     tool="",  # the call names its tool
+    between="\n</tool_response>\n<tool_response>\n",  # (Qwen's template: a message's calls in one user turn)
 ))  # fmt: skip
 # Llama 3.1 / 3.2's built-in code interpreter: <|python_tag|>code<|eom_id|> (end of message: a tool is
 # to answer), the output in an ipython turn, then the assistant's turn again
@@ -130,7 +138,7 @@ TOOL_FORMATS.register("search_r1")(ToolFormat(re.compile(r"<search>(.*?)</search
 for _name, _results in (("mistral", mistral_calls.results), ("mistral_v7", mistral_calls.results_v7)):
     TOOL_FORMATS.register(_name)(ToolFormat(mistral_calls.CALL, "[TOOL_RESULTS]{output}[/TOOL_RESULTS]",
                                             special=True, ends_message=True, tool="", parse=mistral_calls.parse,
-                                            results=_results))  # fmt: skip
+                                            results=_results, split=mistral_calls.split))  # fmt: skip
 
 # Qwen3-Coder's and Qwen3.5's XML calls in the Hermes markers (`rollout.qwen_calls`), answered as Hermes ones
 TOOL_FORMATS.register("qwen3_coder")(replace(TOOL_FORMATS.get("hermes"), parse=qwen_calls.parse,
@@ -170,6 +178,11 @@ def check_template_format(tokenizer, name: str) -> None:
     if TOOL_FORMATS.get(name).tool == "" and wanted is not None and wanted != family:
         raise ConfigError(f"rollout.tools.format={name}: the model's chat template asks for {wanted}'s tool calls "
                           f"(it shows them); set rollout.tools.format={wanted}")  # fmt: skip
+
+
+def answers_several(fmt: ToolFormat, turn: str) -> bool:
+    """Whether the format's (or, `turn: chat_template`, the template's) turn can answer several calls at once."""
+    return not fmt.tool and (fmt.between is not None or fmt.results is not None or turn == "chat_template")
 
 
 def check_named_calls(key: str, fmt: str) -> None:

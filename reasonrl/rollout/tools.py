@@ -3,12 +3,12 @@ retrieval service answers), its output goes back into the completion and generat
 SimpleTIR, ZeroTIR, Search-R1; verl's multi-turn code and search tools, TRL's `tools`).
 
 Owns: `ToolRolloutEngine`, which wraps any `RolloutEngine` and runs the multi-turn loop for every sample
-(generate -> first complete tool call -> cut there -> run it -> append the output's tokens -> generate
-the rest), which tool a call goes to (the format's own, or the one a call names among
-`rollout.tools.names`, the functions, the MCP tools and the rollout's environment), `template_turn` (the
-output's turn as the model's own chat template renders a tool message), the program a call runs as
-(`cell_program`: earlier cells replayed, their output hidden). Does not own: how a call is written and
-answered (`rollout.tool_formats`, `TOOL_FORMATS`), the checks of the recipe's `rollout.tools`
+(generate -> first complete tool call (or, with `rollout.tools.parallel_calls` > 1, the message's first
+calls) -> cut there -> run them in turn -> append the turn answering them -> generate the rest), which tool a
+call goes to (the format's own, or the one a call names among `rollout.tools.names`, the functions, the MCP
+tools and the rollout's environment), the program a call runs as (`cell_program`: earlier cells replayed,
+their output hidden). Does not own: how a call is written and answered (`rollout.tool_formats`,
+`TOOL_FORMATS`), the answering turn's text and tokens (`rollout.tool_turns`), the checks of the recipe's `rollout.tools`
 (`rollout.tool_checks`), running code (`rewards.sandbox`, the only place model code runs), the retrieval service's API (`rollout.search_tool`),
 the user's Python functions called as tools (`rollout.function_tools`), MCP servers' tools
 (`rollout.mcp_tools`), TRL's environments and verl's tool classes (`rollout.environments`, `rollout.
@@ -39,6 +39,7 @@ from reasonrl.rollout.tool_formats import (
     hermes_call,
     search_queries,
 )
+from reasonrl.rollout.tool_turns import answer_tokens, template_turn, turn_tokens, warn_unlike_template
 from reasonrl.types import Completion
 
 _CELL_RUNNER = """import contextlib as _cl, io as _io
@@ -127,11 +128,12 @@ class ToolRolloutEngine:
             from reasonrl.rollout.mcp_tools import McpTools
 
             self.mcp = McpTools(tools.mcp_servers, list(tools.mcp_tools), tools.workers, tools.timeout_s)
+        self._template_kwargs, self._turns = template_kwargs, {}  # (the turn answering k calls: its pieces)
         if tools.turn == "chat_template":  # the output in a tool turn of the model's own chat template
             turn = template_turn(tokenizer, template_kwargs, self.format.ends_message)
             self.format = replace(self.format, output=turn)
         elif not self.format.tool and self.format.results is None:  # a named call's turn: the template's?
-            _warn_unlike_template(tokenizer, template_kwargs, tools.format, self.format.output)
+            warn_unlike_template(tokenizer, template_kwargs, tools.format, self.format.output)
 
     def __getattr__(self, name):  # anything else an engine offers (stats, wake, sleep, ...)
         return getattr(self.engine, name)
@@ -170,16 +172,11 @@ class ToolRolloutEngine:
         round_ = 0
         while pending:
             calls = [self._take(s, c, params.max_new_tokens) for s, c in pending]
-            todo = [(s, code) for (s, _), code in zip(pending, calls) if code is not None]
+            todo = [(s, bodies) for (s, _), bodies in zip(pending, calls) if bodies]
             if not todo:
                 break
-            resumed = []
-            for (s, body), (code, text, status) in zip(todo, self._calls(todo)):
-                s.calls.append(status)
-                if status == "success" and code is not None:  # a program that ran: replayed before the next
-                    s.cells.append(code)
-                if self._append_output(s, text, params.max_new_tokens, body):
-                    resumed.append(s)
+            resumed = [s for s, answers in self._in_turn(todo)
+                       if self._append_outputs(s, answers, params.max_new_tokens)]  # fmt: skip
             if not resumed:
                 break
             round_ += 1
@@ -194,45 +191,80 @@ class ToolRolloutEngine:
         return [[self._completion(s) for s in samples[i * params.n : (i + 1) * params.n]]
                 for i in range(len(prompts))]  # fmt: skip
 
-    def _take(self, s: _Sample, c: Completion, budget: int) -> str | None:
-        """Add the segment `c` to `s`, cut after its first complete call when one is allowed (returns that
-        call's code), else whole (returns None)."""
+    def _take(self, s: _Sample, c: Completion, budget: int) -> list[str]:
+        """Add the segment `c` to `s`, cut after the calls that run when any may (its first complete ones, at
+        most `rollout.tools.parallel_calls` and the calls the completion has left): their bodies; else whole
+        ([])."""
         toks, logps, text = list(c.token_ids), list(c.sampler_logprobs), c.text
         seen = self.tokenizer.decode(toks, skip_special_tokens=False) if self.format.special else text
-        match = self.format.find(seen) if len(s.calls) < self.cfg.max_calls else None
-        if match is not None:
-            cut = self._cut(toks)
+        room = min(self.cfg.parallel_calls, self.cfg.max_calls - len(s.calls))
+        found = [m.group(1) for m in self.format.call.finditer(seen)][:room] if room > 0 else []
+        if found:
+            cut = self._cut(toks, len(found))
             toks, logps = toks[:cut], logps[:cut]
             text = self.tokenizer.decode(toks, skip_special_tokens=True)
-            if len(s.tokens) + cut >= budget:  # the call ends the budget: no room for its output
-                match = None
+            if len(s.tokens) + cut >= budget:  # the calls end the budget: no room for their output
+                found = []
         s.tokens += toks
         s.logprobs += logps
         s.tool_mask += [False] * len(toks)
         s.segments.append(text)
-        s.finish = "stop" if match is not None else c.finish_reason
-        return None if match is None else match.group(1)
+        s.finish = "stop" if found else c.finish_reason
+        if found and self.format.split is not None and self.cfg.parallel_calls > 1:
+            # (one match, the message's calls: Mistral's; more than may run: answered as one, with an error)
+            calls = self.format.split(found[0])
+            found = calls if len(calls) <= room else found
+        return found
 
-    def _cut(self, toks: list[int]) -> int:
-        """The fewest leading tokens whose text holds a complete call (binary search over prefixes)."""
+    def _cut(self, toks: list[int], count: int = 1) -> int:
+        """The fewest leading tokens whose text holds `count` complete calls (binary search over prefixes)."""
         lo, hi = 1, len(toks)
         while lo < hi:
             mid = (lo + hi) // 2
-            if self.format.find(
-                self.tokenizer.decode(toks[:mid], skip_special_tokens=not self.format.special)
-            ):
+            seen = self.tokenizer.decode(toks[:mid], skip_special_tokens=not self.format.special)
+            if sum(1 for _ in self.format.call.finditer(seen)) >= count:
                 hi = mid
             else:
                 lo = mid + 1
         return lo
 
-    def _append_output(self, s: _Sample, text: str, budget: int, body: str) -> bool:
-        """Append the output's tokens (masked) of the call `body`; False when the budget ends inside them."""
-        if self.format.results is not None:  # the turn depends on the call (Mistral's call ids)
-            before, text, after = self.format.results(body, text)
+    def _in_turn(self, todo: list[tuple[_Sample, list[str]]]) -> list[tuple[_Sample, list[tuple[str, str]]]]:
+        """Run each sample's calls (bodies) in turn, its k-th after its (k-1)-th (a program sees the cells run
+        before it), the samples' side by side: each sample with its (body, output) pairs."""
+        answers: list[list[tuple[str, str]]] = [[] for _ in todo]
+        for k in range(max(len(bodies) for _, bodies in todo)):
+            wave = [(i, s, bodies[k]) for i, (s, bodies) in enumerate(todo) if len(bodies) > k]
+            for (i, s, body), (code, text, status) in zip(wave, self._calls([(s, b) for _, s, b in wave])):
+                s.calls.append(status)
+                if status == "success" and code is not None:  # a program that ran: replayed before the next
+                    s.cells.append(code)
+                answers[i].append((body, text))
+        return [(s, a) for (s, _), a in zip(todo, answers)]
+
+    def _pieces(self, count: int) -> list[str]:
+        """The turn answering `count` calls, split around their outputs (count + 1 pieces)."""
+        if count not in self._turns:
+            if count > 1 and self.cfg.turn == "chat_template":  # the template's count tool messages in a row
+                turn = template_turn(
+                    self.tokenizer, self._template_kwargs, self.format.ends_message, count=count
+                )
+                self._turns[count] = turn.split("{output}")
+            else:
+                before, after = self.format.output.split("{output}")
+                self._turns[count] = [before, *[self.format.between] * (count - 1), after]
+        return self._turns[count]
+
+    def _append_outputs(self, s: _Sample, answers: list[tuple[str, str]], budget: int) -> bool:
+        """Append the turn (masked) answering the calls of one message, (body, output) each; False when the
+        budget ends inside it."""
+        if self.format.results is not None:  # a turn per call, depending on it (Mistral's call ids)
+            ids = [
+                t
+                for body, out in answers
+                for t in turn_tokens(self.tokenizer, *self.format.results(body, out))
+            ]
         else:
-            before, after = self.format.output.split("{output}")
-        ids = turn_tokens(self.tokenizer, before, text, after)
+            ids = answer_tokens(self.tokenizer, self._pieces(len(answers)), [out for _, out in answers])
         room = budget - len(s.tokens)
         ids = ids[:room]
         s.tokens += ids
@@ -288,6 +320,7 @@ class ToolRolloutEngine:
             if self.format.tool:  # the format's one tool
                 tool, args = self.format.tool, body
             else:  # the call names its tool; with python alone, any name is python (a model's own name for it)
+                self._check_count(s, body)
                 name, args = (self.format.parse or hermes_call)(body)
                 if self.format.typed is not None:  # values written as text (Qwen's XML): read by the schema
                     args = self.format.typed(args, self._parameters(name, s))
@@ -309,6 +342,13 @@ class ToolRolloutEngine:
             return tool, search_queries(args)
         except ValueError as e:
             return "invalid", str(e)
+
+    def _check_count(self, s: _Sample, body: str) -> None:
+        """ValueError the model reads where `body` is a message's calls, more than may run (`_take`)."""
+        if self.format.split is not None and self.cfg.parallel_calls > 1 and len(self.format.split(body)) > 1:
+            room = min(self.cfg.parallel_calls, self.cfg.max_calls - len(s.calls))
+            raise ValueError(f"error: the message holds {len(self.format.split(body))} tool calls; at most {room} "
+                             "can run now (none ran)")  # fmt: skip
 
     def _parameters(self, name: str, s: _Sample) -> dict | None:
         """{parameter: schema} of the tool a call names (a function's, an MCP tool's, the rollout's
@@ -344,75 +384,6 @@ class ToolRolloutEngine:
         text = self.tokenizer.decode(s.tokens, skip_special_tokens=True)
         return Completion(s.tokens, text, s.logprobs, s.finish, tool_mask=s.tool_mask if s.calls else None,
                           model_text="\n".join(s.segments), tool_calls=tuple(s.calls))  # fmt: skip
-
-
-def _warn_unlike_template(tokenizer, template_kwargs, name: str, output: str) -> None:
-    """Log a warning where the model's chat template, which teaches it `name`'s calls, answers them with another
-    turn than the format's own `output` (Qwen3.5's opens the next assistant turn with `<think>`)."""
-    import logging
-
-    from reasonrl.config import ConfigError
-    from reasonrl.rollout.tool_formats import template_format
-
-    if template_format(tokenizer) is None:
-        return
-    try:
-        turn = template_turn(tokenizer, template_kwargs)
-    except ConfigError:  # (a template that renders no tool turn: the format's own is all there is)
-        return
-    if turn != output:
-        logging.getLogger(__name__).warning(
-            "rollout.tools.format=%s answers a call with %r, but the model's chat template with %r: set "
-            "rollout.tools.turn=chat_template to train on the turn the model knows",
-            name,
-            output,
-            turn,
-        )
-
-
-def turn_tokens(tokenizer, before: str, text: str, after: str) -> list[int]:
-    """The tokens of a turn that is not the model's (a tool's output, `rollout.interaction`'s feedback):
-    the turn's own markers `before` and `after` as the template's tokens, its `text` with special tokens
-    split, so a program or a message cannot print an end-of-turn or a role marker."""
-
-    def tokens(t: str, split: bool) -> list[int]:
-        return tokenizer(t, add_special_tokens=False, split_special_tokens=split)["input_ids"] if t else []
-
-    return tokens(before, False) + tokens(text, True) + tokens(after, False)
-
-
-_CALL, _OUTPUT = "reasonrl-tool-call-7f3a", "reasonrl-tool-output-7f3a"
-
-
-def template_turn(tokenizer, template_kwargs: dict | None = None, ends_message: bool = False, role: str = "tool",
-                  where: str = "rollout.tools.turn=chat_template", instead: str = "turn: format") -> str:  # fmt: skip
-    """What follows a tool call in the tokenizer's chat template, `{output}` standing for the program's
-    output: the end of the assistant's turn, a `tool` message (or a `role` one: the user's feedback of
-    `rollout.interaction`), and the assistant's turn opening again (the generation prompt, with the
-    prompts' template arguments, e.g. Qwen3's enable_thinking); without the end of the assistant's message
-    where the call has closed it already (`ends_message`: Llama's <|eom_id|>, which the template's
-    <|eot_id|> would close a second time). ConfigError naming `where` (and what to use `instead`) when the
-    template cannot render such a message after an assistant one."""
-    from reasonrl.config import ConfigError
-
-    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": _CALL},
-                {"role": role, "content": _OUTPUT}]  # fmt: skip
-    try:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                             **dict(template_kwargs or {}))  # fmt: skip
-    except Exception as e:  # no template, or one that refuses the tool role (jinja raises its own errors)
-        raise ConfigError(f"{where}: the tokenizer's chat template cannot render a {role} message after an "
-                          f"assistant one ({type(e).__name__}: {e}); use {instead}") from None  # fmt: skip
-    if text.count(_CALL) != 1 or text.count(_OUTPUT) != 1 or text.index(_OUTPUT) < text.index(_CALL):
-        raise ConfigError(f"{where}: the tokenizer's chat template does not show an assistant message and then a "
-                          f"{role} message's content, once each; use {instead}")  # fmt: skip
-    turn = text[text.index(_CALL) + len(_CALL) :].replace(_OUTPUT, "{output}")
-    if ends_message:  # the template's end of an assistant message, as it renders one alone
-        alone = tokenizer.apply_chat_template(messages[:2], tokenize=False, **dict(template_kwargs or {}))
-        closing = alone[alone.index(_CALL) + len(_CALL) :] if alone.count(_CALL) == 1 else ""
-        if closing and turn.startswith(closing):
-            turn = turn[len(closing) :]
-    return turn
 
 
 def cells_with(s: _Sample, code: str) -> str:

@@ -17,7 +17,8 @@ from test_tool_rollouts import LOGP, Scripted
 from reasonrl.config import ConfigError, ToolsConfig, load_config
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.mistral_calls import parse, results
-from reasonrl.rollout.tools import ToolRolloutEngine, turn_tokens
+from reasonrl.rollout.tool_turns import turn_tokens
+from reasonrl.rollout.tools import ToolRolloutEngine
 
 mistral_common = pytest.importorskip("mistral_common")
 

@@ -15,7 +15,8 @@ from reasonrl.models.tiny import build_tokenizer
 from reasonrl.rollout.base import SamplingParams
 from reasonrl.rollout.factory import build_rollout_engine
 from reasonrl.rollout.tool_formats import TOOL_FORMATS
-from reasonrl.rollout.tools import ToolRolloutEngine, template_turn
+from reasonrl.rollout.tool_turns import template_turn
+from reasonrl.rollout.tools import ToolRolloutEngine
 
 # Qwen2.5's structure (newlines written as strings, as real templates do: transformers trims a newline
 # after a block tag): tool messages in a user turn, each in <tool_response> tags
