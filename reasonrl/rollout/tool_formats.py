@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from reasonrl.registry import Registry
-from reasonrl.rollout import mistral_calls, qwen_calls
+from reasonrl.rollout import harmony_calls, mistral_calls, qwen_calls
 
 TOOL_FORMATS: Registry = Registry("tool format")
 
@@ -140,6 +140,11 @@ for _name, _results in (("mistral", mistral_calls.results), ("mistral_v7", mistr
                                             special=True, ends_message=True, tool="", parse=mistral_calls.parse,
                                             results=_results, split=mistral_calls.split))  # fmt: skip
 
+# gpt-oss's harmony calls, a message addressed to the tool and ended by <|call|>, answered by the tool's message on
+# the call's channel (`rollout.harmony_calls`); functions.NAME with JSON arguments, and the built-in python
+TOOL_FORMATS.register("harmony")(ToolFormat(harmony_calls.CALL, "{output}", special=True, ends_message=True, tool="",
+                                            parse=harmony_calls.parse, results=harmony_calls.results))  # fmt: skip
+
 # Qwen3-Coder's and Qwen3.5's XML calls in the Hermes markers (`rollout.qwen_calls`), answered as Hermes ones
 TOOL_FORMATS.register("qwen3_coder")(replace(TOOL_FORMATS.get("hermes"), parse=qwen_calls.parse,
                                              typed=qwen_calls.typed))  # fmt: skip
@@ -154,11 +159,12 @@ BUILT_IN_PARAMETERS = {
 
 
 # what a chat template's tool instructions show of the calls it asks the model for, the most specific first
-_TEMPLATE_MARKS = (("<function=", "qwen3_coder"), ("[TOOL_CALLS]", "mistral"), ("<tool_call>", "hermes"))
+_TEMPLATE_MARKS = (("<|call|>", "harmony"), ("<function=", "qwen3_coder"), ("[TOOL_CALLS]", "mistral"),
+                   ("<tool_call>", "hermes"))  # fmt: skip
 
 
 def template_format(tokenizer) -> str | None:
-    """The format of named calls the tokenizer's chat template asks for (qwen3_coder, mistral or hermes), or
+    """The format of named calls the tokenizer's chat template asks for (harmony, qwen3_coder, mistral or hermes), or
     None where it shows none."""
     template = getattr(tokenizer, "chat_template", None)
     if isinstance(template, dict):  # (named templates: tool_use among them)

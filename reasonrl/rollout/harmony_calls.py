@@ -1,0 +1,74 @@
+"""gpt-oss's tool calls (`rollout.tools.format: harmony`), in OpenAI's harmony format: a call is an assistant
+message addressed to its tool, ended by `<|call|>` (a stop token of gpt-oss), and the tool answers in a message
+of its own, addressed back to the assistant, on the call's channel; then the assistant's turn opens again:
+
+  <|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|>
+  <|start|>functions.NAME to=assistant<|channel|>commentary<|message|>OUTPUT<|end|><|start|>assistant
+
+(the recipient may also stand in the role's header, `<|start|>assistant to=functions.NAME<|channel|>commentary
+json<|message|>`, as the Hugging Face template writes it). Functions (`functions.NAME`: the recipe's
+functions, MCP tools, environments) take JSON arguments; gpt-oss's built-in `python` tool (`to=python`, on the
+analysis channel) takes the message as its code and runs in the sandbox. The output is written as it is, as
+OpenAI's harmony renderer and vLLM's gpt-oss serving write a tool message; gpt-oss's Hugging Face template
+writes it as a JSON string (`"42"`), a deliberate difference (tests/unit/test_harmony_tools.py). One call per
+message, as harmony has it.
+
+Owns: the call's pattern, reading it (`parse`) and the message that answers it (`results`). Does not own: the
+tool loop (`rollout.tools`), the analysis channel's place in what the verifiers read (`rewards.extract`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_STOP = r"(?!<\|end\|>|<\|start\|>|<\|call\|>)"
+# the channel where it comes first, `to=` a recipient, the rest of the header, the message, `<|call|>`: all inside
+# one message (found in the text decoded with the special tokens; an analysis message that only mentions
+# `to=functions.x` ends at its <|end|>)
+CALL = re.compile(
+    rf"((?:<\|channel\|>\w+\s*)?to=(?:{_STOP}(?!<\|message\|>).)*<\|message\|>(?:{_STOP}.)*)<\|call\|>", re.S
+)
+_LEAD = re.compile(r"(?:<\|channel\|>(\w+)\s*)?to=")
+_RECIPIENT = re.compile(r"[^\s<]+")
+_CHANNEL = re.compile(r"<\|channel\|>(\w+)")
+
+
+def _read(body: str) -> tuple[str, str, str]:
+    """(recipient, channel, message) of a call's body: its channel where it comes first, `to=`, up to
+    `<|call|>`. Without a channel, a function's call is on commentary and python's on analysis, as harmony has
+    them."""
+    lead = _LEAD.match(body)
+    header, _, message = body[lead.end() if lead else 0 :].partition("<|message|>")
+    found = _RECIPIENT.match(header)
+    recipient = found.group(0) if found else ""
+    after = _CHANNEL.search(header)  # (the channel after the recipient: the Hugging Face template's order)
+    channel = (lead.group(1) if lead else None) or (after.group(1) if after else None)
+    return recipient, channel or ("analysis" if recipient == "python" else "commentary"), message
+
+
+def parse(body: str) -> tuple[str, dict]:
+    """(tool name, arguments) of a call; ValueError the model reads."""
+    recipient, _, message = _read(body)
+    if recipient == "python":  # gpt-oss's built-in tool: the message is the program
+        return "python", {"code": message}
+    if not recipient.startswith("functions.") or recipient == "functions.":
+        raise ValueError(f"error: no tool {recipient[:40]!r} (call functions.NAME or python)")
+    try:
+        args = json.loads(message)
+        args = json.loads(args) if isinstance(args, str) else args
+    except json.JSONDecodeError as e:
+        raise ValueError(f"error: the tool call's arguments are not valid JSON ({e.msg})") from None
+    if not isinstance(args, dict):
+        raise ValueError("error: the tool call's arguments are not an object")
+    return recipient[len("functions.") :], args
+
+
+def results(body: str, output: str) -> tuple[str, str, str]:
+    """(the message's header, the output, its end and the assistant's turn opening again) answering `body`."""
+    recipient, channel, _ = _read(body)
+    return (
+        f"<|start|>{recipient} to=assistant<|channel|>{channel}<|message|>",
+        output,
+        "<|end|><|start|>assistant",
+    )
