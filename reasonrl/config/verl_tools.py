@@ -41,7 +41,9 @@ def verl_tools(take, out: Converted, base: Path | None = None) -> None:
         out.set("rollout.tools.format", "hermes")
         out.set("rollout.tools.turn", "chat_template")  # verl renders tool messages with the chat template
     parallel = int(take(MT + "max_parallel_calls", 1) or 1)  # (verl: the calls run from one assistant turn)
-    if parallel > 1:  # (verl runs them side by side, reasonrl in turn: the same where the calls share no state)
+    if (
+        parallel > 1
+    ):  # (verl runs them side by side, reasonrl in turn: the same where the calls share no state)
         out.set("rollout.tools.parallel_calls", parallel)
     if turns is not None:  # k turns of calls take k + 1 assistant turns
         out.set("rollout.tools.max_calls", max(int(turns) - 1, 1) * parallel)

@@ -2,7 +2,8 @@
 
 Owns: `SamplingParams`, `RolloutEngine` (the protocol every engine implements: generate, weight sync,
 and the wake / sleep / close lifecycle the trainer drives), `stop_token_ids` (where every engine ends a
-completion), `cut_at_stop` and `within_budget` (a completion cut at a token budget). Does not own: the engines themselves
+completion), `completion_text` (what a completion's tokens read as), `cut_at_stop` and `within_budget` (a
+completion cut at a token budget). Does not own: the engines themselves
 (`rollout.hf`, `rollout.vllm`), choosing one (`rollout.factory`) or prompt formatting (`data.prompts`).
 """
 
@@ -61,6 +62,28 @@ def cut_at_stop(tokens: list[int], stop_ids) -> tuple[list[int], str]:
     return tokens, "length"
 
 
+def completion_text(tokenizer, ids: list[int]) -> str:
+    """A completion's text: its tokens decoded without the special tokens; a harmony model's (gpt-oss: the
+    tokenizer holds `<|start|>`, `<|channel|>` and `<|message|>` as special tokens) as `rollout.harmony.reading`
+    gives it, its analysis a think block and its final message as it is, so the verifiers read the answer and
+    not the reasoning."""
+    speaks = getattr(tokenizer, "_reasonrl_harmony", None)
+    if speaks is None:  # (asked once per tokenizer)
+        added = (getattr(tokenizer, "added_tokens_decoder", None) or {}).values()
+        special = {t.content for t in added if getattr(t, "special", False)}
+        special |= set(getattr(tokenizer, "all_special_tokens", None) or ())
+        speaks = all(m in special for m in ("<|start|>", "<|channel|>", "<|message|>"))
+        try:
+            tokenizer._reasonrl_harmony = speaks
+        except AttributeError:  # (a tokenizer that takes no attribute asks again)
+            pass
+    if speaks:
+        from reasonrl.rollout.harmony import reading
+
+        return reading(tokenizer.decode(ids, skip_special_tokens=False))
+    return tokenizer.decode(ids, skip_special_tokens=True)
+
+
 def within_budget(c: Completion, budget: int, tokenizer) -> Completion:
     """`c` cut at `budget` tokens (then it ended for lack of room: "length"). Continuations of different
     budgets generate in one engine call at the largest and are cut so (the tool loop, `rollout.interaction`):
@@ -69,9 +92,7 @@ def within_budget(c: Completion, budget: int, tokenizer) -> Completion:
     if len(c.token_ids) <= budget:
         return c
     ids = c.token_ids[:budget]
-    return Completion(
-        ids, tokenizer.decode(ids, skip_special_tokens=True), c.sampler_logprobs[:budget], "length"
-    )
+    return Completion(ids, completion_text(tokenizer, ids), c.sampler_logprobs[:budget], "length")
 
 
 class RolloutEngine(Protocol):

@@ -27,7 +27,7 @@ from transformers.generation.logits_process import (
 )
 
 from reasonrl.engines.compiled import eager
-from reasonrl.rollout.base import SamplingParams, cut_at_stop, stop_token_ids
+from reasonrl.rollout.base import SamplingParams, completion_text, cut_at_stop, stop_token_ids
 from reasonrl.rollout.decode import can_shrink, decode
 from reasonrl.rollout.kv_cache import kv_cache
 from reasonrl.types import Completion
@@ -156,7 +156,7 @@ class HFRolloutEngine:
         completions = []
         for i in range(len(rows)):
             toks, reason = cut_at_stop(seqs[i].tolist(), self.stop_ids)
-            text = self.tokenizer.decode(toks, skip_special_tokens=True)
+            text = completion_text(self.tokenizer, toks)
             completions.append(Completion(toks, text, logps[i, : len(toks)].tolist(), reason))
         return completions
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 
 from reasonrl.data.prompts import prompt_opens_think, scoring_text
 from reasonrl.registry import Registry
-from reasonrl.rollout.base import SamplingParams, within_budget
+from reasonrl.rollout.base import SamplingParams, completion_text, within_budget
 from reasonrl.rollout.tool_turns import template_turn, turn_tokens
 from reasonrl.types import Completion, Problem, RewardResult, RolloutGroup
 
@@ -84,7 +84,7 @@ class Attempts:
         what the verifiers score; the engine's own when there was one attempt."""
         if len(self.texts) == 1:
             return self.first
-        return Completion(self.tokens, tokenizer.decode(self.tokens, skip_special_tokens=True), self.logprobs,
+        return Completion(self.tokens, completion_text(tokenizer, self.tokens), self.logprobs,
                           self.finish, tool_mask=self.mask, model_text=self.texts[-1], tool_calls=self.calls,
                           turns=len(self.texts))  # fmt: skip
 

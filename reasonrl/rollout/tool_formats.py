@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from reasonrl.registry import Registry
-from reasonrl.rollout import harmony_calls, mistral_calls, qwen_calls
+from reasonrl.rollout import harmony, mistral_calls, qwen_calls
 
 TOOL_FORMATS: Registry = Registry("tool format")
 
@@ -141,9 +141,9 @@ for _name, _results in (("mistral", mistral_calls.results), ("mistral_v7", mistr
                                             results=_results, split=mistral_calls.split))  # fmt: skip
 
 # gpt-oss's harmony calls, a message addressed to the tool and ended by <|call|>, answered by the tool's message on
-# the call's channel (`rollout.harmony_calls`); functions.NAME with JSON arguments, and the built-in python
-TOOL_FORMATS.register("harmony")(ToolFormat(harmony_calls.CALL, "{output}", special=True, ends_message=True, tool="",
-                                            parse=harmony_calls.parse, results=harmony_calls.results))  # fmt: skip
+# the call's channel (`rollout.harmony`); functions.NAME with JSON arguments, and the built-in python
+TOOL_FORMATS.register("harmony")(ToolFormat(harmony.CALL, "{output}", special=True, ends_message=True, tool="",
+                                            parse=harmony.parse, results=harmony.results))  # fmt: skip
 
 # Qwen3-Coder's and Qwen3.5's XML calls in the Hermes markers (`rollout.qwen_calls`), answered as Hermes ones
 TOOL_FORMATS.register("qwen3_coder")(replace(TOOL_FORMATS.get("hermes"), parse=qwen_calls.parse,

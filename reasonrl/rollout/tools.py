@@ -29,7 +29,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from reasonrl.rollout.base import SamplingParams, within_budget
+from reasonrl.rollout.base import SamplingParams, completion_text, within_budget
 from reasonrl.rollout.tool_formats import (
     BUILT_IN_PARAMETERS,
     TOOL_ALIASES,
@@ -202,7 +202,7 @@ class ToolRolloutEngine:
         if found:
             cut = self._cut(toks, len(found))
             toks, logps = toks[:cut], logps[:cut]
-            text = self.tokenizer.decode(toks, skip_special_tokens=True)
+            text = completion_text(self.tokenizer, toks)
             if len(s.tokens) + cut >= budget:  # the calls end the budget: no room for their output
                 found = []
         s.tokens += toks
@@ -381,7 +381,7 @@ class ToolRolloutEngine:
             return list(pool.map(one, programs))
 
     def _completion(self, s: _Sample) -> Completion:
-        text = self.tokenizer.decode(s.tokens, skip_special_tokens=True)
+        text = completion_text(self.tokenizer, s.tokens)
         return Completion(s.tokens, text, s.logprobs, s.finish, tool_mask=s.tool_mask if s.calls else None,
                           model_text="\n".join(s.segments), tool_calls=tuple(s.calls))  # fmt: skip
 

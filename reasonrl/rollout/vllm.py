@@ -33,7 +33,7 @@ import torch
 from reasonrl.engines.weights import hf_weight_groups, in_saved_layout
 from reasonrl.models.loading import text_config
 from reasonrl.rollout import vllm_fixes
-from reasonrl.rollout.base import SamplingParams, cut_at_stop, stop_token_ids
+from reasonrl.rollout.base import SamplingParams, completion_text, cut_at_stop, stop_token_ids
 from reasonrl.rollout.vllm_sync import COPIED_BY_LOADER, WeightSyncError, head_tied, reload_in_worker
 from reasonrl.types import Completion
 
@@ -298,7 +298,7 @@ class VLLMRolloutEngine:
         toks = list(c.token_ids)
         logps = [next(iter(d.values())).logprob if d else 0.0 for d in (c.logprobs or [])]
         toks, reason = cut_at_stop(toks, self.stop_ids)
-        text = self.tokenizer.decode(toks, skip_special_tokens=True)
+        text = completion_text(self.tokenizer, toks)
         return Completion(toks, text, [float(x) for x in logps[: len(toks)]], reason)
 
     # --- weights ------------------------------------------------------------------------------

@@ -189,7 +189,9 @@ def response_tokens(tokenizer, problem: Problem, key: str, max_tokens: int):
 def response_completion(tokenizer, problem: Problem, key: str, max_tokens: int) -> Completion:
     """A row's response (`response_tokens`) as a Completion (sampler log-probs 0: nothing sampled it)."""
     ids, frozen, cut = response_tokens(tokenizer, problem, key, max_tokens)
-    text = tokenizer.decode(ids, skip_special_tokens=True)
+    from reasonrl.rollout.base import completion_text
+
+    text = completion_text(tokenizer, ids)
     return Completion(ids, text, [0.0] * len(ids), "length" if cut else "stop", tool_mask=frozen)
 
 

@@ -72,3 +72,34 @@ def results(body: str, output: str) -> tuple[str, str, str]:
         output,
         "<|end|><|start|>assistant",
     )
+
+
+_END = re.compile(r"<\|(?:end|call|return)\|>")
+_TO = re.compile(r"to=([^\s<]+)")
+
+
+def reading(raw: str) -> str:
+    """What a harmony completion reads as, `raw` being its text decoded with the special tokens: a final-channel
+    message's text as it is; every other message (analysis, commentary, a call, a tool's answer) as a think block,
+    `<think>...</think>` (a call's with its recipient, a tool's answer with its author), left open where the
+    message never ended. So the verifiers' one think-block policy (`rewards.extract.answer_region`) reads the
+    final answer and never the reasoning, and a completion cut before its final message has no answer."""
+    out = []
+    for part in raw.split("<|start|>"):
+        header, sep, content = part.partition("<|message|>")
+        if not sep:  # (no message: a header cut short, or the role of a turn that never began)
+            continue
+        end = _END.search(content)
+        body = content[: end.start()] if end else content
+        channel = _CHANNEL.search(header)
+        if channel is not None and channel.group(1) == "final":
+            out.append(body)
+            continue
+        role = _RECIPIENT.match(header)
+        to = _TO.search(header)
+        if role is not None and role.group(0) != "assistant" and not role.group(0).startswith("to="):
+            body = f"{role.group(0)}: {body}"  # a tool's answer
+        elif to is not None and to.group(1) != "assistant":
+            body = f"to={to.group(1)} {body}"  # a call
+        out.append(f"<think>{body}" + ("</think>" if end else ""))
+    return "".join(out)
