@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from reasonrl.registry import Registry
-from reasonrl.rollout import harmony, mistral_calls, qwen_calls
+from reasonrl.rollout import glm_calls, harmony, mistral_calls, qwen_calls
 
 TOOL_FORMATS: Registry = Registry("tool format")
 
@@ -149,6 +149,14 @@ TOOL_FORMATS.register("harmony")(ToolFormat(harmony.CALL, "{output}", special=Tr
 TOOL_FORMATS.register("qwen3_coder")(replace(TOOL_FORMATS.get("hermes"), parse=qwen_calls.parse,
                                              typed=qwen_calls.typed))  # fmt: skip
 
+# GLM-4.5 / 4.6 / 4.7's <tool_call>NAME<arg_key>..</arg_key><arg_value>..</arg_value></tool_call> (`rollout.glm_calls`),
+# values read by the schema, answered in an observation turn (a <tool_response> per call), then <|assistant|>
+TOOL_FORMATS.register("glm4_moe")(replace(
+    TOOL_FORMATS.get("hermes"), output="<|observation|>\n<tool_response>\n{output}\n</tool_response><|assistant|>",
+    parse=glm_calls.parse, typed=qwen_calls.typed,
+    special=True,  # (looked for in the text decoded with the special tokens: GLM may hold its markers as such)
+))  # fmt: skip
+
 TOOLS = ("python", "search")  # what rollout.tools.names may hold
 TOOL_ALIASES = {"code_interpreter": "python"}  # verl's (SandboxFusionTool's) name for the Python tool
 # the parameters of the built-in tools' calls, as a schema gives them (a format reading values by schema)
@@ -159,13 +167,13 @@ BUILT_IN_PARAMETERS = {
 
 
 # what a chat template's tool instructions show of the calls it asks the model for, the most specific first
-_TEMPLATE_MARKS = (("<|call|>", "harmony"), ("<function=", "qwen3_coder"), ("[TOOL_CALLS]", "mistral"),
-                   ("<tool_call>", "hermes"))  # fmt: skip
+_TEMPLATE_MARKS = (("<|call|>", "harmony"), ("<function=", "qwen3_coder"), ("<arg_key>", "glm4_moe"),
+                   ("[TOOL_CALLS]", "mistral"), ("<tool_call>", "hermes"))  # fmt: skip
 
 
 def template_format(tokenizer) -> str | None:
-    """The format of named calls the tokenizer's chat template asks for (harmony, qwen3_coder, mistral or hermes), or
-    None where it shows none."""
+    """The format of named calls the tokenizer's chat template asks for (harmony, qwen3_coder, glm4_moe, mistral or
+    hermes), or None where it shows none."""
     template = getattr(tokenizer, "chat_template", None)
     if isinstance(template, dict):  # (named templates: tool_use among them)
         template = " ".join(str(t) for t in template.values())
