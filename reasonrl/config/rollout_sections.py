@@ -30,12 +30,13 @@ class ToolsConfig:
     # python_tag (Llama 3.1's <|python_tag|>code<|eom_id|>, answered in an ipython turn), search_r1
     # (<search>query</search> answered by <information>...</information>), qwen3_coder (Qwen3.5's XML calls in
     # <tool_call>, values read by the tool's schema), glm4_moe (GLM-4.5's <arg_key> / <arg_value> pairs, read by
-    # the schema, answered in an <|observation|> turn), mistral / mistral_v7 (Mistral's
+    # the schema, answered in an <|observation|> turn), llama3_json (Llama 3.1-3.3's {"name", "parameters"} message,
+    # answered in an ipython turn), mistral / mistral_v7 (Mistral's
     # [TOOL_CALLS] ... </s>, answered by [TOOL_RESULTS] as the tokenizer's version writes it), harmony (gpt-oss's
     # to=functions.NAME ... <|call|> and its built-in python, answered by the tool's own message)
     format: str = "markdown"
     # the tools calls may use: python (the sandboxed interpreter), search (`search`); hermes / qwen3_coder / glm4_moe /
-    # mistral / harmony calls name theirs
+    # llama3_json / mistral / harmony calls name theirs
     names: list[str] = field(default_factory=lambda: ["python"])
     # Python functions as tools (TRL's `tools=[...]`): import paths or path.py:name, called by their names in
     # hermes calls; their schemas join data.chat_template_kwargs.tools (rollout.function_tools)

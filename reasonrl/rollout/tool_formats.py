@@ -74,6 +74,23 @@ def hermes_call(body: str) -> tuple[str, dict]:
     return str(call.get("name", "")), args
 
 
+def llama_call(body: str) -> tuple[str, dict]:
+    """(name, arguments) of a Llama 3.1 / 3.2 JSON tool call, {"name": ..., "parameters": {...}} (or "arguments",
+    as some write it; a JSON string of their own too); ValueError the model reads."""
+    try:
+        call = json.loads(body)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"error: the tool call is not valid JSON ({e.msg})") from None
+    args = call.get("parameters", call.get("arguments", {})) if isinstance(call, dict) else None
+    try:
+        args = json.loads(args) if isinstance(args, str) else args
+    except json.JSONDecodeError as e:
+        raise ValueError(f"error: the tool call's parameters are not valid JSON ({e.msg})") from None
+    if not isinstance(args, dict):
+        raise ValueError('error: the tool call has no "parameters" object')
+    return str(call.get("name", "")), args
+
+
 def code_argument(args: dict) -> str:
     code = args.get("code")
     if not isinstance(code, str):
@@ -130,6 +147,13 @@ TOOL_FORMATS.register("python_tag")(ToolFormat(
     special=True,
     ends_message=True,
 ))  # fmt: skip
+# Llama 3.1 / 3.2 / 3.3's custom tool calls: the whole message a JSON object, {"name": ..., "parameters": {...}}
+# (after <|python_tag|> where the model writes one), ended by <|eot_id|> (or <|eom_id|>), answered as python_tag
+# is, in an ipython turn; one call per message, as the template has it
+TOOL_FORMATS.register("llama3_json")(replace(
+    TOOL_FORMATS.get("python_tag"), call=re.compile(r"\A\s*(?:<\|python_tag\|>)?\s*(\{.*\})\s*<\|e(?:ot|om)_id\|>", re.S),
+    tool="", parse=llama_call,
+))  # fmt: skip
 # Search-R1: a query in <search> tags, the passages the retrieval service returns in <information> tags
 TOOL_FORMATS.register("search_r1")(ToolFormat(re.compile(r"<search>(.*?)</search>", re.S),
                                                "\n\n<information>{output}</information>\n\n", tool="search"))  # fmt: skip
@@ -168,12 +192,12 @@ BUILT_IN_PARAMETERS = {
 
 # what a chat template's tool instructions show of the calls it asks the model for, the most specific first
 _TEMPLATE_MARKS = (("<|call|>", "harmony"), ("<function=", "qwen3_coder"), ("<arg_key>", "glm4_moe"),
-                   ("[TOOL_CALLS]", "mistral"), ("<tool_call>", "hermes"))  # fmt: skip
+                   ("[TOOL_CALLS]", "mistral"), ("<tool_call>", "hermes"), ('"parameters": ', "llama3_json"))  # fmt: skip
 
 
 def template_format(tokenizer) -> str | None:
-    """The format of named calls the tokenizer's chat template asks for (harmony, qwen3_coder, glm4_moe, mistral or
-    hermes), or None where it shows none."""
+    """The format of named calls the tokenizer's chat template asks for (harmony, qwen3_coder, glm4_moe, mistral,
+    hermes or llama3_json), or None where it shows none."""
     template = getattr(tokenizer, "chat_template", None)
     if isinstance(template, dict):  # (named templates: tool_use among them)
         template = " ".join(str(t) for t in template.values())

@@ -70,9 +70,12 @@ def template_turn(tokenizer, template_kwargs: dict | None = None, ends_message: 
     return turn
 
 
-def warn_unlike_template(tokenizer, template_kwargs, name: str, output: str) -> None:
+def warn_unlike_template(
+    tokenizer, template_kwargs, name: str, output: str, ends_message: bool = False
+) -> None:
     """Log a warning where the model's chat template, which teaches it `name`'s calls, answers them with another
-    turn than the format's own `output` (Qwen3.5's opens the next assistant turn with `<think>`)."""
+    turn than the format's own `output` (Qwen3.5's opens the next assistant turn with `<think>`); `ends_message`:
+    the call closes the assistant's message itself (`template_turn`)."""
     import logging
 
     from reasonrl.config import ConfigError
@@ -81,7 +84,7 @@ def warn_unlike_template(tokenizer, template_kwargs, name: str, output: str) -> 
     if template_format(tokenizer) is None:
         return
     try:
-        turn = template_turn(tokenizer, template_kwargs)
+        turn = template_turn(tokenizer, template_kwargs, ends_message)
     except ConfigError:  # (a template that renders no tool turn: the format's own is all there is)
         return
     if turn != output:

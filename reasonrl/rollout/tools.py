@@ -133,7 +133,9 @@ class ToolRolloutEngine:
             turn = template_turn(tokenizer, template_kwargs, self.format.ends_message)
             self.format = replace(self.format, output=turn)
         elif not self.format.tool and self.format.results is None:  # a named call's turn: the template's?
-            warn_unlike_template(tokenizer, template_kwargs, tools.format, self.format.output)
+            warn_unlike_template(
+                tokenizer, template_kwargs, tools.format, self.format.output, self.format.ends_message
+            )
 
     def __getattr__(self, name):  # anything else an engine offers (stats, wake, sleep, ...)
         return getattr(self.engine, name)
