@@ -34,20 +34,20 @@ def tools_arg(given: str | None, cfg=None, search_url: str | None = None, final:
 
     from reasonrl.config import ConfigError, ToolsConfig
     from reasonrl.rollout.tool_checks import check_tools, probe_tools
-    from reasonrl.rollout.tool_formats import TOOL_FORMATS
+    from reasonrl.rollout.tool_formats import AUTO, TOOL_FORMATS
 
     if given is None:
         tools = cfg.rollout.tools if cfg is not None and cfg.rollout.tools.enabled else None
     elif given == "off":
         tools = None
-    elif given not in TOOL_FORMATS:
+    elif given not in TOOL_FORMATS and given != AUTO:
         raise ConfigError(
-            f"--tools {given!r} is not a tool format; known: off, {', '.join(TOOL_FORMATS.names())}"
+            f"--tools {given!r} is not a tool format; known: off, {AUTO}, {', '.join(TOOL_FORMATS.names())}"
         )
     else:
         base = cfg.rollout.tools if cfg is not None else ToolsConfig()
         tools = ToolsConfig(**{**vars(base), "enabled": True, "format": given})
-        if own := TOOL_FORMATS.get(given).tool:
+        if given != AUTO and (own := TOOL_FORMATS.get(given).tool):
             tools = replace(tools, names=[own])
     if tools is None and search_url and (final or given == "off"):
         raise ConfigError("--search-url: no tools to search with (--tools search_r1 or hermes, or a run with "

@@ -107,7 +107,7 @@ TRL_NOT_NEEDED = {
     "use_liger_kernel": "model.logprob_chunk computes log-probs without the [B, T, V] logits",
     "max_tool_calling_iterations": "TRL's tools are Python functions given in code: list them in "
     "rollout.tools.functions (import paths), an environment_factory's class in rollout.tools.environment, with "
-    "rollout.tools.enabled=true, format=hermes, names=[]; this is rollout.tools.max_calls (calls, not messages; TRL "
+    "rollout.tools.enabled=true, format=auto (the model's template's calls), names=[]; this is rollout.tools.max_calls (calls, not messages; TRL "
     "runs every call of a message: rollout.tools.parallel_calls) (docs/rollouts.md)",
 }  # fmt: skip
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reasonrl.rollout.tool_formats import TOOL_FORMATS, TOOLS, answers_several, check_named_calls
+from reasonrl.rollout.tool_formats import AUTO, TOOL_FORMATS, TOOLS, answers_several, check_named_calls
 from reasonrl.rollout.tools import ToolRolloutEngine, cell_program
 
 
@@ -66,7 +66,15 @@ def _probe_sandbox(tools) -> str:
         probe = ToolRolloutEngine(
             None,
             None,
-            replace(tools, turn="format", functions=[], environment=None, verl_config=None, mcp_servers=None),
+            replace(
+                tools,
+                turn="format",
+                functions=[],
+                environment=None,
+                verl_config=None,
+                mcp_servers=None,
+                format="markdown" if tools.format == AUTO else tools.format,
+            ),  # (no model: no template yet)
         )
         ((text, status),) = probe._run([cell_program(["print(6 * 7)"])])
     except SandboxUnavailable as e:
@@ -77,21 +85,34 @@ def _probe_sandbox(tools) -> str:
     return f"rollout.tools: the {isolation_mode()} sandbox runs the programs completions write"
 
 
+def check_format(tools) -> None:
+    """ConfigError where the settings do not fit the format (`rollout.tools.format`, resolved where it is auto)."""
+    from reasonrl.config import ConfigError
+
+    fmt = TOOL_FORMATS.get(tools.format)
+    if tools.turn == "chat_template" and fmt.results is not None:
+        raise ConfigError(f"rollout.tools.turn=chat_template: format {tools.format}'s results turn follows each call "
+                          "(its id, its tool), as the format writes it; use turn: format")  # fmt: skip
+    if tools.parallel_calls > 1 and not answers_several(fmt, tools.turn):
+        raise ConfigError(f"rollout.tools.parallel_calls={tools.parallel_calls}: format {tools.format} answers one "
+                          "call at a time (it gives no `between` for two outputs); use turn: chat_template")  # fmt: skip
+    names = list(tools.names)
+    if fmt.tool and fmt.tool not in names:
+        raise ConfigError(f"rollout.tools.format={tools.format} calls the {fmt.tool} tool, which rollout.tools.names "
+                          f"({', '.join(names)}) does not hold")  # fmt: skip
+
+
 def check_tools(tools, max_new_tokens: int) -> None:
     """ConfigError naming the `rollout.tools` key that is wrong."""
     from reasonrl.config import ConfigError
 
     if not tools.enabled:
         return
-    if tools.format not in TOOL_FORMATS.names():
-        raise ConfigError(
-            f"rollout.tools.format={tools.format!r} is not one of {', '.join(TOOL_FORMATS.names())}"
-        )
+    if tools.format != AUTO and tools.format not in TOOL_FORMATS.names():
+        raise ConfigError(f"rollout.tools.format={tools.format!r} is not one of {', '.join(TOOL_FORMATS.names())} "
+                          f"or {AUTO}")  # fmt: skip
     if tools.turn not in ("format", "chat_template"):
         raise ConfigError(f"rollout.tools.turn must be format or chat_template, got {tools.turn!r}")
-    if tools.turn == "chat_template" and TOOL_FORMATS.get(tools.format).results is not None:
-        raise ConfigError(f"rollout.tools.turn=chat_template: format {tools.format}'s results turn follows each call "
-                          "(its id), as the tokenizer's version writes it; use turn: format")  # fmt: skip
     for key in ("max_calls", "parallel_calls", "workers", "memory_mb", "max_output_chars"):
         if getattr(tools, key) < 1:
             raise ConfigError(f"rollout.tools.{key} must be >= 1, got {getattr(tools, key)}")
@@ -112,9 +133,6 @@ def check_tools(tools, max_new_tokens: int) -> None:
             check_named_calls(key, tools.format)
     if tools.parallel_calls > 1:
         check_named_calls("parallel_calls", tools.format)
-        if not answers_several(TOOL_FORMATS.get(tools.format), tools.turn):
-            raise ConfigError(f"rollout.tools.parallel_calls={tools.parallel_calls}: format {tools.format} answers "
-                              "one call at a time (it gives no `between` for two outputs); use turn: chat_template")  # fmt: skip
     if tools.environment is not None and tools.verl_config is not None:
         raise ConfigError("rollout.tools: set environment (TRL's) or verl_config (verl's tools), not both")
     if (
@@ -130,10 +148,8 @@ def check_tools(tools, max_new_tokens: int) -> None:
     ):
         raise ConfigError(f"rollout.tools.names must name each of its tools once, from {', '.join(TOOLS)}; "
                           f"got {names}")  # fmt: skip
-    own = TOOL_FORMATS.get(tools.format).tool
-    if own and own not in names:
-        raise ConfigError(f"rollout.tools.format={tools.format} calls the {own} tool, which rollout.tools.names "
-                          f"({', '.join(names)}) does not hold")  # fmt: skip
+    if tools.format != AUTO:  # (auto: checked once the model's template says which, `check_format`)
+        check_format(tools)
     if "search" in names:
         s = tools.search
         if not s.url:

@@ -182,6 +182,7 @@ TOOL_FORMATS.register("glm4_moe")(replace(
 ))  # fmt: skip
 
 TOOLS = ("python", "search")  # what rollout.tools.names may hold
+AUTO = "auto"  # rollout.tools.format: the one the model's chat template asks for (`resolve_format`)
 TOOL_ALIASES = {"code_interpreter": "python"}  # verl's (SandboxFusionTool's) name for the Python tool
 # the parameters of the built-in tools' calls, as a schema gives them (a format reading values by schema)
 BUILT_IN_PARAMETERS = {
@@ -223,12 +224,27 @@ def answers_several(fmt: ToolFormat, turn: str) -> bool:
     return not fmt.tool and (fmt.between is not None or fmt.results is not None or turn == "chat_template")
 
 
+def resolve_format(tokenizer, name: str) -> str:
+    """`rollout.tools.format` itself, or, where it is `auto`, the format of calls the model's chat template asks
+    for (`template_format`: TRL reads a model's tool calls by its template too); ConfigError where it shows none."""
+    from reasonrl.config import ConfigError
+
+    if name != AUTO:
+        return name
+    found = template_format(tokenizer)
+    if found is None:
+        marks = ", ".join(f"{m} ({n})" for m, n in _TEMPLATE_MARKS)
+        raise ConfigError(f"rollout.tools.format=auto: the model's chat template shows no tool calls reasonrl reads "
+                          f"({marks}); name the format")  # fmt: skip
+    return found
+
+
 def check_named_calls(key: str, fmt: str) -> None:
     """ConfigError where `rollout.tools.<key>` (tools called by name) is set with a format whose calls go to
     its one tool."""
     from reasonrl.config import ConfigError
 
-    if TOOL_FORMATS.get(fmt).tool:
+    if fmt != AUTO and TOOL_FORMATS.get(fmt).tool:
         named = [n for n in TOOL_FORMATS.names() if not TOOL_FORMATS.get(n).tool]
         raise ConfigError(f"rollout.tools.{key} needs calls that name their tool: format {', '.join(named)}, "
                           f"not {fmt}")  # fmt: skip

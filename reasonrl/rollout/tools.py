@@ -31,12 +31,14 @@ from dataclasses import dataclass, replace
 
 from reasonrl.rollout.base import SamplingParams, completion_text, within_budget
 from reasonrl.rollout.tool_formats import (
+    AUTO,
     BUILT_IN_PARAMETERS,
     TOOL_ALIASES,
     TOOL_FORMATS,
     check_template_format,
     code_argument,
     hermes_call,
+    resolve_format,
     search_queries,
 )
 from reasonrl.rollout.tool_turns import answer_tokens, template_turn, turn_tokens, warn_unlike_template
@@ -105,6 +107,11 @@ class ToolRolloutEngine:
     runs_tools = True  # read by the rollout metrics (`trainer.rollouts.tool_metrics`)
 
     def __init__(self, engine, tokenizer, tools, template_kwargs: dict | None = None) -> None:
+        if tools.format == AUTO:  # the format the model's chat template asks for
+            from reasonrl.rollout.tool_checks import check_format
+
+            tools = replace(tools, format=resolve_format(tokenizer, tools.format))
+            check_format(tools)
         self.engine, self.tokenizer, self.cfg = engine, tokenizer, tools
         self.format = TOOL_FORMATS.get(tools.format)
         check_template_format(tokenizer, tools.format)  # (calls the template does not teach would all fail)
