@@ -49,6 +49,44 @@ def test_training_with_a_function_tool_runs_it_and_trains_only_the_models_tokens
     assert texts and all(t.startswith(call) and "<tool_response>42</tool_response>" in t for t in texts)
 
 
+SEVEN = '''
+def f(a: int) -> int:
+    """Seven times a number.
+
+    Args:
+        a: the number
+    """
+    return 7 * a
+'''
+
+
+def test_a_message_with_two_calls_runs_both_and_one_turn_answers_them_in_training(
+    tmp_path, monkeypatch, user_module
+):
+    """rollout.tools.parallel_calls=2: every completion opens with one message of two calls; both run, in one
+    turn of two <tool_response>s, and still only the model's own tokens train."""
+    m = user_module(SEVEN, "parallel_run_tools")
+    calls = '<tool_call>{"name": "f", "arguments": {"a": 6}}</tool_call><tool_call>{"name": "f", "arguments": {"a": 3}}</tool_call>'
+    turn = "<|im_end|><|im_start|>user<tool_response>42</tool_response><tool_response>21</tool_response><|im_end|>"
+    opens_with(monkeypatch, calls, "<tool_response>")
+    run = tmp_path / "run"
+    cfg = _cfg(_model_dir(tmp_path, [calls + turn + "<|im_start|>assistant"]), run, 2, "rollout.tools.enabled=true",
+               "rollout.tools.format=hermes", "rollout.tools.names=[]", f"rollout.tools.functions=[{m}.f]",
+               "rollout.tools.parallel_calls=2", "rollout.max_new_tokens=112", "checkpoint.every=0",
+               "log.rollouts_per_step=2")  # fmt: skip
+    hist = train(cfg, log=lambda *a: None)["history"]
+    steps = [h for h in hist if "rollout/tool_calls_mean" in h]
+    assert len(steps) == 2
+    for h in steps:
+        assert h["rollout/tool_calls_mean"] == 2.0 and h["rollout/tool_error_frac"] == 0.0
+        assert h["rollout/logprob_gap_max"] < 1e-4
+    rows = [json.loads(x) for x in (run / "rollouts.jsonl").read_text().splitlines()]
+    texts = [c["text"] for r in rows for c in r["completions"]]
+    # (this tiny tokenizer, reloaded from its directory, drops spaces and newlines; the model's context, 128
+    # tokens, ends soon after the turn)
+    assert texts and all(t.startswith(calls.replace(" ", "") + turn) for t in texts)
+
+
 ADD_ONE = '''
 def add_one(x: int) -> int:
     """One more.
