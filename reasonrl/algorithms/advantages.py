@@ -154,6 +154,22 @@ declare(reinforce_pp, group_relative=False, batch_stats=True)
 declare(reinforce_pp_baseline, group_relative=True, batch_stats=True)
 
 
+def _grpo_given(r: torch.Tensor, group_ids: torch.Tensor, eps: float) -> torch.Tensor:
+    """grpo of one term over the rows that have a value (NaN: a TRL function that gives None, which TRL leaves
+    out of its group's mean and std, and whose rows get 0)."""
+    given = ~torch.isnan(r)
+    if bool(given.all()):
+        return grpo(r, group_ids, eps=eps)
+    x = torch.where(given, r, torch.zeros_like(r))
+    uniq, inv = torch.unique(group_ids, return_inverse=True)
+    zeros = torch.zeros(uniq.numel(), dtype=r.dtype, device=r.device)
+    count = zeros.index_add(0, inv, given.to(r.dtype))
+    mean = zeros.index_add(0, inv, x) / count.clamp_min(1.0)
+    var = zeros.index_add(0, inv, given.to(r.dtype) * (x - mean[inv]) ** 2) / (count - 1).clamp_min(1.0)
+    adv = (x - mean[inv]) / (var.sqrt()[inv] + eps)
+    return torch.where(given & (count[inv] > 1), adv, torch.zeros_like(adv))
+
+
 @ADVANTAGES.register("gdpo")
 def gdpo(
     rewards: torch.Tensor,
@@ -173,9 +189,12 @@ def gdpo(
         )
     summed = torch.zeros_like(rewards, dtype=term_rewards.dtype)
     for k, w in enumerate(term_weights):
-        summed = summed + float(w) * grpo(term_rewards[:, k], group_ids, eps=eps)
+        summed = summed + float(w) * _grpo_given(term_rewards[:, k], group_ids, eps)
+    scored = ~torch.isnan(term_rewards).all(
+        dim=1
+    )  # (a row no term scored: TRL's unscorable one, advantage 0)
     _, _, count = group_stats(summed, group_ids)
-    return masked_whiten(summed, count > 1, eps=eps)
+    return masked_whiten(summed, (count > 1) & scored, eps=eps)
 
 
 declare(gdpo, needs=("term_rewards", "term_weights"), group_relative=True, batch_stats=True)

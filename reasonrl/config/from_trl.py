@@ -283,9 +283,9 @@ def _trl_rewards(take, out: Converted) -> None:
 
         estimator = out.recipe.get("algo", {}).get("adv_estimator", "grpo")
         if len(functions) > 1 and "term_rewards" in ADVANTAGES.get(estimator).needs:  # (normalize_then_sum)
-            out.notes.append("multi_objective_aggregation=normalize_then_sum: GDPO normalises each reward.weights "
-                             "term; the trl_function term is its functions' weighted sum (TRL normalises each "
-                             "function)")  # fmt: skip
+            out.notes.append("multi_objective_aggregation=normalize_then_sum: GDPO normalises each reward "
+                             "function on its own (the trl_function term's functions, as TRL does), then their "
+                             "weighted sum over the batch")  # fmt: skip
         out.notes.append(f"reward_funcs: {', '.join(n for n, _ in functions)}: called as TRL calls them "
                          "(reward.options.trl_function; an import path is imported from the directory the run "
                          "starts in, as `trl grpo` does; docs/rewards.md)")  # fmt: skip

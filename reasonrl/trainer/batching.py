@@ -7,6 +7,8 @@ rewards / group ids / sampler log-probs as tensors. Does not own: advantages or 
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from reasonrl.types import RolloutGroup, TrainBatch
@@ -56,12 +58,20 @@ def build_batch(groups: list[RolloutGroup], pad_id: int) -> TrainBatch:
 
 
 def term_scores(
-    groups: list[RolloutGroup], weights: dict[str, float]
+    groups: list[RolloutGroup], weights: dict[str, float], parts: dict[str, dict[str, float]] | None = None
 ) -> tuple[torch.Tensor, tuple[float, ...]]:
     """Each reward term's raw score per row, [B, K] in `reward.weights` order (rows as `build_batch`), and
     the K weights. The runner records the terms in info["terms"]; with `correctness` as the only term it
-    records none, and the score is the reward over its weight."""
-    names = list(weights)
+    records none, and the score is the reward over its weight. `parts`: {term: {function: weight}}, a term that
+    is the weighted sum of functions whose values its results give in info["functions"] (the `trl_function`
+    term, TRL's reward functions): one column per function instead, its value (NaN where the function gives
+    None, as TRL has it) and the term's weight x the function's, so each is normalised on its own (gdpo: TRL's
+    normalize_then_sum normalises each reward function)."""
+    parts = {t: p for t, p in (parts or {}).items() if p and t in weights}
+    names = [n for n in weights if n not in parts]
+    out_weights = [float(weights[n]) for n in names]
+    for term, fns in parts.items():
+        out_weights += [float(weights[term]) * float(w) for w in fns.values()]
     rows = []
     for g in groups:
         results = g.results or [None] * len(g.rewards)
@@ -69,11 +79,13 @@ def term_scores(
             terms = res.info.get("terms") if res is not None else None
             if terms is None:  # the one term: reward = weight * score
                 rows.append([float(reward) / weights[names[0]]])
-            else:
-                rows.append([float(terms[n]) for n in names])
-    return torch.tensor(rows, dtype=torch.float32).reshape(len(rows), len(names)), tuple(
-        float(weights[n]) for n in names
-    )
+                continue
+            row = [float(terms[n]) for n in names]
+            given = res.info.get("functions") or {}
+            for fns in parts.values():
+                row += [math.nan if given.get(f) is None else float(given[f]) for f in fns]
+            rows.append(row)
+    return torch.tensor(rows, dtype=torch.float32).reshape(len(rows), len(out_weights)), tuple(out_weights)
 
 
 def minibatches(batch: TrainBatch, size: int, generator: torch.Generator | None = None) -> list[TrainBatch]:

@@ -170,7 +170,10 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
             confident = confidence_rewards(run.train_engine, batch, groups, cfg.reward.confidence.measure,
                                            t.micro_batch, r.temperature)  # fmt: skip
         if "term_rewards" in needs:  # gdpo: every reward term normalised on its own
-            batch.term_rewards, batch.term_weights = term_scores(groups, cfg.reward.weights)
+            from reasonrl.rewards.verifiers.trl_function import TERM, function_weights
+
+            parts = {TERM: function_weights(cfg.reward.options.get(TERM))}  # TRL's functions, each on its own
+            batch.term_rewards, batch.term_weights = term_scores(groups, cfg.reward.weights, parts)
         step_metrics = {} if sft else shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, ...
         step_metrics.update(confident)
         # 2. the log-probs and values the advantages and the loss compare against, then advantages

@@ -75,6 +75,17 @@ BUILT_IN = (
 ENVIRONMENT_VALUES = "_environment_functions"
 
 
+TERM = "trl_function"  # its name in reward.weights (`reasonrl convert trl` puts the functions there)
+
+
+def function_weights(options: dict | None) -> dict[str, float]:
+    """{name: weight} of the functions of `reward.options.trl_function` (`options`) where there are several (the
+    terms GDPO normalises one by one, `trainer.batching.term_scores`), else {}."""
+    specs = [str(s) for s in (options or {}).get("functions") or ()]
+    ws = [float(w) for w in (options or {}).get("weights") or [1.0] * len(specs)]
+    return {label(s): w for s, w in zip(specs, ws)} if len(specs) > 1 else {}
+
+
 def label(spec: str) -> str:
     """The name a function is logged under: the last part of its spec."""
     return spec.replace(":", ".").rsplit(".", 1)[-1]
