@@ -78,10 +78,9 @@ def term_scores(
         for reward, res in zip(g.rewards, results):
             terms = res.info.get("terms") if res is not None else None
             if terms is None:  # the one term: reward = weight * score
-                rows.append([float(reward) / weights[names[0]]])
-                continue
+                terms = {n: float(reward) / w for n, w in weights.items()}
             row = [float(terms[n]) for n in names]
-            given = res.info.get("functions") or {}
+            given = (res.info.get("functions") if res is not None else None) or {}
             for fns in parts.values():
                 row += [math.nan if given.get(f) is None else float(given[f]) for f in fns]
             rows.append(row)

@@ -172,7 +172,10 @@ def _loop(run, cfg: RunConfig, resume: bool, log, allow_config_change: bool, sto
         if "term_rewards" in needs:  # gdpo: every reward term normalised on its own
             from reasonrl.rewards.verifiers.trl_function import TERM, function_weights
 
-            parts = {TERM: function_weights(cfg.reward.options.get(TERM))}  # TRL's functions, each on its own
+            split = function_weights(
+                cfg.reward.options.get(TERM)
+            )  # TRL's functions, each normalised on its own
+            parts = {TERM: split, **({"correctness": split} if cfg.reward.verifier == TERM else {})}
             batch.term_rewards, batch.term_weights = term_scores(groups, cfg.reward.weights, parts)
         step_metrics = {} if sft else shape_batch(batch, algo, r.max_new_tokens)  # reward map, overlong, ...
         step_metrics.update(confident)

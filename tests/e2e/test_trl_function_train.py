@@ -52,3 +52,38 @@ def test_a_run_trains_on_the_rewards_of_trl_functions(tiny_model_dir, tmp_path, 
         assert h["reward/function/only_even_rows/mean"] == 0.5
         assert h["reward/function/only_even_rows/count"] < h["reward/function/odd_length/count"]
         assert 0.25 <= h["reward/function/odd_length/mean"] <= 1.0
+
+
+def test_gdpo_normalises_each_trl_function_on_its_own(tiny_model_dir, tmp_path, user_module, monkeypatch):
+    """algo.adv_estimator=gdpo (TRL's normalize_then_sum) with reward.verifier=trl_function: the trainer's terms
+    are the functions, one column each with its weight, None (a function that does not apply) as NaN."""
+    import math
+
+    import reasonrl.trainer.loop as loop
+
+    seen = []
+
+    def recording(groups, weights, parts=None):
+        out = term_scores(groups, weights, parts)
+        seen.append(out)
+        return out
+
+    from reasonrl.trainer.batching import term_scores
+
+    monkeypatch.setattr(loop, "term_scores", recording)
+    m = user_module(REWARDS, "trl_gdpo_rewards")
+    rows = [{"data_source": "my_data", "prompt": [{"role": "user", "content": f"{i} + 2 ="}],
+             "reward_model": {"ground_truth": "5"}, "extra_info": {"k": 1, "row": i}} for i in range(8)]  # fmt: skip
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = _cfg(tiny_model_dir, tmp_path / "run", 1, "checkpoint.every=0", f"data.train_files=[{data}]",
+               f"data.val_files=[{data}]", "reward.verifier=trl_function", "algo.adv_estimator=gdpo",
+               f"reward.options.trl_function.functions=[{m}.odd_length,{m}.only_even_rows]",
+               "reward.options.trl_function.weights=[1.0,2.0]")  # fmt: skip
+    hist = train(cfg, log=lambda *a: None)["history"]
+    ((terms, weights),) = seen
+    assert weights == (1.0, 2.0) and terms.shape[1] == 2
+    assert set(terms[:, 0].tolist()) <= {1.0, 0.25}
+    nan = [math.isnan(x) for x in terms[:, 1].tolist()]
+    assert any(nan) and not all(nan) and set(x for x, n in zip(terms[:, 1].tolist(), nan) if not n) == {0.5}
+    assert [h for h in hist if "reward/mean" in h]

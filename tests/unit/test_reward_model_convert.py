@@ -56,8 +56,8 @@ def test_trl_functions_without_an_accuracy_function_leave_correctness_logged_onl
         tmp_path,
         "reward_funcs: [think_format_reward, a.b]\nmulti_objective_aggregation: normalize_then_sum\n",
     )
-    assert out.recipe["algo"]["adv_estimator"] == "gdpo"  # GDPO sees the functions as one term: said so
-    assert any("the trl_function term is its functions' weighted sum" in n for n in out.notes)
+    assert out.recipe["algo"]["adv_estimator"] == "gdpo"  # GDPO normalises each function: said so
+    assert any("GDPO normalises each reward function on its own" in n for n in out.notes)
 
 
 def test_trl_reward_model_alone_is_the_reward_and_weights_default_to_one(tmp_path):
