@@ -19,8 +19,9 @@ tool loop (`rollout.tools`), the analysis channel's place in what the verifiers 
 
 from __future__ import annotations
 
-import json
 import re
+
+from reasonrl.rollout.call_arguments import json_arguments
 
 _STOP = r"(?!<\|end\|>|<\|start\|>|<\|call\|>)"
 # the channel where it comes first, `to=` a recipient, the rest of the header, the message, `<|call|>`: all inside
@@ -54,14 +55,7 @@ def parse(body: str) -> tuple[str, dict]:
         return "python", {"code": message}
     if not recipient.startswith("functions.") or recipient == "functions.":
         raise ValueError(f"error: no tool {recipient[:40]!r} (call functions.NAME or python)")
-    try:
-        args = json.loads(message)
-        args = json.loads(args) if isinstance(args, str) else args
-    except json.JSONDecodeError as e:
-        raise ValueError(f"error: the tool call's arguments are not valid JSON ({e.msg})") from None
-    if not isinstance(args, dict):
-        raise ValueError("error: the tool call's arguments are not an object")
-    return recipient[len("functions.") :], args
+    return recipient[len("functions.") :], json_arguments(message)
 
 
 def results(body: str, output: str) -> tuple[str, str, str]:

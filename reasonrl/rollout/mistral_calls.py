@@ -28,6 +28,8 @@ from __future__ import annotations
 import json
 import re
 
+from reasonrl.rollout.call_arguments import json_arguments
+
 CALL = re.compile(r"\[TOOL_CALLS\](.*?)</s>", re.S)  # (found in the text decoded with the special tokens)
 _ID = re.compile(r"[A-Za-z0-9]{9}")
 
@@ -49,12 +51,10 @@ def _read(body: str) -> tuple[str, dict, str, bool]:
             if not sep:
                 raise ValueError("error: the tool call has no [ARGS]")
             name, _, cid = head.partition("[CALL_ID]")
-            args = json.loads(text)
-        args = json.loads(args) if isinstance(args, str) else args
+            args = text
     except json.JSONDecodeError as e:
-        raise ValueError(f"error: the tool call's arguments are not valid JSON ({e.msg})") from None
-    if not isinstance(args, dict):
-        raise ValueError("error: the tool call's arguments are not an object")
+        raise ValueError(f"error: the tool call is not valid JSON ({e.msg})") from None
+    args = json_arguments(args)
     cid = str(cid or "")
     if cid and not _ID.fullmatch(cid):
         raise ValueError(f"error: the call id {cid[:20]!r} is not 9 letters or digits")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from reasonrl.registry import Registry
 from reasonrl.rollout import glm_calls, harmony, mistral_calls, qwen_calls
+from reasonrl.rollout.call_arguments import json_arguments
 
 TOOL_FORMATS: Registry = Registry("tool format")
 
@@ -65,13 +66,11 @@ def hermes_call(body: str) -> tuple[str, dict]:
     JSON string of their own, as some models write them); ValueError the model reads."""
     try:
         call = json.loads(body)
-        args = call.get("arguments", {}) if isinstance(call, dict) else None
-        args = json.loads(args) if isinstance(args, str) else args
     except json.JSONDecodeError as e:
         raise ValueError(f"error: the tool call is not valid JSON ({e.msg})") from None
-    if not isinstance(args, dict):
-        raise ValueError('error: the tool call has no "arguments" object')
-    return str(call.get("name", "")), args
+    if not isinstance(call, dict):
+        raise ValueError("error: the tool call is not a JSON object")
+    return str(call.get("name", "")), json_arguments(call.get("arguments", {}))
 
 
 def llama_call(body: str) -> tuple[str, dict]:
@@ -81,14 +80,11 @@ def llama_call(body: str) -> tuple[str, dict]:
         call = json.loads(body)
     except json.JSONDecodeError as e:
         raise ValueError(f"error: the tool call is not valid JSON ({e.msg})") from None
-    args = call.get("parameters", call.get("arguments", {})) if isinstance(call, dict) else None
-    try:
-        args = json.loads(args) if isinstance(args, str) else args
-    except json.JSONDecodeError as e:
-        raise ValueError(f"error: the tool call's parameters are not valid JSON ({e.msg})") from None
-    if not isinstance(args, dict):
-        raise ValueError('error: the tool call has no "parameters" object')
-    return str(call.get("name", "")), args
+    if not isinstance(call, dict):
+        raise ValueError("error: the tool call is not a JSON object")
+    return str(call.get("name", "")), json_arguments(
+        call.get("parameters", call.get("arguments", {})), "parameters"
+    )
 
 
 def code_argument(args: dict) -> str:
