@@ -13,8 +13,11 @@ OpenAI's harmony renderer and vLLM's gpt-oss serving write a tool message; gpt-o
 writes it as a JSON string (`"42"`), a deliberate difference (tests/unit/test_harmony_tools.py). One call per
 message, as harmony has it.
 
-Owns: the call's pattern, reading it (`parse`) and the message that answers it (`results`). Does not own: the
-tool loop (`rollout.tools`), the analysis channel's place in what the verifiers read (`rewards.extract`).
+Also what a harmony completion reads as (`reading`, through `rollout.base.completion_text`, every engine's text):
+its final message as it is, its other messages as think blocks, so the verifiers never score the analysis.
+
+Owns: the call's pattern, reading it (`parse`), the message that answers it (`results`), `reading`. Does not
+own: the tool loop (`rollout.tools`), the think-block policy itself (`rewards.extract.answer_region`).
 """
 
 from __future__ import annotations
