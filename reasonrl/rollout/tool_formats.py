@@ -61,30 +61,27 @@ class ToolFormat:
         return self.call.search(text)
 
 
-def hermes_call(body: str) -> tuple[str, dict]:
-    """(name, arguments) of a Hermes tool call, {"name": ..., "arguments": {...}} (the arguments may be a
-    JSON string of their own, as some models write them); ValueError the model reads."""
+def json_call(body: str, key: str = "arguments") -> tuple[str, dict]:
+    """(name, arguments) of a call written as one JSON object, {"name": ..., KEY: {...}}: Hermes's ("arguments"),
+    Llama's ("parameters", or "arguments" as some write it); the arguments may be a JSON string of their own, as
+    some models write them. ValueError the model reads."""
     try:
         call = json.loads(body)
     except json.JSONDecodeError as e:
         raise ValueError(f"error: the tool call is not valid JSON ({e.msg})") from None
     if not isinstance(call, dict):
         raise ValueError("error: the tool call is not a JSON object")
-    return str(call.get("name", "")), json_arguments(call.get("arguments", {}))
+    return str(call.get("name", "")), json_arguments(call.get(key, call.get("arguments", {})), key)
+
+
+def hermes_call(body: str) -> tuple[str, dict]:
+    """(name, arguments) of a Hermes tool call, {"name": ..., "arguments": {...}}."""
+    return json_call(body)
 
 
 def llama_call(body: str) -> tuple[str, dict]:
-    """(name, arguments) of a Llama 3.1 / 3.2 JSON tool call, {"name": ..., "parameters": {...}} (or "arguments",
-    as some write it; a JSON string of their own too); ValueError the model reads."""
-    try:
-        call = json.loads(body)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"error: the tool call is not valid JSON ({e.msg})") from None
-    if not isinstance(call, dict):
-        raise ValueError("error: the tool call is not a JSON object")
-    return str(call.get("name", "")), json_arguments(
-        call.get("parameters", call.get("arguments", {})), "parameters"
-    )
+    """(name, arguments) of a Llama 3.1 / 3.2 JSON tool call, {"name": ..., "parameters": {...}}."""
+    return json_call(body, "parameters")
 
 
 def code_argument(args: dict) -> str:

@@ -354,10 +354,14 @@ class ToolRolloutEngine:
 
     def _check_count(self, s: _Sample, body: str) -> None:
         """ValueError the model reads where `body` is a message's calls, more than may run (`_take`)."""
-        if self.format.split is not None and self.cfg.parallel_calls > 1 and len(self.format.split(body)) > 1:
+        if self.format.split is None or self.cfg.parallel_calls == 1:
+            return
+        held = len(self.format.split(body))
+        if held > 1:
             room = min(self.cfg.parallel_calls, self.cfg.max_calls - len(s.calls))
-            raise ValueError(f"error: the message holds {len(self.format.split(body))} tool calls; at most {room} "
-                             "can run now (none ran)")  # fmt: skip
+            raise ValueError(
+                f"error: the message holds {held} tool calls; at most {room} can run now (none ran)"
+            )
 
     def _parameters(self, name: str, s: _Sample) -> dict | None:
         """{parameter: schema} of the tool a call names (a function's, an MCP tool's, the rollout's
