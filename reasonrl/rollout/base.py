@@ -62,25 +62,40 @@ def cut_at_stop(tokens: list[int], stop_ids) -> tuple[list[int], str]:
     return tokens, "length"
 
 
-def completion_text(tokenizer, ids: list[int]) -> str:
-    """A completion's text: its tokens decoded without the special tokens; a harmony model's (gpt-oss: the
-    tokenizer holds `<|start|>`, `<|channel|>` and `<|message|>` as special tokens) as `rollout.harmony.reading`
-    gives it, its analysis a think block and its final message as it is, so the verifiers read the answer and
-    not the reasoning."""
-    speaks = getattr(tokenizer, "_reasonrl_harmony", None)
-    if speaks is None:  # (asked once per tokenizer)
+def _family(tokenizer) -> str:
+    """Whose channels a tokenizer's special tokens write: "harmony" (gpt-oss: `<|start|>`, `<|channel|>`,
+    `<|message|>`), "gemma4" (`<|channel>`, `<channel|>`) or "" (asked once per tokenizer)."""
+    family = getattr(tokenizer, "_reasonrl_family", None)
+    if family is None:
         added = (getattr(tokenizer, "added_tokens_decoder", None) or {}).values()
         special = {t.content for t in added if getattr(t, "special", False)}
         special |= set(getattr(tokenizer, "all_special_tokens", None) or ())
-        speaks = all(m in special for m in ("<|start|>", "<|channel|>", "<|message|>"))
+        marks = {
+            "harmony": ("<|start|>", "<|channel|>", "<|message|>"),
+            "gemma4": ("<|channel>", "<channel|>"),
+        }
+        family = next((name for name, ms in marks.items() if all(m in special for m in ms)), "")
         try:
-            tokenizer._reasonrl_harmony = speaks
+            tokenizer._reasonrl_family = family
         except AttributeError:  # (a tokenizer that takes no attribute asks again)
             pass
-    if speaks:
+    return family
+
+
+def completion_text(tokenizer, ids: list[int]) -> str:
+    """A completion's text: its tokens decoded without the special tokens; a harmony model's (gpt-oss) as
+    `rollout.harmony.reading` gives it, its analysis a think block and its final message as it is; a Gemma 4
+    model's with its thought channel a think block (`rollout.gemma_calls.reading`): so the verifiers read the
+    answer and not the reasoning."""
+    family = _family(tokenizer)
+    if family == "harmony":
         from reasonrl.rollout.harmony import reading
 
         return reading(tokenizer.decode(ids, skip_special_tokens=False))
+    if family == "gemma4":
+        from reasonrl.rollout.gemma_calls import reading
+
+        return reading(tokenizer, ids)
     return tokenizer.decode(ids, skip_special_tokens=True)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from reasonrl.registry import Registry
-from reasonrl.rollout import glm_calls, harmony, mistral_calls, qwen_calls
+from reasonrl.rollout import gemma_calls, glm_calls, harmony, mistral_calls, qwen_calls
 from reasonrl.rollout.call_arguments import json_arguments
 
 TOOL_FORMATS: Registry = Registry("tool format")
@@ -174,6 +174,11 @@ TOOL_FORMATS.register("glm4_moe")(replace(
     special=True,  # (looked for in the text decoded with the special tokens: GLM may hold its markers as such)
 ))  # fmt: skip
 
+# Gemma 4's <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|> (`rollout.gemma_calls`), typed as written, each
+# answered by a <|tool_response>response:NAME{value:...}<tool_response|> block in the same model turn
+TOOL_FORMATS.register("gemma4")(ToolFormat(gemma_calls.CALL, "{output}", special=True, tool="",
+                                           parse=gemma_calls.parse, results=gemma_calls.results))  # fmt: skip
+
 TOOLS = ("python", "search")  # what rollout.tools.names may hold
 AUTO = "auto"  # rollout.tools.format: the one the model's chat template asks for (`resolve_format`)
 TOOL_ALIASES = {"code_interpreter": "python"}  # verl's (SandboxFusionTool's) name for the Python tool
@@ -185,13 +190,13 @@ BUILT_IN_PARAMETERS = {
 
 
 # what a chat template's tool instructions show of the calls it asks the model for, the most specific first
-_TEMPLATE_MARKS = (("<|call|>", "harmony"), ("<function=", "qwen3_coder"), ("<arg_key>", "glm4_moe"),
-                   ("[TOOL_CALLS]", "mistral"), ("<tool_call>", "hermes"), ('"parameters": ', "llama3_json"))  # fmt: skip
+_TEMPLATE_MARKS = (("<|call|>", "harmony"), ("<|tool_call>call:", "gemma4"), ("<function=", "qwen3_coder"),
+                   ("<arg_key>", "glm4_moe"), ("[TOOL_CALLS]", "mistral"), ("<tool_call>", "hermes"), ('"parameters": ', "llama3_json"))  # fmt: skip
 
 
 def template_format(tokenizer) -> str | None:
-    """The format of named calls the tokenizer's chat template asks for (harmony, qwen3_coder, glm4_moe, mistral,
-    hermes or llama3_json), or None where it shows none."""
+    """The format of named calls the tokenizer's chat template asks for (harmony, gemma4, qwen3_coder, glm4_moe,
+    mistral, hermes or llama3_json), or None where it shows none."""
     template = getattr(tokenizer, "chat_template", None)
     if isinstance(template, dict):  # (named templates: tool_use among them)
         template = " ".join(str(t) for t in template.values())
