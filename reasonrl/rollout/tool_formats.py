@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from reasonrl.registry import Registry
-from reasonrl.rollout import gemma_calls, glm_calls, harmony, mistral_calls, qwen_calls
+from reasonrl.rollout import gemma_calls, glm_calls, harmony, mistral_calls, pythonic_calls, qwen_calls
 from reasonrl.rollout.call_arguments import json_arguments
 
 TOOL_FORMATS: Registry = Registry("tool format")
@@ -179,6 +179,16 @@ TOOL_FORMATS.register("glm4_moe")(replace(
 TOOL_FORMATS.register("gemma4")(ToolFormat(gemma_calls.CALL, "{output}", special=True, tool="",
                                            parse=gemma_calls.parse, results=gemma_calls.results))  # fmt: skip
 
+# LiquidAI's LFM2 / LFM2.5: a Python list of calls, <|tool_call_start|>[f(a='x', n=1), g()]<|tool_call_end|>
+# (`rollout.pythonic_calls`), answered in a ChatML tool message per call, as LFM2.5's template writes them (LFM2's
+# wraps each output in <|tool_response_start|> / <|tool_response_end|>: `turn: chat_template` takes that)
+TOOL_FORMATS.register("lfm2")(ToolFormat(
+    re.compile(r"<\|tool_call_start\|>(.*?)<\|tool_call_end\|>", re.S),
+    "<|im_end|>\n<|im_start|>tool\n{output}<|im_end|>\n<|im_start|>assistant\n",
+    special=True, tool="", parse=pythonic_calls.parse, between="<|im_end|>\n<|im_start|>tool\n",
+    split=pythonic_calls.split,
+))  # fmt: skip
+
 TOOLS = ("python", "search")  # what rollout.tools.names may hold
 AUTO = "auto"  # rollout.tools.format: the one the model's chat template asks for (`resolve_format`)
 TOOL_ALIASES = {"code_interpreter": "python"}  # verl's (SandboxFusionTool's) name for the Python tool
@@ -191,12 +201,13 @@ BUILT_IN_PARAMETERS = {
 
 # what a chat template's tool instructions show of the calls it asks the model for, the most specific first
 _TEMPLATE_MARKS = (("<|call|>", "harmony"), ("<|tool_call>call:", "gemma4"), ("<function=", "qwen3_coder"),
-                   ("<arg_key>", "glm4_moe"), ("[TOOL_CALLS]", "mistral"), ("<tool_call>", "hermes"), ('"parameters": ', "llama3_json"))  # fmt: skip
+                   ("<arg_key>", "glm4_moe"), ("[TOOL_CALLS]", "mistral"), ("<|tool_call_start|>", "lfm2"),
+                   ("<|tool_list_start|>", "lfm2"), ("<tool_call>", "hermes"), ('"parameters": ', "llama3_json"))  # fmt: skip
 
 
 def template_format(tokenizer) -> str | None:
     """The format of named calls the tokenizer's chat template asks for (harmony, gemma4, qwen3_coder, glm4_moe,
-    mistral, hermes or llama3_json), or None where it shows none."""
+    mistral, lfm2, hermes or llama3_json), or None where it shows none."""
     template = getattr(tokenizer, "chat_template", None)
     if isinstance(template, dict):  # (named templates: tool_use among them)
         template = " ".join(str(t) for t in template.values())
