@@ -16,7 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from reasonrl.registry import Registry
-from reasonrl.rollout import gemma_calls, glm_calls, harmony, mistral_calls, pythonic_calls, qwen_calls
+from reasonrl.rollout import (
+    deepseek_calls,
+    gemma_calls,
+    glm_calls,
+    harmony,
+    mistral_calls,
+    pythonic_calls,
+    qwen_calls,
+)
 from reasonrl.rollout.call_arguments import json_arguments
 
 TOOL_FORMATS: Registry = Registry("tool format")
@@ -56,6 +64,9 @@ class ToolFormat:
     # the calls of a message that one match holds (Mistral's [TOOL_CALLS]... up to </s>): their bodies; None:
     # each match is a call
     split: Callable[[str], list[str]] | None = None
+    # the tool turn the model's chat template renders after a plain assistant message is this format's (`turn:
+    # chat_template`); False where the template closes the calls as part of the message holding them (DeepSeek's)
+    template_turn: bool = True
 
     def find(self, text: str) -> re.Match | None:
         return self.call.search(text)
@@ -189,6 +200,13 @@ TOOL_FORMATS.register("lfm2")(ToolFormat(
     split=pythonic_calls.split,
 ))  # fmt: skip
 
+# DeepSeek-V3's <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{...}\n```<｜tool▁call▁end｜> (`rollout.deepseek_calls`),
+# the outputs in one <｜tool▁outputs▁begin｜> block after the calls' block and the end of the message
+TOOL_FORMATS.register("deepseek_v3")(ToolFormat(
+    deepseek_calls.CALL, deepseek_calls.BEFORE + "{output}" + deepseek_calls.AFTER, special=True, tool="",
+    parse=deepseek_calls.parse, between=deepseek_calls.BETWEEN, template_turn=False,
+))  # fmt: skip
+
 TOOLS = ("python", "search")  # what rollout.tools.names may hold
 AUTO = "auto"  # rollout.tools.format: the one the model's chat template asks for (`resolve_format`)
 TOOL_ALIASES = {"code_interpreter": "python"}  # verl's (SandboxFusionTool's) name for the Python tool
@@ -202,12 +220,12 @@ BUILT_IN_PARAMETERS = {
 # what a chat template's tool instructions show of the calls it asks the model for, the most specific first
 _TEMPLATE_MARKS = (("<|call|>", "harmony"), ("<|tool_call>call:", "gemma4"), ("<function=", "qwen3_coder"),
                    ("<arg_key>", "glm4_moe"), ("[TOOL_CALLS]", "mistral"), ("<|tool_call_start|>", "lfm2"),
-                   ("<|tool_list_start|>", "lfm2"), ("<tool_call>", "hermes"), ('"parameters": ', "llama3_json"))  # fmt: skip
+                   ("<|tool_list_start|>", "lfm2"), ("<｜tool▁calls▁begin｜>", "deepseek_v3"), ("<tool_call>", "hermes"), ('"parameters": ', "llama3_json"))  # fmt: skip
 
 
 def template_format(tokenizer) -> str | None:
     """The format of named calls the tokenizer's chat template asks for (harmony, gemma4, qwen3_coder, glm4_moe,
-    mistral, lfm2, hermes or llama3_json), or None where it shows none."""
+    mistral, lfm2, deepseek_v3, hermes or llama3_json), or None where it shows none."""
     template = getattr(tokenizer, "chat_template", None)
     if isinstance(template, dict):  # (named templates: tool_use among them)
         template = " ".join(str(t) for t in template.values())

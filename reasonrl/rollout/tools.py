@@ -139,7 +139,9 @@ class ToolRolloutEngine:
         if tools.turn == "chat_template":  # the output in a tool turn of the model's own chat template
             turn = template_turn(tokenizer, template_kwargs, self.format.ends_message)
             self.format = replace(self.format, output=turn)
-        elif not self.format.tool and self.format.results is None:  # a named call's turn: the template's?
+        elif (
+            not self.format.tool and self.format.results is None and self.format.template_turn
+        ):  # the template's?
             warn_unlike_template(
                 tokenizer, template_kwargs, tools.format, self.format.output, self.format.ends_message
             )
