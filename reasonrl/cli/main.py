@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--engine", default="hf", help="rollout engine (a name in ROLLOUT_ENGINES: hf, vllm, ...)")
     e.add_argument("--tools", default=None, metavar="FORMAT",
                    help="run the tool calls completions write (rollout.tools) in this format: auto (the model's template's), markdown, xml, hermes, "
-                   "qwen3_coder, glm4_moe, llama3_json, python_tag, search_r1, mistral, mistral_v7, harmony, gemma4, lfm2 or deepseek_v3 (default: a run's own rollout.tools, "
+                   "qwen3_coder, glm4_moe, llama3_json, python_tag, search_r1, mistral, mistral_v7, harmony, muse_glimmer, gemma4, lfm2 or deepseek_v3 (default: a run's own rollout.tools, "
                    "else off); 'off' turns a run's off")  # fmt: skip
     e.add_argument("--tool-function", action="append", default=[], metavar="SPEC",
                    help="a Python function the model may call as a tool (module.function or path.py:name; repeatable; "

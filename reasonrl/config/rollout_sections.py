@@ -36,11 +36,12 @@ class ToolsConfig:
     # to=functions.NAME ... <|call|> and its built-in python, answered by the tool's own message), gemma4 (Gemma 4's
     # <|tool_call>call:NAME{...}<tool_call|>, answered by a <|tool_response> block per call), lfm2 (LFM2's
     # <|tool_call_start|>[f(a=1), g()]<|tool_call_end|>, a ChatML tool message per call), deepseek_v3 (DeepSeek-V3's
-    # <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME + a ```json block, one outputs block); auto: the one the
+    # <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME + a ```json block, one outputs block), muse_glimmer (Muse
+    # Glimmer's ATEM to=NAME<|message|><atem:function_calls>..., the tool's own message); auto: the one the
     # model's chat template asks for, read when the engine is built
     format: str = "markdown"
     # the tools calls may use: python (the sandboxed interpreter), search (`search`); hermes / qwen3_coder / glm4_moe /
-    # llama3_json / mistral / harmony / gemma4 / lfm2 / deepseek_v3 calls name theirs
+    # llama3_json / mistral / harmony / gemma4 / lfm2 / deepseek_v3 / muse_glimmer calls name theirs
     names: list[str] = field(default_factory=lambda: ["python"])
     # Python functions as tools (TRL's `tools=[...]`): import paths or path.py:name, called by their names in
     # hermes calls; their schemas join data.chat_template_kwargs.tools (rollout.function_tools)

@@ -64,7 +64,8 @@ def cut_at_stop(tokens: list[int], stop_ids) -> tuple[list[int], str]:
 
 def _family(tokenizer) -> str:
     """Whose channels a tokenizer's special tokens write: "harmony" (gpt-oss: `<|start|>`, `<|channel|>`,
-    `<|message|>`), "gemma4" (`<|channel>`, `<channel|>`) or "" (asked once per tokenizer)."""
+    `<|message|>`), "gemma4" (`<|channel>`, `<channel|>`), "atem" (Muse Glimmer: `<|start|>`, `<|message|>`,
+    `<|eom|>`, `<|eot|>`) or "" (asked once per tokenizer)."""
     family = getattr(tokenizer, "_reasonrl_family", None)
     if family is None:
         added = (getattr(tokenizer, "added_tokens_decoder", None) or {}).values()
@@ -73,6 +74,7 @@ def _family(tokenizer) -> str:
         marks = {
             "harmony": ("<|start|>", "<|channel|>", "<|message|>"),
             "gemma4": ("<|channel>", "<channel|>"),
+            "atem": ("<|start|>", "<|message|>", "<|eom|>", "<|eot|>"),
         }
         family = next((name for name, ms in marks.items() if all(m in special for m in ms)), "")
         try:
@@ -85,11 +87,16 @@ def _family(tokenizer) -> str:
 def completion_text(tokenizer, ids: list[int]) -> str:
     """A completion's text: its tokens decoded without the special tokens; a harmony model's (gpt-oss) as
     `rollout.harmony.reading` gives it, its analysis a think block and its final message as it is; a Gemma 4
-    model's with its thought channel a think block (`rollout.gemma_calls.reading`): so the verifiers read the
+    model's with its thought channel a think block (`rollout.gemma_calls.reading`); a Muse Glimmer model's with its
+    messages to the user as they are, the others think blocks (`rollout.atem.reading`): so the verifiers read the
     answer and not the reasoning."""
     family = _family(tokenizer)
     if family == "harmony":
         from reasonrl.rollout.harmony import reading
+
+        return reading(tokenizer.decode(ids, skip_special_tokens=False))
+    if family == "atem":
+        from reasonrl.rollout.atem import reading
 
         return reading(tokenizer.decode(ids, skip_special_tokens=False))
     if family == "gemma4":

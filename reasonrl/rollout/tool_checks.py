@@ -97,6 +97,9 @@ def check_format(tools) -> None:
         raise ConfigError(f"rollout.tools.turn=chat_template: the model's template closes format {tools.format}'s "
                           "calls as part of the message holding them, so its tool turn after a plain message is not "
                           "the format's; use turn: format (the template's own turn, as tests check)")  # fmt: skip
+    if tools.parallel_calls > 1 and not fmt.several:
+        raise ConfigError(f"rollout.tools.parallel_calls={tools.parallel_calls}: format {tools.format} writes each call "
+                          "as a message of its own, answered one at a time; use parallel_calls: 1")  # fmt: skip
     if tools.parallel_calls > 1 and not answers_several(fmt, tools.turn):
         raise ConfigError(f"rollout.tools.parallel_calls={tools.parallel_calls}: format {tools.format} answers one "
                           "call at a time (it gives no `between` for two outputs); use turn: chat_template")  # fmt: skip

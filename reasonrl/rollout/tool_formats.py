@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from reasonrl.registry import Registry
 from reasonrl.rollout import (
+    atem,
     deepseek_calls,
     gemma_calls,
     glm_calls,
@@ -67,6 +68,9 @@ class ToolFormat:
     # the tool turn the model's chat template renders after a plain assistant message is this format's (`turn:
     # chat_template`); False where the template closes the calls as part of the message holding them (DeepSeek's)
     template_turn: bool = True
+    # a message's several calls can be answered at once (`parallel_calls`); False where each call is a message of
+    # its own, answered only after the last (Muse Glimmer's)
+    several: bool = True
 
     def find(self, text: str) -> re.Match | None:
         return self.call.search(text)
@@ -207,6 +211,11 @@ TOOL_FORMATS.register("deepseek_v3")(ToolFormat(
     parse=deepseek_calls.parse, between=deepseek_calls.BETWEEN, template_turn=False,
 ))  # fmt: skip
 
+# Muse Glimmer's ATEM messages: `to=NAME<|message|><atem:function_calls>...` (`rollout.atem`), values read by the
+# schema, answered by the tool's own message, one call at a time
+TOOL_FORMATS.register("muse_glimmer")(ToolFormat(atem.CALL, "{output}", special=True, tool="", parse=atem.parse,
+                                                 results=atem.results, typed=qwen_calls.typed, several=False))  # fmt: skip
+
 TOOLS = ("python", "search")  # what rollout.tools.names may hold
 AUTO = "auto"  # rollout.tools.format: the one the model's chat template asks for (`resolve_format`)
 TOOL_ALIASES = {"code_interpreter": "python"}  # verl's (SandboxFusionTool's) name for the Python tool
@@ -218,13 +227,13 @@ BUILT_IN_PARAMETERS = {
 
 
 # what a chat template's tool instructions show of the calls it asks the model for, the most specific first
-_TEMPLATE_MARKS = (("<|call|>", "harmony"), ("<|tool_call>call:", "gemma4"), ("<function=", "qwen3_coder"),
+_TEMPLATE_MARKS = (("<|call|>", "harmony"), ("<atem:function_calls>", "muse_glimmer"), ("<|tool_call>call:", "gemma4"), ("<function=", "qwen3_coder"),
                    ("<arg_key>", "glm4_moe"), ("[TOOL_CALLS]", "mistral"), ("<|tool_call_start|>", "lfm2"),
                    ("<|tool_list_start|>", "lfm2"), ("<｜tool▁calls▁begin｜>", "deepseek_v3"), ("<tool_call>", "hermes"), ('"parameters": ', "llama3_json"))  # fmt: skip
 
 
 def template_format(tokenizer) -> str | None:
-    """The format of named calls the tokenizer's chat template asks for (harmony, gemma4, qwen3_coder, glm4_moe,
+    """The format of named calls the tokenizer's chat template asks for (harmony, muse_glimmer, gemma4, qwen3_coder, glm4_moe,
     mistral, lfm2, deepseek_v3, hermes or llama3_json), or None where it shows none."""
     template = getattr(tokenizer, "chat_template", None)
     if isinstance(template, dict):  # (named templates: tool_use among them)
@@ -248,6 +257,8 @@ def check_template_format(tokenizer, name: str) -> None:
 
 def answers_several(fmt: ToolFormat, turn: str) -> bool:
     """Whether the format's (or, `turn: chat_template`, the template's) turn can answer several calls at once."""
+    if not fmt.several:
+        return False
     return not fmt.tool and (fmt.between is not None or fmt.results is not None or turn == "chat_template")
 
 

@@ -312,7 +312,7 @@ def test_describe_probes_one_instance_of_each(envs):
     [
         (
             ["rollout.tools.format=markdown"],
-            "needs calls that name their tool: format deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, mistral, mistral_v7, qwen3_coder, not markdown",
+            "needs calls that name their tool: format deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, mistral, mistral_v7, muse_glimmer, qwen3_coder, not markdown",
         ),
         (["rollout.tools.environment={m}.NoReset"], "has no reset method"),
         (["rollout.tools.environment={m}.Undocumented"], "method 'shout' has no schema"),

@@ -164,7 +164,7 @@ def test_a_recipe_with_functions_loads_with_their_schemas_in_its_template_argume
     [
         (
             ["rollout.tools.functions=[{m}.multiply]"],
-            "needs calls that name their tool: format deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, mistral, mistral_v7, qwen3_coder, not markdown",
+            "needs calls that name their tool: format deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, mistral, mistral_v7, muse_glimmer, qwen3_coder, not markdown",
         ),
         (
             ["rollout.tools.format=hermes", "rollout.tools.functions=[{m}.undocumented]"],
@@ -199,7 +199,7 @@ def test_eval_tool_functions_need_tools_to_join(tools_module):
         tools_arg(None, None, functions=[f"{tools_module}.multiply"])
     with pytest.raises(
         ConfigError,
-        match="needs calls that name their tool: format deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, mistral, mistral_v7, qwen3_coder, not xml",
+        match="needs calls that name their tool: format deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, mistral, mistral_v7, muse_glimmer, qwen3_coder, not xml",
     ):
         tools_arg("xml", None, functions=[f"{tools_module}.multiply"])
     got = tools_arg("hermes", None, functions=[f"{tools_module}.multiply", f"{tools_module}.multiply"])

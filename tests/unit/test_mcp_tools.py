@@ -124,7 +124,7 @@ def test_a_hermes_call_names_an_mcp_tool_and_its_output_is_no_answer_of_the_mode
         (
             None,
             ["rollout.tools.format=markdown"],
-            "mcp_servers needs calls that name their tool: format deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, mistral, mistral_v7, qwen3_coder, not markdown",
+            "mcp_servers needs calls that name their tool: format deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, mistral, mistral_v7, muse_glimmer, qwen3_coder, not markdown",
         ),
         (None, ["rollout.tools.mcp_tools=[add, nothing]"], "no server has the tool 'nothing'"),
         (

@@ -190,7 +190,7 @@ def test_a_mistral_message_with_two_calls_gets_mistral_commons_two_turns(tekken,
     [
         (["rollout.tools.parallel_calls=0"], "rollout.tools.parallel_calls must be >= 1, got 0"),
         (["rollout.tools.format=markdown", "rollout.tools.parallel_calls=2"],
-         "rollout.tools.parallel_calls needs calls that name their tool: format deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, mistral, mistral_v7, qwen3_coder, not markdown"),
+         "rollout.tools.parallel_calls needs calls that name their tool: format deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, mistral, mistral_v7, muse_glimmer, qwen3_coder, not markdown"),
     ],
 )  # fmt: skip
 def test_settings_that_cannot_work_are_refused(extra, message):

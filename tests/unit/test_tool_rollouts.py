@@ -253,7 +253,7 @@ def test_cell_program_replays_in_one_namespace():
 def test_the_recipe_keys_are_checked_when_it_loads(tmp_path):
     cfg = load_config(None, ["rollout.tools.enabled=true", "rollout.tools.max_calls=2"])
     assert cfg.rollout.tools.enabled and cfg.rollout.tools.max_calls == 2
-    for bad, msg in (("rollout.tools.format=json", "rollout.tools.format='json' is not one of deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, markdown, mistral, mistral_v7, python_tag, qwen3_coder, search_r1, xml or auto"),
+    for bad, msg in (("rollout.tools.format=json", "rollout.tools.format='json' is not one of deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, markdown, mistral, mistral_v7, muse_glimmer, python_tag, qwen3_coder, search_r1, xml or auto"),
                      ("rollout.tools.max_calls=0", "rollout.tools.max_calls must be >= 1"),
                      ("rollout.tools.timeout_s=0", "rollout.tools.timeout_s must be > 0")):  # fmt: skip
         with pytest.raises(ConfigError, match=msg.replace("[", r"\[")):
@@ -367,7 +367,7 @@ def test_eval_tools_flag_names_the_formats_before_anything_loads(tmp_path, capsy
     rc = main(["eval", str(tmp_path / "no-model"), "--benchmarks", "gsm8k", "--tools", "json"])
     assert rc == 2
     assert (
-        "--tools 'json' is not a tool format; known: off, auto, deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, markdown, mistral, mistral_v7, python_tag, qwen3_coder, search_r1, xml"
+        "--tools 'json' is not a tool format; known: off, auto, deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, markdown, mistral, mistral_v7, muse_glimmer, python_tag, qwen3_coder, search_r1, xml"
         in capsys.readouterr().err
     )
 

@@ -338,7 +338,7 @@ def test_an_episode_with_no_call_has_reward_zero_and_an_empty_list(verl_file):
         (
             None,
             ["rollout.tools.format=markdown"],
-            "verl_config needs calls that name their tool: format deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, mistral, mistral_v7, qwen3_coder, not markdown",
+            "verl_config needs calls that name their tool: format deepseek_v3, gemma4, glm4_moe, harmony, hermes, lfm2, llama3_json, mistral, mistral_v7, muse_glimmer, qwen3_coder, not markdown",
         ),
         (
             None,
