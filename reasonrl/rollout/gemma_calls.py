@@ -70,8 +70,9 @@ OPEN, CLOSE = "<|channel>", "<channel|>"  # a thought's markers, special tokens 
 
 def reading(tokenizer, ids: list[int]) -> str:
     """What a Gemma 4 completion reads as: its text without the special tokens, each `<|channel>thought ...
-    <channel|>` block a think block (left open where the thought never ended), so the verifiers' one think-block
-    policy scores the answer and never the thought."""
+    <channel|>` block a think block (left open where the thought never ended; a `<channel|>` with no opening
+    before it closes a thought the prompt opened, as the template's generation prompt does after tool answers
+    with thinking on), so the verifiers' one think-block policy scores the answer and never the thought."""
     opened, closed = tokenizer.convert_tokens_to_ids([OPEN, CLOSE])
     out, piece, inside = [], [], False
 
@@ -88,6 +89,11 @@ def reading(tokenizer, ids: list[int]) -> str:
         elif t == closed and inside:
             flush()
             out.append("</think>")
+            inside = False
+        elif t == closed and not out and not inside:  # (the first block: the prompt opened the thought)
+            inside = True
+            flush()
+            out[:] = ["<think>", *out, "</think>"]
             inside = False
         else:
             piece.append(t)

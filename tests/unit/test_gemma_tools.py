@@ -157,6 +157,10 @@ def test_the_verifiers_read_the_answer_never_the_thought(tok):
 
     assert read("<|channel>thought\nMaybe 41.<channel|>It is 42.<turn|>") == "42"
     assert read("<|channel>thought\nSo \\boxed{42}, then") is None  # cut inside its thought: no answer
+    # a thought the prompt opened (the template's generation prompt after tool answers, thinking on) ends unopened
+    assert read("So \\boxed{41}.<channel|>It is 42.<turn|>") == "42"
+    ids = tok("thought\nHm.<channel|>Ok<channel|>", add_special_tokens=False)["input_ids"]
+    assert completion_text(tok, ids) == "<think>Hm.</think>Ok"
     assert completion_text(
         tok, tok("<|channel>thought\nHm.<channel|>Ok", add_special_tokens=False)["input_ids"]
     ) == ("<think>Hm.</think>Ok")
