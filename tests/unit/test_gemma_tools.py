@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import copy
 import json
-from importlib.resources import files
 
 import pytest
 from test_function_tools import TOOLS
 from test_harmony_tools import Engine
+from test_tool_format_auto import trl_templates
 from test_tool_rollouts import _ALPHABET, LOGP
 
 from reasonrl.config import ConfigError, ToolsConfig
@@ -44,13 +44,7 @@ def tok():
 
 
 def _templates():
-    trl = pytest.importorskip("trl")
-    folder = files(trl) / "chat_templates"
-    return sorted(
-        (p.name, p.read_text())
-        for p in folder.iterdir()
-        if p.name.startswith("gemma4") and "training" not in p.name
-    )
+    return trl_templates("gemma4")
 
 
 def test_calls_read_as_transformers_and_vllm_read_them(tok):

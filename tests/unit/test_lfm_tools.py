@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import copy
 import json
-from importlib.resources import files
 
 import pytest
 from test_function_tools import TOOLS
+from test_tool_format_auto import trl_templates
 from test_tool_rollouts import _ALPHABET, LOGP, Scripted
 
 from reasonrl.config import ConfigError, ToolsConfig
@@ -41,13 +41,7 @@ def tok():
 
 
 def _templates():
-    trl = pytest.importorskip("trl")
-    folder = files(trl) / "chat_templates"
-    return sorted(
-        (p.name, p.read_text())
-        for p in folder.iterdir()
-        if p.name.startswith("lfm2") and "training" not in p.name
-    )
+    return trl_templates("lfm2")
 
 
 def _with(tok, name):

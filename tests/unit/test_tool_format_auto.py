@@ -20,7 +20,9 @@ from reasonrl.rollout.tools import ToolRolloutEngine
 
 EXPECTED = {"qwen2_5.jinja": "hermes", "qwen3.jinja": "hermes", "qwen3_5_think.jinja": "qwen3_coder",
             "glm4moe.jinja": "glm4_moe", "gptoss.jinja": "harmony", "llama3_1.jinja": "llama3_json",
-            "llama3_2.jinja": "llama3_json"}  # fmt: skip
+            "llama3_2.jinja": "llama3_json", "gemma4_v5.jinja": "gemma4", "lfm2.jinja": "lfm2",
+            "lfm2_2_5.jinja": "lfm2", "deepseekv3.jinja": "deepseek_v3", "muse_glimmer.jinja": "muse_glimmer",
+            "nemotron_3_nano.jinja": "qwen3_coder", "qwen3_6.jinja": "qwen3_coder"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +43,14 @@ def _with(tok, template: str | None):
 
 def _template(name: str) -> str:
     return (files(pytest.importorskip("trl")) / "chat_templates" / name).read_text()
+
+
+def trl_templates(prefix: str) -> list[tuple[str, str]]:
+    """(file name, text) of every chat template TRL ships whose name starts with `prefix`, its training
+    variants left out (skipped without trl)."""
+    folder = files(pytest.importorskip("trl")) / "chat_templates"
+    chosen = [p for p in folder.iterdir() if p.name.startswith(prefix) and "training" not in p.name]
+    return sorted((p.name, p.read_text()) for p in chosen)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
