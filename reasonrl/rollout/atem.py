@@ -80,8 +80,9 @@ _ROLE = re.compile(r"\s*(\w+)")
 def reading(raw: str) -> str:
     """What an ATEM completion reads as, `raw` being its text decoded with the special tokens: each message to the
     user as it is; every other (reasoning, a call, a tool's answer, a message addressed to no one) as a think block,
-    `<think>...</think>`, left open where the message never ended (a call's ends with its block). So the verifiers' one think-block policy reads the
-    answer and never the reasoning, and a completion cut before its answer has none."""
+    `<think>...</think>`, left open where the message never ended (a call's ends with its block). So the
+    verifiers' one think-block policy reads the answer and never the reasoning, and a completion cut before its
+    answer has none."""
     out = []
     for part in raw.split("<|start|>"):
         header, sep, content = part.partition("<|message|>")

@@ -3,9 +3,10 @@ LFM2.5 (`rollout.tools.format: lfm2`, vLLM's parser of that name) write one such
 `<|tool_call_start|>` and `<|tool_call_end|>`, and the answers follow in a ChatML `tool` message per call. Their
 chat template writes a string argument in single quotes, a mapping as JSON and any other value as Python writes it,
 so a call is read as a Python expression (as vLLM reads it): keyword arguments only, each value a literal (JSON's
-`true` / `false` / `null` inside a mapping read as such), each string as written, line breaks and backslashes
-included (the template writes strings as they are, and transformers' reader takes them so; vLLM's reads Python's
-escapes in them, so `'a\\nb'` would be a line break there). Anything else (a positional argument, a call inside
+`true` / `false` / `null` inside a mapping read as such), an argument's string as written, line breaks and
+backslashes included, as the template writes it (vLLM's reader takes Python's escapes in it, so `'a\\nb'` would be
+a line break there; transformers' cuts it at its first `)`), and a string inside a list or a mapping with its
+escapes, as Python and JSON write them. Anything else (a positional argument, a call inside
 an argument, a quote of the string's own kind inside it, text that is no list of calls) is an error the model
 reads; vLLM also recovers such a nested quote where only one reading parses, a guess this reader does not make.
 
@@ -22,18 +23,28 @@ _VERBATIM = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
 
 
 def _verbatim(text: str) -> tuple[str, list[int]]:
-    """`text` with its string literals made to read as written: a line break, a tab or a backslash inside one
-    escaped, so `'a\\nb'` holds a backslash and an n, as the template that wrote it meant; and where each of
-    its characters stands in `text`."""
-    out, at, quote = [], [], None
-    for i, c in enumerate(text):
+    """`text` with each argument's string made to read as written (the template writes it as it is, in quotes):
+    a line break, a tab or a backslash inside one escaped, so `'a\\nb'` holds a backslash and an n; a string inside
+    a list or a mapping keeps its escapes (the template writes those as Python or JSON does). And where each of its
+    characters stands in `text`."""
+    out, at, quote, raw, i, before = [], [], None, False, 0, ""  # (before: the last mark outside the strings)
+    while i < len(text):
+        c = text[i]
         if quote is None and c in "'\"":
-            quote = c
+            quote, raw = c, before == "="
+        elif quote is None and not c.isspace():
+            before = c
+        elif quote is not None and not raw and c == "\\" and i + 1 < len(text):  # (an escape: kept, whatever follows)
+            out.append(text[i : i + 2])
+            at += [i, i + 1]
+            i += 2
+            continue
         elif c == quote:
             quote = None
-        piece = _VERBATIM.get(c, c) if quote is not None else c
+        piece = _VERBATIM.get(c, c) if quote is not None and raw else c
         out.append(piece)
         at += [i] * len(piece)
+        i += 1
     return "".join(out), at
 
 

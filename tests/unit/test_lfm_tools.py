@@ -29,6 +29,8 @@ CALLS = [  # (the arguments, as the template is given them; the list's text is t
     ("f", {"x": -2.5, "flag": False, "none": None, "xs": [1, "a"], "m": {"k": True, "v": [None]}}),
     ("python", {"code": 'for i in range(2):\n    print("a\\nb", i)'}),  # (a backslash and an n, as written)
     ("now", {}),
+    # (strings inside a list or a mapping: written with their escapes, as Python's repr and JSON write them)
+    ("g", {"m": {"s": 'l1\nl2 "q"'}, "xs": ["b\nc", "it's"]}),
 ]
 FMT = TOOL_FORMATS.get("lfm2")
 
@@ -73,6 +75,12 @@ def test_calls_read_as_vllm_and_transformers_read_them(tok):
         spelled = {k: v if not isinstance(v, bool | None) else str(v) for k, v in args.items()}
         if name == "python":  # (and its pattern cuts a string at its first ")": `'for i in range(2`)
             assert call["function"]["arguments"]["code"] != args["code"]
+            continue
+        if name == "g":  # (and it reads a list's strings without their escapes: "b\\nc")
+            assert (
+                call["function"]["arguments"]["xs"][0] == "b\\nc"
+                and call["function"]["arguments"]["m"] == args["m"]
+            )
             continue
         assert (call["function"]["name"], call["function"]["arguments"]) == (name, spelled), name
     try:
