@@ -34,7 +34,9 @@ def _verbatim(text: str) -> tuple[str, list[int]]:
             quote, raw = c, before == "="
         elif quote is None and not c.isspace():
             before = c
-        elif quote is not None and not raw and c == "\\" and i + 1 < len(text):  # (an escape: kept, whatever follows)
+        elif (
+            quote is not None and not raw and c == "\\" and i + 1 < len(text)
+        ):  # (an escape: kept, whatever follows)
             out.append(text[i : i + 2])
             at += [i, i + 1]
             i += 2
