@@ -7,11 +7,13 @@ follows in the same model turn, one block per call, the output a string value of
     <|tool_call>call:multiply{a:6,b:7}<tool_call|><|tool_call>call:lookup{city:<|"|>Paris<|"|>}<tool_call|>
     <|tool_response>response:multiply{value:<|"|>42<|"|>}<tool_response|><|tool_response>response:lookup{...
 
-and the model goes on writing (no new turn). Its thinking is a `<|channel>thought\n ... <channel|>` block
+and the model goes on writing (no new turn; where the template opens a thought there, thinking on, `reopening`
+says so and the tool loop writes it too). Its thinking is a `<|channel>thought\n ... <channel|>` block
 (`reading`: what the verifiers read, the thought a think block). A call the model cannot have meant (no name,
 an unterminated string, a value JSON cannot read) is an error the model reads.
 
-Owns: the call's pattern, reading it (`parse`), the block that answers it (`results`), `reading`. Does not own:
+Owns: the call's pattern, reading it (`parse`), the block that answers it (`results`), what the template writes
+after the blocks (`reopening`), `reading`. Does not own:
 the tool loop (`rollout.tools`), the think-block policy itself (`rewards.extract.answer_region`).
 """
 
@@ -63,6 +65,24 @@ def results(body: str, output: str) -> tuple[str, str, str]:
         output,
         f"{QUOTE}}}<tool_response|>",
     )
+
+
+def reopening(tokenizer, template_kwargs: dict | None) -> str:
+    """What the model's chat template writes after a message's answers when the model is to go on (its generation
+    prompt there: the latest Gemma 4 revision opens a thought, `<|channel>thought\n`, with thinking on), or ""
+    where it writes nothing or renders no such exchange."""
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": {}}}
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c", "content": "reasonrl-output-7f3a"}]  # fmt: skip
+    try:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                             **dict(template_kwargs or {}))  # fmt: skip
+    except (
+        Exception
+    ):  # (no template, or one that refuses the exchange: the format's own blocks are all there is)
+        return ""
+    answered = "".join(results("call:f{}", "reasonrl-output-7f3a"))
+    return text.split(answered, 1)[1] if text.count(answered) == 1 else ""
 
 
 OPEN, CLOSE = "<|channel>", "<channel|>"  # a thought's markers, special tokens of Gemma 4's

@@ -71,6 +71,10 @@ class ToolFormat:
     # a message's several calls can be answered at once (`parallel_calls`); False where each call is a message of
     # its own, answered only after the last (Muse Glimmer's)
     several: bool = True
+    # (tokenizer, the prompts' template arguments) -> what the model's template writes after a message's answers
+    # for the model to go on (Gemma 4's latest revision opens a thought there with thinking on): asked once, when
+    # the engine is built, and written after the format's own turn; None: nothing
+    reopen: Callable[[object, dict | None], str] | None = None
 
     def find(self, text: str) -> re.Match | None:
         return self.call.search(text)
@@ -192,7 +196,8 @@ TOOL_FORMATS.register("glm4_moe")(replace(
 # Gemma 4's <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|> (`rollout.gemma_calls`), typed as written, each
 # answered by a <|tool_response>response:NAME{value:...}<tool_response|> block in the same model turn
 TOOL_FORMATS.register("gemma4")(ToolFormat(gemma_calls.CALL, "{output}", special=True, tool="",
-                                           parse=gemma_calls.parse, results=gemma_calls.results))  # fmt: skip
+                                           parse=gemma_calls.parse, results=gemma_calls.results,
+                                           reopen=gemma_calls.reopening))  # fmt: skip
 
 # LiquidAI's LFM2 / LFM2.5: a Python list of calls, <|tool_call_start|>[f(a='x', n=1), g()]<|tool_call_end|>
 # (`rollout.pythonic_calls`), answered in a ChatML tool message per call, as LFM2.5's template writes them (LFM2's

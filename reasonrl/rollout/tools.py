@@ -136,6 +136,10 @@ class ToolRolloutEngine:
 
             self.mcp = McpTools(tools.mcp_servers, list(tools.mcp_tools), tools.workers, tools.timeout_s)
         self._template_kwargs, self._turns = template_kwargs, {}  # (the turn answering k calls: its pieces)
+        # what the template writes after the answers for the model to go on, where the format asks it (Gemma 4's)
+        self._reopen = (
+            self.format.reopen(tokenizer, template_kwargs) if self.format.reopen is not None else ""
+        )
         if tools.turn == "chat_template":  # the output in a tool turn of the model's own chat template
             turn = template_turn(tokenizer, template_kwargs, self.format.ends_message)
             self.format = replace(self.format, output=turn)
@@ -273,7 +277,7 @@ class ToolRolloutEngine:
                 t
                 for body, out in answers
                 for t in turn_tokens(self.tokenizer, *self.format.results(body, out))
-            ]
+            ] + answer_tokens(self.tokenizer, [self._reopen], [])
         else:
             ids = answer_tokens(self.tokenizer, self._pieces(len(answers)), [out for _, out in answers])
         room = budget - len(s.tokens)

@@ -104,7 +104,7 @@ def test_the_answers_are_every_gemma4_templates_own(tok, one):
             # what follows the calls: a response block per call, the model's turn going on (no new turn)
             answers = text[found[-1].end() :]
             assert answers == "".join("".join(results(m.group(1), o)) for m, o in zip(found, outputs)), name
-            # (with thinking on, the latest revision then opens a thought; the format leaves that to the model)
+            # (with thinking on, the latest revision then opens a thought: `reopening`, below)
             thinking = t.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
                                              enable_thinking=True)  # fmt: skip
             opened = name == "gemma4_v5.jinja"
@@ -190,3 +190,42 @@ def test_an_output_cannot_forge_the_end_of_its_block_or_the_models_answer(tok):
             None,
             ["rollout.tools.enabled=true", "rollout.tools.format=gemma4", "rollout.tools.turn=chat_template"],
         )
+
+
+def test_with_thinking_on_the_latest_template_opens_a_thought_after_the_answers(tok, user_module):
+    from reasonrl.rollout.gemma_calls import reopening
+
+    latest = copy.deepcopy(tok)
+    latest.chat_template = dict(_templates())["gemma4_v5.jinja"]
+    assert reopening(latest, {"enable_thinking": True}) == "<|channel>thought\n"
+    assert reopening(latest, None) == "" and reopening(tok, {"enable_thinking": True}) == ""  # (no template)
+    for name, template in _templates():  # (the earlier revisions open nothing there)
+        t = copy.deepcopy(tok)
+        t.chat_template = template
+        assert reopening(t, {"enable_thinking": True}) == (
+            "<|channel>thought\n" if name == "gemma4_v5.jinja" else ""
+        )
+    m = user_module(TOOLS, "gemma_thinking")
+    call, final = (
+        "<|tool_call>call:multiply{a:6,b:7}<tool_call|><|tool_response>",
+        "So 41? No: 42.<channel|>It is 42.<turn|>",
+    )
+    tools = ToolsConfig(enabled=True, format="gemma4", names=[], functions=[f"{m}.multiply"])
+    loop = ToolRolloutEngine(Engine(latest, [call, final], marker="response:multiply"), latest, tools,
+                             {"enable_thinking": True})  # fmt: skip
+    try:
+        ((c,),) = loop.generate([latest("<|turn>model\n", add_special_tokens=False)["input_ids"]],
+                                SamplingParams(max_new_tokens=300))  # fmt: skip
+    finally:
+        loop.functions.close()
+    written = latest(call.removesuffix("<|tool_response>"), add_special_tokens=False)["input_ids"]
+    turn = turn_tokens(
+        latest, f"<|tool_response>response:multiply{{value:{Q}", "42", f"{Q}}}<tool_response|>"
+    )
+    opened = latest("<|channel>thought\n", add_special_tokens=False)["input_ids"]
+    ended = latest(final, add_special_tokens=False)["input_ids"]
+    # the thought's opening is the template's, not the model's: masked, as the answers are
+    assert c.token_ids == written + turn + opened + ended
+    assert c.tool_mask == [False] * len(written) + [True] * (len(turn) + len(opened)) + [False] * len(ended)
+    # the continuation starts inside that thought: what it thinks is never the answer
+    assert c.model_text.endswith("<think>So 41? No: 42.</think>It is 42.")
