@@ -238,14 +238,16 @@ _TEMPLATE_MARKS = (("<|call|>", "harmony"), ("<atem:function_calls>", "muse_glim
 
 
 def template_format(tokenizer) -> str | None:
-    """The format of named calls the tokenizer's chat template asks for (harmony, muse_glimmer, gemma4, qwen3_coder, glm4_moe,
-    mistral, lfm2, deepseek_v3, hermes or llama3_json), or None where it shows none."""
+    """The format of named calls the tokenizer's chat template asks for (harmony, muse_glimmer, gemma4, qwen3_coder,
+    glm4_moe, mistral or mistral_v7, lfm2, deepseek_v3, hermes or llama3_json), or None where it shows none. A
+    Mistral template that answers with `[TOOL_CONTENT]` is v7's (or v11's, whose calls say their own turn)."""
     template = getattr(tokenizer, "chat_template", None)
     if isinstance(template, dict):  # (named templates: tool_use among them)
         template = " ".join(str(t) for t in template.values())
     if not isinstance(template, str):
         return None
-    return next((name for mark, name in _TEMPLATE_MARKS if mark in template), None)
+    found = next((name for mark, name in _TEMPLATE_MARKS if mark in template), None)
+    return "mistral_v7" if found == "mistral" and "[TOOL_CONTENT]" in template else found
 
 
 def check_template_format(tokenizer, name: str) -> None:
@@ -254,8 +256,11 @@ def check_template_format(tokenizer, name: str) -> None:
     from reasonrl.config import ConfigError
 
     wanted = template_format(tokenizer)
-    family = "mistral" if name.startswith("mistral") else name
-    if TOOL_FORMATS.get(name).tool == "" and wanted is not None and wanted != family:
+
+    def family(fmt: str | None) -> str | None:  # (mistral and mistral_v7 write the same calls)
+        return "mistral" if fmt is not None and fmt.startswith("mistral") else fmt
+
+    if TOOL_FORMATS.get(name).tool == "" and wanted is not None and family(wanted) != family(name):
         raise ConfigError(f"rollout.tools.format={name}: the model's chat template asks for {wanted}'s tool calls "
                           f"(it shows them); set rollout.tools.format={wanted}")  # fmt: skip
 

@@ -180,7 +180,13 @@ def test_the_formats_load_and_a_template_turn_is_refused():
 def test_mistral_commons_own_templates_ask_for_this_format(tekken):
     from transformers.integrations.mistral.tokenizer import convert_tekken_tokenizer
 
-    from reasonrl.rollout.tool_formats import template_format
+    from reasonrl.rollout.tool_formats import check_template_format, resolve_format, template_format
 
-    for version in ("v3", "v13"):  # (the chat template mistral-common writes for the tokenizer)
-        assert template_format(convert_tekken_tokenizer(str(tekken[version]))) == "mistral"
+    # (the chat template transformers writes for the tokenizer, as mistral-common renders it): v7's and v11's
+    # answer with [TOOL_CONTENT] (v11's calls say their own turn, so either format reads them)
+    expected = {"v3": "mistral", "v7": "mistral_v7", "v11": "mistral_v7", "v13": "mistral"}
+    for version, fmt in expected.items():
+        tok = convert_tekken_tokenizer(str(tekken[version]))
+        assert template_format(tok) == fmt and resolve_format(tok, "auto") == fmt, version
+        check_template_format(tok, "mistral")  # (either Mistral format stays allowed by name)
+        check_template_format(tok, "mistral_v7")
