@@ -232,9 +232,11 @@ BUILT_IN_PARAMETERS = {
 
 
 # what a chat template's tool instructions show of the calls it asks the model for, the most specific first
-_TEMPLATE_MARKS = (("<|call|>", "harmony"), ("<atem:function_calls>", "muse_glimmer"), ("<|tool_call>call:", "gemma4"), ("<function=", "qwen3_coder"),
-                   ("<arg_key>", "glm4_moe"), ("[TOOL_CALLS]", "mistral"), ("<|tool_call_start|>", "lfm2"),
-                   ("<|tool_list_start|>", "lfm2"), ("<｜tool▁calls▁begin｜>", "deepseek_v3"), ("<tool_call>", "hermes"), ('"parameters": ', "llama3_json"))  # fmt: skip
+_TEMPLATE_MARKS = (("<|call|>", "harmony"), ("<atem:function_calls>", "muse_glimmer"), ("<|tool_call>call:", "gemma4"),
+                   ("<function=", "qwen3_coder"), ("<arg_key>", "glm4_moe"), ("[TOOL_CALLS]", "mistral"),
+                   ("<|tool_call_start|>", "lfm2"), ("<|tool_list_start|>", "lfm2"),
+                   ("<｜tool▁calls▁begin｜>", "deepseek_v3"), ("<tool_call>", "hermes"),
+                   ('"parameters": ', "llama3_json"))  # fmt: skip
 
 
 def template_format(tokenizer) -> str | None:
