@@ -21,12 +21,15 @@ Also what an ATEM completion reads as (`reading`, through `rollout.base.completi
 messages to the user as they are, every other message as a think block, so the verifiers never score the reasoning.
 
 Owns: the call's pattern, reading it (`parse`), the message that answers it (`results`), `reading`. Does not own:
-the tool loop (`rollout.tools`), the think-block policy itself (`rewards.extract.answer_region`).
+the tool loop (`rollout.tools`), the think-block policy itself (`rewards.extract.answer_region`), the messages'
+framing it shares with harmony (`rollout.harmony.messages`).
 """
 
 from __future__ import annotations
 
 import re
+
+from reasonrl.rollout.harmony import messages
 
 _INSIDE = r"(?:(?!<\|eom\|>|<\|eot\|>|<\|start\|>).)"  # (within one message)
 # a message to a tool (not to self or the user) whose body is a function-calls block (found in the text decoded with
@@ -84,12 +87,7 @@ def reading(raw: str) -> str:
     verifiers' one think-block policy reads the answer and never the reasoning, and a completion cut before its
     answer has none."""
     out = []
-    for part in raw.split("<|start|>"):
-        header, sep, content = part.partition("<|message|>")
-        if not sep:  # (no message: a header cut short)
-            continue
-        end = _END.search(content)
-        body = content[: end.start()] if end else content
+    for header, body, end in messages(raw, _END):
         to = _RECIPIENT.search(header)
         role = _ROLE.match(header)
         if to is not None and to.group(1) == "user":

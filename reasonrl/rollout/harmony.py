@@ -16,7 +16,8 @@ message, as harmony has it.
 Also what a harmony completion reads as (`reading`, through `rollout.base.completion_text`, every engine's text):
 its final message as it is, its other messages as think blocks, so the verifiers never score the analysis.
 
-Owns: the call's pattern, reading it (`parse`), the message that answers it (`results`), `reading`. Does not
+Owns: the call's pattern, reading it (`parse`), the message that answers it (`results`), `reading`, the framing
+of messages (`messages`, shared with Muse Glimmer's ATEM). Does not
 own: the tool loop (`rollout.tools`), the think-block policy itself (`rewards.extract.answer_region`).
 """
 
@@ -75,6 +76,17 @@ _END = re.compile(r"<\|(?:end|call|return)\|>")
 _TO = re.compile(r"to=([^\s<]+)")
 
 
+def messages(raw: str, end: re.Pattern):
+    """(header, body, ended) of each message of `raw`, text that opens them with `<|start|>` and their bodies with
+    `<|message|>` (harmony's and ATEM's framing), a body up to its first `end` mark or the text's end; a part with
+    no `<|message|>` (a header cut short, the role of a turn that never began) is left out."""
+    for part in raw.split("<|start|>"):
+        header, sep, content = part.partition("<|message|>")
+        if sep:
+            found = end.search(content)
+            yield header, content[: found.start()] if found else content, found is not None
+
+
 def reading(raw: str) -> str:
     """What a harmony completion reads as, `raw` being its text decoded with the special tokens: a final-channel
     message's text as it is; every other message (analysis, commentary, a call, a tool's answer) as a think block,
@@ -82,12 +94,7 @@ def reading(raw: str) -> str:
     message never ended. So the verifiers' one think-block policy (`rewards.extract.answer_region`) reads the
     final answer and never the reasoning, and a completion cut before its final message has no answer."""
     out = []
-    for part in raw.split("<|start|>"):
-        header, sep, content = part.partition("<|message|>")
-        if not sep:  # (no message: a header cut short, or the role of a turn that never began)
-            continue
-        end = _END.search(content)
-        body = content[: end.start()] if end else content
+    for header, body, end in messages(raw, _END):
         channel = _CHANNEL.search(header)
         if channel is not None and channel.group(1) == "final":
             out.append(body)
